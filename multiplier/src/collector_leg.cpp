@@ -1,0 +1,133 @@
+#include "collector_leg.hpp"
+
+#include "body_digest.hpp"
+#include "proxy_leg.hpp"
+
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <limits>
+#include <optional>
+
+namespace spe {
+namespace {
+
+using RelayParser = http::response_parser<http::buffer_body>;
+using ClientReply = http::response<http::buffer_body>;
+constexpr std::size_t kChunkBytes = 64 * 1024;
+
+bool no_body_status(unsigned status) { return status < 200 || status == 204 || status == 304; }
+
+}  // namespace
+
+void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body,
+                          bool length_known, ClientSide& client) {
+    const auto received = reply.version();
+    strip_hop_by_hop(reply);
+    append_via(reply, received, via_name);
+    reply.version(11);
+    if (has_body && !length_known) {
+        // Length unknown (upstream chunked or close-delimited): re-chunk for
+        // an HTTP/1.1 client; an HTTP/1.0 client reads until we close.
+        if (client.http11) reply.set(http::field::transfer_encoding, "chunked");
+        else client.keep_alive = false;
+    }
+    if (!client.keep_alive) reply.set(http::field::connection, "close");
+    else if (!client.http11) reply.set(http::field::connection, "keep-alive");
+}
+
+CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
+    : ctx_(ctx), conn_(strand, ctx.collector()), chunk_(kChunkBytes) {}
+
+awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide client) {
+    RelayOutcome out;
+    Measure& m = out.measure;
+    const auto& cfg = ctx_.config();
+    const bool capture = !cfg.capture_dir.empty();
+    const auto t0 = Clock::now();
+    if (auto e = co_await conn_.send(req, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
+        m.error = e;
+        m.total_us = micros_since(t0);
+        co_return out;
+    }
+
+    error_code ec;
+    std::optional<RelayParser> parser;
+    for (;;) {  // interim 1xx replies are dropped (we answered Expect ourselves)
+        parser.emplace();
+        parser->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
+        parser->body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed, never held
+        parser->skip(client.head_request);
+        conn_.stream().expires_after(cfg.client_timeout);
+        m.header_bytes += co_await http::async_read_header(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
+        if (ec) {
+            m.error = classify(ec, false);
+            m.error_detail = "reading the Collector's reply header: " + ec.message();
+            m.total_us = micros_since(t0);
+            conn_.close();
+            co_return out;
+        }
+        const unsigned status = parser->get().result_int();
+        if (status >= 200 || status == 101) break;
+    }
+
+    auto& upstream = parser->get();
+    m.status = upstream.result_int();
+    m.version = upstream.version();
+    m.headers = ctx_.policy().select(upstream.base());
+    if (capture) m.raw_header = header_text(upstream.base());
+    const bool has_body = !client.head_request && !no_body_status(*m.status);
+    const bool upstream_keep_alive = upstream.keep_alive();
+
+    ClientReply reply;
+    reply.base() = upstream.base();
+    prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
+    out.keep_alive = client.keep_alive;
+    http::response_serializer<http::buffer_body> serializer(reply);
+    client.stream.expires_after(cfg.client_timeout);
+    co_await http::async_write_header(client.stream, serializer, with_ec(ec));
+    out.client_answered = true;
+    if (ec) out.client_failed = true;
+
+    BodyDigest digest;
+    while (!ec && !parser->is_done()) {
+        upstream.body().data = chunk_.data();
+        upstream.body().size = chunk_.size();
+        conn_.stream().expires_after(cfg.client_timeout);
+        co_await http::async_read_some(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) {
+            m.error = classify(ec, true);
+            m.error_detail = "reading the Collector's body after " + std::to_string(digest.bytes()) + " bytes: " + ec.message();
+            break;
+        }
+        const auto n = chunk_.size() - upstream.body().size;
+        digest.update(chunk_.data(), n);
+        if (capture && m.body_head.size() < cfg.capture_body_bytes)
+            m.body_head.append(chunk_.data(), std::min(n, cfg.capture_body_bytes - m.body_head.size()));
+        if (n == 0 && !parser->is_done()) continue;
+        reply.body().data = chunk_.data();
+        reply.body().size = n;
+        reply.body().more = !parser->is_done();
+        client.stream.expires_after(cfg.client_timeout);
+        co_await http::async_write(client.stream, serializer, with_ec(ec));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) out.client_failed = true;
+    }
+    m.bytes = digest.bytes();
+    m.total_us = micros_since(t0);
+    if (m.error == LegError::none && !out.client_failed) {
+        m.md5 = digest.hex_final();
+        if (!conn_.finish_reply(upstream_keep_alive)) conn_.close();
+    } else {
+        // A reply cut short can't be completed for the client: closing is how it learns.
+        conn_.close();
+        out.keep_alive = false;
+    }
+    co_return out;
+}
+
+}  // namespace spe

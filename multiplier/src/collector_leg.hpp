@@ -1,0 +1,48 @@
+// The request to the Collector and its reply streamed to the client as it
+// arrives (header first, body through one fixed buffer), digested on the way.
+// The client is answered here; the measure becomes the fan-out's reference.
+#pragma once
+
+#include "header_policy.hpp"
+#include "measurement.hpp"
+#include "server_context.hpp"
+#include "upstream_connection.hpp"
+
+#include <vector>
+
+namespace spe {
+
+/// How the reply must be framed for this client.
+struct ClientSide {
+    beast::tcp_stream& stream;
+    bool head_request = false;
+    bool http11 = true;      // the client spoke HTTP/1.1 (may get chunked)
+    bool keep_alive = true;  // the client wants the connection kept
+};
+
+struct RelayOutcome {
+    Measure measure;            // the Collector's reply as the client got it
+    bool client_answered = false;  // a reply header reached the client
+    bool client_failed = false;    // writing to the client failed (it went away)
+    bool keep_alive = true;        // the client connection may serve another request
+};
+
+class CollectorLeg {
+public:
+    CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx);
+
+    awaitable<RelayOutcome> relay(const Request& req, ClientSide client);
+    void close() { conn_.close(); }
+
+private:
+    ServerContext& ctx_;
+    UpstreamConnection conn_;
+    std::vector<char> chunk_;  // the one relay buffer of this client connection
+};
+
+/// Headers of a reply going to the client: hop-by-hop removed, Via appended,
+/// framing and persistence set for this client.
+void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body,
+                          bool length_known, ClientSide& client);
+
+}  // namespace spe

@@ -1,0 +1,198 @@
+#include "config.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+namespace spe {
+namespace po = boost::program_options;
+
+std::string Endpoint::to_string() const {
+    return host.find(':') != std::string::npos ? "[" + host + "]:" + std::to_string(port)
+                                               : host + ":" + std::to_string(port);
+}
+
+Endpoint parse_endpoint(const std::string& text) {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+        throw ConfigError("expected HOST:PORT, got '" + text + "'");
+    std::string host = text.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    unsigned long port = 0;
+    try {
+        std::size_t used = 0;
+        port = std::stoul(text.substr(colon + 1), &used);
+        if (used != text.size() - colon - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+        throw ConfigError("bad port in '" + text + "'");
+    }
+    if (port == 0 || port > 65535) throw ConfigError("port out of range in '" + text + "'");
+    return {host, static_cast<std::uint16_t>(port)};
+}
+
+ProxyTarget parse_proxy_target(const std::string& text) {
+    auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("expected NAME=HOST:PORT, got '" + text + "'");
+    auto name = text.substr(0, eq);
+    for (char c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+            throw ConfigError("proxy name '" + name + "' may only use letters, digits, '-', '_' and '.'");
+    return {name, parse_endpoint(text.substr(eq + 1))};
+}
+
+std::chrono::milliseconds parse_seconds(const std::string& text) {
+    double seconds = 0;
+    try {
+        std::size_t used = 0;
+        seconds = std::stod(text, &used);
+        if (used != text.size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+        throw ConfigError("expected a number of seconds, got '" + text + "'");
+    }
+    if (!std::isfinite(seconds) || seconds <= 0 || seconds > 86400)
+        throw ConfigError("seconds must be in (0, 86400], got '" + text + "'");
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
+}
+
+namespace {
+
+po::options_description describe_options() {
+    po::options_description o("spe-multiplier options (each also works as 'key = value' in --config FILE)");
+    o.add_options()
+        ("help,h", "print this help and exit")
+        ("config", po::value<std::string>(), "read options from FILE ('key = value' lines, same keys as the flags; flags win)")
+        ("listen", po::value<std::string>()->default_value("127.0.0.1:8080"), "HOST:PORT the clients (browsers, load generators) use as their HTTP proxy")
+        ("collector", po::value<std::string>(), "HOST:PORT of the Collector: every client request is answered from it")
+        ("proxy", po::value<std::vector<std::string>>()->composing(), "NAME=HOST:PORT of a proxy under test (repeat for each proxy)")
+        ("mode", po::value<std::string>()->default_value("sequential"), "sequential: proxies get the request after the Collector's reply is complete (ROPE's order); concurrent: at the same time (for a Collector with collapsed forwarding)")
+        ("timeout", po::value<std::string>()->default_value("30"), "seconds a proxy under test has to deliver its whole reply")
+        ("client-timeout", po::value<std::string>()->default_value("60"), "seconds of client or Collector inactivity before a connection is closed")
+        ("drain-timeout", po::value<std::string>()->default_value("10"), "seconds SIGINT/SIGTERM waits for in-flight requests before aborting them (they are still logged)")
+        ("log", po::value<std::string>(), "write one JSON object per client request to FILE (JSON Lines)")
+        ("rope-log", po::value<std::string>(), "also write ROPE's text log (one line per proxy) to FILE")
+        ("capture-dir", po::value<std::string>(), "save both replies' headers and first body bytes of every mismatch in DIR")
+        ("capture-max-bytes", po::value<std::uint64_t>()->default_value(100ull << 20), "stop capturing once DIR holds this many bytes")
+        ("capture-body-bytes", po::value<std::size_t>()->default_value(4096), "body bytes kept per reply in a capture")
+        ("allow", po::value<std::vector<std::string>>()->composing(), "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")
+        ("connect-port", po::value<std::vector<unsigned>>()->composing(), "port CONNECT may tunnel to (repeatable; default 443)")
+        ("compare-header", po::value<std::vector<std::string>>()->composing(), "compare only these headers (repeatable; default: all end-to-end headers not ignored)")
+        ("ignore-header", po::value<std::vector<std::string>>()->composing(), "never compare this header (repeatable, added to the default list; 'X-Foo*' matches a prefix)")
+        ("max-header-bytes", po::value<std::size_t>()->default_value(64 * 1024), "largest request or reply header block accepted")
+        ("max-request-body", po::value<std::uint64_t>()->default_value(64ull << 20), "largest client request body accepted (it is kept to replay to each proxy)")
+        ("max-proxy-body", po::value<std::uint64_t>()->default_value(1ull << 30), "largest proxy reply body read in concurrent mode (sequential mode stops at the Collector's length)")
+        ("max-conns-per-proxy", po::value<std::size_t>()->default_value(16), "connections one client connection may hold to each proxy at once")
+        ("threads", po::value<unsigned>()->default_value(1), "I/O threads")
+        ("via-name", po::value<std::string>()->default_value("spe-multiplier"), "pseudonym in the Via header (also used to detect loops)")
+        ("log-level", po::value<std::string>()->default_value("info"), "diagnostics on stderr: trace, debug, info, warn, error, off")
+        ("dummy", po::bool_switch(), "run as ROPE's dummy proxy: pass every request to --parent, no fan-out")
+        ("parent", po::value<std::string>(), "HOST:PORT of the parent in --dummy mode")
+        ("version", "print the version and exit");
+    return o;
+}
+
+template <class T>
+std::vector<T> list_of(const po::variables_map& vm, const char* key) {
+    return vm.count(key) ? vm[key].as<std::vector<T>>() : std::vector<T>{};
+}
+
+Config build_config(const po::variables_map& vm) {
+    Config c;
+    c.listen = parse_endpoint(vm["listen"].as<std::string>());
+    c.dummy = vm["dummy"].as<bool>();
+    if (c.dummy) {
+        if (!vm.count("parent")) throw ConfigError("--dummy needs --parent HOST:PORT");
+        if (vm.count("proxy")) throw ConfigError("--dummy does not fan out: drop the --proxy options");
+        c.collector = parse_endpoint(vm["parent"].as<std::string>());
+    } else {
+        if (vm.count("parent")) throw ConfigError("--parent is only for --dummy mode; use --collector");
+        if (!vm.count("collector")) throw ConfigError("--collector HOST:PORT is required (or --dummy --parent HOST:PORT)");
+        c.collector = parse_endpoint(vm["collector"].as<std::string>());
+    }
+    for (const auto& p : list_of<std::string>(vm, "proxy")) {
+        auto target = parse_proxy_target(p);
+        for (const auto& existing : c.proxies)
+            if (existing.name == target.name) throw ConfigError("proxy name '" + target.name + "' is used twice");
+        c.proxies.push_back(target);
+    }
+    const auto& mode = vm["mode"].as<std::string>();
+    if (mode == "sequential") c.mode = FanoutMode::sequential;
+    else if (mode == "concurrent") c.mode = FanoutMode::concurrent;
+    else throw ConfigError("--mode must be sequential or concurrent, got '" + mode + "'");
+
+    c.timeout = parse_seconds(vm["timeout"].as<std::string>());
+    c.client_timeout = parse_seconds(vm["client-timeout"].as<std::string>());
+    c.drain_timeout = parse_seconds(vm["drain-timeout"].as<std::string>());
+    if (vm.count("log")) c.log_path = vm["log"].as<std::string>();
+    if (vm.count("rope-log")) c.rope_log_path = vm["rope-log"].as<std::string>();
+    if (vm.count("capture-dir")) c.capture_dir = vm["capture-dir"].as<std::string>();
+    c.capture_max_bytes = vm["capture-max-bytes"].as<std::uint64_t>();
+    c.capture_body_bytes = vm["capture-body-bytes"].as<std::size_t>();
+
+    auto allow = list_of<std::string>(vm, "allow");
+    if (allow.empty()) allow = {"127.0.0.0/8", "::1/128"};
+    for (const auto& cidr : allow) {
+        try {
+            c.allow.add(cidr);
+        } catch (const std::invalid_argument& e) {
+            throw ConfigError(std::string("--allow: ") + e.what());
+        }
+    }
+    if (vm.count("connect-port")) {
+        c.connect_ports.clear();
+        for (unsigned p : vm["connect-port"].as<std::vector<unsigned>>()) {
+            if (p == 0 || p > 65535) throw ConfigError("--connect-port out of range: " + std::to_string(p));
+            c.connect_ports.push_back(static_cast<std::uint16_t>(p));
+        }
+    }
+    c.compare_headers = list_of<std::string>(vm, "compare-header");
+    c.ignore_headers = list_of<std::string>(vm, "ignore-header");
+    c.max_header_bytes = vm["max-header-bytes"].as<std::size_t>();
+    c.max_request_body = vm["max-request-body"].as<std::uint64_t>();
+    c.max_proxy_body = vm["max-proxy-body"].as<std::uint64_t>();
+    c.max_conns_per_proxy = vm["max-conns-per-proxy"].as<std::size_t>();
+    c.threads = vm["threads"].as<unsigned>();
+    c.via_name = vm["via-name"].as<std::string>();
+    c.log_level = vm["log-level"].as<std::string>();
+    if (c.max_header_bytes < 1024) throw ConfigError("--max-header-bytes must be at least 1024");
+    if (c.max_conns_per_proxy == 0) throw ConfigError("--max-conns-per-proxy must be at least 1");
+    if (c.threads == 0 || c.threads > 64) throw ConfigError("--threads must be 1..64");
+    if (c.via_name.empty() || c.via_name.find_first_of(" ,\r\n") != std::string::npos)
+        throw ConfigError("--via-name must be one token without spaces or commas");
+    return c;
+}
+
+}  // namespace
+
+std::optional<Config> parse_config(int argc, const char* const argv[]) {
+    auto options = describe_options();
+    po::variables_map vm;
+    try {
+        po::store(po::parse_command_line(argc, argv, options), vm);
+        if (vm.count("help")) {
+            std::cout << "Usage: spe-multiplier --collector HOST:PORT --proxy NAME=HOST:PORT ... [options]\n"
+                         "       spe-multiplier --dummy --parent HOST:PORT [options]\n\n"
+                         "SPE's Multiplier: a forward proxy that answers each client request from the\n"
+                         "Collector, then sends it to every proxy under test and compares the replies.\n\n"
+                      << options << "\n";
+            return std::nullopt;
+        }
+        if (vm.count("version")) {
+            std::cout << "spe-multiplier 0.1.0\n";
+            return std::nullopt;
+        }
+        if (vm.count("config")) {
+            const auto path = vm["config"].as<std::string>();
+            std::ifstream in(path);
+            if (!in) throw ConfigError("cannot read config file '" + path + "'");
+            po::store(po::parse_config_file(in, options), vm);
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw ConfigError(e.what());
+    }
+    return build_config(vm);
+}
+
+}  // namespace spe

@@ -1,0 +1,73 @@
+// Typed configuration of the Multiplier: from flags and/or a config file with
+// the same keys; validated once at start so a bad value is a clear message.
+#pragma once
+
+#include "allow_list.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace spe {
+
+struct Endpoint {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string to_string() const;
+};
+
+struct ProxyTarget {
+    std::string name;
+    Endpoint endpoint;
+};
+
+enum class FanoutMode { sequential, concurrent };
+
+struct Config {
+    Endpoint listen{"127.0.0.1", 8080};
+    std::optional<Endpoint> collector;  // the parent in --dummy mode
+    std::vector<ProxyTarget> proxies;
+    FanoutMode mode = FanoutMode::sequential;
+    bool dummy = false;
+
+    std::chrono::milliseconds timeout{30'000};         // per proxy leg, whole reply
+    std::chrono::milliseconds client_timeout{60'000};  // idle keep-alive / per client read or write
+    std::chrono::milliseconds drain_timeout{10'000};   // how long SIGTERM waits for in-flight work
+
+    std::string log_path;
+    std::string rope_log_path;
+    std::string capture_dir;
+    std::uint64_t capture_max_bytes = 100ull << 20;
+    std::size_t capture_body_bytes = 4096;
+
+    AllowList allow;
+    std::vector<std::uint16_t> connect_ports{443};
+    std::vector<std::string> compare_headers;
+    std::vector<std::string> ignore_headers;  // added to the default ignore list
+
+    std::size_t max_header_bytes = 64 * 1024;
+    std::uint64_t max_request_body = 64ull << 20;
+    std::uint64_t max_proxy_body = 1ull << 30;
+    std::size_t max_conns_per_proxy = 16;  // per client connection
+    unsigned threads = 1;
+    std::string via_name = "spe-multiplier";
+    std::string log_level = "info";
+};
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Parses argv (and --config FILE). Returns nullopt after printing --help or
+/// --version. Throws ConfigError with a message meant for the user.
+std::optional<Config> parse_config(int argc, const char* const argv[]);
+
+Endpoint parse_endpoint(const std::string& text);
+ProxyTarget parse_proxy_target(const std::string& text);
+std::chrono::milliseconds parse_seconds(const std::string& text);
+
+}  // namespace spe

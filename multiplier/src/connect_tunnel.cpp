@@ -1,0 +1,115 @@
+#include "connect_tunnel.hpp"
+
+#include "header_policy.hpp"
+#include "upstream_connection.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <algorithm>
+#include <array>
+
+namespace spe {
+namespace {
+
+/// Copies bytes one way until EOF, error or idle timeout, then half-closes
+/// the other side so the peer sees the end too. Returns the bytes copied.
+awaitable<std::uint64_t> pump(beast::tcp_stream& from, beast::tcp_stream& to, std::chrono::milliseconds idle) {
+    std::array<char, 16 * 1024> buf{};
+    std::uint64_t total = 0;
+    error_code ec;
+    for (;;) {
+        from.expires_after(idle);
+        auto n = co_await from.async_read_some(asio::buffer(buf), with_ec(ec));
+        if (ec) break;
+        to.expires_after(idle);
+        co_await asio::async_write(to, asio::buffer(buf.data(), n), with_ec(ec));
+        if (ec) break;
+        total += n;
+    }
+    to.socket().shutdown(tcp::socket::shutdown_send, ec);
+    co_return total;
+}
+
+/// Bytes one side sent ahead (read into our buffer already) go first.
+awaitable<bool> flush_ahead(beast::flat_buffer& buffer, beast::tcp_stream& to, std::chrono::milliseconds idle) {
+    if (buffer.size() == 0) co_return true;
+    error_code ec;
+    to.expires_after(idle);
+    co_await asio::async_write(to, buffer.data(), with_ec(ec));
+    buffer.consume(buffer.size());
+    co_return !ec;
+}
+
+}  // namespace
+
+awaitable<TunnelOutcome> run_connect_tunnel(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
+                                            const Request& req, ServerContext& ctx, RequestRecord& record) {
+    const auto& cfg = ctx.config();
+    const std::string target(req.target());
+    auto colon = target.rfind(':');
+    unsigned long port = 0;
+    if (colon != std::string::npos && colon + 1 < target.size() &&
+        target.find_first_not_of("0123456789", colon + 1) == std::string::npos && target.size() - colon <= 6)
+        port = std::stoul(target.substr(colon + 1));
+    if (port == 0 || port > 65535) co_return TunnelOutcome{400, "CONNECT needs a HOST:PORT target"};
+    if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), port) == cfg.connect_ports.end())
+        co_return TunnelOutcome{403, "CONNECT to port " + std::to_string(port) + " is not allowed (see --connect-port)"};
+
+    Request connect{http::verb::connect, target, 11};
+    connect.set(http::field::host, target);
+    append_via(connect, req.version(), cfg.via_name);
+    UpstreamConnection upstream(client.get_executor(), ctx.collector());
+    Measure& m = record.collector;
+    const auto t0 = Clock::now();
+    if (auto e = co_await upstream.send(connect, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
+        m.error = e;
+        co_return TunnelOutcome{client_status_for(e), "the Collector could not be reached: " + std::string(to_string(e))};
+    }
+    http::response_parser<http::empty_body> parser;
+    parser.skip(true);  // a 2xx reply to CONNECT has no body: the tunnel starts right after it
+    error_code ec;
+    upstream.stream().expires_after(cfg.client_timeout);
+    m.header_bytes = co_await http::async_read_header(upstream.stream(), upstream.buffer(), parser, with_ec(ec));
+    if (ec) {
+        m.error = classify(ec, false);
+        co_return TunnelOutcome{502, "the Collector's reply to CONNECT was unreadable: " + ec.message()};
+    }
+    m.status = parser.get().result_int();
+    m.version = parser.get().version();
+    if (*m.status / 100 != 2)
+        co_return TunnelOutcome{*m.status, "the Collector refused the tunnel: " + std::to_string(*m.status) + " " +
+                                               std::string(parser.get().reason())};
+
+    std::string established = "HTTP/1.1 200 Connection established\r\nVia: 1.1 " + cfg.via_name + "\r\n\r\n";
+    client.expires_after(cfg.client_timeout);
+    co_await asio::async_write(client, asio::buffer(established), with_ec(ec));
+    record.client_status = 200;
+    if (ec || !co_await flush_ahead(upstream.buffer(), client, cfg.client_timeout) ||
+        !co_await flush_ahead(client_buffer, upstream.stream(), cfg.client_timeout))
+        co_return TunnelOutcome{};
+
+    // Client-to-Collector runs beside us; a timer set to "never" is the signal
+    // that it finished (cancelling it wakes the wait below).
+    asio::steady_timer up_done(client.get_executor(), asio::steady_timer::time_point::max());
+    std::uint64_t up_bytes = 0;
+    bool up_running = true;
+    asio::co_spawn(client.get_executor(), pump(client, upstream.stream(), cfg.client_timeout),
+                   [&](std::exception_ptr, std::uint64_t n) {
+                       up_bytes = n;
+                       up_running = false;
+                       up_done.cancel();
+                   });
+    m.bytes = co_await pump(upstream.stream(), client, cfg.client_timeout);
+    if (up_running) co_await up_done.async_wait(with_ec(ec));
+    m.total_us = micros_since(t0);
+    record.note = "CONNECT tunnel (not multiplied): " + std::to_string(up_bytes) + " bytes up, " +
+                  std::to_string(m.bytes) + " bytes down";
+    co_return TunnelOutcome{};
+}
+
+}  // namespace spe

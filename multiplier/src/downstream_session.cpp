@@ -1,0 +1,229 @@
+#include "downstream_session.hpp"
+
+#include "body_digest.hpp"
+#include "connect_tunnel.hpp"
+#include "fanout.hpp"
+#include "request_policy.hpp"
+#include "result_log.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <spdlog/spdlog.h>
+
+namespace spe {
+namespace {
+
+double unix_now() {
+    using namespace std::chrono;
+    return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string address_of(const tcp::socket& s) {
+    error_code ec;
+    auto ep = s.remote_endpoint(ec);
+    if (ec) return "-";
+    auto a = ep.address();
+    if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
+/// The status a client gets for a request that could not be read.
+RequestProblem read_problem(const error_code& ec) {
+    if (ec == http::error::header_limit) return {431, "the request header is larger than --max-header-bytes"};
+    if (ec == http::error::body_limit) return {413, "the request body is larger than --max-request-body"};
+    if (ec == beast::error::timeout) return {408, "the request did not arrive in time"};
+    return {400, "malformed request: " + ec.message()};
+}
+
+}  // namespace
+
+DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx)
+    : ctx_(std::move(ctx)),
+      client_(std::move(socket)),
+      client_address_(address_of(client_.socket())),
+      collector_(client_.get_executor(), *ctx_),
+      pools_(std::make_shared<ProxyPools>(client_.get_executor(), ctx_->proxies(), ctx_->config().max_conns_per_proxy)),
+      work_(*ctx_) {
+    error_code ec;
+    client_.socket().set_option(tcp::no_delay(true), ec);
+}
+
+void DownstreamSession::start() {
+    ctx_->register_abortable(shared_from_this());
+    ctx_->register_abortable(pools_);
+    asio::co_spawn(client_.get_executor(), run(), [self = shared_from_this()](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            spdlog::error("client {}: session ended by an internal error: {}", self->client_address_, ex.what());
+        }
+        self->close();
+    });
+}
+
+void DownstreamSession::stop_if_idle() {
+    asio::post(client_.get_executor(), [self = shared_from_this()] {
+        if (self->idle_) self->close();
+    });
+}
+
+void DownstreamSession::abort() {
+    asio::post(client_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+void DownstreamSession::close() {
+    error_code ignored;
+    client_.socket().close(ignored);
+    collector_.close();
+    pools_->client_closed();
+}
+
+awaitable<void> DownstreamSession::run() {
+    auto self = shared_from_this();
+    while (co_await serve_one()) {
+    }
+    error_code ignored;
+    client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    close();
+}
+
+RequestRecord DownstreamSession::new_record(const Request& req) {
+    RequestRecord r;
+    r.ts = unix_now();
+    r.id = ctx_->next_request_id();
+    r.client = client_address_;
+    r.method = req.method_string().empty() ? "-" : std::string(req.method_string());
+    r.url = req.target().empty() ? "-" : std::string(req.target());
+    r.version = req.version() == 10 ? "HTTP/1.0" : req.version() == 11 ? "HTTP/1.1" : "HTTP/" + std::to_string(req.version() / 10) + "." + std::to_string(req.version() % 10);
+    r.validation = is_validation(req);
+    return r;
+}
+
+awaitable<bool> DownstreamSession::serve_one() {
+    const auto& cfg = ctx_->config();
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
+    parser.body_limit(cfg.max_request_body);
+    idle_ = buffer_.size() == 0;
+    if (idle_ && ctx_->stopping()) co_return false;
+
+    error_code ec;
+    client_.expires_after(cfg.client_timeout);
+    co_await http::async_read_header(client_, buffer_, parser, with_ec(ec));
+    idle_ = false;
+    if (ec) {
+        // A connection that closes or times out between requests is normal.
+        if (!parser.got_some() || ec == asio::error::operation_aborted) co_return false;
+        Request partial;
+        if (parser.is_header_done()) partial = parser.get();
+        auto problem = read_problem(ec);
+        co_await refuse(problem.status, problem.reason, new_record(partial), false);
+        co_return false;
+    }
+
+    auto record = new_record(parser.get());
+    const bool head_request = parser.get().method() == http::verb::head;
+    if (!parser.is_done()) {
+        if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+            static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+            co_await asio::async_write(client_, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
+        }
+        client_.expires_after(cfg.client_timeout);
+        co_await http::async_read(client_, buffer_, parser, with_ec(ec));
+        if (ec) {
+            auto problem = read_problem(ec);
+            co_await refuse(problem.status, problem.reason, std::move(record), head_request);
+            co_return false;
+        }
+    }
+    Request req = parser.release();
+    const bool keep_alive = client_wants_keep_alive(req) && !ctx_->stopping();
+
+    if (req.method() == http::verb::connect) {
+        auto outcome = co_await run_connect_tunnel(client_, buffer_, req, *ctx_, record);
+        if (outcome.refused_status) co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
+        else ctx_->log().write(record);
+        co_return false;
+    }
+    if (auto problem = check_request(req, cfg)) {
+        co_await refuse(problem->status, problem->reason, std::move(record), head_request);
+        co_return false;
+    }
+    co_return co_await forward(std::move(req), std::move(record), keep_alive);
+}
+
+awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bool keep_alive) {
+    const auto& cfg = ctx_->config();
+    const bool head_request = req.method() == http::verb::head;
+    auto upstream = std::make_shared<const Request>(make_upstream_request(req, cfg.via_name, keep_alive));
+    auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
+    if (cfg.mode == FanoutMode::concurrent) fanout->start();
+
+    auto out = co_await collector_.relay(*upstream, ClientSide{client_, head_request, req.version() >= 11, keep_alive});
+    if (!out.client_answered) {
+        const auto status = client_status_for(out.measure.error);
+        const auto reason = "the Collector at " + cfg.collector->to_string() + " failed: " +
+                            std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail + ")";
+        auto sent = co_await reply_from_multiplier(status, reason, head_request, keep_alive);
+        fanout->set_reference(std::move(out.measure), status, std::move(sent));
+        if (cfg.mode == FanoutMode::sequential) fanout->skip("no fan-out: " + reason);
+        co_return keep_alive && sent.error == LegError::none;
+    }
+    const auto status = out.measure.status.value_or(0);
+    const bool complete = out.measure.error == LegError::none && !out.client_failed;
+    std::string why;
+    if (out.client_failed) why = "no fan-out: the client went away during the reply";
+    else if (!complete) why = "no fan-out: the Collector's reply broke off (" + out.measure.error_detail + ")";
+    fanout->set_reference(std::move(out.measure), status);
+    if (!why.empty()) {
+        if (cfg.mode == FanoutMode::sequential) fanout->skip(why);
+        else fanout->record().note = why;
+        co_return false;
+    }
+    if (cfg.mode == FanoutMode::sequential) fanout->start();
+    co_return out.keep_alive && !ctx_->stopping();
+}
+
+awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, const std::string& reason,
+                                                           bool head_request, bool keep_alive) {
+    http::response<http::string_body> res{static_cast<http::status>(status), 11};
+    res.set(http::field::server, ctx_->config().via_name);
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.set(http::field::cache_control, "no-store");
+    res.set("X-SPE-Error", reason.substr(0, 200));
+    res.body() = "SPE Multiplier: " + std::to_string(status) + " " + std::string(res.reason()) + "\n" + reason + "\n";
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+
+    Measure sent;
+    sent.status = status;
+    sent.version = 11;
+    sent.bytes = res.body().size();
+    sent.md5 = md5_hex(res.body().data(), res.body().size());
+    sent.headers = ctx_->policy().select(res.base());
+    error_code ec;
+    client_.expires_after(ctx_->config().client_timeout);
+    if (head_request) {
+        http::response_serializer<http::string_body> sr(res);
+        co_await http::async_write_header(client_, sr, with_ec(ec));
+    } else {
+        co_await http::async_write(client_, res, with_ec(ec));
+    }
+    if (ec) sent.error = classify(ec, true);
+    co_return sent;
+}
+
+awaitable<void> DownstreamSession::refuse(unsigned status, const std::string& reason, RequestRecord record,
+                                          bool head_request) {
+    spdlog::debug("client {}: {} {} refused: {} {}", client_address_, record.method, record.url, status, reason);
+    co_await reply_from_multiplier(status, reason, head_request, false);
+    record.client_status = status;
+    record.note = reason;
+    ctx_->log().write(record);
+}
+
+}  // namespace spe

@@ -1,0 +1,47 @@
+// The client side of one connection: read requests (bounded), answer each in
+// order from the Collector, hand it to the fan-out, then read the next one.
+// Pipelined requests wait in the read buffer, so replies keep request order.
+#pragma once
+
+#include "collector_leg.hpp"
+#include "proxy_pools.hpp"
+#include "server_context.hpp"
+
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <memory>
+
+namespace spe {
+
+class DownstreamSession : public Abortable, public std::enable_shared_from_this<DownstreamSession> {
+public:
+    /// `socket` must already be bound to this connection's strand.
+    DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx);
+
+    void start();
+    /// SIGTERM: a session waiting for a new request closes; a busy one finishes it first.
+    void stop_if_idle();
+    void abort() override;
+
+private:
+    awaitable<void> run();
+    awaitable<bool> serve_one();
+    awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
+    /// Sends a short text reply from the Multiplier itself; returns what the client got.
+    awaitable<Measure> reply_from_multiplier(unsigned status, const std::string& reason, bool head_request,
+                                             bool keep_alive);
+    awaitable<void> refuse(unsigned status, const std::string& reason, RequestRecord record, bool head_request);
+    RequestRecord new_record(const Request& req) ;
+    void close();
+
+    std::shared_ptr<ServerContext> ctx_;
+    beast::tcp_stream client_;
+    beast::flat_buffer buffer_;
+    std::string client_address_;
+    CollectorLeg collector_;
+    std::shared_ptr<ProxyPools> pools_;
+    WorkGuard work_;
+    bool idle_ = true;  // waiting for the first byte of a request
+};
+
+}  // namespace spe

@@ -1,0 +1,101 @@
+#include "fanout.hpp"
+
+#include "proxy_leg.hpp"
+#include "result_log.hpp"
+#include "validator.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <spdlog/spdlog.h>
+
+namespace spe {
+
+Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
+               std::shared_ptr<const Request> request, bool head_request)
+    : ctx_(std::move(ctx)),
+      pools_(std::move(pools)),
+      record_(std::move(record)),
+      request_(std::move(request)),
+      head_request_(head_request),
+      work_(*ctx_) {
+    record_.proxies.resize(ctx_->proxies().size());
+    for (std::size_t i = 0; i < record_.proxies.size(); ++i) record_.proxies[i].name = ctx_->proxies()[i].name;
+}
+
+Fanout::~Fanout() {
+    if (logged_) return;
+    if (record_.note.empty()) record_.note = "fan-out interrupted";
+    for (auto& p : record_.proxies)
+        if (!p.measure.status && p.measure.error == LegError::none) p.measure.error = LegError::aborted;
+    finish();
+}
+
+void Fanout::start() {
+    started_ = true;
+    const auto n = record_.proxies.size();
+    pending_ = n;
+    const auto first = n ? ctx_->next_rotation() % n : 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        const auto proxy = (first + k) % n;
+        asio::co_spawn(pools_->executor(), run_leg(proxy), [self = shared_from_this(), proxy](std::exception_ptr e) {
+            if (!e) return;
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                spdlog::error("proxy leg {} of request {} failed: {}", self->record_.proxies[proxy].name,
+                              self->record_.id, ex.what());
+            }
+        });
+    }
+    maybe_finish();
+}
+
+awaitable<void> Fanout::run_leg(std::size_t proxy) {
+    auto self = shared_from_this();
+    auto& result = record_.proxies[proxy];
+    auto conn = pools_->acquire(proxy);
+    if (!conn) {
+        result.measure.error = LegError::busy;
+        result.measure.error_detail = "too many requests outstanding on this proxy for this client connection";
+    } else {
+        const auto& cfg = ctx_->config();
+        ProxyLegLimits limits{cfg.timeout, std::nullopt, cfg.max_header_bytes,
+                              cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes};
+        // In sequential mode the reference length is known: reading past it
+        // can only confirm a mismatch, so an endless body costs one byte more.
+        if (cfg.mode == FanoutMode::sequential && has_reference_) limits.body_cap = record_.collector.bytes;
+        else limits.body_cap = cfg.max_proxy_body;
+        result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
+        pools_->release(proxy, std::move(conn));
+    }
+    --pending_;
+    maybe_finish();
+}
+
+void Fanout::set_reference(Measure collector, unsigned client_status, std::optional<Measure> own_reply) {
+    record_.collector = std::move(collector);
+    own_reply_ = std::move(own_reply);
+    record_.client_status = client_status;
+    has_reference_ = true;
+    maybe_finish();
+}
+
+void Fanout::skip(std::string why) {
+    record_.note = std::move(why);
+    record_.proxies.clear();
+    started_ = true;
+    pending_ = 0;
+    maybe_finish();
+}
+
+void Fanout::maybe_finish() {
+    if (started_ && has_reference_ && pending_ == 0 && !logged_) finish();
+}
+
+void Fanout::finish() {
+    logged_ = true;
+    const Measure& reference = own_reply_ ? *own_reply_ : record_.collector;
+    for (auto& p : record_.proxies) validate(reference, p);
+    ctx_->log().write(record_);
+}
+
+}  // namespace spe

@@ -1,0 +1,54 @@
+// After (or, in concurrent mode, beside) the Collector leg: sends one client
+// request to every proxy under test in a rotating order, gathers the measures,
+// validates them against the reference and hands one record to the log.
+// Lives on the client session's strand; owns the record until it is logged.
+#pragma once
+
+#include "measurement.hpp"
+#include "net.hpp"
+#include "proxy_pools.hpp"
+#include "server_context.hpp"
+
+#include <memory>
+
+namespace spe {
+
+class Fanout : public std::enable_shared_from_this<Fanout> {
+public:
+    Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
+           std::shared_ptr<const Request> request, bool head_request);
+    /// Logs the record if nothing else did: no client request goes unrecorded.
+    ~Fanout();
+    Fanout(const Fanout&) = delete;
+    Fanout& operator=(const Fanout&) = delete;
+
+    /// Sends the request to every proxy. Call on the session's strand.
+    void start();
+    /// The Collector's reply, the status the client got, and, when the
+    /// Multiplier answered by itself (the Collector failed), that reply: it is
+    /// then the reference the proxies are compared with.
+    void set_reference(Measure collector, unsigned client_status, std::optional<Measure> own_reply = std::nullopt);
+    /// No fan-out for this request; the record is logged with the reason.
+    void skip(std::string why);
+
+    RequestRecord& record() { return record_; }
+
+private:
+    awaitable<void> run_leg(std::size_t proxy);
+    void maybe_finish();
+    void finish();
+
+    std::shared_ptr<ServerContext> ctx_;
+    std::shared_ptr<ProxyPools> pools_;
+    RequestRecord record_;
+    std::shared_ptr<const Request> request_;
+    bool head_request_;
+    WorkGuard work_;
+    std::optional<Measure> own_reply_;
+    std::size_t pending_ = 0;
+    bool started_ = false;
+    bool has_reference_ = false;
+    bool logged_ = false;
+};
+
+}  // namespace spe

@@ -1,0 +1,59 @@
+// Which headers cross the Multiplier and which are compared: one table for the
+// hop-by-hop set (RFC 9110 section 7.6.1), one list for what validation ignores.
+#pragma once
+
+#include <boost/beast/http/fields.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spe {
+
+/// A header as compared by the validator: lowercase name, values joined with ", ".
+struct ComparedHeader {
+    std::string name;
+    std::string value;
+    bool operator==(const ComparedHeader&) const = default;
+};
+using ComparedHeaders = std::vector<ComparedHeader>;  // sorted by name
+
+/// True for headers that describe one connection only and never travel on.
+bool is_hop_by_hop(std::string_view name);
+
+/// Removes the hop-by-hop headers, including those named in Connection.
+void strip_hop_by_hop(boost::beast::http::fields& fields);
+
+/// The default names (case-insensitive; a trailing '*' matches any suffix)
+/// that legitimately differ between hops and are never compared.
+const std::vector<std::string>& default_ignored_headers();
+
+/// Decides which end-to-end headers the validator compares.
+class HeaderPolicy {
+public:
+    /// `compare`: when not empty, only these names are compared.
+    /// `ignore`: names (or prefixes ending in '*') never compared.
+    HeaderPolicy(std::vector<std::string> compare, std::vector<std::string> ignore);
+    HeaderPolicy();  // default ignore list, compare everything else
+
+    bool is_compared(std::string_view name) const;
+
+    /// The compared subset of `fields`, lowercased, repeated names joined, sorted.
+    ComparedHeaders select(const boost::beast::http::fields& fields) const;
+
+private:
+    static bool matches(const std::vector<std::string>& patterns, std::string_view lower_name);
+    std::vector<std::string> compare_;  // lowercase
+    std::vector<std::string> ignore_;   // lowercase
+};
+
+std::string to_lower(std::string_view s);
+
+/// Appends "1.1 <via_name>" (with the version the message arrived in) to Via.
+void append_via(boost::beast::http::fields& fields, unsigned received_version, const std::string& via_name);
+
+/// Case-insensitive search for `token` in a comma-separated header value.
+bool has_token(std::string_view list, std::string_view token);
+
+}  // namespace spe

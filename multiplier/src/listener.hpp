@@ -1,0 +1,34 @@
+// Accepts client connections, applies the allow-list, and starts one
+// DownstreamSession per connection on a strand of its own.
+#pragma once
+
+#include "server_context.hpp"
+
+#include <memory>
+
+namespace spe {
+
+class DownstreamSession;
+
+class Listener : public std::enable_shared_from_this<Listener> {
+public:
+    /// Binds and listens; throws boost::system::system_error with the cause.
+    Listener(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx);
+
+    void start();
+    /// Stops accepting and asks idle sessions to close (SIGINT/SIGTERM).
+    void stop();
+    tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+
+private:
+    awaitable<void> accept_loop();
+    awaitable<void> refuse_client(tcp::socket socket);
+
+    asio::io_context& ioc_;
+    std::shared_ptr<ServerContext> ctx_;
+    tcp::acceptor acceptor_;
+    std::mutex sessions_mutex_;
+    std::vector<std::weak_ptr<DownstreamSession>> sessions_;
+};
+
+}  // namespace spe

@@ -1,0 +1,126 @@
+// spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
+#include "config.hpp"
+#include "listener.hpp"
+#include "result_log.hpp"
+#include "server_context.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <sys/resource.h>
+
+#include <iostream>
+#include <thread>
+
+namespace {
+using namespace spe;
+
+std::vector<tcp::endpoint> resolve(asio::io_context& ioc, const Endpoint& e, const std::string& what) {
+    tcp::resolver resolver(ioc);
+    error_code ec;
+    auto results = resolver.resolve(e.host, std::to_string(e.port), ec);
+    if (ec || results.empty())
+        throw std::runtime_error("cannot resolve " + what + " '" + e.to_string() + "': " + ec.message());
+    return {results.begin(), results.end()};
+}
+
+void raise_fd_limit() {
+    // Each client connection may hold one connection per proxy and more: use
+    // the whole hard limit rather than fail under load at the soft 1024.
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
+}
+
+/// After SIGINT/SIGTERM: wait for in-flight work (bounded by --drain-timeout),
+/// then abort what is left (it is still logged) and stop the io_context.
+awaitable<void> drain(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx) {
+    asio::steady_timer tick(ioc);
+    const auto drain_deadline = Clock::now() + ctx->config().drain_timeout;
+    std::optional<Clock::time_point> abort_deadline;
+    error_code ec;
+    while (ctx->in_flight() > 0) {
+        if (!abort_deadline && Clock::now() >= drain_deadline) {
+            spdlog::warn("drain time over: aborting {} unfinished request(s)/connection(s)", ctx->in_flight());
+            ctx->abort_all();
+            abort_deadline = Clock::now() + std::chrono::seconds(2);
+        }
+        if (abort_deadline && Clock::now() >= *abort_deadline) break;
+        tick.expires_after(std::chrono::milliseconds(20));
+        co_await tick.async_wait(with_ec(ec));
+    }
+    ioc.stop();
+}
+
+int run(const Config& config) {
+    ResultLog log(config);  // declared before the io_context: outlives every session
+    asio::io_context ioc(static_cast<int>(config.threads));
+    std::vector<ResolvedProxy> proxies;
+    for (const auto& p : config.proxies)
+        proxies.push_back({p.name, resolve(ioc, p.endpoint, "proxy " + p.name)});
+    auto collector = resolve(ioc, *config.collector, config.dummy ? "parent" : "collector");
+    auto ctx = std::make_shared<ServerContext>(config, std::move(collector), std::move(proxies), log);
+
+    std::shared_ptr<Listener> listener;
+    try {
+        listener = std::make_shared<Listener>(ioc, ctx);
+    } catch (const boost::system::system_error& e) {
+        throw std::runtime_error("cannot listen on " + config.listen.to_string() + ": " + e.code().message());
+    }
+    listener->start();
+    spdlog::flush_every(std::chrono::seconds(1));
+    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{})",
+                 config.listen.to_string(), config.dummy ? "dummy" : config.mode == FanoutMode::sequential ? "sequential" : "concurrent",
+                 config.collector->to_string(), config.proxies.size(), config.proxies.size() == 1 ? "y" : "ies");
+
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
+        if (ec) return;
+        if (ctx->stopping()) {
+            spdlog::warn("second signal {}: aborting everything now", sig);
+            ctx->abort_all();
+            return;
+        }
+        spdlog::info("signal {}: no new connections; finishing in-flight requests", sig);
+        ctx->set_stopping();
+        listener->stop();
+        asio::co_spawn(ioc, drain(ioc, ctx), asio::detached);
+        signals.async_wait(on_signal);
+    };
+    signals.async_wait(on_signal);
+
+    std::vector<std::jthread> workers;
+    for (unsigned i = 1; i < config.threads; ++i) workers.emplace_back([&ioc] { ioc.run(); });
+    ioc.run();
+    for (auto& w : workers) w.join();
+    log.flush();
+    spdlog::info("stopped; {} record(s) written", log.records_written());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    auto stderr_logger = spdlog::stderr_color_mt("spe");
+    spdlog::set_default_logger(stderr_logger);
+    try {
+        auto config = spe::parse_config(argc, argv);
+        if (!config) return 0;
+        spdlog::set_level(spdlog::level::from_str(config->log_level));
+        raise_fd_limit();
+        return run(*config);
+    } catch (const spe::ConfigError& e) {
+        std::cerr << "spe-multiplier: " << e.what() << "\n(see spe-multiplier --help)\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "spe-multiplier: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,69 @@
+// What the Multiplier measures about one reply (from the Collector or from a
+// proxy under test), and the record it logs per client request.
+#pragma once
+
+#include "errors.hpp"
+#include "header_policy.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spe {
+
+/// One reply as seen by the Multiplier. Times are microseconds from the start
+/// of the leg (before connecting); connect_us is 0 for a reused connection.
+struct Measure {
+    std::optional<unsigned> status;
+    unsigned version = 0;  // 10 or 11
+    std::uint64_t header_bytes = 0;
+    std::uint64_t bytes = 0;  // decoded body bytes
+    std::optional<std::string> md5;
+    std::optional<std::int64_t> connect_us;
+    std::optional<std::int64_t> ttfb_us;
+    std::optional<std::int64_t> total_us;
+    LegError error = LegError::none;
+    std::string error_detail;
+    ComparedHeaders headers;  // the compared subset, for validation
+    // Filled only when mismatch capture is on.
+    std::string raw_header;
+    std::string body_head;
+
+    bool complete() const { return error == LegError::none && status.has_value(); }
+};
+
+enum class ResultClass {
+    ok,
+    status_code_mismatch,
+    header_mismatch,
+    body_mismatch,
+    no_response,
+    protocol_error,
+};
+
+std::string_view to_string(ResultClass r);
+
+struct ProxyResult {
+    std::string name;
+    Measure measure;
+    ResultClass result = ResultClass::no_response;
+    std::vector<std::string> mismatched_headers;
+};
+
+/// One client request and everything measured for it: one log record.
+struct RequestRecord {
+    double ts = 0;  // unix seconds when the request was received
+    std::uint64_t id = 0;
+    std::string client;
+    std::string method;
+    std::string url;
+    std::string version;  // "HTTP/1.1"
+    bool validation = false;  // conditional request (ROPE's "validation")
+    Measure collector;
+    unsigned client_status = 0;
+    std::string note;  // e.g. why there was no fan-out
+    std::vector<ProxyResult> proxies;
+};
+
+}  // namespace spe

@@ -1,0 +1,35 @@
+// Shorthands for the Asio/Beast types used across the data path.
+#pragma once
+
+#include <utility>  // Asio 1.74's awaitable.hpp uses std::exchange without including it
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <chrono>
+
+namespace spe {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+using Request = http::request<http::string_body>;
+template <class T>
+using awaitable = asio::awaitable<T>;
+
+/// Completion token for co_await that stores the error in `ec` instead of throwing.
+inline auto with_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+inline std::int64_t micros_since(Clock::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+}
+
+}  // namespace spe

@@ -1,0 +1,91 @@
+#include "proxy_leg.hpp"
+
+#include "digest_body.hpp"
+
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <limits>
+#include <optional>
+#include <sstream>
+
+namespace spe {
+
+std::string header_text(const http::response_header<>& h) {
+    std::ostringstream out;
+    out << h;
+    return out.str();
+}
+
+namespace {
+
+using ReplyParser = http::response_parser<DigestBody>;
+
+void configure(ReplyParser& p, bool head_request, const ProxyLegLimits& limits) {
+    p.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    p.body_limit(limits.body_cap.value_or(std::numeric_limits<std::uint64_t>::max()));
+    p.skip(head_request);
+    p.get().body().head_limit = limits.capture_body_bytes;
+}
+
+void fail(Measure& m, UpstreamConnection& conn, LegError e, std::string detail) {
+    m.error = e;
+    m.error_detail = std::move(detail);
+    conn.close();
+}
+
+}  // namespace
+
+awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request,
+                                 const ProxyLegLimits& limits, const HeaderPolicy& policy) {
+    Measure m;
+    const auto t0 = Clock::now();
+    const auto deadline = t0 + limits.timeout;
+    if (auto e = co_await conn.send(req, t0, deadline, m); e != LegError::none) {
+        m.error = e;
+        m.total_us = micros_since(t0);
+        co_return m;
+    }
+
+    // Interim (1xx) replies are skipped: the final reply is what gets compared.
+    std::optional<ReplyParser> parser;
+    error_code ec;
+    for (;;) {
+        parser.emplace();
+        configure(*parser, head_request, limits);
+        conn.stream().expires_at(deadline);
+        m.header_bytes += co_await http::async_read_header(conn.stream(), conn.buffer(), *parser, with_ec(ec));
+        const unsigned status = parser->is_header_done() ? parser->get().result_int() : 0;
+        if (ec || status < 100 || status >= 200 || status == 101) break;
+    }
+    if (parser->is_header_done()) {
+        m.status = parser->get().result_int();
+        m.version = parser->get().version();
+    }
+    if (!ec && !parser->is_done()) {
+        conn.stream().expires_at(deadline);
+        co_await http::async_read(conn.stream(), conn.buffer(), *parser, with_ec(ec));
+    }
+    auto& body = parser->get().body();
+    m.bytes = body.digest.bytes();
+    m.total_us = micros_since(t0);
+    if (limits.capture_body_bytes > 0) {
+        if (parser->is_header_done()) m.raw_header = header_text(parser->get().base());
+        m.body_head = std::move(body.head);
+    }
+    if (ec) {
+        const bool got_header = parser->is_header_done();
+        fail(m, conn, classify(ec, got_header),
+             (got_header ? "reading the body after " + std::to_string(m.bytes) + " bytes: "
+                         : std::string("reading the reply header: ")) + ec.message());
+        co_return m;
+    }
+    m.md5 = body.digest.hex_final();
+    m.headers = policy.select(parser->get().base());
+    if (!conn.finish_reply(parser->get().keep_alive()))
+        m.error = LegError::extra_data, m.error_detail = "bytes followed the end of the reply";
+    co_return m;
+}
+
+}  // namespace spe

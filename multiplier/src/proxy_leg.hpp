@@ -1,0 +1,26 @@
+// One request to one proxy under test: send it, read the whole reply through
+// a digesting body (nothing is kept but the first bytes for captures), measure.
+#pragma once
+
+#include "header_policy.hpp"
+#include "measurement.hpp"
+#include "upstream_connection.hpp"
+
+#include <optional>
+
+namespace spe {
+
+struct ProxyLegLimits {
+    std::chrono::milliseconds timeout;           // whole leg, connect to last byte
+    std::optional<std::uint64_t> body_cap;       // bytes past this end the read
+    std::size_t max_header_bytes = 64 * 1024;
+    std::size_t capture_body_bytes = 0;          // 0: no capture
+};
+
+awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request,
+                                 const ProxyLegLimits& limits, const HeaderPolicy& policy);
+
+/// Serialized reply header, for mismatch captures.
+std::string header_text(const http::response_header<>& h);
+
+}  // namespace spe

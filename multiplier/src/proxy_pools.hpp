@@ -1,0 +1,42 @@
+// The connections one client connection holds to each proxy under test. They
+// mirror the client's persistence: kept alive while the client connection
+// lives, at most one outstanding request each (a busy one means a new one,
+// as in ROPE), closed when the client leaves.
+#pragma once
+
+#include "server_context.hpp"
+#include "upstream_connection.hpp"
+
+#include <memory>
+#include <set>
+#include <vector>
+
+namespace spe {
+
+class ProxyPools : public Abortable, public std::enable_shared_from_this<ProxyPools> {
+public:
+    ProxyPools(asio::any_io_executor strand, const std::vector<ResolvedProxy>& proxies, std::size_t max_per_proxy);
+
+    /// An idle kept-alive connection, a new one, or nullptr when the proxy
+    /// already has max_per_proxy requests outstanding for this client.
+    std::unique_ptr<UpstreamConnection> acquire(std::size_t proxy);
+    void release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn);
+
+    /// The client connection is gone: close idle connections and every one released from now on.
+    void client_closed();
+    const asio::any_io_executor& executor() const { return strand_; }
+    void abort() override;
+
+private:
+    struct Pool {
+        std::vector<std::unique_ptr<UpstreamConnection>> idle;
+        std::set<UpstreamConnection*> busy;  // observers only; the legs own them
+    };
+    asio::any_io_executor strand_;
+    const std::vector<ResolvedProxy>& proxies_;
+    std::size_t max_per_proxy_;
+    std::vector<Pool> pools_;
+    bool client_closed_ = false;
+};
+
+}  // namespace spe

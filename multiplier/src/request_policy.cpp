@@ -1,0 +1,86 @@
+#include "request_policy.hpp"
+
+#include "header_policy.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+namespace spe {
+
+std::optional<Endpoint> http_authority(std::string_view target) {
+    constexpr std::string_view scheme = "http://";
+    if (target.size() <= scheme.size() || !beast::iequals(target.substr(0, scheme.size()), scheme)) return std::nullopt;
+    auto rest = target.substr(scheme.size());
+    auto authority = rest.substr(0, rest.find_first_of("/?#"));
+    if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    if (authority.empty()) return std::nullopt;
+    Endpoint ep{std::string(authority), 80};
+    auto colon = authority.rfind(':');
+    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        ep.host = std::string(authority.substr(0, colon));
+        auto port_text = authority.substr(colon + 1);
+        if (port_text.empty() || port_text.size() > 5 ||
+            port_text.find_first_not_of("0123456789") != std::string_view::npos)
+            return std::nullopt;
+        auto port = std::stoul(std::string(port_text));
+        if (port == 0 || port > 65535) return std::nullopt;
+        ep.port = static_cast<std::uint16_t>(port);
+    }
+    if (ep.host.size() > 2 && ep.host.front() == '[' && ep.host.back() == ']') ep.host = ep.host.substr(1, ep.host.size() - 2);
+    return ep;
+}
+
+namespace {
+bool is_local_name(const std::string& host, const Endpoint& listen) {
+    return beast::iequals(host, listen.host) || beast::iequals(host, "localhost") || host.rfind("127.", 0) == 0 ||
+           host == "::1" || listen.host == "0.0.0.0" || listen.host == "::";
+}
+}  // namespace
+
+std::optional<RequestProblem> check_request(const Request& req, const Config& config) {
+    // Beast rejects most framing attacks while parsing; a request carrying both
+    // lengths is refused here too, whatever the parser made of it (RFC 9112 6.3).
+    if (req.count(http::field::content_length) && req.count(http::field::transfer_encoding))
+        return RequestProblem{400, "both Content-Length and Transfer-Encoding are present (possible request smuggling)"};
+    if (req.version() != 10 && req.version() != 11)
+        return RequestProblem{505, "only HTTP/1.0 and HTTP/1.1 are supported"};
+    const auto target = req.target();
+    if (target.size() >= 8 && beast::iequals(target.substr(0, 8), "https://"))
+        return RequestProblem{400, "https:// URLs go through CONNECT; the Multiplier does not speak TLS"};
+    auto authority = http_authority(target);
+    if (!authority)
+        return RequestProblem{400, "not a proxy request: the target must be an absolute http:// URL (use the "
+                                   "Multiplier as an HTTP proxy)"};
+    if (authority->port == config.listen.port && is_local_name(authority->host, config.listen))
+        return RequestProblem{508, "the request is addressed to the Multiplier itself (forwarding loop)"};
+    for (auto it = req.find(http::field::via); it != req.end() && it->name() == http::field::via; ++it)
+        if (it->value().find(config.via_name) != beast::string_view::npos)
+            return RequestProblem{508, "the request already passed through this Multiplier (Via loop)"};
+    return std::nullopt;
+}
+
+bool client_wants_keep_alive(const Request& req) {
+    auto proxy_connection = req[http::field::proxy_connection];
+    if (has_token(proxy_connection, "close")) return false;
+    if (req.version() < 11 && has_token(proxy_connection, "keep-alive")) return true;
+    return req.keep_alive();
+}
+
+bool is_validation(const Request& req) {
+    return req.count(http::field::if_modified_since) || req.count(http::field::if_none_match);
+}
+
+Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive) {
+    Request up = client_request;
+    strip_hop_by_hop(up);
+    up.erase(http::field::expect);  // we answered 100-continue ourselves and hold the whole body
+    append_via(up, client_request.version(), via_name);
+    up.version(11);
+    up.keep_alive(keep_alive);
+    // Sets Content-Length from the (decoded) body, so every upstream gets the
+    // same, simplest framing whatever the client used.
+    if (!up.body().empty() || up.method() == http::verb::post || up.method() == http::verb::put)
+        up.prepare_payload();
+    return up;
+}
+
+}  // namespace spe

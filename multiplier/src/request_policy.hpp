@@ -1,0 +1,36 @@
+// What the Multiplier accepts from a client and what it sends upstream:
+// request checks (forward-proxy form, loops, smuggling) and the upstream copy.
+#pragma once
+
+#include "config.hpp"
+#include "net.hpp"
+
+#include <optional>
+#include <string>
+
+namespace spe {
+
+/// A request refused before any upstream sees it.
+struct RequestProblem {
+    unsigned status;
+    std::string reason;
+};
+
+/// Checks a complete client request (not CONNECT). nullopt means acceptable.
+std::optional<RequestProblem> check_request(const Request& req, const Config& config);
+
+/// Whether the client wants its connection kept, honouring Proxy-Connection
+/// (which browsers send to proxies) as well as Connection.
+bool client_wants_keep_alive(const Request& req);
+
+/// True for conditional requests (ROPE's "validation" requests).
+bool is_validation(const Request& req);
+
+/// The request as the Collector and the proxies get it: hop-by-hop headers
+/// and Expect removed, Via appended, HTTP/1.1, persistence mirrored from the client.
+Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive);
+
+/// host and port of an absolute-form http:// target; nullopt if it is not one.
+std::optional<Endpoint> http_authority(std::string_view target);
+
+}  // namespace spe

@@ -1,0 +1,41 @@
+#include "server_context.hpp"
+
+#include <algorithm>
+
+namespace spe {
+
+namespace {
+std::vector<std::string> ignore_list(const Config& c) {
+    auto names = default_ignored_headers();
+    names.insert(names.end(), c.ignore_headers.begin(), c.ignore_headers.end());
+    return names;
+}
+}  // namespace
+
+ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector, std::vector<ResolvedProxy> proxies,
+                             ResultLog& log)
+    : config_(std::move(config)),
+      policy_(config_.compare_headers, ignore_list(config_)),
+      collector_(std::move(collector)),
+      proxies_(std::move(proxies)),
+      log_(log) {}
+
+void ServerContext::register_abortable(const std::shared_ptr<Abortable>& a) {
+    std::lock_guard lock(abortables_mutex_);
+    // Drop entries whose owner is gone, so the registry stays as small as the live set.
+    if (abortables_.size() >= 64 && abortables_.size() % 64 == 0)
+        std::erase_if(abortables_, [](const auto& w) { return w.expired(); });
+    abortables_.push_back(a);
+}
+
+void ServerContext::abort_all() {
+    std::vector<std::shared_ptr<Abortable>> live;
+    {
+        std::lock_guard lock(abortables_mutex_);
+        for (auto& w : abortables_)
+            if (auto a = w.lock()) live.push_back(std::move(a));
+    }
+    for (auto& a : live) a->abort();
+}
+
+}  // namespace spe

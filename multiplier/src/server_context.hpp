@@ -1,0 +1,90 @@
+// What every session shares: the validated config, resolved upstreams, the
+// result log, counters, and the registry used to stop everything on SIGTERM.
+#pragma once
+
+#include "config.hpp"
+#include "header_policy.hpp"
+#include "net.hpp"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace spe {
+
+class ResultLog;
+
+struct ResolvedProxy {
+    std::string name;
+    std::vector<tcp::endpoint> endpoints;
+};
+
+/// Something that can be cut short when the drain time is over (a client
+/// session, a session's proxy connections). abort() may be called from any
+/// thread; implementations post to their own strand.
+class Abortable {
+public:
+    virtual ~Abortable() = default;
+    virtual void abort() = 0;
+};
+
+class ServerContext {
+public:
+    ServerContext(Config config, std::vector<tcp::endpoint> collector, std::vector<ResolvedProxy> proxies,
+                  ResultLog& log);
+
+    const Config& config() const { return config_; }
+    const HeaderPolicy& policy() const { return policy_; }
+    const std::vector<tcp::endpoint>& collector() const { return collector_; }
+    const std::vector<ResolvedProxy>& proxies() const { return proxies_; }
+    ResultLog& log() { return log_; }
+
+    std::uint64_t next_request_id() { return ++last_id_; }
+    /// First proxy of the fan-out for the next request: rotates so no proxy
+    /// always goes first.
+    std::size_t next_rotation() { return rotation_++; }
+
+    bool stopping() const { return stopping_.load(); }
+    void set_stopping() { stopping_.store(true); }
+
+    /// Work that keeps a graceful stop waiting (open sessions, fan-outs not logged).
+    void work_started() { ++in_flight_; }
+    void work_finished() { --in_flight_; }
+    int in_flight() const { return in_flight_.load(); }
+
+    void register_abortable(const std::shared_ptr<Abortable>& a);
+    void abort_all();
+
+private:
+    Config config_;
+    HeaderPolicy policy_;
+    std::vector<tcp::endpoint> collector_;
+    std::vector<ResolvedProxy> proxies_;
+    ResultLog& log_;
+    std::atomic<std::uint64_t> last_id_{0};
+    std::atomic<std::size_t> rotation_{0};
+    std::atomic<bool> stopping_{false};
+    std::atomic<int> in_flight_{0};
+    std::mutex abortables_mutex_;
+    std::vector<std::weak_ptr<Abortable>> abortables_;
+};
+
+/// RAII count of one unit of in-flight work.
+class WorkGuard {
+public:
+    explicit WorkGuard(ServerContext& ctx) : ctx_(&ctx) { ctx_->work_started(); }
+    ~WorkGuard() {
+        if (ctx_) ctx_->work_finished();
+    }
+    WorkGuard(WorkGuard&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)) {}
+    WorkGuard(const WorkGuard&) = delete;
+    WorkGuard& operator=(const WorkGuard&) = delete;
+    WorkGuard& operator=(WorkGuard&&) = delete;
+
+private:
+    ServerContext* ctx_;
+};
+
+}  // namespace spe

@@ -1,0 +1,74 @@
+#include "upstream_connection.hpp"
+
+#include <boost/beast/http/write.hpp>
+
+namespace spe {
+
+UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints)
+    : stream_(ex), endpoints_(endpoints) {}
+
+awaitable<LegError> UpstreamConnection::send(const Request& req, Clock::time_point t0, Clock::time_point deadline,
+                                             Measure& m) {
+    const bool reused = is_open();
+    auto err = co_await send_once(req, t0, deadline, m);
+    // A kept-alive connection may have been closed by the peer while idle; the
+    // request never reached it, so one retry on a fresh connection is safe.
+    if (reused && (err == LegError::closed || err == LegError::reset) && Clock::now() < deadline) {
+        close();
+        err = co_await send_once(req, t0, deadline, m);
+    }
+    co_return err;
+}
+
+awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::time_point t0,
+                                                  Clock::time_point deadline, Measure& m) {
+    error_code ec;
+    if (!is_open()) {
+        buffer_.clear();
+        stream_.expires_at(deadline);
+        co_await stream_.async_connect(endpoints_, with_ec(ec));
+        m.connect_us = micros_since(t0);
+        if (ec) {
+            m.error_detail = "connect: " + ec.message();
+            close();
+            co_return classify(ec, false);
+        }
+        stream_.socket().set_option(tcp::no_delay(true), ec);
+    } else {
+        m.connect_us = 0;
+    }
+    stream_.expires_at(deadline);
+    co_await http::async_write(stream_, req, with_ec(ec));
+    if (ec) {
+        m.error_detail = "sending the request: " + ec.message();
+        close();
+        co_return classify(ec, false);
+    }
+    // Wait for the first byte separately so the time to first byte is exact;
+    // the header parser then consumes what this read buffered.
+    auto n = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), with_ec(ec));
+    buffer_.commit(n);
+    if (ec) {
+        m.error_detail = "waiting for the reply: " + ec.message();
+        close();
+        co_return classify(ec, false);
+    }
+    m.ttfb_us = micros_since(t0);
+    co_return LegError::none;
+}
+
+bool UpstreamConnection::finish_reply(bool keep_alive) {
+    error_code ec;
+    const bool extra = buffer_.size() > 0 || stream_.socket().available(ec) > 0;
+    if (!keep_alive || extra || ec) close();
+    return !extra;
+}
+
+void UpstreamConnection::close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+    buffer_.clear();
+}
+
+}  // namespace spe

@@ -1,0 +1,45 @@
+// One connection to one upstream (the Collector or a proxy under test):
+// connect or reuse, send a request, wait for the first reply byte; every step
+// under the caller's deadline. Reading the reply is the caller's business
+// (streamed to the client for the Collector, measured for a proxy).
+#pragma once
+
+#include "errors.hpp"
+#include "measurement.hpp"
+#include "net.hpp"
+
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include <vector>
+
+namespace spe {
+
+class UpstreamConnection {
+public:
+    UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints);
+
+    /// Connects unless a kept-alive connection is open, writes `req` and waits
+    /// until the first reply byte is buffered. Sets m.connect_us and m.ttfb_us
+    /// relative to `t0`. A reused connection the peer had already closed is
+    /// replaced once, transparently (it never saw the request).
+    awaitable<LegError> send(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+
+    /// After a complete reply: keep the connection for the next request only
+    /// if the reply allowed it and nothing unexpected follows it.
+    /// Returns false if extra bytes followed the reply (a protocol error).
+    bool finish_reply(bool keep_alive);
+
+    void close();
+    bool is_open() const { return stream_.socket().is_open(); }
+    beast::tcp_stream& stream() { return stream_; }
+    beast::flat_buffer& buffer() { return buffer_; }
+
+private:
+    awaitable<LegError> send_once(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    const std::vector<tcp::endpoint>& endpoints_;
+};
+
+}  // namespace spe

@@ -1,0 +1,57 @@
+#include "validator.hpp"
+
+namespace spe {
+
+std::string_view to_string(ResultClass r) {
+    switch (r) {
+    case ResultClass::ok: return "OK";
+    case ResultClass::status_code_mismatch: return "STATUS_CODE_MISMATCH";
+    case ResultClass::header_mismatch: return "HEADER_MISMATCH";
+    case ResultClass::body_mismatch: return "BODY_MISMATCH";
+    case ResultClass::no_response: return "NO_RESPONSE";
+    case ResultClass::protocol_error: return "PROTOCOL_ERROR";
+    }
+    return "PROTOCOL_ERROR";
+}
+
+std::vector<std::string> differing_headers(const ComparedHeaders& a, const ComparedHeaders& b) {
+    // Both lists are sorted by name: walk them together like a merge.
+    std::vector<std::string> out;
+    auto ia = a.begin();
+    auto ib = b.begin();
+    while (ia != a.end() || ib != b.end()) {
+        if (ib == b.end() || (ia != a.end() && ia->name < ib->name)) {
+            out.push_back((ia++)->name);
+        } else if (ia == a.end() || ib->name < ia->name) {
+            out.push_back((ib++)->name);
+        } else {
+            if (ia->value != ib->value) out.push_back(ia->name);
+            ++ia;
+            ++ib;
+        }
+    }
+    return out;
+}
+
+void validate(const Measure& reference, ProxyResult& result) {
+    const Measure& m = result.measure;
+    result.mismatched_headers.clear();
+    if (m.status && reference.status) result.mismatched_headers = differing_headers(reference.headers, m.headers);
+
+    if (m.error == LegError::body_too_large) {
+        // The read was cut because the body ran past the reference's length.
+        result.result = ResultClass::body_mismatch;
+    } else if (m.error != LegError::none) {
+        result.result = is_no_response(m.error) ? ResultClass::no_response : ResultClass::protocol_error;
+    } else if (!reference.status || m.status != reference.status) {
+        result.result = ResultClass::status_code_mismatch;
+    } else if (m.md5 != reference.md5) {
+        result.result = ResultClass::body_mismatch;
+    } else if (!result.mismatched_headers.empty()) {
+        result.result = ResultClass::header_mismatch;
+    } else {
+        result.result = ResultClass::ok;
+    }
+}
+
+}  // namespace spe

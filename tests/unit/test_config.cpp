@@ -1,0 +1,71 @@
+#include "config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+std::optional<spe::Config> parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "spe-multiplier");
+    std::vector<const char*> argv;
+    for (auto& a : args) argv.push_back(a.c_str());
+    return spe::parse_config(static_cast<int>(argv.size()), argv.data());
+}
+}  // namespace
+
+TEST_CASE("flags give a typed config with ROPE's defaults") {
+    auto c = parse({"--collector", "127.0.0.1:3128", "--proxy", "squid=127.0.0.1:3129", "--proxy", "ats=localhost:8080"});
+    REQUIRE(c);
+    CHECK(c->listen.to_string() == "127.0.0.1:8080");
+    CHECK(c->collector->port == 3128);
+    REQUIRE(c->proxies.size() == 2);
+    CHECK(c->proxies[1].name == "ats");
+    CHECK(c->proxies[1].endpoint.host == "localhost");
+    CHECK(c->mode == spe::FanoutMode::sequential);
+    CHECK(c->timeout == std::chrono::seconds(30));
+    CHECK(c->allow.allows(boost::asio::ip::make_address("127.0.0.1")));
+    CHECK_FALSE(c->allow.allows(boost::asio::ip::make_address("192.0.2.1")));
+    CHECK(c->connect_ports == std::vector<std::uint16_t>{443});
+}
+
+TEST_CASE("a config file takes the same keys; flags win") {
+    const char* path = "spe-test-config.conf";
+    {
+        std::ofstream f(path);
+        f << "collector = 127.0.0.1:4000\nproxy = a=127.0.0.1:4001\nproxy = b=127.0.0.1:4002\nmode = concurrent\n"
+             "timeout = 2.5\nlisten = 127.0.0.1:9000\n";
+    }
+    auto c = parse({"--config", path, "--listen", "127.0.0.1:9100"});
+    std::remove(path);
+    REQUIRE(c);
+    CHECK(c->collector->port == 4000);
+    CHECK(c->proxies.size() == 2);
+    CHECK(c->mode == spe::FanoutMode::concurrent);
+    CHECK(c->timeout == std::chrono::milliseconds(2500));
+    CHECK(c->listen.port == 9100);
+}
+
+TEST_CASE("user errors are clear messages") {
+    CHECK_THROWS_WITH(parse({}), Catch::Contains("--collector HOST:PORT is required"));
+    CHECK_THROWS_WITH(parse({"--collector", "nohost"}), Catch::Contains("expected HOST:PORT"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:70000"}), Catch::Contains("out of range"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--proxy", "noequals"}), Catch::Contains("NAME=HOST:PORT"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--proxy", "a=h:2", "--proxy", "a=h:3"}), Catch::Contains("used twice"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--mode", "parallel"}), Catch::Contains("sequential or concurrent"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--timeout", "-1"}), Catch::Contains("seconds"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--allow", "10.0.0.0/40"}), Catch::Contains("--allow"));
+    CHECK_THROWS_WITH(parse({"--dummy"}), Catch::Contains("--parent"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--no-such-flag"}), Catch::Contains("no-such-flag"));
+    CHECK_THROWS_WITH(parse({"--config", "/nonexistent/spe.conf"}), Catch::Contains("cannot read config file"));
+}
+
+TEST_CASE("dummy mode uses the parent as its only upstream") {
+    auto c = parse({"--dummy", "--parent", "127.0.0.1:3128"});
+    REQUIRE(c);
+    CHECK(c->dummy);
+    CHECK(c->collector->port == 3128);
+    CHECK(c->proxies.empty());
+}

@@ -1,0 +1,70 @@
+#include "header_policy.hpp"
+
+#include <catch2/catch.hpp>
+
+namespace http = boost::beast::http;
+
+TEST_CASE("hop-by-hop headers go, including those named in Connection") {
+    http::fields f;
+    f.set(http::field::connection, "keep-alive, X-Session-Hop");
+    f.set("X-Session-Hop", "1");
+    f.set(http::field::keep_alive, "timeout=5");
+    f.set(http::field::proxy_connection, "keep-alive");
+    f.set(http::field::transfer_encoding, "chunked");
+    f.set(http::field::te, "trailers");
+    f.set(http::field::upgrade, "h2c");
+    f.set(http::field::proxy_authorization, "Basic eDp5");
+    f.set(http::field::content_type, "text/html");
+    f.set(http::field::cache_control, "max-age=60");
+    spe::strip_hop_by_hop(f);
+    int count = 0;
+    for (const auto& field : f) {
+        ++count;
+        CHECK_FALSE(spe::is_hop_by_hop(field.name_string()));
+    }
+    CHECK(count == 2);
+    CHECK(f[http::field::content_type] == "text/html");
+    CHECK(f.count("X-Session-Hop") == 0);
+}
+
+TEST_CASE("Via is appended with the version the message arrived in") {
+    http::fields f;
+    spe::append_via(f, 10, "spe-multiplier");
+    CHECK(f[http::field::via] == "1.0 spe-multiplier");
+    spe::append_via(f, 11, "spe2");
+    CHECK(f[http::field::via] == "1.0 spe-multiplier, 1.1 spe2");
+}
+
+TEST_CASE("default policy ignores per-hop headers and prefixes, lowercases and joins") {
+    spe::HeaderPolicy policy;
+    http::fields f;
+    f.set(http::field::date, "Mon");
+    f.set(http::field::age, "3");
+    f.set("X-Cache-Lookup", "HIT");
+    f.set("X-Cache", "MISS");
+    f.set(http::field::content_length, "10");
+    f.insert("Set-Cookie", "a=1");
+    f.insert("Set-Cookie", "b=2");
+    f.set(http::field::etag, "\"x\"");
+    auto selected = policy.select(f);
+    REQUIRE(selected.size() == 2);
+    CHECK(selected[0] == spe::ComparedHeader{"etag", "\"x\""});
+    CHECK(selected[1] == spe::ComparedHeader{"set-cookie", "a=1, b=2"});
+}
+
+TEST_CASE("a compare list narrows validation to the named headers") {
+    spe::HeaderPolicy policy({"Content-Type", "ETag"}, spe::default_ignored_headers());
+    CHECK(policy.is_compared("content-type"));
+    CHECK(policy.is_compared("ETAG"));
+    CHECK_FALSE(policy.is_compared("Set-Cookie"));
+    spe::HeaderPolicy extra({}, {"x-*"});
+    CHECK_FALSE(extra.is_compared("X-Anything"));
+    CHECK(extra.is_compared("Date"));  // only the given ignore list applies
+}
+
+TEST_CASE("has_token splits comma lists case-insensitively") {
+    CHECK(spe::has_token("Keep-Alive, Upgrade", "upgrade"));
+    CHECK(spe::has_token(" close ", "close"));
+    CHECK_FALSE(spe::has_token("closed", "close"));
+    CHECK_FALSE(spe::has_token("", "close"));
+}

@@ -1,0 +1,100 @@
+#include "request_policy.hpp"
+
+#include <catch2/catch.hpp>
+
+namespace http = boost::beast::http;
+
+namespace {
+spe::Request get(const std::string& target, unsigned version = 11) {
+    spe::Request r{http::verb::get, target, version};
+    return r;
+}
+spe::Config config() {
+    spe::Config c;
+    c.listen = {"127.0.0.1", 8080};
+    return c;
+}
+}  // namespace
+
+TEST_CASE("absolute-form http URLs are proxy requests; others get a reason") {
+    auto c = config();
+    CHECK_FALSE(spe::check_request(get("http://example.org/a?b"), c));
+    auto origin_form = spe::check_request(get("/index.html"), c);
+    REQUIRE(origin_form);
+    CHECK(origin_form->status == 400);
+    CHECK_THAT(origin_form->reason, Catch::Contains("absolute http:// URL"));
+    auto https = spe::check_request(get("https://example.org/"), c);
+    REQUIRE(https);
+    CHECK_THAT(https->reason, Catch::Contains("CONNECT"));
+}
+
+TEST_CASE("requests to the Multiplier itself or through it again are loops (508)") {
+    auto c = config();
+    auto self = spe::check_request(get("http://127.0.0.1:8080/x"), c);
+    REQUIRE(self);
+    CHECK(self->status == 508);
+    CHECK(spe::check_request(get("http://localhost:8080/"), c)->status == 508);
+    CHECK_FALSE(spe::check_request(get("http://127.0.0.1:8081/"), c));
+    auto via = get("http://example.org/");
+    via.set(http::field::via, "1.1 squid, 1.1 spe-multiplier");
+    CHECK(spe::check_request(via, c)->status == 508);
+}
+
+TEST_CASE("a request with both Content-Length and Transfer-Encoding is refused") {
+    auto r = get("http://example.org/");
+    r.method(http::verb::post);
+    r.set(http::field::content_length, "5");
+    r.set(http::field::transfer_encoding, "chunked");
+    auto problem = spe::check_request(r, config());
+    REQUIRE(problem);
+    CHECK(problem->status == 400);
+    CHECK_THAT(problem->reason, Catch::Contains("smuggling"));
+}
+
+TEST_CASE("authority parsing") {
+    CHECK(spe::http_authority("http://a.b:81/x")->port == 81);
+    CHECK(spe::http_authority("HTTP://a.b/x")->port == 80);
+    CHECK(spe::http_authority("http://user@a.b:82")->host == "a.b");
+    CHECK(spe::http_authority("http://[::1]:83/")->host == "::1");
+    CHECK_FALSE(spe::http_authority("http://a.b:0/"));
+    CHECK_FALSE(spe::http_authority("http://a.b:99999/"));
+    CHECK_FALSE(spe::http_authority("ftp://a.b/"));
+}
+
+TEST_CASE("persistence honours Proxy-Connection as browsers send it") {
+    auto r10 = get("http://a/", 10);
+    CHECK_FALSE(spe::client_wants_keep_alive(r10));
+    r10.set(http::field::proxy_connection, "Keep-Alive");
+    CHECK(spe::client_wants_keep_alive(r10));
+    auto r11 = get("http://a/");
+    CHECK(spe::client_wants_keep_alive(r11));
+    r11.set(http::field::proxy_connection, "close");
+    CHECK_FALSE(spe::client_wants_keep_alive(r11));
+}
+
+TEST_CASE("the upstream copy drops hop-by-hop and Expect, adds Via, frames the body by length") {
+    spe::Request r{http::verb::post, "http://a/form", 10};
+    r.set(http::field::proxy_connection, "keep-alive");
+    r.set(http::field::expect, "100-continue");
+    r.set(http::field::transfer_encoding, "chunked");
+    r.set(http::field::content_type, "text/plain");
+    r.body() = "hello";
+    auto up = spe::make_upstream_request(r, "spe-multiplier", true);
+    CHECK(up.version() == 11);
+    CHECK(up[http::field::via] == "1.0 spe-multiplier");
+    CHECK(up.count(http::field::expect) == 0);
+    CHECK(up.count(http::field::proxy_connection) == 0);
+    CHECK(up.count(http::field::transfer_encoding) == 0);
+    CHECK(up[http::field::content_length] == "5");
+    CHECK(up.keep_alive());
+    auto closing = spe::make_upstream_request(get("http://a/"), "spe-multiplier", false);
+    CHECK_FALSE(closing.keep_alive());
+    CHECK(closing.count(http::field::content_length) == 0);
+}
+
+TEST_CASE("conditional requests are ROPE's validation requests") {
+    auto r = get("http://a/");
+    CHECK_FALSE(spe::is_validation(r));
+    r.set(http::field::if_none_match, "\"x\"");
+    CHECK(spe::is_validation(r));
+}
