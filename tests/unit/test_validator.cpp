@@ -35,7 +35,7 @@ TEST_CASE("status beats body beats headers, and header names are always listed")
     CHECK(headers.mismatched_headers == std::vector<std::string>{"etag", "x-extra"});
 }
 
-TEST_CASE("leg errors map to NO_RESPONSE or PROTOCOL_ERROR; an over-long body is a BODY_MISMATCH") {
+TEST_CASE("leg errors map to NO_RESPONSE or PROTOCOL_ERROR, an over-long body is a BODY_MISMATCH") {
     auto ref = reply(200, "aa");
     for (auto e : {spe::LegError::refused, spe::LegError::timeout, spe::LegError::reset, spe::LegError::closed}) {
         spe::Measure m;

@@ -1,0 +1,169 @@
+// The proxy leg against scripted loopback peers: every reply fragmented,
+// broken or stalled in a known way must give its exact measure and error.
+#include "body_digest.hpp"
+#include "proxy_leg.hpp"
+#include "scripted_server.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <catch2/catch.hpp>
+
+using namespace spe;
+using namespace spe::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kBody = "The quick brown fox jumps over the lazy dog, again and again.";
+const std::string kHead = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                          std::to_string(kBody.size()) + "\r\n\r\n";
+
+std::string chunked(const std::string& body) {
+    std::string out = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (std::size_t off = 0; off < body.size(); off += 10) {
+        auto piece = body.substr(off, 10);
+        char size[16];
+        std::snprintf(size, sizeof size, "%zx", piece.size());
+        out += std::string(size) + ";ext=1\r\n" + piece + "\r\n";
+    }
+    return out + "0\r\n\r\n";
+}
+
+struct Leg {
+    asio::io_context ioc;
+    ScriptedServer server;
+    std::vector<tcp::endpoint> endpoints;
+    UpstreamConnection conn;
+    HeaderPolicy policy;
+
+    explicit Leg(std::vector<std::vector<Step>> scripts)
+        : server(ioc, std::move(scripts)), endpoints{server.endpoint()}, conn(ioc.get_executor(), endpoints) {}
+
+    Measure run(bool head = false, std::optional<std::uint64_t> cap = std::nullopt,
+                std::chrono::milliseconds timeout = 2000ms) {
+        Request req{http::verb::get, "http://origin.test/x", 11};
+        req.set(http::field::host, "origin.test");
+        if (head) req.method(http::verb::head);
+        Measure out;
+        ProxyLegLimits limits{timeout, cap, 8 * 1024, 16};
+        asio::co_spawn(ioc, run_proxy_leg(conn, req, head, limits, policy),
+                       [&](std::exception_ptr e, Measure m) {
+                           if (e) std::rethrow_exception(e);
+                           out = std::move(m);
+                           ioc.stop();  // the server's accept loop would keep run_for busy
+                       });
+        ioc.run_for(10s);
+        ioc.restart();
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a reply delivered one byte at a time is measured exactly") {
+    Leg leg({{send_bytes(kHead + kBody, 1)}});
+    auto m = leg.run();
+    CHECK(m.error == LegError::none);
+    CHECK(m.status == 200u);
+    CHECK(m.bytes == kBody.size());
+    CHECK(m.md5 == md5_hex(kBody.data(), kBody.size()));
+    CHECK(m.header_bytes == kHead.size());
+    CHECK(m.body_head == kBody.substr(0, 16));
+    CHECK(m.connect_us > 0);
+    CHECK(*m.ttfb_us <= *m.total_us);
+}
+
+TEST_CASE("chunked framing with extensions digests the decoded body") {
+    Leg leg({{send_bytes(chunked(kBody), 3)}});
+    auto m = leg.run();
+    CHECK(m.error == LegError::none);
+    CHECK(m.md5 == md5_hex(kBody.data(), kBody.size()));
+    CHECK(m.bytes == kBody.size());
+}
+
+TEST_CASE("interim 100 Continue is skipped, the final reply counts") {
+    Leg leg({{send_bytes("HTTP/1.1 100 Continue\r\n\r\n"), pause_for(20ms), send_bytes(kHead + kBody)}});
+    auto m = leg.run();
+    CHECK(m.status == 200u);
+    CHECK(m.error == LegError::none);
+}
+
+TEST_CASE("a kept-alive connection is reused: connect time 0 on the second request") {
+    Leg leg({{send_bytes(kHead + kBody)}, {send_bytes(kHead + kBody)}});
+    auto first = leg.run();
+    auto second = leg.run();
+    CHECK(first.error == LegError::none);
+    CHECK(second.error == LegError::none);
+    CHECK(second.connect_us == 0);
+    CHECK(leg.server.requests_seen() == 2);
+}
+
+TEST_CASE("a close-delimited body is read to EOF") {
+    Leg leg({{send_bytes("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + kBody), close_conn()}});
+    auto m = leg.run();
+    CHECK(m.error == LegError::none);
+    CHECK(m.bytes == kBody.size());
+    CHECK_FALSE(leg.conn.is_open());
+}
+
+TEST_CASE("failures give their exact error") {
+    SECTION("garbage instead of HTTP") {
+        Leg leg({{send_bytes("\x16\x03\x01 this is not http at all\r\n\r\n"), close_conn()}});
+        CHECK(leg.run().error == LegError::bad_header);
+    }
+    SECTION("a header block larger than the limit") {
+        Leg leg({{send_bytes("HTTP/1.1 200 OK\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n")}});
+        CHECK(leg.run().error == LegError::header_too_large);
+    }
+    SECTION("Content-Length longer than the body, then close") {
+        Leg leg({{send_bytes(kHead + kBody.substr(0, 10)), close_conn()}});
+        auto m = leg.run();
+        CHECK(m.error == LegError::truncated);
+        CHECK(m.status == 200u);
+        CHECK_FALSE(m.md5);
+    }
+    SECTION("Content-Length longer than the body, then silence") {
+        Leg leg({{send_bytes(kHead + kBody.substr(0, 10)), hang_conn()}});
+        auto m = leg.run(false, std::nullopt, 300ms);
+        CHECK(m.error == LegError::timeout);
+        CHECK(*m.total_us >= 290'000);
+    }
+    SECTION("reset in the middle of the body") {
+        Leg leg({{send_bytes(kHead + kBody.substr(0, 10)), pause_for(30ms), reset_conn()}});
+        CHECK(leg.run().error == LegError::reset);
+    }
+    SECTION("closed before any reply") {
+        Leg leg({{close_conn()}});
+        CHECK(leg.run().error == LegError::closed);
+    }
+    SECTION("no reply at all") {
+        Leg leg({{hang_conn()}});
+        auto m = leg.run(false, std::nullopt, 200ms);
+        CHECK(m.error == LegError::timeout);
+        CHECK_FALSE(m.ttfb_us);
+    }
+    SECTION("a body longer than the cap is cut") {
+        Leg leg({{send_bytes(chunked(kBody))}});
+        CHECK(leg.run(false, 5).error == LegError::body_too_large);
+    }
+    SECTION("a HEAD reply followed by a body") {
+        Leg leg({{send_bytes(kHead + kBody)}});
+        auto m = leg.run(true);
+        CHECK(m.error == LegError::extra_data);
+        CHECK(m.status == 200u);
+    }
+}
+
+TEST_CASE("nothing listening is 'refused'") {
+    asio::io_context ioc;
+    tcp::acceptor probe(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    std::vector<tcp::endpoint> endpoints{probe.local_endpoint()};
+    probe.close();
+    UpstreamConnection conn(ioc.get_executor(), endpoints);
+    Request req{http::verb::get, "http://origin.test/", 11};
+    HeaderPolicy policy;
+    Measure out;
+    asio::co_spawn(ioc, run_proxy_leg(conn, req, false, ProxyLegLimits{1000ms, std::nullopt, 8192, 0}, policy),
+                   [&](std::exception_ptr, Measure m) { out = std::move(m); });
+    ioc.run_for(5s);
+    CHECK(out.error == LegError::refused);
+}
