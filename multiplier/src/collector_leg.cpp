@@ -109,7 +109,9 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
             m.body_head.append(chunk_.data(), std::min(n, cfg.capture_body_bytes - m.body_head.size()));
         if (n == 0 && !parser->is_done()) continue;
-        reply.body().data = chunk_.data();
+        // No bytes means "end of body": a null pointer, as Beast's buffer_body
+        // would otherwise emit an empty chunk, which reads as a premature last-chunk.
+        reply.body().data = n ? chunk_.data() : nullptr;
         reply.body().size = n;
         reply.body().more = !parser->is_done();
         client.stream.expires_after(cfg.client_timeout);

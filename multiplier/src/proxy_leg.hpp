@@ -17,8 +17,9 @@ struct ProxyLegLimits {
     std::size_t capture_body_bytes = 0;          // 0: no capture
 };
 
+/// Coroutine: `limits` is taken by value; `conn`, `req` and `policy` must outlive it.
 awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request,
-                                 const ProxyLegLimits& limits, const HeaderPolicy& policy);
+                                 ProxyLegLimits limits, const HeaderPolicy& policy);
 
 /// Serialized reply header, for mismatch captures.
 std::string header_text(const http::response_header<>& h);

@@ -134,7 +134,12 @@ ResultLog::ResultLog(const Config& config)
     }
 }
 
-ResultLog::~ResultLog() { flush(); }
+ResultLog::~ResultLog() {
+    flush();
+    // Out of spdlog's registry, so its periodic flusher never sees a dead logger.
+    if (json_) spdlog::drop(json_->name());
+    if (rope_) spdlog::drop(rope_->name());
+}
 
 void ResultLog::write(const RequestRecord& record) {
     if (json_) json_->log(spdlog::level::info, spdlog::string_view_t(to_json_line(record)));

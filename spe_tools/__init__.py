@@ -1,0 +1,1 @@
+"""SPE's Python tooling: processes on loopback, Squid instances, the demo lab."""

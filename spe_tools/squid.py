@@ -1,0 +1,80 @@
+"""Debian Squid instances from a private directory: the Collector stand-in and proxies under test.
+
+Each instance gets its own `-n` service name (Squid names its shared memory
+after it, so several Squids coexist on one host), its own pid file, logs and
+port on 127.0.0.1. Squid started as root drops to the `proxy` user, so the
+directory is handed to that user.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import stat
+from pathlib import Path
+
+from spe_tools.process import Child, ProcessGroup
+
+SQUID = "/usr/sbin/squid"
+
+COMMON = """\
+visible_hostname {name}
+http_port 127.0.0.1:{port}
+pid_filename {dir}/squid.pid
+cache_log {dir}/cache.log
+access_log stdio:{dir}/access.log squid
+coredump_dir {dir}
+netdb_filename none
+icp_port 0
+htcp_port 0
+pinger_enable off
+shutdown_lifetime 1 seconds
+cache_mem {cache_mb} MB
+maximum_object_size_in_memory 4 MB
+http_access allow localhost
+http_access deny all
+"""
+
+CHILD = """\
+cache_peer 127.0.0.1 parent {parent_port} 0 no-query no-digest default name=parent
+never_direct allow all
+"""
+
+
+def squid_config(name: str, port: int, directory: Path, parent_port: int | None = None, cache_mb: int = 64) -> str:
+    """squid.conf text: a memory-only cache on 127.0.0.1:port, optionally a child of a parent."""
+    text = COMMON.format(name=name, port=port, dir=directory, cache_mb=cache_mb)
+    if parent_port is not None:
+        text += CHILD.format(parent_port=parent_port)
+    return text
+
+
+def _hand_to_proxy_user(directory: Path) -> None:
+    """Started as root, Squid runs as `proxy`: it must reach and own its directory."""
+    if os.geteuid() != 0:
+        return
+    try:
+        user = pwd.getpwnam("proxy")
+    except KeyError:
+        return
+    for ancestor in directory.resolve().parents:
+        if not ancestor.stat().st_mode & stat.S_IXOTH:
+            raise PermissionError(f"Squid runs as user 'proxy', which cannot reach {directory}: "
+                                  f"{ancestor} is not searchable by others (chmod o+x, or use another directory)")
+    for path in [directory, *directory.rglob("*")]:
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
+def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
+                cache_mb: int = 64) -> Child:
+    """Start one Squid in group.workdir/name (foreground, stopped with the group)."""
+    if shutil.which(SQUID) is None and not Path(SQUID).exists():
+        raise FileNotFoundError(f"{SQUID} not found: install Debian's squid package (./spe setup does)")
+    directory = group.workdir / name
+    directory.mkdir(parents=True, exist_ok=True)
+    conf = directory / "squid.conf"
+    conf.write_text(squid_config(name, port, directory, parent_port, cache_mb))
+    _hand_to_proxy_user(directory)
+    service = f"spe{os.getpid()}{name}"[:32]
+    return group.start(name, [SQUID, "-n", service, "-N", "-d1", "-f", str(conf)], port=port, deadline_s=15)

@@ -1,0 +1,123 @@
+"""Fixtures for integration tests: real processes on 127.0.0.1, stopped by PID however a test ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.squid import start_squid  # noqa: E402
+
+PYTHON = sys.executable
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def multiplier_binary() -> Path:
+    path = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
+    if not path.exists():
+        pytest.skip(f"the Multiplier is not built ({path}): run ./spe setup")
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """Per module: an origin and a Squid Collector stand-in; tests add proxies and Multipliers."""
+    # Not under pytest's tmp_path: Squid drops to user `proxy`, which can't enter
+    # pytest's private (0700) base directory.
+    workdir = Path(tempfile.mkdtemp(prefix="spe-test-"))
+    workdir.chmod(0o755)
+    with ProcessGroup(workdir) as group:
+        origin_port = free_port()
+        group.start("origin", [PYTHON, "-m", "spe_tools.mini_origin", "--port", str(origin_port)],
+                    port=origin_port, env=ENV)
+        collector = start_squid(group, "collector", free_port())
+        yield Lab(group, workdir, origin_port, collector.port)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+class Lab:
+    def __init__(self, group: ProcessGroup, workdir: Path, origin_port: int, collector_port: int):
+        self.group, self.workdir, self.origin_port, self.collector_port = group, workdir, origin_port, collector_port
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.origin_port}{path}"
+
+    def squid_child(self, name: str):
+        return start_squid(self.group, name, free_port(), parent_port=self.collector_port)
+
+    def fault_proxy(self, name: str, mode: str, *extra: str):
+        port = free_port()
+        return self.group.start(name, [PYTHON, str(ROOT / "tests/fixtures/fault_proxy.py"), "--port", str(port),
+                                       "--parent", f"127.0.0.1:{self.collector_port}", "--mode", mode, *extra],
+                                port=port, env=ENV)
+
+
+class Multiplier:
+    """A running spe-multiplier and its logs."""
+
+    def __init__(self, group: ProcessGroup, workdir: Path, name: str, args: list[str]):
+        self.port = free_port()
+        self.log = workdir / f"{name}.jsonl"
+        self.rope_log = workdir / f"{name}.rope.log"
+        self.child = group.start(name, [str(multiplier_binary()), "--listen", f"127.0.0.1:{self.port}",
+                                        "--log", str(self.log), "--rope-log", str(self.rope_log), *args],
+                                 port=self.port)
+
+    def records(self, count: int, deadline_s: float = 10.0) -> list[dict]:
+        """Wait (bounded) until at least `count` records are in the log; return them by id."""
+        end = time.monotonic() + deadline_s
+        while True:
+            records = read_records(self.log)
+            if len(records) >= count or time.monotonic() > end:
+                return sorted(records, key=lambda r: r["id"])
+            time.sleep(0.05)
+
+    def stop(self) -> int | None:
+        return self.child.stop()
+
+
+def read_records(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    # The last line may still be half-written (the log is flushed every second).
+    complete = path.read_text().split("\n")[:-1]
+    return [json.loads(line) for line in complete if line.strip()]
+
+
+@pytest.fixture
+def start_multiplier(lab, request):
+    """Start a Multiplier in front of the module's Collector; stopped when the test ends."""
+    started: list[Multiplier] = []
+
+    def start(*args: str, collector: bool = True) -> Multiplier:
+        base = ["--collector", f"127.0.0.1:{lab.collector_port}"] if collector else []
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
+        m = Multiplier(lab.group, lab.workdir, f"mult-{safe}-{len(started)}", [*base, *args])
+        started.append(m)
+        return m
+
+    yield start
+    problems = []
+    for m in started:
+        code = m.stop()
+        output = m.child.log.read_text(errors="replace")
+        # Under the ASan/UBSan build a memory error, UB or leak must fail the test.
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if marker in output:
+                problems.append(f"{m.child.name}: {marker}\n{output[-3000:]}")
+        if code not in (0, None):
+            problems.append(f"{m.child.name} exited with {code} after SIGTERM:\n{output[-2000:]}")
+    if problems:
+        pytest.fail("\n".join(problems))

@@ -1,0 +1,97 @@
+"""Broken proxies under test: each fault gets its exact result class, the client never notices."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from httpclient import Connection
+
+from spe_tools.mini_origin import body_for
+
+# mode -> (method, expected result, expected error)
+FAULTS = {
+    "hang": ("GET", "NO_RESPONSE", "timeout"),
+    "close": ("GET", "NO_RESPONSE", "closed"),
+    "reset_early": ("GET", "NO_RESPONSE", "reset"),
+    "reset": ("GET", "NO_RESPONSE", "reset"),
+    "garbage": ("GET", "PROTOCOL_ERROR", "bad header"),
+    "huge_header": ("GET", "PROTOCOL_ERROR", "header too large"),
+    "endless": ("GET", "BODY_MISMATCH", "body too large"),
+    "short_body": ("GET", "PROTOCOL_ERROR", "truncated"),
+    "short_body_hang": ("GET", "NO_RESPONSE", "timeout"),
+    "flip_byte": ("GET", "BODY_MISMATCH", None),
+    "status": ("GET", "STATUS_CODE_MISMATCH", None),
+    "content_type": ("GET", "HEADER_MISMATCH", None),
+    "head_body": ("HEAD", "PROTOCOL_ERROR", "extra data"),
+    "slow": ("GET", "OK", None),
+}
+
+
+@pytest.fixture(scope="module")
+def good_squid(lab):
+    return lab.squid_child("good")
+
+
+@pytest.fixture(scope="module")
+def faulty(lab):
+    """All fault proxies at once (they are cheap): mode -> port."""
+    return {mode: lab.fault_proxy(f"fault-{mode}", mode, "--delay-ms", "300").port for mode in FAULTS}
+
+
+def test_every_fault_gets_its_result_class_and_the_client_is_unaffected(lab, good_squid, faulty, start_multiplier):
+    proxies = [a for mode, port in faulty.items() for a in ("--proxy", f"{mode}=127.0.0.1:{port}")]
+    m = start_multiplier("--timeout", "2", "--proxy", f"good=127.0.0.1:{good_squid.port}", *proxies)
+    with Connection(m.port) as c:
+        get = c.get(lab.url("/c/fault?size=20000"))
+        head = c.get(lab.url("/c/fault?size=20000"), method="HEAD")
+    assert get.status == 200 and get.body == body_for("fault", 20000)
+    assert head.status == 200 and head.body == b""
+    get_record, head_record = m.records(2, deadline_s=15)
+    for record, method in ((get_record, "GET"), (head_record, "HEAD")):
+        results = {p["name"]: p for p in record["proxies"]}
+        assert results["good"]["result"] == "OK"
+        for mode, (fault_method, result, error) in FAULTS.items():
+            if fault_method != method:
+                continue
+            got = results[mode]
+            assert (got["result"], got["error"]) == (result, error), (mode, got)
+    content_type = {p["name"]: p for p in get_record["proxies"]}["content_type"]
+    assert content_type["mismatched_headers"] == ["content-type"]
+    slow = {p["name"]: p for p in get_record["proxies"]}["slow"]
+    assert slow["ttfb_us"] >= 300_000
+
+
+def test_a_hanging_proxy_does_not_delay_the_client(lab, good_squid, faulty, start_multiplier):
+    m = start_multiplier("--timeout", "5", "--proxy", f"good=127.0.0.1:{good_squid.port}",
+                         "--proxy", f"hang=127.0.0.1:{faulty['hang']}")
+    durations = []
+    with Connection(m.port) as c:
+        for i in range(5):
+            start = time.monotonic()
+            reply = c.get(lab.url(f"/c/hang{i}?size=1000"))
+            durations.append(time.monotonic() - start)
+            assert reply.status == 200
+    assert max(durations) < 1.0, durations
+    # The records appear once the hanging proxy's timeout has fired.
+    records = m.records(5, deadline_s=15)
+    assert len(records) == 5
+    for r in records:
+        by_name = {p["name"]: p for p in r["proxies"]}
+        assert by_name["good"]["result"] == "OK"
+        assert (by_name["hang"]["result"], by_name["hang"]["error"]) == ("NO_RESPONSE", "timeout")
+        assert by_name["hang"]["total_us"] >= 4_900_000
+
+
+def test_a_proxy_fails_only_on_every_third_request(lab, start_multiplier):
+    flaky = lab.fault_proxy("flaky", "flip_byte", "--every", "3")
+    m = start_multiplier("--proxy", f"flaky=127.0.0.1:{flaky.port}", "--capture-dir", str(lab.workdir / "cap"))
+    with Connection(m.port) as c:
+        for i in range(6):
+            assert c.get(lab.url(f"/c/flaky{i}?size=3000")).status == 200
+    results = [r["proxies"][0]["result"] for r in m.records(6)]
+    assert results == ["OK", "OK", "BODY_MISMATCH", "OK", "OK", "BODY_MISMATCH"]
+    captures = sorted((lab.workdir / "cap").iterdir())
+    assert [p.name for p in captures] == ["00000003-flaky.txt", "00000006-flaky.txt"]
+    text = captures[0].read_bytes()
+    assert b"BODY_MISMATCH" in text and b"## Collector reply header" in text and b"## Proxy body" in text

@@ -1,0 +1,139 @@
+"""What clients may throw at the Multiplier, and stopping it: clear answers, no lost record."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+import time
+
+import pytest
+from httpclient import Connection, request_bytes
+
+from spe_tools.process import free_port
+
+
+@pytest.fixture(scope="module")
+def child(lab):
+    return lab.squid_child("safety")
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+@pytest.mark.parametrize("data, status, reason", [
+    (b"NONSENSE\r\n\r\n", 400, b"malformed request"),
+    (b"GET /local/path HTTP/1.1\r\nHost: x\r\n\r\n", 400, b"absolute http:// URL"),
+    (b"POST http://127.0.0.1:1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"0\r\n\r\n", 400, b""),
+    (b"GET https://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, b"CONNECT"),
+    (b"GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431, b"max-header"),
+])
+def test_bad_requests_get_a_status_with_a_reason_and_a_record(lab, start_multiplier, data, status, reason):
+    m = start_multiplier()
+    reply = raw_exchange(m.port, data)
+    assert reply.startswith(b"HTTP/1.1 %d" % status), reply[:200]
+    assert reason in reply
+    record = m.records(1)[0]
+    assert record["client_status"] == status
+    assert record["note"]
+
+
+def test_requests_to_the_multiplier_itself_are_loops(lab, start_multiplier):
+    m = start_multiplier()
+    reply = raw_exchange(m.port, request_bytes("GET", f"http://127.0.0.1:{m.port}/"))
+    assert reply.startswith(b"HTTP/1.1 508")
+
+
+def test_connect_only_to_allowed_ports(lab, start_multiplier):
+    m = start_multiplier()
+    reply = raw_exchange(m.port, b"CONNECT 127.0.0.1:25 HTTP/1.1\r\nHost: 127.0.0.1:25\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 403") and b"--connect-port" in reply
+    assert m.records(1)[0]["method"] == "CONNECT"
+
+
+def test_connect_tunnels_through_the_collector(lab, start_multiplier):
+    m = start_multiplier("--connect-port", str(lab.origin_port))
+    with socket.create_connection(("127.0.0.1", m.port), timeout=10) as s:
+        target = f"127.0.0.1:{lab.origin_port}"
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        f = s.makefile("rb")
+        assert f.readline().startswith(b"HTTP/1.1 200")
+        while f.readline() not in (b"\r\n", b""):
+            pass
+        # Inside the tunnel: plain HTTP to the origin, end to end.
+        s.sendall(b"GET /c/tunnel?size=5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert f.readline().startswith(b"HTTP/1.1 200")
+        f.close()  # the socket really closes only when its file object is closed too
+    record = m.records(1)[0]
+    assert record["method"] == "CONNECT" and record["proxies"] == [] and "tunnel" in record["note"]
+
+
+def test_collector_down_gives_502_with_a_reason_and_a_record(lab, start_multiplier, child):
+    dead = free_port()
+    m = start_multiplier("--collector", f"127.0.0.1:{dead}", "--proxy", f"c=127.0.0.1:{child.port}", collector=False)
+    with Connection(m.port) as c:
+        reply = c.get(lab.url("/c/down?size=10"))
+        assert reply.status == 502
+        assert b"refused" in reply.body
+        assert c.get(lab.url("/c/down?size=10")).status == 502  # the connection stays usable
+    records = m.records(2)
+    assert [r["client_status"] for r in records] == [502, 502]
+    assert records[0]["collector"]["error"] == "refused"
+    assert records[0]["proxies"] == [] and "Collector" in records[0]["note"]
+
+
+def test_clients_outside_the_allow_list_are_refused(lab, start_multiplier):
+    m = start_multiplier("--allow", "10.0.0.0/8")
+    reply = raw_exchange(m.port, request_bytes("GET", lab.url("/c/x?size=1")))
+    assert reply.startswith(b"HTTP/1.1 403")
+    time.sleep(0.2)
+    assert m.records(0) == []
+
+
+def test_sigterm_under_load_loses_no_record(lab, child, start_multiplier):
+    slow = lab.fault_proxy("slow-sigterm", "slow", "--delay-ms", "200")
+    m = start_multiplier("--proxy", f"c=127.0.0.1:{child.port}", "--proxy", f"slow=127.0.0.1:{slow.port}")
+    completed = [0] * 4
+    stop = threading.Event()
+
+    def client(i: int) -> None:
+        try:
+            with Connection(m.port, timeout=10) as c:
+                n = 0
+                while not stop.is_set():
+                    reply = c.get(lab.url(f"/c/load{i}-{n % 7}?size=2000"))
+                    assert reply.status == 200
+                    completed[i] += 1
+                    n += 1
+                    # Paced so the slow proxy's fan-outs stay under --max-conns-per-proxy.
+                    time.sleep(0.02)
+                    if reply.headers.get("connection") == "close":
+                        return
+        except (ConnectionError, OSError, ValueError):
+            return  # the Multiplier closed an idle connection: requests not sent are not requests
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    m.child.popen.send_signal(signal.SIGTERM)
+    assert m.child.popen.wait(timeout=20) == 0
+    stop.set()
+    for t in threads:
+        t.join(timeout=10)
+    records = m.records(0, deadline_s=0)
+    assert sum(completed) > 10
+    assert len(records) == sum(completed)
+    assert len({r["id"] for r in records}) == len(records)
+    # Fan-outs in flight at the signal were finished, not dropped.
+    assert all(len(r["proxies"]) == 2 for r in records)
+    not_ok = [(r["id"], p["name"], p["result"], p["error"])
+              for r in records for p in r["proxies"] if p["result"] != "OK"]
+    assert not_ok == []
