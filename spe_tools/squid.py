@@ -76,5 +76,6 @@ def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | No
     conf = directory / "squid.conf"
     conf.write_text(squid_config(name, port, directory, parent_port, cache_mb))
     _hand_to_proxy_user(directory)
-    service = f"spe{os.getpid()}{name}"[:32]
+    # -n takes letters and digits only; it must be unique per running Squid.
+    service = ("spe" + "".join(ch for ch in f"{os.getpid()}{name}" if ch.isalnum()))[:32]
     return group.start(name, [SQUID, "-n", service, "-N", "-d1", "-f", str(conf)], port=port, deadline_s=15)

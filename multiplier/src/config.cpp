@@ -84,7 +84,7 @@ po::options_description describe_options() {
         ("max-proxy-body", po::value<std::uint64_t>()->default_value(1ull << 30), "largest proxy reply body read in concurrent mode (sequential mode stops at the Collector's length)")
         ("max-conns-per-proxy", po::value<std::size_t>()->default_value(16), "connections one client connection may hold to each proxy at once")
         ("threads", po::value<unsigned>()->default_value(1), "I/O threads")
-        ("via-name", po::value<std::string>()->default_value("spe-multiplier"), "pseudonym in the Via header (also used to detect loops)")
+        ("via-name", po::value<std::string>(), "pseudonym in the Via header, also used to detect loops (default spe-multiplier-<listen port>, unique per instance so chained Multipliers, e.g. a --dummy proxy under test, are not mistaken for a loop)")
         ("log-level", po::value<std::string>()->default_value("info"), "diagnostics on stderr: trace, debug, info, warn, error, off")
         ("dummy", po::bool_switch(), "run as ROPE's dummy proxy: pass every request to --parent, no fan-out")
         ("parent", po::value<std::string>(), "HOST:PORT of the parent in --dummy mode")
@@ -153,7 +153,8 @@ Config build_config(const po::variables_map& vm) {
     c.max_proxy_body = vm["max-proxy-body"].as<std::uint64_t>();
     c.max_conns_per_proxy = vm["max-conns-per-proxy"].as<std::size_t>();
     c.threads = vm["threads"].as<unsigned>();
-    c.via_name = vm["via-name"].as<std::string>();
+    c.via_name = vm.count("via-name") ? vm["via-name"].as<std::string>()
+                                      : "spe-multiplier-" + std::to_string(c.listen.port);
     c.log_level = vm["log-level"].as<std::string>();
     if (c.max_header_bytes < 1024) throw ConfigError("--max-header-bytes must be at least 1024");
     if (c.max_conns_per_proxy == 0) throw ConfigError("--max-conns-per-proxy must be at least 1");

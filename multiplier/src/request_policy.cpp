@@ -30,6 +30,24 @@ std::optional<Endpoint> http_authority(std::string_view target) {
 }
 
 namespace {
+/// True if one Via entry ("1.1 name (comment)") has exactly `name` as its received-by.
+bool via_names_hop(std::string_view via, std::string_view name) {
+    while (!via.empty()) {
+        auto comma = via.find(',');
+        auto entry = via.substr(0, comma);
+        while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+        auto space = entry.find(' ');
+        if (space != std::string_view::npos) {
+            auto received_by = entry.substr(space + 1);
+            received_by = received_by.substr(0, received_by.find(' '));
+            if (received_by == name) return true;
+        }
+        if (comma == std::string_view::npos) break;
+        via.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
 bool is_local_name(const std::string& host, const Endpoint& listen) {
     return beast::iequals(host, listen.host) || beast::iequals(host, "localhost") || host.rfind("127.", 0) == 0 ||
            host == "::1" || listen.host == "0.0.0.0" || listen.host == "::";
@@ -53,7 +71,7 @@ std::optional<RequestProblem> check_request(const Request& req, const Config& co
     if (authority->port == config.listen.port && is_local_name(authority->host, config.listen))
         return RequestProblem{508, "the request is addressed to the Multiplier itself (forwarding loop)"};
     for (auto it = req.find(http::field::via); it != req.end() && it->name() == http::field::via; ++it)
-        if (it->value().find(config.via_name) != beast::string_view::npos)
+        if (via_names_hop(it->value(), config.via_name))
             return RequestProblem{508, "the request already passed through this Multiplier (Via loop)"};
     return std::nullopt;
 }

@@ -36,8 +36,11 @@ TEST_CASE("requests to the Multiplier itself or through it again are loops (508)
     CHECK(spe::check_request(get("http://localhost:8080/"), c)->status == 508);
     CHECK_FALSE(spe::check_request(get("http://127.0.0.1:8081/"), c));
     auto via = get("http://example.org/");
-    via.set(http::field::via, "1.1 squid, 1.1 spe-multiplier");
+    via.set(http::field::via, "1.1 squid, 1.1 spe-multiplier-8080 (x)");
     CHECK(spe::check_request(via, c)->status == 508);
+    // Another Multiplier (say a --dummy proxy under test behind this one) is no loop.
+    via.set(http::field::via, "1.1 spe-multiplier-80800, 1.0 spe-multiplier-9090");
+    CHECK_FALSE(spe::check_request(via, c));
 }
 
 TEST_CASE("a request with both Content-Length and Transfer-Encoding is refused") {
