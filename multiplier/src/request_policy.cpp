@@ -87,9 +87,21 @@ bool is_validation(const Request& req) {
     return req.count(http::field::if_modified_since) || req.count(http::field::if_none_match);
 }
 
+std::string_view authority_text(std::string_view target) {
+    auto start = target.find("://");
+    if (start == std::string_view::npos) return {};
+    auto rest = target.substr(start + 3);
+    auto authority = rest.substr(0, rest.find_first_of("/?#"));
+    if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    return authority;
+}
+
 Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive) {
     Request up = client_request;
     strip_hop_by_hop(up);
+    // RFC 9112 3.2.2: a proxy forwarding an absolute-form request generates Host
+    // from the target (the client's Host, if any, may disagree or be missing).
+    if (auto authority = authority_text(up.target()); !authority.empty()) up.set(http::field::host, authority);
     up.erase(http::field::expect);  // we answered 100-continue ourselves and hold the whole body
     append_via(up, client_request.version(), via_name);
     up.version(11);

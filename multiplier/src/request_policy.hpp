@@ -30,6 +30,9 @@ bool is_validation(const Request& req);
 /// and Expect removed, Via appended, HTTP/1.1, persistence mirrored from the client.
 Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive);
 
+/// The authority of an absolute URL as written ("host:port", userinfo dropped); empty if none.
+std::string_view authority_text(std::string_view target);
+
 /// host and port of an absolute-form http:// target; nullopt if it is not one.
 std::optional<Endpoint> http_authority(std::string_view target);
 

@@ -90,6 +90,10 @@ TEST_CASE("the upstream copy drops hop-by-hop and Expect, adds Via, frames the b
     CHECK(up.count(http::field::transfer_encoding) == 0);
     CHECK(up[http::field::content_length] == "5");
     CHECK(up.keep_alive());
+    CHECK(up[http::field::host] == "a");
+    auto wrong_host = get("http://user@b.example:8081/p?q");
+    wrong_host.set(http::field::host, "elsewhere");
+    CHECK(spe::make_upstream_request(wrong_host, "m", true)[http::field::host] == "b.example:8081");
     auto closing = spe::make_upstream_request(get("http://a/"), "spe-multiplier", false);
     CHECK_FALSE(closing.keep_alive());
     CHECK(closing.count(http::field::content_length) == 0);
