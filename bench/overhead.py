@@ -106,7 +106,7 @@ def run_wrk(proxy_port: int, url: str, seconds: float, workdir: Path) -> dict:
     script = workdir / "absolute.lua"
     # The client talks to a proxy: the request line carries the absolute URL.
     script.write_text(f'local req = wrk.format("GET", "{url}")\nrequest = function() return req end\n')
-    out = subprocess.run(["taskset", "-c", "0", "wrk", "-t1", "-c1", f"-d{seconds}s", "--latency", "-s", str(script),
+    out = subprocess.run(["taskset", "-c", "0", "wrk", "-t1", "-c1", f"-d{seconds:g}s", "--latency", "-s", str(script),
                           f"http://127.0.0.1:{proxy_port}/"], capture_output=True, text=True, timeout=seconds + 30)
     if out.returncode != 0:
         raise RuntimeError(f"wrk failed: {out.stderr}{out.stdout}")

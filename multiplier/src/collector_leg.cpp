@@ -87,37 +87,47 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
     prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
     out.keep_alive = client.keep_alive;
     http::response_serializer<http::buffer_body> serializer(reply);
-    client.stream.expires_after(cfg.client_timeout);
-    co_await http::async_write_header(client.stream, serializer, with_ec(ec));
-    out.client_answered = true;
-    if (ec) out.client_failed = true;
 
+    // The header leaves with the first body bytes (one write); each read takes
+    // what the Collector has already sent, up to one buffer, so a body that
+    // arrives in small pieces still goes out in few writes, without waiting.
     BodyDigest digest;
-    while (!ec && !parser->is_done()) {
-        upstream.body().data = chunk_.data();
-        upstream.body().size = chunk_.size();
-        conn_.stream().expires_after(cfg.client_timeout);
-        co_await http::async_read_some(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
-        if (ec == http::error::need_buffer) ec = {};
+    for (;;) {
+        std::size_t filled = 0;
+        while (!parser->is_done() && filled < chunk_.size()) {
+            upstream.body().data = chunk_.data() + filled;
+            upstream.body().size = chunk_.size() - filled;
+            conn_.stream().expires_after(cfg.client_timeout);
+            co_await http::async_read_some(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) break;
+            filled = chunk_.size() - upstream.body().size;
+            error_code ignored;
+            if (filled > 0 && conn_.buffer().size() == 0 && conn_.stream().socket().available(ignored) == 0) break;
+        }
         if (ec) {
             m.error = classify(ec, true);
-            m.error_detail = "reading the Collector's body after " + std::to_string(digest.bytes()) + " bytes: " + ec.message();
+            m.error_detail = "reading the Collector's body after " + std::to_string(digest.bytes() + filled) +
+                             " bytes: " + ec.message();
             break;
         }
-        const auto n = chunk_.size() - upstream.body().size;
-        digest.update(chunk_.data(), n);
+        digest.update(chunk_.data(), filled);
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
-            m.body_head.append(chunk_.data(), std::min(n, cfg.capture_body_bytes - m.body_head.size()));
-        if (n == 0 && !parser->is_done()) continue;
+            m.body_head.append(chunk_.data(), std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         // No bytes means "end of body": a null pointer, as Beast's buffer_body
         // would otherwise emit an empty chunk, which reads as a premature last-chunk.
-        reply.body().data = n ? chunk_.data() : nullptr;
-        reply.body().size = n;
+        reply.body().data = filled ? chunk_.data() : nullptr;
+        reply.body().size = filled;
         reply.body().more = !parser->is_done();
+        out.client_answered = true;
         client.stream.expires_after(cfg.client_timeout);
         co_await http::async_write(client.stream, serializer, with_ec(ec));
         if (ec == http::error::need_buffer) ec = {};
-        if (ec) out.client_failed = true;
+        if (ec) {
+            out.client_failed = true;
+            break;
+        }
+        if (parser->is_done()) break;
     }
     m.bytes = digest.bytes();
     m.total_us = micros_since(t0);

@@ -22,7 +22,7 @@ struct ClientSide {
 
 struct RelayOutcome {
     Measure measure;            // the Collector's reply as the client got it
-    bool client_answered = false;  // a reply header reached the client
+    bool client_answered = false;  // a reply header was sent to the client
     bool client_failed = false;    // writing to the client failed (it went away)
     bool keep_alive = true;        // the client connection may serve another request
 };

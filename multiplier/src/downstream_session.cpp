@@ -67,7 +67,10 @@ void DownstreamSession::start() {
 
 void DownstreamSession::stop_if_idle() {
     asio::post(client_.get_executor(), [self = shared_from_this()] {
-        if (self->idle_) self->close();
+        // Cancel, don't close: a request whose read has just completed (its
+        // handler already queued) is still answered on the open socket; a read
+        // still waiting ends with operation_aborted and the session closes.
+        if (self->idle_) self->client_.cancel();
     });
 }
 
