@@ -18,7 +18,9 @@ const EVP_MD* md5_algorithm() {
 }
 }  // namespace
 
-void BodyDigest::CtxDeleter::operator()(evp_md_ctx_st* ctx) const { EVP_MD_CTX_free(ctx); }
+void BodyDigest::CtxDeleter::operator()(evp_md_ctx_st* ctx) const {
+    EVP_MD_CTX_free(ctx);
+}
 
 BodyDigest::BodyDigest() : ctx_(EVP_MD_CTX_new()) {
     if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), md5_algorithm(), nullptr) != 1)

@@ -19,12 +19,14 @@ using RelayParser = http::response_parser<http::buffer_body>;
 using ClientReply = http::response<http::buffer_body>;
 constexpr std::size_t kChunkBytes = 64 * 1024;
 
-bool no_body_status(unsigned status) { return status < 200 || status == 204 || status == 304; }
+bool no_body_status(unsigned status) {
+    return status < 200 || status == 204 || status == 304;
+}
 
 }  // namespace
 
-void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body,
-                          bool length_known, ClientSide& client) {
+void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body, bool length_known,
+                          ClientSide& client) {
     const auto received = reply.version();
     strip_hop_by_hop(reply);
     append_via(reply, received, via_name);
@@ -32,11 +34,15 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
     if (has_body && !length_known) {
         // Length unknown (upstream chunked or close-delimited): re-chunk for
         // an HTTP/1.1 client; an HTTP/1.0 client reads until we close.
-        if (client.http11) reply.set(http::field::transfer_encoding, "chunked");
-        else client.keep_alive = false;
+        if (client.http11)
+            reply.set(http::field::transfer_encoding, "chunked");
+        else
+            client.keep_alive = false;
     }
-    if (!client.keep_alive) reply.set(http::field::connection, "close");
-    else if (!client.http11) reply.set(http::field::connection, "keep-alive");
+    if (!client.keep_alive)
+        reply.set(http::field::connection, "close");
+    else if (!client.http11)
+        reply.set(http::field::connection, "keep-alive");
 }
 
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)

@@ -21,7 +21,7 @@ struct ClientSide {
 };
 
 struct RelayOutcome {
-    Measure measure;            // the Collector's reply as the client got it
+    Measure measure;               // the Collector's reply as the client got it
     bool client_answered = false;  // a reply header was sent to the client
     bool client_failed = false;    // writing to the client failed (it went away)
     bool keep_alive = true;        // the client connection may serve another request
@@ -42,7 +42,7 @@ private:
 
 /// Headers of a reply going to the client: hop-by-hop removed, Via appended,
 /// framing and persistence set for this client.
-void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body,
-                          bool length_known, ClientSide& client);
+void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body, bool length_known,
+                          ClientSide& client);
 
 }  // namespace spe

@@ -60,35 +60,55 @@ namespace {
 
 po::options_description describe_options() {
     po::options_description o("spe-multiplier options (each also works as 'key = value' in --config FILE)");
-    o.add_options()
-        ("help,h", "print this help and exit")
-        ("config", po::value<std::string>(), "read options from FILE ('key = value' lines, same keys as the flags; flags win)")
-        ("listen", po::value<std::string>()->default_value("127.0.0.1:8080"), "HOST:PORT the clients (browsers, load generators) use as their HTTP proxy")
-        ("collector", po::value<std::string>(), "HOST:PORT of the Collector: every client request is answered from it")
-        ("proxy", po::value<std::vector<std::string>>()->composing(), "NAME=HOST:PORT of a proxy under test (repeat for each proxy)")
-        ("mode", po::value<std::string>()->default_value("sequential"), "sequential: proxies get the request after the Collector's reply is complete (ROPE's order); concurrent: at the same time (for a Collector with collapsed forwarding)")
-        ("timeout", po::value<std::string>()->default_value("30"), "seconds a proxy under test has to deliver its whole reply")
-        ("client-timeout", po::value<std::string>()->default_value("60"), "seconds of client or Collector inactivity before a connection is closed")
-        ("drain-timeout", po::value<std::string>()->default_value("10"), "seconds SIGINT/SIGTERM waits for in-flight requests before aborting them (they are still logged)")
-        ("log", po::value<std::string>(), "write one JSON object per client request to FILE (JSON Lines)")
-        ("rope-log", po::value<std::string>(), "also write ROPE's text log (one line per proxy) to FILE")
-        ("capture-dir", po::value<std::string>(), "save both replies' headers and first body bytes of every mismatch in DIR")
-        ("capture-max-bytes", po::value<std::uint64_t>()->default_value(100ull << 20), "stop capturing once DIR holds this many bytes")
-        ("capture-body-bytes", po::value<std::size_t>()->default_value(4096), "body bytes kept per reply in a capture")
-        ("allow", po::value<std::vector<std::string>>()->composing(), "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")
-        ("connect-port", po::value<std::vector<unsigned>>()->composing(), "port CONNECT may tunnel to (repeatable; default 443)")
-        ("compare-header", po::value<std::vector<std::string>>()->composing(), "compare only these headers (repeatable; default: all end-to-end headers not ignored)")
-        ("ignore-header", po::value<std::vector<std::string>>()->composing(), "never compare this header (repeatable, added to the default list; 'X-Foo*' matches a prefix)")
-        ("max-header-bytes", po::value<std::size_t>()->default_value(64 * 1024), "largest request or reply header block accepted")
-        ("max-request-body", po::value<std::uint64_t>()->default_value(64ull << 20), "largest client request body accepted (it is kept to replay to each proxy)")
-        ("max-proxy-body", po::value<std::uint64_t>()->default_value(1ull << 30), "largest proxy reply body read in concurrent mode (sequential mode stops at the Collector's length)")
-        ("max-conns-per-proxy", po::value<std::size_t>()->default_value(16), "connections one client connection may hold to each proxy at once")
-        ("threads", po::value<unsigned>()->default_value(1), "I/O threads")
-        ("via-name", po::value<std::string>(), "pseudonym in the Via header, also used to detect loops (default spe-multiplier-<listen port>, unique per instance so chained Multipliers, e.g. a --dummy proxy under test, are not mistaken for a loop)")
-        ("log-level", po::value<std::string>()->default_value("info"), "diagnostics on stderr: trace, debug, info, warn, error, off")
-        ("dummy", po::bool_switch(), "run as ROPE's dummy proxy: pass every request to --parent, no fan-out")
-        ("parent", po::value<std::string>(), "HOST:PORT of the parent in --dummy mode")
-        ("version", "print the version and exit");
+    o.add_options()("help,h", "print this help and exit")(
+        "config", po::value<std::string>(),
+        "read options from FILE ('key = value' lines, same keys as the flags; flags win)")(
+        "listen", po::value<std::string>()->default_value("127.0.0.1:8080"),
+        "HOST:PORT the clients (browsers, load generators) use as their HTTP proxy")(
+        "collector", po::value<std::string>(), "HOST:PORT of the Collector: every client request is answered from it")(
+        "proxy", po::value<std::vector<std::string>>()->composing(),
+        "NAME=HOST:PORT of a proxy under test (repeat for each proxy)")(
+        "mode", po::value<std::string>()->default_value("sequential"),
+        "sequential: proxies get the request after the Collector's reply is complete (ROPE's order); concurrent: at "
+        "the same time (for a Collector with collapsed forwarding)")(
+        "timeout", po::value<std::string>()->default_value("30"),
+        "seconds a proxy under test has to deliver its whole reply")(
+        "client-timeout", po::value<std::string>()->default_value("60"),
+        "seconds of client or Collector inactivity before a connection is closed")(
+        "drain-timeout", po::value<std::string>()->default_value("10"),
+        "seconds SIGINT/SIGTERM waits for in-flight requests before aborting them (they are still logged)")(
+        "log", po::value<std::string>(), "write one JSON object per client request to FILE (JSON Lines)")(
+        "rope-log", po::value<std::string>(), "also write ROPE's text log (one line per proxy) to FILE")(
+        "capture-dir", po::value<std::string>(),
+        "save both replies' headers and first body bytes of every mismatch in DIR")(
+        "capture-max-bytes", po::value<std::uint64_t>()->default_value(100ull << 20),
+        "stop capturing once DIR holds this many bytes")(
+        "capture-body-bytes", po::value<std::size_t>()->default_value(4096), "body bytes kept per reply in a capture")(
+        "allow", po::value<std::vector<std::string>>()->composing(),
+        "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")(
+        "connect-port", po::value<std::vector<unsigned>>()->composing(),
+        "port CONNECT may tunnel to (repeatable; default 443)")(
+        "compare-header", po::value<std::vector<std::string>>()->composing(),
+        "compare only these headers (repeatable; default: all end-to-end headers not ignored)")(
+        "ignore-header", po::value<std::vector<std::string>>()->composing(),
+        "never compare this header (repeatable, added to the default list; 'X-Foo*' matches a prefix)")(
+        "max-header-bytes", po::value<std::size_t>()->default_value(64 * 1024),
+        "largest request or reply header block accepted")(
+        "max-request-body", po::value<std::uint64_t>()->default_value(64ull << 20),
+        "largest client request body accepted (it is kept to replay to each proxy)")(
+        "max-proxy-body", po::value<std::uint64_t>()->default_value(1ull << 30),
+        "largest proxy reply body read in concurrent mode (sequential mode stops at the Collector's length)")(
+        "max-conns-per-proxy", po::value<std::size_t>()->default_value(16),
+        "connections one client connection may hold to each proxy at once")(
+        "threads", po::value<unsigned>()->default_value(1), "I/O threads")(
+        "via-name", po::value<std::string>(),
+        "pseudonym in the Via header, also used to detect loops (default spe-multiplier-<listen port>, unique per "
+        "instance so chained Multipliers, e.g. a --dummy proxy under test, are not mistaken for a loop)")(
+        "log-level", po::value<std::string>()->default_value("info"),
+        "diagnostics on stderr: trace, debug, info, warn, error, off")(
+        "dummy", po::bool_switch(), "run as ROPE's dummy proxy: pass every request to --parent, no fan-out")(
+        "parent", po::value<std::string>(), "HOST:PORT of the parent in --dummy mode")("version",
+                                                                                       "print the version and exit");
     return o;
 }
 
@@ -107,7 +127,8 @@ Config build_config(const po::variables_map& vm) {
         c.collector = parse_endpoint(vm["parent"].as<std::string>());
     } else {
         if (vm.count("parent")) throw ConfigError("--parent is only for --dummy mode; use --collector");
-        if (!vm.count("collector")) throw ConfigError("--collector HOST:PORT is required (or --dummy --parent HOST:PORT)");
+        if (!vm.count("collector"))
+            throw ConfigError("--collector HOST:PORT is required (or --dummy --parent HOST:PORT)");
         c.collector = parse_endpoint(vm["collector"].as<std::string>());
     }
     for (const auto& p : list_of<std::string>(vm, "proxy")) {
@@ -117,9 +138,12 @@ Config build_config(const po::variables_map& vm) {
         c.proxies.push_back(target);
     }
     const auto& mode = vm["mode"].as<std::string>();
-    if (mode == "sequential") c.mode = FanoutMode::sequential;
-    else if (mode == "concurrent") c.mode = FanoutMode::concurrent;
-    else throw ConfigError("--mode must be sequential or concurrent, got '" + mode + "'");
+    if (mode == "sequential")
+        c.mode = FanoutMode::sequential;
+    else if (mode == "concurrent")
+        c.mode = FanoutMode::concurrent;
+    else
+        throw ConfigError("--mode must be sequential or concurrent, got '" + mode + "'");
 
     c.timeout = parse_seconds(vm["timeout"].as<std::string>());
     c.client_timeout = parse_seconds(vm["client-timeout"].as<std::string>());
@@ -153,8 +177,8 @@ Config build_config(const po::variables_map& vm) {
     c.max_proxy_body = vm["max-proxy-body"].as<std::uint64_t>();
     c.max_conns_per_proxy = vm["max-conns-per-proxy"].as<std::size_t>();
     c.threads = vm["threads"].as<unsigned>();
-    c.via_name = vm.count("via-name") ? vm["via-name"].as<std::string>()
-                                      : "spe-multiplier-" + std::to_string(c.listen.port);
+    c.via_name =
+        vm.count("via-name") ? vm["via-name"].as<std::string>() : "spe-multiplier-" + std::to_string(c.listen.port);
     c.log_level = vm["log-level"].as<std::string>();
     if (c.max_header_bytes < 1024) throw ConfigError("--max-header-bytes must be at least 1024");
     if (c.max_conns_per_proxy == 0) throw ConfigError("--max-conns-per-proxy must be at least 1");

@@ -58,7 +58,8 @@ awaitable<TunnelOutcome> run_connect_tunnel(beast::tcp_stream& client, beast::fl
         port = std::stoul(target.substr(colon + 1));
     if (port == 0 || port > 65535) co_return TunnelOutcome{400, "CONNECT needs a HOST:PORT target"};
     if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), port) == cfg.connect_ports.end())
-        co_return TunnelOutcome{403, "CONNECT to port " + std::to_string(port) + " is not allowed (see --connect-port)"};
+        co_return TunnelOutcome{403,
+                                "CONNECT to port " + std::to_string(port) + " is not allowed (see --connect-port)"};
 
     Request connect{http::verb::connect, target, 11};
     connect.set(http::field::host, target);
@@ -68,7 +69,8 @@ awaitable<TunnelOutcome> run_connect_tunnel(beast::tcp_stream& client, beast::fl
     const auto t0 = Clock::now();
     if (auto e = co_await upstream.send(connect, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
         m.error = e;
-        co_return TunnelOutcome{client_status_for(e), "the Collector could not be reached: " + std::string(to_string(e))};
+        co_return TunnelOutcome{client_status_for(e),
+                                "the Collector could not be reached: " + std::string(to_string(e))};
     }
     http::response_parser<http::empty_body> parser;
     parser.skip(true);  // a 2xx reply to CONNECT has no body: the tunnel starts right after it

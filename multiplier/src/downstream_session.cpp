@@ -6,12 +6,12 @@
 #include "request_policy.hpp"
 #include "result_log.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <spdlog/spdlog.h>
 
 namespace spe {
 namespace {
@@ -101,7 +101,10 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
     r.client = client_address_;
     r.method = req.method_string().empty() ? "-" : std::string(req.method_string());
     r.url = req.target().empty() ? "-" : std::string(req.target());
-    r.version = req.version() == 10 ? "HTTP/1.0" : req.version() == 11 ? "HTTP/1.1" : "HTTP/" + std::to_string(req.version() / 10) + "." + std::to_string(req.version() % 10);
+    r.version = req.version() == 10 ? "HTTP/1.0"
+                : req.version() == 11
+                    ? "HTTP/1.1"
+                    : "HTTP/" + std::to_string(req.version() / 10) + "." + std::to_string(req.version() % 10);
     r.validation = is_validation(req);
     return r;
 }
@@ -148,8 +151,10 @@ awaitable<bool> DownstreamSession::serve_one() {
 
     if (req.method() == http::verb::connect) {
         auto outcome = co_await run_connect_tunnel(client_, buffer_, req, *ctx_, record);
-        if (outcome.refused_status) co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
-        else ctx_->log().write(record);
+        if (outcome.refused_status)
+            co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
+        else
+            ctx_->log().write(record);
         co_return false;
     }
     if (auto problem = check_request(req, cfg)) {
@@ -169,22 +174,27 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     auto out = co_await collector_.relay(*upstream, ClientSide{client_, head_request, req.version() >= 11, keep_alive});
     if (!out.client_answered) {
         const auto status = client_status_for(out.measure.error);
-        const auto reason = "the Collector at " + cfg.collector->to_string() + " failed: " +
-                            std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail + ")";
+        const auto reason = "the Collector at " + cfg.collector->to_string() +
+                            " failed: " + std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail +
+                            ")";
         auto sent = co_await reply_from_multiplier(status, reason, head_request, keep_alive);
         fanout->set_reference(std::move(out.measure), status, std::move(sent));
         if (cfg.mode == FanoutMode::sequential) fanout->skip("no fan-out: " + reason);
-        co_return keep_alive && sent.error == LegError::none;
+        co_return keep_alive&& sent.error == LegError::none;
     }
     const auto status = out.measure.status.value_or(0);
     const bool complete = out.measure.error == LegError::none && !out.client_failed;
     std::string why;
-    if (out.client_failed) why = "no fan-out: the client went away during the reply";
-    else if (!complete) why = "no fan-out: the Collector's reply broke off (" + out.measure.error_detail + ")";
+    if (out.client_failed)
+        why = "no fan-out: the client went away during the reply";
+    else if (!complete)
+        why = "no fan-out: the Collector's reply broke off (" + out.measure.error_detail + ")";
     fanout->set_reference(std::move(out.measure), status);
     if (!why.empty()) {
-        if (cfg.mode == FanoutMode::sequential) fanout->skip(why);
-        else fanout->record().note = why;
+        if (cfg.mode == FanoutMode::sequential)
+            fanout->skip(why);
+        else
+            fanout->record().note = why;
         co_return false;
     }
     if (cfg.mode == FanoutMode::sequential) fanout->start();
@@ -192,7 +202,7 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
 }
 
 awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, const std::string& reason,
-                                                           bool head_request, bool keep_alive) {
+                                                            bool head_request, bool keep_alive) {
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, ctx_->config().via_name);
     res.set(http::field::content_type, "text/plain; charset=utf-8");

@@ -31,7 +31,7 @@ private:
     awaitable<Measure> reply_from_multiplier(unsigned status, const std::string& reason, bool head_request,
                                              bool keep_alive);
     awaitable<void> refuse(unsigned status, const std::string& reason, RequestRecord record, bool head_request);
-    RequestRecord new_record(const Request& req) ;
+    RequestRecord new_record(const Request& req);
     void close();
 
     std::shared_ptr<ServerContext> ctx_;

@@ -12,18 +12,18 @@ namespace spe {
 /// Why a leg did not deliver a complete reply.
 enum class LegError {
     none,
-    refused,          // connect refused or no route
-    timeout,          // the leg's deadline passed
-    reset,            // connection reset by the peer
-    closed,           // peer closed before a reply header
-    truncated,        // peer closed inside the body (short Content-Length, bad chunking at EOF)
-    bad_header,       // the reply header could not be parsed (garbage, bad status line)
-    header_too_large, // the reply header exceeded --max-header-bytes
-    body_too_large,   // the body exceeded the length cap
-    bad_body,         // the body framing was invalid (bad chunk size ...)
-    aborted,          // the Multiplier stopped the leg (shutdown)
-    busy,             // no connection slot left for this proxy
-    extra_data,       // bytes followed the end of the reply (e.g. a body on a HEAD reply)
+    refused,           // connect refused or no route
+    timeout,           // the leg's deadline passed
+    reset,             // connection reset by the peer
+    closed,            // peer closed before a reply header
+    truncated,         // peer closed inside the body (short Content-Length, bad chunking at EOF)
+    bad_header,        // the reply header could not be parsed (garbage, bad status line)
+    header_too_large,  // the reply header exceeded --max-header-bytes
+    body_too_large,    // the body exceeded the length cap
+    bad_body,          // the body framing was invalid (bad chunk size ...)
+    aborted,           // the Multiplier stopped the leg (shutdown)
+    busy,              // no connection slot left for this proxy
+    extra_data,        // bytes followed the end of the reply (e.g. a body on a HEAD reply)
 };
 
 std::string_view to_string(LegError e);

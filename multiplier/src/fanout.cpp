@@ -4,8 +4,8 @@
 #include "result_log.hpp"
 #include "validator.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
 
 namespace spe {
 
@@ -18,7 +18,8 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
       head_request_(head_request),
       work_(*ctx_) {
     record_.proxies.resize(ctx_->proxies().size());
-    for (std::size_t i = 0; i < record_.proxies.size(); ++i) record_.proxies[i].name = ctx_->proxies()[i].name;
+    for (std::size_t i = 0; i < record_.proxies.size(); ++i)
+        record_.proxies[i].name = ctx_->proxies()[i].name;
 }
 
 Fanout::~Fanout() {
@@ -62,8 +63,10 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
                               cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes};
         // In sequential mode the reference length is known: reading past it
         // can only confirm a mismatch, so an endless body costs one byte more.
-        if (cfg.mode == FanoutMode::sequential && has_reference_) limits.body_cap = record_.collector.bytes;
-        else limits.body_cap = cfg.max_proxy_body;
+        if (cfg.mode == FanoutMode::sequential && has_reference_)
+            limits.body_cap = record_.collector.bytes;
+        else
+            limits.body_cap = cfg.max_proxy_body;
         result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
         pools_->release(proxy, std::move(conn));
     }
@@ -94,7 +97,8 @@ void Fanout::maybe_finish() {
 void Fanout::finish() {
     logged_ = true;
     const Measure& reference = own_reply_ ? *own_reply_ : record_.collector;
-    for (auto& p : record_.proxies) validate(reference, p);
+    for (auto& p : record_.proxies)
+        validate(reference, p);
     ctx_->log().write(record_);
 }
 

@@ -15,16 +15,18 @@ namespace {
 // Trailer are framing details of one hop; Proxy-Authorization is meant for the
 // proxy the client talks to, which is us.
 constexpr std::array<std::string_view, 9> kHopByHop = {
-    "connection", "keep-alive",          "proxy-connection", "te", "trailer",
-    "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"};
+    "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
+    "upgrade",    "proxy-authenticate", "proxy-authorization"};
 
 std::vector<std::string_view> split_tokens(std::string_view list) {
     std::vector<std::string_view> out;
     while (!list.empty()) {
         auto comma = list.find(',');
         auto item = list.substr(0, comma);
-        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+            item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+            item.remove_suffix(1);
         if (!item.empty()) out.push_back(item);
         if (comma == std::string_view::npos) break;
         list.remove_prefix(comma + 1);
@@ -62,27 +64,46 @@ void strip_hop_by_hop(http::fields& fields) {
     std::vector<std::string> named;
     for (auto field : {http::field::connection, http::field::proxy_connection})
         for (auto it = fields.find(field); it != fields.end() && it->name() == field; ++it)
-            for (auto token : split_tokens(it->value())) named.emplace_back(token);
+            for (auto token : split_tokens(it->value()))
+                named.emplace_back(token);
     for (const auto& name : named)
-        if (!boost::beast::iequals(name, "close") && !boost::beast::iequals(name, "keep-alive"))
-            fields.erase(name);
-    for (auto name : kHopByHop) fields.erase(name);
+        if (!boost::beast::iequals(name, "close") && !boost::beast::iequals(name, "keep-alive")) fields.erase(name);
+    for (auto name : kHopByHop)
+        fields.erase(name);
 }
 
 const std::vector<std::string>& default_ignored_headers() {
-    static const std::vector<std::string> names = {
-        "date", "age", "via", "server", "x-cache*", "connection", "keep-alive",
-        "proxy-connection", "transfer-encoding", "content-length", "te", "trailer",
-        "upgrade", "x-varnish", "accept-ranges", "cache-status", "x-squid-error",
-        "warning", "x-served-by", "x-timer", "x-forwarded-for"};
+    static const std::vector<std::string> names = {"date",
+                                                   "age",
+                                                   "via",
+                                                   "server",
+                                                   "x-cache*",
+                                                   "connection",
+                                                   "keep-alive",
+                                                   "proxy-connection",
+                                                   "transfer-encoding",
+                                                   "content-length",
+                                                   "te",
+                                                   "trailer",
+                                                   "upgrade",
+                                                   "x-varnish",
+                                                   "accept-ranges",
+                                                   "cache-status",
+                                                   "x-squid-error",
+                                                   "warning",
+                                                   "x-served-by",
+                                                   "x-timer",
+                                                   "x-forwarded-for"};
     return names;
 }
 
 HeaderPolicy::HeaderPolicy() : HeaderPolicy({}, default_ignored_headers()) {}
 
 HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::string> ignore) {
-    for (auto& c : compare) compare_.push_back(to_lower(c));
-    for (auto& i : ignore) ignore_.push_back(to_lower(i));
+    for (auto& c : compare)
+        compare_.push_back(to_lower(c));
+    for (auto& i : ignore)
+        ignore_.push_back(to_lower(i));
 }
 
 bool HeaderPolicy::matches(const std::vector<std::string>& patterns, std::string_view lower_name) {
@@ -110,7 +131,8 @@ ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
     }
     ComparedHeaders out;
     out.reserve(joined.size());
-    for (auto& [name, value] : joined) out.push_back({name, std::move(value)});
+    for (auto& [name, value] : joined)
+        out.push_back({name, std::move(value)});
     return out;
 }
 

@@ -4,13 +4,13 @@
 #include "result_log.hpp"
 #include "server_context.hpp"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
 
@@ -76,8 +76,10 @@ int run(const Config& config) {
     }
     listener->start();
     spdlog::flush_every(std::chrono::seconds(1));
-    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{})",
-                 config.listen.to_string(), config.dummy ? "dummy" : config.mode == FanoutMode::sequential ? "sequential" : "concurrent",
+    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{})", config.listen.to_string(),
+                 config.dummy                            ? "dummy"
+                 : config.mode == FanoutMode::sequential ? "sequential"
+                                                         : "concurrent",
                  config.collector->to_string(), config.proxies.size(), config.proxies.size() == 1 ? "y" : "ies");
 
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
@@ -97,9 +99,11 @@ int run(const Config& config) {
     signals.async_wait(on_signal);
 
     std::vector<std::jthread> workers;
-    for (unsigned i = 1; i < config.threads; ++i) workers.emplace_back([&ioc] { ioc.run(); });
+    for (unsigned i = 1; i < config.threads; ++i)
+        workers.emplace_back([&ioc] { ioc.run(); });
     ioc.run();
-    for (auto& w : workers) w.join();
+    for (auto& w : workers)
+        w.join();
     log.flush();
     spdlog::info("stopped; {} record(s) written", log.records_written());
     return 0;

@@ -58,7 +58,7 @@ struct RequestRecord {
     std::string client;
     std::string method;
     std::string url;
-    std::string version;  // "HTTP/1.1"
+    std::string version;      // "HTTP/1.1"
     bool validation = false;  // conditional request (ROPE's "validation")
     Measure collector;
     unsigned client_status = 0;

@@ -26,7 +26,9 @@ template <class T>
 using awaitable = asio::awaitable<T>;
 
 /// Completion token for co_await that stores the error in `ec` instead of throwing.
-inline auto with_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+inline auto with_ec(error_code& ec) {
+    return asio::redirect_error(asio::use_awaitable, ec);
+}
 
 inline std::int64_t micros_since(Clock::time_point t0) {
     return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();

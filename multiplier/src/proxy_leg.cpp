@@ -2,9 +2,9 @@
 
 #include "digest_body.hpp"
 
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include <limits>
 #include <optional>
@@ -37,8 +37,8 @@ void fail(Measure& m, UpstreamConnection& conn, LegError e, std::string detail) 
 
 }  // namespace
 
-awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request,
-                                 ProxyLegLimits limits, const HeaderPolicy& policy) {
+awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request, ProxyLegLimits limits,
+                                 const HeaderPolicy& policy) {
     Measure m;
     const auto t0 = Clock::now();
     const auto deadline = t0 + limits.timeout;
@@ -78,7 +78,8 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, b
         const bool got_header = parser->is_header_done();
         fail(m, conn, classify(ec, got_header),
              (got_header ? "reading the body after " + std::to_string(m.bytes) + " bytes: "
-                         : std::string("reading the reply header: ")) + ec.message());
+                         : std::string("reading the reply header: ")) +
+                 ec.message());
         co_return m;
     }
     m.md5 = body.digest.hex_final();

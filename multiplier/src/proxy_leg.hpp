@@ -11,15 +11,15 @@
 namespace spe {
 
 struct ProxyLegLimits {
-    std::chrono::milliseconds timeout;           // whole leg, connect to last byte
-    std::optional<std::uint64_t> body_cap;       // bytes past this end the read
+    std::chrono::milliseconds timeout;      // whole leg, connect to last byte
+    std::optional<std::uint64_t> body_cap;  // bytes past this end the read
     std::size_t max_header_bytes = 64 * 1024;
-    std::size_t capture_body_bytes = 0;          // 0: no capture
+    std::size_t capture_body_bytes = 0;  // 0: no capture
 };
 
 /// Coroutine: `limits` is taken by value; `conn`, `req` and `policy` must outlive it.
-awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request,
-                                 ProxyLegLimits limits, const HeaderPolicy& policy);
+awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request, ProxyLegLimits limits,
+                                 const HeaderPolicy& policy);
 
 /// Serialized reply header, for mismatch captures.
 std::string header_text(const http::response_header<>& h);

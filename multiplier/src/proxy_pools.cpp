@@ -31,14 +31,16 @@ void ProxyPools::release(std::size_t proxy, std::unique_ptr<UpstreamConnection> 
 
 void ProxyPools::client_closed() {
     client_closed_ = true;
-    for (auto& pool : pools_) pool.idle.clear();
+    for (auto& pool : pools_)
+        pool.idle.clear();
 }
 
 void ProxyPools::abort() {
     asio::post(strand_, [self = shared_from_this()] {
         for (auto& pool : self->pools_) {
             pool.idle.clear();
-            for (auto* conn : pool.busy) conn->close();
+            for (auto* conn : pool.busy)
+                conn->close();
         }
     });
 }

@@ -25,7 +25,8 @@ std::optional<Endpoint> http_authority(std::string_view target) {
         if (port == 0 || port > 65535) return std::nullopt;
         ep.port = static_cast<std::uint16_t>(port);
     }
-    if (ep.host.size() > 2 && ep.host.front() == '[' && ep.host.back() == ']') ep.host = ep.host.substr(1, ep.host.size() - 2);
+    if (ep.host.size() > 2 && ep.host.front() == '[' && ep.host.back() == ']')
+        ep.host = ep.host.substr(1, ep.host.size() - 2);
     return ep;
 }
 
@@ -35,7 +36,8 @@ bool via_names_hop(std::string_view via, std::string_view name) {
     while (!via.empty()) {
         auto comma = via.find(',');
         auto entry = via.substr(0, comma);
-        while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+        while (!entry.empty() && entry.front() == ' ')
+            entry.remove_prefix(1);
         auto space = entry.find(' ');
         if (space != std::string_view::npos) {
             auto received_by = entry.substr(space + 1);
@@ -58,7 +60,8 @@ std::optional<RequestProblem> check_request(const Request& req, const Config& co
     // Beast rejects most framing attacks while parsing; a request carrying both
     // lengths is refused here too, whatever the parser made of it (RFC 9112 6.3).
     if (req.count(http::field::content_length) && req.count(http::field::transfer_encoding))
-        return RequestProblem{400, "both Content-Length and Transfer-Encoding are present (possible request smuggling)"};
+        return RequestProblem{400,
+                              "both Content-Length and Transfer-Encoding are present (possible request smuggling)"};
     if (req.version() != 10 && req.version() != 11)
         return RequestProblem{505, "only HTTP/1.0 and HTTP/1.1 are supported"};
     const auto target = req.target();
@@ -66,8 +69,9 @@ std::optional<RequestProblem> check_request(const Request& req, const Config& co
         return RequestProblem{400, "https:// URLs go through CONNECT; the Multiplier does not speak TLS"};
     auto authority = http_authority(target);
     if (!authority)
-        return RequestProblem{400, "not a proxy request: the target must be an absolute http:// URL (use the "
-                                   "Multiplier as an HTTP proxy)"};
+        return RequestProblem{400,
+                              "not a proxy request: the target must be an absolute http:// URL (use the "
+                              "Multiplier as an HTTP proxy)"};
     if (authority->port == config.listen.port && is_local_name(authority->host, config.listen))
         return RequestProblem{508, "the request is addressed to the Multiplier itself (forwarding loop)"};
     for (auto it = req.find(http::field::via); it != req.end() && it->name() == http::field::via; ++it)
@@ -108,8 +112,7 @@ Request make_upstream_request(const Request& client_request, const std::string& 
     up.keep_alive(keep_alive);
     // Sets Content-Length from the (decoded) body, so every upstream gets the
     // same, simplest framing whatever the client used.
-    if (!up.body().empty() || up.method() == http::verb::post || up.method() == http::verb::put)
-        up.prepare_payload();
+    if (!up.body().empty() || up.method() == http::verb::post || up.method() == http::verb::put) up.prepare_payload();
     return up;
 }
 

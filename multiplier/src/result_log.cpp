@@ -3,26 +3,28 @@
 #include "config.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace spe {
 namespace {
 
-nlohmann::json opt(const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+nlohmann::json opt(const std::optional<std::int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
 nlohmann::json measure_json(const Measure& m) {
     return {
         {"status", m.status ? nlohmann::json(*m.status) : nlohmann::json()},
-        {"http_version", m.version ? nlohmann::json(fmt::format("HTTP/{}.{}", m.version / 10, m.version % 10))
-                                   : nlohmann::json()},
+        {"http_version",
+         m.version ? nlohmann::json(fmt::format("HTTP/{}.{}", m.version / 10, m.version % 10)) : nlohmann::json()},
         {"header_bytes", m.header_bytes},
         {"bytes", m.bytes},
         {"md5", m.md5 ? nlohmann::json(*m.md5) : nlohmann::json()},
@@ -66,7 +68,8 @@ std::string ctime_of(double ts) {
 std::string to_json_line(const RequestRecord& r) {
     nlohmann::json collector = measure_json(r.collector);
     collector["error"] = error_json(r.collector);
-    collector["error_detail"] = r.collector.error_detail.empty() ? nlohmann::json() : nlohmann::json(r.collector.error_detail);
+    collector["error_detail"] =
+        r.collector.error_detail.empty() ? nlohmann::json() : nlohmann::json(r.collector.error_detail);
     nlohmann::json proxies = nlohmann::json::array();
     for (const auto& p : r.proxies) {
         auto j = measure_json(p.measure);
@@ -108,11 +111,11 @@ std::string to_rope_lines(const RequestRecord& r, long pid) {
                                   seconds_micros(transfer(r.collector)), r.collector.bytes, tail);
     const auto ref_status = r.collector.status ? std::to_string(*r.collector.status) : "-";
     for (const auto& p : r.proxies) {
-        std::string validation = fmt::format("{},{},{},", ref_status,
-                                             p.measure.status ? std::to_string(*p.measure.status) : "-",
-                                             to_string(p.result));
+        std::string validation = fmt::format(
+            "{},{},{},", ref_status, p.measure.status ? std::to_string(*p.measure.status) : "-", to_string(p.result));
         if (p.result == ResultClass::header_mismatch)
-            for (const auto& h : p.mismatched_headers) validation += h + ",";
+            for (const auto& h : p.mismatched_headers)
+                validation += h + ",";
         out += fmt::format("{}{}: {} {} {} {{{}}} {}\n", prefix, p.name, seconds_micros(p.measure.ttfb_us),
                            seconds_micros(transfer(p.measure)), p.measure.bytes, validation, tail);
     }

@@ -35,7 +35,8 @@ void ServerContext::abort_all() {
         for (auto& w : abortables_)
             if (auto a = w.lock()) live.push_back(std::move(a));
     }
-    for (auto& a : live) a->abort();
+    for (auto& a : live)
+        a->abort();
 }
 
 }  // namespace spe

@@ -20,8 +20,8 @@ awaitable<LegError> UpstreamConnection::send(const Request& req, Clock::time_poi
     co_return err;
 }
 
-awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::time_point t0,
-                                                  Clock::time_point deadline, Measure& m) {
+awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::time_point t0, Clock::time_point deadline,
+                                                  Measure& m) {
     error_code ec;
     if (!is_open()) {
         buffer_.clear();

@@ -4,12 +4,18 @@ namespace spe {
 
 std::string_view to_string(ResultClass r) {
     switch (r) {
-    case ResultClass::ok: return "OK";
-    case ResultClass::status_code_mismatch: return "STATUS_CODE_MISMATCH";
-    case ResultClass::header_mismatch: return "HEADER_MISMATCH";
-    case ResultClass::body_mismatch: return "BODY_MISMATCH";
-    case ResultClass::no_response: return "NO_RESPONSE";
-    case ResultClass::protocol_error: return "PROTOCOL_ERROR";
+        case ResultClass::ok:
+            return "OK";
+        case ResultClass::status_code_mismatch:
+            return "STATUS_CODE_MISMATCH";
+        case ResultClass::header_mismatch:
+            return "HEADER_MISMATCH";
+        case ResultClass::body_mismatch:
+            return "BODY_MISMATCH";
+        case ResultClass::no_response:
+            return "NO_RESPONSE";
+        case ResultClass::protocol_error:
+            return "PROTOCOL_ERROR";
     }
     return "PROTOCOL_ERROR";
 }

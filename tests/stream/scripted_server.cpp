@@ -15,7 +15,8 @@ ScriptedServer::ScriptedServer(asio::io_context& ioc, std::vector<std::vector<St
 void ScriptedServer::stop() {
     error_code ignored;
     acceptor_.close(ignored);
-    for (auto& s : hung_) s->close(ignored);
+    for (auto& s : hung_)
+        s->close(ignored);
 }
 
 awaitable<void> ScriptedServer::accept_loop() {
@@ -38,28 +39,30 @@ awaitable<void> ScriptedServer::serve(tcp::socket socket) {
         in.erase(0, n);
         for (const auto& step : scripts_[served_++]) {
             switch (step.kind) {
-            case Step::send: {
-                const std::size_t piece = step.piece ? step.piece : step.bytes.size();
-                for (std::size_t off = 0; off < step.bytes.size() && !ec; off += piece)
-                    co_await asio::async_write(*sock, asio::buffer(step.bytes.data() + off, std::min(piece, step.bytes.size() - off)), with_ec(ec));
-                break;
-            }
-            case Step::pause: {
-                asio::steady_timer t(ioc_, step.delay);
-                co_await t.async_wait(with_ec(ec));
-                break;
-            }
-            case Step::close:
-                sock->shutdown(tcp::socket::shutdown_both, ec);
-                sock->close(ec);
-                co_return;
-            case Step::reset:
-                sock->set_option(asio::socket_base::linger(true, 0), ec);
-                sock->close(ec);
-                co_return;
-            case Step::hang:
-                hung_.push_back(sock);
-                co_return;
+                case Step::send: {
+                    const std::size_t piece = step.piece ? step.piece : step.bytes.size();
+                    for (std::size_t off = 0; off < step.bytes.size() && !ec; off += piece)
+                        co_await asio::async_write(
+                            *sock, asio::buffer(step.bytes.data() + off, std::min(piece, step.bytes.size() - off)),
+                            with_ec(ec));
+                    break;
+                }
+                case Step::pause: {
+                    asio::steady_timer t(ioc_, step.delay);
+                    co_await t.async_wait(with_ec(ec));
+                    break;
+                }
+                case Step::close:
+                    sock->shutdown(tcp::socket::shutdown_both, ec);
+                    sock->close(ec);
+                    co_return;
+                case Step::reset:
+                    sock->set_option(asio::socket_base::linger(true, 0), ec);
+                    sock->close(ec);
+                    co_return;
+                case Step::hang:
+                    hung_.push_back(sock);
+                    co_return;
             }
             if (ec) co_return;
         }

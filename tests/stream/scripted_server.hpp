@@ -20,11 +20,21 @@ struct Step {
     std::chrono::milliseconds delay{0};
 };
 
-inline Step send_bytes(std::string b, std::size_t piece = 0) { return {Step::send, std::move(b), piece, {}}; }
-inline Step pause_for(std::chrono::milliseconds d) { return {Step::pause, {}, 0, d}; }
-inline Step close_conn() { return {Step::close, {}, 0, {}}; }
-inline Step reset_conn() { return {Step::reset, {}, 0, {}}; }
-inline Step hang_conn() { return {Step::hang, {}, 0, {}}; }
+inline Step send_bytes(std::string b, std::size_t piece = 0) {
+    return {Step::send, std::move(b), piece, {}};
+}
+inline Step pause_for(std::chrono::milliseconds d) {
+    return {Step::pause, {}, 0, d};
+}
+inline Step close_conn() {
+    return {Step::close, {}, 0, {}};
+}
+inline Step reset_conn() {
+    return {Step::reset, {}, 0, {}};
+}
+inline Step hang_conn() {
+    return {Step::hang, {}, 0, {}};
+}
 
 /// Serves `scripts[i]` to the i-th request (over any number of connections).
 class ScriptedServer {

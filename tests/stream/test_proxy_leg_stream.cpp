@@ -14,8 +14,8 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string kBody = "The quick brown fox jumps over the lazy dog, again and again.";
-const std::string kHead = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                          std::to_string(kBody.size()) + "\r\n\r\n";
+const std::string kHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(kBody.size()) + "\r\n\r\n";
 
 std::string chunked(const std::string& body) {
     std::string out = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -45,12 +45,11 @@ struct Leg {
         if (head) req.method(http::verb::head);
         Measure out;
         ProxyLegLimits limits{timeout, cap, 8 * 1024, 16};
-        asio::co_spawn(ioc, run_proxy_leg(conn, req, head, limits, policy),
-                       [&](std::exception_ptr e, Measure m) {
-                           if (e) std::rethrow_exception(e);
-                           out = std::move(m);
-                           ioc.stop();  // the server's accept loop would keep run_for busy
-                       });
+        asio::co_spawn(ioc, run_proxy_leg(conn, req, head, limits, policy), [&](std::exception_ptr e, Measure m) {
+            if (e) std::rethrow_exception(e);
+            out = std::move(m);
+            ioc.stop();  // the server's accept loop would keep run_for busy
+        });
         ioc.run_for(10s);
         ioc.restart();
         return out;

@@ -11,7 +11,8 @@ TEST_CASE("MD5 of known vectors (RFC 1321)") {
 
 TEST_CASE("incremental digest equals the one-shot digest whatever the split") {
     std::string body;
-    for (int i = 0; i < 100000; ++i) body.push_back(static_cast<char>(i * 7 + 3));
+    for (int i = 0; i < 100000; ++i)
+        body.push_back(static_cast<char>(i * 7 + 3));
     const auto whole = spe::md5_hex(body.data(), body.size());
     for (std::size_t piece : {1u, 7u, 4096u, 65536u}) {
         spe::BodyDigest d;

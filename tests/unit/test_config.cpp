@@ -11,13 +11,15 @@ namespace {
 std::optional<spe::Config> parse(std::vector<std::string> args) {
     args.insert(args.begin(), "spe-multiplier");
     std::vector<const char*> argv;
-    for (auto& a : args) argv.push_back(a.c_str());
+    for (auto& a : args)
+        argv.push_back(a.c_str());
     return spe::parse_config(static_cast<int>(argv.size()), argv.data());
 }
 }  // namespace
 
 TEST_CASE("flags give a typed config with ROPE's defaults") {
-    auto c = parse({"--collector", "127.0.0.1:3128", "--proxy", "squid=127.0.0.1:3129", "--proxy", "ats=localhost:8080"});
+    auto c =
+        parse({"--collector", "127.0.0.1:3128", "--proxy", "squid=127.0.0.1:3129", "--proxy", "ats=localhost:8080"});
     REQUIRE(c);
     CHECK(c->listen.to_string() == "127.0.0.1:8080");
     CHECK(c->collector->port == 3128);
@@ -53,7 +55,8 @@ TEST_CASE("user errors are clear messages") {
     CHECK_THROWS_WITH(parse({"--collector", "nohost"}), Catch::Contains("expected HOST:PORT"));
     CHECK_THROWS_WITH(parse({"--collector", "h:70000"}), Catch::Contains("out of range"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--proxy", "noequals"}), Catch::Contains("NAME=HOST:PORT"));
-    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--proxy", "a=h:2", "--proxy", "a=h:3"}), Catch::Contains("used twice"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--proxy", "a=h:2", "--proxy", "a=h:3"}),
+                      Catch::Contains("used twice"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--mode", "parallel"}), Catch::Contains("sequential or concurrent"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--timeout", "-1"}), Catch::Contains("seconds"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--allow", "10.0.0.0/40"}), Catch::Contains("--allow"));

@@ -35,7 +35,8 @@ spe::RequestRecord sample() {
 
 TEST_CASE("JSON line carries the schema's fields and survives invalid UTF-8") {
     auto j = nlohmann::json::parse(spe::to_json_line(sample()));
-    for (auto key : {"ts", "id", "client", "method", "url", "version", "collector", "proxies"}) CHECK(j.contains(key));
+    for (auto key : {"ts", "id", "client", "method", "url", "version", "collector", "proxies"})
+        CHECK(j.contains(key));
     CHECK(j["id"] == 7);
     CHECK(j["collector"]["ttfb_us"] == 34195);
     CHECK(j["collector"]["error"].is_null());
