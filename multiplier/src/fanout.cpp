@@ -37,6 +37,7 @@ void Fanout::start() {
     const auto first = n ? ctx_->next_rotation() % n : 0;
     for (std::size_t k = 0; k < n; ++k) {
         const auto proxy = (first + k) % n;
+        record_.proxies[proxy].position = k;
         asio::co_spawn(pools_->executor(), run_leg(proxy), [self = shared_from_this(), proxy](std::exception_ptr e) {
             if (!e) return;
             try {

@@ -49,6 +49,7 @@ struct ProxyResult {
     Measure measure;
     ResultClass result = ResultClass::no_response;
     std::vector<std::string> mismatched_headers;
+    std::size_t position = 0;  // place in this request's (rotated) fan-out order, from 0
 };
 
 /// One client request and everything measured for it: one log record.

@@ -74,6 +74,7 @@ std::string to_json_line(const RequestRecord& r) {
     for (const auto& p : r.proxies) {
         auto j = measure_json(p.measure);
         j["name"] = p.name;
+        j["position"] = p.position;
         j["result"] = std::string(to_string(p.result));
         j["mismatched_headers"] = p.mismatched_headers;
         j["error"] = error_json(p.measure);

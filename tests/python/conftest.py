@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,12 +89,18 @@ class Multiplier:
         return self.child.stop()
 
 
+SCHEMA = json.loads((ROOT / "docs/multiplier-log.schema.json").read_text())
+
+
 def read_records(path: Path) -> list[dict]:
     if not path.exists():
         return []
     # The last line may still be half-written (the log is flushed every second).
     complete = path.read_text().split("\n")[:-1]
-    return [json.loads(line) for line in complete if line.strip()]
+    records = [json.loads(line) for line in complete if line.strip()]
+    for record in records:  # every record a test reads honours the log contract
+        jsonschema.validate(record, SCHEMA)
+    return records
 
 
 @pytest.fixture

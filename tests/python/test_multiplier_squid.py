@@ -55,6 +55,19 @@ def test_three_squids_get_every_request_and_agree(lab, squids, start_multiplier)
     assert rope[1].split(":RESULT: ")[1].startswith("squid0: ") and "{200,200,OK,}" in rope[1]
 
 
+def test_fan_out_order_rotates_so_no_proxy_is_always_first(lab, squids, start_multiplier):
+    m = start_multiplier(*[a for s in squids for a in ("--proxy", f"{s.name}=127.0.0.1:{s.port}")])
+    with Connection(m.port) as c:
+        for i in range(9):
+            assert c.get(lab.url(f"/c/rot{i % 3}?size=100")).status == 200
+    positions = {s.name: [] for s in squids}
+    for r in m.records(9):
+        assert sorted(p["position"] for p in r["proxies"]) == [0, 1, 2]
+        for p in r["proxies"]:
+            positions[p["name"]].append(p["position"])
+    assert all(sorted(ps) == [0, 0, 0, 1, 1, 1, 2, 2, 2] for ps in positions.values()), positions
+
+
 def test_pipelined_requests_are_answered_in_order(lab, squids, start_multiplier):
     m = start_multiplier("--proxy", f"squid0=127.0.0.1:{squids[0].port}")
     paths = [("/slow/p1?ms=80&size=5000", "p1", 5000), ("/c/p2?size=10", "p2", 10),
