@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import pytest
 from httpclient import Connection, request_bytes
@@ -117,12 +118,23 @@ def test_http10_client_gets_a_close_delimited_reply(lab, squids, start_multiplie
     assert m.records(1)[0]["version"] == "HTTP/1.0"
 
 
-def test_concurrent_mode(lab, squids, start_multiplier):
-    m = start_multiplier("--mode", "concurrent", "--proxy", f"squid0=127.0.0.1:{squids[0].port}")
-    with Connection(m.port) as c:
-        for i in range(5):
-            assert c.get(lab.url(f"/c/conc{i % 2}?size=2000")).status == 200
-    assert [r["proxies"][0]["result"] for r in m.records(5)] == ["OK"] * 5
+def test_concurrent_mode_on_two_threads(lab, squids, start_multiplier):
+    m = start_multiplier("--mode", "concurrent", "--threads", "2",
+                         *[a for s in squids for a in ("--proxy", f"{s.name}=127.0.0.1:{s.port}")])
+
+    def client(i: int) -> None:
+        with Connection(m.port) as c:
+            for n in range(10):
+                assert c.get(lab.url(f"/c/conc{n % 3}?size=2000")).status == 200
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    records = m.records(40)
+    assert len(records) == 40 and len({r["id"] for r in records}) == 40
+    assert {p["result"] for r in records for p in r["proxies"]} == {"OK"}
 
 
 def test_dummy_mode_passes_through(lab, start_multiplier):
