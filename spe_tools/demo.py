@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
+from analysis.report import build_report, text_table, write_report
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 
@@ -66,24 +66,6 @@ def drive(port: int, origin: str, requests: int, clients: int, seed: int) -> int
     return sum(done.values())
 
 
-def summarise(records: list[dict]) -> str:
-    """ROPE's Tables 1/2 in short: responses, % matching, result classes, latency."""
-    names = [p["name"] for p in records[0]["proxies"]] if records else []
-    rows = [("Collector (direct)", [r["collector"] for r in records], None)]
-    rows += [(n, [p for r in records for p in r["proxies"] if p["name"] == n], n) for n in names]
-    out = [f"{'':22} {'responses':>9} {'match %':>8} {'mean ms':>8} {'median ms':>9} {'p90 ms':>7}  other results"]
-    for label, measures, name in rows:
-        times = sorted(m["total_us"] / 1000 for m in measures if m.get("total_us") is not None)
-        ok = sum(1 for m in measures if m.get("result", "OK") == "OK" and m.get("status"))
-        other = Counter(f"{m['result']}({m['error']})" if m.get("error") else m["result"]
-                        for m in measures if name and m["result"] != "OK")
-        p90 = times[int(0.9 * (len(times) - 1))] if times else 0
-        out.append(f"{label:22} {len(measures):>9} {100 * ok / max(1, len(measures)):>8.1f} "
-                   f"{statistics.fmean(times) if times else 0:>8.2f} {statistics.median(times) if times else 0:>9.2f} "
-                   f"{p90:>7.2f}  {', '.join(f'{k} {v}' for k, v in other.most_common()) or '-'}")
-    return "\n".join(out)
-
-
 def run_dir(base: Path | None) -> Path:
     base = base or ROOT / "runs"
     path = base / time.strftime("demo-%Y%m%d-%H%M%S")
@@ -108,19 +90,28 @@ def main() -> int:
         origin_port = free_port()
         group.start("origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(origin_port)],
                     port=origin_port, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-        collector = start_squid(group, "collector", free_port())
-        proxies = {name: start_squid(group, name, free_port(), parent_port=collector.port).port
-                   for name in ("squid-a", "squid-b")}
+        # The Collector gives each proxy under test a port of its own, so its access.log
+        # tells them apart (the report derives hit ratios and bandwidth from it).
+        names = ["squid-a", "squid-b", "dummy", "broken"]
+        collector_ports = {"direct": free_port(), **{n: free_port() for n in names}}
+        collector = start_squid(group, "collector", collector_ports["direct"],
+                                extra_ports={n: collector_ports[n] for n in names})
+        proxies = {n: start_squid(group, n, free_port(), parent_port=collector_ports[n]).port
+                   for n in ("squid-a", "squid-b")}
         dummy_port = free_port()
-        group.start("dummy", [str(MULTIPLIER), "--dummy", "--parent", f"127.0.0.1:{collector.port}",
+        group.start("dummy", [str(MULTIPLIER), "--dummy", "--parent", f"127.0.0.1:{collector_ports['dummy']}",
                               "--listen", f"127.0.0.1:{dummy_port}"], port=dummy_port)
         proxies["dummy"] = dummy_port
         broken_port = free_port()
         group.start("broken", [sys.executable, str(FAULT_PROXY), "--port", str(broken_port), "--parent",
-                               f"127.0.0.1:{collector.port}", "--mode", "flip_byte", "--every", "5"],
+                               f"127.0.0.1:{collector_ports['broken']}", "--mode", "flip_byte", "--every", "5"],
                     port=broken_port)
         proxies["broken"] = broken_port
         port = free_port()
+        (workdir / "lab.json").write_text(json.dumps({
+            "collector": {"kind": "squid", "ports": collector_ports, "access_log": "collector/access.log"},
+            "proxies": {n: {"port": p} for n, p in proxies.items()}, "multiplier": {"port": port},
+            "origin": {"port": origin_port}}, indent=2))
         multiplier = group.start("multiplier", [
             str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{collector.port}",
             *[a for name, p in proxies.items() for a in ("--proxy", f"{name}=127.0.0.1:{p}")],
@@ -135,9 +126,12 @@ def main() -> int:
         multiplier.stop()  # SIGTERM: in-flight fan-outs finish, every record is flushed
     records = [json.loads(line) for line in (workdir / "multiplier.jsonl").read_text().splitlines()]
     print(f"spe demo: {sent} replies in {elapsed:.1f} s, {len(records)} records\n")
-    print(summarise(records))
+    report = build_report(workdir)
+    written = write_report(report, workdir / "report", {"html", "csv", "json", "text"})
+    print(text_table(report.rows))
     print(f"\nLogs: {workdir}/multiplier.jsonl (JSON Lines), multiplier.rope.log (ROPE text), "
           f"captures/ ({len(list((workdir / 'captures').glob('*.txt')))} mismatches), <name>/access.log (Squid)")
+    print(f"Report: {written[-1]} (and summary.csv, summary.json, PNG figures beside it)")
     print("Note: the stock Squid Collector does not yet cache uncacheable replies for the proxies (the patched "
           "Collector will), so /u/ objects differ for every proxy.")
     return 0 if records and len(records) == sent else 1

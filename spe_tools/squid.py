@@ -21,11 +21,14 @@ SQUID = "/usr/sbin/squid"
 COMMON = """\
 visible_hostname {name}
 http_port 127.0.0.1:{port}
-pid_filename {dir}/squid.pid
+{extra_ports}pid_filename {dir}/squid.pid
 cache_log {dir}/cache.log
-access_log stdio:{dir}/access.log squid
+# Squid's native format plus the receiving port and the request size (see analysis/collector_log.py)
+logformat spe %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st
+access_log stdio:{dir}/access.log spe
 coredump_dir {dir}
 netdb_filename none
+strip_query_terms off
 icp_port 0
 htcp_port 0
 pinger_enable off
@@ -42,9 +45,15 @@ never_direct allow all
 """
 
 
-def squid_config(name: str, port: int, directory: Path, parent_port: int | None = None, cache_mb: int = 64) -> str:
-    """squid.conf text: a memory-only cache on 127.0.0.1:port, optionally a child of a parent."""
-    text = COMMON.format(name=name, port=port, dir=directory, cache_mb=cache_mb)
+def squid_config(name: str, port: int, directory: Path, parent_port: int | None = None, cache_mb: int = 64,
+                 extra_ports: dict[str, int] | None = None) -> str:
+    """squid.conf text: a memory-only cache on 127.0.0.1:port, optionally a child of a parent.
+
+    `extra_ports` adds one named port per client (a Collector gives each proxy under test its own,
+    so its access.log tells them apart by `%>lp`).
+    """
+    extra = "".join(f"http_port 127.0.0.1:{p} name={n}\n" for n, p in (extra_ports or {}).items())
+    text = COMMON.format(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra)
     if parent_port is not None:
         text += CHILD.format(parent_port=parent_port)
     return text
@@ -67,14 +76,14 @@ def _hand_to_proxy_user(directory: Path) -> None:
 
 
 def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
-                cache_mb: int = 64) -> Child:
+                cache_mb: int = 64, extra_ports: dict[str, int] | None = None) -> Child:
     """Start one Squid in group.workdir/name (foreground, stopped with the group)."""
     if shutil.which(SQUID) is None and not Path(SQUID).exists():
         raise FileNotFoundError(f"{SQUID} not found: install Debian's squid package (./spe setup does)")
     directory = group.workdir / name
     directory.mkdir(parents=True, exist_ok=True)
     conf = directory / "squid.conf"
-    conf.write_text(squid_config(name, port, directory, parent_port, cache_mb))
+    conf.write_text(squid_config(name, port, directory, parent_port, cache_mb, extra_ports))
     _hand_to_proxy_user(directory)
     # -n takes letters and digits only; it must be unique per running Squid.
     service = ("spe" + "".join(ch for ch in f"{os.getpid()}{name}" if ch.isalnum()))[:32]

@@ -1,0 +1,61 @@
+"""Hit ratios and bandwidth of each proxy under test, from what reached its Collector port.
+
+A proxy answers a request from its cache (a hit) or forwards it to the Collector. So, per
+proxy: hit ratio = 1 - requests seen on its Collector port / responses it delivered;
+byte hit ratio = 1 - bytes it pulled from the Collector / bytes it delivered (headers and
+bodies); relative bandwidth = bytes it pulled (or sent) / bytes the direct path pulled (sent).
+Ratios are clipped to [0, 1]; they are None without a Collector log or delivered responses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from analysis.collector_log import PortUsage, parse_access_log
+
+
+def collector_usage(run: Path) -> tuple[dict[str, PortUsage], int] | None:
+    """Usage per port name from the run's lab.json and the Collector's access.log, if present."""
+    lab_file = Path(run) / "lab.json"
+    if not lab_file.exists():
+        return None
+    lab = json.loads(lab_file.read_text())
+    collector = lab.get("collector", {})
+    log = Path(run) / collector.get("access_log", "collector/access.log")
+    if not log.exists():
+        return None
+    names = {int(port): name for name, port in collector.get("ports", {}).items()}
+    return parse_access_log(log, names)
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] | None) -> dict:
+    """hit_ratio, byte_hit_ratio, relative bandwidth received/sent for one proxy (or the direct path)."""
+    empty = {"collector_requests": None, "hit_ratio": None, "byte_hit_ratio": None,
+             "rel_bandwidth_received": None, "rel_bandwidth_sent": None}
+    if usage is None:
+        return empty
+    direct = usage.get("direct")
+    key = "direct" if name.startswith("Collector") else name
+    mine = usage.get(key, PortUsage())
+    part = results.filter((pl.col("name") == name) & pl.col("status").is_not_null() & pl.col("error").is_null())
+    delivered = int((part["bytes"].fill_null(0) + part["header_bytes"].fill_null(0)).sum() or 0)
+    out = dict(empty, collector_requests=mine.requests)
+    if key == "direct":  # the reference path: its bandwidth is the unit, it has no cache of its own
+        out["rel_bandwidth_received"] = out["rel_bandwidth_sent"] = 1.0
+        return out
+    if part.height:
+        out["hit_ratio"] = _clip(1 - mine.requests / part.height)
+    if delivered:
+        out["byte_hit_ratio"] = _clip(1 - mine.bytes_to_client / delivered)
+    if direct and direct.bytes_to_client:
+        out["rel_bandwidth_received"] = mine.bytes_to_client / direct.bytes_to_client
+    if direct and direct.bytes_from_client:
+        out["rel_bandwidth_sent"] = mine.bytes_from_client / direct.bytes_from_client
+    return out

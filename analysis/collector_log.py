@@ -1,0 +1,57 @@
+"""The Collector's Squid access.log, per Collector port: what each proxy under test pulled.
+
+Reads Squid's native format, optionally followed by the receiving port and the request size,
+as the lab's `spe` logformat writes them:
+    %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st
+Lines that do not parse are counted, never fatal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPE_LOGFORMAT = "%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st"
+
+
+@dataclass
+class PortUsage:
+    """What arrived on one Collector port."""
+
+    requests: int = 0
+    hits: int = 0
+    bytes_to_client: int = 0  # reply bytes the Collector sent (headers and body): the proxy's "received"
+    bytes_from_client: int = 0  # request bytes the Collector received: the proxy's "sent"
+    codes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def misses(self) -> int:
+        return self.requests - self.hits
+
+
+def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, PortUsage], int]:
+    """Usage per port name (ports not in `port_names` are grouped under their number)."""
+    usage: dict[str, PortUsage] = {}
+    bad = 0
+    for line in Path(path).read_text(errors="replace").splitlines():
+        fields = line.split()
+        if len(fields) < 12:
+            bad += 1 if line.strip() else 0
+            continue
+        if fields[3].endswith("/000") and fields[5] in ("-", "NONE"):
+            continue  # a connection that sent no request (e.g. a readiness probe)
+        try:
+            code = fields[3].split("/")[0]
+            sent = int(fields[4])
+            port = int(fields[10])
+            received = int(fields[11])
+        except (ValueError, IndexError):
+            bad += 1
+            continue
+        u = usage.setdefault(port_names.get(port, str(port)), PortUsage())
+        u.requests += 1
+        u.hits += "HIT" in code
+        u.bytes_to_client += sent
+        u.bytes_from_client += received
+        u.codes[code] = u.codes.get(code, 0) + 1
+    return usage, bad

@@ -1,0 +1,35 @@
+"""Where the proxies disagreed with the Collector, and examples to tell a caching bug from noise."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+from analysis.records import COLLECTOR
+
+MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR"]
+
+
+def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, examples_per_class: int = 3) -> dict:
+    """Counts by class and proxy, the headers and URLs that differ most, and examples per class."""
+    bad = results.filter((pl.col("name") != COLLECTOR) & (pl.col("result") != "OK"))
+    by_proxy: dict[str, dict[str, int]] = {}
+    for name, result, n in bad.group_by("name", "result").len().sort("name", "result").iter_rows():
+        by_proxy.setdefault(name, {})[result] = n
+    headers = Counter(h for hs in bad["mismatched_headers"].drop_nulls().to_list() for h in hs)
+    urls = Counter(bad["url"].to_list())
+    examples: dict[str, list[dict]] = {}
+    for cls in MISMATCH_CLASSES:
+        rows = bad.filter(pl.col("result") == cls).head(examples_per_class)
+        for row in rows.iter_rows(named=True):
+            example = {"id": row["id"], "proxy": row["name"], "method": row["method"], "url": row["url"],
+                       "status": row["status"], "error": row["error"],
+                       "mismatched_headers": row["mismatched_headers"] or []}
+            capture = capture_dir / f"{row['id']:08d}-{row['name']}.txt" if capture_dir else None
+            if capture is not None and capture.exists():
+                example["capture"] = capture.read_bytes()[:6000].decode("utf-8", "replace")
+            examples.setdefault(cls, []).append(example)
+    return {"by_proxy": by_proxy, "headers": headers.most_common(10), "urls": urls.most_common(10),
+            "examples": examples, "total": bad.height}

@@ -1,0 +1,79 @@
+"""Figures of a run. Each function returns a matplotlib Figure; the caller decides where it goes."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from analysis.records import COLLECTOR  # noqa: E402
+
+
+def _delivered(results: pl.DataFrame, name: str) -> pl.DataFrame:
+    return results.filter((pl.col("name") == name) & pl.col("status").is_not_null() & pl.col("error").is_null()
+                          & pl.col("total_us").is_not_null())
+
+
+def latency_cdf(results: pl.DataFrame, names: list[str]) -> Figure:
+    """ROPE's Figures 7 and 8: cumulative distribution of response times, log-scale time axis."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name in [COLLECTOR, *names]:
+        times = sorted(t / 1000 for t in _delivered(results, name)["total_us"].to_list())
+        if not times:
+            continue
+        ax.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post", label=name,
+                linewidth=2.0 if name == COLLECTOR else 1.3)
+    ax.set_xscale("log")
+    ax.set_xlabel("response time (ms, log scale)")
+    ax.set_ylabel("fraction of responses")
+    ax.set_ylim(0, 1.01)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title("Cumulative distribution of response times")
+    fig.tight_layout()
+    return fig
+
+
+def latency_over_time(results: pl.DataFrame, names: list[str], bucket_s: float = 1.0) -> Figure:
+    """Median response time and request rate per time bucket."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    start = results["ts"].min() if results["ts"].null_count() < results.height else None
+    for name in [COLLECTOR, *names]:
+        part = _delivered(results, name).drop_nulls("ts")
+        if start is None or part.height == 0:
+            continue
+        per = (part.with_columns(((pl.col("ts") - start) // bucket_s * bucket_s).alias("t"))
+               .group_by("t").agg(pl.col("total_us").median().alias("median"), pl.len().alias("n")).sort("t"))
+        top.plot(per["t"], per["median"] / 1000, label=name)
+        if name == COLLECTOR:
+            bottom.bar(per["t"], per["n"] / bucket_s, width=bucket_s * 0.9)
+    top.set_ylabel("median response time (ms)")
+    top.set_yscale("log")
+    if top.get_legend_handles_labels()[0]:
+        top.legend(fontsize="small")
+    top.grid(True, alpha=0.3)
+    bottom.set_ylabel("client requests/s")
+    bottom.set_xlabel("time since the first request (s)")
+    bottom.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def hit_ratio_vs_latency(rows: list[dict]) -> Figure:
+    """Each proxy as a point: hit ratio against median response time."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for row in rows:
+        if row.get("hit_ratio") is None or row.get("latency_median_ms") is None:
+            continue
+        ax.scatter(row["hit_ratio"] * 100, row["latency_median_ms"])
+        ax.annotate(row["name"], (row["hit_ratio"] * 100, row["latency_median_ms"]), textcoords="offset points",
+                    xytext=(5, 5), fontsize="small")
+    ax.set_xlabel("hit ratio (%)")
+    ax.set_ylabel("median response time (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Hit ratio versus latency")
+    fig.tight_layout()
+    return fig

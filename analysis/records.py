@@ -1,0 +1,145 @@
+"""Reading the Multiplier's logs into tables: JSON Lines (primary) and ROPE's text format.
+
+A run killed mid-write leaves a truncated last line; other damage is possible too. Bad
+lines are counted and skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+COLLECTOR = "Collector (direct)"
+
+# One row per (request, reply): the Collector's reply and each proxy's.
+RESULT_SCHEMA = {
+    "id": pl.Int64, "ts": pl.Float64, "method": pl.Utf8, "url": pl.Utf8, "name": pl.Utf8, "status": pl.Int64,
+    "header_bytes": pl.Int64, "bytes": pl.Int64, "md5": pl.Utf8, "connect_us": pl.Int64, "ttfb_us": pl.Int64,
+    "total_us": pl.Int64, "result": pl.Utf8, "error": pl.Utf8, "mismatched_headers": pl.List(pl.Utf8),
+}
+
+
+@dataclass
+class Records:
+    """Every reply of a run: one row per request for the Collector, one per proxy result."""
+
+    results: pl.DataFrame
+    proxies: list[str]  # in the order the log lists them
+    requests: int
+    bad_lines: int
+
+
+def _split_lines(data: bytes) -> tuple[list[bytes], int]:
+    """Lines that can be JSON objects, and how many cannot (empty lines do not count)."""
+    good, bad = [], 0
+    for line in data.split(b"\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(b"{") and line.endswith(b"}"):
+            good.append(line)
+        else:
+            bad += 1
+    return good, bad
+
+
+def _parse_ndjson(lines: list[bytes]) -> tuple[pl.DataFrame, int]:
+    """Fast path: the whole batch at once; on failure, line by line to find the bad ones."""
+    if not lines:
+        return pl.DataFrame(), 0
+    try:
+        return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), infer_schema_length=None), 0
+    except Exception:  # noqa: BLE001 (polars raises several kinds for bad JSON)
+        rows, bad = [], 0
+        for line in lines:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                bad += 1
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(), bad
+
+
+def _results_table(df: pl.DataFrame) -> pl.DataFrame:
+    measure_cols = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us"]
+    base = df.select("id", "ts", "method", "url")
+    collector = pl.concat([base, df.select(pl.col("collector").struct.field(*measure_cols))], how="horizontal")
+    collector = collector.with_columns(
+        pl.lit(COLLECTOR).alias("name"), pl.lit(None, pl.Utf8).alias("result"),
+        df.select(pl.col("collector").struct.field("error")).to_series().cast(pl.Utf8).alias("error"),
+        pl.lit(None, pl.List(pl.Utf8)).alias("mismatched_headers"))
+    proxies = df.select("id", "ts", "method", "url", "proxies").explode("proxies").drop_nulls("proxies")
+    if proxies.height:
+        proxies = proxies.with_columns(pl.col("proxies").struct.field(
+            "name", *measure_cols, "result", "error", "mismatched_headers")).drop("proxies")
+    else:
+        proxies = pl.DataFrame(schema=RESULT_SCHEMA)
+    columns = list(RESULT_SCHEMA)
+    return pl.concat([frame.select([pl.col(c).cast(RESULT_SCHEMA[c]) for c in columns])
+                      for frame in (collector, proxies)])
+
+
+def load_jsonl(path: Path) -> Records:
+    good, bad = _split_lines(Path(path).read_bytes())
+    df, bad_json = _parse_ndjson(good)
+    if df.height == 0:
+        return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad + bad_json)
+    results = _results_table(df)
+    names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
+    return Records(results, names, df.height, bad + bad_json)
+
+
+ROPE_LINE = re.compile(
+    r"^(?P<date>.+?):\(pid=\d+\):RESULT: (?P<name>.+?): (?P<irt_s>\d+):(?P<irt_us>\d+) "
+    r"(?P<xfer_s>\d+):(?P<xfer_us>\d+) (?P<bytes>\d+) \{(?P<validation>[^}]*)\} (?P<client>\S+) "
+    r"(?P<kind>\S+) (?P<version>\S+) (?P<method>\S+) (?P<url>\S+)$")
+
+
+def load_rope(path: Path) -> Records:
+    """ROPE's text log (the paper's Figure 3). Requests are delimited by the Collector's line."""
+    rows, bad, request = [], 0, 0
+    for line in Path(path).read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        m = ROPE_LINE.match(line)
+        if not m:
+            bad += 1
+            continue
+        irt = int(m["irt_s"]) * 1_000_000 + int(m["irt_us"])
+        total = irt + int(m["xfer_s"]) * 1_000_000 + int(m["xfer_us"])
+        parts = [p for p in m["validation"].split(",") if p]
+        is_collector = m["name"] == "Collector"
+        if is_collector:
+            request += 1
+        status = parts[1] if not is_collector and len(parts) > 1 else (parts[0] if parts and parts[0] != "DUMMY"
+                                                                       else None)
+        rows.append({
+            "id": request, "ts": None, "method": m["method"], "url": m["url"],
+            "name": COLLECTOR if is_collector else m["name"],
+            "status": int(status) if status and status.isdigit() else None, "header_bytes": None,
+            "bytes": int(m["bytes"]), "md5": None,
+            "connect_us": None, "ttfb_us": irt, "total_us": total,
+            "result": None if is_collector else (parts[2] if len(parts) > 2 else None), "error": None,
+            "mismatched_headers": None if is_collector else parts[3:],
+        })
+    results = pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
+    names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
+    return Records(results, names, request, bad)
+
+
+def load_run_records(run: Path) -> Records:
+    """The Multiplier's log of a run directory (or a log file given directly)."""
+    run = Path(run)
+    if run.is_file():
+        return load_rope(run) if run.suffix == ".log" else load_jsonl(run)
+    for name in ("multiplier.jsonl", "multiplier.rope.log"):
+        if (run / name).exists():
+            return load_run_records(run / name)
+    found = sorted(run.glob("*.jsonl"))
+    if found:
+        return load_jsonl(found[0])
+    raise FileNotFoundError(f"no Multiplier log (multiplier.jsonl or multiplier.rope.log) in {run}")

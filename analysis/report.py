@@ -1,0 +1,154 @@
+"""A run's report: the per-proxy table, figures and mismatches, as text, CSV, JSON and HTML."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from analysis import plots
+from analysis.cache_behaviour import cache_columns, collector_usage
+from analysis.mismatches import mismatch_summary
+from analysis.records import load_run_records
+from analysis.stats import RESULT_CLASSES, proxy_table
+
+# summary.csv / summary.json columns, in order (documented in docs/report.md).
+COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" for c in RESULT_CLASSES[1:]],
+           "latency_mean_ms", "latency_mean_ci_low_ms", "latency_mean_ci_high_ms", "latency_median_ms",
+           "latency_median_ci_low_ms", "latency_median_ci_high_ms", "latency_p90_ms", "latency_p99_ms",
+           "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "body_bytes", "collector_requests", "hit_ratio",
+           "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent"]
+
+
+@dataclass
+class Report:
+    run: Path
+    rows: list[dict]
+    requests: int
+    bad_lines: int
+    bad_collector_lines: int
+    mismatches: dict
+    figures: dict
+
+
+def build_report(run: Path) -> Report:
+    run = Path(run)
+    records = load_run_records(run)
+    usage = collector_usage(run) if run.is_dir() else None
+    rows = proxy_table(records.results, records.proxies)
+    for row in rows:
+        row.update(cache_columns(records.results, row["name"], usage[0] if usage else None))
+    capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
+    figures = {
+        "latency_cdf.png": plots.latency_cdf(records.results, records.proxies),
+        "latency_over_time.png": plots.latency_over_time(records.results, records.proxies),
+        "hit_ratio_vs_latency.png": plots.hit_ratio_vs_latency(rows[1:]),
+    }
+    return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
+                  mismatch_summary(records.results, capture_dir), figures)
+
+
+def _fmt(v: object, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+TEXT_COLUMNS = [("responses", "responses"), ("ok_pct", "match %"), ("latency_mean_ms", "mean ms"),
+                ("latency_median_ms", "median ms"), ("latency_p90_ms", "p90 ms"), ("latency_p99_ms", "p99 ms"),
+                ("hit_ratio", "hit ratio"), ("byte_hit_ratio", "byte hit"), ("rel_bandwidth_received", "rel. bw in"),
+                ("rel_bandwidth_sent", "rel. bw out")]
+
+
+def text_table(rows: list[dict]) -> str:
+    width = max(len(r["name"]) for r in rows) + 2
+    head = f"{'':{width}}" + "".join(f"{label:>12}" for _, label in TEXT_COLUMNS)
+    lines = [head]
+    for r in rows:
+        lines.append(f"{r['name']:{width}}" + "".join(f"{_fmt(r.get(k)):>12}" for k, _ in TEXT_COLUMNS))
+    return "\n".join(lines)
+
+
+def text_report(rep: Report) -> str:
+    out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
+           + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else ""), "", text_table(rep.rows),
+           "", f"Mismatches: {rep.mismatches['total']}"]
+    for name, counts in rep.mismatches["by_proxy"].items():
+        out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if rep.mismatches["headers"]:
+        out.append("  headers differing most: " + ", ".join(f"{h} ({n})" for h, n in rep.mismatches["headers"]))
+    return "\n".join(out) + "\n"
+
+
+def _png_b64(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def html_report(rep: Report) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(label)}</th>" for _, label in TEXT_COLUMNS)
+    body = "".join("<tr><th>" + esc(r["name"]) + "</th>" + "".join(f"<td>{_fmt(r.get(k))}</td>" for k, _ in
+                                                                  TEXT_COLUMNS) + "</tr>" for r in rep.rows)
+    classes = "".join(f"<tr><th>{esc(n)}</th><td>{esc(', '.join(f'{k} {v}' for k, v in c.items()))}</td></tr>"
+                      for n, c in rep.mismatches["by_proxy"].items())
+    examples = ""
+    for cls, items in rep.mismatches["examples"].items():
+        examples += f"<h3>{esc(cls)}</h3>"
+        for e in items:
+            examples += (f"<p>request {e['id']} {esc(e['method'])} <code>{esc(e['url'])}</code>, proxy "
+                         f"<b>{esc(e['proxy'])}</b>, status {e['status']}, error {esc(str(e['error']))}, headers "
+                         f"{esc(', '.join(e['mismatched_headers']))}</p>")
+            if "capture" in e:
+                examples += f"<details><summary>both replies</summary><pre>{esc(e['capture'])}</pre></details>"
+    figures = "".join(f"<figure><img alt='{esc(n)}' src='data:image/png;base64,{_png_b64(f)}'></figure>"
+                      for n, f in rep.figures.items())
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>SPE report</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}th:first-child{{text-align:left}}
+pre{{background:#f6f6f6;padding:.5em;white-space:pre-wrap}}img{{max-width:100%}}</style></head><body>
+<h1>SPE report</h1><p>{esc(str(rep.run))}: {rep.requests} client requests; {rep.bad_lines} unreadable log lines.</p>
+<h2>Per proxy (ROPE's Tables 1 and 2)</h2><table><tr><th></th>{head}</tr>{body}</table>
+<p>Latency: total response time of delivered responses. Hit ratios and relative bandwidth come from the Collector's
+access.log per Collector port.</p><h2>Figures</h2>{figures}
+<h2>Mismatches ({rep.mismatches['total']})</h2><table>{classes}</table>
+<p>Headers differing most: {esc(', '.join(f'{h} ({n})' for h, n in rep.mismatches['headers']) or '-')}</p>
+<p>URLs with most mismatches: {esc(', '.join(f'{u} ({n})' for u, n in rep.mismatches['urls'][:5]) or '-')}</p>
+{examples}</body></html>"""
+
+
+def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fig in rep.figures.items():
+        fig.savefig(out / name, dpi=100)
+        written.append(out / name)
+    if "csv" in formats:
+        with (out / "summary.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rep.rows)
+        written.append(out / "summary.csv")
+    if "json" in formats:
+        summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
+                   "proxies": [{c: r.get(c) for c in COLUMNS} for r in rep.rows], "mismatches": rep.mismatches}
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        written.append(out / "summary.json")
+    if "text" in formats:
+        (out / "report.txt").write_text(text_report(rep))
+        written.append(out / "report.txt")
+    if "html" in formats:
+        (out / "report.html").write_text(html_report(rep))
+        written.append(out / "report.html")
+    for fig in rep.figures.values():
+        plt.close(fig)
+    return written

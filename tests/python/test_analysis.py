@@ -1,0 +1,146 @@
+"""Analysis on small hand-made run directories whose right answers are worked out here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from analysis.cli import main as report_main
+from analysis.records import COLLECTOR, load_jsonl, load_rope
+from analysis.report import build_report
+from analysis.stats import mean_ci, median_ci, percentile
+
+
+def measure(status=200, total_ms=1.0, ttfb_ms=0.5, connect_us=0, body=1000, header=200, md5="aa", error=None):
+    return {"status": status, "http_version": "HTTP/1.1" if status else None, "header_bytes": header if status else 0,
+            "bytes": body if status else 0, "md5": md5 if status else None, "connect_us": connect_us,
+            "ttfb_us": int(ttfb_ms * 1000) if status else None, "total_us": int(total_ms * 1000), "error": error}
+
+
+def proxy(name, result="OK", headers=(), **kw):
+    return {**measure(**kw), "name": name, "position": 0, "result": result, "mismatched_headers": list(headers),
+            "error_detail": None}
+
+
+def record(i, collector, proxies, url=None):
+    return {"ts": 1000.0 + i, "id": i, "client": "127.0.0.1:1", "method": "GET", "url": url or f"http://o/{i}",
+            "version": "HTTP/1.1", "validation": False, "client_status": 200, "note": None,
+            "collector": collector, "proxies": proxies}
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    """4 requests. good: OK, 1/2/3/4 ms. dead: refused every time. flaky: OK, BODY, OK, HEADER."""
+    lines = []
+    for i in range(1, 5):
+        lines.append(record(i, measure(total_ms=10 * i), [
+            proxy("good", total_ms=i, connect_us=100 if i == 1 else 0),
+            proxy("dead", result="NO_RESPONSE", status=None, total_ms=0.1, error="refused"),
+            proxy("flaky", result=["OK", "BODY_MISMATCH", "OK", "HEADER_MISMATCH"][i - 1], total_ms=2.0,
+                  headers=["etag"] if i == 4 else []),
+        ]))
+    text = "\n".join(json.dumps(r) for r in lines) + "\n"
+    text += "this is not json\n" + json.dumps(lines[0])[:40]  # garbage, then a truncated last line
+    (tmp_path / "multiplier.jsonl").write_text(text)
+    (tmp_path / "lab.json").write_text(json.dumps({"collector": {"ports": {"direct": 5000, "good": 5001,
+                                                                             "flaky": 5003}},
+                                                   "proxies": {}}))
+    (tmp_path / "collector").mkdir()
+    log = [
+        # the direct path pulled 4 replies of 1200 bytes and sent 4 requests of 100 bytes
+        *[f"100.{i} 1 127.0.0.1 TCP_MISS/200 1200 GET http://o/{i} - HIER_DIRECT/o text/plain 5000 100"
+          for i in range(1, 5)],
+        # good forwarded one request (a miss), flaky two
+        "101.0 1 127.0.0.1 TCP_MEM_HIT/200 1200 GET http://o/1 - HIER_NONE/- text/plain 5001 150",
+        "102.0 1 127.0.0.1 TCP_MEM_HIT/200 1200 GET http://o/1 - HIER_NONE/- text/plain 5003 100",
+        "102.1 1 127.0.0.1 TCP_MEM_HIT/200 600 GET http://o/2 - HIER_NONE/- text/plain 5003 100",
+        "103.0 0 127.0.0.1 NONE_NONE/000 0 - error:transaction-end-before-headers - HIER_NONE/- - 5000 0",
+        "garbage line",
+    ]
+    (tmp_path / "collector" / "access.log").write_text("\n".join(log) + "\n")
+    return tmp_path
+
+
+def test_percentiles_and_confidence_intervals():
+    assert percentile([], 0.5) is None
+    assert percentile([5.0], 0.99) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.9) == pytest.approx(3.7)
+    assert mean_ci([1.0]) is None
+    low, high = mean_ci([1.0, 2.0, 3.0, 4.0])  # mean 2.5, s = 1.2910, half = 1.96 * s / 2
+    assert (low, high) == pytest.approx((2.5 - 1.96 * math.sqrt(5 / 3) / 2, 2.5 + 1.96 * math.sqrt(5 / 3) / 2))
+    assert median_ci(list(map(float, range(100)))) == (40.0, 59.0)  # ranks 50 -/+ 9.8
+
+
+def test_jsonl_loader_counts_bad_and_truncated_lines(run):
+    records = load_jsonl(run / "multiplier.jsonl")
+    assert records.requests == 4
+    assert records.bad_lines == 2
+    assert records.proxies == ["good", "dead", "flaky"]
+    assert records.results.filter(records.results["name"] == COLLECTOR).height == 4
+
+
+def test_the_per_proxy_table(run):
+    rows = {r["name"]: r for r in build_report(run).rows}
+    good, dead, flaky, direct = rows["good"], rows["dead"], rows["flaky"], rows[COLLECTOR]
+    assert (direct["requests"], direct["responses"]) == (4, 4)
+    assert direct["latency_mean_ms"] == 25.0 and direct["latency_median_ms"] == 25.0
+    assert (good["responses"], good["ok_pct"]) == (4, 100.0)
+    assert good["latency_mean_ms"] == 2.5 and good["latency_median_ms"] == 2.5
+    assert good["latency_p90_ms"] == pytest.approx(3.7) and good["latency_p99_ms"] == pytest.approx(3.97)
+    assert good["connect_mean_ms"] == pytest.approx(0.025) and good["ttfb_mean_ms"] == 0.5
+    # A proxy that answered nothing: no latency figures, all NO_RESPONSE.
+    assert (dead["responses"], dead["ok_pct"], dead["no_response_pct"]) == (0, 0.0, 100.0)
+    assert dead["latency_mean_ms"] is None and dead["latency_median_ms"] is None
+    assert (flaky["ok_pct"], flaky["body_mismatch_pct"], flaky["header_mismatch_pct"]) == (50.0, 25.0, 25.0)
+    # Cache behaviour from the Collector's ports: good forwarded 1 of 4 requests, flaky 2 of 4.
+    assert good["hit_ratio"] == 0.75 and flaky["hit_ratio"] == 0.5
+    assert good["byte_hit_ratio"] == pytest.approx(1 - 1200 / 4800)  # delivered 4 x (1000 + 200)
+    assert good["rel_bandwidth_received"] == pytest.approx(1200 / 4800)
+    assert good["rel_bandwidth_sent"] == pytest.approx(150 / 400)
+    assert flaky["rel_bandwidth_received"] == pytest.approx(1800 / 4800)
+    assert dead["hit_ratio"] is None and dead["byte_hit_ratio"] is None  # delivered nothing: no ratio
+    assert direct["rel_bandwidth_received"] == 1.0 and direct["hit_ratio"] is None
+
+
+def test_mismatch_report(run):
+    m = build_report(run).mismatches
+    assert m["by_proxy"] == {"dead": {"NO_RESPONSE": 4}, "flaky": {"BODY_MISMATCH": 1, "HEADER_MISMATCH": 1}}
+    assert m["headers"] == [("etag", 1)]
+    assert [e["id"] for e in m["examples"]["HEADER_MISMATCH"]] == [4]
+
+
+def test_a_run_without_proxies(tmp_path):
+    (tmp_path / "multiplier.jsonl").write_text(json.dumps(record(1, measure(), [])) + "\n")
+    rows = build_report(tmp_path).rows
+    assert [r["name"] for r in rows] == [COLLECTOR]
+
+
+def test_rope_text_log(tmp_path):
+    log = tmp_path / "old.rope.log"
+    log.write_text(
+        "Wed Jun 20 02:10:11 2001:(pid=4630):RESULT: Collector: 0:34195 0:34090 5083 {DUMMY,} 192.168.0.2 "
+        "non-validation HTTP/1.0 GET http://www.cs.rutgers.edu/\n"
+        "Wed Jun 20 02:10:11 2001:(pid=4630):RESULT: Proxy-1: 0:108105 0:50553 5083 {200,200,OK,} 192.168.0.2 "
+        "non-validation HTTP/1.0 GET http://www.cs.rutgers.edu/\n"
+        "Wed Jun 20 02:10:11 2001:(pid=4630):RESULT: Proxy-2: 1:180157 0:3868 5083 {200,200,HEADER_MISMATCH,etag,} "
+        "192.168.0.2 non-validation HTTP/1.0 GET http://www.cs.rutgers.edu/\nbroken line\n")
+    records = load_rope(log)
+    assert (records.requests, records.bad_lines, records.proxies) == (1, 1, ["Proxy-1", "Proxy-2"])
+    rows = {r["name"]: r for r in build_report(log).rows}
+    assert rows["Proxy-1"]["latency_mean_ms"] == pytest.approx(158.658)
+    assert rows["Proxy-2"]["latency_mean_ms"] == pytest.approx(1184.025)
+    assert rows["Proxy-2"]["header_mismatch_pct"] == 100.0
+
+
+def test_cli_writes_every_format(run, capsys):
+    assert report_main([str(run), "--out", str(run / "out")]) == 0
+    names = {p.name for p in (run / "out").iterdir()}
+    assert {"report.html", "summary.csv", "summary.json", "report.txt", "latency_cdf.png"} <= names
+    summary = json.loads((run / "out" / "summary.json").read_text())
+    assert [p["name"] for p in summary["proxies"]] == [COLLECTOR, "good", "dead", "flaky"]
+    assert (run / "out" / "summary.csv").read_text().splitlines()[0].startswith("name,requests,responses,ok_pct")
+    assert "Report written" in capsys.readouterr().out
