@@ -1,8 +1,10 @@
 """./spe report RUNDIR [--out DIR] [--format html,csv,json,text]
+   ./spe report --compare RUNDIR RUNDIR ... [--out DIR]
 
 Turns a run directory (the Multiplier's multiplier.jsonl or multiplier.rope.log, and when
 present lab.json, the Collector's access.log and captures/) into report.html, summary.csv,
 summary.json, report.txt and PNG figures. A log file may be given instead of a directory.
+With --compare, the same proxies across runs side by side (compare.txt/.csv/.json).
 """
 
 from __future__ import annotations
@@ -11,29 +13,49 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.report import build_report, text_report, write_report
+from analysis.compare import compare_rows, compare_text, write_compare
+from analysis.report import Progress, build_report, text_report, write_report
 
 FORMATS = {"html", "csv", "json", "text"}
+
+
+def _big(run: Path) -> bool:
+    """Large enough (over 50 MB of log) that progress lines are worth printing."""
+    files = [run] if run.is_file() else list(run.glob("*.jsonl"))
+    return sum(f.stat().st_size for f in files if f.exists()) > 50_000_000
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spe report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", type=Path, help="run directory or Multiplier log file")
+    parser.add_argument("run", type=Path, nargs="+",
+                        help="run directory or Multiplier log file (several with --compare)")
+    parser.add_argument("--compare", action="store_true", help="compare the runs given, proxy by proxy")
     parser.add_argument("--out", type=Path, help="where to write (default: RUN/report)")
     parser.add_argument("--format", default="html,csv,json,text", help="comma-separated: html, csv, json, text")
     args = parser.parse_args(argv)
     formats = {f.strip() for f in args.format.split(",") if f.strip()}
     if not formats <= FORMATS:
         parser.error(f"unknown format(s): {', '.join(sorted(formats - FORMATS))}")
-    if not args.run.exists():
-        parser.error(f"{args.run} does not exist")
+    for run in args.run:
+        if not run.exists():
+            parser.error(f"{run} does not exist")
+    if len(args.run) > 1 and not args.compare:
+        parser.error("several runs need --compare")
     try:
-        rep = build_report(args.run)
+        reports = [build_report(run, Progress(sys.stderr.isatty() or _big(run))) for run in args.run]
     except FileNotFoundError as e:
         print(f"spe report: {e}", file=sys.stderr)
         return 1
-    out = args.out or (args.run / "report" if args.run.is_dir() else args.run.parent / "report")
+    if args.compare:
+        rows = compare_rows(reports)
+        out = args.out or Path("spe-compare")
+        write_compare(rows, out)
+        print(compare_text(rows))
+        print(f"Comparison written to {out}/")
+        return 0
+    rep, run = reports[0], args.run[0]
+    out = args.out or (run / "report" if run.is_dir() else run.parent / "report")
     write_report(rep, out, formats)
     print(text_report(rep))
     print(f"Report written to {out}/" + (" (open report.html)" if "html" in formats else ""))

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.json as pj
 
 COLLECTOR = "Collector (direct)"
 
@@ -48,20 +50,49 @@ def _split_lines(data: bytes) -> tuple[list[bytes], int]:
     return good, bad
 
 
+_MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.int64()), ("md5", pa.string()),
+            ("connect_us", pa.int64()), ("ttfb_us", pa.int64()), ("total_us", pa.int64()), ("error", pa.string())]
+# What the analysis reads of a record; other fields are ignored (records may carry more).
+LOG_SCHEMA = pa.schema([
+    ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
+    ("collector", pa.struct(_MEASURE)),
+    ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
+                                    ("mismatched_headers", pa.list_(pa.string()))]))),
+])
+
+
+def _read_json_lines(lines: list[bytes]) -> pl.DataFrame:
+    # Arrow's JSON reader is multi-threaded C++: several times faster than the alternatives here.
+    options = pj.ParseOptions(explicit_schema=LOG_SCHEMA, unexpected_field_behavior="ignore")
+    table = pj.read_json(io.BytesIO(b"\n".join(lines)), parse_options=options,
+                         read_options=pj.ReadOptions(block_size=1 << 24))
+    return pl.from_arrow(table)
+
+
 def _parse_ndjson(lines: list[bytes]) -> tuple[pl.DataFrame, int]:
-    """Fast path: the whole batch at once; on failure, line by line to find the bad ones."""
+    """Fast path: the whole batch at once; on failure, line by line to drop the bad ones."""
     if not lines:
         return pl.DataFrame(), 0
     try:
-        return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), infer_schema_length=None), 0
-    except Exception:  # noqa: BLE001 (polars raises several kinds for bad JSON)
-        rows, bad = [], 0
+        return _read_json_lines(lines), 0
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        good = []
         for line in lines:
             try:
-                rows.append(json.loads(line))
+                if isinstance(json.loads(line), dict):
+                    good.append(line)
             except ValueError:
-                bad += 1
-        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(), bad
+                pass
+        try:
+            return (_read_json_lines(good) if good else pl.DataFrame()), len(lines) - len(good)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # valid JSON of the wrong shape: drop per line
+            frames, bad = [], len(lines) - len(good)
+            for line in good:
+                try:
+                    frames.append(_read_json_lines([line]))
+                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                    bad += 1
+            return (pl.concat(frames) if frames else pl.DataFrame()), bad
 
 
 def _results_table(df: pl.DataFrame) -> pl.DataFrame:

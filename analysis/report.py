@@ -7,6 +7,8 @@ import csv
 import html
 import io
 import json
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,14 +39,34 @@ class Report:
     figures: dict
 
 
-def build_report(run: Path) -> Report:
+class Progress:
+    """Phase lines with elapsed time on stderr, for runs big enough to make a user wait."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.start = enabled, time.perf_counter()
+
+    def __call__(self, what: str) -> None:
+        if self.enabled:
+            print(f"spe report: {time.perf_counter() - self.start:6.1f} s  {what}", file=sys.stderr, flush=True)
+
+
+def _log_size(run: Path) -> int:
+    files = [run] if run.is_file() else [*run.glob("*.jsonl"), *run.glob("*.rope.log")]
+    return sum(f.stat().st_size for f in files)
+
+
+def build_report(run: Path, progress: Progress | None = None) -> Report:
     run = Path(run)
+    progress = progress or Progress(False)
+    progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
     records = load_run_records(run)
+    progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
     usage = collector_usage(run) if run.is_dir() else None
     rows = proxy_table(records.results, records.proxies)
     for row in rows:
         row.update(cache_columns(records.results, row["name"], usage[0] if usage else None))
     capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
+    progress("drawing figures")
     figures = {
         "latency_cdf.png": plots.latency_cdf(records.results, records.proxies),
         "latency_over_time.png": plots.latency_over_time(records.results, records.proxies),

@@ -42,7 +42,8 @@ def run(tmp_path: Path) -> Path:
             proxy("flaky", result=["OK", "BODY_MISMATCH", "OK", "HEADER_MISMATCH"][i - 1], total_ms=2.0,
                   headers=["etag"] if i == 4 else []),
         ]))
-    text = "\n".join(json.dumps(r) for r in lines) + "\n"
+    text = "\n".join(json.dumps(r) for r in lines[:2]) + "\n{\"id\": oops}\n"  # broken inside the braces
+    text += "\n".join(json.dumps(r) for r in lines[2:]) + "\n"
     text += "this is not json\n" + json.dumps(lines[0])[:40]  # garbage, then a truncated last line
     (tmp_path / "multiplier.jsonl").write_text(text)
     (tmp_path / "lab.json").write_text(json.dumps({"collector": {"ports": {"direct": 5000, "good": 5001,
@@ -78,7 +79,7 @@ def test_percentiles_and_confidence_intervals():
 def test_jsonl_loader_counts_bad_and_truncated_lines(run):
     records = load_jsonl(run / "multiplier.jsonl")
     assert records.requests == 4
-    assert records.bad_lines == 2
+    assert records.bad_lines == 3
     assert records.proxies == ["good", "dead", "flaky"]
     assert records.results.filter(records.results["name"] == COLLECTOR).height == 4
 
@@ -144,3 +145,18 @@ def test_cli_writes_every_format(run, capsys):
     assert [p["name"] for p in summary["proxies"]] == [COLLECTOR, "good", "dead", "flaky"]
     assert (run / "out" / "summary.csv").read_text().splitlines()[0].startswith("name,requests,responses,ok_pct")
     assert "Report written" in capsys.readouterr().out
+
+
+def test_compare_runs_side_by_side(run, tmp_path, capsys):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "multiplier.jsonl").write_text(json.dumps(record(1, measure(total_ms=5), [proxy("good", total_ms=8)]))
+                                            + "\n")
+    out = tmp_path / "cmp"
+    assert report_main(["--compare", str(run), str(other), "--out", str(out)]) == 0
+    rows = json.loads((out / "compare.json").read_text())
+    good = [r for r in rows if r["name"] == "good"]
+    assert [r["latency_median_ms"] for r in good] == [2.5, 8.0]
+    dead = [r for r in rows if r["name"] == "dead"]
+    assert dead[1]["requests"] is None  # not in the second run
+    assert "good" in capsys.readouterr().out

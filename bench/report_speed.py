@@ -1,0 +1,97 @@
+"""How fast `./spe report` digests a large run: records per minute, end to end.
+
+Writes a synthetic run (N JSON Lines records with 4 proxies each, the Multiplier's format,
+a mix of result classes and a truncated last line) into a temporary directory, then times
+build_report + write_report (all formats) on it. Target (issue 6): at least 1 million
+records per minute on this 2-core machine.
+
+Run: ./spe bench report_speed [--records N] [--no-append]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analysis.report import build_report, write_report  # noqa: E402
+
+RESULTS = ["OK"] * 90 + ["BODY_MISMATCH"] * 4 + ["HEADER_MISMATCH"] * 3 + ["NO_RESPONSE"] * 2 + ["PROTOCOL_ERROR"]
+
+
+def write_run(path: Path, n: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    template_p = ('{{"name":"p{i}","position":{pos},"status":{status},"http_version":"HTTP/1.1","header_bytes":310,'
+                  '"bytes":{bytes},"md5":"{md5}","connect_us":0,"ttfb_us":{ttfb},"total_us":{total},'
+                  '"result":"{result}","mismatched_headers":{headers},"error":{error},"error_detail":null}}')
+    with path.open("w") as f:
+        for rid in range(1, n + 1):
+            size = int(rng.expovariate(1 / 13000))
+            proxies = []
+            for i in range(4):
+                result = rng.choice(RESULTS)
+                total = int(rng.lognormvariate(7, 1))
+                proxies.append(template_p.format(
+                    i=i, pos=(rid + i) % 4, status="null" if result == "NO_RESPONSE" else 200, bytes=size,
+                    md5="d41d8cd98f00b204e9800998ecf8427e", ttfb=total // 2, total=total, result=result,
+                    headers='["etag"]' if result == "HEADER_MISMATCH" else "[]",
+                    error='"timeout"' if result == "NO_RESPONSE" else "null"))
+            total = int(rng.lognormvariate(7.5, 1))
+            f.write(f'{{"ts":{1795000000 + rid / 1000:.6f},"id":{rid},"client":"127.0.0.1:40000","method":"GET",'
+                    f'"url":"http://origin.test/c/{rng.randrange(100000)}","version":"HTTP/1.1","validation":false,'
+                    f'"client_status":200,"note":null,"collector":{{"status":200,"http_version":"HTTP/1.1",'
+                    f'"header_bytes":300,"bytes":{size},"md5":"d41d8cd98f00b204e9800998ecf8427e","connect_us":0,'
+                    f'"ttfb_us":{total // 2},"total_us":{total},"error":null,"error_detail":null}},'
+                    f'"proxies":[{",".join(proxies)}]}}\n')
+        f.write('{"ts":1795000000.0,"id":')  # a run killed mid-write
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="spe-report-bench-"))
+    try:
+        log = workdir / "multiplier.jsonl"
+        write_run(log, args.records)
+        size_mb = log.stat().st_size / 1e6
+        start = time.perf_counter()
+        rep = build_report(workdir)
+        built = time.perf_counter()
+        write_report(rep, workdir / "report", {"html", "csv", "json", "text"})
+        done = time.perf_counter()
+        assert rep.requests == args.records and rep.bad_lines == 1, (rep.requests, rep.bad_lines)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    seconds = done - start
+    rate = args.records / seconds * 60
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown CPU")
+    command = "./spe bench report_speed" + ("" if args.records == 1_000_000 else f" --records {args.records}")
+    text = (f"\n## Report speed — {datetime.date.today()}\n\nMachine: {os.cpu_count()} vCPU {model}, Linux "
+            f"{platform.release()}. Command: `{command}`.\n\n"
+            f"| records (4 proxies each) | log MB | analyse s | write s | total s | records per minute |\n"
+            f"|---|---|---|---|---|---|\n"
+            f"| {args.records:,} | {size_mb:.0f} | {built - start:.1f} | {done - built:.1f} | {seconds:.1f} | "
+            f"{rate:,.0f} |\n\nTarget: at least 1,000,000 records per minute. The truncated last line was counted "
+            f"and skipped.\n")
+    print(text)
+    if not args.no_append:
+        with (ROOT / "docs/benchmarks.md").open("a") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
