@@ -37,6 +37,7 @@ class Report:
     bad_collector_lines: int
     mismatches: dict
     figures: dict
+    collector_ports: dict  # port name -> PortUsage (empty without lab.json / access.log)
 
 
 class Progress:
@@ -73,7 +74,28 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
         "hit_ratio_vs_latency.png": plots.hit_ratio_vs_latency(rows[1:]),
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
-                  mismatch_summary(records.results, capture_dir), figures)
+                  mismatch_summary(records.results, capture_dir), figures, usage[0] if usage else {})
+
+
+def port_rows(rep: Report) -> list[dict]:
+    """Calamaris-like summary of the Collector's access.log, one row per Collector port."""
+    return [{"port": name, "requests": u.requests, "hits": u.hits, "misses": u.misses,
+             "hit_pct": 100 * u.hits / u.requests if u.requests else None, "bytes_out": u.bytes_to_client,
+             "bytes_in": u.bytes_from_client, "codes": dict(sorted(u.codes.items()))}
+            for name, u in rep.collector_ports.items()]
+
+
+def port_text(rep: Report) -> str:
+    rows = port_rows(rep)
+    if not rows:
+        return ""
+    unreadable = f", {rep.bad_collector_lines} unreadable lines" if rep.bad_collector_lines else ""
+    out = [f"Collector per port (its access.log{unreadable}):",
+           f"  {'port':20}{'requests':>10}{'hits':>8}{'misses':>8}{'hit %':>8}{'bytes out':>12}{'bytes in':>10}  codes"]
+    for r in rows:
+        out.append(f"  {r['port']:20}{r['requests']:>10}{r['hits']:>8}{r['misses']:>8}{_fmt(r['hit_pct'], 1):>8}"
+                   f"{r['bytes_out']:>12}{r['bytes_in']:>10}  " + ", ".join(f"{k} {v}" for k, v in r["codes"].items()))
+    return "\n".join(out)
 
 
 def _fmt(v: object, digits: int = 2) -> str:
@@ -107,6 +129,12 @@ def text_report(rep: Report) -> str:
         out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if rep.mismatches["headers"]:
         out.append("  headers differing most: " + ", ".join(f"{h} ({n})" for h, n in rep.mismatches["headers"]))
+    for cls, items in rep.mismatches["examples"].items():
+        for e in items:
+            if e.get("hint"):
+                out.append(f"  {cls} request {e['id']} ({e['proxy']}): {e['hint']}")
+    if port_text(rep):
+        out += ["", port_text(rep)]
     return "\n".join(out) + "\n"
 
 
@@ -116,11 +144,14 @@ def _png_b64(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
+def _html_row(label: str, cells: list) -> str:
+    return f"<tr><th>{html.escape(label)}</th>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
+
+
 def html_report(rep: Report) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(label)}</th>" for _, label in TEXT_COLUMNS)
-    body = "".join("<tr><th>" + esc(r["name"]) + "</th>" + "".join(f"<td>{_fmt(r.get(k))}</td>" for k, _ in
-                                                                  TEXT_COLUMNS) + "</tr>" for r in rep.rows)
+    body = "".join(_html_row(r["name"], [_fmt(r.get(k)) for k, _ in TEXT_COLUMNS]) for r in rep.rows)
     classes = "".join(f"<tr><th>{esc(n)}</th><td>{esc(', '.join(f'{k} {v}' for k, v in c.items()))}</td></tr>"
                       for n, c in rep.mismatches["by_proxy"].items())
     examples = ""
@@ -129,9 +160,17 @@ def html_report(rep: Report) -> str:
         for e in items:
             examples += (f"<p>request {e['id']} {esc(e['method'])} <code>{esc(e['url'])}</code>, proxy "
                          f"<b>{esc(e['proxy'])}</b>, status {e['status']}, error {esc(str(e['error']))}, headers "
-                         f"{esc(', '.join(e['mismatched_headers']))}</p>")
+                         f"{esc(', '.join(e['mismatched_headers']))}"
+                         + (f"<br><i>{esc(e['hint'])}</i>" if e.get("hint") else "") + "</p>")
             if "capture" in e:
                 examples += f"<details><summary>both replies</summary><pre>{esc(e['capture'])}</pre></details>"
+    ports = "".join(_html_row(r["port"], [r["requests"], r["hits"], r["misses"], _fmt(r["hit_pct"], 1), r["bytes_out"],
+                                          r["bytes_in"], ", ".join(f"{k} {v}" for k, v in r["codes"].items())])
+                    for r in port_rows(rep))
+    if ports:
+        ports = ("<h2>Collector per port (access.log)</h2><table><tr><th>port</th><th>requests</th><th>hits</th>"
+                 "<th>misses</th><th>hit %</th><th>bytes out</th><th>bytes in</th><th>codes</th></tr>" + ports
+                 + "</table>")
     figures = "".join(f"<figure><img alt='{esc(n)}' src='data:image/png;base64,{_png_b64(f)}'></figure>"
                       for n, f in rep.figures.items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>SPE report</title>
@@ -141,7 +180,7 @@ pre{{background:#f6f6f6;padding:.5em;white-space:pre-wrap}}img{{max-width:100%}}
 <h1>SPE report</h1><p>{esc(str(rep.run))}: {rep.requests} client requests; {rep.bad_lines} unreadable log lines.</p>
 <h2>Per proxy (ROPE's Tables 1 and 2)</h2><table><tr><th></th>{head}</tr>{body}</table>
 <p>Latency: total response time of delivered responses. Hit ratios and relative bandwidth come from the Collector's
-access.log per Collector port.</p><h2>Figures</h2>{figures}
+access.log per Collector port.</p>{ports}<h2>Figures</h2>{figures}
 <h2>Mismatches ({rep.mismatches['total']})</h2><table>{classes}</table>
 <p>Headers differing most: {esc(', '.join(f'{h} ({n})' for h, n in rep.mismatches['headers']) or '-')}</p>
 <p>URLs with most mismatches: {esc(', '.join(f'{u} ({n})' for u, n in rep.mismatches['urls'][:5]) or '-')}</p>
@@ -162,7 +201,8 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
         written.append(out / "summary.csv")
     if "json" in formats:
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
-                   "proxies": [{c: r.get(c) for c in COLUMNS} for r in rep.rows], "mismatches": rep.mismatches}
+                   "proxies": [{c: r.get(c) for c in COLUMNS} for r in rep.rows], "mismatches": rep.mismatches,
+                   "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         written.append(out / "summary.json")
     if "text" in formats:

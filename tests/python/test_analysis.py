@@ -10,7 +10,7 @@ import pytest
 
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
-from analysis.report import build_report
+from analysis.report import build_report, port_rows
 from analysis.stats import mean_ci, median_ci, percentile
 
 
@@ -107,11 +107,18 @@ def test_the_per_proxy_table(run):
     assert direct["rel_bandwidth_received"] == 1.0 and direct["hit_ratio"] is None
 
 
-def test_mismatch_report(run):
-    m = build_report(run).mismatches
+def test_collector_ports_and_mismatch_report(run):
+    rep = build_report(run)
+    ports = {r["port"]: r for r in port_rows(rep)}
+    assert (ports["direct"]["requests"], ports["direct"]["hits"], ports["direct"]["bytes_out"]) == (4, 0, 4800)
+    assert (ports["flaky"]["requests"], ports["flaky"]["hits"], ports["flaky"]["misses"]) == (2, 2, 0)
+    assert rep.bad_collector_lines == 1  # the garbage line; the no-request probe line is not counted
+    m = rep.mismatches
     assert m["by_proxy"] == {"dead": {"NO_RESPONSE": 4}, "flaky": {"BODY_MISMATCH": 1, "HEADER_MISMATCH": 1}}
     assert m["headers"] == [("etag", 1)]
     assert [e["id"] for e in m["examples"]["HEADER_MISMATCH"]] == [4]
+    assert "stale" in m["examples"]["HEADER_MISMATCH"][0]["hint"]
+    assert "did not answer (refused)" in m["examples"]["NO_RESPONSE"][0]["hint"]
 
 
 def test_a_run_without_proxies(tmp_path):
