@@ -45,17 +45,18 @@ def latency_cdf(results: pl.DataFrame, names: list[str]) -> Figure:
     return fig
 
 
-def latency_over_time(results: pl.DataFrame, names: list[str], bucket_s: float = 1.0) -> Figure:
-    """Median response time and request rate per time bucket."""
+def latency_over_time(results: pl.DataFrame, names: list[str], buckets: int = 60) -> Figure:
+    """Median response time and request rate over about `buckets` time buckets (at least 10 ms each)."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     start = results["ts"].min() if results["ts"].null_count() < results.height else None
+    bucket_s = max(0.01, (results["ts"].max() - start) / buckets) if start is not None else 1.0
     for name in [COLLECTOR, *names]:
         part = _delivered(results, name).drop_nulls("ts")
         if start is None or part.height == 0:
             continue
         per = (part.with_columns(((pl.col("ts") - start) // bucket_s * bucket_s).alias("t"))
                .group_by("t").agg(pl.col("total_us").median().alias("median"), pl.len().alias("n")).sort("t"))
-        top.plot(per["t"], per["median"] / 1000, label=name)
+        top.plot(per["t"], per["median"] / 1000, label=name, marker="." if per.height < 30 else None)
         if name == COLLECTOR:
             bottom.bar(per["t"], per["n"] / bucket_s, width=bucket_s * 0.9)
     top.set_ylabel("median response time (ms)")
@@ -63,7 +64,7 @@ def latency_over_time(results: pl.DataFrame, names: list[str], bucket_s: float =
     if top.get_legend_handles_labels()[0]:
         top.legend(fontsize="small")
     top.grid(True, alpha=0.3)
-    bottom.set_ylabel("client requests/s")
+    bottom.set_ylabel(f"client requests/s ({bucket_s:.3g} s buckets)")
     bottom.set_xlabel("time since the first request (s)")
     bottom.grid(True, alpha=0.3)
     fig.tight_layout()
