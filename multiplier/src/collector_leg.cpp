@@ -46,7 +46,7 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
 }
 
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
-    : ctx_(ctx), conn_(strand, ctx.collector()), chunk_(kChunkBytes) {}
+    : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())), chunk_(kChunkBytes) {}
 
 awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide client) {
     RelayOutcome out;

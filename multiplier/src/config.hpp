@@ -57,6 +57,13 @@ struct Config {
     std::string log_level = "info";
 };
 
+/// Most bytes a connection keeps read but not yet parsed: a header block plus
+/// room for body data in flight. Bounds memory against endless chunk
+/// extensions and the like.
+inline std::size_t read_buffer_limit(const Config& c) {
+    return c.max_header_bytes + 64 * 1024;
+}
+
 class ConfigError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;

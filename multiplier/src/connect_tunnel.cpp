@@ -64,7 +64,7 @@ awaitable<TunnelOutcome> run_connect_tunnel(beast::tcp_stream& client, beast::fl
     Request connect{http::verb::connect, target, 11};
     connect.set(http::field::host, target);
     append_via(connect, req.version(), cfg.via_name);
-    UpstreamConnection upstream(client.get_executor(), ctx.collector());
+    UpstreamConnection upstream(client.get_executor(), ctx.collector(), read_buffer_limit(cfg));
     Measure& m = record.collector;
     const auto t0 = Clock::now();
     if (auto e = co_await upstream.send(connect, t0, t0 + cfg.client_timeout, m); e != LegError::none) {

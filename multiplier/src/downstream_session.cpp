@@ -35,6 +35,8 @@ RequestProblem read_problem(const error_code& ec) {
     if (ec == http::error::header_limit) return {431, "the request header is larger than --max-header-bytes"};
     if (ec == http::error::body_limit) return {413, "the request body is larger than --max-request-body"};
     if (ec == beast::error::timeout) return {408, "the request did not arrive in time"};
+    if (ec == http::error::buffer_overflow)
+        return {400, "more unparsed request data than the Multiplier buffers (oversized chunk extension?)"};
     return {400, "malformed request: " + ec.message()};
 }
 
@@ -43,9 +45,11 @@ RequestProblem read_problem(const error_code& ec) {
 DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx)
     : ctx_(std::move(ctx)),
       client_(std::move(socket)),
+      buffer_(read_buffer_limit(ctx_->config())),
       client_address_(address_of(client_.socket())),
       collector_(client_.get_executor(), *ctx_),
-      pools_(std::make_shared<ProxyPools>(client_.get_executor(), ctx_->proxies(), ctx_->config().max_conns_per_proxy)),
+      pools_(std::make_shared<ProxyPools>(client_.get_executor(), ctx_->proxies(), ctx_->config().max_conns_per_proxy,
+                                          read_buffer_limit(ctx_->config()))),
       work_(*ctx_) {
     error_code ec;
     client_.socket().set_option(tcp::no_delay(true), ec);

@@ -65,6 +65,8 @@ LegError classify(const boost::system::error_code& ec, bool got_header) {
     if (ec == http::error::end_of_stream || ec == aerr::eof) return got_header ? LegError::truncated : LegError::closed;
     if (ec == http::error::partial_message) return got_header ? LegError::truncated : LegError::bad_header;
     if (ec == http::error::header_limit) return LegError::header_too_large;
+    // More unparsed bytes than the read buffer may hold (e.g. endless chunk extensions).
+    if (ec == http::error::buffer_overflow) return got_header ? LegError::bad_body : LegError::header_too_large;
     if (ec == http::error::body_limit) return LegError::body_too_large;
     if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension || ec == http::error::short_read)
         return LegError::bad_body;

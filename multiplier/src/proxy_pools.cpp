@@ -5,8 +5,12 @@
 namespace spe {
 
 ProxyPools::ProxyPools(asio::any_io_executor strand, const std::vector<ResolvedProxy>& proxies,
-                       std::size_t max_per_proxy)
-    : strand_(std::move(strand)), proxies_(proxies), max_per_proxy_(max_per_proxy), pools_(proxies.size()) {}
+                       std::size_t max_per_proxy, std::size_t buffer_limit)
+    : strand_(std::move(strand)),
+      proxies_(proxies),
+      max_per_proxy_(max_per_proxy),
+      buffer_limit_(buffer_limit),
+      pools_(proxies.size()) {}
 
 std::unique_ptr<UpstreamConnection> ProxyPools::acquire(std::size_t proxy) {
     auto& pool = pools_.at(proxy);
@@ -15,7 +19,7 @@ std::unique_ptr<UpstreamConnection> ProxyPools::acquire(std::size_t proxy) {
         conn = std::move(pool.idle.back());
         pool.idle.pop_back();
     } else if (pool.busy.size() < max_per_proxy_) {
-        conn = std::make_unique<UpstreamConnection>(strand_, proxies_[proxy].endpoints);
+        conn = std::make_unique<UpstreamConnection>(strand_, proxies_[proxy].endpoints, buffer_limit_);
     } else {
         return nullptr;
     }

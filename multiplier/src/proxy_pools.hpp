@@ -15,7 +15,8 @@ namespace spe {
 
 class ProxyPools : public Abortable, public std::enable_shared_from_this<ProxyPools> {
 public:
-    ProxyPools(asio::any_io_executor strand, const std::vector<ResolvedProxy>& proxies, std::size_t max_per_proxy);
+    ProxyPools(asio::any_io_executor strand, const std::vector<ResolvedProxy>& proxies, std::size_t max_per_proxy,
+               std::size_t buffer_limit);
 
     /// An idle kept-alive connection, a new one, or nullptr when the proxy
     /// already has max_per_proxy requests outstanding for this client.
@@ -35,6 +36,7 @@ private:
     asio::any_io_executor strand_;
     const std::vector<ResolvedProxy>& proxies_;
     std::size_t max_per_proxy_;
+    std::size_t buffer_limit_;
     std::vector<Pool> pools_;
     bool client_closed_ = false;
 };

@@ -62,6 +62,17 @@ std::optional<RequestProblem> check_request(const Request& req, const Config& co
     if (req.count(http::field::content_length) && req.count(http::field::transfer_encoding))
         return RequestProblem{400,
                               "both Content-Length and Transfer-Encoding are present (possible request smuggling)"};
+    // Only plain chunked framing is understood: "chunked" not last leaves the
+    // body length unknown (RFC 9112 6.3: 400), other codings would be lost when
+    // the body is re-framed by length for the upstreams (RFC 9112 6.1: 501).
+    for (auto it = req.find(http::field::transfer_encoding);
+         it != req.end() && it->name() == http::field::transfer_encoding; ++it) {
+        if (!has_token(it->value(), "chunked"))
+            return RequestProblem{501, "unsupported Transfer-Encoding '" + std::string(it->value()) + "'"};
+        if (!beast::iequals(it->value(), "chunked"))
+            return RequestProblem{400, "Transfer-Encoding '" + std::string(it->value()) +
+                                           "': only 'chunked' alone is accepted (possible request smuggling)"};
+    }
     if (req.version() != 10 && req.version() != 11)
         return RequestProblem{505, "only HTTP/1.0 and HTTP/1.1 are supported"};
     const auto target = req.target();

@@ -4,8 +4,9 @@
 
 namespace spe {
 
-UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints)
-    : stream_(ex), endpoints_(endpoints) {}
+UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints,
+                                       std::size_t buffer_limit)
+    : stream_(ex), buffer_(buffer_limit), endpoints_(endpoints) {}
 
 awaitable<LegError> UpstreamConnection::send(const Request& req, Clock::time_point t0, Clock::time_point deadline,
                                              Measure& m) {
@@ -46,7 +47,8 @@ awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::tim
     }
     // Wait for the first byte separately so the time to first byte is exact;
     // the header parser then consumes what this read buffered.
-    auto n = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), with_ec(ec));
+    auto n = co_await stream_.async_read_some(buffer_.prepare(std::min<std::size_t>(16 * 1024, buffer_.max_size())),
+                                              with_ec(ec));
     buffer_.commit(n);
     if (ec) {
         m.error_detail = "waiting for the reply: " + ec.message();

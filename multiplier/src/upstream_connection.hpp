@@ -16,7 +16,9 @@ namespace spe {
 
 class UpstreamConnection {
 public:
-    UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints);
+    /// `buffer_limit`: most bytes held unparsed (a header block, long chunk extensions ...).
+    UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints,
+                       std::size_t buffer_limit);
 
     /// Connects unless a kept-alive connection is open, writes `req` and waits
     /// until the first reply byte is buffered. Sets m.connect_us and m.ttfb_us

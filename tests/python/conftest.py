@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
 PYTHON = sys.executable
+SERIAL = itertools.count(1)  # unique file names, also for parametrized tests whose names get cut
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
@@ -111,7 +113,7 @@ def start_multiplier(lab, request):
     def start(*args: str, collector: bool = True) -> Multiplier:
         base = ["--collector", f"127.0.0.1:{lab.collector_port}"] if collector else []
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
-        m = Multiplier(lab.group, lab.workdir, f"mult-{safe}-{len(started)}", [*base, *args])
+        m = Multiplier(lab.group, lab.workdir, f"mult-{next(SERIAL)}-{safe}", [*base, *args])
         started.append(m)
         return m
 

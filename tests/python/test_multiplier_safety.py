@@ -45,6 +45,34 @@ def test_bad_requests_get_a_status_with_a_reason_and_a_record(lab, start_multipl
     assert record["note"]
 
 
+POST = b"POST http://127.0.0.1:1/post HTTP/1.1\r\nHost: x\r\n"
+
+
+@pytest.mark.parametrize("data, status", [
+    (b"GET http://127.0.0.1:1/ HTTP/1.1\nHost: x\n\n", 400),  # bare LF
+    (POST + b"Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400),
+    (POST + b"Content-Length: -1\r\n\r\n", 400),
+    (POST + b"Content-Length: +3\r\n\r\nabc", 400),
+    (POST + b"Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", 400),  # chunked not last
+    (POST + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 400),
+    (POST + b"Transfer-Encoding: gzip\r\n\r\n", (400, 501)),  # the parser or the request check refuses it
+    (POST + b"Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 400),  # space before the colon
+    (POST + b"Transfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nabc\r\n0\r\n\r\n", 400),  # chunk size
+    (POST + b"Transfer-Encoding: chunked\r\n\r\n3;" + b"e" * 200_000 + b"\r\nabc\r\n0\r\n\r\n", 400),
+    (b"GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", 400),  # NUL in a value
+])
+def test_request_smuggling_attempts_are_refused_and_the_connection_closed(lab, start_multiplier, data, status):
+    m = start_multiplier()
+    # A smuggled second request after the first must never be answered: the connection closes.
+    smuggled = b"GET http://127.0.0.1:1/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+    reply = raw_exchange(m.port, data + smuggled)
+    allowed = status if isinstance(status, tuple) else (status,)
+    assert int(reply[9:12]) in allowed, reply[:200]
+    assert reply.count(b"HTTP/1.1 ") == 1
+    records = m.records(1)
+    assert len(records) == 1 and records[0]["client_status"] in allowed
+
+
 def test_requests_to_the_multiplier_itself_are_loops(lab, start_multiplier):
     m = start_multiplier()
     reply = raw_exchange(m.port, request_bytes("GET", f"http://127.0.0.1:{m.port}/"))

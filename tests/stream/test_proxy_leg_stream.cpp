@@ -36,7 +36,9 @@ struct Leg {
     HeaderPolicy policy;
 
     explicit Leg(std::vector<std::vector<Step>> scripts)
-        : server(ioc, std::move(scripts)), endpoints{server.endpoint()}, conn(ioc.get_executor(), endpoints) {}
+        : server(ioc, std::move(scripts)),
+          endpoints{server.endpoint()},
+          conn(ioc.get_executor(), endpoints, 64 * 1024) {}
 
     Measure run(bool head = false, std::optional<std::uint64_t> cap = std::nullopt,
                 std::chrono::milliseconds timeout = 2000ms) {
@@ -140,6 +142,11 @@ TEST_CASE("failures give their exact error") {
         CHECK(m.error == LegError::timeout);
         CHECK_FALSE(m.ttfb_us);
     }
+    SECTION("endless chunk extensions overflow the bounded read buffer") {
+        Leg leg({{send_bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;" + std::string(200000, 'e') +
+                             "\r\nabc\r\n0\r\n\r\n")}});
+        CHECK(leg.run().error == LegError::bad_body);
+    }
     SECTION("a body longer than the cap is cut") {
         Leg leg({{send_bytes(chunked(kBody))}});
         CHECK(leg.run(false, 5).error == LegError::body_too_large);
@@ -157,7 +164,7 @@ TEST_CASE("nothing listening is 'refused'") {
     tcp::acceptor probe(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     std::vector<tcp::endpoint> endpoints{probe.local_endpoint()};
     probe.close();
-    UpstreamConnection conn(ioc.get_executor(), endpoints);
+    UpstreamConnection conn(ioc.get_executor(), endpoints, 64 * 1024);
     Request req{http::verb::get, "http://origin.test/", 11};
     HeaderPolicy policy;
     Measure out;

@@ -54,6 +54,19 @@ TEST_CASE("a request with both Content-Length and Transfer-Encoding is refused")
     CHECK_THAT(problem->reason, Catch::Contains("smuggling"));
 }
 
+TEST_CASE("transfer codings other than plain chunked are refused") {
+    auto r = get("http://example.org/");
+    r.method(http::verb::post);
+    r.set(http::field::transfer_encoding, "chunked, gzip");
+    CHECK(spe::check_request(r, config())->status == 400);
+    r.set(http::field::transfer_encoding, "gzip, chunked");
+    CHECK(spe::check_request(r, config())->status == 400);
+    r.set(http::field::transfer_encoding, "gzip");
+    CHECK(spe::check_request(r, config())->status == 501);
+    r.set(http::field::transfer_encoding, "Chunked");
+    CHECK_FALSE(spe::check_request(r, config()));
+}
+
 TEST_CASE("authority parsing") {
     CHECK(spe::http_authority("http://a.b:81/x")->port == 81);
     CHECK(spe::http_authority("HTTP://a.b/x")->port == 80);
