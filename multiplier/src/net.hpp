@@ -13,15 +13,14 @@
 
 #include <chrono>
 
+#include "message_types.hpp"
+
 namespace spe {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
-using Request = http::request<http::string_body>;
 template <class T>
 using awaitable = asio::awaitable<T>;
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "config.hpp"
-#include "net.hpp"
+#include "message_types.hpp"
 
 #include <optional>
 #include <string>
