@@ -95,3 +95,35 @@ def test_a_proxy_fails_only_on_every_third_request(lab, start_multiplier):
     assert [p.name for p in captures] == ["00000003-flaky.txt", "00000006-flaky.txt"]
     text = captures[0].read_bytes()
     assert b"BODY_MISMATCH" in text and b"## Collector reply header" in text and b"## Proxy body" in text
+
+
+def rss_kb(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def test_memory_stays_bounded_under_faulty_proxies(lab, good_squid, faulty, start_multiplier, monkeypatch):
+    # The release build: ASan's quarantine would hide what the Multiplier itself holds.
+    monkeypatch.setenv("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
+    bad = ("endless", "huge_header", "hang", "short_body_hang", "garbage")
+    m = start_multiplier("--timeout", "1", "--proxy", f"good=127.0.0.1:{good_squid.port}",
+                         *[a for mode in bad for a in ("--proxy", f"{mode}=127.0.0.1:{faulty[mode]}")])
+
+    def burst(first: int, count: int) -> None:
+        with Connection(m.port) as c:
+            for i in range(first, first + count):
+                reply = c.get(lab.url(f"/c/mem{i % 20}?size=20000"))
+                assert reply.status == 200 and reply.body == body_for(f"mem{i % 20}", 20000)
+
+    burst(0, 60)
+    m.records(60, deadline_s=15)
+    warm = rss_kb(m.child.pid)
+    for k in range(4):
+        burst(100 * (k + 1), 60)
+    records = m.records(300, deadline_s=20)
+    grown = rss_kb(m.child.pid) - warm
+    assert len(records) == 300
+    assert {p["result"] for r in records for p in r["proxies"] if p["name"] == "good"} == {"OK"}
+    assert grown < 20_000, f"RSS grew by {grown} kB over 240 requests"
