@@ -127,3 +127,26 @@ def test_memory_stays_bounded_under_faulty_proxies(lab, good_squid, faulty, star
     assert len(records) == 300
     assert {p["result"] for r in records for p in r["proxies"] if p["name"] == "good"} == {"OK"}
     assert grown < 20_000, f"RSS grew by {grown} kB over 240 requests"
+
+
+def test_client_latency_with_faulty_proxies_matches_correct_ones_only(lab, good_squid, faulty, start_multiplier):
+    """The same requests, interleaved, through two Multipliers: one with a correct proxy only, one with the
+    correct proxy and four faulty ones. The client's median and p90 latency must stay within noise."""
+    clean = start_multiplier("--timeout", "2", "--proxy", f"good=127.0.0.1:{good_squid.port}")
+    noisy = start_multiplier("--timeout", "2", "--proxy", f"good=127.0.0.1:{good_squid.port}",
+                             *[a for mode in ("hang", "endless", "garbage", "slow")
+                               for a in ("--proxy", f"{mode}=127.0.0.1:{faulty[mode]}")])
+    times: dict[str, list[float]] = {"clean": [], "noisy": []}
+    with Connection(clean.port) as a, Connection(noisy.port) as b:
+        for i in range(120):
+            url = lab.url(f"/c/lat{i % 30}?size=8000")
+            for name, conn in (("clean", a), ("noisy", b)) if i % 2 else (("noisy", b), ("clean", a)):
+                start = time.monotonic()
+                reply = conn.get(url)
+                times[name].append(time.monotonic() - start)
+                assert reply.status == 200 and reply.body == body_for(f"lat{i % 30}", 8000)
+    clean_t, noisy_t = sorted(times["clean"][20:]), sorted(times["noisy"][20:])  # after the caches warmed
+    median = lambda ts: ts[len(ts) // 2]  # noqa: E731
+    p90 = lambda ts: ts[int(len(ts) * 0.9)]  # noqa: E731
+    assert median(noisy_t) <= 1.5 * median(clean_t) + 0.001, (median(noisy_t), median(clean_t))
+    assert p90(noisy_t) <= 2 * p90(clean_t) + 0.002, (p90(noisy_t), p90(clean_t))
