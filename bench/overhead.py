@@ -26,7 +26,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -37,6 +36,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchlib import append_result, machine  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
@@ -111,12 +112,6 @@ def run_wrk(proxy_port: int, url: str, seconds: float, workdir: Path) -> dict:
     if out.returncode != 0:
         raise RuntimeError(f"wrk failed: {out.stderr}{out.stdout}")
     return parse_wrk(out.stdout)
-
-
-def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown CPU")
-    return f"{os.cpu_count()} vCPU {model}, Linux {platform.release()}"
 
 
 def table(results: dict, rounds: int, seconds: float) -> str:
@@ -216,11 +211,7 @@ def main() -> int:
               f"{text}\n\n{checks}\n")
     print(report)
     if not args.no_append:
-        doc = ROOT / "docs/benchmarks.md"
-        if not doc.exists():
-            doc.write_text("# Benchmarks\n\nEach section was appended by the command it names.\n")
-        with doc.open("a") as f:
-            f.write(report)
+        append_result(report)
     return 0
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
 import random
 import shutil
 import sys
@@ -23,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchlib import append_result, machine  # noqa: E402
 
 from analysis.report import build_report, write_report  # noqa: E402
 
@@ -76,11 +76,8 @@ def main() -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     seconds = done - start
     rate = args.records / seconds * 60
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown CPU")
     command = "./spe bench report_speed" + ("" if args.records == 1_000_000 else f" --records {args.records}")
-    text = (f"\n## Report speed — {datetime.date.today()}\n\nMachine: {os.cpu_count()} vCPU {model}, Linux "
-            f"{platform.release()}. Command: `{command}`.\n\n"
+    text = (f"\n## Report speed — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`.\n\n"
             f"| records (4 proxies each) | log MB | analyse s | write s | total s | records per minute |\n"
             f"|---|---|---|---|---|---|\n"
             f"| {args.records:,} | {size_mb:.0f} | {built - start:.1f} | {done - built:.1f} | {seconds:.1f} | "
@@ -88,8 +85,7 @@ def main() -> int:
             f"and skipped.\n")
     print(text)
     if not args.no_append:
-        with (ROOT / "docs/benchmarks.md").open("a") as f:
-            f.write(text)
+        append_result(text)
     return 0
 
 

@@ -1,0 +1,152 @@
+"""Soak: a steady request rate through the Multiplier with real proxies for a long time.
+
+Set-up (127.0.0.1 only, stopped by PID): the test origin, Squid as the Collector
+with one port per proxy, two Squid proxies under test and the --dummy, the
+Multiplier (release build). Clients send a steady total rate with the demo's
+workload mix. Every --every seconds it samples the Multiplier's RSS and open file
+descriptors and the clients' latency in that window. RSS, descriptors and latency
+must stay flat. Not part of ./spe test.
+
+Run: ./spe bench soak [--duration 60m] [--rate 100] [--every 10] [--no-append]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests/python"))
+
+from benchlib import append_result, machine  # noqa: E402
+from httpclient import Connection  # noqa: E402
+
+from spe_tools.demo import workload  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.squid import start_squid  # noqa: E402
+
+MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+
+
+def duration_s(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600}
+    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+
+
+def rss_kb(pid: int) -> int:
+    return next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS:"))
+
+
+def clients(port: int, origin: str, rate: float, until: float, latencies: list, errors: list, n: int = 4) -> list:
+    def run(i: int) -> None:
+        rng = random.Random(i)
+        interval = n / rate
+        next_at = time.monotonic()
+        conn = Connection(port, timeout=30)
+        while time.monotonic() < until:
+            next_at += rng.expovariate(1 / interval)  # Poisson arrivals per client
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            method, url, body = workload(rng, origin)
+            start = time.monotonic()
+            try:
+                conn.get(url, method=method, body=body)
+                latencies.append((time.monotonic(), time.monotonic() - start))
+            except (OSError, ValueError) as e:
+                errors.append(repr(e))
+                conn.close()
+                conn = Connection(port, timeout=30)
+        conn.close()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", default="60m")
+    parser.add_argument("--rate", type=float, default=100, help="client requests per second in total")
+    parser.add_argument("--every", type=float, default=10, help="sampling period, seconds")
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    total = duration_s(args.duration)
+    workdir = Path(tempfile.mkdtemp(prefix="spe-soak-"))
+    workdir.chmod(0o755)
+    samples = []
+    latencies: list = []
+    errors: list = []
+    try:
+        with ProcessGroup(workdir) as group:
+            origin = free_port()
+            group.start("origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(origin)], port=origin,
+                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+            names = ["squid-a", "squid-b", "dummy"]
+            ports = {"direct": free_port(), **{n: free_port() for n in names}}
+            start_squid(group, "collector", ports["direct"], extra_ports={n: ports[n] for n in names})
+            proxies = {n: start_squid(group, n, free_port(), parent_port=ports[n]).port for n in names[:2]}
+            proxies["dummy"] = free_port()
+            group.start("dummy", [str(MULTIPLIER), "--dummy", "--parent", f"127.0.0.1:{ports['dummy']}",
+                                  "--listen", f"127.0.0.1:{proxies['dummy']}"], port=proxies["dummy"])
+            port = free_port()
+            proxy_flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")]
+            mult = group.start("multiplier", [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector",
+                                              f"127.0.0.1:{ports['direct']}", "--log", str(workdir / "m.jsonl"),
+                                              *proxy_flags], port=port)
+            start = time.monotonic()
+            threads = clients(port, f"http://127.0.0.1:{origin}", args.rate, start + total, latencies, errors)
+            seen = 0
+            while time.monotonic() < start + total:
+                time.sleep(args.every)
+                window = [lat for t, lat in latencies[seen:]]
+                seen = len(latencies)
+                window.sort()
+                samples.append({
+                    "t": time.monotonic() - start, "rss_mb": rss_kb(mult.pid) / 1024,
+                    "fds": len(os.listdir(f"/proc/{mult.pid}/fd")), "requests": len(window),
+                    "p50_ms": 1000 * window[len(window) // 2] if window else None,
+                    "p99_ms": 1000 * window[int(len(window) * 0.99)] if window else None})
+                s = samples[-1]
+                print(f"t={s['t']:7.0f}s rss={s['rss_mb']:6.1f}MB fds={s['fds']:4} req={s['requests']:5} "
+                      f"p50={s['p50_ms'] or 0:6.2f}ms p99={s['p99_ms'] or 0:7.2f}ms errors={len(errors)}",
+                      file=sys.stderr, flush=True)
+            for t in threads:
+                t.join(timeout=60)
+            mult.stop()
+            records = sum(1 for _ in open(workdir / "m.jsonl"))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    def row(s: dict) -> str:
+        return (f"| {s['t']:.0f} | {s['rss_mb']:.1f} | {s['fds']} | {s['requests']} | {s['p50_ms'] or 0:.2f} | "
+                f"{s['p99_ms'] or 0:.2f} |")
+    picks = [samples[0], samples[len(samples) // 4], samples[len(samples) // 2], samples[3 * len(samples) // 4],
+             samples[-1]] if samples else []
+    command = ("./spe bench soak" + ("" if args.duration == "60m" else f" --duration {args.duration}")
+               + ("" if args.rate == 100 else f" --rate {args.rate:g}"))
+    text = (f"\n## Soak — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`. Squid Collector, "
+            f"two Squid proxies and the dummy under test, release build.\n\n"
+            f"| t (s) | Multiplier RSS (MB) | open fds | requests in window | p50 ms | p99 ms |\n"
+            f"|---|---|---|---|---|---|\n"
+            + "\n".join(row(s) for s in picks)
+            + f"\n\n{len(latencies)} client replies, {records} records, {len(errors)} client errors"
+            + (f" (first: {errors[0]})" if errors else "") + ".\n")
+    print(text)
+    if not args.no_append:
+        append_result(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
