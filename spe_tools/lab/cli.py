@@ -1,0 +1,172 @@
+"""./spe lab: bring up a test bed described by a TOML lab file (reference: docs/lab-file.md).
+
+  ./spe lab check LABFILE               validate the file and that every program it needs is installed
+  ./spe lab up LABFILE                  start everything, print a status line per second, Ctrl-C stops
+  ./spe lab run LABFILE [--duration D]  start, run the workload, stop, write the report
+  ./spe lab down RUNDIR                 stop a lab that `up` or `run` started (from another shell)
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+
+from spe_tools.lab.model import LabFileError, load_lab
+from spe_tools.lab.runner import LabError, RunningLab, bring_up, check, down, make_run_dir, start_workload
+from spe_tools.lab.status import StatusTracker, format_status
+from spe_tools.process import ProcessError, ProcessGroup
+
+
+class Stop(Exception):  # noqa: N818 (a request to stop, not an error)
+    """SIGTERM or SIGINT: leave the wait loop and stop everything."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    lab = load_lab(args.labfile)
+    problems = check(lab)
+    for p in problems:
+        print(f"spe lab check: {p}", file=sys.stderr)
+    if problems:
+        return 1
+    say(f"spe lab check: {args.labfile}: lab {lab.name!r} is ready: Collector {lab.collector.kind}, origin "
+        f"{lab.origin.kind}, workload {lab.workload.kind}, proxies "
+        + ", ".join(f"{p.name} ({p.kind})" for p in lab.proxies))
+    return 0
+
+
+def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
+    """One status line per second until `until` (monotonic), the workload ends, or a signal."""
+    tracker = StatusTracker(run.rundir / "multiplier.jsonl")
+    names = [p.name for p in run.lab.proxies]
+    started = time.monotonic()
+    previous = 0
+    while until is None or time.monotonic() < until:
+        time.sleep(1)
+        tracker.update()
+        say(format_status(time.monotonic() - started, tracker.requests, previous, tracker.results, names))
+        previous = tracker.requests
+        dead = [c.name for c in run.group.children if c.name != "workload" and not c.alive()]
+        if dead:
+            raise LabError(f"{', '.join(dead)} stopped unexpectedly (see {run.rundir}/<name>.out)")
+        if workload is not None and not workload.alive():
+            return
+
+
+def _up(args: argparse.Namespace, duration: float | None) -> tuple[int, Path]:
+    """Bring the lab up; with a duration, run the workload that long. Returns (exit code, run directory)."""
+    lab = load_lab(args.labfile)
+    rundir = make_run_dir(lab, args.runs_dir)
+    say(f"spe lab: run directory {rundir}")
+    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    group = ProcessGroup(rundir)
+    run: RunningLab | None = None
+    try:
+        run = bring_up(lab, rundir, group, say=say)
+        say(f"spe lab: Multiplier on {lab.multiplier.host}:{run.ports.multiplier} (use it as the HTTP proxy); "
+            f"stop with Ctrl-C or ./spe lab down {rundir}")
+        if duration is None:
+            _status_loop(run, None)
+        else:
+            workload = start_workload(run, duration)
+            _status_loop(run, time.monotonic() + duration + (60 if workload else 0), workload)
+        return 0, rundir
+    except Stop as e:
+        say(f"spe lab: {e}: stopping")
+        return (0 if duration is None else 1), rundir
+    except (LabError, ProcessError, OSError) as e:
+        print(f"spe lab: error: {e}", file=sys.stderr)
+        return 1, rundir
+    finally:
+        # Stopping must not be interrupted by a second Ctrl-C: ignore the signals from here on.
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        if run is not None:
+            run.stop()
+        else:
+            group.stop_all()
+            (rundir / "pids.json").unlink(missing_ok=True)
+        say(f"spe lab: stopped; logs in {rundir}")
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    return _up(args, None)[0]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    lab = load_lab(args.labfile)
+    duration = args.duration if args.duration is not None else lab.workload.duration_s
+    rc, rundir = _up(args, duration)
+    if rc == 0 and not args.no_report:
+        rc = write_report(rundir)
+    return rc
+
+
+def write_report(rundir: Path) -> int:
+    try:
+        from analysis.report import build_report, text_table
+        from analysis.report import write_report as write
+    except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
+        print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
+        return 0
+    report = build_report(rundir)
+    written = write(report, rundir / "report", {"html", "csv", "json", "text"})
+    say(text_table(report.rows))
+    say(f"spe lab: report {written[-1]}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    if not (Path(args.rundir) / "lab.json").exists() and not (Path(args.rundir) / "pids.json").exists():
+        print(f"spe lab down: {args.rundir} is not a lab run directory", file=sys.stderr)
+        return 1
+    stopped = down(Path(args.rundir))
+    say(f"spe lab down: stopped {', '.join(stopped)}" if stopped else "spe lab down: nothing was running")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="./spe lab", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="validate a lab file and the programs it needs")
+    c.add_argument("labfile", type=Path)
+    c.set_defaults(func=cmd_check)
+    for name, func, text in (("up", cmd_up, "start everything until Ctrl-C"),
+                             ("run", cmd_run, "start, run the workload, stop")):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("labfile", type=Path)
+        s.add_argument("--runs-dir", type=Path, help="where to create the run directory (default: runs/)")
+        s.set_defaults(func=func)
+    r = sub.choices["run"]
+    r.add_argument("--duration", type=float, help="seconds of workload (default: [workload].duration_s)")
+    r.add_argument("--no-report", action="store_true", help="do not write the report")
+    d = sub.add_parser("down", help="stop a running lab")
+    d.add_argument("rundir", type=Path)
+    d.set_defaults(func=cmd_down)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except LabFileError as e:
+        print(f"spe lab: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

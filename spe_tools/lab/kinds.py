@@ -1,0 +1,272 @@
+"""Proxy kinds: how each proxy under test is configured, started, stopped and named.
+
+One `Kind` per proxy: the programs it needs (and the Debian package that has them), its config
+files rendered from configs/proxies/<kind>/, its command line, the user it runs as when the lab
+runs as root, and whether it talks origin-form to its parent (then its Collector port is an
+accelerator port). Measured behaviour and traps of each: the team's proxy-lab notes.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spe_tools.lab.model import ProxySpec
+from spe_tools.lab.render import render_file
+
+ROOT = Path(__file__).resolve().parents[2]
+MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+
+
+@dataclass
+class Context:
+    """What one proxy's config needs to know about this run."""
+
+    spec: ProxySpec
+    dir: Path  # the proxy's own directory in the run directory
+    port: int
+    collector_port: int
+    origin_host: str
+    origin_ports: list[int] = field(default_factory=list)
+    as_root: bool = field(default_factory=lambda: os.geteuid() == 0)
+    multiplier: Path = MULTIPLIER
+
+    def values(self, **extra: object) -> dict[str, object]:
+        s = self.spec
+        return {"name": s.name, "dir": self.dir, "port": self.port, "collector_port": self.collector_port,
+                "cache_mb": s.cache_mb, "origin_host": self.origin_host,
+                "origin_port": self.origin_ports[0] if self.origin_ports else 80, **extra}
+
+
+class Kind:
+    """Base: a proxy that runs from one rendered config file in its directory."""
+
+    name = ""
+    package: str | None = None
+    programs: tuple[str, ...] = ()
+    accel = False  # forwards origin-form requests: needs an accelerator port on the Collector
+    caches = True
+    user: str | None = None  # the Debian user it runs as when the lab runs as root
+    version_args: tuple[str, ...] = ("-v",)
+    version_re = r"(\d+\.\d+(?:\.\d+)?)"
+    ready_deadline_s = 30.0
+
+    def run_user(self, ctx: Context) -> str | None:
+        return self.user if ctx.as_root else None
+
+    def render(self, ctx: Context) -> list[Path]:
+        raise NotImplementedError
+
+    def argv(self, ctx: Context) -> list[str]:
+        raise NotImplementedError
+
+    def prepare(self, ctx: Context) -> None:
+        """Hand the directory to the user the proxy drops to (root only)."""
+        user = self.run_user(ctx)
+        if user is None:
+            return
+        entry = pwd.getpwnam(user)
+        for path in [ctx.dir, *ctx.dir.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def missing(self, multiplier: Path = MULTIPLIER) -> list[str]:
+        """Programs (or users) this kind needs that are not on this machine, as messages."""
+        problems = [f"{p} is not installed" + (f" (Debian package {self.package}; ./spe setup installs it)"
+                                                if self.package else "")
+                    for p in self.programs if not Path(p).exists()]
+        if self.user and os.geteuid() == 0 and not problems:
+            try:
+                pwd.getpwnam(self.user)
+            except KeyError:
+                problems.append(f"user {self.user!r} does not exist (the {self.package} package creates it)")
+        return problems
+
+    def version(self) -> str:
+        if not self.programs or not Path(self.programs[0]).exists():
+            return "unknown"
+        try:
+            out = subprocess.run([self.programs[0], *self.version_args], capture_output=True, text=True,
+                                 timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        match = re.search(self.version_re, out.stdout + out.stderr)
+        return match.group(1) if match else "unknown"
+
+    def logs(self, ctx: Context) -> list[Path]:
+        return sorted(p for p in ctx.dir.rglob("*.log") if p.is_file())
+
+
+def _user_line(ctx: Context, user: str | None, template: str) -> str:
+    return template.format(user=user) if user and ctx.as_root else "# runs as the invoking user"
+
+
+class Squid(Kind):
+    name, package, programs, user = "squid", "squid", ("/usr/sbin/squid",), "proxy"
+
+    def render(self, ctx: Context) -> list[Path]:
+        line = _user_line(ctx, self.user, "cache_effective_user {user}")
+        return [render_file("squid", "squid.conf", ctx.dir / "squid.conf", ctx.values(user_line=line))]
+
+    def argv(self, ctx: Context) -> list[str]:
+        # -n names Squid's shared memory segments: unique per running Squid (letters and digits only).
+        service = ("spe" + re.sub(r"[^A-Za-z0-9]", "", f"{os.getpid()}{ctx.spec.name}"))[:32]
+        return [self.programs[0], "-n", service, "-N", "-d1", "-f", str(ctx.dir / "squid.conf")]
+
+
+class TrafficServer(Kind):
+    name, package, programs, user = "trafficserver", "trafficserver", ("/usr/bin/traffic_server",), "trafficserver"
+    version_args = ("-V",)
+    EMPTY = ("cache.config", "hosting.config", "volume.config", "socks.config", "splitdns.config", "sni.yaml",
+             "ssl_multicert.config", "strategies.yaml")
+
+    def render(self, ctx: Context) -> list[Path]:
+        etc = ctx.dir / "rr" / "etc"
+        for sub in ("etc", "run", "log", "cache", "var"):
+            (ctx.dir / "rr" / sub).mkdir(parents=True, exist_ok=True)
+        user = self.run_user(ctx) or "#-1"  # "#-1": keep the invoking user
+        values = ctx.values(user=user, ram_cache_bytes=ctx.spec.cache_mb * 1024 * 1024,
+                            prefetch_pattern=ctx.spec.prefetch_pattern, prefetch_count=ctx.spec.prefetch_count)
+        files = [render_file("trafficserver", "runroot.yaml", ctx.dir / "rr" / "runroot.yaml", values)]
+        for name in ("records.config", "parent.config", "storage.config", "logging.yaml", "plugin.config",
+                     "ip_allow.yaml"):
+            files.append(render_file("trafficserver", name, etc / name, values))
+        remap = "remap-prefetch.config" if ctx.spec.prefetch else "remap.config"
+        files.append(render_file("trafficserver", remap, etc / "remap.config", values))
+        for name in self.EMPTY:
+            (etc / name).write_text("")
+        return files
+
+    def argv(self, ctx: Context) -> list[str]:
+        return [self.programs[0], f"--run-root={ctx.dir / 'rr' / 'runroot.yaml'}"]
+
+    def prepare(self, ctx: Context) -> None:
+        (ctx.dir / "rr" / "run" / "records.snap").unlink(missing_ok=True)  # a stale "parent down" lives there
+        super().prepare(ctx)
+
+
+class Varnish(Kind):
+    name, package, programs, user = "varnish", "varnish", ("/usr/sbin/varnishd",), "varnish"
+    accel = True
+    version_args = ("-V",)
+
+    def render(self, ctx: Context) -> list[Path]:
+        return [render_file("varnish", "default.vcl", ctx.dir / "default.vcl", ctx.values())]
+
+    def argv(self, ctx: Context) -> list[str]:
+        # -T with port 0: the management port is not needed, but a fixed default (6082) could clash.
+        argv = [self.programs[0], "-F", "-a", f"127.0.0.1:{ctx.port}", "-T", "127.0.0.1:0",
+                "-f", str(ctx.dir / "default.vcl"), "-n", str(ctx.dir / "work"),
+                "-s", f"malloc,{ctx.spec.cache_mb}m", "-P", str(ctx.dir / "varnishd.pid")]
+        return argv if ctx.as_root else [*argv, "-j", "none"]
+
+    def prepare(self, ctx: Context) -> None:
+        pass  # as root, varnishd runs its own jail (users varnish and vcache) and sets up -n itself
+
+
+class Apache(Kind):
+    name, package, programs, user = "apache", "apache2", ("/usr/sbin/apache2",), "www-data"
+
+    def render(self, ctx: Context) -> list[Path]:
+        for sub in ("run", "logs", "cache"):
+            (ctx.dir / sub).mkdir(parents=True, exist_ok=True)
+        ports = sorted(set(ctx.origin_ports) | set(ctx.spec.cache_ports))
+        enable = "\n".join(f"CacheEnable disk http://:{p}/" for p in ports)
+        line = _user_line(ctx, self.user, "User {user}\nGroup {user}")
+        return [render_file("apache", "httpd.conf", ctx.dir / "httpd.conf",
+                            ctx.values(user_line=line, cache_enable=enable))]
+
+    def argv(self, ctx: Context) -> list[str]:
+        return [self.programs[0], "-f", str(ctx.dir / "httpd.conf"), "-DFOREGROUND"]
+
+
+class Nginx(Kind):
+    name, package, programs, user = "nginx", "nginx-light", ("/usr/sbin/nginx",), "www-data"
+    accel = True
+
+    def render(self, ctx: Context) -> list[Path]:
+        for sub in ("tmp", "cache"):
+            (ctx.dir / sub).mkdir(parents=True, exist_ok=True)
+        line = _user_line(ctx, self.user, "user {user};")
+        return [render_file("nginx", "nginx.conf", ctx.dir / "nginx.conf", ctx.values(user_line=line))]
+
+    def argv(self, ctx: Context) -> list[str]:
+        # -e: without it nginx opens its compiled-in /var/log/nginx/error.log before reading the config.
+        return [self.programs[0], "-p", str(ctx.dir), "-c", str(ctx.dir / "nginx.conf"),
+                "-e", str(ctx.dir / "error.log"), "-g", "daemon off;"]
+
+
+class Tinyproxy(Kind):
+    name, package, programs, user = "tinyproxy", "tinyproxy", ("/usr/bin/tinyproxy",), "tinyproxy"
+    caches = False
+
+    def render(self, ctx: Context) -> list[Path]:
+        line = _user_line(ctx, self.user, "User {user}\nGroup {user}")
+        return [render_file("tinyproxy", "tinyproxy.conf", ctx.dir / "tinyproxy.conf", ctx.values(user_line=line))]
+
+    def argv(self, ctx: Context) -> list[str]:
+        return [self.programs[0], "-d", "-c", str(ctx.dir / "tinyproxy.conf")]
+
+
+class Privoxy(Kind):
+    name, package, programs, user = "privoxy", "privoxy", ("/usr/sbin/privoxy",), "privoxy"
+    caches = False
+    version_args = ("--version",)
+
+    def render(self, ctx: Context) -> list[Path]:
+        return [render_file("privoxy", "privoxy.conf", ctx.dir / "privoxy.conf", ctx.values())]
+
+    def argv(self, ctx: Context) -> list[str]:
+        user = self.run_user(ctx)
+        return [self.programs[0], "--no-daemon", "--pidfile", str(ctx.dir / "privoxy.pid"),
+                *(["--user", user] if user else []), str(ctx.dir / "privoxy.conf")]
+
+
+class Dummy(Kind):
+    """The Multiplier's --dummy mode: a pass-through to its Collector port, the no-cache baseline."""
+
+    name, caches = "dummy", False
+    version_args = ("--version",)
+
+    @property
+    def programs(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (str(MULTIPLIER),)
+
+    def missing(self, multiplier: Path = MULTIPLIER) -> list[str]:
+        return [] if multiplier.exists() else [f"{multiplier} is not built (./spe setup builds it)"]
+
+    def render(self, ctx: Context) -> list[Path]:
+        return []
+
+    def argv(self, ctx: Context) -> list[str]:
+        return [str(ctx.multiplier), "--dummy", "--parent", f"127.0.0.1:{ctx.collector_port}",
+                "--listen", f"127.0.0.1:{ctx.port}", "--via-name", ctx.spec.name]
+
+    def prepare(self, ctx: Context) -> None:
+        pass
+
+
+class External(Kind):
+    """A proxy the user runs (maybe on another host): the lab only gives it a Collector port."""
+
+    name, caches = "external", True
+
+    def render(self, ctx: Context) -> list[Path]:
+        return []
+
+    def argv(self, ctx: Context) -> list[str]:
+        return []
+
+    def version(self) -> str:
+        return "external"
+
+    def prepare(self, ctx: Context) -> None:
+        pass
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (Squid(), TrafficServer(), Varnish(), Apache(), Nginx(), Tinyproxy(),
+                                               Privoxy(), Dummy(), External())}
+

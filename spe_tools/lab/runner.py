@@ -1,0 +1,323 @@
+"""Bring a lab up, drive it, bring it down: the functions behind `./spe lab up|run|down|check`.
+
+Start order: origin, Collector (one named port per proxy under test), proxies under test (each
+rendered into runs/<run>/proxies/<name>/ and pointed at its own Collector port), Multiplier, then
+the workload. Each start waits for the component's port with a deadline; any failure stops
+everything already started and names the component. `pids.json` in the run directory lists every
+process as it starts, so `./spe lab down RUNDIR` can stop them by PID from another shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from spe_tools.lab import parent
+from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
+from spe_tools.lab.model import Lab
+from spe_tools.lab.procs import launch, start_time, stop_child, stop_pids
+from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RUNS = ROOT / "runs"
+
+
+class LabError(RuntimeError):
+    """The lab cannot start or run; the message names the component and the reason."""
+
+
+@dataclass
+class Ports:
+    origin: int
+    direct: int  # the Collector port the Multiplier uses
+    multiplier: int
+    proxies: dict[str, int]  # where each proxy under test listens
+    collector: dict[str, int]  # each proxy's Collector port
+
+
+def _pick(taken: set[int]) -> int:
+    while True:
+        port = free_port()
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
+def assign_ports(lab: Lab) -> Ports:
+    """Fixed ports from the file (which must be free now), free ones for the rest, none twice."""
+    taken: set[int] = set()
+    fixed = [("[origin].port", lab.origin.port), ("[collector].port", lab.collector.port),
+             ("[multiplier].listen", lab.multiplier.port)]
+    fixed += [(f"proxy {p.name!r} port", p.port) for p in lab.proxies if p.kind != "external"]
+    fixed += [(f"proxy {p.name!r} collector_port", p.collector_port) for p in lab.proxies]
+    for what, port in fixed:
+        if port and port_open("127.0.0.1", port):
+            raise LabError(f"port clash: {what} {port} is already in use on this machine")
+        taken.add(port)
+
+    def get(port: int) -> int:
+        return port or _pick(taken)
+
+    return Ports(origin=get(lab.origin.port) if lab.origin.kind != "none" else 0,
+                 direct=get(lab.collector.port), multiplier=get(lab.multiplier.port),
+                 proxies={p.name: p.port if p.kind == "external" else get(p.port) for p in lab.proxies},
+                 collector={p.name: get(p.collector_port) for p in lab.proxies})
+
+
+def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
+    """Everything that would stop this lab from starting here, as messages (empty = ready)."""
+    problems = [f"[collector] kind {lab.collector.kind!r}: {m}" for m in parent.missing(lab.collector)]
+    if not multiplier.exists():
+        problems.append(f"the Multiplier {multiplier} is not built (./spe setup builds it)")
+    seen: set[str] = set()
+    for p in lab.proxies:
+        if p.kind in seen:
+            continue
+        seen.add(p.kind)
+        problems += [f"[[proxy]] {p.name!r} (kind {p.kind}): {m}" for m in KINDS[p.kind].missing(multiplier)]
+    try:
+        assign_ports(lab)
+    except LabError as e:
+        problems.append(str(e))
+    return problems
+
+
+def make_run_dir(lab: Lab, base: Path | None = None) -> Path:
+    base = Path(base or lab.runs_dir or DEFAULT_RUNS)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(100):
+        path = base / (f"{stamp}-{lab.name}" + (f"-{n}" if n else ""))
+        try:
+            path.mkdir(parents=True)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise LabError(f"cannot create a run directory under {base}")
+    # Proxies started as root drop to their own users, who must reach their directories.
+    path.chmod(0o755)
+    if os.geteuid() == 0:
+        for ancestor in path.resolve().parents:
+            if not ancestor.stat().st_mode & stat.S_IXOTH:
+                raise LabError(f"the proxies run as their own users, who cannot reach {path}: {ancestor} is not "
+                               "searchable by others (chmod o+x, or choose another runs directory)")
+    return path
+
+
+@dataclass
+class RunningLab:
+    """A lab being brought up in `rundir`: the processes started so far and where everything is."""
+
+    lab: Lab
+    rundir: Path
+    group: ProcessGroup
+    ports: Ports | None = None
+    multiplier: Child | None = None
+    pids: list[dict] = field(default_factory=list)
+
+    def record(self, child: Child, sig: int = signal.SIGTERM) -> None:
+        """Add a started process to pids.json (written at once: `down` may run any time)."""
+        self.pids.append({"name": child.name, "pid": child.pid, "start": start_time(child.pid), "signal": int(sig)})
+        self._write_pids()
+
+    def _write_pids(self) -> None:
+        runner = {"name": "lab", "pid": os.getpid(), "start": start_time(os.getpid()), "signal": int(signal.SIGTERM)}
+        tmp = self.rundir / "pids.json.tmp"
+        tmp.write_text(json.dumps({"runner": runner, "processes": self.pids}, indent=2))
+        tmp.replace(self.rundir / "pids.json")
+
+    def stop(self) -> None:
+        """Stop every process in reverse start order (the Multiplier first, so it flushes its log)."""
+        for child in reversed(self.group.children):
+            stop_child(child)
+        (self.rundir / "pids.json").unlink(missing_ok=True)
+
+
+def _env(home: Path) -> dict[str, str]:
+    """A small, fixed environment: no proxy variables leak in, temporary files stay in the run directory."""
+    return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8",
+            "PYTHONPATH": str(ROOT)}
+
+
+def start_origin(run: RunningLab) -> None:
+    if run.lab.origin.kind == "none":
+        return
+    port = run.ports.origin
+    child = launch(run.group, "origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(port)],
+                   cwd=run.rundir, log=run.rundir / "origin.out", port=port, env=_env(run.rundir))
+    run.record(child)
+
+
+def collector_port_names(lab: Lab, ports: Ports) -> dict[str, int]:
+    """The proxy_ports argument of the Collector: '<name>@accel' for proxies that speak origin-form."""
+    return {(f"{p.name}@accel" if KINDS[p.kind].accel else p.name): ports.collector[p.name] for p in lab.proxies}
+
+
+def start_collector(run: RunningLab) -> None:
+    try:
+        child = parent.start(run.group, run.rundir, run.lab.collector, run.ports.direct,
+                             collector_port_names(run.lab, run.ports))
+    except (ProcessError, OSError) as e:
+        raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
+    run.record(child)
+
+
+def proxy_context(run: RunningLab, name: str) -> Context:
+    spec = run.lab.proxy(name)
+    origin_ports = [run.ports.origin] if run.ports.origin else []
+    return Context(spec=spec, dir=run.rundir / "proxies" / name, port=run.ports.proxies[name],
+                   collector_port=run.ports.collector[name], origin_host=run.lab.origin.host,
+                   origin_ports=origin_ports)
+
+
+def start_proxy(run: RunningLab, name: str) -> None:
+    spec = run.lab.proxy(name)
+    kind = KINDS[spec.kind]
+    ctx = proxy_context(run, name)
+    if spec.kind == "external":
+        return  # the user runs it; `up` reports whether it answers
+    ctx.dir.mkdir(parents=True, exist_ok=True)
+    kind.render(ctx)
+    kind.prepare(ctx)
+    try:
+        child = launch(run.group, name, kind.argv(ctx), cwd=ctx.dir, log=run.rundir / f"{name}.out",
+                       port=ctx.port, env=_env(ctx.dir), deadline_s=kind.ready_deadline_s, ready=False)
+        run.record(child)
+        child.wait_ready(deadline_s=kind.ready_deadline_s)
+    except ProcessError as e:
+        raise LabError(f"proxy {name!r} ({spec.kind}) failed to start: {e}") from e
+
+
+def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER) -> list[str]:
+    m = lab.multiplier
+    argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
+            "--mode", m.mode, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
+            "--log", str(rundir / "multiplier.jsonl"), "--rope-log", str(rundir / "multiplier.rope.log"),
+            "--capture-dir", str(rundir / "captures")]
+    for p in lab.proxies:
+        argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
+    for h in m.compare_headers:
+        argv += ["--compare-header", h]
+    for h in m.ignore_headers:
+        argv += ["--ignore-header", h]
+    return [*argv, *m.extra_args]
+
+
+def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER) -> None:
+    argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
+    try:
+        child = launch(run.group, "multiplier", argv, cwd=run.rundir, log=run.rundir / "multiplier.out",
+                       port=run.ports.multiplier, env=_env(run.rundir), ready=False)
+        run.record(child)
+        # It listens on run.lab.multiplier.host, which may not be the loopback.
+        child.wait_ready(host=run.lab.multiplier.host if run.lab.multiplier.host != "0.0.0.0" else "127.0.0.1")
+    except ProcessError as e:
+        raise LabError(f"the Multiplier failed to start: {e}") from e
+    run.multiplier = child
+
+
+def _version(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "unknown"
+
+
+def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
+    """lab.json: names, kinds, versions, ports and log paths (relative to the run directory)."""
+    lab, ports = run.lab, run.ports
+    collector_ports = {"direct": ports.direct, **ports.collector}
+    versions = {kind: KINDS[kind].version() for kind in {p.kind for p in lab.proxies}}
+    return {
+        "name": lab.name,
+        "lab_file": "lab.toml",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "collector": {"kind": lab.collector.kind, "version": parent.version(lab.collector.kind),
+                      "ports": collector_ports, "accel": [p.name for p in lab.proxies if KINDS[p.kind].accel],
+                      "access_log": "collector/access.log", "cache_log": "collector/cache.log",
+                      **{k: v for k, v in asdict(lab.collector).items() if k not in ("kind", "port")}},
+        "proxies": {p.name: {"kind": p.kind, "version": versions[p.kind], "host": p.host,
+                             "port": ports.proxies[p.name], "collector_port": ports.collector[p.name],
+                             "caches": KINDS[p.kind].caches, "accel": KINDS[p.kind].accel,
+                             **({"prefetch": p.prefetch} if p.kind == "trafficserver" else {}),
+                             "dir": f"proxies/{p.name}", "stdout": f"{p.name}.out"}
+                    for p in lab.proxies},
+        "multiplier": {"host": lab.multiplier.host, "port": ports.multiplier, "mode": lab.multiplier.mode,
+                       "version": _version([str(multiplier), "--version"]), "log": "multiplier.jsonl",
+                       "rope_log": "multiplier.rope.log", "captures": "captures"},
+        "origin": {"kind": lab.origin.kind, "host": lab.origin.host, "port": ports.origin},
+        "workload": asdict(lab.workload),
+    }
+
+
+def origin_url(lab: Lab, ports: Ports) -> str:
+    return f"http://{lab.origin.host}:{ports.origin}"
+
+
+def bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path = MULTIPLIER,
+             say=print) -> RunningLab:
+    """Start every component in `rundir` (processes join `group`); raises LabError naming what failed."""
+    problems = check(lab, multiplier)
+    if problems:
+        raise LabError("the lab cannot start:\n  " + "\n  ".join(problems))
+    run = RunningLab(lab, rundir, group)
+    run._write_pids()
+    if lab.source:
+        shutil.copyfile(lab.source, rundir / "lab.toml")
+    run.ports = assign_ports(lab)
+    (rundir / "proxies").mkdir(exist_ok=True)
+    (rundir / "proxies").chmod(0o755)
+    start_origin(run)
+    start_collector(run)
+    for p in lab.proxies:
+        start_proxy(run, p.name)
+        say(f"spe lab: {p.name} ({p.kind}) on 127.0.0.1:{run.ports.proxies[p.name]}"
+            if p.kind != "external" else f"spe lab: {p.name} (external) at {p.host}:{p.port}, its Collector "
+            f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
+    start_multiplier(run, multiplier)
+    (rundir / "lab.json").write_text(json.dumps(topology(run, multiplier), indent=2) + "\n")
+    return run
+
+
+def _reachability(host: str, port: int) -> str:
+    return "" if port_open(host, port, timeout=2) else " (NOT answering yet)"
+
+
+def start_workload(run: RunningLab, duration_s: float) -> Child | None:
+    w = run.lab.workload
+    proxy = f"{'127.0.0.1' if run.lab.multiplier.host == '0.0.0.0' else run.lab.multiplier.host}:{run.ports.multiplier}"
+    if w.kind == "none":
+        return None
+    if w.kind == "builtin":
+        argv = [sys.executable, "-m", "spe_tools.lab.workload", "--proxy", proxy, "--origin",
+                origin_url(run.lab, run.ports), "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}",
+                "--clients", str(w.clients), "--seed", str(w.seed)]
+    else:  # "load": the workloads' load client
+        argv = [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--rate", f"{w.rate:g}",
+                "--duration", f"{duration_s:g}", *w.args]
+    child = launch(run.group, "workload", argv, cwd=run.rundir, log=run.rundir / "workload.out", port=None,
+                   env=_env(run.rundir), ready=False)
+    run.record(child)
+    return child
+
+
+def down(rundir: Path, deadline_s: float = 60.0) -> list[str]:
+    """Stop a lab started in rundir (by `up` or `run` in another process); returns what was stopped."""
+    pid_file = Path(rundir) / "pids.json"
+    if not pid_file.exists():
+        return []
+    state = json.loads(pid_file.read_text())
+    # The runner first: it stops its components in order and flushes the Multiplier's log.
+    stopped = stop_pids([state["runner"]], deadline_s=deadline_s) if state.get("runner") else []
+    stopped += stop_pids(list(reversed(state.get("processes", []))))
+    pid_file.unlink(missing_ok=True)
+    return stopped

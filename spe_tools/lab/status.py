@@ -1,0 +1,51 @@
+"""The live status line of `./spe lab up`: requests and results per proxy, from the Multiplier's JSON Lines."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class StatusTracker:
+    """Reads the Multiplier's log incrementally (only complete lines) and counts results per proxy."""
+
+    log: Path
+    requests: int = 0
+    results: dict[str, Counter] = field(default_factory=dict)
+    _offset: int = 0
+
+    def update(self) -> None:
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return
+        complete = data[: data.rfind(b"\n") + 1]  # the last line may still be half-written
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            try:
+                self.add(json.loads(line))
+            except (ValueError, TypeError):
+                continue
+
+    def add(self, record: dict) -> None:
+        self.requests += 1
+        for proxy in record.get("proxies") or []:
+            self.results.setdefault(proxy.get("name", "?"), Counter())[proxy.get("result", "?")] += 1
+
+
+def format_status(elapsed_s: float, requests: int, previous: int, results: dict[str, Counter],
+                  names: list[str]) -> str:
+    """One line: elapsed time, requests (and per second since the last line), per proxy OK/other/no reply."""
+    parts = [f"{elapsed_s:6.0f} s", f"requests {requests} (+{requests - previous})"]
+    for name in names:
+        counts = results.get(name, Counter())
+        ok = counts.get("OK", 0)
+        none = counts.get("NO_RESPONSE", 0)
+        other = sum(counts.values()) - ok - none
+        parts.append(f"{name} ok {ok}" + (f" diff {other}" if other else "") + (f" none {none}" if none else ""))
+    return " | ".join(parts)
