@@ -31,7 +31,7 @@ PROXY_KEYS: dict[str, set[str]] = {
     "tinyproxy": {"port"},
     "privoxy": {"port"},
     "dummy": {"port"},
-    "external": {"address", "collector_port"},
+    "external": {"address"},
 }
 
 
@@ -207,7 +207,6 @@ def _proxy(data: Any, index: int) -> ProxySpec:
         values["host"], values["port"] = parse_address(t.get("address", str, ""), f"{t.where}.address")
         if values["port"] == 0:
             raise LabFileError(f"{t.where}.address: an external proxy needs its real port, not 0")
-        values["collector_port"] = _port(t, "collector_port")
     else:
         values["port"] = _port(t)
         values["cache_mb"] = t.number("cache_mb", 64, 1, 65536, integer=True)
@@ -218,7 +217,8 @@ def _proxy(data: Any, index: int) -> ProxySpec:
         if not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports):
             raise LabFileError(f"{t.where}.cache_ports: expected a list of port numbers, got {ports!r}")
         values["cache_ports"] = tuple(ports)
-    t.finish(PROXY_KEYS[kind] | {"name", "kind"})
+    values["collector_port"] = _port(t, "collector_port")
+    t.finish(PROXY_KEYS[kind] | {"name", "kind", "collector_port"})
     return ProxySpec(**values)
 
 

@@ -1,0 +1,191 @@
+"""The lab file: parsing, validation messages, templates, status line (pure; no process is started)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from spe_tools.lab.kinds import KINDS, Context
+from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
+from spe_tools.lab.parent import standin_config
+from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
+from spe_tools.lab.runner import check, collector_port_names, multiplier_argv
+from spe_tools.lab.status import StatusTracker, format_status
+
+ROOT = Path(__file__).resolve().parents[2]
+MINIMAL = '[[proxy]]\nname = "sq"\nkind = "squid"\n'
+
+
+def error(text: str) -> str:
+    with pytest.raises(LabFileError) as e:
+        parse_lab(text)
+    return str(e.value)
+
+
+def test_minimal_lab_gets_defaults():
+    lab = parse_lab(MINIMAL)
+    assert lab.name == "lab" and lab.collector.kind == "spe" and lab.origin.host == "localhost"
+    assert lab.workload.kind == "none" and lab.multiplier.mode == "sequential"
+    assert lab.proxies == (ProxySpec(name="sq", kind="squid"),)
+
+
+def test_every_shipped_lab_file_parses():
+    files = sorted((ROOT / "configs/labs").glob("*.toml"))
+    assert any(f.name == "default.toml" for f in files)
+    for path in files:
+        lab = load_lab(path)
+        assert lab.proxies, path
+
+
+def test_default_lab_has_every_issue_proxy():
+    lab = load_lab(ROOT / "configs/labs/default.toml")
+    kinds = [p.kind for p in lab.proxies]
+    for kind in ("squid", "trafficserver", "varnish", "apache", "nginx", "dummy"):
+        assert kind in kinds
+    assert any(p.kind == "trafficserver" and p.prefetch for p in lab.proxies)
+    assert lab.collector.kind == "spe" and lab.origin.kind == "synthetic" and lab.workload.kind != "none"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('[[proxy]]\nname = "x"\nkind = "squidd"\n', "unknown kind 'squidd' (known: squid, trafficserver"),
+    ('[[proxy]]\nname = "x"\n', "[[proxy]] 'x': missing key 'kind'"),
+    ('[[proxy]]\nkind = "squid"\n', "[[proxy]] #1: missing key 'name'"),
+    ('[[proxy]]\nname = "direct"\nkind = "squid"\n', "'direct' is reserved"),
+    ('[[proxy]]\nname = "a b"\nkind = "squid"\n', "use a letter then"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\ncache = 5\n', "[[proxy]] 'x': unknown key 'cache' (allowed: cache_mb"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\nprefetch = true\n', "unknown key 'prefetch'"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\ncache_mb = "64"\n', "cache_mb: expected an integer, got '64'"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\nport = 70000\n', "port: 70000 is out of range"),
+    ('[[proxy]]\nname = "x"\nkind = "external"\n', "kind 'external' needs address"),
+    ('[[proxy]]\nname = "x"\nkind = "external"\naddress = "host"\n', "expected HOST:PORT, got 'host'"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\n[[proxy]]\nname = "X"\nkind = "varnish"\n', "the name is used twice"),
+    ('[[proxy]]\nname = "a"\nkind = "squid"\nport = 9000\n[[proxy]]\nname = "b"\nkind = "nginx"\nport = 9000\n',
+     "port clash: [[proxy]] 'b'.port and [[proxy]] 'a'.port both use port 9000"),
+    ('[multiplier]\nlisten = "127.0.0.1:9000"\n[[proxy]]\nname = "a"\nkind = "squid"\ncollector_port = 9000\n',
+     "port clash"),
+    ('[collector]\nkind = "varnish"\n' + MINIMAL, "[collector].kind: unknown kind 'varnish' (known: spe, squid)"),
+    ('[collector]\nreplay_timing = 1\n' + MINIMAL, "[collector].replay_timing: expected true or false, got 1"),
+    ('[origin]\nhost = "127.0.0.1"\n' + MINIMAL, "use 'localhost'"),
+    ('[origin]\nkind = "none"\n[workload]\nkind = "builtin"\n' + MINIMAL, "needs [origin].kind = \"synthetic\""),
+    ('[multiplier]\nmode = "parallel"\n' + MINIMAL, "unknown mode 'parallel'"),
+    ('[multiplier]\nignore_headers = ["X-A", 3]\n' + MINIMAL, "expected a list of strings"),
+    ('colector = {}\n' + MINIMAL, "top level: unknown key 'colector'"),
+    ('name = "x"\n', "no proxies under test"),
+    ('[[proxy]\n', "not valid TOML"),
+])
+def test_bad_lab_files_say_what_is_wrong(text, expected):
+    assert expected in error(text)
+
+
+def test_message_names_the_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[[proxy]]\nname = "x"\nkind = "haproxy"\n')
+    with pytest.raises(LabFileError, match=r"bad\.toml: \[\[proxy\]\] 'x'\.kind: unknown kind 'haproxy'"):
+        load_lab(path)
+    with pytest.raises(LabFileError, match="cannot read the lab file"):
+        load_lab(tmp_path / "missing.toml")
+
+
+def test_external_proxy_keeps_its_address():
+    lab = parse_lab('[[proxy]]\nname = "mine"\nkind = "external"\naddress = "10.0.0.5:3128"\ncollector_port = 4000\n')
+    p = lab.proxies[0]
+    assert (p.host, p.port, p.collector_port) == ("10.0.0.5", 3128, 4000)
+
+
+def test_check_reports_missing_programs(monkeypatch):
+    monkeypatch.setattr(type(KINDS["varnish"]), "programs", ("/nonexistent/varnishd",))
+    lab = parse_lab('[collector]\nkind = "squid"\n[[proxy]]\nname = "v"\nkind = "varnish"\n')
+    problems = check(lab)
+    assert any("'v' (kind varnish): /nonexistent/varnishd is not installed (Debian package varnish" in p
+               for p in problems), problems
+    problems = check(lab, multiplier=Path("/nonexistent/spe-multiplier"))
+    assert any("Multiplier /nonexistent/spe-multiplier is not built" in p for p in problems)
+
+
+def test_render_refuses_unknown_placeholders():
+    assert render_text("listen {{port}};", {"port": 5}) == "listen 5;"
+    with pytest.raises(TemplateError, match="no value for {{dir}}"):
+        render_text("{{dir}}/x", {})
+    assert render_text("proxy_pass http://c$request_uri; %>lp", {}) == "proxy_pass http://c$request_uri; %>lp"
+
+
+@pytest.mark.parametrize("kind", [k for k in PROXY_KINDS if k not in ("dummy", "external")])
+def test_every_template_renders(kind, tmp_path):
+    """Each kind renders its templates with this run's ports and paths, and nothing is left unfilled."""
+    spec = ProxySpec(name="p1", kind=kind, prefetch=kind == "trafficserver")
+    ctx = Context(spec=spec, dir=tmp_path / "p1", port=40001, collector_port=40002, origin_host="localhost",
+                  origin_ports=[40003], as_root=False)
+    ctx.dir.mkdir()
+    files = KINDS[kind].render(ctx)
+    argv = KINDS[kind].argv(ctx)
+    assert files and argv[0] == KINDS[kind].programs[0]
+    text = "\n".join(f.read_text() for f in files) + " ".join(argv)
+    assert "40001" in text and "40002" in text and str(ctx.dir) in text
+    assert "{{" not in text
+    assert "127.0.0.1:40001" in text or "Port 40001" in text or "40001:ip-in=127.0.0.1" in text
+
+
+def test_trafficserver_prefetch_variant(tmp_path):
+    base = dict(name="ats", kind="trafficserver", port=0)
+    for prefetch in (False, True):
+        ctx = Context(spec=ProxySpec(**base, prefetch=prefetch), dir=tmp_path / str(prefetch), port=1, collector_port=2,
+                      origin_host="localhost", origin_ports=[8000], as_root=False)
+        ctx.dir.mkdir()
+        KINDS["trafficserver"].render(ctx)
+        remap = (ctx.dir / "rr/etc/remap.config").read_text()
+        assert ("prefetch.so" in remap) == prefetch
+        if prefetch:
+            assert "map http://localhost:8000/" in remap and "cachekey.so" in remap.split("prefetch.so")[0]
+
+
+def test_apache_caches_each_origin_port(tmp_path):
+    ctx = Context(spec=ProxySpec(name="a", kind="apache", cache_ports=(8080,)), dir=tmp_path, port=1,
+                  collector_port=2, origin_host="localhost", origin_ports=[8000], as_root=False)
+    text = KINDS["apache"].render(ctx)[0].read_text()
+    assert "CacheEnable disk http://:8000/" in text and "CacheEnable disk http://:8080/" in text
+
+
+def test_accel_ports_for_origin_form_proxies(tmp_path):
+    lab = parse_lab('[[proxy]]\nname = "v"\nkind = "varnish"\n[[proxy]]\nname = "s"\nkind = "squid"\n'
+                    '[[proxy]]\nname = "n"\nkind = "nginx"\n')
+    from spe_tools.lab.runner import Ports
+
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"v": 4, "s": 5, "n": 6},
+                  collector={"v": 7, "s": 8, "n": 9})
+    names = collector_port_names(lab, ports)
+    assert names == {"v@accel": 7, "s": 8, "n@accel": 9}
+    conf = standin_config(tmp_path, lab.collector, 2, names, as_root=False)["proxy_ports"]
+    assert "http_port 127.0.0.1:7 accel vhost allow-direct name=v" in conf
+    assert "http_port 127.0.0.1:8 name=s" in conf
+    argv = multiplier_argv(lab, ports, tmp_path, Path("/m"))
+    assert argv[:5] == ["/m", "--listen", "127.0.0.1:3", "--collector", "127.0.0.1:2"]
+    assert ["--proxy", "v=127.0.0.1:4"] == argv[argv.index("--proxy"):argv.index("--proxy") + 2]
+
+
+def test_templates_use_only_known_placeholders():
+    known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
+             "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports"}
+    for path in TEMPLATES.rglob("*"):
+        if path.is_file():
+            assert placeholders(path.read_text()) <= known, path
+
+
+def test_status_tracker_reads_only_complete_lines(tmp_path):
+    log = tmp_path / "m.jsonl"
+    rec = {"id": 1, "proxies": [{"name": "a", "result": "OK"}, {"name": "b", "result": "NO_RESPONSE"}]}
+    log.write_text(json.dumps(rec) + "\n" + json.dumps(rec)[:10])
+    t = StatusTracker(log)
+    t.update()
+    assert t.requests == 1
+    with open(log, "a") as f:
+        f.write(json.dumps(rec)[10:] + "\n")
+    t.update()
+    assert t.requests == 2 and t.results["a"]["OK"] == 2 and t.results["b"]["NO_RESPONSE"] == 2
+
+
+def test_format_status():
+    line = format_status(3.2, 12, 10, {"a": Counter(OK=9, BODY_MISMATCH=1), "b": Counter(NO_RESPONSE=2)}, ["a", "b"])
+    assert line == "     3 s | requests 12 (+2) | a ok 9 diff 1 | b ok 0 none 2"
