@@ -1,0 +1,217 @@
+"""./spe lab up/run/down/check end to end: the run directory, clear errors, and no process left (by PID)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import multiplier_binary
+
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.model import parse_lab
+from spe_tools.lab.procs import alive, session_members
+from spe_tools.lab.runner import LabError, bring_up
+from spe_tools.process import ProcessGroup
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SMALL = """
+name = "cli"
+[collector]
+kind = "squid"
+[workload]
+kind = "builtin"
+duration_s = 3
+rate = 10
+clients = 2
+[[proxy]]
+name = "sq"
+kind = "squid"
+cache_mb = 16
+[[proxy]]
+name = "dummy"
+kind = "dummy"
+"""
+
+
+@pytest.fixture
+def runs():
+    path = Path(tempfile.mkdtemp(prefix="spe-lab-cli-"))
+    path.chmod(0o755)  # Squid drops to user proxy
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def lab_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "spe_tools.lab", *args], capture_output=True, text=True,
+                          timeout=timeout, env=ENV, cwd=ROOT)
+
+
+def write_lab(runs: Path, text: str, name: str = "lab.toml") -> Path:
+    path = runs / name
+    path.write_text(text)
+    return path
+
+
+def wait_for(predicate, deadline_s: float = 60, what: str = "condition"):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def lab_pids(rundir: Path) -> set[int]:
+    """Every process of every component that pids.json lists, forked helpers included."""
+    try:
+        state = json.loads((rundir / "pids.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    pids = set()
+    for entry in state["processes"]:
+        pids |= {entry["pid"], *session_members(entry["pid"])}
+    return pids
+
+
+def needs(*kinds: str) -> None:
+    multiplier_binary()
+    for kind in kinds:
+        if KINDS[kind].missing():
+            pytest.skip("; ".join(KINDS[kind].missing()))
+
+
+def test_up_then_down_from_another_process(runs):
+    needs("squid")
+    lab = write_lab(runs, SMALL)
+    up = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "up", str(lab), "--runs-dir", str(runs)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
+                          start_new_session=True)
+    try:
+        rundir = wait_for(lambda: next((p for p in runs.glob("*-cli") if (p / "lab.json").exists()), None),
+                          what="lab.json")
+        topo = json.loads((rundir / "lab.json").read_text())
+        pids = wait_for(lambda: lab_pids(rundir) if len(lab_pids(rundir)) >= 5 else None, what="pids")
+        # The Multiplier answers through the Collector.
+        with socket.create_connection(("127.0.0.1", topo["multiplier"]["port"]), timeout=10) as s:
+            s.sendall(f"GET http://localhost:{topo['origin']['port']}/c/1 HTTP/1.1\r\nHost: x\r\n"
+                      "Connection: close\r\n\r\n".encode())
+            assert s.recv(100).startswith(b"HTTP/1.1 200")
+        time.sleep(2.5)  # a status line or two
+        down = lab_cli("down", str(rundir))
+        assert down.returncode == 0, down.stderr
+        assert "stopped lab" in down.stdout
+        assert up.wait(timeout=60) == 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+    out = up.stdout.read()
+    assert " | requests " in out and "spe lab: stopped; logs in" in out
+    left = [p for p in pids if alive(p)]
+    assert not left, f"processes survived down: {left}"
+    assert not (rundir / "pids.json").exists()
+    assert lab_cli("down", str(rundir)).stdout.strip() == "spe lab down: nothing was running"
+
+
+def test_run_keeps_every_log_and_leaves_nothing_running(runs):
+    needs("squid")
+    lab = write_lab(runs, SMALL)
+    run = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(lab), "--runs-dir", str(runs),
+                            "--duration", "3"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=ENV, cwd=ROOT, start_new_session=True)
+    seen: set[int] = set()
+    try:
+        while run.poll() is None:  # collect every PID the lab lists while it runs
+            for rundir in runs.glob("*-cli"):
+                seen |= lab_pids(rundir)
+            time.sleep(0.2)
+            if len(seen) > 50:
+                break
+        assert run.wait(timeout=120) == 0, run.stdout.read()
+    finally:
+        if run.poll() is None:
+            run.kill()
+    out = run.stdout.read()
+    (rundir,) = runs.glob("*-cli")
+    assert len(seen) >= 5
+    assert not [p for p in seen if alive(p)], "processes survived the run"
+    for name in ("lab.toml", "lab.json", "multiplier.jsonl", "multiplier.rope.log", "multiplier.out", "origin.out",
+                 "collector.out", "collector/access.log", "collector/cache.log", "collector/squid.conf",
+                 "proxies/sq/squid.conf", "proxies/sq/access.log", "proxies/sq/cache.log", "sq.out", "dummy.out",
+                 "workload.out", "report/report.html"):
+        assert (rundir / name).exists(), name
+    assert not (rundir / "pids.json").exists()
+    records = (rundir / "multiplier.jsonl").read_text().splitlines()
+    assert len(records) >= 10
+    assert "workload: " in (rundir / "workload.out").read_text()
+    assert "Collector (direct)" in out and "report.html" in out
+
+
+def test_check_accepts_a_good_lab(runs):
+    needs("squid")
+    result = lab_cli("check", str(write_lab(runs, SMALL)))
+    assert result.returncode == 0, result.stderr
+    assert "lab 'cli' is ready" in result.stdout and "sq (squid), dummy (dummy)" in result.stdout
+
+
+def test_unknown_kind_is_named_and_nothing_starts(runs):
+    lab = write_lab(runs, SMALL.replace('kind = "dummy"', 'kind = "haproxy"'))
+    for command in ("check", "up", "run"):
+        result = lab_cli(command, str(lab), *(["--runs-dir", str(runs)] if command != "check" else []))
+        assert result.returncode == 2
+        assert "[[proxy]] 'dummy'.kind: unknown kind 'haproxy'" in result.stderr
+    assert not list(runs.glob("*-cli")), "a bad file must not create a run directory"
+
+
+def test_port_in_use_is_a_clash(runs):
+    needs("squid")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        lab = write_lab(runs, SMALL.replace('cache_mb = 16', f'cache_mb = 16\nport = {port}'))
+        check = lab_cli("check", str(lab))
+        assert check.returncode == 1
+        assert f"port clash: proxy 'sq' port {port} is already in use on this machine" in check.stderr
+        up = lab_cli("up", str(lab), "--runs-dir", str(runs))
+        assert up.returncode == 1 and f"port {port} is already in use" in up.stderr
+    (rundir,) = runs.glob("*-cli")
+    assert not (rundir / "pids.json").exists() and not (rundir / "origin.out").exists()
+
+
+def test_a_proxy_that_fails_to_start_is_named_and_everything_stops(runs, monkeypatch):
+    needs("squid")
+    squid = type(KINDS["squid"])
+    original = squid.render
+
+    def broken(self, ctx):
+        files = original(self, ctx)
+        with open(files[0], "a") as f:
+            f.write("this_is_not_a_directive on\n")
+        return files
+
+    monkeypatch.setattr(squid, "render", broken)
+    lab = parse_lab(SMALL)
+    rundir = runs / "run"
+    rundir.mkdir()
+    rundir.chmod(0o755)
+    group = ProcessGroup(rundir)
+    pids: set[int] = set()
+    try:
+        with pytest.raises(LabError, match=r"proxy 'sq' \(squid\) failed to start: sq exited with"):
+            bring_up(lab, rundir, group, multiplier=multiplier_binary(), say=lambda _: None)
+        pids = lab_pids(rundir)
+        assert len(pids) >= 3  # origin, Collector and the failed Squid were recorded
+    finally:
+        for child in reversed(group.children):
+            child.stop()
+    assert not [p for p in pids if alive(p)]
