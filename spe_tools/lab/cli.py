@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from spe_tools.lab.model import LabFileError, load_lab
+from spe_tools.lab.model import Lab, LabFileError, load_lab
 from spe_tools.lab.runner import LabError, RunningLab, bring_up, check, down, make_run_dir, start_workload
 from spe_tools.lab.status import StatusTracker, format_status
 from spe_tools.process import ProcessError, ProcessGroup
@@ -63,10 +63,12 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
             return
 
 
-def _up(args: argparse.Namespace, duration: float | None) -> tuple[int, Path]:
-    """Bring the lab up; with a duration, run the workload that long. Returns (exit code, run directory)."""
-    lab = load_lab(args.labfile)
-    rundir = make_run_dir(lab, args.runs_dir)
+def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> tuple[int, Path]:
+    """Bring the lab up; with a duration, run the workload that long, else until a signal. Stops everything.
+
+    Returns (exit code, run directory).
+    """
+    rundir = make_run_dir(lab, runs_dir)
     say(f"spe lab: run directory {rundir}")
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     group = ProcessGroup(rundir)
@@ -102,13 +104,13 @@ def _up(args: argparse.Namespace, duration: float | None) -> tuple[int, Path]:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    return _up(args, None)[0]
+    return run_lab(load_lab(args.labfile), None, args.runs_dir)[0]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     lab = load_lab(args.labfile)
     duration = args.duration if args.duration is not None else lab.workload.duration_s
-    rc, rundir = _up(args, duration)
+    rc, rundir = run_lab(lab, duration, args.runs_dir)
     if rc == 0 and not args.no_report:
         rc = write_report(rundir)
     return rc
