@@ -61,8 +61,10 @@ def version(kind: str) -> str:
 def start(group: ProcessGroup, directory: Path, spec: CollectorSpec, client_port: int,
           proxy_ports: dict[str, int]) -> Child:
     """Start the Collector with its stdout in directory/collector.out; logs in directory/collector/."""
-    if spec.kind == "spe" or collector_module_available():
-        from spe_tools.collector import start_collector  # the lead's module, once it lands
+    # Stock Squid keeps the lab's own stand-in config until spe_tools.collector's "squid" kind is
+    # settled; the patched Collector only exists through that module.
+    if spec.kind == "spe":
+        from spe_tools.collector import start_collector
 
         return start_collector(group, "collector", spec.kind, client_port, proxy_ports,
                                uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing,

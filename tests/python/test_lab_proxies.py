@@ -23,15 +23,18 @@ from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import PROXY_KINDS, parse_lab
 from spe_tools.lab.procs import alive, session_members, stop_child
 from spe_tools.lab.runner import bring_up
-from spe_tools.process import ProcessGroup
+from spe_tools.process import ProcessGroup, free_port
+from spe_tools.squid import start_squid
 
-LOCAL_KINDS = [k for k in PROXY_KINDS if k != "external"]
-NAMES = {k: f"p-{k}" for k in LOCAL_KINDS} | {"ats-prefetch": "p-ats-prefetch"}
+NAMES = {k: f"p-{k}" for k in PROXY_KINDS} | {"ats-prefetch": "p-ats-prefetch"}
 
 
-def lab_text(kinds: list[str]) -> str:
+def lab_text(kinds: list[str], external: tuple[int, int]) -> str:
+    """A lab with one proxy of each kind; the external one is a Squid the test runs "as the user"."""
     text = 'name = "kinds"\n[collector]\nkind = "squid"\n[multiplier]\ntimeout_s = 20\n'
-    for kind in kinds:
+    text += (f'[[proxy]]\nname = "p-external"\nkind = "external"\naddress = "127.0.0.1:{external[0]}"\n'
+             f'collector_port = {external[1]}\n')
+    for kind in (k for k in kinds if k != "external"):
         text += f'[[proxy]]\nname = "{NAMES[kind]}"\nkind = "{kind}"\ncache_mb = 16\n' if kind not in (
             "tinyproxy", "privoxy", "dummy") else f'[[proxy]]\nname = "{NAMES[kind]}"\nkind = "{kind}"\n'
     if "trafficserver" in kinds:
@@ -86,16 +89,19 @@ class RunningKinds:
 @pytest.fixture(scope="module")
 def kinds_lab():
     multiplier = multiplier_binary()
-    kinds = [k for k in LOCAL_KINDS if not KINDS[k].missing(multiplier)]
+    kinds = [k for k in PROXY_KINDS if not KINDS[k].missing(multiplier)]
     workdir = Path(tempfile.mkdtemp(prefix="spe-lab-test-"))
     workdir.chmod(0o755)  # the proxies drop to their own users
     rundir = workdir / "run"
     rundir.mkdir()
     rundir.chmod(0o755)
-    lab = parse_lab(lab_text(kinds))
-    group = ProcessGroup(rundir)
+    external = (free_port(), free_port())
+    lab = parse_lab(lab_text(kinds, external))
+    group, users = ProcessGroup(rundir), ProcessGroup(workdir)
     pids: list[int] = []
     try:
+        # The user's own proxy, outside the lab's control, its parent at the fixed Collector port.
+        start_squid(users, "user-squid", external[0], parent_port=external[1], cache_mb=16)
         run = bring_up(lab, rundir, group, multiplier=multiplier, say=lambda _: None)
         for child in group.children:  # every process of every component, forked helpers included
             pids += session_members(child.pid)
@@ -105,12 +111,13 @@ def kinds_lab():
             pids += session_members(child.pid)
         for child in reversed(group.children):
             stop_child(child)
+        users.stop_all()
         left = [pid for pid in set(pids) if alive(pid)]
         shutil.rmtree(workdir, ignore_errors=True)
         assert not left, f"processes survived the lab: {left}"
 
 
-@pytest.mark.parametrize("kind", LOCAL_KINDS)
+@pytest.mark.parametrize("kind", PROXY_KINDS)
 def test_kind_caches_through_its_own_collector_port(kinds_lab, kind):
     lab, kinds = kinds_lab
     if kind not in kinds:
@@ -167,6 +174,8 @@ def test_lab_json_describes_the_topology(kinds_lab):
     for kind in kinds:
         entry = topo["proxies"][NAMES[kind]]
         assert entry["kind"] == kind and entry["version"] != "unknown"
+        if kind == "external":
+            continue
         assert entry["collector_port"] == topo["collector"]["ports"][NAMES[kind]]
         assert (lab.rundir / entry["dir"]).is_dir() and (lab.rundir / entry["stdout"]).exists()
     assert topo["multiplier"]["port"] == lab.multiplier_port
