@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
+
 namespace {
 spe::RequestRecord sample() {
     spe::RequestRecord r;
@@ -56,4 +59,90 @@ TEST_CASE("ROPE lines follow the paper's Figure 3") {
     CHECK_THAT(text, Catch::Contains("RESULT: Proxy-2: 0:0 0:0 0 {200,200,HEADER_MISMATCH,content-type,etag,}"));
     CHECK_THAT(text, Catch::Contains("RESULT: Proxy-3: 0:0 0:0 0 {200,-,NO_RESPONSE,}"));
     CHECK(std::count(text.begin(), text.end(), '\n') == 4);
+}
+
+namespace {
+// The JSON line as it was first written, through an nlohmann::json tree: the
+// hand-written writer must produce exactly these bytes.
+nlohmann::json reference_measure(const spe::Measure& m) {
+    auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+    return {
+        {"status", opt(m.status)},
+        {"http_version",
+         m.version ? nlohmann::json("HTTP/" + std::to_string(m.version / 10) + "." + std::to_string(m.version % 10))
+                   : nlohmann::json()},
+        {"header_bytes", m.header_bytes},
+        {"bytes", m.bytes},
+        {"md5", opt(m.md5)},
+        {"connect_us", opt(m.connect_us)},
+        {"ttfb_us", opt(m.ttfb_us)},
+        {"total_us", opt(m.total_us)},
+        {"error", m.error == spe::LegError::none ? nlohmann::json() : nlohmann::json(std::string(to_string(m.error)))},
+        {"error_detail", m.error_detail.empty() ? nlohmann::json() : nlohmann::json(m.error_detail)},
+    };
+}
+
+std::string reference_json_line(const spe::RequestRecord& r) {
+    nlohmann::json proxies = nlohmann::json::array();
+    for (const auto& p : r.proxies) {
+        auto j = reference_measure(p.measure);
+        j["name"] = p.name;
+        j["position"] = p.position;
+        j["result"] = std::string(to_string(p.result));
+        j["mismatched_headers"] = p.mismatched_headers;
+        proxies.push_back(std::move(j));
+    }
+    nlohmann::json j = {
+        {"ts", std::round(r.ts * 1e6) / 1e6},
+        {"id", r.id},
+        {"client", r.client},
+        {"method", r.method},
+        {"url", r.url},
+        {"version", r.version},
+        {"validation", r.validation},
+        {"client_status", r.client_status},
+        {"note", r.note.empty() ? nlohmann::json() : nlohmann::json(r.note)},
+        {"collector", reference_measure(r.collector)},
+        {"proxies", std::move(proxies)},
+    };
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+}  // namespace
+
+TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same record") {
+    auto r = sample();
+    CHECK(spe::to_json_line(r) == reference_json_line(r));
+
+    SECTION("escapes, control characters, invalid and valid UTF-8, DEL") {
+        r.url = std::string("http://x/a\"b\\c\b\f\n\r\t\x01\x1f\x7f", 19) + "caf\xc3\xa9 \xe2\x82\xac \xc3(";
+        r.client = "[::1]:80";
+        r.note = "no fan-out: the Collector's reply broke off (\"x\")";
+        r.collector.error = spe::LegError::truncated;
+        r.collector.error_detail = "reading\tthe body";
+        r.proxies[0].measure.md5 = "0123456789abcdef0123456789abcdef";
+        r.proxies[0].measure.version = 10;
+        r.proxies[0].position = 3;
+        r.validation = true;
+        CHECK(spe::to_json_line(r) == reference_json_line(r));
+    }
+    SECTION("times: integral, sub-microsecond, large, zero") {
+        for (double ts : {0.0, 1700000000.0, 1763811234.123456, 1763811234.1234567, 1e16, 12.5e-7}) {
+            r.ts = ts;
+            CHECK(spe::to_json_line(r) == reference_json_line(r));
+        }
+    }
+    SECTION("an empty record and one without proxies") {
+        spe::RequestRecord empty;
+        CHECK(spe::to_json_line(empty) == reference_json_line(empty));
+        r.proxies.clear();
+        r.collector = {};
+        CHECK(spe::to_json_line(r) == reference_json_line(r));
+    }
+    SECTION("negative and extreme integers") {
+        r.collector.connect_us = -1;
+        r.collector.ttfb_us = std::numeric_limits<std::int64_t>::min();
+        r.collector.bytes = std::numeric_limits<std::uint64_t>::max();
+        r.id = std::numeric_limits<std::uint64_t>::max();
+        CHECK(spe::to_json_line(r) == reference_json_line(r));
+    }
 }
