@@ -1,0 +1,354 @@
+"""The synthetic origin: replies fixed by the content model, think time and pacing per request.
+
+Run: python -m spe_tools.workload.origin --listen 127.0.0.1:PORT [--model FILE] [--seed N]
+         [--think-mean-ms X] [--think-sd-ms Y]
+Prints `origin listening on HOST:PORT` once ready; SIGTERM or SIGINT stops it (exit 0).
+
+Query parameters on any object URL override the model for that request (docs/workloads.md):
+think=MS (first-byte delay), size=BYTES, chunks=N and gap=MS (body in N writes, MS apart),
+rate=BYTES_PER_S (paced body), te=chunked|length (framing), cc=public|private|no-store|no-cache|VALUE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import json
+import random
+import signal
+import socket
+import sys
+from collections import Counter
+from dataclasses import dataclass, replace
+from urllib.parse import parse_qs, urlsplit
+
+from spe_tools.workload import content_model as cm
+from spe_tools.workload.http11 import (
+    MAX_HEAD,
+    HttpError,
+    Message,
+    format_date,
+    http_date,
+    parse_date,
+    read_head,
+    read_request_body,
+)
+
+REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+           405: "Method Not Allowed", 501: "Not Implemented"}
+CHUNK = 8192  # chunk size of chunked replies without chunks=N
+MAX_OVERRIDE_SIZE = 64 << 20
+
+
+@dataclass
+class Delivery:
+    """How a reply's bytes leave: after a think time, in pieces, paced."""
+
+    think_ms: float = 0.0
+    chunked: bool = False
+    pieces: int = 1  # body writes
+    gap_ms: float = 0.0  # pause between writes
+    rate: int = 0  # bytes per second; 0: unpaced
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    delivery: Delivery
+    head_only: bool = False  # HEAD: headers as for GET, no body
+
+
+def query_int(query: dict, name: str, low: int = 0, high: int = 1 << 40) -> int | None:
+    values = query.get(name)
+    if not values:
+        return None
+    try:
+        return max(low, min(high, int(float(values[-1]))))
+    except ValueError:
+        return None
+
+
+def cc_override(model: cm.Model, value: str) -> tuple[str, bool]:
+    """(Cache-Control value, cacheable) for a cc= query value."""
+    if value == "public":
+        return f"public, max-age={model.max_age}", True
+    if value == "private":
+        return "private", False
+    lowered = value.lower()
+    return value, not any(word in lowered for word in ("no-store", "no-cache", "private"))
+
+
+def is_lab_host(authority: str) -> bool:
+    """Loopback addresses and localhost only: the origin never poses as another site."""
+    host = authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+    host = host.strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Origin:
+    """The reply logic (no sockets): counters, serials and the model."""
+
+    def __init__(self, model: cm.Model, seed: int = 1, think_mean_ms: float | None = None,
+                 think_sd_ms: float | None = None):
+        self.model = model
+        self.rng = random.Random(seed)
+        self.think_mean_ms, self.think_sd_ms = think_mean_ms, think_sd_ms
+        self.by_path: Counter = Counter()
+        self.by_method: Counter = Counter()
+        self.by_status: Counter = Counter()
+        self.serial = 0
+        self.total = 0
+
+    def stats(self) -> dict:
+        return {"total": self.total, "by_method": dict(self.by_method), "by_status": dict(self.by_status),
+                "by_path": dict(self.by_path), "serial": self.serial}
+
+    def handle(self, req: Message) -> Reply:
+        method, target = req.start[0], req.start[1]
+        if method == "CONNECT":
+            return self._count(req, "CONNECT", target, self._error(403, "no tunnels: not a lab destination"))
+        parts = urlsplit(target)
+        if parts.scheme and not is_lab_host(parts.netloc):
+            return self._count(req, method, target, self._error(403, "not a lab destination"))
+        path = parts.path or "/"
+        if path == "/_stats":
+            body = json.dumps(self.stats(), sort_keys=True).encode()
+            return Reply(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body,
+                         Delivery(), method == "HEAD")
+        return self._count(req, method, path, self._object(req, method, path, parse_qs(parts.query)))
+
+    def _count(self, req: Message, method: str, path: str, reply: Reply) -> Reply:
+        self.total += 1
+        self.by_method[method] += 1
+        self.by_status[reply.status] += 1
+        self.by_path[path] += 1
+        reply.headers.append(("X-Origin-Count", str(self.by_path[path])))
+        return reply
+
+    def _error(self, status: int, text: str, extra: list | None = None) -> Reply:
+        return Reply(status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store"), *(extra or [])],
+                     f"{status} {REASONS.get(status, '')}: {text}\n".encode(), Delivery())
+
+    def _think(self, query: dict) -> float:
+        forced = query_int(query, "think", 0, 600_000)
+        if forced is not None:
+            return float(forced)
+        return cm.think_ms(self.model, self.rng, self.think_mean_ms, self.think_sd_ms)
+
+    def _post(self, req: Message, path: str, query: dict) -> Reply:
+        self.serial += 1
+        digest = hashlib.md5(req.body).hexdigest()
+        body = f"spe post {path} serial {self.serial} length {len(req.body)} md5 {digest}\n".encode()
+        headers = [("Content-Type", "text/plain"), ("Cache-Control", "private, no-cache"),
+                   ("X-Origin-Serial", str(self.serial))]
+        return Reply(200, headers, body, Delivery(think_ms=self._think(query)))
+
+    def _object(self, req: Message, method: str, path: str, query: dict) -> Reply:
+        if path.startswith("/post/") or path == "/post":
+            if method != "POST":
+                return self._error(405, "POST only", [("Allow", "POST")])
+            return self._post(req, path, query)
+        if method not in ("GET", "HEAD"):
+            return self._error(405 if method == "POST" else 501, f"{method} not served here",
+                               [("Allow", "GET, HEAD")])
+        kind, oid = cm.parse_path(path)
+        if kind == "seq" and int(oid.rsplit("/", 1)[1]) >= self.model.seq_length:
+            return self._error(404, "past the end of the sequence")
+        spec = cm.object_spec(self.model, kind, oid)
+        size = query_int(query, "size", 0, MAX_OVERRIDE_SIZE)
+        if size is not None:
+            spec = replace(spec, size=size, etag=spec.etag.rsplit("-", 1)[0] + f'-{size}"')
+        cc, cacheable = cm.cache_control(self.model, spec.cache), spec.cacheable
+        if "cc" in query:
+            cc, cacheable = cc_override(self.model, query["cc"][-1])
+        headers = [("Content-Type", spec.content_type), ("Cache-Control", cc)]
+        if cacheable:
+            headers += [("Last-Modified", format_date(spec.last_modified)), ("ETag", spec.etag)]
+        variant = ""
+        if spec.cache == "cookie":
+            headers.append(("Set-Cookie", f"spe={hashlib.md5(spec.oid.encode()).hexdigest()[:12]}; Path=/"))
+        elif spec.cache == "vary":
+            headers.append(("Vary", "Accept-Language"))
+            variant = req.header("accept-language")[:64]
+        if kind == "seq":
+            seq, n = oid.rsplit("/", 1)
+            if int(n) + 1 < self.model.seq_length:
+                headers.append(("Link", f'</seq/{seq}/{int(n) + 1}.jpg>; rel="next"'))
+        delivery = self._delivery(spec, query)
+        if cacheable and not_modified(req, spec):
+            return Reply(304, headers, b"", delivery)
+        serial = None
+        if not cacheable:
+            self.serial += 1
+            serial = self.serial
+            headers.append(("X-Origin-Serial", str(serial)))
+        return Reply(200, headers, cm.body(self.model, spec, serial, variant), delivery, method == "HEAD")
+
+    def _delivery(self, spec: cm.ObjectSpec, query: dict) -> Delivery:
+        framing = query.get("te", [""])[-1]
+        chunked = framing == "chunked" or (spec.chunked and framing != "length")
+        pieces = query_int(query, "chunks", 1, 100_000) or (max(1, -(-spec.size // CHUNK)) if chunked else 1)
+        gap = query_int(query, "gap", 0, 600_000) or 0
+        rate = query_int(query, "rate", 0, 1 << 40)
+        return Delivery(self._think(query), chunked, pieces, float(gap), self.model.rate if rate is None else rate)
+
+
+def not_modified(req: Message, spec: cm.ObjectSpec) -> bool:
+    """RFC 9110 13.2.2: If-None-Match wins over If-Modified-Since."""
+    inm = req.header("if-none-match")
+    if inm:
+        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
+        return "*" in tags or spec.etag in tags
+    ims = req.header("if-modified-since")
+    if ims:
+        since = parse_date(ims)
+        return since is not None and since >= spec.last_modified
+    return False
+
+
+def head_bytes(reply: Reply, close: bool) -> bytes:
+    lines = [f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Unknown')}", f"Date: {http_date()}",
+             "Server: spe-origin"]
+    lines += [f"{k}: {v}" for k, v in reply.headers]
+    if reply.status != 304:
+        if reply.delivery.chunked:
+            lines.append("Transfer-Encoding: chunked")
+        else:
+            lines.append(f"Content-Length: {len(reply.body)}")
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def split_body(body: bytes, pieces: int) -> list[bytes]:
+    """`pieces` near-equal consecutive slices (fewer if the body is shorter)."""
+    pieces = max(1, min(pieces, len(body)))
+    step, extra = divmod(len(body), pieces)
+    out, at = [], 0
+    for i in range(pieces):
+        size = step + (1 if i < extra else 0)
+        out.append(body[at:at + size])
+        at += size
+    return out
+
+
+def frame(piece: bytes, chunked: bool) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(piece), piece) if chunked and piece else piece
+
+
+async def send(writer: asyncio.StreamWriter, reply: Reply, close: bool) -> None:
+    d = reply.delivery
+    if d.think_ms > 0:
+        await asyncio.sleep(d.think_ms / 1000)
+    head = head_bytes(reply, close)
+    if reply.head_only or reply.status == 304 or not reply.body:
+        writer.write(head + (b"0\r\n\r\n" if d.chunked and reply.status != 304 and not reply.head_only else b""))
+        await writer.drain()
+        return
+    if d.rate > 0:  # paced: a twentieth of a second's worth per write
+        d_pieces = max(d.pieces, -(-len(reply.body) // max(1, d.rate // 20)))
+        gap_ms = max(d.gap_ms, 1000 * len(reply.body) / d.rate / d_pieces)
+    else:
+        d_pieces, gap_ms = d.pieces, d.gap_ms
+    pieces = split_body(reply.body, d_pieces)
+    if gap_ms <= 0:  # everything in one write: header and body leave together
+        writer.write(head + b"".join(frame(p, d.chunked) for p in pieces) + (b"0\r\n\r\n" if d.chunked else b""))
+        await writer.drain()
+        return
+    writer.write(head)
+    for i, piece in enumerate(pieces):
+        if i:
+            await asyncio.sleep(gap_ms / 1000)
+        last = b"0\r\n\r\n" if d.chunked and i == len(pieces) - 1 else b""
+        writer.write(frame(piece, d.chunked) + last)
+        await writer.drain()
+
+
+class Server:
+    """The socket side: one task per connection, requests answered in order."""
+
+    def __init__(self, origin: Origin):
+        self.origin = origin
+        self.tasks: set[asyncio.Task] = set()
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.tasks.add(asyncio.current_task())
+        sock = writer.get_extra_info("socket")
+        if sock is not None:  # header and body may leave in separate writes: no Nagle delay
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                try:
+                    req = await read_head(reader)
+                    if req is None:
+                        break
+                    await read_request_body(reader, req)
+                except HttpError as e:
+                    await send(writer, self.origin._error(400, str(e)), close=True)
+                    break
+                reply = self.origin.handle(req)
+                close = not req.keep_alive
+                await send(writer, reply, close)
+                if close:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            self.tasks.discard(asyncio.current_task())
+            writer.close()
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+async def serve(host: str, port: int, origin: Origin) -> None:
+    server_side = Server(origin)
+    server = await asyncio.start_server(server_side.connection, host, port, limit=MAX_HEAD, backlog=1024)
+    bound = server.sockets[0].getsockname()
+    print(f"origin listening on {bound[0]}:{bound[1]}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
+    for task in list(server_side.tasks):
+        task.cancel()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(server.wait_closed(), 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--listen", type=parse_listen, required=True, metavar="HOST:PORT",
+                        help="address to listen on (port 0: any free port, printed)")
+    parser.add_argument("--model", help="JSON file of content-model parameters (docs/workloads.md)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the per-request think times")
+    parser.add_argument("--think-mean-ms", type=float, help="think time mean (default: the model's, 300)")
+    parser.add_argument("--think-sd-ms", type=float, help="think time deviation (default: the model's, 150)")
+    args = parser.parse_args(argv)
+    try:
+        model = cm.Model.load(args.model)
+    except (OSError, ValueError, TypeError) as e:
+        parser.error(f"--model: {e}")
+    origin = Origin(model, args.seed, args.think_mean_ms, args.think_sd_ms)
+    asyncio.run(serve(args.listen[0], args.listen[1], origin))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

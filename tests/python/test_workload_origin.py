@@ -1,0 +1,203 @@
+"""The synthetic origin as a real process on 127.0.0.1: deterministic replies, 304, HEAD, chunked,
+POST, uncacheable serials, the think/size/chunks/gap/cc query overrides, stats and a clean stop."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from httpclient import Connection
+
+from spe_tools.process import ProcessGroup, free_port
+from spe_tools.workload import content_model as cm
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+VOLATILE = ("date", "x-origin-count", "x-origin-serial")
+
+
+def start_origin(group: ProcessGroup, *args: str, name: str = "origin"):
+    port = free_port()
+    child = group.start(name, [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
+                               *args], port=port, env=ENV)
+    return child
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory):
+    with ProcessGroup(tmp_path_factory.mktemp("origin")) as group:
+        child = start_origin(group, "--think-mean-ms", "0", "--think-sd-ms", "0")
+        yield child
+
+
+def url(origin, path: str) -> str:
+    return f"http://127.0.0.1:{origin.port}{path}"
+
+
+def fixed(headers: dict) -> dict:
+    return {k: v for k, v in headers.items() if k not in VOLATILE}
+
+
+def find(kind: str, predicate) -> str:
+    """An object id of `kind` whose model properties satisfy `predicate`."""
+    return next(f"f{i}" for i in range(10000) if predicate(cm.object_spec(cm.Model(), kind, f"f{i}")))
+
+
+def test_prints_ready_line_and_replies_deterministically(origin):
+    assert origin.log.read_text().splitlines()[0] == f"origin listening on 127.0.0.1:{origin.port}"
+    oid = find("obj", lambda s: s.cacheable and not s.chunked)
+    with Connection(origin.port) as c:
+        first, second = c.get(url(origin, f"/obj/{oid}")), c.get(url(origin, f"/obj/{oid}"))
+    assert first.status == second.status == 200
+    assert first.body == second.body == cm.body(cm.Model(), cm.object_spec(cm.Model(), "obj", oid))
+    assert fixed(first.headers) == fixed(second.headers)
+    assert first.headers["x-origin-count"] == "1" and second.headers["x-origin-count"] == "2"
+    assert first.headers["cache-control"] == "public, max-age=86400"
+    assert "etag" in first.headers and "last-modified" in first.headers
+
+
+def test_conditional_requests_get_304(origin):
+    oid = find("obj", lambda s: s.cacheable)
+    with Connection(origin.port) as c:
+        full = c.get(url(origin, f"/obj/{oid}"))
+        by_tag = c.get(url(origin, f"/obj/{oid}"), headers={"If-None-Match": full.headers["etag"]})
+        by_date = c.get(url(origin, f"/obj/{oid}"), headers={"If-Modified-Since": full.headers["last-modified"]})
+        old = c.get(url(origin, f"/obj/{oid}"), headers={"If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"})
+        other_tag = c.get(url(origin, f"/obj/{oid}"), headers={"If-None-Match": '"nope"'})
+    assert by_tag.status == by_date.status == 304 and by_tag.body == b""
+    assert by_tag.headers["etag"] == full.headers["etag"]
+    assert old.status == other_tag.status == 200 and old.body == full.body
+
+
+def test_head_has_the_get_headers_and_no_body(origin):
+    oid = find("obj", lambda s: s.cacheable and not s.chunked)
+    with Connection(origin.port) as c:
+        head = c.get(url(origin, f"/obj/{oid}"), method="HEAD")
+        get = c.get(url(origin, f"/obj/{oid}"))
+    assert head.status == 200 and head.body == b""
+    assert fixed(head.headers) == fixed(get.headers)
+    assert int(head.headers["content-length"]) == len(get.body)
+
+
+def test_chunked_objects_and_te_override(origin):
+    oid = find("obj", lambda s: s.chunked and s.cacheable and s.size > 20000)
+    with Connection(origin.port) as c:
+        chunked = c.get(url(origin, f"/obj/{oid}"))
+        plain = c.get(url(origin, f"/obj/{oid}?te=length"))
+        forced = c.get(url(origin, "/obj/any?te=chunked&size=3000&chunks=3"))
+    assert chunked.headers["transfer-encoding"] == "chunked" and "content-length" not in chunked.headers
+    assert chunked.body == plain.body and plain.headers["content-length"] == str(len(plain.body))
+    assert forced.headers["transfer-encoding"] == "chunked" and len(forced.body) == 3000
+
+
+def test_uncacheable_objects_change_on_every_fetch(origin):
+    oid = find("obj", lambda s: s.cache == "private")
+    with Connection(origin.port) as c:
+        replies = [c.get(url(origin, f"/obj/{oid}")) for _ in range(3)]
+    serials = [int(r.headers["x-origin-serial"]) for r in replies]
+    assert serials[0] < serials[1] < serials[2]
+    assert len({r.body for r in replies}) == 3
+    assert all(f"serial {s}".encode() in r.body for s, r in zip(serials, replies, strict=True))
+    assert all(r.headers["cache-control"] == "private, no-cache" for r in replies)
+    assert all("etag" not in r.headers for r in replies)
+
+
+def test_post_replies_with_the_digest_of_the_body(origin):
+    with Connection(origin.port) as c:
+        reply = c.get(url(origin, "/post/form"), method="POST", body=b"x" * 1000)
+        wrong = c.get(url(origin, "/post/form"))
+    assert reply.status == 200 and hashlib.md5(b"x" * 1000).hexdigest().encode() in reply.body
+    assert "x-origin-serial" in reply.headers
+    assert wrong.status == 405 and wrong.headers["allow"] == "POST"
+
+
+def test_think_and_paced_body_overrides(origin):
+    with Connection(origin.port, timeout=30) as c:
+        c.send(f"GET {url(origin, '/obj/slow?think=300&size=4000&chunks=4&gap=150')} HTTP/1.1\r\n"
+               f"Host: 127.0.0.1\r\n\r\n".encode())
+        start = time.monotonic()
+        first = c.sock.recv(1)
+        first_byte = time.monotonic() - start
+        c.sock.setblocking(True)
+        rest = b""
+        while not rest.endswith(b"\r\n\r\n") or len(rest) < 4000:
+            rest += c.sock.recv(65536)
+            if len(rest.partition(b"\r\n\r\n")[2]) >= 4000:
+                break
+        total = time.monotonic() - start
+    assert first == b"H"
+    assert first_byte >= 0.29
+    assert total >= 0.29 + 3 * 0.15 - 0.02  # three gaps between four writes
+    assert len(rest.partition(b"\r\n\r\n")[2]) == 4000
+
+
+def test_cc_override_makes_any_object_cacheable_or_not(origin):
+    with Connection(origin.port) as c:
+        public = c.get(url(origin, "/obj/z?cc=public"))
+        no_store = c.get(url(origin, "/obj/z?cc=no-store"))
+        literal = c.get(url(origin, "/obj/z?cc=max-age=60"))
+    assert public.headers["cache-control"] == "public, max-age=86400" and "x-origin-serial" not in public.headers
+    assert no_store.headers["cache-control"] == "no-store" and "x-origin-serial" in no_store.headers
+    assert literal.headers["cache-control"] == "max-age=60" and "etag" in literal.headers
+
+
+def test_pages_sequences_and_refusals(origin):
+    with Connection(origin.port) as c:
+        page = c.get(url(origin, "/page/5.html"))
+        seq = c.get(url(origin, "/seq/a/3.jpg"))
+        past = c.get(url(origin, f"/seq/a/{cm.Model().seq_length}.jpg"))
+        foreign = c.get("http://clients2.google.com/time/1/current")
+    assert page.headers["content-type"] == "text/html"
+    assert all(src.encode() in page.body for src in cm.page_images(cm.Model(), "5"))
+    assert seq.headers["link"] == '</seq/a/4.jpg>; rel="next"'
+    assert past.status == 404
+    assert foreign.status == 403
+
+
+def test_vary_and_cookie_variants(tmp_path):
+    with ProcessGroup(tmp_path) as group:
+        model = tmp_path / "model.json"
+        model.write_text(json.dumps({"cache_shares": {"vary": 0.5, "cookie": 0.5}, "think_mean_ms": 0,
+                                     "think_sd_ms": 0}))
+        child = start_origin(group, "--model", str(model))
+        vary_model = cm.Model.load(model)
+        vary = next(f"v{i}" for i in range(1000) if cm.object_spec(vary_model, "obj", f"v{i}").cache == "vary")
+        cookie = next(f"v{i}" for i in range(1000) if cm.object_spec(vary_model, "obj", f"v{i}").cache == "cookie")
+        with Connection(child.port) as c:
+            en = c.get(url(child, f"/obj/{vary}"), headers={"Accept-Language": "en"})
+            de = c.get(url(child, f"/obj/{vary}"), headers={"Accept-Language": "de"})
+            en2 = c.get(url(child, f"/obj/{vary}"), headers={"Accept-Language": "en"})
+            cookied = c.get(url(child, f"/obj/{cookie}"))
+        assert en.headers["vary"] == "Accept-Language"
+        assert en.body == en2.body != de.body
+        assert cookied.headers["set-cookie"].startswith("spe=")
+
+
+def test_stats_count_per_path_and_method_and_sigterm_exits_zero(tmp_path):
+    with ProcessGroup(tmp_path) as group:
+        child = start_origin(group, "--think-mean-ms", "0", "--think-sd-ms", "0")
+        with Connection(child.port) as c:
+            for _ in range(3):
+                c.get(url(child, "/obj/s1"))
+            c.get(url(child, "/obj/s1"), method="HEAD")
+            c.get(url(child, "/post/p"), method="POST", body=b"a")
+            stats = json.loads(c.get(url(child, "/_stats")).body)
+        assert stats["by_path"] == {"/obj/s1": 4, "/post/p": 1}
+        assert stats["by_method"] == {"GET": 3, "HEAD": 1, "POST": 1}
+        assert stats["total"] == 5
+        # Idle keep-alive connection open: the stop must still be prompt.
+        idle = Connection(child.port)
+        start = time.monotonic()
+        assert child.stop(deadline_s=5) == 0
+        assert time.monotonic() - start < 3
+        idle.close()
+
+
+def test_bad_request_gets_400(origin):
+    with Connection(origin.port) as c:
+        c.send(b"NONSENSE\r\n\r\n")
+        assert c.read_reply().status == 400
