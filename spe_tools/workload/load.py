@@ -1,0 +1,335 @@
+"""The load client: Poisson arrivals at a constant mean rate, robots with persistent connections,
+a target offered hit ratio, shares of IMS, reload, HEAD and POST requests.
+
+Run: python -m spe_tools.workload.load --proxy HOST:PORT --origin HOST:PORT --rate R --duration D
+         [--robots N] [--hit-ratio H] [--popularity uniform|zipf:A] [--launch-win S] [--ims S] [--reload S]
+         [--head S] [--post S] [--page S] [--seq S] [--model FILE] [--world ID] [--seed N]
+         [--max-requests N] [--timeout S] [--report-every S] [--json FILE]
+Without --proxy it talks to the origin directly. Prints a progress line every --report-every
+seconds (stderr) and a summary at the end (stdout); --json writes the summary as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from spe_tools.workload import content_model as cm
+from spe_tools.workload.arrivals import schedule
+from spe_tools.workload.client import Exchange, Pool, fetch
+from spe_tools.workload.http11 import format_date, request_bytes
+from spe_tools.workload.popularity import History, parse_popularity
+from spe_tools.workload.stats import distribution, fmt_ms, parse_duration, parse_hostport
+
+
+@dataclass
+class Mix:
+    """Shares of all requests. hit_ratio: repeats of earlier cacheable objects (offered hits);
+    reload: repeats with Cache-Control: no-cache (forced misses); post: new POSTs; the rest new
+    objects. ims is taken from the repeats, head from every GET; page/seq from new objects."""
+
+    hit_ratio: float = 0.55
+    ims: float = 0.05
+    reload: float = 0.01
+    head: float = 0.01
+    post: float = 0.01
+    page: float = 0.05
+    seq: float = 0.05
+    post_size: int = 1024
+
+    def validate(self) -> None:
+        if self.hit_ratio + self.reload + self.post > 1 + 1e-9:
+            raise ValueError("hit ratio + reload + post shares exceed 1")
+        if self.ims > self.hit_ratio + 1e-9:
+            raise ValueError("IMS requests are repeats: --ims must not exceed --hit-ratio")
+        if self.page + self.seq > 1 + 1e-9:
+            raise ValueError("page + seq shares exceed 1")
+
+
+@dataclass
+class Planned:
+    """One request to send, and what the client expects of it."""
+
+    method: str
+    path: str
+    category: str  # new | repeat | ims | reload | post
+    headers: dict = field(default_factory=dict)
+    body: bytes | None = None
+    spec: cm.ObjectSpec | None = None
+
+
+@dataclass
+class RobotState:
+    seq: str = ""
+    seq_next: int = 0
+
+
+class Planner:
+    """Decides each request (pure given its random source and the history of completed replies)."""
+
+    def __init__(self, model: cm.Model, mix: Mix, history: History, world: str, rng: random.Random):
+        self.model, self.mix, self.history, self.world, self.rng = model, mix, history, world, rng
+        # Picks draw a varying number of bits (randrange): their own source keeps the sequence of
+        # request categories fixed by the seed whatever the timing of replies.
+        self.pick_rng = random.Random(rng.random())
+        self.serial = 0
+        self.owed = 0  # repeats that could not be made yet (empty history): made up later
+
+    def _new_path(self, robot: RobotState) -> tuple[str, str, str]:
+        self.serial += 1
+        u = self.rng.random()
+        if u < self.mix.page:
+            oid = f"{self.world}-{self.serial}"
+            return f"/page/{oid}.html", "page", oid
+        if u < self.mix.page + self.mix.seq:
+            if not robot.seq or robot.seq_next >= self.model.seq_length:
+                robot.seq, robot.seq_next = f"{self.world}-s{self.serial}", 0
+            n = robot.seq_next
+            robot.seq_next += 1
+            return f"/seq/{robot.seq}/{n}.jpg", "seq", f"{robot.seq}/{n}"
+        oid = f"{self.world}-{self.serial}"
+        return f"/obj/{oid}", "obj", oid
+
+    def next(self, robot: RobotState) -> Planned:
+        mix, u = self.mix, self.rng.random()
+        if u < mix.post:
+            self.serial += 1
+            return Planned("POST", f"/post/{self.world}-{self.serial}", "post", body=self.rng.randbytes(mix.post_size))
+        wants_repeat = u < mix.post + mix.reload + mix.hit_ratio
+        reload = u < mix.post + mix.reload
+        if not wants_repeat and self.owed and len(self.history):
+            self.owed -= 1
+            wants_repeat = True
+        if wants_repeat and not len(self.history):
+            self.owed += 1
+            wants_repeat = reload = False
+        method = "HEAD" if self.rng.random() < mix.head else "GET"
+        if wants_repeat:
+            path = self.history.pick(self.pick_rng)
+            kind, oid = cm.parse_path(path)
+            spec = cm.object_spec(self.model, kind, oid)
+            if reload:
+                return Planned(method, path, "reload", {"Cache-Control": "no-cache", "Pragma": "no-cache"},
+                               spec=spec)
+            if mix.hit_ratio > 0 and self.rng.random() < mix.ims / mix.hit_ratio:
+                return Planned(method, path, "ims", {"If-Modified-Since": format_date(spec.last_modified)},
+                               spec=spec)
+            return Planned(method, path, "repeat", spec=spec)
+        path, kind, oid = self._new_path(robot)
+        return Planned(method, path, "new", spec=cm.object_spec(self.model, kind, oid))
+
+
+@dataclass
+class Checks:
+    """What the client can tell about the replies without a reference: uncacheable serials seen
+    twice (served from a cache), bodies of the wrong size, statuses, proxy-reported hits."""
+
+    serials: set = field(default_factory=set)
+    stale_uncacheable: int = 0
+    size_mismatches: int = 0
+    proxy_hits: int = 0
+
+    def check(self, plan: Planned, ex: Exchange) -> None:
+        reply = ex.reply
+        if reply is None:
+            return
+        if reply.header("x-cache").upper().startswith("HIT"):
+            self.proxy_hits += 1
+        serial = reply.header("x-origin-serial")
+        if serial and ex.status == 200:
+            if serial in self.serials:
+                self.stale_uncacheable += 1
+            self.serials.add(serial)
+        spec = plan.spec
+        if (spec and ex.status == 200 and plan.method == "GET" and spec.kind != "page"
+                and not spec.cache == "vary" and ex.length != spec.size):
+            self.size_mismatches += 1
+
+
+class LoadRun:
+    def __init__(self, args: argparse.Namespace, model: cm.Model, mix: Mix):
+        self.args, self.model, self.mix = args, model, mix
+        self.rng = random.Random(args.seed)
+        popularity, alpha = parse_popularity(args.popularity)
+        self.history = History(popularity, alpha)
+        self.planner = Planner(model, mix, self.history, args.world, self.rng)
+        target = args.proxy or args.origin
+        self.pools = [Pool(target[0], target[1], args.max_conns) for _ in range(args.robots)]
+        self.robots = [RobotState() for _ in range(args.robots)]
+        self.origin_authority = f"{args.origin[0]}:{args.origin[1]}"
+        self.results: list[tuple[Planned, Exchange]] = []
+        self.checks = Checks()
+        self.categories: Counter = Counter()
+        self.in_flight: set[asyncio.Task] = set()
+
+    def request_bytes(self, plan: Planned) -> bytes:
+        target = f"http://{self.origin_authority}{plan.path}" if self.args.proxy else plan.path
+        return request_bytes(plan.method, target, self.origin_authority, plan.headers, plan.body)
+
+    async def one(self, robot: int, plan: Planned, scheduled: float) -> None:
+        ex = await fetch(self.pools[robot], self.request_bytes(plan), plan.method, Exchange(scheduled),
+                         self.args.timeout)
+        self.checks.check(plan, ex)
+        if (ex.status == 200 and plan.method == "GET" and plan.category == "new" and plan.spec
+                and plan.spec.cacheable):
+            self.history.add(plan.path)
+        ex.reply = None  # keep only the measures
+        self.results.append((plan, ex))
+
+    async def run(self) -> float:
+        loop = asyncio.get_running_loop()
+        times = schedule(self.args.rate, self.args.duration, self.rng, self.args.launch_win,
+                         self.args.max_requests)
+        self.start = loop.time()
+        reporter = asyncio.create_task(self.report_progress())
+        for i, offset in enumerate(times):
+            at = self.start + offset
+            delay = at - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            robot = i % len(self.robots)
+            plan = self.planner.next(self.robots[robot])
+            self.categories[plan.category] += 1
+            task = asyncio.create_task(self.one(robot, plan, at))
+            self.in_flight.add(task)
+            task.add_done_callback(self.in_flight.discard)
+        remaining = self.args.duration - (loop.time() - self.start)
+        if remaining > 0:
+            await asyncio.sleep(remaining)
+        if self.in_flight:  # bounded drain: a request still out after --timeout is counted lost
+            await asyncio.wait(list(self.in_flight), timeout=self.args.timeout)
+        lost = len(self.in_flight)
+        for task in list(self.in_flight):
+            task.cancel()
+        reporter.cancel()
+        for pool in self.pools:
+            pool.close()
+        self.lost = lost
+        return loop.time() - self.start
+
+    async def report_progress(self) -> None:
+        loop = asyncio.get_running_loop()
+        seen = 0
+        while True:
+            await asyncio.sleep(self.args.report_every)
+            now = loop.time() - self.start
+            window = [ex for _, ex in self.results[seen:]]
+            seen += len(window)
+            errors = sum(1 for ex in window if ex.error)
+            rt = distribution([ex.response_ms for ex in window if not ex.error])
+            rate = len(window) / self.args.report_every
+            print(f"load: t={now:.0f}s completed={len(self.results)} window_rate={rate:.1f}/s errors={errors}"
+                  f" response {fmt_ms(rt)}", file=sys.stderr, flush=True)
+
+    def summary(self, elapsed: float) -> dict:
+        done = [(p, ex) for p, ex in self.results]
+        ok = [ex for _, ex in done if not ex.error]
+        sent = sum(self.categories.values())
+        hits_offered = self.categories["repeat"] + self.categories["ims"]
+        return {
+            "tool": "load", "config": config_dict(self.args, self.mix),
+            "duration_s": round(self.args.duration, 3), "elapsed_s": round(elapsed, 3),
+            "sent": sent, "completed": len(ok), "errors": len(done) - len(ok), "lost": self.lost,
+            "error_kinds": dict(Counter(ex.error.split(":")[0] for _, ex in done if ex.error)),
+            "rate_configured": self.args.rate, "rate_achieved": round(sent / self.args.duration, 3),
+            "reply_rate": round(len(ok) / self.args.duration, 3),
+            "offered_hit_ratio": round(hits_offered / sent, 4) if sent else None,
+            "categories": dict(self.categories),
+            "statuses": {str(k): v for k, v in sorted(Counter(ex.status for ex in ok).items())},
+            "response_ms": distribution([ex.response_ms for ex in ok]),
+            "first_byte_ms": distribution([(ex.first_byte - ex.sent) * 1000 for ex in ok]),
+            "late_ms": distribution([ex.late_ms for _, ex in done]),
+            "bytes": sum(ex.length for ex in ok),
+            "proxy_reported_hits": self.checks.proxy_hits, "stale_uncacheable": self.checks.stale_uncacheable,
+            "size_mismatches": self.checks.size_mismatches,
+        }
+
+
+def config_dict(args: argparse.Namespace, mix: Mix) -> dict:
+    out = {k: v for k, v in vars(args).items() if k not in ("json",)}
+    out["proxy"] = f"{args.proxy[0]}:{args.proxy[1]}" if args.proxy else None
+    out["origin"] = f"{args.origin[0]}:{args.origin[1]}"
+    out["mix"] = asdict(mix)
+    return out
+
+
+def print_summary(s: dict) -> None:
+    print(f"load: {s['sent']} requests in {s['duration_s']:.1f} s: rate {s['rate_achieved']:.1f}/s "
+          f"(configured {s['rate_configured']}/s), {s['completed']} completed, {s['errors']} errors, "
+          f"{s['lost']} still out at the end")
+    print(f"load: offered hit ratio {s['offered_hit_ratio']}, categories {s['categories']}, statuses {s['statuses']}")
+    print(f"load: response {fmt_ms(s['response_ms'])}")
+    print(f"load: first byte {fmt_ms(s['first_byte_ms'])}; sent late {fmt_ms(s['late_ms'])}")
+    print(f"load: {s['bytes']} body bytes; proxy-reported hits {s['proxy_reported_hits']}; "
+          f"uncacheable served twice {s['stale_uncacheable']}; wrong sizes {s['size_mismatches']}")
+
+
+def hostport(text: str) -> tuple[str, int]:
+    try:
+        return parse_hostport(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--proxy", type=hostport, help="HOST:PORT of the proxy (absolute-form requests); "
+                   "without it, straight to the origin")
+    p.add_argument("--origin", type=hostport, required=True, help="HOST:PORT of the synthetic origin (./spe origin)")
+    p.add_argument("--rate", type=float, required=True, help="mean requests per second (Poisson arrivals)")
+    p.add_argument("--duration", type=parse_duration, required=True, help="e.g. 60s, 5m")
+    p.add_argument("--robots", type=int, default=4, help="robots, each with its own persistent connections")
+    p.add_argument("--max-conns", type=int, default=16, help="connections per robot at most (default 16)")
+    p.add_argument("--hit-ratio", type=float, default=0.55, help="offered hit ratio (default 0.55, PolyMix-1)")
+    p.add_argument("--popularity", default="uniform", help="uniform | zipf:A (default uniform)")
+    p.add_argument("--launch-win", type=parse_duration, default=0.0, help="ramp the rate up from 0 over S s")
+    for name, default, text in (("ims", 0.05, "IMS requests (repeats with If-Modified-Since)"),
+                                ("reload", 0.01, "reloads (repeats with Cache-Control: no-cache)"),
+                                ("head", 0.01, "HEAD instead of GET"), ("post", 0.01, "POSTs (never cacheable)"),
+                                ("page", 0.05, "new requests for HTML pages"),
+                                ("seq", 0.05, "new requests that walk numbered sequences")):
+        p.add_argument(f"--{name}", type=float, default=default, help=f"share of {text} (default {default})")
+    p.add_argument("--model", help="the origin's content-model file (to know which objects are cacheable)")
+    p.add_argument("--world", default=None, help="object id prefix (default: random, so each run has new objects)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
+    p.add_argument("--max-requests", type=int, default=1_000_000, help="bound on requests (default 1e6)")
+    p.add_argument("--timeout", type=float, default=30.0, help="per request, and the final drain (s)")
+    p.add_argument("--report-every", type=float, default=5.0, help="progress line period (s)")
+    p.add_argument("--json", help="write the summary as JSON here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = int(time.time() * 1000) % 1_000_000
+    if args.world is None:
+        args.world = f"w{random.Random(args.seed).getrandbits(32):08x}"
+    mix = Mix(args.hit_ratio, args.ims, args.reload, args.head, args.post, args.page, args.seq)
+    try:
+        mix.validate()
+        parse_popularity(args.popularity)
+        model = cm.Model.load(args.model)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+    if args.rate <= 0 or args.robots < 1:
+        parser.error("--rate must be positive and --robots at least 1")
+    run = LoadRun(args, model, mix)
+    elapsed = asyncio.run(run.run())
+    summary = run.summary(elapsed)
+    print_summary(summary)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
