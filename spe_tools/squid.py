@@ -59,7 +59,7 @@ def squid_config(name: str, port: int, directory: Path, parent_port: int | None 
     return text
 
 
-def _hand_to_proxy_user(directory: Path) -> None:
+def hand_to_proxy_user(directory: Path) -> None:
     """Started as root, Squid runs as `proxy`: it must reach and own its directory."""
     if os.geteuid() != 0:
         return
@@ -75,6 +75,12 @@ def _hand_to_proxy_user(directory: Path) -> None:
         os.chown(path, user.pw_uid, user.pw_gid)
 
 
+def service_name(name: str) -> str:
+    """Squid's -n service name: it names the shared memory segments, so it must be unique per
+    running Squid on the host; letters and digits only."""
+    return ("spe" + "".join(ch for ch in f"{os.getpid()}{name}" if ch.isalnum()))[:32]
+
+
 def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
                 cache_mb: int = 64, extra_ports: dict[str, int] | None = None) -> Child:
     """Start one Squid in group.workdir/name (foreground, stopped with the group)."""
@@ -84,7 +90,5 @@ def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | No
     directory.mkdir(parents=True, exist_ok=True)
     conf = directory / "squid.conf"
     conf.write_text(squid_config(name, port, directory, parent_port, cache_mb, extra_ports))
-    _hand_to_proxy_user(directory)
-    # -n takes letters and digits only; it must be unique per running Squid.
-    service = ("spe" + "".join(ch for ch in f"{os.getpid()}{name}" if ch.isalnum()))[:32]
-    return group.start(name, [SQUID, "-n", service, "-N", "-d1", "-f", str(conf)], port=port, deadline_s=15)
+    hand_to_proxy_user(directory)
+    return group.start(name, [SQUID, "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port=port, deadline_s=15)

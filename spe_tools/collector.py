@@ -1,0 +1,117 @@
+"""The Collector: render its squid.conf from configs/collector/squid.conf.in and start it.
+
+kind "spe"   = Squid 5.7 with collector-patches/ (build/collector/sbin/squid, built by
+               collector-patches/build, which ./spe setup runs)
+kind "squid" = Debian's stock /usr/sbin/squid with the same configuration minus the
+               collector_* directives: a baseline, and a stand-in where the patched one is missing.
+
+Every proxy under test gets its own Collector port (`http_port ... name=<proxy>`); a name ending
+in "@accel" gets an accelerator port (`accel vhost allow-direct`) for proxies that send
+origin-form requests (Varnish, nginx), named without the suffix.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+from spe_tools.process import Child, ProcessGroup
+from spe_tools.squid import hand_to_proxy_user, service_name
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "configs/collector/squid.conf.in"
+BINARIES = {"spe": ROOT / "build/collector/sbin/squid", "squid": Path("/usr/sbin/squid")}
+ACCEL_SUFFIX = "@accel"
+
+
+@dataclass(frozen=True)
+class CollectorOptions:
+    """The knobs a lab file sets (docs/collector.md explains each)."""
+
+    uncacheable_ttl_s: int = 180
+    replay_timing: bool = True
+    client_key: str = "port"  # or "ip"
+    key_cookie: bool = True
+    cache_mb: int = 256
+    max_object_kb: int = 4096
+    allowed_destinations: tuple[str, ...] = ()  # empty: any destination
+
+
+def binary(kind: str) -> Path:
+    if kind not in BINARIES:
+        raise ValueError(f"unknown Collector kind {kind!r}: use one of {', '.join(BINARIES)}")
+    return BINARIES[kind]
+
+
+def port_lines(proxy_ports: dict[str, int]) -> str:
+    lines = []
+    for name, port in proxy_ports.items():
+        if name.endswith(ACCEL_SUFFIX):
+            lines.append(f"http_port 127.0.0.1:{port} accel vhost allow-direct name={name[:-len(ACCEL_SUFFIX)]}")
+        else:
+            lines.append(f"http_port 127.0.0.1:{port} name={name}")
+    return "".join(line + "\n" for line in lines)
+
+
+def collector_directives(kind: str, options: CollectorOptions) -> str:
+    if kind != "spe":
+        return "# (stock Squid: no collector_* directives)\n"
+    if options.client_key not in ("port", "ip"):
+        raise ValueError(f"collector client_key must be 'port' or 'ip', not {options.client_key!r}")
+    on_off = {True: "on", False: "off"}
+    return (f"collector_replay_timing {on_off[options.replay_timing]}\n"
+            f"collector_uncacheable_ttl {int(options.uncacheable_ttl_s)} seconds\n"
+            f"collector_client_key {options.client_key}\n"
+            f"collector_key_cookie {on_off[options.key_cookie]}\n")
+
+
+def destination_rules(allowed: tuple[str, ...]) -> str:
+    """Refuse destinations outside the lab (e.g. Chromium's own background requests)."""
+    if not allowed:
+        return ""
+    return (f"acl spe_destinations dstdomain -n {' '.join(allowed)}\n"
+            "http_access deny !spe_destinations\n")
+
+
+def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: dict[str, int], *,
+                     name: str = "spe-collector", options: CollectorOptions | None = None, **overrides) -> str:
+    """squid.conf text for a Collector writing its logs and pid file into `directory`."""
+    options = options or CollectorOptions()
+    if overrides:
+        options = CollectorOptions(**{**options.__dict__, **overrides})
+    binary(kind)
+    return string.Template(TEMPLATE.read_text()).substitute(
+        name=name, dir=directory, client_port=client_port, proxy_ports=port_lines(proxy_ports),
+        cache_mb=options.cache_mb, max_object_kb=options.max_object_kb,
+        port_name_field=" %ln" if kind == "spe" else "",
+        # the patched build leaves out ICMP and HTCP; Debian's Squid must be told not to use them
+        stock_only="" if kind == "spe" else "netdb_filename none\nhtcp_port 0\npinger_enable off\n",
+        collector_directives=collector_directives(kind, options),
+        destination_rules=destination_rules(tuple(options.allowed_destinations)))
+
+
+def start_collector(group: ProcessGroup, name: str, kind: str, client_port: int, proxy_ports: dict[str, int],
+                    **options) -> Child:
+    """Render the configuration into group.workdir/name and start the Collector in the foreground."""
+    exe = binary(kind)
+    if not exe.exists():
+        hint = "run ./spe setup (it builds the patched Collector)" if kind == "spe" else "install Debian's squid"
+        raise FileNotFoundError(f"Collector binary {exe} not found: {hint}")
+    directory = group.workdir / name
+    directory.mkdir(parents=True, exist_ok=True)
+    conf = directory / "squid.conf"
+    conf.write_text(collector_config(kind, directory, client_port, proxy_ports, name=name, **options))
+    hand_to_proxy_user(directory)
+    return group.start(name, [str(exe), "-n", service_name(name), "-N", "-d1", "-f", str(conf)],
+                       port=client_port, deadline_s=20)
+
+
+def parse_check(kind: str, conf: Path) -> tuple[int, str]:
+    """`squid -k parse` on a configuration: (exit code, output)."""
+    import subprocess
+
+    result = subprocess.run([str(binary(kind)), "-k", "parse", "-f", str(conf)], capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "LC_ALL": "C"})
+    return result.returncode, result.stdout + result.stderr

@@ -1,0 +1,183 @@
+"""The patched Collector (build/collector/sbin/squid) against a real origin on loopback.
+
+One origin with known think times and body pacing (tests/fixtures/collector_origin.py), the
+Collector with ports `direct`, `p1`, `p2`, and Debian's stock Squid with the same configuration
+beside it for comparison. Every request uses a new client connection, as a proxy under test
+fetching a miss would.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from spe_tools.collector import BINARIES, collector_config, parse_check, start_collector  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+ORIGIN = ROOT / "tests/fixtures/collector_origin.py"
+TTL_S = 4
+PORT_NAMES = ("direct", "p1", "p2")
+
+
+class Bed:
+    def __init__(self, workdir: Path, origin: int, spe: dict[str, int], stock: dict[str, int]):
+        self.workdir, self.origin, self.spe, self.stock = workdir, origin, spe, stock
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.origin}{path}"
+
+    def origin_counts(self) -> dict[str, int]:
+        return json.loads(fetch(self.origin, "/_stats").body)
+
+
+class Reply:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes, seconds: float):
+        self.status, self.headers, self.body, self.seconds = status, headers, body, seconds
+
+    @property
+    def serial(self) -> str:
+        return self.headers.get("X-Origin-Serial", "")
+
+
+def fetch(port: int, target: str, headers: dict[str, str] | None = None, method: str = "GET",
+          body: bytes | None = None) -> Reply:
+    """One request on a new connection; the time runs from connect to the last body byte."""
+    start = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, target, body=body, headers=headers or {})
+        response = conn.getresponse()
+        data = response.read()
+        return Reply(response.status, dict(response.getheaders()), data, time.monotonic() - start)
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def bed():
+    if not BINARIES["spe"].exists():
+        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    workdir = Path(tempfile.mkdtemp(prefix="spe-collector-test-"))
+    workdir.chmod(0o755)  # Squid drops to user `proxy`, which must reach its directory
+    with ProcessGroup(workdir) as group:
+        origin = free_port()
+        group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
+        spe = {name: free_port() for name in PORT_NAMES}
+        stock = {name: free_port() for name in PORT_NAMES}
+        start_collector(group, "collector", "spe", spe["direct"], {"p1": spe["p1"], "p2": spe["p2"]},
+                        uncacheable_ttl_s=TTL_S)
+        start_collector(group, "stock", "squid", stock["direct"], {"p1": stock["p1"], "p2": stock["p2"]})
+        yield Bed(workdir, origin, spe, stock)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("size,chunks,gap_ms", [(20_000, 5, 50), (200_000, 10, 30), (1_000, 1, 0)])
+def test_hits_replay_the_miss_time_and_stock_squid_does_not(bed, size, chunks, gap_ms):
+    target = bed.url(f"/obj/timed-{size}?think=300&size={size}&chunks={chunks}&gap={gap_ms}")
+    miss = fetch(bed.spe["direct"], target)
+    hits = [fetch(bed.spe[name], target) for name in ("p1", "p2")]
+    assert miss.headers["X-Cache"].startswith("MISS")
+    original = 0.3 + (chunks - 1) * gap_ms / 1000
+    assert miss.seconds >= original * 0.98
+    for hit in hits:
+        assert hit.headers["X-Cache"].startswith("HIT")
+        assert hit.body == miss.body
+        assert abs(hit.seconds - miss.seconds) <= 0.05 * miss.seconds, (hit.seconds, miss.seconds)
+
+    stock_miss = fetch(bed.stock["direct"], target)
+    stock_hit = fetch(bed.stock["p1"], target)
+    assert stock_miss.seconds >= original * 0.98
+    assert stock_hit.headers["X-Cache"].startswith("HIT") and stock_hit.seconds < 0.1
+    assert bed.origin_counts()[target.split(str(bed.origin), 1)[1]] == 2  # one miss each
+
+
+def test_the_paced_body_arrives_in_steps(bed):
+    """Not only the total: the first byte waits the initial response time, the rest the gaps."""
+    target = bed.url("/obj/steps?think=200&size=40000&chunks=5&gap=100")
+    fetch(bed.spe["direct"], target)
+    start = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", bed.spe["p1"], timeout=30)
+    conn.request("GET", target)
+    response = conn.getresponse()
+    first_byte = time.monotonic() - start
+    response.read()
+    total = time.monotonic() - start
+    conn.close()
+    assert 0.18 <= first_byte <= 0.3, first_byte
+    assert 0.6 <= total <= 0.75, total
+
+
+@pytest.mark.parametrize("cache_control", ["private", "no-store", "no-cache", "max-age=0"])
+def test_uncacheable_replies_reach_the_origin_once_per_client(bed, cache_control):
+    path = f"/obj/uncacheable-{cache_control.replace('=', '')}?cc={cache_control}&cookie=1"
+    target = bed.url(path)
+    first = [fetch(bed.spe[name], target) for name in PORT_NAMES]
+    assert bed.origin_counts()[path] == 1
+    assert len({r.body for r in first}) == 1 and len({r.serial for r in first}) == 1
+    assert all(r.headers.get("Set-Cookie") == first[0].headers["Set-Cookie"] for r in first)
+
+    again = fetch(bed.spe["p1"], target)  # p1 already has this copy: a fresh one from the origin
+    assert again.serial != first[0].serial and bed.origin_counts()[path] == 2
+    assert fetch(bed.spe["direct"], target).serial == again.serial  # ...which replaced it for the others
+
+    time.sleep(TTL_S + 0.5)
+    late = fetch(bed.spe["p2"], target)  # p2 has not seen the new copy, but it is too old now
+    assert late.serial not in (first[0].serial, again.serial) and bed.origin_counts()[path] == 3
+
+
+def test_stock_squid_asks_the_origin_for_every_private_request(bed):
+    path = "/obj/stock-private?cc=private"
+    for name in PORT_NAMES:
+        fetch(bed.stock[name], bed.url(path))
+    assert bed.origin_counts()[path] == 3
+
+
+def test_different_cookies_are_fetched_separately(bed):
+    path = "/obj/cookies?cc=public,max-age=600"
+    target = bed.url(path)
+    a1 = fetch(bed.spe["direct"], target, {"Cookie": "user=a"})
+    b = fetch(bed.spe["p1"], target, {"Cookie": "user=b"})
+    a2 = fetch(bed.spe["p2"], target, {"Cookie": "user=a"})
+    none = fetch(bed.spe["p1"], target)
+    assert b.serial != a1.serial and none.serial not in (a1.serial, b.serial)
+    assert a2.serial == a1.serial and a2.headers["X-Cache"].startswith("HIT")
+    assert bed.origin_counts()[path] == 3
+
+
+def test_access_log_names_the_receiving_port(bed):
+    path = "/obj/named?cc=public,max-age=600"
+    for name in PORT_NAMES:
+        fetch(bed.spe[name], bed.url(path))
+    deadline = time.monotonic() + 5
+    names: list[str] = []
+    while time.monotonic() < deadline and len(names) < 3:
+        lines = (bed.workdir / "collector/access.log").read_text().splitlines()
+        names = [line.split()[-1] for line in lines if path in line]
+        time.sleep(0.1)
+    assert names == list(PORT_NAMES)
+
+
+def test_the_template_passes_squid_parse(tmp_path):
+    """What a clean checkout renders is valid for the patched binary (squid -k parse)."""
+    conf = tmp_path / "squid.conf"
+    conf.write_text(collector_config("spe", tmp_path, free_port(), {"p1": free_port(), "p2@accel": free_port()},
+                                     allowed_destinations=("127.0.0.1", "localhost")))
+    code, output = parse_check("spe", conf)
+    assert code == 0, output
+    assert "Processing: collector_uncacheable_ttl 180 seconds" in output
+    assert not [line for line in output.splitlines() if "ERROR" in line or "WARNING" in line], output
+    # the directives are the series' own: Debian's stock Squid does not know them
+    minimal = tmp_path / "minimal.conf"
+    minimal.write_text(f"http_port 127.0.0.1:{free_port()}\ncollector_uncacheable_ttl 180 seconds\n")
+    _, stock_output = parse_check("squid", minimal)
+    assert "unrecognized: 'collector_uncacheable_ttl'" in stock_output
