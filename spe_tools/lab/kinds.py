@@ -19,7 +19,8 @@ from spe_tools.lab.model import ProxySpec
 from spe_tools.lab.render import render_file
 
 ROOT = Path(__file__).resolve().parents[2]
-MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+# SPE_MULTIPLIER picks another build (./spe test runs the lab tests on the ASan one).
+MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 
 
 @dataclass
