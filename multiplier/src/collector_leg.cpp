@@ -109,7 +109,9 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
             if (ec) break;
             filled = chunk_.size() - upstream.body().size;
             error_code ignored;
-            if (filled > 0 && conn_.buffer().size() == 0 && conn_.stream().socket().available(ignored) == 0) break;
+            if (filled > 0 && conn_.buffer().size() == 0 &&
+                (!conn_.stream().last_read_filled_buffer() || conn_.stream().socket().available(ignored) == 0))
+                break;
         }
         if (ec) {
             m.error = classify(ec, true);

@@ -14,7 +14,7 @@ namespace spe {
 
 /// How the reply must be framed for this client.
 struct ClientSide {
-    beast::tcp_stream& stream;
+    TimedStream& stream;
     bool head_request = false;
     bool http11 = true;      // the client spoke HTTP/1.1 (may get chunked)
     bool keep_alive = true;  // the client wants the connection kept

@@ -18,7 +18,7 @@ namespace {
 
 /// Copies bytes one way until EOF, error or idle timeout, then half-closes
 /// the other side so the peer sees the end too. Returns the bytes copied.
-awaitable<std::uint64_t> pump(beast::tcp_stream& from, beast::tcp_stream& to, std::chrono::milliseconds idle) {
+awaitable<std::uint64_t> pump(TimedStream& from, TimedStream& to, std::chrono::milliseconds idle) {
     std::array<char, 16 * 1024> buf{};
     std::uint64_t total = 0;
     error_code ec;
@@ -36,7 +36,7 @@ awaitable<std::uint64_t> pump(beast::tcp_stream& from, beast::tcp_stream& to, st
 }
 
 /// Bytes one side sent ahead (read into our buffer already) go first.
-awaitable<bool> flush_ahead(beast::flat_buffer& buffer, beast::tcp_stream& to, std::chrono::milliseconds idle) {
+awaitable<bool> flush_ahead(beast::flat_buffer& buffer, TimedStream& to, std::chrono::milliseconds idle) {
     if (buffer.size() == 0) co_return true;
     error_code ec;
     to.expires_after(idle);
@@ -47,8 +47,8 @@ awaitable<bool> flush_ahead(beast::flat_buffer& buffer, beast::tcp_stream& to, s
 
 }  // namespace
 
-awaitable<TunnelOutcome> run_connect_tunnel(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
-                                            const Request& req, ServerContext& ctx, RequestRecord& record) {
+awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, beast::flat_buffer& client_buffer, const Request& req,
+                                            ServerContext& ctx, RequestRecord& record) {
     const auto& cfg = ctx.config();
     const std::string target(req.target());
     auto colon = target.rfind(':');

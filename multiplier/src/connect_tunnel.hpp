@@ -4,6 +4,7 @@
 
 #include "measurement.hpp"
 #include "server_context.hpp"
+#include "timed_stream.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 
@@ -16,7 +17,7 @@ struct TunnelOutcome {
     std::string reason;
 };
 
-awaitable<TunnelOutcome> run_connect_tunnel(beast::tcp_stream& client, beast::flat_buffer& client_buffer,
-                                            const Request& req, ServerContext& ctx, RequestRecord& record);
+awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, beast::flat_buffer& client_buffer, const Request& req,
+                                            ServerContext& ctx, RequestRecord& record);
 
 }  // namespace spe

@@ -35,7 +35,7 @@ private:
     void close();
 
     std::shared_ptr<ServerContext> ctx_;
-    beast::tcp_stream client_;
+    TimedStream client_;
     beast::flat_buffer buffer_;
     std::string client_address_;
     CollectorLeg collector_;

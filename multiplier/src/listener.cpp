@@ -76,7 +76,7 @@ awaitable<void> Listener::refuse_client(tcp::socket socket) {
     static constexpr std::string_view kForbidden =
         "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 55\r\nConnection: close\r\n\r\n"
         "SPE Multiplier: your address is not in the allow-list.\n";
-    beast::tcp_stream stream(std::move(socket));
+    TimedStream stream(std::move(socket));
     stream.expires_after(std::chrono::seconds(5));
     error_code ec;
     co_await asio::async_write(stream, asio::buffer(kForbidden.data(), kForbidden.size()), with_ec(ec));

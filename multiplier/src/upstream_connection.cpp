@@ -61,7 +61,10 @@ awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::tim
 
 bool UpstreamConnection::finish_reply(bool keep_alive) {
     error_code ec;
-    const bool extra = buffer_.size() > 0 || stream_.socket().available(ec) > 0;
+    // A last read that got less than it asked for found the receive queue
+    // empty: no need to ask the kernel again (bytes arriving later are missed
+    // either way).
+    const bool extra = buffer_.size() > 0 || (stream_.last_read_filled_buffer() && stream_.socket().available(ec) > 0);
     if (!keep_alive || extra || ec) close();
     return !extra;
 }

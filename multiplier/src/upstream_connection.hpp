@@ -7,6 +7,7 @@
 #include "errors.hpp"
 #include "measurement.hpp"
 #include "net.hpp"
+#include "timed_stream.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 
@@ -33,13 +34,13 @@ public:
 
     void close();
     bool is_open() const { return stream_.socket().is_open(); }
-    beast::tcp_stream& stream() { return stream_; }
+    TimedStream& stream() { return stream_; }
     beast::flat_buffer& buffer() { return buffer_; }
 
 private:
     awaitable<LegError> send_once(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
 
-    beast::tcp_stream stream_;
+    TimedStream stream_;
     beast::flat_buffer buffer_;
     const std::vector<tcp::endpoint>& endpoints_;
 };
