@@ -1,0 +1,321 @@
+"""The real-browser driver: Debian's headless Chromium through a proxy, pages loaded with their
+embedded objects like a user with think times, page load times reported.
+
+Run: python -m spe_tools.workload.browse --proxy HOST:PORT URL... [--think-s S] [--json FILE]
+     python -m spe_tools.workload.browse --proxy HOST:PORT --origin HOST:PORT --pages N [--seed N]
+         [--think-s S] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache] [--all-through-proxy]
+         [--json FILE]
+With --pages N it starts at a random /page/<k>.html of the synthetic origin and follows a random
+link of each page, N pages in all. Chromium is driven over the DevTools protocol (websockets);
+its own background traffic is kept down by flags, and what remains (a few Google hosts, see
+docs/workloads.md) fails inside Chromium without a DNS query; with --all-through-proxy it goes to
+the proxy instead, which must then refuse destinations outside the lab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import websockets
+
+from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
+
+CHROMIUM = "/usr/bin/chromium"
+# Flags that keep Chromium's own traffic down (proxy-lab-notes section 5); what still goes out is
+# listed in docs/workloads.md.
+QUIET_FLAGS = [
+    "--headless", "--disable-gpu", "--no-first-run", "--no-default-browser-check", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
+    "--disable-default-apps", "--no-pings", "--disable-domain-reliability", "--disable-breakpad",
+    "--disable-client-side-phishing-detection", "--metrics-recording-only", "--mute-audio", "--password-store=basic",
+    "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,Translate,"
+    "AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions",
+]
+
+
+# Hosts Chromium contacts on its own (seen through a proxy; docs/workloads.md), plus their relatives.
+GOOGLE_HOSTS = ["*.google.com", "*.googleapis.com", "*.gstatic.com", "*.gvt1.com", "*.gvt2.com",
+                "*.googleusercontent.com", "*.doubleclick.net", "*.google-analytics.com"]
+
+
+def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: bool = False) -> list[str]:
+    """The command line: the proxy for loopback URLs (<-loopback> undoes Chromium's implicit bypass),
+    a private profile, DevTools on a port Chromium picks.
+
+    By default Chromium's own requests to Google hosts never reach the proxy: they bypass it and
+    the resolver rules fail every name but loopback without asking DNS. With all_through_proxy
+    they go to the proxy too, which must refuse destinations outside the lab.
+    """
+    bypass = ["<-loopback>"] if all_through_proxy else ["<-loopback>", *GOOGLE_HOSTS]
+    argv = [binary, *QUIET_FLAGS, f"--proxy-server=http://{proxy}", f"--proxy-bypass-list={';'.join(bypass)}",
+            "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
+            f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"]
+    if os.geteuid() == 0:  # Chromium refuses to run as root with its sandbox
+        argv.append("--no-sandbox")
+    return argv + ["about:blank"]
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client: commands by id, events to listeners."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.next_id = 0
+        self.pending: dict[int, asyncio.Future] = {}
+        self.listeners: list = []
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for raw in self.ws:
+            msg = json.loads(raw)
+            if "id" in msg:
+                future = self.pending.pop(msg["id"], None)
+                if future and not future.done():
+                    if "error" in msg:
+                        future.set_exception(RuntimeError(f"DevTools error: {msg['error']}"))
+                    else:
+                        future.set_result(msg.get("result", {}))
+            else:
+                for listener in list(self.listeners):
+                    listener(msg)
+
+    async def call(self, method: str, params: dict | None = None, session: str | None = None,
+                   timeout: float = 30.0) -> dict:
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        future = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = future
+        await self.ws.send(json.dumps(msg))
+        return await asyncio.wait_for(future, timeout)
+
+    async def close(self) -> None:
+        self.reader.cancel()
+        await self.ws.close()
+
+
+@dataclass
+class PageResult:
+    url: str
+    load_ms: float = 0.0  # navigation start to the end of the load event (Navigation Timing)
+    wall_ms: float = 0.0  # navigate command to the load event, as the driver saw it
+    requests: int = 0
+    failed: int = 0
+    objects: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+class Browser:
+    """One Chromium process and one tab."""
+
+    def __init__(self, argv: list[str], profile: Path, log: Path):
+        self.profile, self.log = profile, log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    async def connect(self, deadline_s: float = 30.0) -> None:
+        port_file = self.profile / "DevToolsActivePort"
+        end = time.monotonic() + deadline_s
+        while not port_file.exists() or len(port_file.read_text().splitlines()) < 2:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"chromium exited with {self.proc.returncode}: {tail(self.log)}")
+            if time.monotonic() > end:
+                raise RuntimeError(f"chromium did not open DevTools within {deadline_s} s: {tail(self.log)}")
+            await asyncio.sleep(0.1)
+        port, path = port_file.read_text().splitlines()[:2]
+        ws = await websockets.connect(f"ws://127.0.0.1:{port}{path}", max_size=64 << 20, open_timeout=deadline_s)
+        self.cdp = DevTools(ws)
+        target = await self.cdp.call("Target.createTarget", {"url": "about:blank"})
+        attached = await self.cdp.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
+        self.session = attached["sessionId"]
+        for method in ("Page.enable", "Network.enable"):
+            await self.cdp.call(method, session=self.session)
+
+    async def no_cache(self) -> None:
+        await self.cdp.call("Network.setCacheDisabled", {"cacheDisabled": True}, session=self.session)
+
+    async def load(self, url: str, timeout: float) -> PageResult:
+        result = PageResult(url)
+        loaded = asyncio.Event()
+        started: dict[str, str] = {}
+
+        def on_event(msg: dict) -> None:
+            if msg.get("sessionId") != self.session:
+                return
+            method, params = msg.get("method"), msg.get("params", {})
+            if method == "Network.requestWillBeSent":
+                started[params["requestId"]] = params["request"]["url"]
+            elif method == "Network.loadingFailed":
+                result.failed += 1
+            elif method == "Page.loadEventFired":
+                loaded.set()
+
+        self.cdp.listeners.append(on_event)
+        start = time.monotonic()
+        try:
+            nav = await self.cdp.call("Page.navigate", {"url": url}, session=self.session, timeout=timeout)
+            if nav.get("errorText"):
+                result.error = nav["errorText"]
+                return result
+            await asyncio.wait_for(loaded.wait(), timeout)
+            result.wall_ms = (time.monotonic() - start) * 1000
+            await asyncio.sleep(0.05)  # let loadEventEnd be set
+            timing = await self.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])")
+            nav_entry = json.loads(timing) if timing else {}
+            result.load_ms = round(nav_entry.get("loadEventEnd") or nav_entry.get("duration") or result.wall_ms, 1)
+        except (TimeoutError, RuntimeError) as e:
+            result.error = f"{type(e).__name__}: {e}" if str(e) else "timeout"
+        finally:
+            self.cdp.listeners.remove(on_event)
+        result.objects = list(started.values())
+        result.requests = len(started)
+        result.wall_ms = round(result.wall_ms, 1)
+        return result
+
+    async def evaluate(self, expression: str):
+        reply = await self.cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
+                                    session=self.session)
+        return reply.get("result", {}).get("value")
+
+    async def links(self) -> list[str]:
+        return await self.evaluate("Array.from(document.links).map(a => a.href)") or []
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.cdp.call("Browser.close"), 5)
+        with contextlib.suppress(Exception):
+            await self.cdp.close()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """TERM, then KILL the whole session (Chromium's helpers are in it) by its leader's id."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # helpers that outlived the leader
+
+
+def tail(path: Path, lines: int = 10) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def next_page(links: list[str], origin: str, rng: random.Random) -> str | None:
+    """A random link to another page of the synthetic origin (a user clicking on)."""
+    pages = [u for u in links if u.startswith(f"http://{origin}/page/")]
+    return rng.choice(pages) if pages else None
+
+
+async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list[PageResult]:
+    proxy = f"{args.proxy[0]}:{args.proxy[1]}"
+    argv = chromium_argv(args.chromium, proxy, profile, args.all_through_proxy)
+    browser = Browser(argv, profile, scratch / "chromium.log")
+    rng = random.Random(args.seed)
+    results: list[PageResult] = []
+    try:
+        await browser.connect()
+        if args.no_cache:
+            await browser.no_cache()
+        urls = list(args.urls)
+        if args.pages:
+            urls = [f"http://{args.origin}/page/{rng.randrange(args.start_pages)}.html"]
+        while urls and len(results) < max(args.pages, len(args.urls)):
+            url = urls.pop(0)
+            result = await browser.load(url, args.timeout)
+            results.append(result)
+            print(f"browse: {url}: {'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
+                  f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
+            if args.pages and len(results) < args.pages:
+                following = next_page(await browser.links(), args.origin, rng)
+                urls.append(following or f"http://{args.origin}/page/{rng.randrange(args.start_pages)}.html")
+            if urls and args.think_s > 0:
+                await asyncio.sleep(rng.expovariate(1 / args.think_s))
+    finally:
+        await browser.close()
+    return results
+
+
+def summarize(args: argparse.Namespace, results: list[PageResult]) -> dict:
+    ok = [r for r in results if not r.error]
+    return {"tool": "browse", "proxy": f"{args.proxy[0]}:{args.proxy[1]}", "pages": len(results),
+            "loaded": len(ok), "errors": len(results) - len(ok),
+            "load_ms": distribution([r.load_ms for r in ok]), "wall_ms": distribution([r.wall_ms for r in ok]),
+            "requests": sum(r.requests for r in results), "failed_requests": sum(r.failed for r in results),
+            "per_page": [r.__dict__ for r in results]}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("urls", nargs="*", help="pages to load, in order")
+    p.add_argument("--proxy", required=True, help="HOST:PORT of the proxy Chromium uses for everything")
+    p.add_argument("--pages", type=int, default=0, help="browse N pages of the synthetic origin (needs --origin)")
+    p.add_argument("--origin", help="HOST:PORT of the synthetic origin (for --pages)")
+    p.add_argument("--start-pages", type=int, default=1000, help="first page drawn from /page/0..N-1.html")
+    p.add_argument("--think-s", type=float, default=2.0, help="mean think time between pages, exponential (s)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=60.0, help="per page load (s)")
+    p.add_argument("--no-cache", action="store_true", help="disable Chromium's own cache")
+    p.add_argument("--profile", help="user-data-dir to use (default: a fresh temporary one, removed after)")
+    p.add_argument("--all-through-proxy", action="store_true",
+                   help="send Chromium's own requests to other hosts to the proxy too (default: refused locally)")
+    p.add_argument("--chromium", default=CHROMIUM, help=f"browser binary (default {CHROMIUM})")
+    p.add_argument("--json", help="write the summary as JSON here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.proxy = parse_hostport(args.proxy)
+        if args.origin:
+            parse_hostport(args.origin)
+    except ValueError as e:
+        parser.error(str(e))
+    if not args.urls and not args.pages:
+        parser.error("give URLs or --pages N")
+    if args.pages and not args.origin:
+        parser.error("--pages needs --origin HOST:PORT")
+    if not Path(args.chromium).exists():
+        parser.error(f"{args.chromium} not found: install Debian's chromium (./spe setup does)")
+    scratch = Path(tempfile.mkdtemp(prefix="spe-browse-"))
+    profile = Path(args.profile) if args.profile else scratch / "profile"
+    profile.mkdir(parents=True, exist_ok=True)
+    try:
+        results = asyncio.run(browse(args, profile, scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summary = summarize(args, results)
+    print(f"browse: {summary['loaded']} of {summary['pages']} pages loaded, {summary['requests']} requests "
+          f"({summary['failed_requests']} failed); page load {fmt_ms(summary['load_ms'])}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0 if summary["errors"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
