@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 
 namespace spe {
 namespace http = boost::beast::http;
@@ -104,6 +103,10 @@ HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::st
         compare_.push_back(to_lower(c));
     for (auto& i : ignore)
         ignore_.push_back(to_lower(i));
+    constexpr auto kKnown = static_cast<std::size_t>(http::field::xref) + 1;
+    known_compared_.resize(kKnown);
+    for (std::size_t f = 1; f < kKnown; ++f)  // 0 is field::unknown
+        known_compared_[f] = is_compared_lower(to_lower(http::to_string(static_cast<http::field>(f))));
 }
 
 bool HeaderPolicy::matches(const std::vector<std::string>& patterns, std::string_view lower_name) {
@@ -114,25 +117,42 @@ bool HeaderPolicy::matches(const std::vector<std::string>& patterns, std::string
     });
 }
 
+bool HeaderPolicy::is_compared_lower(std::string_view lower_name) const {
+    if (!compare_.empty() && !matches(compare_, lower_name)) return false;
+    return !matches(ignore_, lower_name);
+}
+
 bool HeaderPolicy::is_compared(std::string_view name) const {
-    auto lower = to_lower(name);
-    if (!compare_.empty() && !matches(compare_, lower)) return false;
-    return !matches(ignore_, lower);
+    return is_compared_lower(to_lower(name));
 }
 
 ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
-    std::map<std::string, std::string> joined;
-    for (const auto& f : fields) {
-        auto name = to_lower(f.name_string());
-        if (!is_compared(name)) continue;
-        auto& value = joined[name];
-        if (!value.empty()) value += ", ";
-        value.append(f.value().data(), f.value().size());
-    }
     ComparedHeaders out;
-    out.reserve(joined.size());
-    for (auto& [name, value] : joined)
-        out.push_back({name, std::move(value)});
+    std::string lower;
+    for (const auto& f : fields) {
+        const auto id = static_cast<std::size_t>(f.name());
+        if (f.name() != http::field::unknown && id < known_compared_.size()) {
+            if (!known_compared_[id]) continue;
+            lower = to_lower(f.name_string());
+        } else {
+            lower = to_lower(f.name_string());
+            if (!is_compared_lower(lower)) continue;
+        }
+        out.push_back({std::move(lower), std::string(f.value())});
+    }
+    // Sorted by name; a repeated name becomes one entry, values joined in arrival order.
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (kept > 0 && out[kept - 1].name == out[i].name) {
+            out[kept - 1].value += ", ";
+            out[kept - 1].value += out[i].value;
+        } else {
+            if (kept != i) out[kept] = std::move(out[i]);
+            ++kept;
+        }
+    }
+    out.resize(kept);
     return out;
 }
 

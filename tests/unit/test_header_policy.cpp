@@ -68,3 +68,25 @@ TEST_CASE("has_token splits comma lists case-insensitively") {
     CHECK_FALSE(spe::has_token("closed", "close"));
     CHECK_FALSE(spe::has_token("", "close"));
 }
+
+TEST_CASE("select applies prefix patterns and compare lists to known and unknown names alike") {
+    http::fields f;
+    f.set(http::field::content_type, "text/plain");
+    f.set(http::field::content_language, "en");
+    f.set("X-Custom", "1");
+    f.insert("x-custom", "2");
+    f.set(http::field::etag, "\"e\"");
+    f.insert("Vary", "Accept");
+    f.insert("VARY", "Cookie");
+    spe::HeaderPolicy prefix({}, {"content-*"});
+    auto selected = prefix.select(f);
+    REQUIRE(selected.size() == 3);
+    CHECK(selected[0] == spe::ComparedHeader{"etag", "\"e\""});
+    CHECK(selected[1] == spe::ComparedHeader{"vary", "Accept, Cookie"});
+    CHECK(selected[2] == spe::ComparedHeader{"x-custom", "1, 2"});
+    spe::HeaderPolicy only({"Content-Type", "X-CUSTOM"}, spe::default_ignored_headers());
+    selected = only.select(f);
+    REQUIRE(selected.size() == 2);
+    CHECK(selected[0] == spe::ComparedHeader{"content-type", "text/plain"});
+    CHECK(selected[1] == spe::ComparedHeader{"x-custom", "1, 2"});
+}
