@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -48,7 +49,9 @@ public:
     void boolean(bool b) { out_ += b ? "true" : "false", first_ = false; }
     template <class Int>
     void integer(Int v) {
-        fmt::format_to(std::back_inserter(out_), "{}", v);
+        std::array<char, 24> buf{};
+        auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+        out_.append(buf.data(), res.ptr);
         first_ = false;
     }
     template <class Int>
@@ -79,7 +82,15 @@ void JsonWriter::string(std::string_view s) {
         return;
     }
     out_ += '"';
-    for (char c : s) {
+    auto plain = [](char c) { return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20; };
+    while (!s.empty()) {
+        // Runs of characters that need no escape go in one append.
+        const auto run = static_cast<std::size_t>(std::find_if_not(s.begin(), s.end(), plain) - s.begin());
+        out_.append(s.data(), run);
+        s.remove_prefix(run);
+        if (s.empty()) break;
+        const char c = s.front();
+        s.remove_prefix(1);
         switch (c) {
             case '"':
                 out_ += "\\\"";
@@ -103,10 +114,7 @@ void JsonWriter::string(std::string_view s) {
                 out_ += "\\t";
                 break;
             default:
-                if (static_cast<unsigned char>(c) < 0x20)
-                    fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned>(c));
-                else
-                    out_ += c;
+                fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned>(c));
         }
     }
     out_ += '"';
