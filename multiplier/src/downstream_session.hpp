@@ -15,7 +15,8 @@ namespace spe {
 
 class DownstreamSession : public Abortable, public std::enable_shared_from_this<DownstreamSession> {
 public:
-    /// `socket` must already be bound to this connection's strand.
+    /// `socket` must already be bound to this connection's strand (or, with one
+    /// I/O thread, to the io_context).
     DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx);
 
     void start();

@@ -10,6 +10,18 @@
 #include <boost/asio/write.hpp>
 
 namespace spe {
+namespace {
+
+/// The executor a new connection runs on. With one I/O thread the io_context
+/// already runs every handler one at a time (an implicit strand), and its
+/// executor fits inside any_io_executor; a strand does not, so each copy or
+/// adaptation of it (over a hundred per client request) was a heap allocation.
+asio::any_io_executor connection_executor(asio::io_context& ioc, unsigned threads) {
+    if (threads <= 1) return ioc.get_executor();
+    return asio::make_strand(ioc);
+}
+
+}  // namespace
 
 Listener::Listener(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
     : ioc_(ioc), ctx_(std::move(ctx)), acceptor_(ioc) {
@@ -46,7 +58,7 @@ awaitable<void> Listener::accept_loop() {
     auto self = shared_from_this();
     error_code ec;
     while (acceptor_.is_open()) {
-        auto socket = co_await acceptor_.async_accept(asio::make_strand(ioc_), with_ec(ec));
+        auto socket = co_await acceptor_.async_accept(connection_executor(ioc_, ctx_->config().threads), with_ec(ec));
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
         if (ec) {
             // Out of file descriptors and the like: say so, breathe, go on.

@@ -1,5 +1,6 @@
 // Accepts client connections, applies the allow-list, and starts one
-// DownstreamSession per connection on a strand of its own.
+// DownstreamSession per connection on a strand of its own (with one I/O
+// thread, the io_context's executor: the thread is the strand).
 #pragma once
 
 #include "server_context.hpp"
