@@ -46,7 +46,7 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
 }
 
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
-    : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())), chunk_(kChunkBytes) {}
+    : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 
 awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide client) {
     RelayOutcome out;
@@ -94,20 +94,25 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
     out.keep_alive = client.keep_alive;
     http::response_serializer<http::buffer_body> serializer(reply);
 
+    // Allocated on the first reply, not zeroed: an idle connection holds no
+    // relay buffer, and of a used one only the pages bodies touched are resident.
+    if (!chunk_) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
+    char* const chunk = chunk_.get();
+
     // The header leaves with the first body bytes (one write); each read takes
     // what the Collector has already sent, up to one buffer, so a body that
     // arrives in small pieces still goes out in few writes, without waiting.
     BodyDigest digest;
     for (;;) {
         std::size_t filled = 0;
-        while (!parser->is_done() && filled < chunk_.size()) {
-            upstream.body().data = chunk_.data() + filled;
-            upstream.body().size = chunk_.size() - filled;
+        while (!parser->is_done() && filled < kChunkBytes) {
+            upstream.body().data = chunk + filled;
+            upstream.body().size = kChunkBytes - filled;
             conn_.stream().expires_after(cfg.client_timeout);
             co_await http::async_read_some(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
             if (ec == http::error::need_buffer) ec = {};
             if (ec) break;
-            filled = chunk_.size() - upstream.body().size;
+            filled = kChunkBytes - upstream.body().size;
             error_code ignored;
             if (filled > 0 && conn_.buffer().size() == 0 &&
                 (!conn_.stream().last_read_filled_buffer() || conn_.stream().socket().available(ignored) == 0))
@@ -119,12 +124,12 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
                              " bytes: " + ec.message();
             break;
         }
-        digest.update(chunk_.data(), filled);
+        digest.update(chunk, filled);
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
-            m.body_head.append(chunk_.data(), std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
+            m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         // No bytes means "end of body": a null pointer, as Beast's buffer_body
         // would otherwise emit an empty chunk, which reads as a premature last-chunk.
-        reply.body().data = filled ? chunk_.data() : nullptr;
+        reply.body().data = filled ? chunk : nullptr;
         reply.body().size = filled;
         reply.body().more = !parser->is_done();
         out.client_answered = true;

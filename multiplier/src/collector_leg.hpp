@@ -8,7 +8,7 @@
 #include "server_context.hpp"
 #include "upstream_connection.hpp"
 
-#include <vector>
+#include <memory>
 
 namespace spe {
 
@@ -37,7 +37,7 @@ public:
 private:
     ServerContext& ctx_;
     UpstreamConnection conn_;
-    std::vector<char> chunk_;  // the one relay buffer of this client connection
+    std::unique_ptr<char[]> chunk_;  // the one relay buffer of this client connection (from its first reply)
 };
 
 /// Headers of a reply going to the client: hop-by-hop removed, Via appended,
