@@ -1,0 +1,291 @@
+"""Connections and memory: the Multiplier's resident memory with 1,000 and 10,000 concurrent idle
+keep-alive client connections, and per in-flight request. Target (issue 8): under 10 KB per idle
+connection.
+
+Set-up (127.0.0.1 only, free ports, every process stopped by PID): nginx serving /1k on 5 ports
+(the Collector stand-in and 4 stand-in proxies under test) and the Multiplier (release build,
+sequential mode, JSON log, 4 proxies). This script raises RLIMIT_NOFILE (soft and hard, as root)
+so the Multiplier, which takes the whole hard limit, can hold every connection.
+
+For each count N: open N client connections (RSS "connected"), then send one request on each and
+read its reply, keeping the connection (RSS "idle after one request": each client connection then
+also keeps its Collector connection and one connection per proxy, as the Multiplier mirrors the
+client's persistence). KB per connection = (RSS - RSS before the connections) / N. Then the
+connections close and the next N starts from a fresh Multiplier.
+In-flight: a second Multiplier whose Collector (a small asyncio server) holds every reply for a
+while; K clients each send one request; KB per in-flight request = (RSS with K requests waiting -
+RSS with the same K connections idle) / K.
+
+Run: ./spe bench connections [--counts 1000,10000] [--in-flight 1000] [--no-append]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from benchlib import append_result, machine  # noqa: E402
+
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
+N_PROXIES = 4
+TARGET_KB_PER_IDLE = 10.0
+NOFILE = 200_000
+
+ORIGIN_CONF = """\
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+worker_rlimit_nofile {nofile};
+events {{ worker_connections {nofile}; }}
+http {{
+    access_log off;
+    keepalive_timeout 600s; keepalive_requests 10000000;
+    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+    server {{
+{listens}
+        root {www};
+        location / {{ }}
+    }}
+}}
+"""
+
+# A Collector stand-in that answers every request after `hold` seconds (keep-alive).
+SLOW_COLLECTOR = """\
+import asyncio, sys
+port, hold = int(sys.argv[1]), float(sys.argv[2])
+BODY = bytes(1024)
+REPLY = b"HTTP/1.1 200 OK\\r\\nContent-Length: 1024\\r\\nContent-Type: application/octet-stream\\r\\n\\r\\n" + BODY
+async def serve(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\\r\\n\\r\\n")
+            if not head:
+                break
+            await asyncio.sleep(hold)
+            writer.write(REPLY)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    writer.close()
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", port, backlog=4096)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+class BenchError(RuntimeError):
+    """A clear, user-facing failure."""
+
+
+def rss_kb(pid: int) -> int:
+    return next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS:"))
+
+
+def settled_rss_kb(pid: int, seconds: float = 1.0) -> int:
+    time.sleep(seconds)
+    return rss_kb(pid)
+
+
+def per_connection_kb(rss_after_kb: int, rss_before_kb: int, n: int) -> float:
+    return (rss_after_kb - rss_before_kb) / n if n else float("nan")
+
+
+def raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = max(hard, NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+# ---------------------------------------------------------------- clients (asyncio)
+
+async def open_clients(port: int, n: int, batch: int = 500) -> list:
+    conns = []
+    for start in range(0, n, batch):
+        conns += await asyncio.wait_for(asyncio.gather(
+            *(asyncio.open_connection("127.0.0.1", port) for _ in range(min(batch, n - start)))), 60)
+    return conns
+
+
+async def send_request(conn, target: str) -> None:
+    _, writer = conn
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    await writer.drain()
+
+
+async def read_reply(conn) -> int:
+    reader, _ = conn
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length"))
+    await reader.readexactly(length)
+    return int(head.split(b" ")[1])
+
+
+async def one_request_each(conns: list, target: str, batch: int = 500) -> int:
+    ok = 0
+    for start in range(0, len(conns), batch):
+        part = conns[start:start + batch]
+        await asyncio.gather(*(send_request(c, target) for c in part))
+        statuses = await asyncio.wait_for(asyncio.gather(*(read_reply(c) for c in part)), 120)
+        ok += sum(s == 200 for s in statuses)
+    return ok
+
+
+def close_all(conns: list) -> None:
+    for _, writer in conns:
+        with contextlib.suppress(Exception):
+            writer.transport.abort()
+
+
+# ---------------------------------------------------------------- main
+
+def start_multiplier(group: ProcessGroup, name: str, collector: int, proxies: list[int]) -> tuple[int, int]:
+    port = free_port()
+    argv = [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{collector}",
+            "--log", str(group.workdir / f"{name}.jsonl"), "--client-timeout", "600", "--via-name", f"spe-{name}"]
+    for i, p in enumerate(proxies, 1):
+        argv += ["--proxy", f"p{i}=127.0.0.1:{p}"]
+    child = group.start(name, argv, port=port, deadline_s=15)
+    return child.pid, port
+
+
+async def idle_rows(group: ProcessGroup, counts: list[int], origin_ports: list[int]) -> list[dict]:
+    rows = []
+    target = f"http://127.0.0.1:{origin_ports[0]}/1k"
+    for n in counts:
+        pid, port = start_multiplier(group, f"idle{n}", origin_ports[0], origin_ports[1:])
+        warm = await open_clients(port, 4)
+        await one_request_each(warm, target)  # allocator and log warmed by a few requests
+        close_all(warm)
+        base = settled_rss_kb(pid)
+        conns = await open_clients(port, n)
+        connected = settled_rss_kb(pid)
+        ok = await one_request_each(conns, target)
+        idle = settled_rss_kb(pid)
+        close_all(conns)
+        rows.append({"n": n, "base": base, "connected": connected, "idle": idle, "ok": ok})
+        print(f"{n} connections: RSS {base} -> {connected} (connected) -> {idle} KB (idle after one request); "
+              f"{ok} replies 200", flush=True)
+        group.children[-1].stop()
+    return rows
+
+
+async def in_flight_row(group: ProcessGroup, k: int, proxies: list[int], hold: float) -> dict:
+    slow_port = free_port()
+    script = group.workdir / "slow_collector.py"
+    script.write_text(SLOW_COLLECTOR)
+    group.start("slow-collector", [sys.executable, str(script), str(slow_port), str(hold)], port=slow_port)
+    pid, port = start_multiplier(group, "inflight", slow_port, proxies)
+    target = f"http://127.0.0.1:{proxies[0]}/1k"
+    conns = await open_clients(port, k)
+    before = settled_rss_kb(pid)
+    started = time.monotonic()
+    for start in range(0, k, 500):
+        await asyncio.gather(*(send_request(c, target) for c in conns[start:start + 500]))
+    during = settled_rss_kb(pid)
+    if time.monotonic() - started >= hold:
+        raise BenchError(f"the requests were not all in flight at once; raise --hold (now {hold} s)")
+    statuses = await asyncio.wait_for(asyncio.gather(*(read_reply(c) for c in conns)), hold + 120)
+    close_all(conns)
+    return {"k": k, "before": before, "during": during, "ok": sum(s == 200 for s in statuses)}
+
+
+def report(args: argparse.Namespace, rows: list[dict], flight: dict | None) -> str:
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    lines = [f"\n## Connections and memory (idle keep-alive clients, in-flight requests) — {now}\n",
+             f"Machine: {machine()}. Command: `{' '.join(['./spe bench connections', *sys.argv[1:]])}`.\n",
+             "The Multiplier (release build, one I/O thread, sequential mode, JSON log) with 4 stand-in proxies "
+             "(nginx serving /1k; the Collector stand-in is the same nginx). RSS from /proc/PID/status (VmRSS) "
+             "one second after each step; baseline = after start-up and 4 warm-up requests, before the connections. "
+             "\"Idle after one request\": each client connection has sent one request and got its reply, and is "
+             "kept alive; the Multiplier then also keeps that client's Collector connection and one connection to "
+             "each proxy (it mirrors the client's persistence). The machine was shared with other agents during "
+             "the run (RSS does not depend on CPU load).\n",
+             "| client connections | state | Multiplier RSS MB | over baseline MB | KB per connection | replies 200 |",
+             "|---|---|---|---|---|---|"]
+    verdict = []
+    for r in rows:
+        for state, key in (("connected, no request yet", "connected"), ("idle after one request", "idle")):
+            kb = per_connection_kb(r[key], r["base"], r["n"])
+            lines.append(f"| {r['n']:,} | {state} | {r[key] / 1024:.1f} | {(r[key] - r['base']) / 1024:.1f} "
+                         f"| {kb:.1f} | {r['ok'] if key == 'idle' else '–'} |")
+            verdict.append(f"{r['n']:,} connections, {state}: **{kb:.1f} KB** per connection "
+                           f"(target < {TARGET_KB_PER_IDLE:g} KB: {'met' if kb < TARGET_KB_PER_IDLE else 'NOT met'})")
+    text = "\n".join(lines) + "\n\n"
+    if flight:
+        kb = per_connection_kb(flight["during"], flight["before"], flight["k"])
+        text += (f"In flight: {flight['k']:,} client connections each with one request waiting for the Collector "
+                 f"(which holds every reply {args.hold:g} s): RSS {flight['before'] / 1024:.1f} MB idle → "
+                 f"{flight['during'] / 1024:.1f} MB with the requests in flight: **{kb:.1f} KB per in-flight request** "
+                 f"(request, parser, Collector connection and its buffers, fan-out record); "
+                 f"{flight['ok']:,} replies 200 afterwards.\n\n")
+    text += "".join(f"- {v}\n" for v in verdict)
+    return text
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--counts", default="1000,10000", help="idle connection counts, comma-separated")
+    parser.add_argument("--in-flight", type=int, default=1000, help="requests held in flight (0: skip)")
+    parser.add_argument("--hold", type=float, default=20, help="seconds the slow Collector holds each reply")
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    for tool in ("nginx",):
+        if not shutil.which(tool):
+            raise SystemExit(f"connections: {tool} is not installed (./spe setup)")
+    if not MULTIPLIER.exists():
+        raise SystemExit(f"connections: {MULTIPLIER} is missing (./spe build)")
+    raise_nofile()
+    counts = [int(c) for c in args.counts.split(",") if c]
+    workdir = Path(tempfile.mkdtemp(prefix="spe-connections-"))
+    workdir.chmod(0o755)  # nginx workers run as an unprivileged user when started as root
+    try:
+        with ProcessGroup(workdir) as group:
+            (workdir / "www").mkdir()
+            (workdir / "www/1k").write_bytes(bytes(1024))
+            (workdir / "origin/tmp").mkdir(parents=True)
+            origin_ports = [free_port() for _ in range(1 + N_PROXIES)]
+            listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
+            (workdir / "origin/nginx.conf").write_text(ORIGIN_CONF.format(
+                dir=workdir / "origin", nofile=NOFILE, listens=listens, www=workdir / "www"))
+            group.start("origin", ["nginx", "-e", str(workdir / "origin/error.log"), "-p", str(workdir / "origin"),
+                                   "-c", str(workdir / "origin/nginx.conf")], port=origin_ports[0], deadline_s=15)
+            rows = asyncio.run(idle_rows(group, counts, origin_ports))
+            flight = (asyncio.run(in_flight_row(group, args.in_flight, origin_ports[1:], args.hold))
+                      if args.in_flight else None)
+    except BenchError as e:
+        print(f"connections: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    text = report(args, rows, flight)
+    print(text)
+    if not args.no_append:
+        append_result(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,403 @@
+"""Throughput: client requests/s and CPU per request of the Multiplier at 4- and 8-way fan-out,
+against nginx `mirror` and an nginx Lua fan-out to the same upstreams, in interleaved rounds.
+
+Set-up (127.0.0.1 only, free ports, every process stopped by PID; placement as in the perf anchors:
+wrk -t1 on CPU0, every server on CPU1, one worker each):
+  origin   nginx serving /1k (1024 B) from a file on 9 ports: the reference upstream (the
+           Multiplier's Collector) and 8 cheap stand-in proxies under test, so that no proxy is
+           the bottleneck
+  mult4/8  the Multiplier (release build, sequential mode, JSON log) with 4 / 8 proxies
+  mirror4/8  nginx: proxy_pass to the reference + `mirror` to 4 / 8 upstreams (headers only, a new
+           upstream connection per mirror request: not the Multiplier's work, see the perf anchors)
+  lua4/8   nginx + lua: ngx.location.capture_multi to the reference + 4 / 8 upstreams over
+           keep-alive, every body read and hashed with ngx.md5 (the closest equivalent)
+Each scenario runs `wrk -t1 -cC -dS` per round; rounds rotate the order. CPU µs/req is the
+server's Δ(utime+stime) over wrk's completed requests. Targets (issue 8) at 4-way fan-out with
+1 KB objects: >= 1.5x the Lua fan-out's req/s, >= 3x the mirror's, <= 80 µs CPU per request.
+
+Run: ./spe bench throughput [--rounds 3] [--seconds 8] [--connections 10] [--no-append] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from benchlib import append_result, machine  # noqa: E402
+
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
+LOAD_CPU, SERVER_CPU = 0, 1
+FANOUTS = (4, 8)
+KINDS = ("mult", "lua", "mirror")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
+
+COMMON = """\
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+worker_rlimit_nofile 65536;
+{modules}
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    tcp_nodelay on;
+    keepalive_timeout 120s; keepalive_requests 10000000;
+    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+{body}
+}}
+"""
+
+ORIGIN_BODY = """\
+    sendfile on;
+    open_file_cache max=64 inactive=600s; open_file_cache_valid 3600s;
+    default_type application/octet-stream;
+    server {{
+{listens}
+        root {www};
+        location / {{ }}
+    }}
+"""
+
+UPSTREAMS = """\
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_buffering on; proxy_buffer_size 16k; proxy_buffers 8 16k;
+{upstreams}
+"""
+
+LUA_INIT = """\
+    init_by_lua_block {
+        local capture_multi, md5 = ngx.location.capture_multi, ngx.md5
+        function fanout()
+            local n = tonumber(ngx.var.fan)
+            local uri = ngx.var.request_uri
+            local reqs = { { "/_ref" .. uri } }
+            for i = 1, n do reqs[i + 1] = { "/_m" .. i .. uri } end
+            local res = { capture_multi(reqs) }
+            local ref = res[1]
+            local refh = md5(ref.body)
+            local diff = 0
+            for i = 2, n + 1 do
+                if res[i].status ~= ref.status or md5(res[i].body) ~= refh then diff = diff + 1 end
+            end
+            ngx.status = ref.status
+            ngx.header["Content-Type"] = ref.header["Content-Type"]
+            ngx.header["Content-Length"] = #ref.body
+            ngx.header["X-Fanout-Diff"] = diff
+            ngx.print(ref.body)
+        end
+    }
+"""
+
+
+class BenchError(RuntimeError):
+    """A clear, user-facing failure."""
+
+
+# ---------------------------------------------------------------- configs (pure)
+
+def upstream_blocks(ports: list[int]) -> str:
+    """keepalive upstream `ref` (ports[0]) and m1..mN (ports[1:])."""
+    names = ["ref"] + [f"m{i}" for i in range(1, len(ports))]
+    return "\n".join(f"    upstream {n} {{ server 127.0.0.1:{p}; keepalive 512; keepalive_requests 10000000; "
+                     f"keepalive_timeout 120s; }}" for n, p in zip(names, ports, strict=True))
+
+
+def mirror_server(port: int, n: int) -> str:
+    mirrors = " ".join(f"mirror /_m{i};" for i in range(1, n + 1))
+    internal = "\n".join(f"        location = /_m{i} {{ internal; proxy_pass http://m{i}$request_uri; }}"
+                         for i in range(1, n + 1))
+    return (f"    server {{\n        listen 127.0.0.1:{port} backlog=4096;\n"
+            f"        location / {{ {mirrors} mirror_request_body off; proxy_pass http://ref; }}\n{internal}\n    }}")
+
+
+def lua_server(port: int, n: int) -> str:
+    internal = "\n".join(f"        location ^~ /_m{i}/ {{ internal; proxy_pass http://m{i}/; }}"
+                         for i in range(1, n + 1))
+    return (f"    server {{\n        listen 127.0.0.1:{port} backlog=4096;\n"
+            f"        location / {{ set $fan {n}; content_by_lua_block {{ fanout() }} }}\n"
+            f"        location ^~ /_ref/ {{ internal; proxy_pass http://ref/; }}\n{internal}\n    }}")
+
+
+def nginx_conf(directory: Path, body: str, lua: bool = False) -> str:
+    modules = "\n".join(f"load_module {m};" for m in LUA_MODULES) if lua else ""
+    return COMMON.format(dir=directory, modules=modules, body=body)
+
+
+# ---------------------------------------------------------------- measuring (pure parts)
+
+def parse_wrk(text: str) -> dict:
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    total = re.search(r"(\d+) requests in", text)
+    if not rps or not total:
+        raise BenchError(f"cannot read wrk output:\n{text}")
+    errors = [m.group(0) for m in re.finditer(r"(Socket errors: .*|Non-2xx or 3xx responses: \d+)", text)]
+    return {"rps": float(rps.group(1)), "requests": int(total.group(1)), "errors": "; ".join(errors)}
+
+
+def median_ratio(runs: list[dict], a: str, b: str) -> float:
+    """Median over rounds of req/s(a) / req/s(b), each pair from the same round."""
+    by_round: dict[int, dict[str, float]] = {}
+    for r in runs:
+        by_round.setdefault(r["round"], {})[r["scenario"]] = r["rps"]
+    ratios = [v[a] / v[b] for v in by_round.values() if a in v and b in v and v[b] > 0]
+    return statistics.median(ratios) if ratios else float("nan")
+
+
+def summary_rows(runs: list[dict]) -> list[dict]:
+    rows = []
+    for n in FANOUTS:
+        for kind in KINDS:
+            mine = [r for r in runs if r["scenario"] == f"{kind}{n}"]
+            if not mine:
+                continue
+            rows.append({"fanout": n, "kind": kind, "runs": len(mine),
+                         "rps": statistics.median(r["rps"] for r in mine),
+                         "rps_min": min(r["rps"] for r in mine), "rps_max": max(r["rps"] for r in mine),
+                         "cpu_us": statistics.median(r["cpu_us"] for r in mine),
+                         "origin_us": statistics.median(r["origin_us"] for r in mine),
+                         "foreign": statistics.median(r["foreign"] for r in mine),
+                         "errors": "; ".join(sorted({r["errors"] for r in mine if r["errors"]}))})
+    return rows
+
+
+LABELS = {"mult": "Multiplier", "lua": "nginx Lua capture_multi + md5", "mirror": "nginx mirror"}
+
+
+def table(runs: list[dict], seconds: float) -> str:
+    lines = ["| fan-out | server | runs × s | req/s (min–max) | server CPU µs/req | origin CPU µs per client req "
+             "| foreign CPU-s/run |", "|---|---|---|---|---|---|---|"]
+    for row in summary_rows(runs):
+        lines.append(f"| {row['fanout']} | {LABELS[row['kind']]} | {row['runs']} × {seconds:g} | {row['rps']:.0f} "
+                     f"({row['rps_min']:.0f}–{row['rps_max']:.0f}) | {row['cpu_us']:.1f} | {row['origin_us']:.1f} "
+                     f"| {row['foreign']:.2f} |")
+    return "\n".join(lines)
+
+
+def verdicts(runs: list[dict]) -> list[str]:
+    out = []
+    rows = {(r["fanout"], r["kind"]): r for r in summary_rows(runs)}
+    for n in FANOUTS:
+        if (n, "mult") not in rows:
+            continue
+        vs_lua = median_ratio(runs, f"mult{n}", f"lua{n}")
+        vs_mirror = median_ratio(runs, f"mult{n}", f"mirror{n}")
+        cpu = rows[(n, "mult")]["cpu_us"]
+        line = (f"{n}-way: Multiplier / Lua fan-out **{vs_lua:.2f}×**, Multiplier / mirror **{vs_mirror:.2f}×** "
+                f"(median of per-round ratios); Multiplier CPU **{cpu:.1f} µs** per client request")
+        if n == 4:
+            line += (f" (targets: ≥ {TARGET_VS_LUA}× Lua: {'met' if vs_lua >= TARGET_VS_LUA else 'NOT met'}; "
+                     f"≥ {TARGET_VS_MIRROR}× mirror: {'met' if vs_mirror >= TARGET_VS_MIRROR else 'NOT met'}; "
+                     f"≤ {TARGET_CPU_US:g} µs: {'met' if cpu <= TARGET_CPU_US else 'NOT met'})")
+        out.append(line)
+    return out
+
+
+# ---------------------------------------------------------------- processes
+
+def process_tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def busy_seconds() -> float:
+    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(f[:8]) - f[3] - f[4]) / CLK_TCK
+
+
+def start_nginx(group: ProcessGroup, name: str, body: str, port: int, lua: bool = False) -> int:
+    directory = group.workdir / name
+    (directory / "tmp").mkdir(parents=True, exist_ok=True)
+    (directory / "nginx.conf").write_text(nginx_conf(directory, body, lua))
+    child = group.start(name, ["taskset", "-c", str(SERVER_CPU), "nginx", "-e", str(directory / "error.log"),
+                               "-p", str(directory), "-c", str(directory / "nginx.conf")], port=port, deadline_s=15)
+    return child.pid
+
+
+def run_wrk(url: str, script: Path | None, seconds: float, connections: int, workdir: Path) -> dict:
+    argv = ["taskset", "-c", str(LOAD_CPU), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "5s"]
+    if script:
+        argv += ["-s", str(script)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        done = subprocess.run([*argv, url], capture_output=True, text=True, timeout=seconds + 30, cwd=workdir)
+    except subprocess.TimeoutExpired as e:
+        raise BenchError(f"wrk did not finish within {seconds + 30:g} s") from e
+    if done.returncode != 0:
+        raise BenchError(f"wrk exited with {done.returncode}:\n{done.stdout}{done.stderr}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wrk_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {**parse_wrk(done.stdout), "wrk_cpu": wrk_cpu}
+
+
+def check_multiplier_log(path: Path, proxies: int) -> tuple[int, int, int]:
+    """(records, proxy results OK, proxy results) in a Multiplier JSON log."""
+    records = ok = total = 0
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            records += 1
+            total += len(rec["proxies"])
+            ok += sum(p["result"] == "OK" for p in rec["proxies"])
+    if total != records * proxies:
+        raise BenchError(f"{path.name}: {total} proxy results for {records} records, expected {proxies} each")
+    return records, ok, total
+
+
+# ---------------------------------------------------------------- main
+
+def command_line() -> str:
+    return " ".join(["./spe bench throughput", *sys.argv[1:]])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as the perf anchors)")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not append to docs/benchmarks.md")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    for tool in ("wrk", "nginx", "taskset"):
+        if not shutil.which(tool):
+            raise SystemExit(f"throughput: {tool} is not installed (./spe setup)")
+    if not MULTIPLIER.exists():
+        raise SystemExit(f"throughput: {MULTIPLIER} is missing (./spe build)")
+    if not all(Path(m).exists() for m in LUA_MODULES):
+        raise SystemExit("throughput: libnginx-mod-http-lua is not installed (./spe setup)")
+    workdir = Path(tempfile.mkdtemp(prefix="spe-throughput-"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the ProcessGroup stops every server
+    try:
+        return run(args, workdir)
+    except BenchError as e:
+        print(f"throughput: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if args.keep:
+            print(f"work directory kept: {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    workdir.chmod(0o755)  # nginx workers run as an unprivileged user when started as root
+    (workdir / "www").mkdir()
+    (workdir / "www/1k").write_bytes(bytes((i * 7) % 256 for i in range(1024)))
+    origin_ports = [free_port() for _ in range(1 + max(FANOUTS))]
+    ports = {f"{kind}{n}": free_port() for kind in KINDS for n in FANOUTS}
+    with ProcessGroup(workdir) as group:
+        listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
+        origin = start_nginx(group, "origin", ORIGIN_BODY.format(listens=listens, www=workdir / "www"),
+                             origin_ports[0])
+        ups = UPSTREAMS.format(upstreams=upstream_blocks(origin_ports))
+        mirror = start_nginx(group, "mirror", ups + "\n".join(mirror_server(ports[f"mirror{n}"], n) for n in FANOUTS),
+                             ports["mirror4"])
+        lua = start_nginx(group, "lua", ups + LUA_INIT + "\n".join(lua_server(ports[f"lua{n}"], n) for n in FANOUTS),
+                          ports["lua4"], lua=True)
+        mults = {}
+        for n in FANOUTS:
+            argv = ["taskset", "-c", str(SERVER_CPU), str(MULTIPLIER), "--listen", f"127.0.0.1:{ports[f'mult{n}']}",
+                    "--collector", f"127.0.0.1:{origin_ports[0]}", "--log", str(workdir / f"mult{n}.jsonl"),
+                    "--via-name", f"spe-bench-{n}"]
+            for i in range(1, n + 1):
+                argv += ["--proxy", f"p{i}=127.0.0.1:{origin_ports[i]}"]
+            mults[n] = group.start(f"mult{n}", argv, port=ports[f"mult{n}"], deadline_s=15).pid
+        servers = {**{f"mult{n}": mults[n] for n in FANOUTS}, **{f"mirror{n}": mirror for n in FANOUTS},
+                   **{f"lua{n}": lua for n in FANOUTS}}
+        script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
+        script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
+        order = list(servers)
+        runs = []
+        # Warm-up: upstream keep-alive pools, page cache, Lua code.
+        for name in order:
+            run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script if name.startswith("mult") else None, 1,
+                    args.connections, workdir)
+        for rnd in range(args.rounds):
+            for name in order[rnd % len(order):] + order[:rnd % len(order)]:
+                sut = process_tree(servers[name])
+                origin_pids = process_tree(origin)
+                c0, o0, b0 = cpu_seconds(sut), cpu_seconds(origin_pids), busy_seconds()
+                result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script if name.startswith("mult") else None,
+                                 args.seconds, args.connections, workdir)
+                c1, o1, b1 = cpu_seconds(sut), cpu_seconds(origin_pids), busy_seconds()
+                n = max(result["requests"], 1)
+                ours = (c1 - c0) + (o1 - o0) + result["wrk_cpu"]
+                runs.append({**result, "round": rnd, "scenario": name, "cpu_us": (c1 - c0) / n * 1e6,
+                             "origin_us": (o1 - o0) / n * 1e6, "foreign": (b1 - b0) - ours})
+                print(f"round {rnd + 1}/{args.rounds} {name:8s} {result['rps']:9.0f} req/s  "
+                      f"{(c1 - c0) / n * 1e6:7.1f} µs/req  {result['errors']}", flush=True)
+        for child in group.children:
+            if not child.alive():
+                raise BenchError(f"{child.name} died during the runs")
+        group.stop_all()
+        checks = [f"{name}: {r} records, proxy results OK: {ok} of {total}"
+                  for name, (r, ok, total) in ((f"mult{n}", check_multiplier_log(workdir / f"mult{n}.jsonl", n))
+                                               for n in FANOUTS)]
+    report(args, runs, checks)
+    return 0
+
+
+def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> None:
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    text = (f"\n## Throughput at 4- and 8-way fan-out, 1 KB (Multiplier, nginx Lua fan-out, nginx mirror) — {now}\n\n"
+            f"Machine: {machine()}. Command: `{command_line()}`.\n\n"
+            f"wrk -t1 -c{args.connections} (Debian's wrk) pinned to CPU{LOAD_CPU}; every server pinned to "
+            f"CPU{SERVER_CPU}, "
+            "one worker/thread each: the origin (nginx serving /1k from a file on 9 ports: the reference upstream "
+            "— the Multiplier's Collector stand-in — and 8 stand-in proxies under test), the Multiplier (release "
+            "build, sequential mode, JSON log), nginx `mirror` (proxy_pass to the reference + N mirrors; reads "
+            "headers only and opens a new upstream connection per mirror request) and nginx + Lua "
+            "(`ngx.location.capture_multi` to the reference + N upstreams over keep-alive, every body read and "
+            "hashed with `ngx.md5`). Rounds interleaved, order rotating. CPU µs/req = Δ(utime+stime) of the server "
+            "over wrk's completed requests; the origin's CPU per client request is shown apart. Foreign CPU-s/run: "
+            "CPU used by anything else on the machine during the run (from /proc/stat; approximate). **The machine "
+            "was shared with other agents' builds and tests during the run**, so req/s varies between runs; the "
+            "ratios are taken within a round.\n\n" + table(runs, args.seconds) + "\n\n"
+            + "".join(f"- {v}\n" for v in verdicts(runs)) + "\nChecks:\n\n" + "".join(f"- {c}\n" for c in checks))
+    errors = sorted({f"{r['scenario']}: {r['errors']}" for r in runs if r["errors"]})
+    if errors:
+        text += "\nwrk reported: " + "; ".join(errors) + "\n"
+    print(text)
+    if not args.no_append:
+        append_result(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
