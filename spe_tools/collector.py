@@ -71,8 +71,10 @@ def destination_rules(allowed: tuple[str, ...]) -> str:
     """Refuse destinations outside the lab (e.g. Chromium's own background requests)."""
     if not allowed:
         return ""
+    # and never ask the machine's resolver (which is off the loopback) about anything
     return (f"acl spe_destinations dstdomain -n {' '.join(allowed)}\n"
-            "http_access deny !spe_destinations\n")
+            "http_access deny !spe_destinations\n"
+            "dns_nameservers 127.0.0.1\n")
 
 
 def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: dict[str, int], *,

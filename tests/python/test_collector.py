@@ -135,6 +135,43 @@ def test_uncacheable_replies_reach_the_origin_once_per_client(bed, cache_control
     assert late.serial not in (first[0].serial, again.serial) and bed.origin_counts()[path] == 3
 
 
+def test_replies_without_freshness_or_validators_are_shared(bed):
+    """Squid's heuristics would make such a reply stale at once and ask the origin on every hit."""
+    path = "/obj/no-validators?cc=public"
+    target = bed.url(path)
+    replies = [fetch(bed.spe[name], target) for name in PORT_NAMES]
+    assert len({r.serial for r in replies}) == 1 and bed.origin_counts()[path] == 1
+
+
+def test_identical_posts_reach_the_origin_once(bed):
+    path = "/post/form"
+    target = bed.url(path)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    same = [fetch(bed.spe[name], target, form, method="POST", body=b"q=spe&n=1") for name in PORT_NAMES]
+    assert len({r.body for r in same}) == 1 and bed.origin_counts()[path] == 1
+    other = fetch(bed.spe["p1"], target, form, method="POST", body=b"q=spe&n=2")  # another body: the origin again
+    assert other.serial != same[0].serial and bed.origin_counts()[path] == 2
+    assert fetch(bed.spe["p2"], target, form, method="POST", body=b"q=spe&n=2").serial == other.serial
+    assert bed.origin_counts()[path] == 2
+
+
+def test_a_post_answered_from_the_cache_keeps_the_connection_usable(bed):
+    """The hit leaves the POST body unused: Squid must drain it, not read it as the next request."""
+    target = bed.url("/post/keepalive")
+    fetch(bed.spe["direct"], target, method="POST", body=b"x" * 5000)
+    conn = http.client.HTTPConnection("127.0.0.1", bed.spe["p1"], timeout=30)
+    try:
+        conn.request("POST", target, body=b"x" * 5000)
+        first = conn.getresponse()
+        first.read()
+        conn.request("GET", bed.url("/obj/after-post?cc=public,max-age=60"))
+        second = conn.getresponse()
+        assert first.getheader("X-Cache").startswith("HIT") and second.status == 200
+        assert second.read().startswith(b"serial=")
+    finally:
+        conn.close()
+
+
 def test_stock_squid_asks_the_origin_for_every_private_request(bed):
     path = "/obj/stock-private?cc=private"
     for name in PORT_NAMES:
