@@ -59,8 +59,10 @@ def version(kind: str) -> str:
 
 
 def start(group: ProcessGroup, directory: Path, spec: CollectorSpec, client_port: int,
-          proxy_ports: dict[str, int]) -> Child:
-    """Start the Collector with its stdout in directory/collector.out; logs in directory/collector/."""
+          proxy_ports: dict[str, int], allowed_destinations: tuple[str, ...] = ()) -> Child:
+    """Start the Collector with its stdout in directory/collector.out; logs in directory/collector/.
+
+    `allowed_destinations` (the patched Collector only): hosts it may fetch from, all others refused."""
     # Stock Squid keeps the lab's own stand-in config until spe_tools.collector's "squid" kind is
     # settled; the patched Collector only exists through that module.
     if spec.kind == "spe":
@@ -68,7 +70,7 @@ def start(group: ProcessGroup, directory: Path, spec: CollectorSpec, client_port
 
         return start_collector(group, "collector", spec.kind, client_port, proxy_ports,
                                uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing,
-                               cache_mb=spec.cache_mb)
+                               cache_mb=spec.cache_mb, allowed_destinations=allowed_destinations)
     return _start_standin(group, directory / "collector", spec, client_port, proxy_ports)
 
 

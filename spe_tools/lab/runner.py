@@ -161,10 +161,18 @@ def collector_port_names(lab: Lab, ports: Ports) -> dict[str, int]:
     return {(f"{p.name}@accel" if KINDS[p.kind].accel else p.name): ports.collector[p.name] for p in lab.proxies}
 
 
+def lab_destinations(lab: Lab) -> tuple[str, ...]:
+    """Where the Collector may fetch from: with the synthetic origin, only the lab itself (Chromium's
+    own background requests are refused there); with live traffic (origin "none"), anywhere."""
+    if lab.origin.kind == "none":
+        return ()
+    return tuple(dict.fromkeys((lab.origin.host, "localhost", "127.0.0.1")))
+
+
 def start_collector(run: RunningLab) -> None:
     try:
         child = parent.start(run.group, run.rundir, run.lab.collector, run.ports.direct,
-                             collector_port_names(run.lab, run.ports))
+                             collector_port_names(run.lab, run.ports), lab_destinations(run.lab))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
     run.record(child)

@@ -218,3 +218,18 @@ def test_the_template_passes_squid_parse(tmp_path):
     minimal.write_text(f"http_port 127.0.0.1:{free_port()}\ncollector_uncacheable_ttl 180 seconds\n")
     _, stock_output = parse_check("squid", minimal)
     assert "unrecognized: 'collector_uncacheable_ttl'" in stock_output
+
+
+def test_a_lab_collector_refuses_destinations_outside_the_lab():
+    """With allowed_destinations (the lab's synthetic origin), any other host is refused without a lookup."""
+    workdir = Path(tempfile.mkdtemp(prefix="spe-collector-dst-"))
+    workdir.chmod(0o755)
+    try:
+        with ProcessGroup(workdir) as group:
+            origin, port = free_port(), free_port()
+            group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
+            start_collector(group, "collector", "spe", port, {}, allowed_destinations=("localhost", "127.0.0.1"))
+            assert fetch(port, f"http://localhost:{origin}/obj/inside").status == 200
+            assert fetch(port, "http://update.googleapis.com/service/update2/json").status == 403
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
