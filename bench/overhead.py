@@ -45,7 +45,6 @@ import datetime
 import http.client
 import json
 import os
-import pwd
 import re
 import shlex
 import shutil
@@ -65,6 +64,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import append_result, machine  # noqa: E402
 
 from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, tail  # noqa: E402
+from spe_tools.squid import hand_to_proxy_user  # noqa: E402
 
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 SQUID = "/usr/sbin/squid"
@@ -207,18 +207,6 @@ def start_nginx(group: ProcessGroup, name: str, conf: str, port: int) -> Child:
     (directory / "nginx.conf").write_text(conf.format(dir=directory) if "{dir}" in conf else conf)
     return start_server(group, name, ["nginx", "-e", str(directory / "error.log"), "-p", str(directory),
                                       "-c", str(directory / "nginx.conf")], port)
-
-
-def hand_to_proxy_user(directory: Path) -> None:
-    """Squid started as root drops to user `proxy`: it must reach and own its directory."""
-    if os.geteuid() != 0:
-        return
-    try:
-        user = pwd.getpwnam("proxy")
-    except KeyError:
-        return
-    for path in [directory, *directory.rglob("*")]:
-        os.chown(path, user.pw_uid, user.pw_gid)
 
 
 def start_collector(group: ProcessGroup, port: int, proxy_ports: dict[str, int]) -> Child:
