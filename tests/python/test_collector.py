@@ -101,6 +101,19 @@ def test_hits_replay_the_miss_time_and_stock_squid_does_not(bed, size, chunks, g
     assert bed.origin_counts()[target.split(str(bed.origin), 1)[1]] == 2  # one miss each
 
 
+def test_a_conditional_miss_does_not_replace_the_full_cost(bed):
+    """An IMS request that reaches the origin gets its 304; the next full request pays the full fetch,
+    and the hits after it replay that full cost, not the 304's."""
+    target = bed.url("/obj/conditional?think=200&size=30000&chunks=4&gap=60")
+    ims = fetch(bed.spe["direct"], target, {"If-Modified-Since": "Mon, 02 Nov 2026 10:00:00 GMT"})
+    assert ims.status == 304
+    full = fetch(bed.spe["p1"], target)
+    hit = fetch(bed.spe["p2"], target)
+    assert full.status == 200 and full.headers["X-Cache"].startswith("MISS") and full.seconds >= 0.37
+    assert hit.headers["X-Cache"].startswith("HIT")
+    assert abs(hit.seconds - full.seconds) <= 0.05 * full.seconds, (hit.seconds, full.seconds)
+
+
 def test_the_paced_body_arrives_in_steps(bed):
     """Not only the total: the first byte waits the initial response time, the rest the gaps."""
     target = bed.url("/obj/steps?think=200&size=40000&chunks=5&gap=100")
