@@ -61,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import append_result, busy_seconds, cpu_seconds, machine, process_tree  # noqa: E402
 
 from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, tail  # noqa: E402
 from spe_tools.squid import hand_to_proxy_user  # noqa: E402
@@ -72,7 +72,6 @@ SIZES = {"1k": 1024, "13k": 13312}
 TARGETS = ("direct", "mult0", "mult4")
 DEFAULT_GAP_MS = 2.0
 N_PROXIES = 4
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 LOAD_CPU, SERVER_CPU = 0, 1
 TARGET_ADDED_P50_US = 500.0
 
@@ -231,33 +230,6 @@ def wait_port(port: int, deadline_s: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def process_tree(pid: int) -> list[int]:
-    """pid and its descendants (nginx master + worker)."""
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-    return total / CLK_TCK
-
-
-def busy_seconds() -> float:
-    """CPU time used by everything on the machine (all cores): /proc/stat minus idle and iowait."""
-    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / CLK_TCK
 
 
 def check_alive(group: ProcessGroup) -> None:

@@ -21,10 +21,8 @@ Run: ./spe bench throughput [--rounds 3] [--seconds 8] [--connections 10] [--no-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
-import os
 import re
 import resource
 import shutil
@@ -39,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import append_result, busy_seconds, cpu_seconds, machine, process_tree  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -48,7 +46,6 @@ LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modu
 LOAD_CPU, SERVER_CPU = 0, 1
 FANOUTS = (4, 8)
 KINDS = ("mult", "lua", "mirror")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
 
 COMMON = """\
@@ -216,31 +213,6 @@ def verdicts(runs: list[dict]) -> list[str]:
 
 
 # ---------------------------------------------------------------- processes
-
-def process_tree(pid: int) -> list[int]:
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-    return total / CLK_TCK
-
-
-def busy_seconds() -> float:
-    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / CLK_TCK
-
 
 def start_nginx(group: ProcessGroup, name: str, body: str, port: int, lua: bool = False) -> int:
     directory = group.workdir / name

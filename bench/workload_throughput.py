@@ -25,18 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import append_result, cpu_seconds, machine  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
 PYTHON = sys.executable
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 TARGET = 500
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, clock ticks of 10 ms
 
 
 def run_load(origin_port: int, rate: int, seconds: int, workdir: Path) -> dict:
@@ -49,7 +44,7 @@ def run_load(origin_port: int, rate: int, seconds: int, workdir: Path) -> dict:
     try:
         while proc.poll() is None:  # sample the client's CPU time until it exits (children's time is lost)
             try:
-                cpu = cpu_seconds(proc.pid)
+                cpu = cpu_seconds([proc.pid])
             except OSError:
                 break
             try:
@@ -91,9 +86,9 @@ def main() -> int:
                                             "--listen", f"127.0.0.1:{port}", "--think-mean-ms", "0",
                                             "--think-sd-ms", "0"], port=port, env=ENV)
             for rate in rates:
-                before = cpu_seconds(origin.pid)
+                before = cpu_seconds([origin.pid])
                 s = run_load(port, rate, args.seconds, workdir)
-                origin_cpu = cpu_seconds(origin.pid) - before
+                origin_cpu = cpu_seconds([origin.pid]) - before
                 rows.append((rate, s, origin_cpu))
                 if rate >= TARGET and (s["errors"] or s["lost"] or s["completed"] != s["sent"]):
                     problems.append(f"at {rate}/s: {s['errors']} errors, {s['lost']} lost, "
