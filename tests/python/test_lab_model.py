@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from spe_tools.collector import port_lines
 from spe_tools.lab.kinds import KINDS, Context
 from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
-from spe_tools.lab.parent import standin_config
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
 from spe_tools.lab.runner import check, collector_port_names, multiplier_argv
 from spe_tools.lab.status import StatusTracker, format_status
@@ -157,7 +157,7 @@ def test_accel_ports_for_origin_form_proxies(tmp_path):
                   collector={"v": 7, "s": 8, "n": 9})
     names = collector_port_names(lab, ports)
     assert names == {"v@accel": 7, "s": 8, "n@accel": 9}
-    conf = standin_config(tmp_path, lab.collector, 2, names, as_root=False)["proxy_ports"]
+    conf = port_lines(names)
     assert "http_port 127.0.0.1:7 accel vhost allow-direct name=v" in conf
     assert "http_port 127.0.0.1:8 name=s" in conf
     argv = multiplier_argv(lab, ports, tmp_path, Path("/m"))
