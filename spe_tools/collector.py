@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import string
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,8 +113,6 @@ def start_collector(group: ProcessGroup, name: str, kind: str, client_port: int,
 
 def parse_check(kind: str, conf: Path) -> tuple[int, str]:
     """`squid -k parse` on a configuration: (exit code, output)."""
-    import subprocess
-
     result = subprocess.run([str(binary(kind)), "-k", "parse", "-f", str(conf)], capture_output=True, text=True,
                             timeout=60, env={**os.environ, "LC_ALL": "C"})
     return result.returncode, result.stdout + result.stderr
