@@ -30,11 +30,26 @@ sys.path.insert(0, str(ROOT / "tests/python"))
 from benchlib import append_result, machine  # noqa: E402
 from httpclient import Connection  # noqa: E402
 
-from spe_tools.demo import workload  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+
+
+def workload(rng: random.Random, origin: str) -> tuple[str, str, bytes]:
+    """(method, absolute URL, body) of one request of the soak's mix, in the test origin's URL space
+    (spe_tools/mini_origin.py): skewed cacheable objects, chunked, uncacheable, HEAD and POST."""
+    roll = rng.random()
+    obj = int(rng.paretovariate(1.2)) % 40
+    if roll < 0.60:
+        return "GET", f"{origin}/c/{obj}", b""
+    if roll < 0.75:
+        return "GET", f"{origin}/chunked/{obj}?size={5000 + obj * 300}", b""
+    if roll < 0.85:
+        return "GET", f"{origin}/u/{obj}", b""
+    if roll < 0.95:
+        return "HEAD", f"{origin}/c/{obj}", b""
+    return "POST", f"{origin}/post", f"form={obj}".encode()
 
 
 def duration_s(text: str) -> float:

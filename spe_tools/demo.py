@@ -2,7 +2,7 @@
 
 The default lab puts Squid, Traffic Server (passive, and with prefetching), Varnish, Apache,
 nginx and the dummy side by side behind the patched Collector, with the synthetic origin and the
-built-in workload for about two minutes (--duration to change). Until the patched Collector is
+load client (spe_tools.workload.load) for about two minutes (--duration to change). Until the patched Collector is
 built, Debian's stock Squid stands in for it (the report says so). Everything stays in one run
 directory under runs/, which is printed at the start and the end.
 """
@@ -18,7 +18,6 @@ from spe_tools.lab import parent
 from spe_tools.lab.cli import run_lab, say, write_report
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import Lab, LabFileError, load_lab
-from spe_tools.lab.workload import next_request as workload  # noqa: F401 (bench/soak.py uses the demo's mix)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_LAB = ROOT / "configs/labs/default.toml"
@@ -30,7 +29,7 @@ def adapt(lab: Lab) -> tuple[Lab, list[str]]:
     if lab.collector.kind == "spe" and parent.missing(lab.collector):
         lab = replace(lab, collector=replace(lab.collector, kind="squid"))
         notes.append("the patched Collector is not available yet: Debian's stock Squid stands in (no timing replay,"
-                     " uncacheable replies not shared, so /u/ objects differ for every proxy)")
+                     " uncacheable replies not shared, so uncacheable objects differ for every proxy)")
     kept = []
     for p in lab.proxies:
         problems = KINDS[p.kind].missing()

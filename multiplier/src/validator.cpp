@@ -39,10 +39,36 @@ std::vector<std::string> differing_headers(const ComparedHeaders& a, const Compa
     return out;
 }
 
+namespace {
+
+// RFC 9110 section 15.4.5: a 304 carries the headers a 200 would have had among these,
+// and should carry no other representation metadata. Caches differ in the optional rest
+// (Squid adds Content-Type and Last-Modified, nginx and Traffic Server drop them), which
+// says nothing about whether the client's cached copy stays right: compare only these.
+bool required_in_304(std::string_view name) {
+    return name == "cache-control" || name == "content-location" || name == "etag" || name == "expires" ||
+           name == "vary";
+}
+
+ComparedHeaders only_required_in_304(const ComparedHeaders& headers) {
+    ComparedHeaders out;
+    for (const auto& h : headers)
+        if (required_in_304(h.name)) out.push_back(h);
+    return out;
+}
+
+std::vector<std::string> mismatched_headers(const Measure& reference, const Measure& m) {
+    if (*reference.status == 304 && *m.status == 304)
+        return differing_headers(only_required_in_304(reference.headers), only_required_in_304(m.headers));
+    return differing_headers(reference.headers, m.headers);
+}
+
+}  // namespace
+
 void validate(const Measure& reference, ProxyResult& result) {
     const Measure& m = result.measure;
     result.mismatched_headers.clear();
-    if (m.status && reference.status) result.mismatched_headers = differing_headers(reference.headers, m.headers);
+    if (m.status && reference.status) result.mismatched_headers = mismatched_headers(reference, m);
 
     if (m.error == LegError::body_too_large) {
         // The read was cut because the body ran past the reference's length.

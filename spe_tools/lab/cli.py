@@ -45,20 +45,37 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+# Without these the run measures nothing: the lab stops when one of them dies.
+CORE = ("origin", "collector", "multiplier")
+
+
 def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
-    """One status line per second until `until` (monotonic), the workload ends, or a signal."""
+    """One status line per second until `until` (monotonic), the workload ends, or a signal.
+
+    A proxy under test that dies is reported once and the run goes on: the Multiplier measures its
+    failures, which is what an evaluation should record (ROPE lost a proxy mid-run too). If the
+    Collector, the origin or the Multiplier dies, the lab stops with an error naming it."""
     tracker = StatusTracker(run.rundir / "multiplier.jsonl")
     names = [p.name for p in run.lab.proxies]
     started = time.monotonic()
     previous = 0
+    down: set[str] = set()
     while until is None or time.monotonic() < until:
         time.sleep(1)
         tracker.update()
-        say(format_status(time.monotonic() - started, tracker.requests, previous, tracker.results, names))
+        elapsed = time.monotonic() - started
+        say(format_status(elapsed, tracker.requests, previous, tracker.results, names, down))
         previous = tracker.requests
         dead = [c.name for c in run.group.children if c.name != "workload" and not c.alive()]
-        if dead:
-            raise LabError(f"{', '.join(dead)} stopped unexpectedly (see {run.rundir}/<name>.out)")
+        core = [name for name in dead if name in CORE]
+        if core:
+            raise LabError(f"{', '.join(core)} stopped unexpectedly after {elapsed:.0f} s; the lab stops "
+                           f"(see {run.rundir}/{core[0]}.out" + (f" and {run.rundir}/collector/cache.log"
+                                                                   if "collector" in core else "") + ")")
+        for name in sorted(set(dead) - down):
+            say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s; the run goes on and "
+                f"counts its requests as failures (see {run.rundir}/{name}.out)")
+            down.add(name)
         if workload is not None and not workload.alive():
             return
 

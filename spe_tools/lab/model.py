@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spe_tools.workload.popularity import parse_popularity
+
 PROXY_KINDS = ("squid", "trafficserver", "varnish", "apache", "nginx", "tinyproxy", "privoxy", "dummy", "external")
 COLLECTOR_KINDS = ("spe", "squid")
 ORIGIN_KINDS = ("synthetic", "none")
-WORKLOAD_KINDS = ("none", "builtin", "load")
+WORKLOAD_KINDS = ("none", "load", "browse")
 MULTIPLIER_MODES = ("sequential", "concurrent")
 # Names the run directory or the Collector already uses for something else.
 RESERVED_NAMES = ("direct", "collector", "origin", "multiplier", "workload", "report", "captures", "lab")
@@ -56,7 +58,10 @@ class ProxySpec:
     cache_mb: int = 64
     prefetch: bool = False
     prefetch_count: int = 2
-    prefetch_pattern: str = r"/(c.)(\d+)(.*)/$1{$2+1}$3/"
+    # The synthetic origin's numbered sequences: seq/<s>/<n>.jpg -> seq/<s>/<n+1>.jpg, matched against the
+    # path without its leading slash. '.' stands where the path has a '/' (no '/' inside the pattern, whose
+    # own delimiter it is), and \D keeps the number whole (else a greedy [^.]* would leave only its last digit).
+    prefetch_pattern: str = r"/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/"
     cache_ports: tuple[int, ...] = ()  # apache: extra origin ports to cache (CacheEnable needs each one)
     host: str = "127.0.0.1"
     collector_port: int = 0  # this proxy's Collector port (0 = a free port; fix it for an external proxy)
@@ -76,21 +81,29 @@ class MultiplierSpec:
 
 @dataclass(frozen=True)
 class OriginSpec:
-    kind: str = "synthetic"
+    kind: str = "synthetic"  # spe_tools.workload.origin (docs/workloads.md)
     # The name clients put in URLs. Not the literal 127.0.0.1: Traffic Server never sends such a
     # request to its parent (a hard-coded localhost test), so it would bypass its Collector port.
     host: str = "localhost"
     port: int = 0
+    model: Path | None = None  # a content-model JSON file; None: the built-in model
+    think_mean_ms: float | None = None  # first-byte delay per miss; None: the model's (300 ms)
+    think_sd_ms: float | None = None
+    seed: int = 1
 
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    kind: str = "none"
+    kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse)
     duration_s: float = 60
-    rate: float = 20  # requests per second, all clients together
-    clients: int = 4
+    rate: float = 20  # load: requests per second, all clients together
+    clients: int = 4  # load: robots, each with its own keep-alive connections
+    hit_ratio: float = 0.55  # load: offered hit ratio
+    popularity: str = "zipf:0.8"  # load: uniform | zipf:A
+    pages: int = 0  # browse: pages to visit; 0: as many as fit in duration_s at think_s each
+    think_s: float = 2.0  # browse: mean think time between pages
     seed: int = 1
-    args: tuple[str, ...] = ()  # kind "load": extra arguments for spe_tools.workload.load
+    args: tuple[str, ...] = ()  # extra arguments for the workload's program
 
 
 @dataclass(frozen=True)
@@ -167,6 +180,11 @@ def parse_address(text: str, where: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _relative_to(source: Path | None, path: str) -> Path:
+    """A path in the lab file is relative to the file's own directory."""
+    return source.parent / path if source else Path(path)
+
+
 def _port(table: _Table, key: str = "port") -> int:
     return table.number(key, 0, 0, 65535, integer=True)
 
@@ -238,11 +256,15 @@ def _multiplier(data: dict) -> MultiplierSpec:
     return spec
 
 
-def _origin(data: dict) -> OriginSpec:
+def _origin(data: dict, source: Path | None) -> OriginSpec:
     t = _Table("[origin]", data)
+    model = t.get("model", str, None)
     spec = OriginSpec(kind=t.choice("kind", ORIGIN_KINDS, "synthetic"), host=t.get("host", str, "localhost"),
-                      port=_port(t))
-    t.finish()
+                      port=_port(t), model=_relative_to(source, model) if model else None,
+                      think_mean_ms=t.number("think_mean_ms", None, 0, 600000) if "think_mean_ms" in data else None,
+                      think_sd_ms=t.number("think_sd_ms", None, 0, 600000) if "think_sd_ms" in data else None,
+                      seed=t.get("seed", int, 1))
+    t.finish({"kind", "host", "port", "model", "think_mean_ms", "think_sd_ms", "seed"})
     if spec.host == "127.0.0.1" and spec.kind == "synthetic":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
                            "the literal 127.0.0.1 straight to the origin, bypassing its Collector port")
@@ -256,10 +278,18 @@ def _workload(data: dict) -> WorkloadSpec:
         duration_s=t.number("duration_s", 60, 0, 7 * 86400),
         rate=t.number("rate", 20, 0.01, 100000),
         clients=t.number("clients", 4, 1, 1000, integer=True),
+        hit_ratio=t.number("hit_ratio", 0.55, 0, 1),
+        popularity=t.get("popularity", str, "zipf:0.8"),
+        pages=t.number("pages", 0, 0, 1_000_000, integer=True),
+        think_s=t.number("think_s", 2.0, 0, 3600),
         seed=t.get("seed", int, 1),
         args=t.strings("args"),
     )
     t.finish()
+    try:
+        parse_popularity(spec.popularity)
+    except ValueError as e:
+        raise LabFileError(f"[workload].popularity: {e}") from None
     return spec
 
 
@@ -320,9 +350,9 @@ def _parse(data: dict, source: Path | None) -> Lab:
         collector=_collector(tables["collector"]),
         proxies=tuple(_proxy(p, i) for i, p in enumerate(proxies)),
         multiplier=_multiplier(tables["multiplier"]),
-        origin=_origin(tables["origin"]),
+        origin=_origin(tables["origin"], source),
         workload=_workload(tables["workload"]),
-        runs_dir=(source.parent / runs_dir if source else Path(runs_dir)) if runs_dir else None,
+        runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
     )
     check_consistency(lab)
     return lab

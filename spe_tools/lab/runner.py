@@ -25,6 +25,7 @@ from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.model import Lab
 from spe_tools.lab.procs import launch, start_time, stop_child, stop_pids
 from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open
+from spe_tools.workload import content_model
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUNS = ROOT / "runs"
@@ -83,10 +84,23 @@ def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
             continue
         seen.add(p.kind)
         problems += [f"[[proxy]] {p.name!r} (kind {p.kind}): {m}" for m in KINDS[p.kind].missing(multiplier)]
+    problems += _origin_and_workload_problems(lab)
     try:
         assign_ports(lab)
     except LabError as e:
         problems.append(str(e))
+    return problems
+
+
+def _origin_and_workload_problems(lab: Lab) -> list[str]:
+    problems = []
+    if lab.origin.model is not None:
+        try:
+            content_model.Model.load(str(lab.origin.model))
+        except (OSError, ValueError, TypeError) as e:
+            problems.append(f"[origin].model: {lab.origin.model}: {e}")
+    if lab.workload.kind == "browse" and not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        problems.append("[workload] kind 'browse' needs Chromium: apt-get install chromium (./spe setup does)")
     return problems
 
 
@@ -150,10 +164,23 @@ def _env(home: Path) -> dict[str, str]:
 def start_origin(run: RunningLab) -> None:
     if run.lab.origin.kind == "none":
         return
-    port = run.ports.origin
-    child = launch(run.group, "origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(port)],
-                   cwd=run.rundir, log=run.rundir / "origin.out", port=port, env=_env(run.rundir))
+    child = launch(run.group, "origin", origin_argv(run.lab, run.ports), cwd=run.rundir,
+                   log=run.rundir / "origin.out", port=run.ports.origin, env=_env(run.rundir))
     run.record(child)
+
+
+def origin_argv(lab: Lab, ports: Ports) -> list[str]:
+    """The synthetic origin (spe_tools.workload.origin) on the loopback, the lab file's model and think time."""
+    o = lab.origin
+    argv = [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{ports.origin}",
+            "--seed", str(o.seed)]
+    if o.model is not None:
+        argv += ["--model", str(Path(o.model).resolve())]
+    if o.think_mean_ms is not None:
+        argv += ["--think-mean-ms", f"{o.think_mean_ms:g}"]
+    if o.think_sd_ms is not None:
+        argv += ["--think-sd-ms", f"{o.think_sd_ms:g}"]
+    return argv
 
 
 def collector_port_names(lab: Lab, ports: Ports) -> dict[str, int]:
@@ -214,7 +241,10 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
         argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
     for h in m.compare_headers:
         argv += ["--compare-header", h]
-    for h in m.ignore_headers:
+    # The synthetic origin numbers its fetches of each path (X-Origin-Count, a diagnostic): a proxy's
+    # copy from an earlier fetch differs there and nowhere else, which is not a caching error.
+    synthetic = ("X-Origin-Count",) if lab.origin.kind == "synthetic" else ()
+    for h in (*synthetic, *m.ignore_headers):
         argv += ["--ignore-header", h]
     return [*argv, *m.extra_args]
 
@@ -262,7 +292,10 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
         "multiplier": {"host": lab.multiplier.host, "port": ports.multiplier, "mode": lab.multiplier.mode,
                        "version": _version([str(multiplier), "--version"]), "log": "multiplier.jsonl",
                        "rope_log": "multiplier.rope.log", "captures": "captures"},
-        "origin": {"kind": lab.origin.kind, "host": lab.origin.host, "port": ports.origin},
+        "origin": {"kind": lab.origin.kind, "host": lab.origin.host, "port": ports.origin,
+                   "model": str(lab.origin.model) if lab.origin.model else None,
+                   "think_mean_ms": lab.origin.think_mean_ms, "think_sd_ms": lab.origin.think_sd_ms,
+                   "seed": lab.origin.seed, "stdout": "origin.out"},
         "workload": asdict(lab.workload),
     }
 
@@ -300,18 +333,30 @@ def _reachability(host: str, port: int) -> str:
     return "" if port_open(host, port, timeout=2) else " (NOT answering yet)"
 
 
+def workload_argv(lab: Lab, ports: Ports, duration_s: float) -> list[str] | None:
+    """The workload's command line (None for kind "none"): the load client or headless Chromium,
+    both through the Multiplier, both asking the synthetic origin by its lab name."""
+    w = lab.workload
+    proxy = f"{'127.0.0.1' if lab.multiplier.host == '0.0.0.0' else lab.multiplier.host}:{ports.multiplier}"
+    origin = f"{lab.origin.host}:{ports.origin}"
+    model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
+    if w.kind == "load":
+        return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
+                "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
+                "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
+                "--json", "workload.json", *model, *w.args]
+    if w.kind == "browse":
+        pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
+        return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
+                "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--seed", str(w.seed),
+                "--json", "workload.json", *w.args]
+    return None
+
+
 def start_workload(run: RunningLab, duration_s: float) -> Child | None:
-    w = run.lab.workload
-    proxy = f"{'127.0.0.1' if run.lab.multiplier.host == '0.0.0.0' else run.lab.multiplier.host}:{run.ports.multiplier}"
-    if w.kind == "none":
+    argv = workload_argv(run.lab, run.ports, duration_s)
+    if argv is None:
         return None
-    if w.kind == "builtin":
-        argv = [sys.executable, "-m", "spe_tools.lab.workload", "--proxy", proxy, "--origin",
-                origin_url(run.lab, run.ports), "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}",
-                "--clients", str(w.clients), "--seed", str(w.seed)]
-    else:  # "load": the workloads' load client
-        argv = [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--rate", f"{w.rate:g}",
-                "--duration", f"{duration_s:g}", *w.args]
     child = launch(run.group, "workload", argv, cwd=run.rundir, log=run.rundir / "workload.out", port=None,
                    env=_env(run.rundir), ready=False)
     run.record(child)

@@ -39,13 +39,15 @@ class StatusTracker:
 
 
 def format_status(elapsed_s: float, requests: int, previous: int, results: dict[str, Counter],
-                  names: list[str]) -> str:
-    """One line: elapsed time, requests (and per second since the last line), per proxy OK/other/no reply."""
+                  names: list[str], down: frozenset[str] | set[str] = frozenset()) -> str:
+    """One line: elapsed time, requests (and per second since the last line), per proxy OK/other/no reply,
+    DOWN after a proxy whose process has died."""
     parts = [f"{elapsed_s:6.0f} s", f"requests {requests} (+{requests - previous})"]
     for name in names:
         counts = results.get(name, Counter())
         ok = counts.get("OK", 0)
         none = counts.get("NO_RESPONSE", 0)
         other = sum(counts.values()) - ok - none
-        parts.append(f"{name} ok {ok}" + (f" diff {other}" if other else "") + (f" none {none}" if none else ""))
+        parts.append(f"{name} ok {ok}" + (f" diff {other}" if other else "") + (f" none {none}" if none else "")
+                     + (" DOWN" if name in down else ""))
     return " | ".join(parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,7 +29,7 @@ name = "cli"
 [collector]
 kind = "squid"
 [workload]
-kind = "builtin"
+kind = "load"
 duration_s = 3
 rate = 10
 clients = 2
@@ -90,20 +91,30 @@ def needs(*kinds: str) -> None:
             pytest.skip("; ".join(KINDS[kind].missing()))
 
 
+def start_up(runs: Path) -> subprocess.Popen:
+    """`./spe lab up` of the SMALL lab, in a session of its own, its output captured."""
+    lab = write_lab(runs, SMALL)
+    return subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "up", str(lab), "--runs-dir", str(runs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
+                            start_new_session=True)
+
+
+def wait_for_run_dir(runs: Path) -> Path:
+    """The run directory, once the lab is up (lab.json is written last)."""
+    return wait_for(lambda: next((p for p in runs.glob("*-cli") if (p / "lab.json").exists()), None),
+                    what="lab.json")
+
+
 def test_up_then_down_from_another_process(runs):
     needs("squid")
-    lab = write_lab(runs, SMALL)
-    up = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "up", str(lab), "--runs-dir", str(runs)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
-                          start_new_session=True)
+    up = start_up(runs)
     try:
-        rundir = wait_for(lambda: next((p for p in runs.glob("*-cli") if (p / "lab.json").exists()), None),
-                          what="lab.json")
+        rundir = wait_for_run_dir(runs)
         topo = json.loads((rundir / "lab.json").read_text())
         pids = wait_for(lambda: lab_pids(rundir) if len(lab_pids(rundir)) >= 5 else None, what="pids")
         # The Multiplier answers through the Collector.
         with socket.create_connection(("127.0.0.1", topo["multiplier"]["port"]), timeout=10) as s:
-            s.sendall(f"GET http://localhost:{topo['origin']['port']}/c/1 HTTP/1.1\r\nHost: x\r\n"
+            s.sendall(f"GET http://localhost:{topo['origin']['port']}/obj/1?think=0 HTTP/1.1\r\nHost: x\r\n"
                       "Connection: close\r\n\r\n".encode())
             assert s.recv(100).startswith(b"HTTP/1.1 200")
         time.sleep(2.5)  # a status line or two
@@ -147,12 +158,13 @@ def test_run_keeps_every_log_and_leaves_nothing_running(runs):
     for name in ("lab.toml", "lab.json", "multiplier.jsonl", "multiplier.rope.log", "multiplier.out", "origin.out",
                  "collector.out", "collector/access.log", "collector/cache.log", "collector/squid.conf",
                  "proxies/sq/squid.conf", "proxies/sq/access.log", "proxies/sq/cache.log", "sq.out", "dummy.out",
-                 "workload.out", "report/report.html"):
+                 "workload.out", "workload.json", "report/report.html"):
         assert (rundir / name).exists(), name
     assert not (rundir / "pids.json").exists()
     records = (rundir / "multiplier.jsonl").read_text().splitlines()
     assert len(records) >= 10
-    assert "workload: " in (rundir / "workload.out").read_text()
+    summary = json.loads((rundir / "workload.json").read_text())  # the load client's own account
+    assert summary["completed"] == len(records) and summary["errors"] == 0
     assert "Collector (direct)" in out and "report.html" in out
 
 
@@ -215,3 +227,43 @@ def test_a_proxy_that_fails_to_start_is_named_and_everything_stops(runs, monkeyp
         for child in reversed(group.children):
             child.stop()
     assert not [p for p in pids if alive(p)]
+
+
+def component_pid(rundir: Path, name: str) -> int:
+    state = json.loads((rundir / "pids.json").read_text())
+    return next(e["pid"] for e in state["processes"] if e["name"] == name)
+
+
+def get_through(port: int, url: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        return b"".join(iter(lambda: s.recv(65536), b""))
+
+
+def test_a_dead_proxy_is_reported_and_measured_a_dead_collector_stops_the_lab(runs):
+    needs("squid")
+    up = start_up(runs)
+    pids: set[int] = set()
+    try:
+        rundir = wait_for_run_dir(runs)
+        topo = json.loads((rundir / "lab.json").read_text())
+        port, origin = topo["multiplier"]["port"], f"http://localhost:{topo['origin']['port']}"
+        pids = lab_pids(rundir)
+        os.kill(component_pid(rundir, "sq"), signal.SIGKILL)  # a proxy under test crashes
+        time.sleep(2.5)  # the lab notices within a second and goes on
+        assert up.poll() is None
+        assert get_through(port, f"{origin}/obj/after-crash?think=0").startswith(b"HTTP/1.1 200")
+        # The fan-out follows the client's reply: let it finish before the Collector goes.
+        wait_for(lambda: (rundir / "multiplier.jsonl").exists() and (rundir / "multiplier.jsonl").read_text(),
+                 what="the request's record")
+        os.kill(component_pid(rundir, "collector"), signal.SIGKILL)
+        assert up.wait(timeout=60) == 1
+    finally:
+        if up.poll() is None:
+            up.kill()
+    out = up.stdout.read()
+    assert "proxy 'sq' stopped unexpectedly" in out and "sq ok 0 none 1 DOWN" in out
+    assert "collector stopped unexpectedly" in out and "collector/cache.log" in out
+    record = json.loads((rundir / "multiplier.jsonl").read_text().splitlines()[0])
+    assert {p["name"]: p["result"] for p in record["proxies"]} == {"sq": "NO_RESPONSE", "dummy": "OK"}
+    assert not [p for p in pids if alive(p)], "processes survived the lab"

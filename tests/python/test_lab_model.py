@@ -69,7 +69,7 @@ def test_default_lab_has_every_issue_proxy():
     ('[collector]\nkind = "varnish"\n' + MINIMAL, "[collector].kind: unknown kind 'varnish' (known: spe, squid)"),
     ('[collector]\nreplay_timing = 1\n' + MINIMAL, "[collector].replay_timing: expected true or false, got 1"),
     ('[origin]\nhost = "127.0.0.1"\n' + MINIMAL, "use 'localhost'"),
-    ('[origin]\nkind = "none"\n[workload]\nkind = "builtin"\n' + MINIMAL, "needs [origin].kind = \"synthetic\""),
+    ('[origin]\nkind = "none"\n[workload]\nkind = "load"\n' + MINIMAL, "needs [origin].kind = \"synthetic\""),
     ('[multiplier]\nmode = "parallel"\n' + MINIMAL, "unknown mode 'parallel'"),
     ('[multiplier]\nignore_headers = ["X-A", 3]\n' + MINIMAL, "expected a list of strings"),
     ('colector = {}\n' + MINIMAL, "top level: unknown key 'colector'"),

@@ -8,30 +8,26 @@ are left out of the lab and reported as skipped.
 
 from __future__ import annotations
 
-import http.client
 import json
-import shutil
-import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
+from labsupport import ALL_CACHEABLE, lab_session
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import PROXY_KINDS, parse_lab
-from spe_tools.lab.procs import alive, session_members, stop_child
-from spe_tools.lab.runner import bring_up
+from spe_tools.lab.model import PROXY_KINDS
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 
 NAMES = {k: f"p-{k}" for k in PROXY_KINDS} | {"ats-prefetch": "p-ats-prefetch"}
 
 
-def lab_text(kinds: list[str], external: tuple[int, int]) -> str:
+def lab_text(kinds: list[str], external: tuple[int, int], model: Path) -> str:
     """A lab with one proxy of each kind; the external one is a Squid the test runs "as the user"."""
-    text = 'name = "kinds"\n[collector]\nkind = "squid"\n[multiplier]\ntimeout_s = 20\n'
+    text = ('name = "kinds"\n[collector]\nkind = "squid"\n[multiplier]\ntimeout_s = 20\n'
+            f'[origin]\nthink_mean_ms = 0\nmodel = "{model}"\n')
     text += (f'[[proxy]]\nname = "p-external"\nkind = "external"\naddress = "127.0.0.1:{external[0]}"\n'
              f'collector_port = {external[1]}\n')
     for kind in (k for k in kinds if k != "external"):
@@ -42,79 +38,22 @@ def lab_text(kinds: list[str], external: tuple[int, int]) -> str:
     return text
 
 
-class RunningKinds:
-    def __init__(self, run, rundir: Path):
-        self.run, self.rundir = run, rundir
-        self.lab_json = json.loads((rundir / "lab.json").read_text())
-        self.port_names = {v: k for k, v in self.lab_json["collector"]["ports"].items()}
-        self.multiplier_port = run.ports.multiplier
-        self.origin = f"http://localhost:{run.ports.origin}"
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.multiplier_port, timeout=30)
-
-    def get(self, path: str) -> bytes:
-        self.conn.request("GET", self.origin + path)
-        reply = self.conn.getresponse()
-        body = reply.read()
-        assert reply.status == 200, (path, reply.status, body[:200])
-        return body
-
-    def records(self, url_part: str, count: int, deadline_s: float = 30) -> list[dict]:
-        """Records of requests whose URL contains url_part, once `count` of them are complete."""
-        end = time.monotonic() + deadline_s
-        while True:
-            log = self.rundir / "multiplier.jsonl"
-            lines = log.read_text().split("\n")[:-1] if log.exists() else []
-            found = [r for r in map(json.loads, filter(None, lines)) if url_part in r["url"]]
-            if len(found) >= count or time.monotonic() > end:
-                return found
-            time.sleep(0.1)
-
-    def collector_lines(self, path: str) -> Counter:
-        """Requests for exactly this path per Collector port name."""
-        counts: Counter = Counter()
-        for line in (self.rundir / "collector/access.log").read_text().splitlines():
-            fields = line.split()
-            if len(fields) >= 12 and fields[6].endswith(path) and fields[6].split("/", 3)[-1] == path.lstrip("/"):
-                counts[self.port_names.get(int(fields[10]), fields[10])] += 1
-        return counts
-
-    def origin_count(self, path: str) -> int:
-        conn = http.client.HTTPConnection("127.0.0.1", self.run.ports.origin, timeout=10)
-        conn.request("GET", "/stats")
-        stats = json.loads(conn.getresponse().read())
-        conn.close()
-        return stats.get(f"GET {path.split('?')[0]}", 0)
-
-
 @pytest.fixture(scope="module")
 def kinds_lab():
-    multiplier = multiplier_binary()
-    kinds = [k for k in PROXY_KINDS if not KINDS[k].missing(multiplier)]
-    workdir = Path(tempfile.mkdtemp(prefix="spe-lab-test-"))
-    workdir.chmod(0o755)  # the proxies drop to their own users
-    rundir = workdir / "run"
-    rundir.mkdir()
-    rundir.chmod(0o755)
+    kinds = [k for k in PROXY_KINDS if not KINDS[k].missing(multiplier_binary())]
     external = (free_port(), free_port())
-    lab = parse_lab(lab_text(kinds, external))
-    group, users = ProcessGroup(rundir), ProcessGroup(workdir)
-    pids: list[int] = []
-    try:
+
+    def text(workdir: Path) -> str:
+        model = workdir / "model.json"
+        model.write_text(json.dumps(ALL_CACHEABLE))
+        return lab_text(kinds, external, model)
+
+    def users_squid(users: ProcessGroup) -> None:
         # The user's own proxy, outside the lab's control, its parent at the fixed Collector port.
         start_squid(users, "user-squid", external[0], parent_port=external[1], cache_mb=16)
-        run = bring_up(lab, rundir, group, multiplier=multiplier, say=lambda _: None)
-        for child in group.children:  # every process of every component, forked helpers included
-            pids += session_members(child.pid)
-        yield RunningKinds(run, rundir), kinds
-    finally:
-        for child in group.children:
-            pids += session_members(child.pid)
-        for child in reversed(group.children):
-            stop_child(child)
-        users.stop_all()
-        left = [pid for pid in set(pids) if alive(pid)]
-        shutil.rmtree(workdir, ignore_errors=True)
-        assert not left, f"processes survived the lab: {left}"
+
+    with lab_session(text, users_squid) as lab:
+        yield lab, kinds
 
 
 @pytest.mark.parametrize("kind", PROXY_KINDS)
@@ -123,7 +62,7 @@ def test_kind_caches_through_its_own_collector_port(kinds_lab, kind):
     if kind not in kinds:
         pytest.skip(f"{kind}: {'; '.join(KINDS[kind].missing(multiplier_binary()))}")
     name = NAMES[kind]
-    cacheable, uncacheable = f"/c/{kind}-obj?size=3000", f"/u/{kind}-obj"
+    cacheable, uncacheable = f"/obj/{kind}-obj?size=3000", f"/obj/{kind}-u?cc=no-store"
     for _ in range(3):
         lab.get(cacheable)
         lab.records(cacheable, len(lab.records(cacheable, 0)) + 1)
@@ -153,17 +92,20 @@ def test_trafficserver_prefetches_numbered_urls(kinds_lab):
     lab, kinds = kinds_lab
     if "trafficserver" not in kinds:
         pytest.skip("trafficserver is not installed")
-    lab.get("/c/7001")
-    lab.records("/c/7001", 1)
+    # 9 -> 10 and 11: the default pattern increments the whole number, not its last digit.
+    first, prefetched = "/seq/t7/9.jpg", "/seq/t7/10.jpg"
+    lab.get(first)
+    lab.records(first, 1)
     end = time.monotonic() + 20  # the prefetches run in the background
-    while lab.collector_lines("/c/7002")["p-ats-prefetch"] < 1 and time.monotonic() < end:
+    while lab.collector_lines(prefetched)["p-ats-prefetch"] < 1 and time.monotonic() < end:
         time.sleep(0.2)
-    assert lab.collector_lines("/c/7002")["p-ats-prefetch"] == 1
-    lab.get("/c/7002")
-    lab.records("/c/7002", 1)
-    counts = lab.collector_lines("/c/7002")
+    assert lab.collector_lines(prefetched)["p-ats-prefetch"] == 1
+    lab.get(prefetched)
+    lab.records(prefetched, 1)
+    counts = lab.collector_lines(prefetched)
     assert counts["p-ats-prefetch"] == 1, counts  # served from the prefetched copy
     assert counts["p-trafficserver"] == 1, counts  # the passive one had to fetch it
+    assert lab.collector_lines("/seq/t7/11.jpg")["p-ats-prefetch"] >= 1  # --fetch-count 2
 
 
 def test_lab_json_describes_the_topology(kinds_lab):

@@ -60,3 +60,27 @@ TEST_CASE("differing_headers merges two sorted lists") {
     CHECK(spe::differing_headers(a, b) == std::vector<std::string>{"a", "b", "d"});
     CHECK(spe::differing_headers({}, {}).empty());
 }
+
+TEST_CASE("two 304s are compared on the headers RFC 9110 requires of a 304 only") {
+    // Squid's 304 from its cache: Content-Type and Last-Modified, no ETag (the reference before
+    // the Collector's patch 0008); nginx's: ETag, no Content-Type.
+    auto squid = reply(304, "",
+                       {{"cache-control", "max-age=60"},
+                        {"content-type", "image/jpeg"},
+                        {"last-modified", "Tue, 01 Sep 2026 02:00:32 GMT"}});
+    auto nginx = reply(304, "", {{"cache-control", "max-age=60"}, {"etag", "\"a\""}, {"x-origin-count", "1"}});
+    auto r = checked(squid, nginx);
+    CHECK(r.result == spe::ResultClass::header_mismatch);
+    CHECK(r.mismatched_headers == std::vector<std::string>{"etag"});
+
+    auto with_etag =
+        reply(304, "", {{"cache-control", "max-age=60"}, {"content-type", "image/jpeg"}, {"etag", "\"a\""}});
+    CHECK(checked(with_etag, nginx).result == spe::ResultClass::ok);
+    auto other_etag = reply(304, "", {{"cache-control", "max-age=60"}, {"etag", "\"b\""}});
+    CHECK(checked(with_etag, other_etag).mismatched_headers == std::vector<std::string>{"etag"});
+    auto no_vary = reply(304, "", {{"cache-control", "max-age=60"}, {"etag", "\"a\""}, {"vary", "cookie"}});
+    CHECK(checked(no_vary, nginx).mismatched_headers == std::vector<std::string>{"vary"});
+    // A 200 keeps the full comparison.
+    auto ok200 = reply(200, "aa", {{"content-type", "image/jpeg"}});
+    CHECK(checked(ok200, reply(200, "aa", {})).mismatched_headers == std::vector<std::string>{"content-type"});
+}

@@ -1,0 +1,106 @@
+"""A lab brought up through the lab code for a test module, and what its tests read from it.
+
+`lab_session` starts the lab from TOML text in a private directory and, however the test ends,
+stops every process (forked helpers included) and fails if one survived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from conftest import multiplier_binary
+
+from spe_tools.lab.model import parse_lab
+from spe_tools.lab.procs import alive, session_members, stop_child
+from spe_tools.lab.runner import RunningLab, bring_up
+from spe_tools.process import ProcessGroup
+
+# Every object of the synthetic origin cacheable unless a request says otherwise (cc=...), small.
+ALL_CACHEABLE = {"cache_shares": {"public": 1.0, "private": 0.0, "no-store": 0.0, "cookie": 0.0, "vary": 0.0},
+                 "size_mean": 4000}
+
+
+class LabUnderTest:
+    """A running lab: requests through its Multiplier, its records, the Collector's and the origin's counts."""
+
+    def __init__(self, run: RunningLab, workdir: Path):
+        self.run, self.workdir, self.rundir = run, workdir, run.rundir
+        self.lab_json = json.loads((self.rundir / "lab.json").read_text())
+        self.port_names = {v: k for k, v in self.lab_json["collector"]["ports"].items()}
+        self.multiplier_port = run.ports.multiplier
+        self.origin = f"http://localhost:{run.ports.origin}"
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.multiplier_port, timeout=30)
+
+    def get(self, path: str) -> bytes:
+        self.conn.request("GET", self.origin + path)
+        reply = self.conn.getresponse()
+        body = reply.read()
+        assert reply.status == 200, (path, reply.status, body[:200])
+        return body
+
+    def records(self, url_part: str, count: int, deadline_s: float = 30) -> list[dict]:
+        """Records of requests whose URL contains url_part, once `count` of them are complete."""
+        end = time.monotonic() + deadline_s
+        while True:
+            log = self.rundir / "multiplier.jsonl"
+            lines = log.read_text().split("\n")[:-1] if log.exists() else []
+            found = [r for r in map(json.loads, filter(None, lines)) if url_part in r["url"]]
+            if len(found) >= count or time.monotonic() > end:
+                return found
+            time.sleep(0.1)
+
+    def collector_lines(self, path: str) -> Counter:
+        """Requests for exactly this path per Collector port name."""
+        counts: Counter = Counter()
+        for line in (self.rundir / "collector/access.log").read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 12 and fields[6].endswith(path) and fields[6].split("/", 3)[-1] == path.lstrip("/"):
+                counts[self.port_names.get(int(fields[10]), fields[10])] += 1
+        return counts
+
+    def origin_count(self, path: str) -> int:
+        """Requests the origin served for this path (any query)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.run.ports.origin, timeout=10)
+        conn.request("GET", "/_stats")
+        stats = json.loads(conn.getresponse().read())
+        conn.close()
+        return stats["by_path"].get(path.split("?")[0], 0)
+
+
+@contextlib.contextmanager
+def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], None] | None = None,
+                ) -> Iterator[LabUnderTest]:
+    """Bring up the lab `text(workdir)` describes; `before` starts what the user would run outside it."""
+    multiplier = multiplier_binary()
+    workdir = Path(tempfile.mkdtemp(prefix="spe-lab-test-"))
+    workdir.chmod(0o755)  # the proxies drop to their own users
+    rundir = workdir / "run"
+    rundir.mkdir()
+    rundir.chmod(0o755)
+    group, users = ProcessGroup(rundir), ProcessGroup(workdir)
+    pids: list[int] = []
+    try:
+        lab = parse_lab(text(workdir))
+        if before:
+            before(users)
+        run = bring_up(lab, rundir, group, multiplier=multiplier, say=lambda _: None)
+        for child in group.children:  # every process of every component, forked helpers included
+            pids += session_members(child.pid)
+        yield LabUnderTest(run, workdir)
+    finally:
+        for child in group.children:
+            pids += session_members(child.pid)
+        for child in reversed(group.children):
+            stop_child(child)
+        users.stop_all()
+        left = [pid for pid in set(pids) if alive(pid)]
+        shutil.rmtree(workdir, ignore_errors=True)
+        assert not left, f"processes survived the lab: {left}"
