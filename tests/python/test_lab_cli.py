@@ -267,3 +267,21 @@ def test_a_dead_proxy_is_reported_and_measured_a_dead_collector_stops_the_lab(ru
     record = json.loads((rundir / "multiplier.jsonl").read_text().splitlines()[0])
     assert {p["name"]: p["result"] for p in record["proxies"]} == {"sq": "NO_RESPONSE", "dummy": "OK"}
     assert not [p for p in pids if alive(p)], "processes survived the lab"
+
+
+def test_run_with_headless_chromium_as_the_workload(runs):
+    needs("squid")
+    if not shutil.which("chromium"):
+        pytest.skip("chromium is not installed")
+    text = SMALL.replace('kind = "load"\nduration_s = 3\nrate = 10\nclients = 2',
+                         'kind = "browse"\nduration_s = 30\npages = 2\nthink_s = 0.5')
+    lab = write_lab(runs, text + '[origin]\nthink_mean_ms = 20\n')
+    result = lab_cli("run", str(lab), "--runs-dir", str(runs), "--no-report", timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (rundir,) = runs.glob("*-cli")
+    summary = json.loads((rundir / "workload.json").read_text())
+    assert summary["loaded"] == 2 and summary["failed_requests"] == 0
+    records = [json.loads(line) for line in (rundir / "multiplier.jsonl").read_text().splitlines()]
+    pages = [r for r in records if "/page/" in r["url"]]
+    assert len(pages) == 2 and any("/obj/p" in r["url"] for r in records)  # the pages and their images
+    assert all(p["result"] == "OK" for r in pages for p in r["proxies"])
