@@ -19,7 +19,7 @@ from conftest import multiplier_binary
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.procs import alive, session_members
-from spe_tools.lab.runner import LabError, bring_up
+from spe_tools.lab.runner import LabError, bring_up, down
 from spe_tools.process import ProcessGroup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,6 +99,20 @@ def start_up(runs: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def stop_lab_process(process: subprocess.Popen, runs: Path) -> None:
+    """However a test ends: the lab process stops its components (SIGTERM); whatever it could not
+    stop, or left behind if it was killed, is stopped by PID from pids.json, as `./spe lab down` does."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for rundir in runs.glob("*-cli"):
+        down(rundir)
+
+
 def wait_for_run_dir(runs: Path) -> Path:
     """The run directory, once the lab is up (lab.json is written last)."""
     return wait_for(lambda: next((p for p in runs.glob("*-cli") if (p / "lab.json").exists()), None),
@@ -123,8 +137,7 @@ def test_up_then_down_from_another_process(runs):
         assert "stopped lab" in down.stdout
         assert up.wait(timeout=60) == 0
     finally:
-        if up.poll() is None:
-            up.kill()
+        stop_lab_process(up, runs)
     out = up.stdout.read()
     assert " | requests " in out and "spe lab: stopped; logs in" in out
     left = [p for p in pids if alive(p)]
@@ -149,8 +162,7 @@ def test_run_keeps_every_log_and_leaves_nothing_running(runs):
                 break
         assert run.wait(timeout=120) == 0, run.stdout.read()
     finally:
-        if run.poll() is None:
-            run.kill()
+        stop_lab_process(run, runs)
     out = run.stdout.read()
     (rundir,) = runs.glob("*-cli")
     assert len(seen) >= 5
@@ -259,8 +271,7 @@ def test_a_dead_proxy_is_reported_and_measured_a_dead_collector_stops_the_lab(ru
         os.kill(component_pid(rundir, "collector"), signal.SIGKILL)
         assert up.wait(timeout=60) == 1
     finally:
-        if up.poll() is None:
-            up.kill()
+        stop_lab_process(up, runs)
     out = up.stdout.read()
     assert "proxy 'sq' stopped unexpectedly" in out and "sq ok 0 none 1 DOWN" in out
     assert "collector stopped unexpectedly" in out and "collector/cache.log" in out
