@@ -22,7 +22,7 @@ import json
 import math
 import random
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,6 +33,25 @@ LAST_MODIFIED_BASE = 1_790_000_000  # 2026-09-21 UTC: validators are fixed, so r
 EXTENSION_TYPES = {".html": "text/html", ".htm": "text/html", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                    ".gif": "image/gif", ".png": "image/png", ".css": "text/css", ".js": "application/javascript",
                    ".txt": "text/plain", ".pdf": "application/pdf"}
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_type(name: str, value: object, default: object) -> None:
+    """A model value must have its default's type (a share table: names to numbers), or the origin
+    would fail on the first request instead of at start."""
+    if isinstance(default, dict):
+        ok, expected = isinstance(value, dict) and all(map(is_number, value.values())), "a table of numbers"
+    elif isinstance(default, str):
+        ok, expected = isinstance(value, str), "a string"
+    elif isinstance(default, int):
+        ok, expected = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    else:
+        ok, expected = is_number(value), "a number"
+    if not ok:
+        raise ValueError(f"model key {name!r}: expected {expected}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -77,6 +96,9 @@ class Model:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown model keys {sorted(unknown)}; known: {sorted(known)}")
+        for f in fields(cls):
+            if f.name in data:
+                check_type(f.name, data[f.name], f.default if f.default is not MISSING else f.default_factory())
         if "cache_shares" in data:  # a partial share table means "these, the rest 0"
             data = {**data, "cache_shares": {c: 0.0 for c in CACHE_CLASSES} | data["cache_shares"]}
         return cls(**data)

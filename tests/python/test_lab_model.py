@@ -70,6 +70,11 @@ def test_default_lab_has_every_issue_proxy():
     ('[collector]\nreplay_timing = 1\n' + MINIMAL, "[collector].replay_timing: expected true or false, got 1"),
     ('[origin]\nhost = "127.0.0.1"\n' + MINIMAL, "use 'localhost'"),
     ('[origin]\nkind = "none"\n[workload]\nkind = "load"\n' + MINIMAL, "needs [origin].kind = \"synthetic\""),
+    ('[workload]\nkind = "builtin"\n' + MINIMAL, "[workload].kind: unknown kind 'builtin' (known: none, load, browse)"),
+    ('[workload]\nkind = "load"\npopularity = "zipf"\n' + MINIMAL, "[workload].popularity: popularity must be"),
+    ('[workload]\nkind = "load"\nhit_ratio = 1.5\n' + MINIMAL, "[workload].hit_ratio: 1.5 is out of range"),
+    ('[origin]\nthink_mean_ms = -1\n' + MINIMAL, "[origin].think_mean_ms: -1 is out of range"),
+    ('[origin]\nmodle = "m.json"\n' + MINIMAL, "[origin]: unknown key 'modle'"),
     ('[multiplier]\nmode = "parallel"\n' + MINIMAL, "unknown mode 'parallel'"),
     ('[multiplier]\nignore_headers = ["X-A", 3]\n' + MINIMAL, "expected a list of strings"),
     ('colector = {}\n' + MINIMAL, "top level: unknown key 'colector'"),
@@ -93,6 +98,22 @@ def test_external_proxy_keeps_its_address():
     lab = parse_lab('[[proxy]]\nname = "mine"\nkind = "external"\naddress = "10.0.0.5:3128"\ncollector_port = 4000\n')
     p = lab.proxies[0]
     assert (p.host, p.port, p.collector_port) == ("10.0.0.5", 3128, 4000)
+
+
+def test_check_loads_the_origin_model(tmp_path):
+    (tmp_path / "bad.json").write_text('{"size_mean": "big"}')
+    lab = load_lab(write(tmp_path / "lab.toml", '[collector]\nkind = "squid"\n[origin]\nmodel = "bad.json"\n'
+                         + MINIMAL))
+    assert lab.origin.model == tmp_path / "bad.json"  # relative to the lab file
+    assert any(p.startswith(f"[origin].model: {tmp_path / 'bad.json'}: ") for p in check(lab))
+    lab = load_lab(write(tmp_path / "lab2.toml", '[collector]\nkind = "squid"\n[origin]\nmodel = "none.json"\n'
+                         + MINIMAL))
+    assert any("[origin].model" in p and "No such file" in p for p in check(lab))
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 def test_check_reports_missing_programs(monkeypatch):

@@ -120,3 +120,11 @@ def test_model_file_and_validation(tmp_path):
         cm.Model(cache_shares={"public": 0.5})
     with pytest.raises(ValueError, match="unknown model keys"):
         cm.Model.from_dict({"sise_mean": 1})
+    for bad, expected in (({"size_mean": "big"}, "'size_mean': expected an integer"),
+                          ({"size_mean": 1.5}, "'size_mean': expected an integer"),
+                          ({"think_mean_ms": True}, "'think_mean_ms': expected a number"),
+                          ({"size_dist": 3}, "'size_dist': expected a string"),
+                          ({"cache_shares": {"public": "all"}}, "'cache_shares': expected a table of numbers")):
+        with pytest.raises(ValueError, match=expected):
+            cm.Model.from_dict(bad)
+    assert cm.Model.from_dict({"think_mean_ms": 5}).think_mean_ms == 5  # an integer is a number
