@@ -1,13 +1,38 @@
-"""Helpers shared by the benchmarks: the machine line and the results file."""
+"""Helpers shared by the benchmarks: the machine line, the results file, starting the servers
+(origin, Collector, stand-in proxies, Multiplier) pinned and stopped by PID, a fixed-rate client,
+log readers and small statistics."""
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
+import http.client
+import json
+import math
 import os
 import platform
+import random
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs/benchmarks.md"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from spe_tools.collector import start_collector  # noqa: E402
+from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, tail  # noqa: E402
+from spe_tools.squid import hand_to_proxy_user, service_name, squid_config  # noqa: E402
+
+RESULTS = ROOT / "docs/benchmarks.md"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -52,3 +77,428 @@ def busy_seconds() -> float:
     """CPU time used by everything on the machine (all cores): /proc/stat minus idle and iowait."""
     f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     return (sum(f[:8]) - f[3] - f[4]) / CLK_TCK
+
+
+# ---------------------------------------------------------------- servers for the benchmarks
+#
+# Shared set-up: every process is started pinned (taskset) into a ProcessGroup, so it is stopped by
+# PID when the benchmark ends, fails or gets SIGTERM (see run_main).
+
+MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+SQUID = "/usr/sbin/squid"
+LOAD_CPU, SERVER_CPU = 0, 1  # the project's perf anchors: the load generator on CPU0, every server on CPU1
+
+
+
+class BenchError(RuntimeError):
+    """A clear, user-facing failure (port busy, a server died, a check failed)."""
+
+
+class TerminatedError(Exception):
+    """SIGTERM: unwind so that every started process is stopped."""
+
+
+def on_sigterm(signum: int, frame: object) -> None:
+    raise TerminatedError(f"interrupted by signal {signum}; stopping every process it started")
+
+
+def run_main(prefix: str, tools: tuple[str, ...], run: Callable[[Path], int], keep: bool = False) -> int:
+    """Checks the tools, makes a temporary directory (readable by Squid's user) and calls run(workdir);
+    SIGTERM, Ctrl-C and failures end with a message and exit status 1. Processes are stopped by the
+    ProcessGroup that run() opens."""
+    for tool in tools:
+        if shutil.which(tool) is None:
+            print(f"bench: {tool} is not installed (./spe setup installs it)", file=sys.stderr)
+            return 1
+    if not MULTIPLIER.exists():
+        print(f"bench: {MULTIPLIER} is missing: run ./spe setup (or ./spe build)", file=sys.stderr)
+        return 1
+    if (os.cpu_count() or 1) < 2:
+        print(f"bench: needs 2 CPUs (load on CPU{LOAD_CPU}, servers on CPU{SERVER_CPU})", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, on_sigterm)
+    workdir = Path(tempfile.mkdtemp(prefix=f"spe-bench-{prefix}-"))
+    workdir.chmod(0o755)  # Squid runs as user proxy and must reach its directory
+    try:
+        return run(workdir)
+    except (BenchError, ProcessError, TerminatedError, KeyboardInterrupt, OSError) as e:
+        print(f"bench: error: {e or type(e).__name__}", file=sys.stderr)
+        return 1
+    finally:
+        if keep:
+            print(f"bench: temporary directory kept: {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def command_line(name: str) -> str:
+    """The command as the user typed it, for the results file."""
+    args = " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if str(ROOT / ".venv") in sys.executable:
+        return f"./spe bench {name} {args}".rstrip()
+    return f"python3 bench/{name}.py {args}".rstrip()
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def allocate_ports(names: list[str], base: int | None = None) -> dict[str, int]:
+    """One port per name: free ones, or consecutive ones from `base` (a busy one is an error naming it)."""
+    if base is None:
+        ports: dict[str, int] = {}
+        while len(ports) < len(names):
+            p = free_port()
+            if p not in ports.values():
+                ports[names[len(ports)]] = p
+        return ports
+    ports = {name: base + i for i, name in enumerate(names)}
+    busy = [f"{p} ({n})" for n, p in ports.items() if not port_is_free(p)]
+    if busy:
+        raise BenchError(f"port(s) busy on 127.0.0.1: {', '.join(busy)}; choose another --base-port")
+    return ports
+
+
+def wait_port(port: int, deadline_s: float) -> bool:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def pin(pid: int, cpu: int) -> None:
+    """Pins a running process, its threads and its children to one CPU."""
+    for p in process_tree(pid):
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                os.sched_setaffinity(int(task), {cpu})
+
+
+def start_server(group: ProcessGroup, name: str, argv: list[str], port: int, cpu: int | None = SERVER_CPU,
+                 deadline_s: float = 15, ports: tuple[int, ...] = ()) -> Child:
+    """Start one server pinned to `cpu`; fail clearly if its port is taken, it dies, or one of its
+    other `ports` does not open."""
+    for p in (port, *ports):
+        if not port_is_free(p):
+            raise BenchError(f"{name}: port 127.0.0.1:{p} is already in use by another process")
+    prefix = [] if cpu is None else ["taskset", "-c", str(cpu)]
+    child = group.start(name, [*prefix, *argv], port=port, deadline_s=deadline_s)
+    time.sleep(0.2)  # a server that lost a bind race exits right after someone else answered the port
+    if not child.alive():
+        raise BenchError(f"{name} exited with {child.popen.returncode} right after start:\n{tail(child.log)}")
+    for p in ports:
+        if not wait_port(p, 10):
+            raise BenchError(f"{name}: port 127.0.0.1:{p} did not open:\n{tail(child.log)}")
+    return child
+
+
+def check_alive(group: ProcessGroup) -> None:
+    for child in group.children:
+        if not child.alive():
+            raise BenchError(f"{child.name} (pid {child.pid}) died with exit code {child.popen.returncode}:\n"
+                             f"{tail(child.log)}")
+
+
+NGINX_HEAD = """\
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    sendfile on; tcp_nodelay on;
+    keepalive_timeout 120s; keepalive_requests 10000000;
+    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+"""
+
+FILES_SERVER = """\
+    open_file_cache max=1024 inactive=600s; open_file_cache_valid 3600s;
+    default_type application/octet-stream;
+    expires 1h;
+{servers}
+"""
+
+# A non-caching reverse-proxy hop (ROPE's Dummy): keepalive upstream, the reply streamed through
+# memory buffers (never a temporary file, so 1 MB objects cost no disk I/O).
+HOP_HTTP = """\
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Host $http_host;
+    proxy_buffering on; proxy_buffer_size 16k; proxy_buffers 8 16k; proxy_max_temp_file_size 0;
+"""
+
+HOP_BLOCK = """\
+    upstream up_{name} {{ server 127.0.0.1:{upstream}; keepalive 16; keepalive_requests 10000000;
+                         keepalive_timeout 120s; }}
+    server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://up_{name}; }} }}
+"""
+
+
+def start_nginx(group: ProcessGroup, name: str, http_body: str, ports: list[int],
+                cpu: int | None = SERVER_CPU) -> Child:
+    """nginx, one worker, in group.workdir/name; `http_body` goes into its http {} block."""
+    directory = group.workdir / name
+    (directory / "tmp").mkdir(parents=True, exist_ok=True)
+    (directory / "nginx.conf").write_text(NGINX_HEAD.format(dir=directory) + http_body + "}\n")
+    return start_server(group, name, ["nginx", "-e", str(directory / "error.log"), "-p", str(directory),
+                                      "-c", str(directory / "nginx.conf")], ports[0], cpu, ports=tuple(ports[1:]))
+
+
+def start_file_server(group: ProcessGroup, name: str, www: Path, ports: list[int],
+                      cpu: int | None = SERVER_CPU) -> Child:
+    """nginx serving the files in `www` (Cache-Control: max-age=3600) on each of `ports`."""
+    servers = "".join(f"    server {{ listen 127.0.0.1:{p}; root {www}; location / {{ }} }}\n" for p in ports)
+    return start_nginx(group, name, FILES_SERVER.format(servers=servers), ports, cpu)
+
+
+def start_hops(group: ProcessGroup, name: str, hops: dict[str, tuple[int, int]], cpu: int | None = SERVER_CPU) -> Child:
+    """One nginx with one non-caching reverse-proxy hop per entry: name -> (listen port, upstream port)."""
+    blocks = "".join(HOP_BLOCK.format(name=n, port=p, upstream=u) for n, (p, u) in hops.items())
+    return start_nginx(group, name, HOP_HTTP + blocks, [p for p, _ in hops.values()], cpu)
+
+
+def write_objects(www: Path, sizes: dict[str, int]) -> dict[str, bytes]:
+    """Files name -> a body of that many bytes (a fixed pattern), readable by the servers."""
+    www.mkdir(parents=True, exist_ok=True)
+    bodies = {}
+    pattern = bytes((i * 31 + 7) % 251 for i in range(251 * 64))
+    for name, size in sizes.items():
+        body = (pattern * (size // len(pattern) + 1))[:size]
+        (www / name).parent.mkdir(parents=True, exist_ok=True)
+        (www / name).write_bytes(body)
+        bodies[name] = body
+    for d in [www, *(p for p in www.rglob("*") if p.is_dir())]:
+        d.chmod(0o755)
+    return bodies
+
+
+def start_multiplier(group: ProcessGroup, name: str, port: int, collector_port: int, proxies: dict[str, int],
+                     log: Path | None, mode: str = "sequential", cpu: int | None = SERVER_CPU) -> Child:
+    """The release Multiplier with these proxies under test (name -> port on 127.0.0.1)."""
+    flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")]
+    if log is not None:
+        flags += ["--log", str(log)]
+    return start_server(group, name, [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", mode,
+                                      "--collector", f"127.0.0.1:{collector_port}", *flags], port, cpu)
+
+
+def start_dummy(group: ProcessGroup, name: str, port: int, parent_port: int, cpu: int | None = SERVER_CPU) -> Child:
+    """ROPE's Dummy proxy: the Multiplier in --dummy mode, passing every request to its parent."""
+    return start_server(group, name, [str(MULTIPLIER), "--dummy", "--parent", f"127.0.0.1:{parent_port}",
+                                      "--listen", f"127.0.0.1:{port}"], port, cpu)
+
+
+def start_squid_pinned(group: ProcessGroup, name: str, port: int, parent_port: int | None,
+                       cpu: int | None = SERVER_CPU) -> Child:
+    """A Debian Squid (spe_tools/squid.py's configuration: memory cache, child of `parent_port`), pinned."""
+    directory = group.workdir / name
+    directory.mkdir(parents=True, exist_ok=True)
+    conf = directory / "squid.conf"
+    conf.write_text(squid_config(name, port, directory, parent_port))
+    hand_to_proxy_user(directory)
+    return start_server(group, name, [SQUID, "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port, cpu)
+
+
+def start_stock_collector(group: ProcessGroup, port: int, proxy_ports: dict[str, int],
+                          cpu: int | None = SERVER_CPU) -> Child:
+    """The project's Collector configuration (configs/collector) on Debian's stock Squid, pinned.
+    A proxy name ending in '@accel' gets an accelerator port (for origin-form hops such as nginx)."""
+    child = start_collector(group, "collector", "squid", port, proxy_ports)
+    for p in proxy_ports.values():
+        if not wait_port(p, 10):
+            raise BenchError(f"Collector port {p} did not open:\n{tail(group.workdir / 'collector/cache.log')}")
+    if cpu is not None:
+        pin(child.pid, cpu)
+    return child
+
+
+def rss_kb(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in KB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0])
+    return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
+
+
+# ---------------------------------------------------------------- HTTP clients
+
+def get(port: int, target: str, host: str) -> tuple[int, dict[str, str], bytes]:
+    """One GET on a new connection: (status, lowercase headers, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", target, headers={"Host": host})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+async def _read_reply(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
+    """Reads one reply: (status, body bytes, the server closes the connection)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    close = headers.get("connection", "").lower() == "close"
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        size = 0
+        while True:
+            n = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if n == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, then the empty line
+                    pass
+                return status, size, close
+            await reader.readexactly(n + 2)
+            size += n
+    length = int(headers.get("content-length", "0"))
+    await reader.readexactly(length)
+    return status, length, close
+
+
+def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: float, connections: int = 16,
+               timeout_s: float = 10) -> dict:
+    """Open-loop client: request i is due at start + i/rate (a fixed rate) and goes out on a free one of
+    `connections` persistent connections (absolute-form GET of urls(i), as to a proxy). A request that
+    finds every connection busy waits and counts as late. Returns the latencies (s, from sending to the
+    last body byte), the lateness of each send (s), statuses, errors and the elapsed time."""
+    n = max(1, int(rate * seconds))
+    result: dict = {"latency": [], "late": [], "status": collections.Counter(), "errors": [], "bytes": 0}
+
+    async def main() -> None:
+        queue: asyncio.Queue = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        start = loop.time() + 0.05
+
+        async def worker() -> None:
+            reader = writer = None
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                i, due = item
+                url = urls(i)
+                host = url.split("/")[2]
+                sent = loop.time()
+                result["late"].append(max(0.0, sent - due))
+                try:
+                    if writer is None:
+                        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout_s)
+                    writer.write(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                    status, size, close = await asyncio.wait_for(_read_reply(reader), timeout_s)
+                    result["latency"].append(loop.time() - sent)
+                    result["status"][status] += 1
+                    result["bytes"] += size
+                    if close:
+                        writer.close()
+                        writer = None
+                except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                        ValueError, IndexError) as e:
+                    result["errors"].append(f"{type(e).__name__}: {e}")
+                    if writer is not None:
+                        writer.close()
+                    writer = None
+            if writer is not None:
+                writer.close()
+
+        workers = [asyncio.create_task(worker()) for _ in range(connections)]
+        for i in range(n):
+            due = start + i / rate
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            queue.put_nowait((i, due))
+        for _ in workers:
+            queue.put_nowait(None)
+        await asyncio.wait_for(asyncio.gather(*workers), timeout_s * 2 + 5)
+        result["elapsed"] = loop.time() - start
+
+    asyncio.run(main())
+    return result
+
+
+# ---------------------------------------------------------------- logs and statistics
+
+def read_multiplier_log(path: Path) -> dict:
+    """Counters over a Multiplier JSON Lines log: records, statuses, proxy results, notes, errors."""
+    records, bad_lines = 0, 0
+    client_status: collections.Counter = collections.Counter()
+    collector_status: collections.Counter = collections.Counter()
+    results: collections.Counter = collections.Counter()
+    notes: collections.Counter = collections.Counter()
+    mismatched: collections.Counter = collections.Counter()
+    errors: collections.Counter = collections.Counter()
+    with path.open(errors="replace") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                bad_lines += 1
+                continue
+            records += 1
+            client_status[rec.get("client_status")] += 1
+            collector_status[(rec.get("collector") or {}).get("status")] += 1
+            if rec.get("note"):
+                notes[rec["note"]] += 1
+            for p in rec.get("proxies", []):
+                results[p.get("result")] += 1
+                for h in p.get("mismatched_headers") or []:
+                    mismatched[h] += 1
+                if p.get("error"):
+                    errors[p["error"]] += 1
+    return {"records": records, "bad_lines": bad_lines, "client_status": client_status,
+            "collector_status": collector_status, "results": results, "notes": notes,
+            "mismatched": mismatched, "errors": errors}
+
+
+def stderr_problems(path: Path) -> list[str]:
+    """Warning, error and crash lines in a server's output."""
+    lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+    return [ln for ln in lines if re.search(r"\]\s*\[(warn|warning|error|critical)\]|fatal|abort|sanitizer", ln, re.I)]
+
+
+def fmt_counter(c: collections.Counter) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])) or "none"
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (pct in 0..100) of unsorted values; nan if empty."""
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(pct / 100 * len(s)) - 1))]
+
+
+def mean_ci95(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % confidence interval (normal approximation, n >= 30)."""
+    if len(values) < 2:
+        return (values[0] if values else float("nan")), float("nan")
+    return statistics.fmean(values), 1.96 * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def median_ci95(values: list[float], resamples: int = 1000, seed: int = 1) -> tuple[float, float]:
+    """Median and a percentile-bootstrap 95 % interval (lo, hi) around it, returned as (lo, hi)."""
+    if not values:
+        return float("nan"), float("nan")
+    rng = random.Random(seed)
+    n = len(values)
+    meds = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(resamples))
+    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
