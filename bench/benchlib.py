@@ -131,6 +131,16 @@ def run_main(prefix: str, tools: tuple[str, ...], run: Callable[[Path], int], ke
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def publish(report: str, problems: list[str], append: bool) -> int:
+    """Adds the problems to the report, prints it and appends it to docs/benchmarks.md; the exit status."""
+    if problems:
+        report += "\nProblems seen:\n\n" + "\n".join(f"- {p}" for p in problems) + "\n"
+    print(report)
+    if append:
+        append_result(report)
+    return 1 if problems else 0
+
+
 def command_line(name: str) -> str:
     """The command as the user typed it, for the results file."""
     args = " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -283,9 +293,10 @@ def write_objects(www: Path, sizes: dict[str, int]) -> dict[str, bytes]:
 
 
 def start_multiplier(group: ProcessGroup, name: str, port: int, collector_port: int, proxies: dict[str, int],
-                     log: Path | None, mode: str = "sequential", cpu: int | None = SERVER_CPU) -> Child:
+                     log: Path | None, mode: str = "sequential", cpu: int | None = SERVER_CPU,
+                     extra: tuple[str, ...] = ()) -> Child:
     """The release Multiplier with these proxies under test (name -> port on 127.0.0.1)."""
-    flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")]
+    flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")] + list(extra)
     if log is not None:
         flags += ["--log", str(log)]
     return start_server(group, name, [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", mode,
