@@ -9,6 +9,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -21,6 +22,13 @@ constexpr std::size_t kChunkBytes = 64 * 1024;
 
 bool no_body_status(unsigned status) {
     return status < 200 || status == 204 || status == 304;
+}
+
+/// A body of known length gets a buffer of its size (at least 1 byte, at most
+/// kChunkBytes); a chunked or close-delimited one the whole kChunkBytes.
+std::size_t relay_buffer_bytes(boost::optional<std::uint64_t> content_length) {
+    if (!content_length) return kChunkBytes;
+    return static_cast<std::size_t>(std::clamp<std::uint64_t>(*content_length, 1, kChunkBytes));
 }
 
 }  // namespace
@@ -94,10 +102,13 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
     out.keep_alive = client.keep_alive;
     http::response_serializer<http::buffer_body> serializer(reply);
 
-    // Allocated on the first reply, not zeroed: an idle connection holds no
-    // relay buffer, and of a used one only the pages bodies touched are resident.
-    if (!chunk_) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
-    char* const chunk = chunk_.get();
+    // The relay buffer lives while this reply does (an idle connection holds
+    // none), is not zeroed (only the pages bodies touch become resident), and
+    // is no larger than a body of known length needs.
+    const std::size_t chunk_bytes =
+        relay_buffer_bytes(has_body ? parser->content_length() : boost::optional<std::uint64_t>(0));
+    const auto chunk_holder = std::make_unique_for_overwrite<char[]>(chunk_bytes);
+    char* const chunk = chunk_holder.get();
 
     // The header leaves with the first body bytes (one write); each read takes
     // what the Collector has already sent, up to one buffer, so a body that
@@ -105,14 +116,14 @@ awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide clien
     BodyDigest digest;
     for (;;) {
         std::size_t filled = 0;
-        while (!parser->is_done() && filled < kChunkBytes) {
+        while (!parser->is_done() && filled < chunk_bytes) {
             upstream.body().data = chunk + filled;
-            upstream.body().size = kChunkBytes - filled;
+            upstream.body().size = chunk_bytes - filled;
             conn_.stream().expires_after(cfg.client_timeout);
             co_await http::async_read_some(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
             if (ec == http::error::need_buffer) ec = {};
             if (ec) break;
-            filled = kChunkBytes - upstream.body().size;
+            filled = chunk_bytes - upstream.body().size;
             error_code ignored;
             if (filled > 0 && conn_.buffer().size() == 0 &&
                 (!conn_.stream().last_read_filled_buffer() || conn_.stream().socket().available(ignored) == 0))

@@ -37,7 +37,6 @@ public:
 private:
     ServerContext& ctx_;
     UpstreamConnection conn_;
-    std::unique_ptr<char[]> chunk_;  // the one relay buffer of this client connection (from its first reply)
 };
 
 /// Headers of a reply going to the client: hop-by-hop removed, Via appended,

@@ -91,7 +91,11 @@ void DownstreamSession::close() {
 
 awaitable<void> DownstreamSession::run() {
     auto self = shared_from_this();
-    while (co_await serve_one()) {
+    // Two statements, not `a && b`: GCC 12 creates the second coroutine (its
+    // frame, the size of serve_one's locals) before awaiting the first.
+    for (;;) {
+        if (!co_await wait_for_request()) break;
+        if (!co_await serve_one()) break;
     }
     error_code ignored;
     client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -111,6 +115,17 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
                     : "HTTP/" + std::to_string(req.version() / 10) + "." + std::to_string(req.version() % 10);
     r.validation = is_validation(req);
     return r;
+}
+
+awaitable<bool> DownstreamSession::wait_for_request() {
+    if (buffer_.size() > 0) co_return true;  // a pipelined request is already buffered
+    idle_ = true;
+    if (ctx_->stopping()) co_return false;
+    buffer_.shrink_to_fit();
+    error_code ec;
+    client_.expires_after(ctx_->config().client_timeout);
+    co_await client_.async_wait_readable(with_ec(ec));
+    co_return !ec;
 }
 
 awaitable<bool> DownstreamSession::serve_one() {

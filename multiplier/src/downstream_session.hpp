@@ -1,6 +1,7 @@
 // The client side of one connection: read requests (bounded), answer each in
 // order from the Collector, hand it to the fan-out, then read the next one.
 // Pipelined requests wait in the read buffer, so replies keep request order.
+// Between requests only the socket and a small wait remain: no buffer, no parser.
 #pragma once
 
 #include "collector_leg.hpp"
@@ -26,6 +27,10 @@ public:
 
 private:
     awaitable<void> run();
+    /// Between requests: frees the read buffer and waits (bounded) until the
+    /// client sends something, so an idle connection holds no buffer, parser
+    /// or request frame. False: the client left, timed out or we are stopping.
+    awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
     /// Sends a short text reply from the Multiplier itself; returns what the client got.

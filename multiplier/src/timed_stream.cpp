@@ -28,6 +28,13 @@ void TimedStream::cancel() {
     impl_->socket.cancel(ignored);
 }
 
+void TimedStream::disarm() {
+    auto& s = *impl_;
+    if (s.read_pending || s.write_pending || s.armed_for == Clock::time_point::max()) return;
+    s.armed_for = Clock::time_point::max();
+    s.timer.cancel();  // on_timer sees operation_aborted and leaves armed_for alone
+}
+
 void TimedStream::close() {
     error_code ignored;
     impl_->socket.close(ignored);
@@ -36,7 +43,7 @@ void TimedStream::close() {
 void TimedStream::start(Direction d) {
     auto& s = *impl_;
     Clock::time_point deadline;
-    if (d == Direction::read) {
+    if (d == Direction::read || d == Direction::wait) {
         s.read_pending = true;
         s.read_timed_out = false;
         deadline = s.read_deadline;
@@ -78,10 +85,10 @@ void TimedStream::Impl::on_timer(const error_code& ec) {
 
 error_code TimedStream::Impl::finish(Direction d, error_code ec, std::size_t n, std::size_t asked) {
     bool timed_out = false;
-    if (d == Direction::read) {
+    if (d == Direction::read || d == Direction::wait) {
         read_pending = false;
         timed_out = std::exchange(read_timed_out, false);
-        if (!ec) last_read_full = n == asked;
+        if (!ec && d == Direction::read) last_read_full = n == asked;
     } else {
         write_pending = false;
         if (d == Direction::connect) read_pending = false;

@@ -55,6 +55,12 @@ public:
 
     /// Cancels pending operations (they complete with operation_aborted); the socket stays open.
     void cancel();
+    /// For a connection that will wait unused (a pooled upstream connection):
+    /// with no operation pending, drops the timer's wait, which would otherwise
+    /// stay queued (an allocation) until its deadline. The next operation arms it again.
+    void disarm();
+    /// A timer wait is queued (for tests).
+    bool armed() const { return impl_->armed_for != Clock::time_point::max(); }
     void close();
 
     /// False when the last completed read got fewer bytes than it asked for:
@@ -97,13 +103,27 @@ public:
                 asio::async_connect(
                     impl_->socket, *eps,
                     [impl](const error_code&, const tcp::endpoint&) { return !impl->write_timed_out; },
-                    ConnectCompletion<std::decay_t<decltype(handler)>>{impl_, std::move(handler)});
+                    ErrorCompletion<std::decay_t<decltype(handler)>>{impl_, Direction::connect, std::move(handler)});
             },
             token, &endpoints);
     }
 
+    /// Waits, under the read deadline, until the socket is readable (data or
+    /// end of stream) without reading: a connection between requests needs no
+    /// buffer or parser until its next request arrives. Completes with the error only.
+    template <class Token>
+    auto async_wait_readable(Token&& token) {
+        return asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler) {
+                start(Direction::wait);
+                impl_->socket.async_wait(tcp::socket::wait_read, ErrorCompletion<std::decay_t<decltype(handler)>>{
+                                                                     impl_, Direction::wait, std::move(handler)});
+            },
+            token);
+    }
+
 private:
-    enum class Direction { read, write, connect };
+    enum class Direction { read, write, connect, wait };  // wait: for readability, a read that takes no bytes
 
     struct Impl : std::enable_shared_from_this<Impl> {
         explicit Impl(tcp::socket s);
@@ -147,9 +167,12 @@ private:
         }
     };
 
+    /// For operations that complete with an error only (connect, wait); a
+    /// connect's endpoint is dropped.
     template <class Handler>
-    struct ConnectCompletion {
+    struct ErrorCompletion {
         std::shared_ptr<Impl> impl;
+        Direction direction;
         Handler handler;
 
         using executor_type = asio::associated_executor_t<Handler, asio::any_io_executor>;
@@ -159,8 +182,9 @@ private:
         using allocator_type = asio::associated_allocator_t<Handler>;
         allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(handler); }
 
-        void operator()(error_code ec, const tcp::endpoint&) {
-            ec = impl->finish(Direction::connect, ec, 0, 0);
+        template <class... Ignored>
+        void operator()(error_code ec, const Ignored&...) {
+            ec = impl->finish(direction, ec, 0, 0);
             auto keep = std::move(impl);
             std::move(handler)(ec);
         }

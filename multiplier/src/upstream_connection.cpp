@@ -66,6 +66,11 @@ bool UpstreamConnection::finish_reply(bool keep_alive) {
     // either way).
     const bool extra = buffer_.size() > 0 || (stream_.last_read_filled_buffer() && stream_.socket().available(ec) > 0);
     if (!keep_alive || extra || ec) close();
+    // Idle connections are pooled, their buffers and timer waits are not: the
+    // next request allocates them again (a few allocations per request instead
+    // of 16 KiB and a queued wait per idle connection).
+    buffer_.shrink_to_fit();
+    stream_.disarm();
     return !extra;
 }
 
@@ -74,6 +79,8 @@ void UpstreamConnection::close() {
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
     buffer_.clear();
+    buffer_.shrink_to_fit();
+    stream_.disarm();
 }
 
 }  // namespace spe

@@ -28,7 +28,9 @@ public:
     awaitable<LegError> send(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
 
     /// After a complete reply: keep the connection for the next request only
-    /// if the reply allowed it and nothing unexpected follows it.
+    /// if the reply allowed it and nothing unexpected follows it; either way
+    /// the read buffer is freed and the deadline timer disarmed (a kept-alive
+    /// connection waits with neither).
     /// Returns false if extra bytes followed the reply (a protocol error).
     bool finish_reply(bool keep_alive);
 
@@ -36,6 +38,10 @@ public:
     bool is_open() const { return stream_.socket().is_open(); }
     TimedStream& stream() { return stream_; }
     beast::flat_buffer& buffer() { return buffer_; }
+    /// Bytes the read buffer holds allocated (0 between requests).
+    std::size_t buffer_capacity() const { return buffer_.capacity(); }
+    /// Between requests no timer wait is queued either.
+    bool timer_armed() const { return stream_.armed(); }
 
 private:
     awaitable<LegError> send_once(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);

@@ -98,6 +98,19 @@ TEST_CASE("a kept-alive connection is reused: connect time 0 on the second reque
     CHECK(leg.server.requests_seen() == 2);
 }
 
+TEST_CASE("a kept-alive connection waits without a read buffer or a queued timer wait") {
+    Leg leg({{send_bytes(kHead + kBody)}, {send_bytes(kHead + kBody)}});
+    REQUIRE(leg.run().error == LegError::none);
+    CHECK(leg.conn.is_open());
+    CHECK(leg.conn.buffer_capacity() == 0);
+    CHECK_FALSE(leg.conn.timer_armed());
+    // Both come back for the next request, which is measured as usual.
+    auto second = leg.run();
+    CHECK(second.error == LegError::none);
+    CHECK(second.md5 == md5_hex(kBody.data(), kBody.size()));
+    CHECK(leg.conn.buffer_capacity() == 0);
+}
+
 TEST_CASE("a close-delimited body is read to EOF") {
     Leg leg({{send_bytes("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + kBody), close_conn()}});
     auto m = leg.run();

@@ -105,8 +105,10 @@ TEST_CASE("an operation started after its deadline passed times out at once, as 
     CHECK(result == beast::error::timeout);
 }
 
-TEST_CASE("a later operation with an earlier deadline still ends on time") {
+TEST_CASE("a later operation with an earlier deadline still ends on time, also after disarm") {
     Pair p;
+    // disarm: a pooled connection drops its idle timer wait; the next operation arms it again.
+    const bool disarm = GENERATE(false, true);
     const auto result = p.run<error_code>([&]() -> awaitable<error_code> {
         char buf[16];
         error_code ec;
@@ -115,6 +117,11 @@ TEST_CASE("a later operation with an earlier deadline still ends on time") {
         asio::write(p.peer, asio::buffer(std::string("x")));
         co_await p.stream.async_read_some(asio::buffer(buf), with_ec(ec));
         REQUIRE_FALSE(ec);
+        CHECK(p.stream.armed());
+        if (disarm) {
+            p.stream.disarm();
+            CHECK_FALSE(p.stream.armed());
+        }
         const auto t0 = Clock::now();
         p.stream.expires_after(150ms);
         co_await p.stream.async_read_some(asio::buffer(buf), with_ec(ec));
@@ -169,6 +176,49 @@ TEST_CASE("cancel ends a pending read with operation_aborted and keeps the socke
     p.ioc.run_for(5s);
     CHECK(read_ec == asio::error::operation_aborted);
     CHECK(p.stream.socket().is_open());
+}
+
+TEST_CASE("waiting for readability takes no bytes and ends when data arrives, not before") {
+    Pair p;
+    const auto t0 = Clock::now();
+    asio::steady_timer later(p.ioc, 150ms);
+    later.async_wait([&](error_code) { asio::write(p.peer, asio::buffer(std::string("GET"))); });
+    auto waited_ms = p.run<std::int64_t>([&]() -> awaitable<std::int64_t> {
+        error_code ec;
+        p.stream.expires_after(5s);
+        co_await p.stream.async_wait_readable(with_ec(ec));
+        REQUIRE_FALSE(ec);
+        co_return ms_since(t0);
+    });
+    CHECK(waited_ms >= 140);
+    CHECK(waited_ms < 5000);
+    CHECK(p.stream.socket().available() == 3);  // the bytes are still there for the parser
+}
+
+TEST_CASE("waiting for readability ends at its deadline with timeout, or with operation_aborted on cancel") {
+    SECTION("deadline") {
+        Pair p;
+        const auto t0 = Clock::now();
+        auto result = p.run<error_code>([&]() -> awaitable<error_code> {
+            error_code ec;
+            p.stream.expires_after(150ms);
+            co_await p.stream.async_wait_readable(with_ec(ec));
+            co_return ec;
+        });
+        CHECK(result == beast::error::timeout);
+        CHECK(ms_since(t0) >= 140);
+        CHECK_FALSE(p.stream.socket().is_open());
+    }
+    SECTION("cancel") {
+        Pair p;
+        error_code wait_ec;
+        p.stream.expires_after(30s);
+        p.stream.async_wait_readable([&](error_code ec) { wait_ec = ec; });
+        asio::post(p.ioc, [&] { p.stream.cancel(); });
+        p.ioc.run_for(5s);
+        CHECK(wait_ec == asio::error::operation_aborted);
+        CHECK(p.stream.socket().is_open());
+    }
 }
 
 TEST_CASE("connecting where nothing listens is refused") {
