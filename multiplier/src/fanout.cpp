@@ -16,7 +16,8 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
       record_(std::move(record)),
       request_(std::move(request)),
       head_request_(head_request),
-      work_(*ctx_) {
+      work_(*ctx_),
+      in_flight_(*ctx_) {
     record_.proxies.resize(ctx_->proxies().size());
     for (std::size_t i = 0; i < record_.proxies.size(); ++i)
         record_.proxies[i].name = ctx_->proxies()[i].name;

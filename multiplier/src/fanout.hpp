@@ -44,6 +44,7 @@ private:
     std::shared_ptr<const Request> request_;
     bool head_request_;
     WorkGuard work_;
+    RequestCount in_flight_;
     std::optional<Measure> own_reply_;
     std::size_t pending_ = 0;
     bool started_ = false;

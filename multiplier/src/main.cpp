@@ -1,6 +1,7 @@
 // spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
 #include "config.hpp"
 #include "listener.hpp"
+#include "memory_trim.hpp"
 #include "result_log.hpp"
 #include "server_context.hpp"
 
@@ -29,14 +30,22 @@ std::vector<tcp::endpoint> resolve(asio::io_context& ioc, const Endpoint& e, con
     return {results.begin(), results.end()};
 }
 
-void raise_fd_limit() {
+void raise_fd_limit(std::size_t proxies) {
     // Each client connection may hold one connection per proxy and more: use
     // the whole hard limit rather than fail under load at the soft 1024.
     rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+    const auto soft = lim.rlim_cur;
+    if (lim.rlim_cur < lim.rlim_max) {
         lim.rlim_cur = lim.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &lim);
+        if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = soft;
     }
+    // A kept-alive client holds its own socket, the Collector's and one per proxy.
+    const auto per_client = 2 + proxies;
+    spdlog::info(
+        "open-file limit {} (soft limit was {}, hard limit {}): room for about {} kept-alive clients "
+        "({} descriptors each); beyond that, connections fail with 'Too many open files'",
+        lim.rlim_cur, soft, lim.rlim_max, lim.rlim_cur / per_client, per_client);
 }
 
 /// After SIGINT/SIGTERM: wait for in-flight work (bounded by --drain-timeout),
@@ -75,6 +84,7 @@ int run(const Config& config) {
         throw std::runtime_error("cannot listen on " + config.listen.to_string() + ": " + e.code().message());
     }
     listener->start();
+    asio::co_spawn(ioc, trim_memory_after_bursts(ctx), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
     spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{})", config.listen.to_string(),
                  config.dummy                            ? "dummy"
@@ -118,7 +128,7 @@ int main(int argc, char** argv) {
         auto config = spe::parse_config(argc, argv);
         if (!config) return 0;
         spdlog::set_level(spdlog::level::from_str(config->log_level));
-        raise_fd_limit();
+        raise_fd_limit(config->proxies.size());
         return run(*config);
     } catch (const spe::ConfigError& e) {
         std::cerr << "spe-multiplier: " << e.what() << "\n(see spe-multiplier --help)\n";

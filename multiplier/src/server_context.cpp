@@ -28,6 +28,13 @@ void ServerContext::register_abortable(const std::shared_ptr<Abortable>& a) {
     abortables_.push_back(a);
 }
 
+void ServerContext::request_started() {
+    const auto now = ++requests_;
+    auto peak = request_peak_.load();
+    while (peak < now && !request_peak_.compare_exchange_weak(peak, now)) {
+    }
+}
+
 void ServerContext::abort_all() {
     std::vector<std::shared_ptr<Abortable>> live;
     {

@@ -57,6 +57,13 @@ public:
     void register_abortable(const std::shared_ptr<Abortable>& a);
     void abort_all();
 
+    /// Client requests being answered or fanned out (see RequestCount).
+    void request_started();
+    void request_finished() { --requests_; }
+    std::size_t requests_in_flight() const { return requests_.load(); }
+    /// The most requests in flight at once since the last call (then restarts from now).
+    std::size_t take_request_peak() { return request_peak_.exchange(requests_.load()); }
+
 private:
     Config config_;
     HeaderPolicy policy_;
@@ -67,6 +74,8 @@ private:
     std::atomic<std::size_t> rotation_{0};
     std::atomic<bool> stopping_{false};
     std::atomic<int> in_flight_{0};
+    std::atomic<std::size_t> requests_{0};
+    std::atomic<std::size_t> request_peak_{0};
     std::mutex abortables_mutex_;
     std::vector<std::weak_ptr<Abortable>> abortables_;
 };
@@ -82,6 +91,19 @@ public:
     WorkGuard(const WorkGuard&) = delete;
     WorkGuard& operator=(const WorkGuard&) = delete;
     WorkGuard& operator=(WorkGuard&&) = delete;
+
+private:
+    ServerContext* ctx_;
+};
+
+/// RAII count of one client request in flight (held by its fan-out record,
+/// which lives from the Collector request to the log), for memory trimming.
+class RequestCount {
+public:
+    explicit RequestCount(ServerContext& ctx) : ctx_(&ctx) { ctx_->request_started(); }
+    ~RequestCount() { ctx_->request_finished(); }
+    RequestCount(const RequestCount&) = delete;
+    RequestCount& operator=(const RequestCount&) = delete;
 
 private:
     ServerContext* ctx_;

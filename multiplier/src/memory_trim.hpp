@@ -1,0 +1,34 @@
+// Returning freed heap memory to the system after a burst of requests.
+//
+// Requests in flight allocate buffers, parsers and coroutine frames; freed,
+// they stay resident in glibc's heap (free() only gives back the top of the
+// heap), interleaved with what idle connections keep. Measured with 1,000
+// idle keep-alive clients after 500 requests at once: 22 KB resident per idle
+// client, 13.5 KB after malloc_trim(0), with 5.7 KB of it in use. So once the
+// requests in flight fall to a quarter of their peak, the Multiplier calls
+// malloc_trim(0) (a few milliseconds); under steady load it never does.
+#pragma once
+
+#include "server_context.hpp"
+
+#include <cstddef>
+
+namespace spe {
+
+class TrimPolicy {
+public:
+    /// Bursts smaller than this leave too little behind to be worth a trim.
+    static constexpr std::size_t kMinPeak = 16;
+
+    /// Called periodically with the most requests in flight at once since the
+    /// last call and the number in flight now; true: trim now.
+    bool due(std::size_t peak_since_last, std::size_t in_flight_now);
+
+private:
+    std::size_t peak_ = 0;  // since the last trim
+};
+
+/// Every second until the server stops: trims when the policy says so (glibc only).
+awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx);
+
+}  // namespace spe
