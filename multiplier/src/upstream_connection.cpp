@@ -3,6 +3,21 @@
 #include <boost/beast/http/write.hpp>
 
 namespace spe {
+namespace {
+
+/// Asio's range connect reports a socket it could not open (no descriptor
+/// left: EMFILE) as operation_aborted, which reads like a cancel; asking the
+/// system again gives the real reason. Only on a failed connect.
+error_code connect_failure(error_code ec, tcp::socket& socket, const std::vector<tcp::endpoint>& endpoints) {
+    if (ec != asio::error::operation_aborted || socket.is_open() || endpoints.empty()) return ec;
+    error_code open_ec;
+    socket.open(endpoints.front().protocol(), open_ec);
+    if (open_ec) return open_ec;
+    socket.close(open_ec);
+    return ec;
+}
+
+}  // namespace
 
 UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints,
                                        std::size_t buffer_limit)
@@ -30,6 +45,7 @@ awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::tim
         co_await stream_.async_connect(endpoints_, with_ec(ec));
         m.connect_us = micros_since(t0);
         if (ec) {
+            ec = connect_failure(ec, stream_.socket(), endpoints_);
             m.error_detail = "connect: " + ec.message();
             close();
             co_return classify(ec, false);
