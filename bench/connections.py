@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchlib import append_result, busy_seconds, machine  # noqa: E402
+from benchlib import busy_seconds, machine, publish  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -367,10 +367,7 @@ def main() -> int:
     foreign = (f"foreign CPU, used by other work on the machine during the run: "
                f"{(busy_seconds() - busy0) - (own_cpu_seconds() - own0):.1f} CPU-s in {time.monotonic() - t0:.0f} s")
     text = report(args, rows, flight, limit, foreign)
-    print(text)
-    if not args.no_append:
-        append_result(text)
-    return 0
+    return publish(text, [], append=not args.no_append)
 
 
 if __name__ == "__main__":

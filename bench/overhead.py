@@ -63,7 +63,6 @@ from benchlib import (  # noqa: E402
     SQUID,
     BenchError,
     allocate_ports,
-    append_result,
     busy_seconds,
     check_alive,
     command_line,
@@ -73,6 +72,7 @@ from benchlib import (  # noqa: E402
     machine,
     med,
     process_tree,
+    publish,
     read_multiplier_log,
     run_main,
     start_file_server,
@@ -557,13 +557,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"{note}\n\nAdded latency, p50 / p99 in µs (median over rounds of the per-round differences):\n\n"
               f"{headline(runs, gaps, counts)}\n\nAll runs:\n\n{table(runs, args.seconds, gaps, targets)}"
               "\n\n" + "\n".join(summary) + "\n\nChecks:\n\n" + "\n".join(checks) + "\n"
-              + ("\nProblems seen:\n\n" + "\n".join(f"- {p}" for p in problems) + "\n" if problems
+              + ("" if problems
                  else "\nNo problems seen: every record OK, Collector requests as expected and all HITs after "
                       "warm-up, no wrk errors, no warnings from the Multipliers.\n"))
-    print(report)
-    if not args.no_append:
-        append_result(report)
-    return 1 if problems else 0
+    return publish(report, problems, append=not args.no_append)
 
 
 if __name__ == "__main__":

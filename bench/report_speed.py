@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import machine, publish  # noqa: E402
 
 from analysis.report import build_report, write_report  # noqa: E402
 
@@ -83,10 +83,7 @@ def main() -> int:
             f"| {args.records:,} | {size_mb:.0f} | {built - start:.1f} | {done - built:.1f} | {seconds:.1f} | "
             f"{rate:,.0f} |\n\nTarget: at least 1,000,000 records per minute. The truncated last line was counted "
             f"and skipped.\n")
-    print(text)
-    if not args.no_append:
-        append_result(text)
-    return 0
+    return publish(text, [], append=not args.no_append)
 
 
 if __name__ == "__main__":

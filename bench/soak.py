@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/python"))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import machine, publish  # noqa: E402
 from httpclient import Connection  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
@@ -157,10 +157,7 @@ def main() -> int:
             + "\n".join(row(s) for s in picks)
             + f"\n\n{len(latencies)} client replies, {records} records, {len(errors)} client errors"
             + (f" (first: {errors[0]})" if errors else "") + ".\n")
-    print(text)
-    if not args.no_append:
-        append_result(text)
-    return 0
+    return publish(text, [], append=not args.no_append)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchlib import append_result, busy_seconds, cpu_seconds, machine, process_tree  # noqa: E402
+from benchlib import busy_seconds, cpu_seconds, machine, process_tree, publish  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -366,9 +366,7 @@ def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> Non
     errors = sorted({f"{r['scenario']}: {r['errors']}" for r in runs if r["errors"]})
     if errors:
         text += "\nwrk reported: " + "; ".join(errors) + "\n"
-    print(text)
-    if not args.no_append:
-        append_result(text)
+    return publish(text, [], append=not args.no_append)
 
 
 if __name__ == "__main__":

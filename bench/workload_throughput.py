@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchlib import append_result, cpu_seconds, machine  # noqa: E402
+from benchlib import cpu_seconds, machine, publish  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -118,9 +118,7 @@ def main() -> int:
             f"model), {args.seconds} s per rate:\n\n{table}\n\n"
             f"Origin alone under wrk (1 thread, 8 connections, 13 KB cacheable object): {ceiling:.0f} req/s.  \n"
             f"Target: each at least {TARGET} req/s: {verdict}\n")
-    print(text)
-    if not args.no_append:
-        append_result(text)
+    publish(text, [], append=not args.no_append)
     return 0 if not problems else 1
 
 

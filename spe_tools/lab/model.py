@@ -146,9 +146,10 @@ class _Table:
             raise LabFileError(f"{self.where}.{key}: unknown {key} {value!r} (known: {', '.join(choices)})")
         return value
 
-    def number(self, key: str, default: float, low: float, high: float, integer: bool = False) -> Any:
+    def number(self, key: str, default: float | None, low: float, high: float, integer: bool = False) -> Any:
+        """The value, checked against [low, high]; `default` (None: "not given") when the key is absent."""
         value = self.get(key, int if integer else (int, float), default)
-        if not low <= value <= high:
+        if value is not None and not low <= value <= high:
             raise LabFileError(f"{self.where}.{key}: {value} is out of range ({low} to {high})")
         return value
 
@@ -261,10 +262,10 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
     model = t.get("model", str, None)
     spec = OriginSpec(kind=t.choice("kind", ORIGIN_KINDS, "synthetic"), host=t.get("host", str, "localhost"),
                       port=_port(t), model=_relative_to(source, model) if model else None,
-                      think_mean_ms=t.number("think_mean_ms", None, 0, 600000) if "think_mean_ms" in data else None,
-                      think_sd_ms=t.number("think_sd_ms", None, 0, 600000) if "think_sd_ms" in data else None,
+                      think_mean_ms=t.number("think_mean_ms", None, 0, 600000),
+                      think_sd_ms=t.number("think_sd_ms", None, 0, 600000),
                       seed=t.get("seed", int, 1))
-    t.finish({"kind", "host", "port", "model", "think_mean_ms", "think_sd_ms", "seed"})
+    t.finish()
     if spec.host == "127.0.0.1" and spec.kind == "synthetic":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
                            "the literal 127.0.0.1 straight to the origin, bypassing its Collector port")

@@ -25,7 +25,7 @@ from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.model import Lab
 from spe_tools.lab.procs import launch, start_time, stop_child, stop_pids
 from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open
-from spe_tools.workload import content_model
+from spe_tools.workload import browse, content_model
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUNS = ROOT / "runs"
@@ -99,8 +99,9 @@ def _origin_and_workload_problems(lab: Lab) -> list[str]:
             content_model.Model.load(str(lab.origin.model))
         except (OSError, ValueError, TypeError) as e:
             problems.append(f"[origin].model: {lab.origin.model}: {e}")
-    if lab.workload.kind == "browse" and not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        problems.append("[workload] kind 'browse' needs Chromium: apt-get install chromium (./spe setup does)")
+    if lab.workload.kind == "browse" and not os.access(browse.CHROMIUM, os.X_OK):
+        problems.append(f"[workload] kind 'browse' needs Chromium ({browse.CHROMIUM}): apt-get install chromium "
+                        "(./spe setup does)")
     return problems
 
 
@@ -249,14 +250,19 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     return [*argv, *m.extra_args]
 
 
+def multiplier_host(lab: Lab) -> str:
+    """Where this machine reaches the Multiplier: its listen address, which may not be the loopback,
+    or the loopback when it listens on every address."""
+    return "127.0.0.1" if lab.multiplier.host == "0.0.0.0" else lab.multiplier.host
+
+
 def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER) -> None:
     argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
     try:
         child = launch(run.group, "multiplier", argv, cwd=run.rundir, log=run.rundir / "multiplier.out",
                        port=run.ports.multiplier, env=_env(run.rundir), ready=False)
         run.record(child)
-        # It listens on run.lab.multiplier.host, which may not be the loopback.
-        child.wait_ready(host=run.lab.multiplier.host if run.lab.multiplier.host != "0.0.0.0" else "127.0.0.1")
+        child.wait_ready(host=multiplier_host(run.lab))
     except ProcessError as e:
         raise LabError(f"the Multiplier failed to start: {e}") from e
     run.multiplier = child
@@ -337,7 +343,7 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float) -> list[str] | None
     """The workload's command line (None for kind "none"): the load client or headless Chromium,
     both through the Multiplier, both asking the synthetic origin by its lab name."""
     w = lab.workload
-    proxy = f"{'127.0.0.1' if lab.multiplier.host == '0.0.0.0' else lab.multiplier.host}:{ports.multiplier}"
+    proxy = f"{multiplier_host(lab)}:{ports.multiplier}"
     origin = f"{lab.origin.host}:{ports.origin}"
     model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
     if w.kind == "load":
