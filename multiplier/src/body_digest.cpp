@@ -42,11 +42,10 @@ std::string BodyDigest::hex_final() {
     unsigned int len = 0;
     EVP_DigestFinal_ex(ctx_.get(), md.data(), &len);
     static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(len * 2);
+    std::string out(len * 2, '\0');
     for (unsigned i = 0; i < len; ++i) {
-        out.push_back(kHex[md[i] >> 4]);
-        out.push_back(kHex[md[i] & 0xf]);
+        out[2 * i] = kHex[md[i] >> 4];
+        out[2 * i + 1] = kHex[md[i] & 0xf];
     }
     return out;
 }

@@ -56,7 +56,7 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
     : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 
-awaitable<RelayOutcome> CollectorLeg::relay(const Request& req, ClientSide client) {
+awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide client) {
     RelayOutcome out;
     Measure& m = out.measure;
     const auto& cfg = ctx_.config();

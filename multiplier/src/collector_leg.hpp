@@ -31,7 +31,7 @@ class CollectorLeg {
 public:
     CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx);
 
-    awaitable<RelayOutcome> relay(const Request& req, ClientSide client);
+    awaitable<RelayOutcome> relay(const WireRequest& req, ClientSide client);
     void close() { conn_.close(); }
 
 private:

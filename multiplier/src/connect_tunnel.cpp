@@ -36,7 +36,7 @@ awaitable<std::uint64_t> pump(TimedStream& from, TimedStream& to, std::chrono::m
 }
 
 /// Bytes one side sent ahead (read into our buffer already) go first.
-awaitable<bool> flush_ahead(beast::flat_buffer& buffer, TimedStream& to, std::chrono::milliseconds idle) {
+awaitable<bool> flush_ahead(ReadBuffer& buffer, TimedStream& to, std::chrono::milliseconds idle) {
     if (buffer.size() == 0) co_return true;
     error_code ec;
     to.expires_after(idle);
@@ -47,7 +47,7 @@ awaitable<bool> flush_ahead(beast::flat_buffer& buffer, TimedStream& to, std::ch
 
 }  // namespace
 
-awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, beast::flat_buffer& client_buffer, const Request& req,
+awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const Request& req,
                                             ServerContext& ctx, RequestRecord& record) {
     const auto& cfg = ctx.config();
     const std::string target(req.target());
@@ -61,9 +61,10 @@ awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, beast::flat_buf
         co_return TunnelOutcome{403,
                                 "CONNECT to port " + std::to_string(port) + " is not allowed (see --connect-port)"};
 
-    Request connect{http::verb::connect, target, 11};
-    connect.set(http::field::host, target);
-    append_via(connect, req.version(), cfg.via_name);
+    Request message{http::verb::connect, target, 11};
+    message.set(http::field::host, target);
+    append_via(message, req.version(), cfg.via_name);
+    const WireRequest connect(std::move(message));
     UpstreamConnection upstream(client.get_executor(), ctx.collector(), read_buffer_limit(cfg));
     Measure& m = record.collector;
     const auto t0 = Clock::now();

@@ -6,7 +6,7 @@
 #include "server_context.hpp"
 #include "timed_stream.hpp"
 
-#include <boost/beast/core/flat_buffer.hpp>
+#include "read_buffer.hpp"
 
 namespace spe {
 
@@ -17,7 +17,7 @@ struct TunnelOutcome {
     std::string reason;
 };
 
-awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, beast::flat_buffer& client_buffer, const Request& req,
+awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const Request& req,
                                             ServerContext& ctx, RequestRecord& record);
 
 }  // namespace spe

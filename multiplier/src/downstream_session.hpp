@@ -8,7 +8,7 @@
 #include "proxy_pools.hpp"
 #include "server_context.hpp"
 
-#include <boost/beast/core/flat_buffer.hpp>
+#include "read_buffer.hpp"
 
 #include <memory>
 
@@ -42,7 +42,7 @@ private:
 
     std::shared_ptr<ServerContext> ctx_;
     TimedStream client_;
-    beast::flat_buffer buffer_;
+    ReadBuffer buffer_;
     std::string client_address_;
     CollectorLeg collector_;
     std::shared_ptr<ProxyPools> pools_;

@@ -10,7 +10,7 @@
 namespace spe {
 
 Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
-               std::shared_ptr<const Request> request, bool head_request)
+               std::shared_ptr<const WireRequest> request, bool head_request)
     : ctx_(std::move(ctx)),
       pools_(std::move(pools)),
       record_(std::move(record)),

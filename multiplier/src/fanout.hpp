@@ -8,6 +8,7 @@
 #include "net.hpp"
 #include "proxy_pools.hpp"
 #include "server_context.hpp"
+#include "wire_request.hpp"
 
 #include <memory>
 
@@ -16,7 +17,7 @@ namespace spe {
 class Fanout : public std::enable_shared_from_this<Fanout> {
 public:
     Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
-           std::shared_ptr<const Request> request, bool head_request);
+           std::shared_ptr<const WireRequest> request, bool head_request);
     /// Logs the record if nothing else did: no client request goes unrecorded.
     ~Fanout();
     Fanout(const Fanout&) = delete;
@@ -41,7 +42,7 @@ private:
     std::shared_ptr<ServerContext> ctx_;
     std::shared_ptr<ProxyPools> pools_;
     RequestRecord record_;
-    std::shared_ptr<const Request> request_;
+    std::shared_ptr<const WireRequest> request_;
     bool head_request_;
     WorkGuard work_;
     RequestCount in_flight_;

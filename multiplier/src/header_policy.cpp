@@ -105,8 +105,10 @@ HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::st
         ignore_.push_back(to_lower(i));
     constexpr auto kKnown = static_cast<std::size_t>(http::field::xref) + 1;
     known_compared_.resize(kKnown);
-    for (std::size_t f = 1; f < kKnown; ++f)  // 0 is field::unknown
-        known_compared_[f] = is_compared_lower(to_lower(http::to_string(static_cast<http::field>(f))));
+    for (std::size_t f = 1; f < kKnown; ++f) {  // 0 is field::unknown
+        auto lower = to_lower(http::to_string(static_cast<http::field>(f)));
+        if (is_compared_lower(lower)) known_compared_[f] = std::move(lower);
+    }
 }
 
 bool HeaderPolicy::matches(const std::vector<std::string>& patterns, std::string_view lower_name) {
@@ -128,20 +130,24 @@ bool HeaderPolicy::is_compared(std::string_view name) const {
 
 ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
     ComparedHeaders out;
-    std::string lower;
+    out.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
     for (const auto& f : fields) {
         const auto id = static_cast<std::size_t>(f.name());
         if (f.name() != http::field::unknown && id < known_compared_.size()) {
-            if (!known_compared_[id]) continue;
-            lower = to_lower(f.name_string());
+            if (known_compared_[id].empty()) continue;
+            out.push_back({known_compared_[id], std::string(f.value())});
         } else {
-            lower = to_lower(f.name_string());
+            auto lower = to_lower(f.name_string());
             if (!is_compared_lower(lower)) continue;
+            out.push_back({std::move(lower), std::string(f.value())});
         }
-        out.push_back({std::move(lower), std::string(f.value())});
     }
-    // Sorted by name; a repeated name becomes one entry, values joined in arrival order.
-    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    // Sorted by name; a repeated name becomes one entry, values joined in
+    // arrival order. Insertion sort: stable, no allocation, and a reply has
+    // a dozen headers, often already in order.
+    for (std::size_t i = 1; i < out.size(); ++i)
+        for (std::size_t j = i; j > 0 && out[j].name < out[j - 1].name; --j)
+            std::swap(out[j], out[j - 1]);
     std::size_t kept = 0;
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (kept > 0 && out[kept - 1].name == out[i].name) {

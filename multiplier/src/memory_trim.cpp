@@ -1,5 +1,7 @@
 #include "memory_trim.hpp"
 
+#include "read_buffer.hpp"
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -7,7 +9,11 @@
 #include <algorithm>
 #include <fstream>
 
-#if defined(__GLIBC__)
+#if defined(SPE_MIMALLOC)
+#include <mimalloc.h>
+
+#include <cstdlib>
+#elif defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
@@ -22,7 +28,32 @@ long rss_kib() {
     return resident * 4;
 }
 
+/// Hands the heap's free pages back to the system.
+void give_back_heap() {
+#if defined(SPE_MIMALLOC)
+    mi_collect(true);
+#elif defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 }  // namespace
+
+std::string heap_allocator() {
+#if defined(SPE_MIMALLOC)
+    // Linked ahead of libc, mimalloc serves every malloc; checked, not assumed.
+    void* probe = std::calloc(1, 64);
+    const bool serves_malloc = mi_is_in_heap_region(probe);
+    std::free(probe);
+    const int v = mi_version();
+    return "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." + std::to_string(v % 10) +
+           (serves_malloc ? "" : " (linked, but NOT serving malloc: glibc's allocator is in use)");
+#elif defined(__GLIBC__)
+    return "glibc malloc";
+#else
+    return "the C library's malloc";
+#endif
+}
 
 bool TrimPolicy::due(std::size_t peak_since_last, std::size_t in_flight_now) {
     peak_ = std::max(peak_, peak_since_last);
@@ -40,13 +71,12 @@ awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx) {
         co_await tick.async_wait(with_ec(ec));
         const auto now = ctx->requests_in_flight();
         if (!policy.due(ctx->take_request_peak(), now)) continue;
-#if defined(__GLIBC__)
         const auto before = rss_kib();
         const auto t0 = Clock::now();
-        malloc_trim(0);
-        spdlog::debug("after a burst of requests ({} in flight now): malloc_trim returned {} KiB in {} us", now,
+        BufferRecycler::release();  // the I/O thread's stock of read buffers, before the heap gives pages back
+        give_back_heap();
+        spdlog::debug("after a burst of requests ({} in flight now): the heap returned {} KiB in {} us", now,
                       before - rss_kib(), micros_since(t0));
-#endif
     }
 }
 

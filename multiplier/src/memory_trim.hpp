@@ -1,5 +1,8 @@
 // Returning freed heap memory to the system after a burst of requests.
 //
+// (Measured with glibc's allocator; the release build links mimalloc, whose
+// mi_collect does the same job: docs/benchmarks.md, connections.)
+//
 // Requests in flight allocate buffers, parsers and coroutine frames; freed,
 // they stay resident in glibc's heap (free() only gives back the top of the
 // heap), interleaved with what idle connections keep. Measured with 1,000
@@ -12,6 +15,7 @@
 #include "server_context.hpp"
 
 #include <cstddef>
+#include <string>
 
 namespace spe {
 
@@ -28,7 +32,10 @@ private:
     std::size_t peak_ = 0;  // since the last trim
 };
 
-/// Every second until the server stops: trims when the policy says so (glibc only).
+/// Every second until the server stops: trims when the policy says so.
 awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx);
+
+/// Which allocator serves malloc in this process, for the start-up log.
+std::string heap_allocator();
 
 }  // namespace spe

@@ -37,8 +37,8 @@ void fail(Measure& m, UpstreamConnection& conn, LegError e, std::string detail) 
 
 }  // namespace
 
-awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request, ProxyLegLimits limits,
-                                 const HeaderPolicy& policy) {
+awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& req, bool head_request,
+                                 ProxyLegLimits limits, const HeaderPolicy& policy) {
     Measure m;
     const auto t0 = Clock::now();
     const auto deadline = t0 + limits.timeout;

@@ -18,8 +18,8 @@ struct ProxyLegLimits {
 };
 
 /// Coroutine: `limits` is taken by value; `conn`, `req` and `policy` must outlive it.
-awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const Request& req, bool head_request, ProxyLegLimits limits,
-                                 const HeaderPolicy& policy);
+awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& req, bool head_request,
+                                 ProxyLegLimits limits, const HeaderPolicy& policy);
 
 /// Serialized reply header, for mismatch captures.
 std::string header_text(const http::response_header<>& h);

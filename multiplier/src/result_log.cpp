@@ -24,6 +24,20 @@ namespace {
 // Multiplier's CPU per request. The output is byte-identical to
 // nlohmann::json::dump() of the same tree (keys in sorted order, same number
 // and string forms); tests/unit/test_result_log.cpp checks that.
+/// A member name as written before its value, `,"name":`, made at compile time.
+template <std::size_t N>
+struct MemberName {
+    std::array<char, N + 3> text{};
+    consteval MemberName(const char (&name)[N]) {  // implicit, so that key<"name">() reads well
+        text[0] = ',';
+        text[1] = '"';
+        for (std::size_t i = 0; i + 1 < N; ++i)
+            text[i + 2] = name[i];
+        text[N + 1] = '"';
+        text[N + 2] = ':';
+    }
+};
+
 class JsonWriter {
 public:
     explicit JsonWriter(std::string& out) : out_(out) {}
@@ -32,12 +46,11 @@ public:
     void close() { out_ += '}', first_ = false; }
     void open_array() { out_ += '[', first_ = true; }
     void close_array() { out_ += ']', first_ = false; }
-    /// Starts a member: the comma (if needed) and "key":.
-    JsonWriter& key(std::string_view k) {
-        element();
-        out_ += '"';
-        out_ += k;
-        out_ += "\":";
+    /// Starts a member: the comma (if needed) and "key":, in one append (the
+    /// names are known at compile time; a record has about 80 members).
+    template <MemberName name>
+    JsonWriter& key() {
+        out_.append(name.text.data() + (first_ ? 1 : 0), name.text.size() - (first_ ? 1 : 0));
         first_ = true;  // the value follows without a comma
         return *this;
     }
@@ -120,24 +133,30 @@ void JsonWriter::string(std::string_view s) {
     out_ += '"';
 }
 
+std::string http_version(unsigned version) {
+    if (version == 11) return "HTTP/1.1";
+    if (version == 10) return "HTTP/1.0";
+    return fmt::format("HTTP/{}.{}", version / 10, version % 10);
+}
+
 /// The members of a measure every reply has, in key order, around `middle`
 /// (the members that sort between "md5" and "status").
 template <class Middle>
 void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
-    w.key("bytes").integer(m.bytes);
-    w.key("connect_us").integer(m.connect_us);
-    w.key("error");
+    w.key<"bytes">().integer(m.bytes);
+    w.key<"connect_us">().integer(m.connect_us);
+    w.key<"error">();
     m.error == LegError::none ? w.null() : w.string(to_string(m.error));
-    w.key("error_detail").string_or_null(m.error_detail);
-    w.key("header_bytes").integer(m.header_bytes);
-    w.key("http_version");
-    m.version ? w.string(fmt::format("HTTP/{}.{}", m.version / 10, m.version % 10)) : w.null();
-    w.key("md5");
+    w.key<"error_detail">().string_or_null(m.error_detail);
+    w.key<"header_bytes">().integer(m.header_bytes);
+    w.key<"http_version">();
+    m.version ? w.string(http_version(m.version)) : w.null();
+    w.key<"md5">();
     m.md5 ? w.string(*m.md5) : w.null();
     middle();
-    w.key("status").integer(m.status);
-    w.key("total_us").integer(m.total_us);
-    w.key("ttfb_us").integer(m.ttfb_us);
+    w.key<"status">().integer(m.status);
+    w.key<"total_us">().integer(m.total_us);
+    w.key<"ttfb_us">().integer(m.ttfb_us);
 }
 
 std::shared_ptr<spdlog::logger> open_record_file(const std::string& name, const std::string& path) {
@@ -172,39 +191,39 @@ std::string to_json_line(const RequestRecord& r) {
     out.reserve(512 + 384 * r.proxies.size());
     JsonWriter w(out);
     w.open();
-    w.key("client").string(r.client);
-    w.key("client_status").integer(r.client_status);
-    w.key("collector");
+    w.key<"client">().string(r.client);
+    w.key<"client_status">().integer(r.client_status);
+    w.key<"collector">();
     w.open();
     measure_members(w, r.collector, [] {});
     w.close();
-    w.key("id").integer(r.id);
-    w.key("method").string(r.method);
-    w.key("note").string_or_null(r.note);
-    w.key("proxies");
+    w.key<"id">().integer(r.id);
+    w.key<"method">().string(r.method);
+    w.key<"note">().string_or_null(r.note);
+    w.key<"proxies">();
     w.open_array();
     for (const auto& p : r.proxies) {
         w.element();
         w.open();
         measure_members(w, p.measure, [&] {
-            w.key("mismatched_headers");
+            w.key<"mismatched_headers">();
             w.open_array();
             for (const auto& h : p.mismatched_headers) {
                 w.element();
                 w.string(h);
             }
             w.close_array();
-            w.key("name").string(p.name);
-            w.key("position").integer(p.position);
-            w.key("result").string(to_string(p.result));
+            w.key<"name">().string(p.name);
+            w.key<"position">().integer(p.position);
+            w.key<"result">().string(to_string(p.result));
         });
         w.close();
     }
     w.close_array();
-    w.key("ts").number(std::round(r.ts * 1e6) / 1e6);
-    w.key("url").string(r.url);
-    w.key("validation").boolean(r.validation);
-    w.key("version").string(r.version);
+    w.key<"ts">().number(std::round(r.ts * 1e6) / 1e6);
+    w.key<"url">().string(r.url);
+    w.key<"validation">().boolean(r.validation);
+    w.key<"version">().string(r.version);
     w.close();
     return out;
 }

@@ -1,6 +1,6 @@
 #include "upstream_connection.hpp"
 
-#include <boost/beast/http/write.hpp>
+#include <boost/asio/write.hpp>
 
 namespace spe {
 namespace {
@@ -23,7 +23,7 @@ UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const st
                                        std::size_t buffer_limit)
     : stream_(ex), buffer_(buffer_limit), endpoints_(endpoints) {}
 
-awaitable<LegError> UpstreamConnection::send(const Request& req, Clock::time_point t0, Clock::time_point deadline,
+awaitable<LegError> UpstreamConnection::send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline,
                                              Measure& m) {
     const bool reused = is_open();
     auto err = co_await send_once(req, t0, deadline, m);
@@ -36,8 +36,8 @@ awaitable<LegError> UpstreamConnection::send(const Request& req, Clock::time_poi
     co_return err;
 }
 
-awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::time_point t0, Clock::time_point deadline,
-                                                  Measure& m) {
+awaitable<LegError> UpstreamConnection::send_once(const WireRequest& req, Clock::time_point t0,
+                                                  Clock::time_point deadline, Measure& m) {
     error_code ec;
     if (!is_open()) {
         buffer_.clear();
@@ -55,7 +55,7 @@ awaitable<LegError> UpstreamConnection::send_once(const Request& req, Clock::tim
         m.connect_us = 0;
     }
     stream_.expires_at(deadline);
-    co_await http::async_write(stream_, req, with_ec(ec));
+    co_await asio::async_write(stream_, req.buffers(), with_ec(ec));
     if (ec) {
         m.error_detail = "sending the request: " + ec.message();
         close();

@@ -8,8 +8,9 @@
 #include "measurement.hpp"
 #include "net.hpp"
 #include "timed_stream.hpp"
+#include "wire_request.hpp"
 
-#include <boost/beast/core/flat_buffer.hpp>
+#include "read_buffer.hpp"
 
 #include <vector>
 
@@ -25,7 +26,7 @@ public:
     /// until the first reply byte is buffered. Sets m.connect_us and m.ttfb_us
     /// relative to `t0`. A reused connection the peer had already closed is
     /// replaced once, transparently (it never saw the request).
-    awaitable<LegError> send(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+    awaitable<LegError> send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
 
     /// After a complete reply: keep the connection for the next request only
     /// if the reply allowed it and nothing unexpected follows it; either way
@@ -37,17 +38,17 @@ public:
     void close();
     bool is_open() const { return stream_.socket().is_open(); }
     TimedStream& stream() { return stream_; }
-    beast::flat_buffer& buffer() { return buffer_; }
+    ReadBuffer& buffer() { return buffer_; }
     /// Bytes the read buffer holds allocated (0 between requests).
     std::size_t buffer_capacity() const { return buffer_.capacity(); }
     /// Between requests no timer wait is queued either.
     bool timer_armed() const { return stream_.armed(); }
 
 private:
-    awaitable<LegError> send_once(const Request& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+    awaitable<LegError> send_once(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
 
     TimedStream stream_;
-    beast::flat_buffer buffer_;
+    ReadBuffer buffer_;
     const std::vector<tcp::endpoint>& endpoints_;
 };
 

@@ -50,7 +50,8 @@ struct Leg {
         if (head) req.method(http::verb::head);
         Measure out;
         ProxyLegLimits limits{timeout, cap, 8 * 1024, 16};
-        asio::co_spawn(ioc, run_proxy_leg(conn, req, head, limits, policy), [&](std::exception_ptr e, Measure m) {
+        const WireRequest wire(std::move(req));
+        asio::co_spawn(ioc, run_proxy_leg(conn, wire, head, limits, policy), [&](std::exception_ptr e, Measure m) {
             if (e) std::rethrow_exception(e);
             out = std::move(m);
             ioc.stop();  // the server's accept loop would keep run_for busy
@@ -203,7 +204,7 @@ TEST_CASE("nothing listening is 'refused'") {
     std::vector<tcp::endpoint> endpoints{probe.local_endpoint()};
     probe.close();
     UpstreamConnection conn(ioc.get_executor(), endpoints, 64 * 1024);
-    Request req{http::verb::get, "http://origin.test/", 11};
+    const WireRequest req(Request{http::verb::get, "http://origin.test/", 11});
     HeaderPolicy policy;
     Measure out;
     asio::co_spawn(ioc, run_proxy_leg(conn, req, false, ProxyLegLimits{1000ms, std::nullopt, 8192, 0}, policy),

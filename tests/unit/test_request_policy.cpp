@@ -1,6 +1,10 @@
 #include "request_policy.hpp"
+#include "wire_request.hpp"
 
+#include <boost/beast/http/write.hpp>
 #include <catch2/catch.hpp>
+
+#include <sstream>
 
 namespace http = boost::beast::http;
 
@@ -117,4 +121,23 @@ TEST_CASE("conditional requests are ROPE's validation requests") {
     CHECK_FALSE(spe::is_validation(r));
     r.set(http::field::if_none_match, "\"x\"");
     CHECK(spe::is_validation(r));
+}
+
+TEST_CASE("the upstream copy is serialized once, byte for byte as Beast writes it") {
+    spe::Request r{http::verb::post, "http://a/form", 11};
+    r.set(http::field::content_type, "text/plain");
+    r.body() = "hello";
+    const spe::WireRequest wire(spe::make_upstream_request(r, "spe-multiplier", true));
+    std::ostringstream beast_wrote;
+    beast_wrote << wire.message();
+    std::string gathered;
+    for (auto b : wire.buffers())
+        gathered.append(static_cast<const char*>(b.data()), b.size());
+    CHECK(gathered == beast_wrote.str());
+    CHECK(wire.header().substr(0, 30) == "POST http://a/form HTTP/1.1\r\nC");
+    CHECK(wire.header().ends_with("\r\n\r\n"));
+
+    const spe::WireRequest bodiless(spe::make_upstream_request(get("http://a/"), "m", false));
+    CHECK(bodiless.buffers()[1].size() == 0);
+    CHECK(bodiless.header().ends_with("\r\n\r\n"));
 }
