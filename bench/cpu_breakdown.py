@@ -1,0 +1,379 @@
+"""CPU per request, taken apart: where the Multiplier's CPU goes at 4-way fan-out, beside the nginx
+Lua fan-out doing the same exchange (issue 8: what limits throughput and CPU per request).
+
+Set-up as in `throughput` (127.0.0.1 only, every process stopped by PID): nginx serving /1k on 5 ports
+(the reference upstream and 4 stand-in proxies under test), the Multiplier (release build, sequential
+mode, JSON log, 4 proxies) and nginx + Lua (`capture_multi` to the reference + 4 upstreams over
+keep-alive, `ngx.md5` of every body). Load: wrk -t1 -c10 on CPU0; every server on CPU1.
+
+1. user and kernel CPU per client request: Δ utime and Δ stime of each server over wrk's completed
+   requests, interleaved rounds; the origin's CPU per client request beside them.
+2. system calls per client request: `strace -c -f` attached to the Multiplier and to the Lua
+   worker during --trace-seconds of the same load (strace slows the server; counts per request stay).
+3. user-space instructions per client request: each server run again under valgrind's callgrind
+   (instructions, not time: the same on a busy machine), warmed, counted over --callgrind-seconds of
+   wrk; the Multiplier's instructions split by component (its own code, Beast, Asio, OpenSSL's MD5,
+   the allocator, the C library ...). nginx's own symbols are stripped, so it gets a total only.
+
+Run: ./spe bench cpu_breakdown [--rounds 3] [--seconds 8] [--trace-seconds 4] [--callgrind-seconds 8]
+                               [--no-append] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import (  # noqa: E402
+    CLK_TCK,
+    LOAD_CPU,
+    MULTIPLIER,
+    SERVER_CPU,
+    BenchError,
+    busy_seconds,
+    check_alive,
+    command_line,
+    machine,
+    process_tree,
+    publish,
+    run_main,
+    start_file_server,
+    start_server,
+    write_objects,
+)
+from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, run_wrk, upstream_blocks  # noqa: E402
+
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+FANOUT = 4
+TARGET_CPU_US, TARGET_VS_LUA = 80.0, 1.5
+
+# The Multiplier's user-space instructions by component, from callgrind's "file:function [object]"
+# (for inlined code the file is the header it came from, so the function names the owner): the first
+# rule that matches names the component. Each rule looks at the object, the function or the file.
+COMPONENTS = (
+    ("MD5 of every body (OpenSSL)", "object", re.compile(r"libcrypto")),
+    ("heap allocation (malloc, free, new, delete)", "object", re.compile(r"libmimalloc")),
+    ("heap allocation (malloc, free, new, delete)", "function", re.compile(r"^(operator (new|delete)|_?_?(int_)?"
+                                                                           r"(malloc|free|calloc|realloc)\b)")),
+    ("heap allocation (malloc, free, new, delete)", "file", re.compile(r"/malloc/")),
+    ("JSON record and log writing (SPE, spdlog, fmt)", "function",
+     re.compile(r"JsonWriter|to_json_line|to_rope_lines|ResultLog|measure_members|^spdlog::|^fmt::")),
+    ("JSON record and log writing (SPE, spdlog, fmt)", "object", re.compile(r"libspdlog|libfmt")),
+    ("HTTP parsing and header fields (Beast)", "function",
+     re.compile(r"^boost::beast::(http::(basic_parser|detail::basic_parser_base|basic_fields|string_to_field|"
+                r"detail::(opt_token_list|rfc7230|trim|basic_parsed_list)|token_list|validate_list|parser<)|iless|"
+                r"iequals|detail::iequals)")),
+    ("SPE's data path (sessions, legs, validation, header policy)", "function", re.compile(r"^spe::")),
+    ("Asio and Beast I/O: reactor, scheduler, coroutines, composed reads and writes", "function",
+     re.compile(r"^boost::(asio|beast)::")),
+    ("C library: memcpy, string functions, system call wrappers", "object", re.compile(r"libc\.so|ld-linux")),
+    ("C++ standard library (strings, containers)", "function", re.compile(r"^std::")),
+)
+OTHER = "other"
+
+
+# ---------------------------------------------------------------- parsing (pure)
+
+def parse_strace_summary(text: str) -> dict[str, int]:
+    """syscall -> calls, from `strace -c` output (the table's total line excluded)."""
+    calls: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 5 or not re.fullmatch(r"[\d.]+", fields[0]) or fields[-1] == "total":
+            continue
+        # % time, seconds, usecs/call, calls, [errors,] syscall
+        calls[fields[-1]] = calls.get(fields[-1], 0) + int(fields[3])
+    return calls
+
+
+ANNOTATE_LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$")
+
+
+def callgrind_costs(annotate_text: str) -> tuple[int, list[tuple[int, str]]]:
+    """(program total, [(self instructions, 'file:function [object]')]) from `callgrind_annotate`.
+    A dump taken while the program runs also lists the functions still on the stack (main,
+    io_context::run ...) with about the whole total as if it were their own: those are left out."""
+    total = 0
+    rows = []
+    for line in annotate_text.splitlines():
+        m = ANNOTATE_LINE.match(line)
+        if not m:
+            continue
+        cost, name = int(m.group(1).replace(",", "")), m.group(2).strip()
+        if name == "PROGRAM TOTALS":
+            total = cost
+        elif cost < 0.9 * total:
+            rows.append((cost, name))
+    return total, rows
+
+
+CALLGRIND_NAME = re.compile(r"^(?P<file>[^:]*):(?P<function>.*?)(?: \[(?P<object>[^\]]*)\])?$")
+RETURN_TYPE = re.compile(r"^(?:(?:void|auto|bool|int|unsigned long|std::size_t|unsigned int) )+")
+
+
+def split_name(where: str) -> dict[str, str]:
+    """'file:function [object]' -> its parts; a leading return type is dropped from the function."""
+    m = CALLGRIND_NAME.match(where)
+    parts = m.groupdict(default="") if m else {"file": "", "function": where, "object": ""}
+    parts["function"] = RETURN_TYPE.sub("", parts["function"])
+    return parts
+
+
+def component(where: str) -> str:
+    parts = split_name(where)
+    return next((name for name, field, rule in COMPONENTS if rule.search(parts[field])), OTHER)
+
+
+def by_component(rows: list[tuple[int, str]]) -> dict[str, int]:
+    """Instructions per component, most first (OTHER last)."""
+    out: dict[str, int] = {}
+    for cost, where in rows:
+        name = component(where)
+        out[name] = out.get(name, 0) + cost
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] == OTHER, -kv[1])))
+
+
+# ---------------------------------------------------------------- processes
+
+def cpu_times(pids: list[int]) -> tuple[float, float]:
+    """(utime, stime) of these processes, in seconds."""
+    user = system = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            user, system = user + int(fields[11]), system + int(fields[12])
+    return user / CLK_TCK, system / CLK_TCK
+
+
+def lua_conf(directory: Path, port: int, upstream_ports: list[int], single_process: bool) -> str:
+    body = UPSTREAMS.format(upstreams=upstream_blocks(upstream_ports)) + LUA_INIT + lua_server(port, FANOUT)
+    conf = nginx_conf(directory, body, lua=True)
+    # Under valgrind: one process, so that the profiled PID is the one serving.
+    return conf.replace("worker_processes 1;", "worker_processes 1;\nmaster_process off;") if single_process else conf
+
+
+def start_lua(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], wrapper: list[str],
+              deadline_s: float = 15) -> int:
+    directory = group.workdir / name
+    (directory / "tmp").mkdir(parents=True, exist_ok=True)
+    (directory / "nginx.conf").write_text(lua_conf(directory, port, upstream_ports, single_process=bool(wrapper)))
+    argv = [*wrapper, "nginx", "-e", str(directory / "error.log"), "-p", str(directory),
+            "-c", str(directory / "nginx.conf")]
+    return start_server(group, name, argv, port, SERVER_CPU, deadline_s=deadline_s).pid
+
+
+def start_mult(group: ProcessGroup, name: str, port: int, origin_ports: list[int], log: Path, wrapper: list[str],
+               deadline_s: float = 15) -> int:
+    argv = [*wrapper, str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{origin_ports[0]}",
+            "--log", str(log), "--via-name", f"spe-bench-{port}"]
+    for i, p in enumerate(origin_ports[1:], 1):
+        argv += ["--proxy", f"p{i}=127.0.0.1:{p}"]
+    return start_server(group, name, argv, port, SERVER_CPU, deadline_s=deadline_s).pid
+
+
+def serving_pid(pid: int) -> int:
+    """The process that serves: an nginx master's worker, else the process itself."""
+    children = [p for p in process_tree(pid) if p != pid]
+    return children[0] if children else pid
+
+
+def lines_in(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+# ---------------------------------------------------------------- the three parts
+
+def measure_times(args: argparse.Namespace, servers: dict[str, tuple[int, str, Path | None]], origin: int,
+                  workdir: Path) -> list[dict]:
+    runs = []
+    names = list(servers)
+    for rnd in range(args.rounds):
+        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+            pid, url, script = servers[name]
+            sut, origin_pids = process_tree(pid), process_tree(origin)
+            (u0, s0), (ou0, os0), b0 = cpu_times(sut), cpu_times(origin_pids), busy_seconds()
+            result = run_wrk(url, script, args.seconds, 10, workdir)
+            (u1, s1), (ou1, os1), b1 = cpu_times(sut), cpu_times(origin_pids), busy_seconds()
+            n = max(result["requests"], 1)
+            ours = (u1 - u0) + (s1 - s0) + (ou1 - ou0) + (os1 - os0) + result["wrk_cpu"]
+            runs.append({"server": name, "round": rnd, "rps": result["rps"], "user_us": (u1 - u0) / n * 1e6,
+                         "sys_us": (s1 - s0) / n * 1e6, "origin_us": ((ou1 - ou0) + (os1 - os0)) / n * 1e6,
+                         "foreign": (b1 - b0) - ours, "errors": result["errors"]})
+            print(f"round {rnd + 1}/{args.rounds} {name:10s} {result['rps']:8.0f} req/s  user "
+                  f"{runs[-1]['user_us']:6.1f}  kernel {runs[-1]['sys_us']:6.1f} µs/req", flush=True)
+    return runs
+
+
+def trace_syscalls(pid: int, url: str, script: Path | None, seconds: float, workdir: Path, name: str) -> dict:
+    out = workdir / f"strace-{name}.txt"
+    tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(out), "-p", str(pid)], stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)  # attached before the load starts
+        result = run_wrk(url, script, seconds, 10, workdir)
+        time.sleep(0.5)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=30)
+    calls = parse_strace_summary(out.read_text())
+    return {"requests": result["requests"], "calls": calls}
+
+
+def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int], url: str, script: Path | None,
+              seconds: float, workdir: Path, served: Callable[[], int] | None = None) -> dict:
+    """Starts a server under callgrind (start(wrapper) -> pid), warms it, counts the instructions of
+    `seconds` of load; requests are counted by served() (e.g. log records) or else by wrk."""
+    dump = workdir / f"callgrind-{name}"
+    wrapper = ["valgrind", "--tool=callgrind", "--smc-check=all-non-file", f"--callgrind-out-file={dump}.%p"]
+    pid = start(wrapper)
+    run_wrk(url, script, 3, 10, workdir)
+    subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True, timeout=60)
+    before = served() if served else 0
+    result = run_wrk(url, script, seconds, 10, workdir)
+    time.sleep(1.0)  # the last replies' fan-out
+    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True, timeout=60)
+    requests = served() - before if served else result["requests"]
+    child = next(c for c in group.children if c.pid == pid)
+    child.popen.send_signal(signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.popen.wait(timeout=30)
+    dumps = sorted(workdir.glob(f"callgrind-{name}.{pid}.*"))
+    if not dumps:
+        raise BenchError(f"{name}: callgrind wrote no dump")
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(dumps[0])],
+                          capture_output=True, text=True, check=True, timeout=300).stdout
+    total, rows = callgrind_costs(text)
+    return {"requests": max(requests, 1), "total": total, "rows": rows}
+
+
+# ---------------------------------------------------------------- main
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8, help="wrk run per round (part 1)")
+    parser.add_argument("--trace-seconds", type=float, default=4, help="load while strace counts (part 2)")
+    parser.add_argument("--callgrind-seconds", type=float, default=8, help="load while callgrind counts (part 3)")
+    parser.add_argument("--no-append", action="store_true")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    if not all(Path(m).exists() for m in LUA_MODULES):
+        print("bench: libnginx-mod-http-lua is not installed (./spe setup)", file=sys.stderr)
+        return 1
+    tools = ("wrk", "nginx", "taskset", "strace", "valgrind", "callgrind_annotate", "callgrind_control")
+    return run_main("cpu", tools, lambda workdir: run(args, workdir), args.keep)
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    write_objects(workdir / "www", {"1k": 1024})
+    origin_ports = [free_port() for _ in range(1 + FANOUT)]
+    mult_port, lua_port, cg_mult_port, cg_lua_port = (free_port() for _ in range(4))
+    script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
+    script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
+    with ProcessGroup(workdir) as group:
+        origin = start_file_server(group, "origin", workdir / "www", origin_ports).pid
+        mult_log = workdir / "mult.jsonl"
+        mult = start_mult(group, "multiplier", mult_port, origin_ports, mult_log, [])
+        lua = start_lua(group, "lua", lua_port, origin_ports, [])
+        servers = {"Multiplier": (mult, f"http://127.0.0.1:{mult_port}/1k", script),
+                   "nginx Lua": (lua, f"http://127.0.0.1:{lua_port}/1k", None)}
+        for _pid, url, s in servers.values():  # warm-up: keep-alive pools, Lua code
+            run_wrk(url, s, 1, 10, workdir)
+        times = measure_times(args, servers, origin, workdir)
+        traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, name.split()[-1])
+                  for name, (pid, url, s) in servers.items()}
+        check_alive(group)
+
+        cg_log = workdir / "mult-callgrind.jsonl"
+        counts = {
+            "Multiplier": callgrind(
+                group, "multiplier", lambda w: start_mult(group, "multiplier-callgrind", cg_mult_port, origin_ports,
+                                                          cg_log, w, deadline_s=120),
+                f"http://127.0.0.1:{cg_mult_port}/1k", script, args.callgrind_seconds, workdir,
+                lambda: lines_in(cg_log)),
+            "nginx Lua": callgrind(
+                group, "lua", lambda w: start_lua(group, "lua-callgrind", cg_lua_port, origin_ports, w, 120),
+                f"http://127.0.0.1:{cg_lua_port}/1k", None, args.callgrind_seconds, workdir),
+        }
+        group.stop_all()
+    return publish(report(args, times, traces, counts), problems(times), append=not args.no_append)
+
+
+def problems(times: list[dict]) -> list[str]:
+    return sorted({f"{r['server']}: wrk reported {r['errors']}" for r in times if r["errors"]})
+
+
+def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: dict) -> str:
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    med = {name: {k: statistics.median(r[k] for r in times if r["server"] == name)
+                  for k in ("rps", "user_us", "sys_us", "origin_us", "foreign")} for name in traces}
+    lines = [f"\n## CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB — {now}\n",
+             f"Machine: {machine()}. Command: `{command_line('cpu_breakdown')}`.\n",
+             f"Set-up as in `throughput`: wrk -t1 -c10 on CPU{LOAD_CPU}; on CPU{SERVER_CPU} nginx serving /1k on 5 "
+             "ports (the reference upstream and 4 stand-in proxies), the Multiplier (release build, sequential "
+             "mode, JSON log) and nginx + Lua (`capture_multi` over keep-alive, `ngx.md5` of every body). "
+             "Both do the same exchange per client request: read the request, send 5 requests upstream, read 5 "
+             "replies, hash 5 bodies, answer the client; the Multiplier also compares headers and writes a "
+             "JSON record.\n",
+             f"### 1. User and kernel CPU per client request ({args.rounds} × {args.seconds:g} s, medians)\n",
+             "| server | req/s | user µs/req | kernel µs/req | total µs/req | origin µs per client req "
+             "| foreign CPU-s/run |", "|---|---|---|---|---|---|---|"]
+    for name, m in med.items():
+        lines.append(f"| {name} | {m['rps']:.0f} | {m['user_us']:.1f} | {m['sys_us']:.1f} | "
+                     f"{m['user_us'] + m['sys_us']:.1f} | {m['origin_us']:.1f} | {m['foreign']:.2f} |")
+    lines += [f"\n### 2. System calls per client request (strace -c, {args.trace_seconds:g} s of load)\n"]
+    names = sorted({c for t in traces.values() for c in t["calls"]},
+                   key=lambda c: -max(t["calls"].get(c, 0) / t["requests"] for t in traces.values()))
+    lines += ["| system call | " + " | ".join(traces) + " |", "|---|" + "---|" * len(traces)]
+    for c in names:
+        per = [t["calls"].get(c, 0) / max(t["requests"], 1) for t in traces.values()]
+        if max(per) >= 0.01:
+            lines.append(f"| {c} | " + " | ".join(f"{p:.2f}" for p in per) + " |")
+    totals = {name: sum(t["calls"].values()) / max(t["requests"], 1) for name, t in traces.items()}
+    lines.append("| **all** | " + " | ".join(f"**{v:.1f}**" for v in totals.values()) + " |")
+    lines += [f"\n### 3. User-space instructions per client request (callgrind, {args.callgrind_seconds:g} s "
+              "of load after a 3 s warm-up)\n",
+              "| server | requests counted | instructions per request |", "|---|---|---|"]
+    for name, c in counts.items():
+        lines.append(f"| {name} | {c['requests']} | {c['total'] / c['requests']:,.0f} |")
+    mult = counts["Multiplier"]
+    parts = by_component(mult["rows"])
+    lines += ["\nThe Multiplier's instructions by component:\n", "| component | instructions per request | share |",
+              "|---|---|---|"]
+    for name, cost in parts.items():
+        lines.append(f"| {name} | {cost / mult['requests']:,.0f} | {cost / max(mult['total'], 1):.0%} |")
+    lines.append("\n" + budget(med))
+    return "\n".join(lines) + "\n"
+
+
+def budget(med: dict) -> str:
+    """What the targets ask of the Multiplier's CPU, set against the kernel's share of it."""
+    m, lua = med["Multiplier"], med["nginx Lua"]
+    mult_total, lua_total = m["user_us"] + m["sys_us"], lua["user_us"] + lua["sys_us"]
+    # On the shared core, throughput ~ 1 / (server + origin CPU per client request).
+    needed = (lua_total + lua["origin_us"]) / TARGET_VS_LUA - m["origin_us"]
+    return (f"What limits it: per client request the Multiplier used {mult_total:.1f} µs of CPU "
+            f"({m['user_us']:.1f} user, {m['sys_us']:.1f} kernel), nginx Lua {lua_total:.1f} µs "
+            f"({lua['user_us']:.1f} user, {lua['sys_us']:.1f} kernel). The target of {TARGET_CPU_US:g} µs "
+            f"{'is met' if mult_total <= TARGET_CPU_US else 'is NOT met'}. For {TARGET_VS_LUA:g}× the Lua "
+            f"fan-out's requests per second on the shared core, the Multiplier plus the origin could use at most "
+            f"({lua_total:.1f} + {lua['origin_us']:.1f}) / {TARGET_VS_LUA:g} µs per client request, which leaves "
+            f"the Multiplier {needed:.1f} µs; its kernel time alone is {m['sys_us']:.1f} µs.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
