@@ -135,9 +135,6 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
                              " bytes: " + ec.message();
             break;
         }
-        digest.update(chunk, filled);
-        if (capture && m.body_head.size() < cfg.capture_body_bytes)
-            m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         // No bytes means "end of body": a null pointer, as Beast's buffer_body
         // would otherwise emit an empty chunk, which reads as a premature last-chunk.
         reply.body().data = filled ? chunk : nullptr;
@@ -147,6 +144,11 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         client.stream.expires_after(cfg.client_timeout);
         co_await http::async_write(client.stream, serializer, with_ec(ec));
         if (ec == http::error::need_buffer) ec = {};
+        // Digested after it is sent: the client does not wait for the MD5 of
+        // the piece it is getting (of the whole body, when it fits one buffer).
+        digest.update(chunk, filled);
+        if (capture && m.body_head.size() < cfg.capture_body_bytes)
+            m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         if (ec) {
             out.client_failed = true;
             break;

@@ -71,6 +71,10 @@ po::options_description describe_options() {
         "mode", po::value<std::string>()->default_value("sequential"),
         "sequential: proxies get the request after the Collector's reply is complete (ROPE's order); concurrent: at "
         "the same time (for a Collector with collapsed forwarding)")(
+        "legs", po::value<std::string>()->default_value("parallel"),
+        "parallel: every proxy gets the request at once (ROPE); serial: one after the other, each when the previous "
+        "one has answered, so that on a shared machine a proxy's measure does not include waiting for the other "
+        "proxies' work, at the cost of a fan-out as long as its legs together")(
         "timeout", po::value<std::string>()->default_value("30"),
         "seconds a proxy under test has to deliver its whole reply")(
         "client-timeout", po::value<std::string>()->default_value("60"),
@@ -144,6 +148,13 @@ Config build_config(const po::variables_map& vm) {
         c.mode = FanoutMode::concurrent;
     else
         throw ConfigError("--mode must be sequential or concurrent, got '" + mode + "'");
+    const auto& legs = vm["legs"].as<std::string>();
+    if (legs == "parallel")
+        c.legs = LegOrder::parallel;
+    else if (legs == "serial")
+        c.legs = LegOrder::serial;
+    else
+        throw ConfigError("--legs must be parallel or serial, got '" + legs + "'");
 
     c.timeout = parse_seconds(vm["timeout"].as<std::string>());
     c.client_timeout = parse_seconds(vm["client-timeout"].as<std::string>());

@@ -25,12 +25,15 @@ struct ProxyTarget {
 };
 
 enum class FanoutMode { sequential, concurrent };
+/// Whether the proxies get a request all at once or one after the other.
+enum class LegOrder { parallel, serial };
 
 struct Config {
     Endpoint listen{"127.0.0.1", 8080};
     std::optional<Endpoint> collector;  // the parent in --dummy mode
     std::vector<ProxyTarget> proxies;
     FanoutMode mode = FanoutMode::sequential;
+    LegOrder legs = LegOrder::parallel;
     bool dummy = false;
 
     std::chrono::milliseconds timeout{30'000};         // per proxy leg, whole reply

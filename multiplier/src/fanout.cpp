@@ -36,20 +36,37 @@ void Fanout::start() {
     const auto n = record_.proxies.size();
     pending_ = n;
     const auto first = n ? ctx_->next_rotation() % n : 0;
+    std::vector<std::size_t> order;
     for (std::size_t k = 0; k < n; ++k) {
         const auto proxy = (first + k) % n;
         record_.proxies[proxy].position = k;
-        asio::co_spawn(pools_->executor(), run_leg(proxy), [self = shared_from_this(), proxy](std::exception_ptr e) {
-            if (!e) return;
-            try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-                spdlog::error("proxy leg {} of request {} failed: {}", self->record_.proxies[proxy].name,
-                              self->record_.id, ex.what());
-            }
-        });
+        order.push_back(proxy);
     }
+    if (ctx_->config().legs == LegOrder::serial && n > 0)
+        spawn(run_legs_in_turn(std::move(order)), std::nullopt);
+    else
+        for (auto proxy : order)
+            spawn(run_leg(proxy), proxy);
     maybe_finish();
+}
+
+void Fanout::spawn(awaitable<void> work, std::optional<std::size_t> proxy) {
+    asio::co_spawn(pools_->executor(), std::move(work), [self = shared_from_this(), proxy](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            spdlog::error("{} of request {} failed: {}",
+                          proxy ? "proxy leg " + self->record_.proxies[*proxy].name : std::string("the proxy legs"),
+                          self->record_.id, ex.what());
+        }
+    });
+}
+
+awaitable<void> Fanout::run_legs_in_turn(std::vector<std::size_t> order) {
+    auto self = shared_from_this();
+    for (auto proxy : order)
+        co_await run_leg(proxy);
 }
 
 awaitable<void> Fanout::run_leg(std::size_t proxy) {

@@ -11,6 +11,8 @@
 #include "wire_request.hpp"
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace spe {
 
@@ -36,6 +38,10 @@ public:
 
 private:
     awaitable<void> run_leg(std::size_t proxy);
+    /// --legs serial: each leg once the previous one has ended.
+    awaitable<void> run_legs_in_turn(std::vector<std::size_t> order);
+    /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.
+    void spawn(awaitable<void> work, std::optional<std::size_t> proxy);
     void maybe_finish();
     void finish();
 

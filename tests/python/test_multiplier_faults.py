@@ -97,6 +97,27 @@ def test_a_proxy_fails_only_on_every_third_request(lab, start_multiplier):
     assert b"BODY_MISMATCH" in text and b"## Collector reply header" in text and b"## Proxy body" in text
 
 
+def test_serial_legs_run_one_after_the_other(lab, start_multiplier):
+    """--legs serial: a proxy gets the request only when the previous one has answered, so two proxies
+    that each take 1.5 s make a fan-out of at least 3 s; in parallel, of about 1.5 s."""
+    slow = [lab.fault_proxy(f"slow-serial-{i}", "slow", "--delay-ms", "1500").port for i in range(2)]
+    proxies = [a for i, port in enumerate(slow) for a in ("--proxy", f"slow{i}=127.0.0.1:{port}")]
+    fan_out_s = {}
+    for legs in ("parallel", "serial"):
+        m = start_multiplier("--legs", legs, *proxies)
+        with Connection(m.port) as c:
+            start = time.monotonic()
+            assert c.get(lab.url(f"/c/legs-{legs}?size=2000")).status == 200
+        (record,) = m.records(1, deadline_s=15)
+        fan_out_s[legs] = time.monotonic() - start  # the record is written when the last leg has ended
+        assert [p["result"] for p in record["proxies"]] == ["OK", "OK"]
+        assert sorted(p["position"] for p in record["proxies"]) == [0, 1]
+        assert all(p["ttfb_us"] >= 1_500_000 for p in record["proxies"])  # each leg's clock starts with the leg
+    assert fan_out_s["serial"] >= 3.0, fan_out_s
+    # The log is flushed every second, so the parallel record may show up to a second late.
+    assert fan_out_s["parallel"] < 2.9, fan_out_s
+
+
 def rss_kb(pid: int) -> int:
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):

@@ -27,6 +27,7 @@ TEST_CASE("flags give a typed config with ROPE's defaults") {
     CHECK(c->proxies[1].name == "ats");
     CHECK(c->proxies[1].endpoint.host == "localhost");
     CHECK(c->mode == spe::FanoutMode::sequential);
+    CHECK(c->legs == spe::LegOrder::parallel);
     CHECK(c->timeout == std::chrono::seconds(30));
     CHECK(c->allow.allows(boost::asio::ip::make_address("127.0.0.1")));
     CHECK_FALSE(c->allow.allows(boost::asio::ip::make_address("192.0.2.1")));
@@ -38,7 +39,7 @@ TEST_CASE("a config file takes the same keys; flags win") {
     {
         std::ofstream f(path);
         f << "collector = 127.0.0.1:4000\nproxy = a=127.0.0.1:4001\nproxy = b=127.0.0.1:4002\nmode = concurrent\n"
-             "timeout = 2.5\nlisten = 127.0.0.1:9000\n";
+             "timeout = 2.5\nlisten = 127.0.0.1:9000\nlegs = serial\n";
     }
     auto c = parse({"--config", path, "--listen", "127.0.0.1:9100"});
     std::remove(path);
@@ -46,6 +47,7 @@ TEST_CASE("a config file takes the same keys; flags win") {
     CHECK(c->collector->port == 4000);
     CHECK(c->proxies.size() == 2);
     CHECK(c->mode == spe::FanoutMode::concurrent);
+    CHECK(c->legs == spe::LegOrder::serial);
     CHECK(c->timeout == std::chrono::milliseconds(2500));
     CHECK(c->listen.port == 9100);
 }
@@ -58,6 +60,7 @@ TEST_CASE("user errors are clear messages") {
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--proxy", "a=h:2", "--proxy", "a=h:3"}),
                       Catch::Contains("used twice"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--mode", "parallel"}), Catch::Contains("sequential or concurrent"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--legs", "staggered"}), Catch::Contains("parallel or serial"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--timeout", "-1"}), Catch::Contains("seconds"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--allow", "10.0.0.0/40"}), Catch::Contains("--allow"));
     CHECK_THROWS_WITH(parse({"--dummy"}), Catch::Contains("--parent"));

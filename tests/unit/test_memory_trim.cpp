@@ -40,3 +40,14 @@ TEST_CASE("a slow decline is trimmed once it is below a quarter of the peak sinc
     }
     CHECK(trims >= 1);
 }
+
+TEST_CASE("the allocator named at start-up is the one serving malloc") {
+    const auto name = spe::heap_allocator();
+#if defined(SPE_MIMALLOC)
+    // Linked into the release build: it must really have taken over malloc.
+    CHECK(name.starts_with("mimalloc 2."));
+    CHECK(name.find("NOT") == std::string::npos);
+#else
+    CHECK(name.find("mimalloc") == std::string::npos);
+#endif
+}
