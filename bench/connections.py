@@ -18,7 +18,7 @@ For each count N: open N client connections (RSS "connected"), then send one req
 --concurrency at a time, and read its reply, keeping the connection (RSS "idle after one request":
 each client connection then also keeps its Collector connection and one connection per proxy, as the
 Multiplier mirrors the client's persistence). KB per connection = (RSS - RSS before the connections) / N.
-RSS is read 2.5 s after each step: the Multiplier gives freed heap memory back (malloc_trim) once the
+RSS is read 2.5 s after each step: the Multiplier gives freed heap memory back (mi_collect) once the
 requests in flight fall to a quarter of their peak, checked every second. What the burst leaves
 behind (heap pages shared by freed request memory and live connection memory) grows with the
 concurrency, not with N; the marginal KB per connection between two counts leaves it out.
@@ -277,7 +277,8 @@ def report(args: argparse.Namespace, rows: list[dict], flight: dict | None, limi
              "The Multiplier (release build, one I/O thread, sequential mode, JSON log) with 4 stand-in proxies "
              "(nginx serving /1k; the Collector stand-in is the same nginx). RSS from /proc/PID/status (VmRSS) "
              f"{SETTLE_S:g} s after each step (the Multiplier checks every second whether to give freed heap memory "
-             "back, malloc_trim, which it does once the requests in flight have fallen to a quarter of their peak); "
+             "back, mi_collect with the release build's mimalloc, which it does once the requests in flight have "
+             "fallen to a quarter of their peak); "
              "baseline = after start-up and 4 warm-up requests, before the connections. "
              "\"Idle after one request\": each client connection has sent one request and got its reply, and is "
              f"kept alive; the requests were sent {args.concurrency} at a time. The Multiplier then also keeps that "
@@ -286,7 +287,7 @@ def report(args: argparse.Namespace, rows: list[dict], flight: dict | None, limi
              f"Open-file limit {limit:,} for the Multiplier and nginx (the hard limit; raising it needs "
              f"CAP_SYS_RESOURCE): an idle client after one request takes {PER_IDLE_CLIENT_FDS} descriptors in the "
              f"Multiplier, so counts above {(limit - SPARE_FDS) // PER_IDLE_CLIENT_FDS:,} are measured connected only. "
-             f"The machine was shared with other agents during the run (RSS does not depend on CPU load; {foreign}).\n",
+             f"RSS does not depend on CPU load ({foreign}).\n",
              "| client connections | state | Multiplier RSS MB | over baseline MB | KB per connection "
              "| descriptors over baseline | replies 200 |",
              "|---|---|---|---|---|---|---|"]

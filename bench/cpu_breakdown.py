@@ -175,8 +175,8 @@ def start_lua(group: ProcessGroup, name: str, port: int, upstream_ports: list[in
 
 
 def start_mult(group: ProcessGroup, name: str, port: int, origin_ports: list[int], log: Path, wrapper: list[str],
-               deadline_s: float = 15) -> int:
-    argv = [*wrapper, str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{origin_ports[0]}",
+               binary: Path = MULTIPLIER, deadline_s: float = 15) -> int:
+    argv = [*wrapper, str(binary), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{origin_ports[0]}",
             "--log", str(log), "--via-name", f"spe-bench-{port}"]
     for i, p in enumerate(origin_ports[1:], 1):
         argv += ["--proxy", f"p{i}=127.0.0.1:{p}"]
@@ -268,9 +268,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8, help="wrk run per round (part 1)")
     parser.add_argument("--trace-seconds", type=float, default=4, help="load while strace counts (part 2)")
     parser.add_argument("--callgrind-seconds", type=float, default=8, help="load while callgrind counts (part 3)")
+    parser.add_argument("--baseline", type=Path, metavar="BINARY",
+                        help="another spe-multiplier build (e.g. an older commit's) measured beside this one")
     parser.add_argument("--no-append", action="store_true")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.baseline and not args.baseline.is_file():
+        print(f"bench: --baseline {args.baseline}: no such file", file=sys.stderr)
+        return 1
     if not all(Path(m).exists() for m in LUA_MODULES):
         print("bench: libnginx-mod-http-lua is not installed (./spe setup)", file=sys.stderr)
         return 1
@@ -281,34 +286,38 @@ def main() -> int:
 def run(args: argparse.Namespace, workdir: Path) -> int:
     write_objects(workdir / "www", {"1k": 1024})
     origin_ports = [free_port() for _ in range(1 + FANOUT)]
-    mult_port, lua_port, cg_mult_port, cg_lua_port = (free_port() for _ in range(4))
     script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
     script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
+    builds = {"Multiplier": MULTIPLIER} | ({"Multiplier (baseline)": args.baseline.resolve()} if args.baseline else {})
     with ProcessGroup(workdir) as group:
         origin = start_file_server(group, "origin", workdir / "www", origin_ports).pid
-        mult_log = workdir / "mult.jsonl"
-        mult = start_mult(group, "multiplier", mult_port, origin_ports, mult_log, [])
-        lua = start_lua(group, "lua", lua_port, origin_ports, [])
-        servers = {"Multiplier": (mult, f"http://127.0.0.1:{mult_port}/1k", script),
-                   "nginx Lua": (lua, f"http://127.0.0.1:{lua_port}/1k", None)}
+        servers: dict[str, tuple[int, str, Path | None]] = {}
+        for i, binary in enumerate(builds.values()):
+            port = free_port()
+            pid = start_mult(group, f"multiplier{i}", port, origin_ports, workdir / f"mult{i}.jsonl", [], binary)
+            servers[list(builds)[i]] = (pid, f"http://127.0.0.1:{port}/1k", script)
+        lua_port = free_port()
+        servers["nginx Lua"] = (start_lua(group, "lua", lua_port, origin_ports, []), f"http://127.0.0.1:{lua_port}/1k",
+                                None)
         for _pid, url, s in servers.values():  # warm-up: keep-alive pools, Lua code
             run_wrk(url, s, 1, 10, workdir)
         times = measure_times(args, servers, origin, workdir)
-        traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, name.split()[-1])
-                  for name, (pid, url, s) in servers.items()}
+        traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, f"s{i}")
+                  for i, (name, (pid, url, s)) in enumerate(servers.items())}
         check_alive(group)
 
-        cg_log = workdir / "mult-callgrind.jsonl"
-        counts = {
-            "Multiplier": callgrind(
-                group, "multiplier", lambda w: start_mult(group, "multiplier-callgrind", cg_mult_port, origin_ports,
-                                                          cg_log, w, deadline_s=120),
-                f"http://127.0.0.1:{cg_mult_port}/1k", script, args.callgrind_seconds, workdir,
-                lambda: lines_in(cg_log)),
-            "nginx Lua": callgrind(
-                group, "lua", lambda w: start_lua(group, "lua-callgrind", cg_lua_port, origin_ports, w, 120),
-                f"http://127.0.0.1:{cg_lua_port}/1k", None, args.callgrind_seconds, workdir),
-        }
+        counts = {}
+        for i, (name, binary) in enumerate(builds.items()):
+            port, log = free_port(), workdir / f"mult{i}-callgrind.jsonl"
+            counts[name] = callgrind(
+                group, f"multiplier{i}",
+                lambda w, tag=f"multiplier{i}-callgrind", port=port, log=log, binary=binary: start_mult(
+                    group, tag, port, origin_ports, log, w, binary, deadline_s=120),
+                f"http://127.0.0.1:{port}/1k", script, args.callgrind_seconds, workdir, lambda log=log: lines_in(log))
+        port = free_port()
+        counts["nginx Lua"] = callgrind(
+            group, "lua", lambda w: start_lua(group, "lua-callgrind", port, origin_ports, w, 120),
+            f"http://127.0.0.1:{port}/1k", None, args.callgrind_seconds, workdir)
         group.stop_all()
     return publish(report(args, times, traces, counts), problems(times), append=not args.no_append)
 
@@ -350,12 +359,14 @@ def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: di
               "| server | requests counted | instructions per request |", "|---|---|---|"]
     for name, c in counts.items():
         lines.append(f"| {name} | {c['requests']} | {c['total'] / c['requests']:,.0f} |")
-    mult = counts["Multiplier"]
-    parts = by_component(mult["rows"])
-    lines += ["\nThe Multiplier's instructions by component:\n", "| component | instructions per request | share |",
-              "|---|---|---|"]
-    for name, cost in parts.items():
-        lines.append(f"| {name} | {cost / mult['requests']:,.0f} | {cost / max(mult['total'], 1):.0%} |")
+    builds = [name for name in counts if name.startswith("Multiplier")]
+    parts = {name: by_component(counts[name]["rows"]) for name in builds}
+    lines += ["\nThe Multiplier's instructions per request by component (share of its total):\n",
+              "| component | " + " | ".join(builds) + " |", "|---|" + "---|" * len(builds)]
+    for component_name in parts["Multiplier"] | {k: 0 for p in parts.values() for k in p}:
+        cells = [f"{parts[b].get(component_name, 0) / counts[b]['requests']:,.0f} "
+                 f"({parts[b].get(component_name, 0) / max(counts[b]['total'], 1):.0%})" for b in builds]
+        lines.append(f"| {component_name} | " + " | ".join(cells) + " |")
     lines.append("\n" + budget(med))
     return "\n".join(lines) + "\n"
 

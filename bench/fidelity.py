@@ -16,7 +16,8 @@
   mean and median latency, the spread (max − min) / mean across positions (target < 1 %), and the
   paired position effect: each leg's latency minus the mean of the three legs of the same request,
   which removes the object's own variation, with its 95 % interval. Run in two placements: every server
-  on CPU1 (the perf anchors' placement) and unpinned (the scheduler spreads the servers on both CPUs).
+  on CPU1 (the perf anchors' placement) and unpinned (the scheduler spreads the servers on both CPUs),
+  each with the Multiplier's --legs parallel (every proxy at once) and --legs serial (one after another).
 
 Common set-up (127.0.0.1 only, stopped by PID however the run ends): nginx origin serving the objects
 from files (Cache-Control max-age=3600), the Collector = the project's configuration (configs/collector)
@@ -24,7 +25,7 @@ on Debian's stock Squid 5.7, the release Multiplier (sequential mode, --log), th
 process (asyncio, fixed rate, 16 persistent connections) on CPU0.
 
 Run: ./spe bench fidelity [--part dummies|positions|both] [--rate 100] [--seconds 30]
-                          [--placements pinned,unpinned] [--no-append] [--keep]
+                          [--placements pinned,unpinned] [--legs parallel,serial] [--no-append] [--keep]
 """
 
 from __future__ import annotations
@@ -226,13 +227,13 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.fmean(values)
 
 
-def part_positions(args: argparse.Namespace, workdir: Path, placement: str) -> tuple[str, list[str]]:
+def part_positions(args: argparse.Namespace, workdir: Path, placement: str, order: str) -> tuple[str, list[str]]:
     proxies = ["squid1", "squid2", "squid3"]
     cpu = SERVER_CPU if placement == "pinned" else None
     ports = allocate_ports(["origin", "collector", "mult", *proxies, *(f"c-{p}" for p in proxies)])
     origin_host = f"127.0.0.1:{ports['origin']}"
-    log = workdir / f"positions-{placement}.jsonl"
-    with ProcessGroup(workdir / f"positions-{placement}") as group:
+    log = workdir / f"positions-{placement}-{order}.jsonl"
+    with ProcessGroup(workdir / f"positions-{placement}-{order}") as group:
         group.workdir.mkdir()
         group.workdir.chmod(0o755)
         start_file_server(group, "origin", workdir / "www", [ports["origin"]], cpu)
@@ -240,7 +241,7 @@ def part_positions(args: argparse.Namespace, workdir: Path, placement: str) -> t
         for p in proxies:
             start_squid_pinned(group, p, ports[p], ports[f"c-{p}"], cpu)
         mult = start_multiplier(group, "mult", ports["mult"], ports["collector"], {p: ports[p] for p in proxies},
-                                log, cpu=cpu)
+                                log, cpu=cpu, extra=("--legs", order))
         first = warm(ports["mult"], origin_host, list(objects()))
         client = drive(ports["mult"], origin_host, args.rate, args.seconds, seed=74)
         check_alive(group)
@@ -249,7 +250,7 @@ def part_positions(args: argparse.Namespace, workdir: Path, placement: str) -> t
     recs = [r for r in records(log, first) if len(r["proxies"]) == len(proxies)]
     n_all, results = result_counts(log, first)
     if len(recs) < 100:
-        raise BenchError(f"positions ({placement}): only {len(recs)} usable records of {n_all}")
+        raise BenchError(f"positions ({placement}, {order} legs): only {len(recs)} usable records of {n_all}")
     legs = [(p["name"], p["position"], p["total_us"], statistics.fmean(q["total_us"] for q in r["proxies"]))
             for r in recs for p in r["proxies"]]
     by_proxy = {n: [t for name, _, t, _ in legs if name == n] for n in proxies}
@@ -274,7 +275,9 @@ def part_positions(args: argparse.Namespace, workdir: Path, placement: str) -> t
     s_proxy = spread([statistics.fmean(v) for v in by_proxy.values()])
     verdict = "met" if max(s_mean, s_median) < TARGET_SPREAD else "NOT met"
     where = f"every server on CPU{SERVER_CPU}" if cpu is not None else "no server pinned (both CPUs)"
-    text = (f"#### Placement: {where}\n\n"
+    how = ("`--legs parallel`: every proxy gets the request at once" if order == "parallel" else
+           "`--legs serial`: each proxy gets the request when the previous one has answered")
+    text = (f"#### Placement: {where}; {how}\n\n"
             f"{len(recs)} measured requests ({n_all} logged after the warm-up; proxy results {fmt_counter(results)}), "
             f"{args.rate:g} req/s for {args.seconds:g} s. {client_line(client)}.\n\n" + "\n".join(rows) + "\n\n"
             f"- spread (max − min) / mean across positions: **{s_mean:.1%} of the means, {s_median:.1%} of the "
@@ -291,12 +294,17 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30, help="seconds per measurement (default 30)")
     parser.add_argument("--placements", default="pinned,unpinned",
                         help="for --part positions: pinned (every server on CPU1), unpinned, or both (default)")
+    parser.add_argument("--legs", default="parallel,serial",
+                        help="for --part positions: the Multiplier's --legs, parallel, serial or both (default)")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     args.placements = [p for p in args.placements.split(",") if p]
     if not args.placements or set(args.placements) - {"pinned", "unpinned"}:
         parser.error("--placements: pinned, unpinned or pinned,unpinned")
+    args.legs = [p for p in args.legs.split(",") if p]
+    if not args.legs or set(args.legs) - {"parallel", "serial"}:
+        parser.error("--legs: parallel, serial or parallel,serial")
     if args.rate <= 0 or args.seconds < 5:
         parser.error("--rate must be > 0 and --seconds >= 5")
     return run_main("fidelity", ("nginx", "taskset", SQUID), lambda workdir: run(args, workdir), args.keep)
@@ -312,8 +320,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         problems += probs
     if args.part in ("positions", "both"):
         texts = []
-        for placement in args.placements:
-            text, probs = part_positions(args, workdir, placement)
+        for placement, order in ((p, o) for p in args.placements for o in args.legs):
+            text, probs = part_positions(args, workdir, placement, order)
             print(text, file=sys.stderr)
             texts.append(text)
             problems += probs

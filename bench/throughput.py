@@ -359,9 +359,9 @@ def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> Non
             "(`ngx.location.capture_multi` to the reference + N upstreams over keep-alive, every body read and "
             "hashed with `ngx.md5`). Rounds interleaved, order rotating. CPU µs/req = Δ(utime+stime) of the server "
             "over wrk's completed requests; the origin's CPU per client request is shown apart. Foreign CPU-s/run: "
-            "CPU used by anything else on the machine during the run (from /proc/stat; approximate). **The machine "
-            "was shared with other agents' builds and tests during the run**, so req/s varies between runs; the "
-            "ratios are taken within a round.\n\n" + table(runs, args.seconds) + "\n\n"
+            "CPU used by anything else on the machine during the run (from /proc/stat; approximate): where it is "
+            "clearly above 0, other work shared the machine and req/s varies between runs; the ratios are taken "
+            "within a round.\n\n" + table(runs, args.seconds) + "\n\n"
             + "".join(f"- {v}\n" for v in verdicts(runs)) + "\nChecks:\n\n" + "".join(f"- {c}\n" for c in checks))
     errors = sorted({f"{r['scenario']}: {r['errors']}" for r in runs if r["errors"]})
     if errors:
