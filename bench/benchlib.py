@@ -63,14 +63,19 @@ def process_tree(pid: int) -> list[int]:
     return pids
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """utime + stime of these processes, in seconds (processes that are gone count 0)."""
-    total = 0
+def cpu_times(pids: list[int]) -> tuple[float, float]:
+    """(utime, stime) of these processes, in seconds (processes that are gone count 0)."""
+    user = system = 0
     for pid in pids:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-    return total / CLK_TCK
+            user, system = user + int(fields[11]), system + int(fields[12])  # in clock ticks
+    return user / CLK_TCK, system / CLK_TCK
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of these processes, in seconds (processes that are gone count 0)."""
+    return sum(cpu_times(pids))
 
 
 def busy_seconds() -> float:

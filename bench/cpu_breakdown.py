@@ -36,7 +36,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import (  # noqa: E402
-    CLK_TCK,
     LOAD_CPU,
     MULTIPLIER,
     SERVER_CPU,
@@ -44,6 +43,7 @@ from benchlib import (  # noqa: E402
     busy_seconds,
     check_alive,
     command_line,
+    cpu_times,
     machine,
     process_tree,
     publish,
@@ -147,16 +147,6 @@ def by_component(rows: list[tuple[int, str]]) -> dict[str, int]:
 
 # ---------------------------------------------------------------- processes
 
-def cpu_times(pids: list[int]) -> tuple[float, float]:
-    """(utime, stime) of these processes, in seconds."""
-    user = system = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            user, system = user + int(fields[11]), system + int(fields[12])
-    return user / CLK_TCK, system / CLK_TCK
-
-
 def lua_conf(directory: Path, port: int, upstream_ports: list[int], single_process: bool) -> str:
     body = UPSTREAMS.format(upstreams=upstream_blocks(upstream_ports)) + LUA_INIT + lua_server(port, FANOUT)
     conf = nginx_conf(directory, body, lua=True)
@@ -251,10 +241,10 @@ def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int],
     child.popen.send_signal(signal.SIGINT)
     with contextlib.suppress(subprocess.TimeoutExpired):
         child.popen.wait(timeout=30)
-    dumps = sorted(workdir.glob(f"callgrind-{name}.{pid}.*"))
-    if not dumps:
+    dump_file = workdir / f"callgrind-{name}.{pid}.1"  # the dump asked for above (.{pid} alone: at exit)
+    if not dump_file.exists():
         raise BenchError(f"{name}: callgrind wrote no dump")
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(dumps[0])],
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(dump_file)],
                           capture_output=True, text=True, check=True, timeout=300).stdout
     total, rows = callgrind_costs(text)
     return {"requests": max(requests, 1), "total": total, "rows": rows}
