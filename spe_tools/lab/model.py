@@ -19,6 +19,7 @@ COLLECTOR_KINDS = ("spe", "squid")
 ORIGIN_KINDS = ("synthetic", "none")
 WORKLOAD_KINDS = ("none", "load", "browse")
 MULTIPLIER_MODES = ("sequential", "concurrent")
+MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
 RESERVED_NAMES = ("direct", "collector", "origin", "multiplier", "workload", "report", "captures", "lab")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -72,6 +73,7 @@ class MultiplierSpec:
     host: str = "127.0.0.1"
     port: int = 0
     mode: str = "sequential"
+    legs: str = "parallel"
     timeout_s: float = 30
     threads: int = 1
     compare_headers: tuple[str, ...] = ()
@@ -247,6 +249,7 @@ def _multiplier(data: dict) -> MultiplierSpec:
     spec = MultiplierSpec(
         host=host, port=port,
         mode=t.choice("mode", MULTIPLIER_MODES, "sequential"),
+        legs=t.choice("legs", MULTIPLIER_LEGS, "parallel"),
         timeout_s=t.number("timeout_s", 30, 0.1, 3600),
         threads=t.number("threads", 1, 1, 64, integer=True),
         compare_headers=t.strings("compare_headers"),

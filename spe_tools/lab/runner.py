@@ -235,7 +235,7 @@ def start_proxy(run: RunningLab, name: str) -> None:
 def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER) -> list[str]:
     m = lab.multiplier
     argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
-            "--mode", m.mode, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
+            "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
             "--log", str(rundir / "multiplier.jsonl"), "--rope-log", str(rundir / "multiplier.rope.log"),
             "--capture-dir", str(rundir / "captures")]
     for p in lab.proxies:
@@ -296,6 +296,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
                              "dir": f"proxies/{p.name}", "stdout": f"{p.name}.out"}
                     for p in lab.proxies},
         "multiplier": {"host": lab.multiplier.host, "port": ports.multiplier, "mode": lab.multiplier.mode,
+                       "legs": lab.multiplier.legs,
                        "version": _version([str(multiplier), "--version"]), "log": "multiplier.jsonl",
                        "rope_log": "multiplier.rope.log", "captures": "captures"},
         "origin": {"kind": lab.origin.kind, "host": lab.origin.host, "port": ports.origin,

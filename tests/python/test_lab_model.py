@@ -28,7 +28,7 @@ def error(text: str) -> str:
 def test_minimal_lab_gets_defaults():
     lab = parse_lab(MINIMAL)
     assert lab.name == "lab" and lab.collector.kind == "spe" and lab.origin.host == "localhost"
-    assert lab.workload.kind == "none" and lab.multiplier.mode == "sequential"
+    assert lab.workload.kind == "none" and lab.multiplier.mode == "sequential" and lab.multiplier.legs == "parallel"
     assert lab.proxies == (ProxySpec(name="sq", kind="squid"),)
 
 
@@ -76,6 +76,7 @@ def test_default_lab_has_every_issue_proxy():
     ('[origin]\nthink_mean_ms = -1\n' + MINIMAL, "[origin].think_mean_ms: -1 is out of range"),
     ('[origin]\nmodle = "m.json"\n' + MINIMAL, "[origin]: unknown key 'modle'"),
     ('[multiplier]\nmode = "parallel"\n' + MINIMAL, "unknown mode 'parallel'"),
+    ('[multiplier]\nlegs = "staggered"\n' + MINIMAL, "unknown legs 'staggered'"),
     ('[multiplier]\nignore_headers = ["X-A", 3]\n' + MINIMAL, "expected a list of strings"),
     ('colector = {}\n' + MINIMAL, "top level: unknown key 'colector'"),
     ('name = "x"\n', "no proxies under test"),
