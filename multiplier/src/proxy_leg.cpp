@@ -29,6 +29,23 @@ void configure(ReplyParser& p, bool head_request, const ProxyLegLimits& limits) 
     p.get().body().head_limit = limits.capture_body_bytes;
 }
 
+/// Parses what the connection has already buffered, as Beast's reads do first,
+/// but without their posted completion: the whole reply usually arrives with
+/// the read that measured the first byte. Stops at the end of the header
+/// (unless the parser is eager), at the end of the message, at an error, or
+/// when the buffer is used up. Returns the bytes consumed.
+std::size_t parse_buffered(ReplyParser& p, ReadBuffer& buffer, error_code& ec) {
+    std::size_t used = 0;
+    while (buffer.size() > 0 && !p.is_done() && (p.eager() || !p.is_header_done())) {
+        const auto n = p.put(buffer.data(), ec);
+        buffer.consume(n);
+        used += n;
+        if (ec || n == 0) break;
+    }
+    if (ec == http::error::need_more) ec = {};  // the asynchronous read goes on from here
+    return used;
+}
+
 void fail(Measure& m, UpstreamConnection& conn, LegError e, std::string detail) {
     m.error = e;
     m.error_detail = std::move(detail);
@@ -54,14 +71,21 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
     for (;;) {
         parser.emplace();
         configure(*parser, head_request, limits);
-        conn.stream().expires_at(deadline);
-        m.header_bytes += co_await http::async_read_header(conn.stream(), conn.buffer(), *parser, with_ec(ec));
+        m.header_bytes += parse_buffered(*parser, conn.buffer(), ec);
+        if (!ec && !parser->is_header_done()) {
+            conn.stream().expires_at(deadline);
+            m.header_bytes += co_await http::async_read_header(conn.stream(), conn.buffer(), *parser, with_ec(ec));
+        }
         const unsigned status = parser->is_header_done() ? parser->get().result_int() : 0;
         if (ec || status < 100 || status >= 200 || status == 101) break;
     }
     if (parser->is_header_done()) {
         m.status = parser->get().result_int();
         m.version = parser->get().version();
+    }
+    if (!ec && !parser->is_done()) {
+        parser->eager(true);
+        parse_buffered(*parser, conn.buffer(), ec);
     }
     if (!ec && !parser->is_done()) {
         conn.stream().expires_at(deadline);
