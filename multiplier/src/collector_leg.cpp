@@ -75,8 +75,11 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         parser->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
         parser->body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed, never held
         parser->skip(client.head_request);
-        conn_.stream().expires_after(cfg.client_timeout);
-        m.header_bytes += co_await http::async_read_header(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
+        m.header_bytes += parse_buffered(*parser, conn_.buffer(), ec);
+        if (!ec && !parser->is_header_done()) {
+            conn_.stream().expires_after(cfg.client_timeout);
+            m.header_bytes += co_await http::async_read_header(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
+        }
         if (ec) {
             m.error = classify(ec, false);
             m.error_detail = "reading the Collector's reply header: " + ec.message();

@@ -29,23 +29,6 @@ void configure(ReplyParser& p, bool head_request, const ProxyLegLimits& limits) 
     p.get().body().head_limit = limits.capture_body_bytes;
 }
 
-/// Parses what the connection has already buffered, as Beast's reads do first,
-/// but without their posted completion: the whole reply usually arrives with
-/// the read that measured the first byte. Stops at the end of the header
-/// (unless the parser is eager), at the end of the message, at an error, or
-/// when the buffer is used up. Returns the bytes consumed.
-std::size_t parse_buffered(ReplyParser& p, ReadBuffer& buffer, error_code& ec) {
-    std::size_t used = 0;
-    while (buffer.size() > 0 && !p.is_done() && (p.eager() || !p.is_header_done())) {
-        const auto n = p.put(buffer.data(), ec);
-        buffer.consume(n);
-        used += n;
-        if (ec || n == 0) break;
-    }
-    if (ec == http::error::need_more) ec = {};  // the asynchronous read goes on from here
-    return used;
-}
-
 void fail(Measure& m, UpstreamConnection& conn, LegError e, std::string detail) {
     m.error = e;
     m.error_detail = std::move(detail);
