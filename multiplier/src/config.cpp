@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <string_view>
+#include <utility>
 
 namespace spe {
 namespace po = boost::program_options;
@@ -121,6 +123,16 @@ std::vector<T> list_of(const po::variables_map& vm, const char* key) {
     return vm.count(key) ? vm[key].as<std::vector<T>>() : std::vector<T>{};
 }
 
+/// The value of an option that is one of two words.
+template <class Enum>
+Enum one_of(const po::variables_map& vm, const char* key, const std::pair<std::string_view, Enum> (&words)[2]) {
+    const auto& value = vm[key].as<std::string>();
+    for (const auto& [word, result] : words)
+        if (value == word) return result;
+    throw ConfigError("--" + std::string(key) + " must be " + std::string(words[0].first) + " or " +
+                      std::string(words[1].first) + ", got '" + value + "'");
+}
+
 Config build_config(const po::variables_map& vm) {
     Config c;
     c.listen = parse_endpoint(vm["listen"].as<std::string>());
@@ -141,20 +153,9 @@ Config build_config(const po::variables_map& vm) {
             if (existing.name == target.name) throw ConfigError("proxy name '" + target.name + "' is used twice");
         c.proxies.push_back(target);
     }
-    const auto& mode = vm["mode"].as<std::string>();
-    if (mode == "sequential")
-        c.mode = FanoutMode::sequential;
-    else if (mode == "concurrent")
-        c.mode = FanoutMode::concurrent;
-    else
-        throw ConfigError("--mode must be sequential or concurrent, got '" + mode + "'");
-    const auto& legs = vm["legs"].as<std::string>();
-    if (legs == "parallel")
-        c.legs = LegOrder::parallel;
-    else if (legs == "serial")
-        c.legs = LegOrder::serial;
-    else
-        throw ConfigError("--legs must be parallel or serial, got '" + legs + "'");
+    c.mode = one_of<FanoutMode>(vm, "mode",
+                                {{"sequential", FanoutMode::sequential}, {"concurrent", FanoutMode::concurrent}});
+    c.legs = one_of<LegOrder>(vm, "legs", {{"parallel", LegOrder::parallel}, {"serial", LegOrder::serial}});
 
     c.timeout = parse_seconds(vm["timeout"].as<std::string>());
     c.client_timeout = parse_seconds(vm["client-timeout"].as<std::string>());
