@@ -15,8 +15,10 @@ keep-alive, `ngx.md5` of every body). Load: wrk -t1 -c10 on CPU0; every server o
    wrk; the Multiplier's instructions split by component (its own code, Beast, Asio, OpenSSL's MD5,
    the allocator, the C library ...). nginx's own symbols are stripped, so it gets a total only.
 
+`--baseline BINARY` runs another spe-multiplier build (e.g. an older commit's) beside this one in all three parts.
+
 Run: ./spe bench cpu_breakdown [--rounds 3] [--seconds 8] [--trace-seconds 4] [--callgrind-seconds 8]
-                               [--no-append] [--keep]
+                               [--baseline BINARY] [--no-append] [--keep]
 """
 
 from __future__ import annotations
