@@ -33,7 +33,6 @@ class CollectorOptions:
 
     uncacheable_ttl_s: int = 180
     replay_timing: bool = True
-    client_key: str = "port"  # or "ip"
     key_cookie: bool = True
     cache_mb: int = 256
     max_object_kb: int = 4096
@@ -59,12 +58,9 @@ def port_lines(proxy_ports: dict[str, int]) -> str:
 def collector_directives(kind: str, options: CollectorOptions) -> str:
     if kind != "spe":
         return "# (stock Squid: no collector_* directives)\n"
-    if options.client_key not in ("port", "ip"):
-        raise ValueError(f"collector client_key must be 'port' or 'ip', not {options.client_key!r}")
     on_off = {True: "on", False: "off"}
     return (f"collector_replay_timing {on_off[options.replay_timing]}\n"
             f"collector_uncacheable_ttl {int(options.uncacheable_ttl_s)} seconds\n"
-            f"collector_client_key {options.client_key}\n"
             f"collector_key_cookie {on_off[options.key_cookie]}\n")
 
 

@@ -9,11 +9,13 @@ fetching a miss would.
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -130,51 +132,102 @@ def test_the_paced_body_arrives_in_steps(bed):
     assert 0.6 <= total <= 0.75, total
 
 
+TAGS = itertools.count(1)
+
+
+def tag() -> dict[str, str]:
+    """The header the Multiplier puts on one client request's upstream copies (a new tag per call)."""
+    return {"X-SPE-Request": f"0123456789abcdef-{next(TAGS)}"}
+
+
 @pytest.mark.parametrize("cache_control", ["private", "no-store", "no-cache", "max-age=0"])
-def test_uncacheable_replies_reach_the_origin_once_per_client(bed, cache_control):
+def test_an_uncacheable_reply_goes_to_the_proxies_of_the_client_request_that_fetched_it(bed, cache_control):
     path = f"/obj/uncacheable-{cache_control.replace('=', '')}?cc={cache_control}&cookie=1"
     target = bed.url(path)
-    first = [fetch(bed.spe[name], target) for name in PORT_NAMES]
+    client = tag()
+    first = [fetch(bed.spe[name], target, client) for name in PORT_NAMES]
     assert bed.origin_counts()[path] == 1
     assert len({r.body for r in first}) == 1 and len({r.serial for r in first}) == 1
     assert all(r.headers.get("Set-Cookie") == first[0].headers["Set-Cookie"] for r in first)
+    assert fetch(bed.spe["p1"], target, client).serial == first[0].serial  # the same request, asked again
 
-    again = fetch(bed.spe["p1"], target)  # p1 already has this copy: a fresh one from the origin
-    assert again.serial != first[0].serial and bed.origin_counts()[path] == 2
-    assert fetch(bed.spe["direct"], target).serial == again.serial  # ...which replaced it for the others
+    other = fetch(bed.spe["p1"], target, tag())  # a request the client never made: the origin's own copy
+    untagged = fetch(bed.spe["p2"], target)      # e.g. a prefetch
+    assert len({other.serial, untagged.serial, first[0].serial}) == 3 and bed.origin_counts()[path] == 3
 
     time.sleep(TTL_S + 0.5)
-    late = fetch(bed.spe["p2"], target)  # p2 has not seen the new copy, but it is too old now
-    assert late.serial not in (first[0].serial, again.serial) and bed.origin_counts()[path] == 3
+    late = fetch(bed.spe["p2"], target, client)  # the shared copy is too old now
+    assert late.serial != first[0].serial and bed.origin_counts()[path] == 4
+
+
+@pytest.mark.parametrize("cache_control", ["private", "no-cache", "max-age=0"])
+def test_the_direct_port_never_answers_an_uncacheable_request_from_the_store(bed, cache_control):
+    """The Collector is a shared cache in front of real users (RFC 9111): sharing is for the proxy ports."""
+    path = f"/obj/direct-{cache_control.replace('=', '')}?cc={cache_control}&think=300"
+    target = bed.url(path)
+    client = tag()
+    prefetched = fetch(bed.spe["p1"], target, client)  # a proxy asked first (a prefetch, or a proxy ahead)
+    first = fetch(bed.spe["direct"], target, client)
+    again = fetch(bed.spe["direct"], target, client)  # even with the same tag (a retried request)
+    later = fetch(bed.spe["direct"], target, tag())
+    serials = {prefetched.serial, first.serial, again.serial, later.serial}
+    assert len(serials) == 4 and bed.origin_counts()[path] == 4  # every client request reached the origin
+    if cache_control == "private":  # no-cache and max-age=0 may be reused once the origin validated them
+        assert not any(r.headers.get("X-Cache", "").startswith("HIT") for r in (first, again, later))
+
+
+def test_concurrent_direct_requests_for_a_private_reply_are_not_collapsed(bed):
+    """Collapsed forwarding would hand one user's private reply to another."""
+    path = "/obj/direct-collapse?cc=private&think=500"
+    with ThreadPoolExecutor(3) as pool:
+        replies = list(pool.map(lambda _: fetch(bed.spe["direct"], bed.url(path), tag()), range(3)))
+    assert len({r.serial for r in replies}) == 3 and bed.origin_counts()[path] == 3
+
+
+def test_a_reload_reaches_the_origin_once_and_its_copy_goes_to_the_proxies(bed):
+    """A client's no-cache request is one origin fetch; the proxies forwarding it get that fetch."""
+    path = "/obj/reload?cc=public,max-age=600"
+    target = bed.url(path)
+    fetch(bed.spe["direct"], target, tag())
+    reload = {**tag(), "Cache-Control": "no-cache"}
+    fresh = fetch(bed.spe["direct"], target, reload)
+    assert bed.origin_counts()[path] == 2
+    proxies = [fetch(bed.spe[name], target, reload) for name in ("p1", "p2")]
+    assert {r.serial for r in proxies} == {fresh.serial} and bed.origin_counts()[path] == 2
+    # another reload (a tag that fetched nothing here) is the proxy's own: it reaches the origin
+    assert fetch(bed.spe["p1"], target, {**tag(), "Cache-Control": "no-cache"}).serial != fresh.serial
+    assert bed.origin_counts()[path] == 3
 
 
 def test_replies_without_freshness_or_validators_are_shared(bed):
     """Squid's heuristics would make such a reply stale at once and ask the origin on every hit."""
     path = "/obj/no-validators?cc=public"
     target = bed.url(path)
-    replies = [fetch(bed.spe[name], target) for name in PORT_NAMES]
+    client = tag()
+    replies = [fetch(bed.spe[name], target, client) for name in PORT_NAMES]
     assert len({r.serial for r in replies}) == 1 and bed.origin_counts()[path] == 1
 
 
-def test_identical_posts_reach_the_origin_once(bed):
+def test_identical_posts_of_one_client_request_reach_the_origin_once(bed):
     path = "/post/form"
     target = bed.url(path)
-    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    form = {"Content-Type": "application/x-www-form-urlencoded", **tag()}
     same = [fetch(bed.spe[name], target, form, method="POST", body=b"q=spe&n=1") for name in PORT_NAMES]
     assert len({r.body for r in same}) == 1 and bed.origin_counts()[path] == 1
-    other = fetch(bed.spe["p1"], target, form, method="POST", body=b"q=spe&n=2")  # another body: the origin again
+    other = fetch(bed.spe["p1"], target, form, method="POST", body=b"q=spe&n=2")  # another body: the origin
     assert other.serial != same[0].serial and bed.origin_counts()[path] == 2
-    assert fetch(bed.spe["p2"], target, form, method="POST", body=b"q=spe&n=2").serial == other.serial
-    assert bed.origin_counts()[path] == 2
+    again = fetch(bed.spe["direct"], target, form, method="POST", body=b"q=spe&n=1")  # never from the store
+    assert again.serial not in (same[0].serial, other.serial) and bed.origin_counts()[path] == 3
 
 
 def test_a_post_answered_from_the_cache_keeps_the_connection_usable(bed):
     """The hit leaves the POST body unused: Squid must drain it, not read it as the next request."""
     target = bed.url("/post/keepalive")
-    fetch(bed.spe["direct"], target, method="POST", body=b"x" * 5000)
+    client = tag()
+    fetch(bed.spe["direct"], target, client, method="POST", body=b"x" * 5000)
     conn = http.client.HTTPConnection("127.0.0.1", bed.spe["p1"], timeout=30)
     try:
-        conn.request("POST", target, body=b"x" * 5000)
+        conn.request("POST", target, body=b"x" * 5000, headers=client)
         first = conn.getresponse()
         first.read()
         conn.request("GET", bed.url("/obj/after-post?cc=public,max-age=60"))
@@ -183,6 +236,19 @@ def test_a_post_answered_from_the_cache_keeps_the_connection_usable(bed):
         assert second.read().startswith(b"serial=")
     finally:
         conn.close()
+
+
+def test_every_reply_names_its_origin_fetch_and_the_tag_stays_with_the_collector(bed):
+    path = "/obj/stamped?cc=public,max-age=600&forge=1"
+    target = bed.url(path)
+    miss = fetch(bed.spe["direct"], target, tag())
+    hits = [fetch(bed.spe[name], target, tag()) for name in ("p1", "p2")]
+    stamp = miss.headers.get("X-SPE-Fetch", "")
+    assert stamp and "forged" not in stamp
+    assert [r.headers.get("X-SPE-Fetch") for r in hits] == [stamp, stamp]
+    assert miss.headers["X-Origin-Saw-Tag"] == "no"
+    fresh = fetch(bed.spe["direct"], bed.url("/obj/stamped-2?cc=private"), tag())
+    assert fresh.headers.get("X-SPE-Fetch") not in (None, stamp)
 
 
 def test_stock_squid_asks_the_origin_for_every_private_request(bed):
