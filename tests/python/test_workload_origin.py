@@ -213,11 +213,10 @@ def test_stats_count_per_path_and_method_and_sigterm_exits_zero(tmp_path):
         assert stats["by_path"] == {"/obj/s1": 4, "/post/p": 1}
         assert stats["by_method"] == {"GET": 3, "HEAD": 1, "POST": 1}
         assert stats["total"] == 5
-        # Idle keep-alive connection open: the stop must still be prompt.
+        # Idle keep-alive connection open: the origin must still exit on SIGTERM by itself (exit 0; a
+        # SIGKILL after the stop deadline would make it -9). How fast is not a wall-clock claim here.
         idle = Connection(child.port)
-        start = time.monotonic()
         assert child.stop(deadline_s=5) == 0
-        assert time.monotonic() - start < 3
         idle.close()
 
 
