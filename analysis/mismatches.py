@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.records import COLLECTOR
+from analysis.run_collector import RunCollector
 
 MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR"]
 
@@ -20,12 +21,27 @@ def _collector_header(capture: str) -> str:
     return capture.split("## Collector reply header", 1)[-1].split("## Collector body", 1)[0]
 
 
-def likely_cause(cls: str, example: dict) -> str | None:
+def uncacheable_body_cause(collector: RunCollector) -> str:
+    """A body mismatch on an uncacheable reply: a caching bug only if the proxy got the same copy."""
+    if collector.shares_uncacheable:
+        return (f"the Collector's reply was uncacheable and this run used {collector.name}, which hands the same "
+                "copy to every proxy: a proxy with another body served an older copy from its cache, a caching bug")
+    if collector.kind == "spe":
+        return (f"the Collector's reply was uncacheable and this run used {collector.name} with uncacheable_ttl_s = "
+                "0, so it fetched the reply again for each proxy: a different body is expected here")
+    if collector.kind:
+        return (f"the Collector's reply was uncacheable and this run used {collector.name}, which fetches "
+                "uncacheable replies again for each proxy: a different body is expected here")
+    return ("the Collector's reply was uncacheable; the run directory does not record which Collector ran (no "
+            "lab.json): with the patched one a proxy that served it from its cache has a caching bug, with a "
+            "stock Squid Collector, which fetches such replies again, a different body is expected")
+
+
+def likely_cause(cls: str, example: dict, collector: RunCollector) -> str | None:
     """A first guess that helps tell a caching bug from noise (from the capture when there is one)."""
     capture = example.get("capture", "")
     if cls == "BODY_MISMATCH" and capture and UNCACHEABLE.search(_collector_header(capture)):
-        return ("the Collector's reply was uncacheable: a proxy that served it from its cache has a caching bug "
-                "(with a stock Squid Collector, which refetches uncacheable replies, this is expected noise)")
+        return uncacheable_body_cause(collector)
     if cls == "PROTOCOL_ERROR" and example.get("error") == "extra data" and example["method"] == "HEAD":
         return "the proxy answered HEAD with a body"
     if cls == "HEADER_MISMATCH" and set(example["mismatched_headers"]) <= {"expires", "last-modified", "etag"}:
@@ -35,8 +51,10 @@ def likely_cause(cls: str, example: dict) -> str | None:
     return None
 
 
-def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, examples_per_class: int = 3) -> dict:
-    """Counts by class and proxy, the headers and URLs that differ most, and examples per class."""
+def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector: RunCollector,
+                     examples_per_class: int = 3) -> dict:
+    """Counts by class and proxy, the headers and URLs that differ most, and examples per class
+    (their hints depend on the run's `collector`)."""
     bad = results.filter((pl.col("name") != COLLECTOR) & (pl.col("result") != "OK"))
     by_proxy: dict[str, dict[str, int]] = {}
     for name, result, n in bad.group_by("name", "result").len().sort("name", "result").iter_rows():
@@ -53,7 +71,7 @@ def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, examples_p
             capture = capture_dir / f"{row['id']:08d}-{row['name']}.txt" if capture_dir else None
             if capture is not None and capture.exists():
                 example["capture"] = capture.read_bytes()[:6000].decode("utf-8", "replace")
-            example["hint"] = likely_cause(cls, example)
+            example["hint"] = likely_cause(cls, example, collector)
             examples.setdefault(cls, []).append(example)
     return {"by_proxy": by_proxy, "headers": headers.most_common(10), "urls": urls.most_common(10),
-            "examples": examples, "total": bad.height}
+            "examples": examples, "total": bad.height, "collector_kind": collector.kind}

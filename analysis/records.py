@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 import json
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -34,6 +35,7 @@ class Records:
     proxies: list[str]  # in the order the log lists them
     requests: int
     bad_lines: int
+    skipped: dict[str, int] = field(default_factory=dict)  # fan-outs that did not happen, by reason (note)
 
 
 def _split_lines(data: bytes) -> tuple[list[bytes], int]:
@@ -55,7 +57,7 @@ _MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.i
 # What the analysis reads of a record; other fields are ignored (records may carry more).
 LOG_SCHEMA = pa.schema([
     ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
-    ("collector", pa.struct(_MEASURE)),
+    ("note", pa.string()), ("collector", pa.struct(_MEASURE)),
     ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
                                     ("mismatched_headers", pa.list_(pa.string()))]))),
 ])
@@ -114,6 +116,20 @@ def _results_table(df: pl.DataFrame) -> pl.DataFrame:
                       for frame in (collector, proxies)])
 
 
+def skip_reason(note: str) -> str:
+    """A record's note without what differs from one request to the next (a trailing detail in
+    parentheses, a tunnel's byte counts), so that notes group by reason; "no fan-out: " goes too."""
+    note = re.sub(r" \([^()]*\)$", "", note.removeprefix("no fan-out: "))
+    return re.sub(r": \d+ bytes up, \d+ bytes down$", "", note)
+
+
+def skipped_fanouts(df: pl.DataFrame) -> dict[str, int]:
+    """Requests no proxy was asked about (no proxy entries; the note says why: a refused request, the
+    client gone, the Collector failed, a CONNECT tunnel), counted by reason, most frequent first."""
+    skipped = df.filter(pl.col("proxies").list.len().fill_null(0).eq(0) & pl.col("note").is_not_null())
+    return dict(Counter(skip_reason(note) for note in skipped["note"].to_list()).most_common())
+
+
 def load_jsonl(path: Path) -> Records:
     good, bad = _split_lines(Path(path).read_bytes())
     df, bad_json = _parse_ndjson(good)
@@ -121,7 +137,7 @@ def load_jsonl(path: Path) -> Records:
         return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad + bad_json)
     results = _results_table(df)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
-    return Records(results, names, df.height, bad + bad_json)
+    return Records(results, names, df.height, bad + bad_json, skipped_fanouts(df))
 
 
 ROPE_LINE = re.compile(

@@ -9,7 +9,7 @@ import io
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -18,6 +18,7 @@ from analysis import plots
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.mismatches import mismatch_summary
 from analysis.records import load_run_records
+from analysis.run_collector import run_collector
 from analysis.stats import RESULT_CLASSES, proxy_table
 
 # summary.csv / summary.json columns, in order (documented in docs/report.md).
@@ -38,6 +39,7 @@ class Report:
     mismatches: dict
     figures: dict
     collector_ports: dict  # port name -> PortUsage (empty without lab.json / access.log)
+    skipped: dict = field(default_factory=dict)  # requests with no fan-out, by reason (the records' note)
 
 
 class Progress:
@@ -74,7 +76,16 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
         "hit_ratio_vs_latency.png": plots.hit_ratio_vs_latency(rows[1:]),
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
-                  mismatch_summary(records.results, capture_dir), figures, usage[0] if usage else {})
+                  mismatch_summary(records.results, capture_dir, run_collector(run)), figures,
+                  usage[0] if usage else {}, skipped=records.skipped)
+
+
+def skipped_text(rep: Report) -> str:
+    """Why client requests outnumber each proxy's: the fan-outs that did not happen, by reason."""
+    if not rep.skipped:
+        return ""
+    reasons = "; ".join(f"{n} {reason}" for reason, n in rep.skipped.items())
+    return f"{sum(rep.skipped.values())} fan-outs skipped, so no proxy saw them ({reasons})"
 
 
 def port_rows(rep: Report) -> list[dict]:
@@ -123,7 +134,8 @@ def text_table(rows: list[dict]) -> str:
 
 def text_report(rep: Report) -> str:
     out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
-           + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else ""), "", text_table(rep.rows),
+           + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
+           + (f"; {skipped_text(rep)}" if rep.skipped else ""), "", text_table(rep.rows),
            "", f"Mismatches: {rep.mismatches['total']}"]
     for name, counts in rep.mismatches["by_proxy"].items():
         out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
@@ -177,7 +189,8 @@ def html_report(rep: Report) -> str:
 <style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}th:first-child{{text-align:left}}
 pre{{background:#f6f6f6;padding:.5em;white-space:pre-wrap}}img{{max-width:100%}}</style></head><body>
-<h1>SPE report</h1><p>{esc(str(rep.run))}: {rep.requests} client requests; {rep.bad_lines} unreadable log lines.</p>
+<h1>SPE report</h1><p>{esc(str(rep.run))}: {rep.requests} client requests; {rep.bad_lines} unreadable log lines.
+{esc(skipped_text(rep))}</p>
 <h2>Per proxy (ROPE's Tables 1 and 2)</h2><table><tr><th></th>{head}</tr>{body}</table>
 <p>Latency: total response time of delivered responses. Hit ratios and relative bandwidth come from the Collector's
 access.log per Collector port.</p>{ports}<h2>Figures</h2>{figures}
@@ -202,7 +215,8 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
     if "json" in formats:
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
                    "proxies": [{c: r.get(c) for c in COLUMNS} for r in rep.rows], "mismatches": rep.mismatches,
-                   "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines}
+                   "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines,
+                   "skipped_fanouts": rep.skipped}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         written.append(out / "summary.json")
     if "text" in formats:

@@ -15,7 +15,16 @@ import time
 from pathlib import Path
 
 from spe_tools.lab.model import Lab, LabFileError, load_lab
-from spe_tools.lab.runner import LabError, RunningLab, bring_up, check, down, make_run_dir, start_workload
+from spe_tools.lab.runner import (
+    LabError,
+    RunningLab,
+    bring_up,
+    check,
+    check_workload,
+    down,
+    make_run_dir,
+    start_workload,
+)
 from spe_tools.lab.status import StatusTracker, format_status
 from spe_tools.process import ProcessError, ProcessGroup
 
@@ -99,6 +108,8 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
         else:
             workload = start_workload(run, duration)
             _status_loop(run, time.monotonic() + duration + (60 if workload else 0), workload)
+            if workload is not None:
+                check_workload(workload, rundir)
         return 0, rundir
     except Stop as e:
         say(f"spe lab: {e}: stopping")
@@ -110,11 +121,11 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
         # Stopping must not be interrupted by a second Ctrl-C: ignore the signals from here on.
         for s in old:
             signal.signal(s, signal.SIG_IGN)
-        if run is not None:
-            run.stop()
-        else:
-            group.stop_all()
-            (rundir / "pids.json").unlink(missing_ok=True)
+        # A bring-up that failed part way has no RunningLab yet, but what it started is in the group.
+        left = (run or RunningLab(lab, rundir, group)).stop()
+        if left:
+            say(f"spe lab: processes {', '.join(map(str, left))} did not stop; they stay listed in "
+                f"{rundir}/pids.json for ./spe lab down {rundir}")
         say(f"spe lab: stopped; logs in {rundir}")
         for s, handler in old.items():
             signal.signal(s, handler)

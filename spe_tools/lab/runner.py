@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -22,9 +21,10 @@ from pathlib import Path
 
 from spe_tools.lab import parent
 from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
+from spe_tools.lab.labfile import write_run_lab_file
 from spe_tools.lab.model import Lab
-from spe_tools.lab.procs import launch, start_time, stop_child, stop_pids
-from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open
+from spe_tools.lab.procs import alive, launch, session_members, start_time, stop_child, stop_pids
+from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open, tail
 from spe_tools.workload import browse, content_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,11 +149,21 @@ class RunningLab:
         tmp.write_text(json.dumps({"runner": runner, "processes": self.pids}, indent=2))
         tmp.replace(self.rundir / "pids.json")
 
-    def stop(self) -> None:
-        """Stop every process in reverse start order (the Multiplier first, so it flushes its log)."""
+    def stop(self) -> list[int]:
+        """Stop every process in reverse start order (the Multiplier first, so it flushes its log), each
+        with whatever it forked (its session). pids.json goes only once none of them is left, so that
+        `./spe lab down` can still find a survivor; returns the survivors' PIDs."""
+        listed = {entry["pid"] for entry in self.pids}
+        for child in self.group.children:  # started but not yet listed (it failed before it was ready)
+            if child.pid not in listed:
+                self.record(child)
         for child in reversed(self.group.children):
             stop_child(child)
-        (self.rundir / "pids.json").unlink(missing_ok=True)
+        left = sorted({pid for child in self.group.children for pid in [child.pid, *session_members(child.pid)]
+                       if alive(pid)})
+        if not left:
+            (self.rundir / "pids.json").unlink(missing_ok=True)
+        return left
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -319,8 +329,7 @@ def bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path = MUL
         raise LabError("the lab cannot start:\n  " + "\n  ".join(problems))
     run = RunningLab(lab, rundir, group)
     run._write_pids()
-    if lab.source:
-        shutil.copyfile(lab.source, rundir / "lab.toml")
+    write_run_lab_file(lab, rundir / "lab.toml")  # the lab as it runs, which may not be its file
     run.ports = assign_ports(lab)
     (rundir / "proxies").mkdir(exist_ok=True)
     (rundir / "proxies").chmod(0o755)
@@ -368,6 +377,16 @@ def start_workload(run: RunningLab, duration_s: float) -> Child | None:
                    env=_env(run.rundir), ready=False)
     run.record(child)
     return child
+
+
+def check_workload(workload: Child, rundir: Path) -> None:
+    """A workload that failed, or never finished, makes the run fail: its numbers are not the run's."""
+    if workload.alive():
+        raise LabError(f"the workload did not finish in time (see {rundir}/workload.out)")
+    code = workload.popen.returncode
+    if code != 0:
+        raise LabError(f"the workload failed with exit code {code} (see {rundir}/workload.out):\n"
+                       f"{tail(workload.log, 5)}")
 
 
 def down(rundir: Path, deadline_s: float = 60.0) -> list[str]:

@@ -59,7 +59,7 @@ class Pool:
             self.open += 1
         try:
             reader, writer = await asyncio.open_connection(self.host, self.port, limit=MAX_HEAD)
-        except OSError:
+        except BaseException:  # also the CancelledError of a connect timeout: the slot must come back
             await self._gone()
             raise
         sock = writer.get_extra_info("socket")

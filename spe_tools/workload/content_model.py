@@ -209,6 +209,16 @@ def object_spec(model: Model, kind: str, oid: str) -> ObjectSpec:
     return ObjectSpec(oid, kind, size, cache, chunked, ctype, last_modified, etag)
 
 
+def variant_etag(spec: ObjectSpec, variant: str) -> str:
+    """The strong ETag of one variant of a Vary object: variants have different bodies, so each needs
+    its own tag, or a cache revalidating one variant would be told another is current (RFC 9110 8.8.3).
+    No variant (no Accept-Language) keeps the object's tag."""
+    if not variant:
+        return spec.etag
+    suffix = hashlib.blake2b(variant.encode(), digest_size=4).hexdigest()
+    return spec.etag[:-1] + f'-v{suffix}"'
+
+
 def cache_control(model: Model, cache: str) -> str:
     if cache in CACHEABLE:
         return f"public, max-age={model.max_age}"

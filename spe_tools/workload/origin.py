@@ -171,15 +171,15 @@ class Origin:
         cc, cacheable = cm.cache_control(self.model, spec.cache), spec.cacheable
         if "cc" in query:
             cc, cacheable = cc_override(self.model, query["cc"][-1])
+        variant = req.header("accept-language")[:64] if spec.cache == "vary" else ""
+        spec = replace(spec, etag=cm.variant_etag(spec, variant))  # If-None-Match is then answered per variant
         headers = [("Content-Type", spec.content_type), ("Cache-Control", cc)]
         if cacheable:
             headers += [("Last-Modified", format_date(spec.last_modified)), ("ETag", spec.etag)]
-        variant = ""
         if spec.cache == "cookie":
             headers.append(("Set-Cookie", f"spe={hashlib.md5(spec.oid.encode()).hexdigest()[:12]}; Path=/"))
         elif spec.cache == "vary":
             headers.append(("Vary", "Accept-Language"))
-            variant = req.header("accept-language")[:64]
         if kind == "seq":
             seq, n = oid.rsplit("/", 1)
             if int(n) + 1 < self.model.seq_length:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
-from analysis.report import build_report, port_rows
+from analysis.report import build_report, html_report, port_rows, text_report
 from analysis.stats import mean_ci, median_ci, percentile
 
 
@@ -167,3 +168,75 @@ def test_compare_runs_side_by_side(run, tmp_path, capsys):
     dead = [r for r in rows if r["name"] == "dead"]
     assert dead[1]["requests"] is None  # not in the second run
     assert "good" in capsys.readouterr().out
+
+
+def uncacheable_body_mismatch_run(path: Path, lab: dict | None, squid_conf: str | None = None) -> Path:
+    """One request whose uncacheable Collector reply a proxy answered with another body, and its capture."""
+    path.mkdir()
+    (path / "multiplier.jsonl").write_text(json.dumps(record(1, measure(md5="aa"), [
+        proxy("squid1", result="BODY_MISMATCH", md5="bb")])) + "\n")
+    (path / "captures").mkdir()
+    (path / "captures" / "00000001-squid1.txt").write_text(
+        "# SPE mismatch capture\nrequest: 1 GET http://o/1 HTTP/1.1\nproxy: squid1\nresult: BODY_MISMATCH\n"
+        "\n## Collector reply header\nHTTP/1.1 200 OK\r\nCache-Control: private, no-cache\r\n\r\n"
+        "\n## Collector body: first 4 of 4 bytes, md5 aa\nspe1\n"
+        "\n## Proxy reply header\nHTTP/1.1 200 OK\r\nCache-Control: private, no-cache\r\n\r\n"
+        "\n## Proxy body: first 4 of 4 bytes, md5 bb\nspe2\n")
+    if lab is not None:
+        (path / "lab.json").write_text(json.dumps(lab))
+    if squid_conf is not None:
+        (path / "collector").mkdir()
+        (path / "collector" / "squid.conf").write_text(squid_conf)
+    return path
+
+
+def uncacheable_hint(run: Path) -> str:
+    rep = build_report(run)
+    hint = rep.mismatches["examples"]["BODY_MISMATCH"][0]["hint"]
+    assert hint in text_report(rep) and html.escape(hint) in html_report(rep)
+    return hint
+
+
+def test_uncacheable_body_mismatch_hint_names_the_runs_collector(tmp_path):
+    patched = uncacheable_hint(uncacheable_body_mismatch_run(
+        tmp_path / "patched", {"collector": {"kind": "spe", "uncacheable_ttl_s": 180, "ports": {}}}))
+    assert "patched Collector" in patched and "caching bug" in patched
+    assert "stock" not in patched  # the run had the patched one: no excuse from a stock Collector
+    stock = uncacheable_hint(uncacheable_body_mismatch_run(
+        tmp_path / "stock", {"collector": {"kind": "squid", "ports": {}}}))
+    assert "stock Squid" in stock and "expected" in stock and "caching bug" not in stock
+    # The patched Collector with sharing turned off fetches again for each proxy, like stock Squid.
+    unshared = uncacheable_hint(uncacheable_body_mismatch_run(
+        tmp_path / "unshared", {"collector": {"kind": "spe", "uncacheable_ttl_s": 0, "ports": {}}}))
+    assert "uncacheable_ttl_s = 0" in unshared and "expected" in unshared and "caching bug" not in unshared
+    # No lab.json: the Collector's own configuration tells the patched one (collector_* directives).
+    from_conf = uncacheable_hint(uncacheable_body_mismatch_run(
+        tmp_path / "conf", None, "http_port 127.0.0.1:1\ncollector_uncacheable_ttl 180 seconds\n"))
+    assert "patched Collector" in from_conf and "stock" not in from_conf
+    unknown = uncacheable_hint(uncacheable_body_mismatch_run(tmp_path / "unknown", None))
+    assert "does not record" in unknown
+
+
+def test_skipped_fan_outs_are_counted_by_reason(tmp_path):
+    """2 records fanned out, 3 did not (client gone twice, the Collector failed once with its detail):
+    the report says so, so client requests = proxy requests + skipped fan-outs."""
+    lines = [record(1, measure(), [proxy("good")]), record(2, measure(), [proxy("good")])]
+    gone = "no fan-out: the client went away during the reply"
+    for i, note in ((3, gone), (4, gone), (5, "no fan-out: the Collector at 127.0.0.1:9 failed: timeout "
+                                               "(reading the header: timed out)")):
+        lines.append({**record(i, measure(status=None, error="timeout"), []), "note": note})
+    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rep = build_report(tmp_path)
+    assert rep.requests == 5 and {r["name"]: r["requests"] for r in rep.rows}["good"] == 2
+    assert rep.skipped == {"the client went away during the reply": 2,
+                           "the Collector at 127.0.0.1:9 failed: timeout": 1}
+    text = text_report(rep)
+    assert "3 fan-outs skipped" in text and "2 the client went away during the reply" in text
+    assert "3 fan-outs skipped" in html_report(rep)
+    assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["skipped_fanouts"] == rep.skipped
+
+
+def test_no_skipped_fan_outs_line_when_every_request_fanned_out(run):
+    rep = build_report(run)
+    assert rep.skipped == {} and "fan-outs skipped" not in text_report(rep) + html_report(rep)

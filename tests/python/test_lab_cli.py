@@ -11,14 +11,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import parse_lab
-from spe_tools.lab.procs import alive, session_members
+from spe_tools.lab.model import load_lab, parse_lab
+from spe_tools.lab.procs import alive, kill_session, session_members, stop_pids
 from spe_tools.lab.runner import LabError, bring_up, down
 from spe_tools.process import ProcessGroup
 
@@ -296,3 +297,104 @@ def test_run_with_headless_chromium_as_the_workload(runs):
     pages = [r for r in records if "/page/" in r["url"]]
     assert len(pages) == 2 and any("/obj/p" in r["url"] for r in records)  # the pages and their images
     assert all(p["result"] == "OK" for r in pages for p in r["proxies"])
+
+
+FAILING = """
+name = "cli"
+[collector]
+kind = "squid"
+[[proxy]]
+name = "helper"
+kind = "dummy"
+[[proxy]]
+name = "gone"
+kind = "squid"
+[[proxy]]
+name = "late"
+kind = "dummy"
+port = {port}
+"""
+
+
+def with_forked_helper(monkeypatch) -> None:
+    """Each dummy proxy forks a helper that outlives its main process's SIGTERM (as a proxy's own helper
+    may): stopping only the main PID leaves it running."""
+    dummy = type(KINDS["dummy"])
+    original = dummy.argv
+    monkeypatch.setattr(dummy, "argv", lambda self, ctx: ["/bin/sh", "-c", 'sleep 600 & exec "$@"', "sh",
+                                                           *original(self, ctx)])
+
+
+@pytest.fixture
+def sessions():
+    """Session ids of the lab components a test starts in this process; whatever is left in them is
+    killed when the test ends, however it ends."""
+    sids: set[int] = set()
+    yield sids
+    for sid in sids:
+        kill_session(sid)
+
+
+def failing_bring_up(runs: Path, monkeypatch, capsys, sessions: set[int]) -> tuple[int, Path, str]:
+    """Run a lab whose last proxy cannot bind its port (taken, not listening: no clash at check time),
+    the lab adapted on the way as `./spe demo` does (proxy 'gone' left out). Returns the exit code, the
+    run directory and stderr; `sessions` gets every component's session id."""
+    from spe_tools.lab import runner
+    from spe_tools.lab.cli import run_lab
+
+    original = runner.launch
+
+    def launch(group, name, argv, **kw):
+        child = original(group, name, argv, **kw)
+        sessions.add(child.pid)
+        return child
+
+    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(runner, "MULTIPLIER", multiplier_binary())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        lab = load_lab(write_lab(runs, FAILING.format(port=taken.getsockname()[1])))
+        adapted = replace(lab, proxies=tuple(p for p in lab.proxies if p.name != "gone"))
+        rc, rundir = run_lab(adapted, None, runs)
+    return rc, rundir, capsys.readouterr().err
+
+
+def test_a_failed_bring_up_stops_forked_helpers_and_records_the_lab_that_ran(runs, monkeypatch, capsys, sessions):
+    needs("squid")
+    with_forked_helper(monkeypatch)
+    rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
+    assert rc == 1 and "proxy 'late' (dummy) failed to start" in err
+    assert len(sessions) >= 3  # origin, helper, late (the Collector starts through its own module)
+    left = {sid: session_members(sid) for sid in sessions if session_members(sid)}
+    assert not left, f"processes survived the failed bring-up: {left}"
+    assert not (rundir / "pids.json").exists()  # removed: nothing is left to stop
+    # The run directory describes the lab that ran, not the file it was adapted from.
+    assert [p.name for p in load_lab(rundir / "lab.toml").proxies] == ["helper", "late"]
+
+
+def test_a_process_the_lab_could_not_stop_stays_in_pids_json_for_down(runs, monkeypatch, capsys, sessions):
+    needs("squid")
+    with_forked_helper(monkeypatch)
+    from spe_tools.lab import runner
+
+    stop = runner.stop_child
+    monkeypatch.setattr(runner, "stop_child", lambda child, **kw: None if child.name == "helper" else stop(child))
+    rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
+    assert rc == 1
+    state = json.loads((rundir / "pids.json").read_text())  # kept: the helper is still running
+    helper = next(e["pid"] for e in state["processes"] if e["name"] == "helper")
+    assert len(session_members(helper)) == 2  # the dummy and its forked sleep
+    # What `./spe lab down` does once the lab process is gone (here the runner is this test: not signalled).
+    assert "helper" in stop_pids(list(reversed(state["processes"])))
+    assert not session_members(helper), "pids.json did not lead to every process of the helper"
+
+
+def test_a_failed_workload_fails_the_run(runs):
+    needs("squid")
+    text = SMALL.replace("clients = 2", 'clients = 2\nargs = ["--max-conns", "many"]')
+    result = lab_cli("run", str(write_lab(runs, text)), "--runs-dir", str(runs), "--duration", "3")
+    (rundir,) = runs.glob("*-cli")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "the workload failed with exit code 2" in result.stderr
+    assert "--max-conns: invalid int value: 'many'" in result.stderr  # its own error, named
+    assert not (rundir / "report").exists()

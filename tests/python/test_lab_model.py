@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from spe_tools.collector import port_lines
 from spe_tools.lab.kinds import KINDS, Context
+from spe_tools.lab.labfile import lab_toml, write_run_lab_file
 from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
 from spe_tools.lab.runner import check, collector_port_names, multiplier_argv
@@ -211,3 +213,33 @@ def test_status_tracker_reads_only_complete_lines(tmp_path):
 def test_format_status():
     line = format_status(3.2, 12, 10, {"a": Counter(OK=9, BODY_MISMATCH=1), "b": Counter(NO_RESPONSE=2)}, ["a", "b"])
     assert line == "     3 s | requests 12 (+2) | a ok 9 diff 1 | b ok 0 none 2"
+
+
+def ran(lab):
+    """What a lab file written into a run directory describes: its paths are absolute there."""
+    origin = replace(lab.origin, model=lab.origin.model.resolve() if lab.origin.model else None)
+    return replace(lab, source=None, origin=origin, runs_dir=lab.runs_dir.resolve() if lab.runs_dir else None)
+
+
+def test_the_run_lab_file_is_the_lab_as_it_ran(tmp_path):
+    """`./spe demo` changes the lab before it runs (stock Squid, proxies left out): the run directory's
+    lab.toml must describe what ran, not the file it started from."""
+    for path in sorted((ROOT / "configs/labs").glob("*.toml")):
+        lab = load_lab(path)
+        assert ran(parse_lab(lab_toml(lab))) == ran(lab), path
+    given = tmp_path / "given.toml"
+    given.write_text('# my lab\nname = "mine"\n[collector]\nkind = "spe"\n[origin]\nmodel = "m.json"\n'
+                     '[multiplier]\nlisten = "0.0.0.0:8080"\nignore_headers = ["X-A\\\\b"]\n'
+                     '[[proxy]]\nname = "sq"\nkind = "squid"\n[[proxy]]\nname = "ext"\nkind = "external"\n'
+                     'address = "10.0.0.2:3128"\ncollector_port = 3400\n')
+    lab = load_lab(given)
+    as_given = tmp_path / "as-given.toml"
+    write_run_lab_file(lab, as_given)
+    assert as_given.read_text() == given.read_text()  # unchanged: the file itself, comments and all
+    adapted = replace(lab, collector=replace(lab.collector, kind="squid"), proxies=lab.proxies[1:])
+    written = tmp_path / "adapted.toml"
+    write_run_lab_file(adapted, written)
+    again = load_lab(written)
+    assert again.collector.kind == "squid" and [p.name for p in again.proxies] == ["ext"]
+    assert again.origin.model == tmp_path / "m.json" and again.multiplier.ignore_headers == ("X-A\\b",)
+    assert ran(again) == ran(adapted)

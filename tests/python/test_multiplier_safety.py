@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from conftest import read_records
 from httpclient import Connection, request_bytes
 
 from spe_tools.process import free_port
@@ -117,12 +118,24 @@ def test_collector_down_gives_502_with_a_reason_and_a_record(lab, start_multipli
     assert records[0]["proxies"] == [] and "Collector" in records[0]["note"]
 
 
+def exchange_from(source: str, port: int, data: bytes) -> bytes:
+    """raw_exchange from another loopback address (the client address the allow-list sees)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0)) as s:
+        s.sendall(data)
+        return b"".join(iter(lambda: s.recv(65536), b""))
+
+
 def test_clients_outside_the_allow_list_are_refused(lab, start_multiplier):
-    m = start_multiplier("--allow", "10.0.0.0/8")
-    reply = raw_exchange(m.port, request_bytes("GET", lab.url("/c/x?size=1")))
+    m = start_multiplier("--allow", "127.0.0.2/32")
+    allowed = request_bytes("GET", lab.url("/c/allowed?size=1"), {"Connection": "close"})
+    assert exchange_from("127.0.0.2", m.port, allowed).startswith(b"HTTP/1.1 200")
+    reply = exchange_from("127.0.0.1", m.port, request_bytes("GET", lab.url("/c/refused?size=1")))
     assert reply.startswith(b"HTTP/1.1 403")
-    time.sleep(0.2)
-    assert m.records(0) == []
+    # The log is flushed every second and at exit: after the exit it holds every record there is.
+    assert m.stop() == 0
+    records = read_records(m.log)
+    assert [(r["client"].rsplit(":", 1)[0], r["url"]) for r in records] == [
+        ("127.0.0.2", lab.url("/c/allowed?size=1"))]
 
 
 def test_sigterm_under_load_loses_no_record(lab, child, start_multiplier):

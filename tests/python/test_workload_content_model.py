@@ -36,6 +36,15 @@ def test_same_id_same_reply_different_ids_differ():
     assert len(cm.body(model, a1, serial=123456)) == a1.size
 
 
+def test_vary_variants_have_their_own_etag():
+    spec = cm.object_spec(cm.Model(), "obj", "x17")
+    tags = {cm.variant_etag(spec, lang) for lang in ("en", "de", "fr")}
+    assert len(tags) == 3 and spec.etag not in tags
+    assert cm.variant_etag(spec, "en") == cm.variant_etag(spec, "en")
+    assert cm.variant_etag(spec, "") == spec.etag  # no Accept-Language: the object's own tag
+    assert all(tag.startswith('"') and tag.endswith('"') for tag in tags)
+
+
 def test_default_sizes_are_exponential_with_mean_13_kb():
     sizes = [s.size for s in specs(cm.Model())]
     mean = statistics.fmean(sizes)

@@ -177,6 +177,30 @@ def test_vary_and_cookie_variants(tmp_path):
         assert cookied.headers["set-cookie"].startswith("spe=")
 
 
+def test_each_vary_variant_has_its_own_validator(tmp_path):
+    """Variants with different bodies must not share a strong ETag: a cache that revalidates with the
+    tags of the variants it holds learns from the 304's ETag which one to serve (RFC 9110 8.8.3, RFC 9111
+    4.3.2), so a shared tag would get one variant's body served for another and SPE blame the cache."""
+    with ProcessGroup(tmp_path) as group:
+        model = tmp_path / "model.json"
+        model.write_text(json.dumps({"cache_shares": {"vary": 1.0}, "think_mean_ms": 0, "think_sd_ms": 0}))
+        child = start_origin(group, "--model", str(model))
+        path = url(child, "/obj/v1")
+        with Connection(child.port) as c:
+            en, de = (c.get(path, headers={"Accept-Language": lang}) for lang in ("en", "de"))
+            en2 = c.get(path, headers={"Accept-Language": "en"})
+            de_with_en_tag = c.get(path, headers={"Accept-Language": "de", "If-None-Match": en.headers["etag"]})
+            en_with_en_tag = c.get(path, headers={"Accept-Language": "en", "If-None-Match": en.headers["etag"]})
+            both_tags = f'{en.headers["etag"]}, {de.headers["etag"]}'
+            de_with_both = c.get(path, headers={"Accept-Language": "de", "If-None-Match": both_tags})
+    assert en.body != de.body and en.headers["etag"] != de.headers["etag"]
+    assert en2.headers["etag"] == en.headers["etag"]  # each variant's tag is fixed
+    assert de_with_en_tag.status == 200 and de_with_en_tag.body == de.body
+    assert de_with_en_tag.headers["etag"] == de.headers["etag"]
+    assert en_with_en_tag.status == 304 and en_with_en_tag.headers["etag"] == en.headers["etag"]
+    assert de_with_both.status == 304 and de_with_both.headers["etag"] == de.headers["etag"]
+
+
 def test_stats_count_per_path_and_method_and_sigterm_exits_zero(tmp_path):
     with ProcessGroup(tmp_path) as group:
         child = start_origin(group, "--think-mean-ms", "0", "--think-sd-ms", "0")
@@ -189,11 +213,10 @@ def test_stats_count_per_path_and_method_and_sigterm_exits_zero(tmp_path):
         assert stats["by_path"] == {"/obj/s1": 4, "/post/p": 1}
         assert stats["by_method"] == {"GET": 3, "HEAD": 1, "POST": 1}
         assert stats["total"] == 5
-        # Idle keep-alive connection open: the stop must still be prompt.
+        # Idle keep-alive connection open: the origin must still exit on SIGTERM by itself (exit 0; a
+        # SIGKILL after the stop deadline would make it -9). How fast is not a wall-clock claim here.
         idle = Connection(child.port)
-        start = time.monotonic()
         assert child.stop(deadline_s=5) == 0
-        assert time.monotonic() - start < 3
         idle.close()
 
 

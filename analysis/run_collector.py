@@ -1,0 +1,45 @@
+"""Which Collector a run used, read from its directory: lab.json's "collector" (kind and
+uncacheable_ttl_s), else the Collector's own squid.conf (only the patched one has collector_*
+directives). Whether it shared uncacheable replies decides what a body mismatch on one means."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+NAMES = {"spe": 'the patched Collector (kind "spe")', "squid": 'Debian\'s stock Squid as the Collector (kind "squid")'}
+
+
+@dataclass(frozen=True)
+class RunCollector:
+    kind: str | None  # "spe" (patched), "squid" (stock); None: the run directory does not say
+    uncacheable_ttl_s: int = 0  # how long the patched Collector shares an uncacheable reply (0: it does not)
+
+    @property
+    def shares_uncacheable(self) -> bool:
+        """Every proxy gets the copy the direct path got, instead of a fetch of its own."""
+        return self.kind == "spe" and self.uncacheable_ttl_s > 0
+
+    @property
+    def name(self) -> str:
+        return NAMES.get(self.kind or "", f"a Collector of kind {self.kind!r}" if self.kind else "an unknown Collector")
+
+
+def _from_squid_conf(conf: Path) -> RunCollector:
+    ttl = re.search(r"^collector_uncacheable_ttl\s+(\d+)", conf.read_text(errors="replace"), re.M)
+    return RunCollector("spe", int(ttl.group(1))) if ttl else RunCollector("squid")
+
+
+def run_collector(run: Path | None) -> RunCollector:
+    """The Collector of run directory `run` (kind None when it is not a directory or records nothing)."""
+    if run is None or not Path(run).is_dir():
+        return RunCollector(None)
+    lab_file = Path(run) / "lab.json"
+    if lab_file.exists():
+        collector = json.loads(lab_file.read_text()).get("collector", {})
+        if collector.get("kind"):
+            return RunCollector(collector["kind"], int(collector.get("uncacheable_ttl_s", 180)))
+    conf = Path(run) / "collector" / "squid.conf"
+    return _from_squid_conf(conf) if conf.exists() else RunCollector(None)
