@@ -23,6 +23,9 @@ class PortUsage:
     bytes_to_client: int = 0  # reply bytes the Collector sent (headers and body): the proxy's "received"
     bytes_from_client: int = 0  # request bytes the Collector received: the proxy's "sent"
     codes: dict[str, int] = field(default_factory=dict)
+    # URLs this port's requests had fetched from the origin (hierarchy HIER_DIRECT): on the direct port,
+    # requests no proxy can have answered from its cache before asking its own Collector port.
+    origin_urls: set[str] = field(default_factory=set)
 
     @property
     def misses(self) -> int:
@@ -54,4 +57,6 @@ def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, 
         u.bytes_to_client += sent
         u.bytes_from_client += received
         u.codes[code] = u.codes.get(code, 0) + 1
+        if fields[8].startswith("HIER_DIRECT"):
+            u.origin_urls.add(fields[6])
     return usage, bad
