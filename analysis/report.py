@@ -116,7 +116,7 @@ def trust_html(rep: Report) -> str:
                       for d in rep.noise["dummies"])
     detail = ""
     if dummies or pairs:
-        detail = ("<table><tr><th>measured by</th><th>requests</th><th>differ</th><th>%</th></tr>"
+        detail = ("<table><tr><th>measured by</th><th>requests compared</th><th>differ</th><th>%</th></tr>"
                   + dummies + pairs + "</table>")
     beside = ("<table><tr><th></th><th>mismatch %</th><th>beside the noise floor</th></tr>" + rows + "</table>"
               if rep.noise["measured"] else "")
