@@ -46,9 +46,10 @@ def stamp_evidence(results: pl.DataFrame, name: str) -> tuple[int, int]:
 
 def silent_port_evidence(results: pl.DataFrame, name: str, usage: dict[str, PortUsage]) -> int:
     """Replies to requests the Collector fetched from the origin, answered with the reference's status,
-    while this proxy's Collector port saw no request at all (0 when it saw one, or nothing is known)."""
+    while this proxy's Collector port saw no request at all (0 when it saw one, or when lab.json names
+    no port for it: then nothing says where its requests would have arrived)."""
     direct = usage.get("direct")
-    if direct is None or not direct.origin_urls or usage.get(name, PortUsage()).requests:
+    if direct is None or not direct.origin_urls or name not in usage or usage[name].requests:
         return 0
     part = _with_reference(results, name).filter(
         _delivered() & (pl.col("status") == pl.col("ref_status")) & (pl.col("status") < 500)

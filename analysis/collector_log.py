@@ -23,8 +23,8 @@ class PortUsage:
     bytes_to_client: int = 0  # reply bytes the Collector sent (headers and body): the proxy's "received"
     bytes_from_client: int = 0  # request bytes the Collector received: the proxy's "sent"
     codes: dict[str, int] = field(default_factory=dict)
-    # URLs this port's requests had fetched from the origin (hierarchy HIER_DIRECT): on the direct port,
-    # requests no proxy can have answered from its cache before asking its own Collector port.
+    # URLs this port's requests had fetched from the origin (hierarchy HIER_DIRECT). On the direct port: what
+    # a proxy answering them had to get from somewhere, its own Collector port if it used it (bypass.py).
     origin_urls: set[str] = field(default_factory=set)
 
     @property
@@ -33,8 +33,9 @@ class PortUsage:
 
 
 def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, PortUsage], int]:
-    """Usage per port name (ports not in `port_names` are grouped under their number)."""
-    usage: dict[str, PortUsage] = {}
+    """Usage per port name (ports not in `port_names` are grouped under their number). Every named port
+    is listed, one that saw no request too: a proxy that bypassed its Collector port shows there."""
+    usage: dict[str, PortUsage] = {name: PortUsage() for name in port_names.values()}
     bad = 0
     for line in Path(path).read_text(errors="replace").splitlines():
         fields = line.split()

@@ -14,7 +14,7 @@ from test_analysis import measure, proxy, record
 
 from analysis.cli import main as report_main
 from analysis.records import load_jsonl
-from analysis.report import build_report, text_report, text_table
+from analysis.report import build_report, port_rows, text_report, text_table
 
 
 @pytest.fixture(autouse=True)
@@ -180,3 +180,15 @@ def test_a_silent_port_without_origin_fetches_is_no_evidence(tmp_path):
     log = [origin_fetch(i, 5000, "HIER_NONE/-", "TCP_MEM_HIT") for i in range(1, 3)]
     rep = build_report(write_run(tmp_path, records, topology({"ats": "trafficserver"}, ports=PORTS), log))
     assert rep.bypass == {} and {r["name"]: r for r in rep.rows}["ats"]["hit_ratio"] == 1.0
+
+
+def test_a_proxy_whose_collector_port_is_unknown_is_not_judged_and_a_silent_port_is_listed(tmp_path):
+    """lab.json names no port for "mine" (nothing says where its requests would arrive): no evidence. ats's
+    port is named and silent: the Collector-per-port table shows it with 0 requests."""
+    records = [record(i, measure(), [proxy("ats"), proxy("mine")]) for i in range(1, 3)]
+    log = [origin_fetch(i) for i in range(1, 3)]
+    rep = build_report(write_run(tmp_path, records, topology({"ats": "trafficserver", "mine": "external"},
+                                                             ports=PORTS), log))
+    assert set(rep.bypass) == {"ats"}
+    ports = {r["port"]: r for r in port_rows(rep)}
+    assert ports["ats"]["requests"] == 0 and ports["squid"]["requests"] == 0 and "mine" not in ports
