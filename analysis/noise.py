@@ -70,6 +70,12 @@ def mismatch_pct(row: dict) -> float | None:
     return None if row.get("ok_pct") is None else 100 - row["ok_pct"]
 
 
+def pair_pct(floor: dict, name: str) -> float | None:
+    """How often a noise-pair member disagreed with its twin (the largest, with several twins), in %."""
+    rates = [p["pct"] for p in floor.get("pairs", []) if name in (p["a"], p["b"]) and p["pct"] is not None]
+    return max(rates, default=None)
+
+
 def beside_floor(row: dict, floor: dict) -> str | None:
     """'within' the noise floor, 'above' it, or None (no floor, or no mismatch rate)."""
     pct = mismatch_pct(row)

@@ -18,7 +18,7 @@ from analysis import plots
 from analysis.bypass import bypass_lines, find_bypasses, withhold_cache_figures
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.mismatches import mismatch_summary
-from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor
+from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
 from analysis.records import load_run_records
 from analysis.stats import RESULT_CLASSES, proxy_table
 
@@ -29,7 +29,7 @@ COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" for c
            "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "body_bytes", "collector_requests", "hit_ratio",
            "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent",
            # how far to trust the row (analysis/noise.py, analysis/bypass.py)
-           "mismatch_pct", "noise_floor_pct", "noise_floor", "bypassed_replies"]
+           "mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct", "bypassed_replies"]
 
 
 @dataclass
@@ -93,7 +93,7 @@ def trust_columns(run: Path, records, usage: dict | None, rows: list[dict]) -> t
     for row in rows[1:]:
         found = bypass.get(row["name"], {})
         row.update(mismatch_pct=mismatch_pct(row), noise_floor_pct=noise["floor_pct"],
-                   noise_floor=beside_floor(row, noise),
+                   noise_floor=beside_floor(row, noise), noise_pair_disagreement_pct=pair_pct(noise, row["name"]),
                    bypassed_replies=max(found.get("unstamped", 0), found.get("silent_port_replies", 0)))
     return noise, bypass
 

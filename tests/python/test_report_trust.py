@@ -89,6 +89,8 @@ def test_the_noise_floor_in_every_format(tmp_path, capsys):
     with open(run / "report/summary.csv") as f:
         csv_rows = {r["name"]: r for r in csv.DictReader(f)}
     assert csv_rows["varnish"]["noise_floor"] == "above" and float(csv_rows["varnish"]["mismatch_pct"]) == 50
+    assert float(csv_rows["squid-twin"]["noise_pair_disagreement_pct"]) == float(csv_rows["squid"][
+        "noise_pair_disagreement_pct"]) == 100 / 3 and csv_rows["varnish"]["noise_pair_disagreement_pct"] == ""
     page = (run / "report/report.html").read_text()
     assert "<h2>Noise floor</h2>" in page and "squid = squid-twin" in page
 
