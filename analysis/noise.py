@@ -56,7 +56,7 @@ def noise_floor(results: pl.DataFrame, lab: dict | None) -> dict:
     pairs = [pair_noise(results, a, b) for a, b in lab.get("noise_pairs", [])]
     rates = [m["pct"] for m in dummies + pairs if m["pct"] is not None]
     if not rates:
-        reason = ("no dummy proxy and no noise pair (two proxies of the same kind and settings) in this lab"
+        reason = ("this lab has no dummy proxy and no noise pair, two proxies of the same kind and settings"
                   if not dummies and not pairs else "the dummy and the noise pairs answered no request")
         return {"measured": False, "reason": reason, "dummies": dummies, "pairs": pairs, "floor_pct": None,
                 "zero": None}

@@ -108,8 +108,8 @@ def test_a_run_without_dummy_or_pair_says_the_floor_was_not_measured(tmp_path):
     records = [record(i, measure(), [proxy("squid"), proxy("ats")]) for i in range(1, 3)]
     rep = build_report(write_run(tmp_path, records, topology({"squid": "squid", "ats": "trafficserver"})))
     assert not rep.noise["measured"]
-    assert ("Noise floor: not measured (no dummy proxy and no noise pair (two proxies of the same kind and settings) "
-            "in this lab)") in text_report(rep)
+    assert ("Noise floor: not measured (this lab has no dummy proxy and no noise pair, two proxies of the same kind "
+            "and settings)") in text_report(rep)
     bare = build_report(tmp_path / "multiplier.jsonl")  # a log file alone: kinds unknown
     assert "Noise floor: not measured (no lab.json" in text_report(bare)
 
