@@ -23,6 +23,9 @@ class PortUsage:
     bytes_to_client: int = 0  # reply bytes the Collector sent (headers and body): the proxy's "received"
     bytes_from_client: int = 0  # request bytes the Collector received: the proxy's "sent"
     codes: dict[str, int] = field(default_factory=dict)
+    # URLs this port's requests had fetched from the origin (hierarchy HIER_DIRECT). On the direct port: what
+    # a proxy answering them had to get from somewhere, its own Collector port if it used it (bypass.py).
+    origin_urls: set[str] = field(default_factory=set)
 
     @property
     def misses(self) -> int:
@@ -30,8 +33,9 @@ class PortUsage:
 
 
 def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, PortUsage], int]:
-    """Usage per port name (ports not in `port_names` are grouped under their number)."""
-    usage: dict[str, PortUsage] = {}
+    """Usage per port name (ports not in `port_names` are grouped under their number). Every named port
+    is listed, one that saw no request too: a proxy that bypassed its Collector port shows there."""
+    usage: dict[str, PortUsage] = {name: PortUsage() for name in port_names.values()}
     bad = 0
     for line in Path(path).read_text(errors="replace").splitlines():
         fields = line.split()
@@ -54,4 +58,6 @@ def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, 
         u.bytes_to_client += sent
         u.bytes_from_client += received
         u.codes[code] = u.codes.get(code, 0) + 1
+        if fields[8].startswith("HIER_DIRECT"):
+            u.origin_urls.add(fields[6])
     return usage, bad

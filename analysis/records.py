@@ -24,6 +24,7 @@ RESULT_SCHEMA = {
     "id": pl.Int64, "ts": pl.Float64, "method": pl.Utf8, "url": pl.Utf8, "name": pl.Utf8, "status": pl.Int64,
     "header_bytes": pl.Int64, "bytes": pl.Int64, "md5": pl.Utf8, "connect_us": pl.Int64, "ttfb_us": pl.Int64,
     "total_us": pl.Int64, "result": pl.Utf8, "error": pl.Utf8, "mismatched_headers": pl.List(pl.Utf8),
+    "fetch": pl.Utf8,  # the Collector's X-SPE-Fetch stamp on the reply (null: none; older logs lack it)
 }
 
 
@@ -53,7 +54,8 @@ def _split_lines(data: bytes) -> tuple[list[bytes], int]:
 
 
 _MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.int64()), ("md5", pa.string()),
-            ("connect_us", pa.int64()), ("ttfb_us", pa.int64()), ("total_us", pa.int64()), ("error", pa.string())]
+            ("connect_us", pa.int64()), ("ttfb_us", pa.int64()), ("total_us", pa.int64()), ("error", pa.string()),
+            ("fetch", pa.string())]
 # What the analysis reads of a record; other fields are ignored (records may carry more).
 LOG_SCHEMA = pa.schema([
     ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
@@ -98,7 +100,7 @@ def _parse_ndjson(lines: list[bytes]) -> tuple[pl.DataFrame, int]:
 
 
 def _results_table(df: pl.DataFrame) -> pl.DataFrame:
-    measure_cols = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us"]
+    measure_cols = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "fetch"]
     base = df.select("id", "ts", "method", "url")
     collector = pl.concat([base, df.select(pl.col("collector").struct.field(*measure_cols))], how="horizontal")
     collector = collector.with_columns(
@@ -171,7 +173,7 @@ def load_rope(path: Path) -> Records:
             "bytes": int(m["bytes"]), "md5": None,
             "connect_us": None, "ttfb_us": irt, "total_us": total,
             "result": None if is_collector else (parts[2] if len(parts) > 2 else None), "error": None,
-            "mismatched_headers": None if is_collector else parts[3:],
+            "mismatched_headers": None if is_collector else parts[3:], "fetch": None,
         })
     results = pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()

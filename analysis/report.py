@@ -15,8 +15,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from analysis import plots
+from analysis.bypass import bypass_lines, find_bypasses, withhold_cache_figures
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.mismatches import mismatch_summary
+from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
 from analysis.records import load_run_records
 from analysis.run_collector import run_collector
 from analysis.stats import RESULT_CLASSES, proxy_table
@@ -26,7 +28,9 @@ COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" for c
            "latency_mean_ms", "latency_mean_ci_low_ms", "latency_mean_ci_high_ms", "latency_median_ms",
            "latency_median_ci_low_ms", "latency_median_ci_high_ms", "latency_p90_ms", "latency_p99_ms",
            "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "body_bytes", "collector_requests", "hit_ratio",
-           "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent"]
+           "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent",
+           # how far to trust the row (analysis/noise.py, analysis/bypass.py)
+           "mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct", "bypassed_replies"]
 
 
 @dataclass
@@ -40,6 +44,8 @@ class Report:
     figures: dict
     collector_ports: dict  # port name -> PortUsage (empty without lab.json / access.log)
     skipped: dict = field(default_factory=dict)  # requests with no fan-out, by reason (the records' note)
+    noise: dict = field(default_factory=dict)  # the noise floor SPE measured (analysis/noise.py)
+    bypass: dict = field(default_factory=dict)  # proxy -> evidence it bypassed its Collector port
 
 
 class Progress:
@@ -68,6 +74,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     rows = proxy_table(records.results, records.proxies)
     for row in rows:
         row.update(cache_columns(records.results, row["name"], usage[0] if usage else None))
+    noise, bypass = trust_columns(run, records, usage[0] if usage else None, rows)
     capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
     progress("drawing figures")
     figures = {
@@ -77,7 +84,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
                   mismatch_summary(records.results, capture_dir, run_collector(run)), figures,
-                  usage[0] if usage else {}, skipped=records.skipped)
+                  usage[0] if usage else {}, skipped=records.skipped, noise=noise, bypass=bypass)
 
 
 def skipped_text(rep: Report) -> str:
@@ -86,6 +93,45 @@ def skipped_text(rep: Report) -> str:
         return ""
     reasons = "; ".join(f"{n} {reason}" for reason, n in rep.skipped.items())
     return f"{sum(rep.skipped.values())} fan-outs skipped, so no proxy saw them ({reasons})"
+
+
+def trust_columns(run: Path, records, usage: dict | None, rows: list[dict]) -> tuple[dict, dict]:
+    """The noise floor beside every proxy's mismatch rate, and no cache figures for a proxy that
+    bypassed its Collector port (they would come from a port it did not use)."""
+    noise = noise_floor(records.results, load_lab_json(run) if run.is_dir() else None)
+    bypass = find_bypasses(records.results, records.proxies, usage)
+    withhold_cache_figures(rows, bypass)
+    for row in rows[1:]:
+        found = bypass.get(row["name"], {})
+        row.update(mismatch_pct=mismatch_pct(row), noise_floor_pct=noise["floor_pct"],
+                   noise_floor=beside_floor(row, noise), noise_pair_disagreement_pct=pair_pct(noise, row["name"]),
+                   bypassed_replies=max(found.get("unstamped", 0), found.get("silent_port_replies", 0)))
+    return noise, bypass
+
+
+def trust_text(rep: Report) -> list[str]:
+    """What the text report and `./spe demo` print under the per-proxy table."""
+    return [*bypass_lines(rep.bypass), *(floor_text(rep.rows, rep.noise) if rep.noise else [])]
+
+
+def trust_html(rep: Report) -> str:
+    esc = html.escape
+    warnings = "".join(f"<p><b>{esc(m)}</b></p>" for m in bypass_lines(rep.bypass))
+    if not rep.noise:
+        return warnings
+    rows = "".join(_html_row(r["name"], [_fmt(r.get("mismatch_pct")), r.get("noise_floor") or "-"])
+                   for r in rep.rows[1:])
+    pairs = "".join(_html_row(f"{p['a']} = {p['b']}", [p["both_answered"], p["disagreements"], _fmt(p["pct"])])
+                    for p in rep.noise["pairs"])
+    dummies = "".join(_html_row(d["name"], [d["requests"], d["mismatches"], _fmt(d["pct"])])
+                      for d in rep.noise["dummies"])
+    detail = ""
+    if dummies or pairs:
+        detail = ("<table><tr><th>measured by</th><th>requests compared</th><th>differ</th><th>%</th></tr>"
+                  + dummies + pairs + "</table>")
+    beside = ("<table><tr><th></th><th>mismatch %</th><th>beside the noise floor</th></tr>" + rows + "</table>"
+              if rep.noise["measured"] else "")
+    return f"{warnings}<h2>Noise floor</h2><p>{esc(floor_line(rep.noise))}</p>{detail}{beside}"
 
 
 def port_rows(rep: Report) -> list[dict]:
@@ -136,7 +182,7 @@ def text_report(rep: Report) -> str:
     out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
            + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
            + (f"; {skipped_text(rep)}" if rep.skipped else ""), "", text_table(rep.rows),
-           "", f"Mismatches: {rep.mismatches['total']}"]
+           *trust_text(rep), "", f"Mismatches: {rep.mismatches['total']}"]
     for name, counts in rep.mismatches["by_proxy"].items():
         out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if rep.mismatches["headers"]:
@@ -191,7 +237,7 @@ td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}th:first-child
 pre{{background:#f6f6f6;padding:.5em;white-space:pre-wrap}}img{{max-width:100%}}</style></head><body>
 <h1>SPE report</h1><p>{esc(str(rep.run))}: {rep.requests} client requests; {rep.bad_lines} unreadable log lines.
 {esc(skipped_text(rep))}</p>
-<h2>Per proxy (ROPE's Tables 1 and 2)</h2><table><tr><th></th>{head}</tr>{body}</table>
+<h2>Per proxy (ROPE's Tables 1 and 2)</h2><table><tr><th></th>{head}</tr>{body}</table>{trust_html(rep)}
 <p>Latency: total response time of delivered responses. Hit ratios and relative bandwidth come from the Collector's
 access.log per Collector port.</p>{ports}<h2>Figures</h2>{figures}
 <h2>Mismatches ({rep.mismatches['total']})</h2><table>{classes}</table>
@@ -216,7 +262,7 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
                    "proxies": [{c: r.get(c) for c in COLUMNS} for r in rep.rows], "mismatches": rep.mismatches,
                    "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines,
-                   "skipped_fanouts": rep.skipped}
+                   "skipped_fanouts": rep.skipped, "noise_floor": rep.noise, "bypass": rep.bypass}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         written.append(out / "summary.json")
     if "text" in formats:

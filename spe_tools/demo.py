@@ -1,7 +1,7 @@
 """./spe demo: run the default lab (configs/labs/default.toml) and print its report.
 
-The default lab puts Squid, Traffic Server (passive, and with prefetching), Varnish, Apache,
-nginx and the dummy side by side behind the patched Collector, with the synthetic origin and the
+The default lab puts Squid (twice: a noise pair), Traffic Server (passive, and with prefetching),
+Varnish, Apache, nginx and the dummy side by side behind the patched Collector, with the synthetic origin and the
 load client (spe_tools.workload.load) for about two minutes (--duration to change). Until the patched Collector is
 built, Debian's stock Squid stands in for it (the report says so). Everything stays in one run
 directory under runs/, which is printed at the start and the end.

@@ -14,7 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from spe_tools.lab.bypass import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.model import Lab, LabFileError, load_lab
+from spe_tools.lab.noise import noise_pairs
 from spe_tools.lab.runner import (
     LabError,
     RunningLab,
@@ -46,12 +48,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = check(lab)
     for p in problems:
         print(f"spe lab check: {p}", file=sys.stderr)
+    for w in static_warnings(lab):
+        print(f"spe lab check: warning: {w}", file=sys.stderr)
     if problems:
         return 1
     say(f"spe lab check: {args.labfile}: lab {lab.name!r} is ready: Collector {lab.collector.kind}, origin "
         f"{lab.origin.kind}, workload {lab.workload.kind}, proxies "
-        + ", ".join(f"{p.name} ({p.kind})" for p in lab.proxies))
+        + ", ".join(f"{p.name} ({p.kind})" for p in lab.proxies) + _noise_note(lab))
     return 0
+
+
+def _noise_note(lab: Lab) -> str:
+    """What will measure SPE's own noise floor in this lab (analysis/noise.py)."""
+    pairs = [" = ".join(pair) for pair in noise_pairs(lab)]
+    dummies = [p.name for p in lab.proxies if p.kind == "dummy"]
+    if not pairs and not dummies:
+        return "; no dummy and no noise pair: the noise floor will not be measured"
+    return "; noise floor measured by " + ", ".join([*dummies, *(f"noise pair {p}" for p in pairs)])
+
+
+def _bypass_watch(run: RunningLab) -> BypassWatch:
+    """Watches the Collector's access.log per port, named as in lab.json."""
+    names = {run.ports.direct: "direct", **{port: name for name, port in run.ports.collector.items()}}
+    return BypassWatch(CollectorPorts(run.rundir / "collector" / "access.log", names))
 
 
 # Without these the run measures nothing: the lab stops when one of them dies.
@@ -64,16 +83,22 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
     A proxy under test that dies is reported once and the run goes on: the Multiplier measures its
     failures, which is what an evaluation should record (ROPE lost a proxy mid-run too). If the
     Collector, the origin or the Multiplier dies, the lab stops with an error naming it."""
-    tracker = StatusTracker(run.rundir / "multiplier.jsonl")
+    tracker = StatusTracker(run.rundir / "multiplier.jsonl", watch=_bypass_watch(run))
     names = [p.name for p in run.lab.proxies]
     started = time.monotonic()
     previous = 0
     down: set[str] = set()
+    bypass: set[str] = set()
     while until is None or time.monotonic() < until:
         time.sleep(1)
         tracker.update()
         elapsed = time.monotonic() - started
-        say(format_status(elapsed, tracker.requests, previous, tracker.results, names, down))
+        say(format_status(elapsed, tracker.requests, previous, tracker.results, names, down,
+                          tracker.watch.bypassing))
+        for name in sorted(tracker.watch.bypassing - bypass):
+            say(f"spe lab: proxy {name!r} BYPASS: its replies do not come through its Collector port; its hit "
+                "ratio and bandwidth will not be computed (docs/report.md)")
+        bypass = tracker.watch.bypassing
         previous = tracker.requests
         dead = [c.name for c in run.group.children if c.name != "workload" and not c.alive()]
         core = [name for name in dead if name in CORE]
@@ -103,6 +128,8 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
         run = bring_up(lab, rundir, group, say=say)
         say(f"spe lab: Multiplier on {lab.multiplier.host}:{run.ports.multiplier} (use it as the HTTP proxy); "
             f"stop with Ctrl-C or ./spe lab down {rundir}")
+        for warning in static_warnings(lab):
+            say(f"spe lab: warning: {warning}")
         if duration is None:
             _status_loop(run, None)
         else:
@@ -146,7 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def write_report(rundir: Path) -> int:
     try:
-        from analysis.report import build_report, text_table
+        from analysis.report import build_report, text_table, trust_text
         from analysis.report import write_report as write
     except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
         print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
@@ -154,6 +181,8 @@ def write_report(rundir: Path) -> int:
     report = build_report(rundir)
     written = write(report, rundir / "report", {"html", "csv", "json", "text"})
     say(text_table(report.rows))
+    for line in trust_text(report):  # the noise floor, and proxies that bypassed their Collector port
+        say(line)
     say(f"spe lab: report {written[-1]}")
     return 0
 

@@ -23,6 +23,7 @@ from spe_tools.lab import parent
 from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.labfile import write_run_lab_file
 from spe_tools.lab.model import Lab
+from spe_tools.lab.noise import noise_pairs
 from spe_tools.lab.procs import alive, launch, session_members, start_time, stop_child, stop_pids
 from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open, tail
 from spe_tools.workload import browse, content_model
@@ -314,6 +315,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
                    "think_mean_ms": lab.origin.think_mean_ms, "think_sd_ms": lab.origin.think_sd_ms,
                    "seed": lab.origin.seed, "stdout": "origin.out"},
         "workload": asdict(lab.workload),
+        "noise_pairs": [list(pair) for pair in noise_pairs(lab)],  # identical proxies (analysis/noise.py)
     }
 
 

@@ -7,26 +7,27 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spe_tools.lab.bypass import BypassWatch
+from spe_tools.lab.tail import LogTail
+
 
 @dataclass
 class StatusTracker:
-    """Reads the Multiplier's log incrementally (only complete lines) and counts results per proxy."""
+    """Reads the Multiplier's log incrementally (only complete lines) and counts results per proxy;
+    `watch` notices proxies whose replies do not come through their Collector port."""
 
     log: Path
     requests: int = 0
     results: dict[str, Counter] = field(default_factory=dict)
-    _offset: int = 0
+    watch: BypassWatch = field(default_factory=BypassWatch)
+    _tail: LogTail = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._tail = LogTail(self.log)
 
     def update(self) -> None:
-        try:
-            with open(self.log, "rb") as f:
-                f.seek(self._offset)
-                data = f.read()
-        except OSError:
-            return
-        complete = data[: data.rfind(b"\n") + 1]  # the last line may still be half-written
-        self._offset += len(complete)
-        for line in complete.splitlines():
+        self.watch.check_ports()  # before reading new records: judges those read at earlier updates
+        for line in self._tail.new_lines():
             try:
                 self.add(json.loads(line))
             except (ValueError, TypeError):
@@ -36,12 +37,14 @@ class StatusTracker:
         self.requests += 1
         for proxy in record.get("proxies") or []:
             self.results.setdefault(proxy.get("name", "?"), Counter())[proxy.get("result", "?")] += 1
+        self.watch.add(record)
 
 
 def format_status(elapsed_s: float, requests: int, previous: int, results: dict[str, Counter],
-                  names: list[str], down: frozenset[str] | set[str] = frozenset()) -> str:
+                  names: list[str], down: frozenset[str] | set[str] = frozenset(),
+                  bypass: frozenset[str] | set[str] = frozenset()) -> str:
     """One line: elapsed time, requests (and per second since the last line), per proxy OK/other/no reply,
-    DOWN after a proxy whose process has died."""
+    DOWN after a proxy whose process has died, BYPASS after one whose replies skip its Collector port."""
     parts = [f"{elapsed_s:6.0f} s", f"requests {requests} (+{requests - previous})"]
     for name in names:
         counts = results.get(name, Counter())
@@ -49,5 +52,5 @@ def format_status(elapsed_s: float, requests: int, previous: int, results: dict[
         none = counts.get("NO_RESPONSE", 0)
         other = sum(counts.values()) - ok - none
         parts.append(f"{name} ok {ok}" + (f" diff {other}" if other else "") + (f" none {none}" if none else "")
-                     + (" DOWN" if name in down else ""))
+                     + (" DOWN" if name in down else "") + (" BYPASS" if name in bypass else ""))
     return " | ".join(parts)

@@ -30,6 +30,7 @@ def test_a_short_demo_runs_the_default_lab_and_reports_every_proxy():
         assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
         (rundir,) = runs.iterdir()
         assert f"spe demo: run directory {rundir}" in demo.stdout
+        assert "\nNoise floor: " in demo.stdout  # measured by the dummy and the squid / squid-twin noise pair
         if "note:" in demo.stdout:  # a package or the patched Collector is missing here: say so
             pytest.fail("the demo ran degraded: " + " / ".join(
                 line for line in demo.stdout.splitlines() if "note:" in line))

@@ -1,0 +1,109 @@
+"""SPE's own noise floor: how often SPE disagrees with itself, beside each proxy's mismatch rate.
+
+Two measures, both from the lab's topology (lab.json):
+- the dummy: a pass-through to its Collector port with no cache; any non-OK result is noise
+  (the Collector, the comparison, timing), never a caching difference;
+- noise pairs (Diffy's idea): two proxies of the same kind with the same settings, which the lab
+  recognises and lists as `noise_pairs`. On a request both answered, they disagree when their
+  result classes or their body digests differ.
+The floor is the largest of these rates. A proxy whose mismatch rate is at or below it cannot be
+told from SPE's own noise; the goal is a floor of 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+
+def load_lab_json(run: Path) -> dict | None:
+    """The run's topology (names, kinds, noise pairs), None for a bare log file or a run without it."""
+    path = Path(run) / "lab.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return 100 * part / whole if whole else None
+
+
+def dummy_noise(results: pl.DataFrame, name: str) -> dict:
+    """The dummy's replies that differ from the Collector's, out of the requests it had to answer."""
+    part = results.filter(pl.col("name") == name)
+    mismatches = part.filter(pl.col("result").ne_missing("OK")).height
+    return {"name": name, "requests": part.height, "mismatches": mismatches, "pct": _pct(mismatches, part.height)}
+
+
+def pair_noise(results: pl.DataFrame, a: str, b: str) -> dict:
+    """How often two identical proxies disagree, over the requests both of them answered."""
+    cols = ("result", "md5")
+    answered = pl.col("status").is_not_null() & pl.col("error").is_null()
+    left = results.filter((pl.col("name") == a) & answered).select("id", *cols)
+    right = results.filter((pl.col("name") == b) & answered).select("id", *[pl.col(c).alias(f"{c}_b") for c in cols])
+    both = left.join(right, on="id", how="inner")
+    disagree = both.filter(pl.col("result").ne_missing(pl.col("result_b")) | pl.col("md5").ne_missing(pl.col("md5_b")))
+    return {"a": a, "b": b, "both_answered": both.height, "disagreements": disagree.height,
+            "pct": _pct(disagree.height, both.height)}
+
+
+def noise_floor(results: pl.DataFrame, lab: dict | None) -> dict:
+    """The floor a run measured (or why it measured none), from lab.json's proxy kinds and noise pairs."""
+    if lab is None:
+        return {"measured": False, "reason": "no lab.json: which proxies are dummies or noise pairs is unknown",
+                "dummies": [], "pairs": [], "floor_pct": None, "zero": None}
+    dummies = [dummy_noise(results, n) for n, p in lab.get("proxies", {}).items() if p.get("kind") == "dummy"]
+    pairs = [pair_noise(results, a, b) for a, b in lab.get("noise_pairs", [])]
+    rates = [m["pct"] for m in dummies + pairs if m["pct"] is not None]
+    if not rates:
+        reason = ("this lab has no dummy proxy and no noise pair, two proxies of the same kind and settings"
+                  if not dummies and not pairs else "the dummy and the noise pairs answered no request")
+        return {"measured": False, "reason": reason, "dummies": dummies, "pairs": pairs, "floor_pct": None,
+                "zero": None}
+    zero = all(m["mismatches"] == 0 for m in dummies) and all(m["disagreements"] == 0 for m in pairs)
+    return {"measured": True, "reason": None, "dummies": dummies, "pairs": pairs, "floor_pct": max(rates),
+            "zero": zero}
+
+
+def mismatch_pct(row: dict) -> float | None:
+    """A proxy row's share of requests whose result was not OK, in % (None for the Collector's row)."""
+    return None if row.get("ok_pct") is None else 100 - row["ok_pct"]
+
+
+def pair_pct(floor: dict, name: str) -> float | None:
+    """How often a noise-pair member disagreed with its twin (the largest, with several twins), in %."""
+    rates = [p["pct"] for p in floor.get("pairs", []) if name in (p["a"], p["b"]) and p["pct"] is not None]
+    return max(rates, default=None)
+
+
+def beside_floor(row: dict, floor: dict) -> str | None:
+    """'within' the noise floor, 'above' it, or None (no floor, or no mismatch rate)."""
+    pct = mismatch_pct(row)
+    if pct is None or not floor["measured"]:
+        return None
+    return "within" if pct <= floor["floor_pct"] else "above"
+
+
+def floor_line(floor: dict) -> str:
+    """One line: the floor and what measured it (the demo prints it under the per-proxy table)."""
+    if not floor["measured"]:
+        return f"Noise floor: not measured ({floor['reason']})"
+    parts = [f"{d['name']} {d['mismatches']:,} of {d['requests']:,} replies differ from the Collector's"
+             for d in floor["dummies"] if d["pct"] is not None]
+    parts += [f"{p['a']} = {p['b']} disagree on {p['disagreements']:,} of {p['both_answered']:,} requests"
+              for p in floor["pairs"] if p["pct"] is not None]
+    goal = "goal met: SPE agrees with itself" if floor["zero"] else "goal: 0"
+    return f"Noise floor: {floor['floor_pct']:.2f} % ({'; '.join(parts)}; {goal})"
+
+
+def floor_text(rows: list[dict], floor: dict) -> list[str]:
+    """The floor line, then each proxy's mismatch rate beside it."""
+    out = [floor_line(floor)]
+    if not floor["measured"]:
+        return out
+    judged = [(row, beside_floor(row, floor)) for row in rows]
+    judged = [(row, verdict) for row, verdict in judged if verdict is not None]
+    width = max((len(row["name"]) for row, _ in judged), default=0) + 2
+    for row, verdict in judged:
+        out.append(f"  {row['name']:{width}}{mismatch_pct(row):6.2f} % mismatches, {verdict} the noise floor")
+    return out

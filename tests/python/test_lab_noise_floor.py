@@ -1,0 +1,109 @@
+"""SPE's own noise floor, measured on a real lab: the patched Collector, two identical Squids (a noise pair
+the lab recognises by itself), the dummy and the load client for 10 s, through `./spe lab run`.
+
+The run-level goal is a floor of 0: the dummy (no cache) never differs from the Collector and the two
+identical Squids never disagree. `test_the_noise_floor_is_zero` (marker `noise_floor`) asserts exactly
+that and fails, naming what differed, while the Collector or the comparison still adds noise: that is
+its job; do not relax it. The other tests check that the floor is measured and reported, and that no
+proxy is wrongly named as bypassing its Collector port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import multiplier_binary
+
+from spe_tools.collector import BINARIES
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.runner import down
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = """
+name = "noise"
+[collector]
+kind = "spe"
+[workload]
+kind = "load"
+duration_s = 10
+[[proxy]]
+name = "squid"
+kind = "squid"
+cache_mb = 16
+[[proxy]]
+name = "squid-twin"
+kind = "squid"
+cache_mb = 16
+[[proxy]]
+name = "dummy"
+kind = "dummy"
+"""
+
+
+@pytest.fixture(scope="module")
+def noise_run():
+    """One 10-second `./spe lab run`: its output, run directory, lab.json and report summary."""
+    multiplier_binary()
+    if not BINARIES["spe"].exists():
+        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    if KINDS["squid"].missing():
+        pytest.skip("; ".join(KINDS["squid"].missing()))
+    runs = Path(tempfile.mkdtemp(prefix="spe-noise-"))
+    runs.chmod(0o755)  # Squid drops to user proxy
+    (runs / "noise.toml").write_text(LAB)
+    run = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(runs / "noise.toml"), "--runs-dir",
+                            str(runs)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        out, _ = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            run.terminate()  # the lab stops its components itself
+            run.wait(timeout=60)
+        for rundir in runs.glob("*-noise"):
+            down(rundir)  # by PID, whatever it could not stop
+    try:
+        assert run.returncode == 0, out[-3000:]
+        (rundir,) = runs.glob("*-noise")
+        yield {"out": out, "rundir": rundir, "lab": json.loads((rundir / "lab.json").read_text()),
+               "summary": json.loads((rundir / "report/summary.json").read_text())}
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+
+
+def test_the_lab_recognises_the_twins_and_the_report_states_the_floor(noise_run):
+    assert noise_run["lab"]["noise_pairs"] == [["squid", "squid-twin"]]
+    floor = noise_run["summary"]["noise_floor"]
+    assert floor["measured"]
+    (pair,) = floor["pairs"]
+    (dummy,) = floor["dummies"]
+    requests = noise_run["summary"]["requests"]
+    assert requests >= 100 and dummy["requests"] == requests and pair["both_answered"] >= requests * 0.9
+    floor_lines = [line for line in noise_run["out"].splitlines() if line.startswith("Noise floor: ")]
+    assert len(floor_lines) == 1, noise_run["out"][-3000:]
+
+
+def test_no_proxy_is_wrongly_named_as_bypassing_its_collector_port(noise_run):
+    assert noise_run["summary"]["bypass"] == {}
+    assert " BYPASS" not in noise_run["out"]
+    rows = {r["name"]: r for r in noise_run["summary"]["proxies"]}
+    assert rows["squid"]["hit_ratio"] is not None and rows["squid-twin"]["hit_ratio"] is not None
+
+
+@pytest.mark.noise_floor
+def test_the_noise_floor_is_zero(noise_run):
+    """The run-level goal: 0 dummy mismatches and 0 noise-pair disagreements. May fail until the Collector's
+    sources of noise are fixed; the message names what differed (see report/report.txt for examples)."""
+    floor = noise_run["summary"]["noise_floor"]
+    mismatches = noise_run["summary"]["mismatches"]["by_proxy"]
+    assert floor["zero"] and floor["floor_pct"] == 0, (
+        f"{[line for line in noise_run['out'].splitlines() if line.startswith('Noise floor')]}; "
+        f"mismatches by proxy: {mismatches}; headers differing most: {noise_run['summary']['mismatches']['headers']}; "
+        f"URLs: {noise_run['summary']['mismatches']['urls'][:5]}")
