@@ -62,6 +62,23 @@ def test_every_fault_gets_its_result_class_and_the_client_is_unaffected(lab, goo
     assert slow["ttfb_us"] >= 300_000
 
 
+@pytest.mark.parametrize("mode", ["sequential", "concurrent"])
+def test_a_full_reply_where_a_304_was_due_is_a_status_mismatch_in_both_modes(lab, start_multiplier, mode):
+    """Sequential mode cuts the proxy's read at the Collector's length (0 for a 304): the status still
+    decides, as in concurrent mode, where the whole body is read."""
+    ignorant = lab.fault_proxy(f"ignore-conditional-{mode}", "ignore_conditional")
+    m = start_multiplier("--mode", mode, "--proxy", f"ignorant=127.0.0.1:{ignorant.port}")
+    url = lab.url(f"/c/conditional-{mode}?size=5000")
+    with Connection(m.port) as c:
+        first = c.get(url)
+        revalidation = c.get(url, headers={"If-None-Match": first.headers["etag"]})
+    assert (first.status, revalidation.status) == (200, 304)
+    _, record = m.records(2)
+    (proxy,) = record["proxies"]
+    assert (record["collector"]["status"], proxy["status"]) == (304, 200)
+    assert proxy["result"] == "STATUS_CODE_MISMATCH", proxy
+
+
 def test_a_hanging_proxy_does_not_delay_the_client(lab, good_squid, faulty, start_multiplier):
     m = start_multiplier("--timeout", "5", "--proxy", f"good=127.0.0.1:{good_squid.port}",
                          "--proxy", f"hang=127.0.0.1:{faulty['hang']}")
