@@ -2,8 +2,11 @@
 
 #include "header_policy.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/string.hpp>
+
+#include <random>
 
 namespace spe {
 
@@ -157,6 +160,22 @@ Request make_upstream_request(const Request& client_request, const std::string& 
     // same, simplest framing whatever the client used.
     if (!up.body().empty() || up.method() == http::verb::post || up.method() == http::verb::put) up.prepare_payload();
     return up;
+}
+
+void set_request_tag(Request& upstream, std::string_view tag) {
+    upstream.erase(kRequestTagHeader);
+    upstream.erase(kFetchStampHeader);
+    upstream.set(kRequestTagHeader, tag);
+}
+
+std::string request_tag(std::string_view process, std::uint64_t id) {
+    return fmt::format("{}-{}", process, id);
+}
+
+std::string random_process_tag() {
+    std::random_device random;
+    const auto high = static_cast<std::uint64_t>(random()) << 32;
+    return fmt::format("{:016x}", high | random());
 }
 
 }  // namespace spe

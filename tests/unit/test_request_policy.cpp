@@ -183,3 +183,35 @@ TEST_CASE("the upstream copy is serialized once, byte for byte as Beast writes i
     CHECK(bodiless.buffers()[1].size() == 0);
     CHECK(bodiless.header().ends_with("\r\n\r\n"));
 }
+
+TEST_CASE("the upstream copy carries this Multiplier's request tag, never the client's") {
+    auto r = get("http://a/");
+    r.insert("x-spe-request", "chosen-by-the-client");
+    r.insert("X-SPE-Request", "another");
+    r.insert("X-Spe-Fetch", "fetch-of-another-request");
+    auto up = spe::make_upstream_request(r, "m", true);
+    spe::set_request_tag(up, "0123456789abcdef-42");
+    CHECK(up.count("X-SPE-Request") == 1);
+    CHECK(up["X-SPE-Request"] == "0123456789abcdef-42");
+    CHECK(up.count("X-SPE-Fetch") == 0);
+    const spe::WireRequest wire(std::move(up));
+    CHECK_THAT(std::string(wire.header()), Catch::Contains("\r\nX-SPE-Request: 0123456789abcdef-42\r\n"));
+    CHECK_THAT(std::string(wire.header()), !Catch::Contains("chosen-by-the-client"));
+}
+
+TEST_CASE("without a tag (--dummy mode) both headers pass untouched") {
+    auto r = get("http://a/");
+    r.insert("X-SPE-Request", "outer-tag-1");
+    r.insert("X-SPE-Fetch", "stamp");
+    auto up = spe::make_upstream_request(r, "m", true);
+    CHECK(up["X-SPE-Request"] == "outer-tag-1");
+    CHECK(up["X-SPE-Fetch"] == "stamp");
+}
+
+TEST_CASE("request tags: 16 random hex digits per process, then the record id") {
+    const auto a = spe::random_process_tag();
+    CHECK(a.size() == 16);
+    CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(spe::random_process_tag() != a);
+    CHECK(spe::request_tag(a, 7) == a + "-7");
+}
