@@ -64,7 +64,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     const auto t0 = Clock::now();
     if (auto e = co_await conn_.send(req, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
         m.error = e;
-        m.total_us = micros_since(t0);
+        m.total_us = micros_since(conn_.started());
         co_return out;
     }
 
@@ -83,7 +83,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         if (ec) {
             m.error = classify(ec, false);
             m.error_detail = "reading the Collector's reply header: " + ec.message();
-            m.total_us = micros_since(t0);
+            m.total_us = micros_since(conn_.started());
             conn_.close();
             co_return out;
         }
@@ -92,15 +92,16 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     }
 
     auto& upstream = parser->get();
-    m.status = upstream.result_int();
-    m.version = upstream.version();
-    m.headers = ctx_.policy().select(upstream.base());
+    take_header(m, upstream.base(), ctx_.policy());
     if (capture) m.raw_header = header_text(upstream.base());
     const bool has_body = !client.head_request && !no_body_status(*m.status);
     const bool upstream_keep_alive = upstream.keep_alive();
 
     ClientReply reply;
     reply.base() = upstream.base();
+    // The fetch stamp is for the record, not for the client (a --dummy proxy
+    // under test passes it on untouched: its client is a Multiplier).
+    if (!cfg.dummy && !cfg.client_fetch_stamp) reply.erase(kFetchStampHeader);
     prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
     out.keep_alive = client.keep_alive;
     http::response_serializer<http::buffer_body> serializer(reply);
@@ -159,7 +160,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         if (parser->is_done()) break;
     }
     m.bytes = digest.bytes();
-    m.total_us = micros_since(t0);
+    m.total_us = micros_since(conn_.started());
     if (m.error == LegError::none && !out.client_failed) {
         m.md5 = digest.hex_final();
         if (!conn_.finish_reply(upstream_keep_alive)) conn_.close();

@@ -35,6 +35,7 @@ struct Config {
     FanoutMode mode = FanoutMode::sequential;
     LegOrder legs = LegOrder::parallel;
     bool dummy = false;
+    bool client_fetch_stamp = false;  // relay the Collector's X-SPE-Fetch to the client (debugging)
 
     std::chrono::milliseconds timeout{30'000};         // per proxy leg, whole reply
     std::chrono::milliseconds client_timeout{60'000};  // idle keep-alive / per client read or write

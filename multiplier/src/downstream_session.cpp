@@ -186,7 +186,10 @@ awaitable<bool> DownstreamSession::serve_one() {
 awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bool keep_alive) {
     const auto& cfg = ctx_->config();
     const bool head_request = req.method() == http::verb::head;
-    auto upstream = std::make_shared<const WireRequest>(make_upstream_request(req, cfg.via_name, keep_alive));
+    auto upstream_request = make_upstream_request(req, cfg.via_name, keep_alive);
+    if (!cfg.dummy) set_request_tag(upstream_request, ctx_->request_tag(record.id));
+    record.tag = upstream_request[kRequestTagHeader];
+    auto upstream = std::make_shared<const WireRequest>(std::move(upstream_request));
     auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
     if (cfg.mode == FanoutMode::concurrent) fanout->start();
 

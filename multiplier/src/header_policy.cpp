@@ -92,7 +92,8 @@ const std::vector<std::string>& default_ignored_headers() {
                                                    "warning",
                                                    "x-served-by",
                                                    "x-timer",
-                                                   "x-forwarded-for"};
+                                                   "x-forwarded-for",
+                                                   "x-spe-fetch"};
     return names;
 }
 

@@ -19,6 +19,14 @@ struct ComparedHeader {
 };
 using ComparedHeaders = std::vector<ComparedHeader>;  // sorted by name
 
+/// The request tag the Multiplier puts on the upstream copy of each request
+/// ("<process id in hex>-<record id>"), so the Collector can tell which
+/// client request a fetch belongs to.
+inline constexpr std::string_view kRequestTagHeader = "X-SPE-Request";
+/// The Collector's stamp on every reply: which origin fetch it came from. Recorded, never
+/// compared, not relayed to the client unless --client-fetch-stamp.
+inline constexpr std::string_view kFetchStampHeader = "X-SPE-Fetch";
+
 /// True for headers that describe one connection only and never travel on.
 bool is_hop_by_hop(std::string_view name);
 

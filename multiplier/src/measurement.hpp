@@ -13,7 +13,8 @@
 namespace spe {
 
 /// One reply as seen by the Multiplier. Times are microseconds from the start
-/// of the leg (before connecting); connect_us is 0 for a reused connection.
+/// of the attempt that got the reply (before connecting); connect_us is 0 for
+/// a reused connection.
 struct Measure {
     std::optional<unsigned> status;
     unsigned version = 0;  // 10 or 11
@@ -26,6 +27,11 @@ struct Measure {
     LegError error = LegError::none;
     std::string error_detail;
     ComparedHeaders headers;  // the compared subset, for validation
+    // The Collector's X-SPE-Fetch stamp: which origin fetch the reply came from. Never compared.
+    std::optional<std::string> fetch;
+    // The request went out a second time on a fresh connection after the kept-alive one
+    // failed (GET/HEAD only); the times are those of the second attempt.
+    bool retried = false;
     // Filled only when mismatch capture is on.
     std::string raw_header;
     std::string body_head;
@@ -64,6 +70,7 @@ struct RequestRecord {
     Measure collector;
     unsigned client_status = 0;
     std::string note;  // e.g. why there was no fan-out
+    std::string tag;   // X-SPE-Request of the upstream copy; empty: no upstream request or no tag
     std::vector<ProxyResult> proxies;
 };
 

@@ -18,6 +18,13 @@ std::string header_text(const http::response_header<>& h) {
     return out.str();
 }
 
+void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy) {
+    m.status = h.result_int();
+    m.version = h.version();
+    m.headers = policy.select(h);
+    if (auto stamp = h.find(kFetchStampHeader); stamp != h.end()) m.fetch = std::string(stamp->value());
+}
+
 namespace {
 
 using ReplyParser = http::response_parser<DigestBody>;
@@ -44,7 +51,7 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
     const auto deadline = t0 + limits.timeout;
     if (auto e = co_await conn.send(req, t0, deadline, m); e != LegError::none) {
         m.error = e;
-        m.total_us = micros_since(t0);
+        m.total_us = micros_since(conn.started());
         co_return m;
     }
 
@@ -62,10 +69,9 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
         const unsigned status = parser->is_header_done() ? parser->get().result_int() : 0;
         if (ec || status < 100 || status >= 200 || status == 101) break;
     }
-    if (parser->is_header_done()) {
-        m.status = parser->get().result_int();
-        m.version = parser->get().version();
-    }
+    // Everything the header tells is kept as soon as it is parsed: a leg that
+    // fails in the body is still compared on its status and headers.
+    if (parser->is_header_done()) take_header(m, parser->get().base(), policy);
     if (!ec && !parser->is_done()) {
         parser->eager(true);
         parse_buffered(*parser, conn.buffer(), ec);
@@ -76,7 +82,7 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
     }
     auto& body = parser->get().body();
     m.bytes = body.digest.bytes();
-    m.total_us = micros_since(t0);
+    m.total_us = micros_since(conn.started());
     if (limits.capture_body_bytes > 0) {
         if (parser->is_header_done()) m.raw_header = header_text(parser->get().base());
         m.body_head = std::move(body.head);
@@ -90,7 +96,6 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
         co_return m;
     }
     m.md5 = body.digest.hex_final();
-    m.headers = policy.select(parser->get().base());
     if (!conn.finish_reply(parser->get().keep_alive()))
         m.error = LegError::extra_data, m.error_detail = "bytes followed the end of the reply";
     co_return m;

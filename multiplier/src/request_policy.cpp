@@ -2,7 +2,11 @@
 
 #include "header_policy.hpp"
 
+#include <fmt/format.h>
+#include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/string.hpp>
+
+#include <random>
 
 namespace spe {
 
@@ -50,9 +54,40 @@ bool via_names_hop(std::string_view via, std::string_view name) {
     return false;
 }
 
-bool is_local_name(const std::string& host, const Endpoint& listen) {
-    return beast::iequals(host, listen.host) || beast::iequals(host, "localhost") || host.rfind("127.", 0) == 0 ||
-           host == "::1" || listen.host == "0.0.0.0" || listen.host == "::";
+/// The addresses a target host stands for without a DNS lookup: an address
+/// literal (IPv4-mapped IPv6 as IPv4), or "localhost"; none for other names.
+std::vector<boost::asio::ip::address> literal_addresses(const std::string& host) {
+    if (beast::iequals(host, "localhost"))
+        return {boost::asio::ip::address_v4::loopback(), boost::asio::ip::address_v6::loopback()};
+    boost::system::error_code ec;
+    auto address = boost::asio::ip::make_address(host, ec);
+    if (ec) return {};
+    if (address.is_v6() && address.to_v6().is_v4_mapped())
+        address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+    return {address};
+}
+
+/// Whether a connection to `target` (on the listening port) reaches `listen`.
+/// A wildcard listen address takes this machine's loopback and wildcard
+/// addresses (IPv6's also IPv4's: Linux listens dual-stack); a specific one
+/// only itself (127.0.0.2 is not 127.0.0.1).
+bool reaches(const boost::asio::ip::address& target, const boost::asio::ip::address& listen) {
+    if (!listen.is_unspecified()) return target == listen;
+    if (listen.is_v4() && !target.is_v4()) return false;
+    return target.is_loopback() || target.is_unspecified();
+}
+
+/// True only when the target certainly is this Multiplier: its listen address
+/// as written, or an address literal (or localhost) that reaches it. A name of
+/// this machine or one of its interface addresses that loops comes back with
+/// this Multiplier's Via entry instead: refused then.
+bool names_this_multiplier(const std::string& host, const Endpoint& listen) {
+    if (beast::iequals(host, listen.host)) return true;
+    const auto listen_addresses = literal_addresses(listen.host);
+    for (const auto& target : literal_addresses(host))
+        for (const auto& address : listen_addresses)
+            if (reaches(target, address)) return true;
+    return false;
 }
 }  // namespace
 
@@ -83,7 +118,7 @@ std::optional<RequestProblem> check_request(const Request& req, const Config& co
         return RequestProblem{400,
                               "not a proxy request: the target must be an absolute http:// URL (use the "
                               "Multiplier as an HTTP proxy)"};
-    if (authority->port == config.listen.port && is_local_name(authority->host, config.listen))
+    if (authority->port == config.listen.port && names_this_multiplier(authority->host, config.listen))
         return RequestProblem{508, "the request is addressed to the Multiplier itself (forwarding loop)"};
     for (auto it = req.find(http::field::via); it != req.end() && it->name() == http::field::via; ++it)
         if (via_names_hop(it->value(), config.via_name))
@@ -125,6 +160,22 @@ Request make_upstream_request(const Request& client_request, const std::string& 
     // same, simplest framing whatever the client used.
     if (!up.body().empty() || up.method() == http::verb::post || up.method() == http::verb::put) up.prepare_payload();
     return up;
+}
+
+void set_request_tag(Request& upstream, std::string_view tag) {
+    upstream.erase(kRequestTagHeader);
+    upstream.erase(kFetchStampHeader);
+    upstream.set(kRequestTagHeader, tag);
+}
+
+std::string request_tag(std::string_view process, std::uint64_t id) {
+    return fmt::format("{}-{}", process, id);
+}
+
+std::string random_process_tag() {
+    std::random_device random;
+    const auto high = static_cast<std::uint64_t>(random()) << 32;
+    return fmt::format("{:016x}", high | random());
 }
 
 }  // namespace spe

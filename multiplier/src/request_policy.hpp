@@ -5,8 +5,10 @@
 #include "config.hpp"
 #include "message_types.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace spe {
 
@@ -29,6 +31,18 @@ bool is_validation(const Request& req);
 /// The request as the Collector and the proxies get it: hop-by-hop headers
 /// and Expect removed, Via appended, HTTP/1.1, persistence mirrored from the client.
 Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive);
+
+/// Marks the upstream copy with this Multiplier's request tag (X-SPE-Request),
+/// first removing any X-SPE-Request or X-SPE-Fetch the client sent: a client
+/// must not choose another request's tag. Not used in --dummy mode, where
+/// both headers pass untouched.
+void set_request_tag(Request& upstream, std::string_view tag);
+
+/// The tag of the upstream request `id` of the process whose random part is `process`.
+std::string request_tag(std::string_view process, std::uint64_t id);
+
+/// 16 hex digits, random per Multiplier process: the first part of its request tags.
+std::string random_process_tag();
 
 /// The authority of an absolute URL as written ("host:port", userinfo dropped); empty if none.
 std::string_view authority_text(std::string_view target);

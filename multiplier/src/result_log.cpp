@@ -140,7 +140,7 @@ std::string http_version(unsigned version) {
 }
 
 /// The members of a measure every reply has, in key order, around `middle`
-/// (the members that sort between "md5" and "status").
+/// (the members that sort between "md5" and "retried").
 template <class Middle>
 void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
     w.key<"bytes">().integer(m.bytes);
@@ -148,12 +148,15 @@ void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
     w.key<"error">();
     m.error == LegError::none ? w.null() : w.string(to_string(m.error));
     w.key<"error_detail">().string_or_null(m.error_detail);
+    w.key<"fetch">();
+    m.fetch ? w.string(*m.fetch) : w.null();
     w.key<"header_bytes">().integer(m.header_bytes);
     w.key<"http_version">();
     m.version ? w.string(http_version(m.version)) : w.null();
     w.key<"md5">();
     m.md5 ? w.string(*m.md5) : w.null();
     middle();
+    w.key<"retried">().boolean(m.retried);
     w.key<"status">().integer(m.status);
     w.key<"total_us">().integer(m.total_us);
     w.key<"ttfb_us">().integer(m.ttfb_us);
@@ -220,6 +223,7 @@ std::string to_json_line(const RequestRecord& r) {
         w.close();
     }
     w.close_array();
+    w.key<"tag">().string_or_null(r.tag);
     w.key<"ts">().number(std::round(r.ts * 1e6) / 1e6);
     w.key<"url">().string(r.url);
     w.key<"validation">().boolean(r.validation);

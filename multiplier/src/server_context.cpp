@@ -1,5 +1,7 @@
 #include "server_context.hpp"
 
+#include "request_policy.hpp"
+
 #include <algorithm>
 
 namespace spe {
@@ -18,7 +20,12 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
       policy_(config_.compare_headers, ignore_list(config_)),
       collector_(std::move(collector)),
       proxies_(std::move(proxies)),
-      log_(log) {}
+      log_(log),
+      process_tag_(random_process_tag()) {}
+
+std::string ServerContext::request_tag(std::uint64_t id) const {
+    return spe::request_tag(process_tag_, id);
+}
 
 void ServerContext::register_abortable(const std::shared_ptr<Abortable>& a) {
     std::lock_guard lock(abortables_mutex_);

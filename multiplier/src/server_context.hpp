@@ -42,6 +42,8 @@ public:
     ResultLog& log() { return log_; }
 
     std::uint64_t next_request_id() { return ++last_id_; }
+    /// The X-SPE-Request tag of request `id`: unique across Multiplier processes.
+    std::string request_tag(std::uint64_t id) const;
     /// First proxy of the fan-out for the next request: rotates so no proxy
     /// always goes first.
     std::size_t next_rotation() { return rotation_++; }
@@ -70,6 +72,7 @@ private:
     std::vector<tcp::endpoint> collector_;
     std::vector<ResolvedProxy> proxies_;
     ResultLog& log_;
+    const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};
     std::atomic<std::size_t> rotation_{0};
     std::atomic<bool> stopping_{false};

@@ -2,8 +2,18 @@
 
 #include <boost/asio/write.hpp>
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 namespace spe {
 namespace {
+
+/// Methods sent again after a kept-alive connection failed before any reply
+/// byte: GET and HEAD only, which change nothing on the server.
+bool may_send_again(http::verb method) {
+    return method == http::verb::get || method == http::verb::head;
+}
 
 /// Asio's range connect reports a socket it could not open (no descriptor
 /// left: EMFILE) as operation_aborted, which reads like a cancel; asking the
@@ -25,15 +35,29 @@ UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const st
 
 awaitable<LegError> UpstreamConnection::send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline,
                                              Measure& m) {
+    started_ = t0;
+    const bool may_retry = may_send_again(req.message().method());
+    if (is_open() && !may_retry && peer_gone()) close();
     const bool reused = is_open();
     auto err = co_await send_once(req, t0, deadline, m);
-    // A kept-alive connection may have been closed by the peer while idle; the
-    // request never reached it, so one retry on a fresh connection is safe.
-    if (reused && (err == LegError::closed || err == LegError::reset) && Clock::now() < deadline) {
+    // send_once fails only before the first reply byte. A kept-alive
+    // connection the peer closed while idle ends so; a GET or HEAD is sent
+    // again on a fresh connection (RFC 9110 9.2.2: never any other method,
+    // the peer may have acted on it).
+    if (reused && may_retry && (err == LegError::closed || err == LegError::reset) && Clock::now() < deadline) {
         close();
-        err = co_await send_once(req, t0, deadline, m);
+        m = Measure{};
+        m.retried = true;
+        started_ = Clock::now();
+        err = co_await send_once(req, started_, deadline, m);
     }
     co_return err;
+}
+
+bool UpstreamConnection::peer_gone() {
+    char byte = 0;
+    const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 awaitable<LegError> UpstreamConnection::send_once(const WireRequest& req, Clock::time_point t0,

@@ -27,9 +27,20 @@ public:
 
     /// Connects unless a kept-alive connection is open, writes `req` and waits
     /// until the first reply byte is buffered. Sets m.connect_us and m.ttfb_us
-    /// relative to `t0`. A reused connection the peer had already closed is
-    /// replaced once, transparently (it never saw the request).
+    /// relative to `t0`.
+    ///
+    /// A kept-alive connection the peer closed while it was idle fails only
+    /// once the request is out, and then nobody can tell whether the peer saw
+    /// it. So (RFC 9110 9.2.2) only a GET or HEAD that got no reply byte is
+    /// sent again, once, on a fresh connection: m.retried is set and the
+    /// times count from the start of that second attempt (started()), so the
+    /// failed one is not charged to the peer. Before any other method goes
+    /// out on a kept-alive connection, a connection the peer has visibly
+    /// closed is replaced first.
     awaitable<LegError> send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+    /// The start of the attempt the reply belongs to: the last send's `t0`, or
+    /// when it sent the request again. The caller's total time counts from it.
+    Clock::time_point started() const { return started_; }
 
     /// After a complete reply: keep the connection for the next request only
     /// if the reply allowed it and nothing unexpected follows it; either way
@@ -48,11 +59,15 @@ public:
     bool timer_armed() const { return stream_.armed(); }
 
 private:
+    /// True if the peer has closed this (idle, kept-alive) connection or sent
+    /// bytes nobody asked for: it cannot carry a request.
+    bool peer_gone();
     awaitable<LegError> send_once(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
 
     TimedStream stream_;
     ReadBuffer buffer_;
     const std::vector<tcp::endpoint>& endpoints_;
+    Clock::time_point started_{};
 };
 
 /// Parses what a connection has already buffered, as Beast's reads do first,

@@ -63,27 +63,32 @@ std::vector<std::string> mismatched_headers(const Measure& reference, const Meas
     return differing_headers(reference.headers, m.headers);
 }
 
+ResultClass error_class(LegError e) {
+    return is_no_response(e) ? ResultClass::no_response : ResultClass::protocol_error;
+}
+
+/// The status comes before any error that happened after it: a body cut at the
+/// reference's length (sequential mode) or broken later (truncated, reset)
+/// gets the same class as the whole body read in concurrent mode would.
+ResultClass classify_reply(const Measure& reference, const Measure& m, bool headers_differ) {
+    if (!m.status) return error_class(m.error);  // no reply header: nothing to compare
+    if (!reference.status || *m.status != *reference.status) return ResultClass::status_code_mismatch;
+    // The read was cut because the body ran past the reference's length.
+    if (m.error == LegError::body_too_large) return ResultClass::body_mismatch;
+    if (m.error != LegError::none) return error_class(m.error);
+    if (m.md5 != reference.md5) return ResultClass::body_mismatch;
+    return headers_differ ? ResultClass::header_mismatch : ResultClass::ok;
+}
+
 }  // namespace
 
 void validate(const Measure& reference, ProxyResult& result) {
     const Measure& m = result.measure;
     result.mismatched_headers.clear();
+    // A leg that failed after its header still has its headers (selected as
+    // soon as the header was parsed): the list is the true difference.
     if (m.status && reference.status) result.mismatched_headers = mismatched_headers(reference, m);
-
-    if (m.error == LegError::body_too_large) {
-        // The read was cut because the body ran past the reference's length.
-        result.result = ResultClass::body_mismatch;
-    } else if (m.error != LegError::none) {
-        result.result = is_no_response(m.error) ? ResultClass::no_response : ResultClass::protocol_error;
-    } else if (!reference.status || m.status != reference.status) {
-        result.result = ResultClass::status_code_mismatch;
-    } else if (m.md5 != reference.md5) {
-        result.result = ResultClass::body_mismatch;
-    } else if (!result.mismatched_headers.empty()) {
-        result.result = ResultClass::header_mismatch;
-    } else {
-        result.result = ResultClass::ok;
-    }
+    result.result = classify_reply(reference, m, !result.mismatched_headers.empty());
 }
 
 }  // namespace spe

@@ -7,7 +7,9 @@
 namespace spe {
 
 /// Fills `result.result` and `result.mismatched_headers` from `reference`.
-/// Precedence: leg errors, then status, then body MD5, then headers.
+/// Precedence: an error before the reply header, then status, then an error
+/// after it (a body cut at the reference length is a BODY_MISMATCH), then body
+/// MD5, then headers.
 void validate(const Measure& reference, ProxyResult& result);
 
 /// Names present in only one of the two sets or with different values (sorted).

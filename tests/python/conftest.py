@@ -70,13 +70,14 @@ class Lab:
 class Multiplier:
     """A running spe-multiplier and its logs."""
 
-    def __init__(self, group: ProcessGroup, workdir: Path, name: str, args: list[str]):
-        self.port = free_port()
+    def __init__(self, group: ProcessGroup, workdir: Path, name: str, args: list[str], host: str = "127.0.0.1"):
+        self.host, self.port = host, free_port()
         self.log = workdir / f"{name}.jsonl"
         self.rope_log = workdir / f"{name}.rope.log"
-        self.child = group.start(name, [str(multiplier_binary()), "--listen", f"127.0.0.1:{self.port}",
+        self.child = group.start(name, [str(multiplier_binary()), "--listen", f"{host}:{self.port}",
                                         "--log", str(self.log), "--rope-log", str(self.rope_log), *args],
-                                 port=self.port)
+                                 port=self.port, ready=False)
+        self.child.wait_ready(host=host)
 
     def records(self, count: int, deadline_s: float = 10.0) -> list[dict]:
         """Wait (bounded) until at least `count` records are in the log; return them by id."""
@@ -110,10 +111,10 @@ def start_multiplier(lab, request):
     """Start a Multiplier in front of the module's Collector; stopped when the test ends."""
     started: list[Multiplier] = []
 
-    def start(*args: str, collector: bool = True) -> Multiplier:
+    def start(*args: str, collector: bool = True, host: str = "127.0.0.1") -> Multiplier:
         base = ["--collector", f"127.0.0.1:{lab.collector_port}"] if collector else []
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
-        m = Multiplier(lab.group, lab.workdir, f"mult-{next(SERIAL)}-{safe}", [*base, *args])
+        m = Multiplier(lab.group, lab.workdir, f"mult-{next(SERIAL)}-{safe}", [*base, *args], host=host)
         started.append(m)
         return m
 

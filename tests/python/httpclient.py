@@ -28,8 +28,8 @@ def request_bytes(method: str, url: str, headers: dict[str, str] | None = None, 
 class Connection:
     """One client connection to a proxy."""
 
-    def __init__(self, port: int, timeout: float = 10.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 10.0, host: str = "127.0.0.1"):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.file = self.sock.makefile("rb")
 
     def send(self, data: bytes) -> None:

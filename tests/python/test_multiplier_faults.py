@@ -56,10 +56,30 @@ def test_every_fault_gets_its_result_class_and_the_client_is_unaffected(lab, goo
                 continue
             got = results[mode]
             assert (got["result"], got["error"]) == (result, error), (mode, got)
-    content_type = {p["name"]: p for p in get_record["proxies"]}["content_type"]
-    assert content_type["mismatched_headers"] == ["content-type"]
+    by_name = {p["name"]: p for p in get_record["proxies"]}
+    assert by_name["content_type"]["mismatched_headers"] == ["content-type"]
+    # A leg broken in the body is still compared on the header it sent: the true difference, here none.
+    for mode in ("short_body", "reset"):
+        assert by_name[mode]["status"] == 200 and by_name[mode]["mismatched_headers"] == [], by_name[mode]
     slow = {p["name"]: p for p in get_record["proxies"]}["slow"]
     assert slow["ttfb_us"] >= 300_000
+
+
+@pytest.mark.parametrize("mode", ["sequential", "concurrent"])
+def test_a_full_reply_where_a_304_was_due_is_a_status_mismatch_in_both_modes(lab, start_multiplier, mode):
+    """Sequential mode cuts the proxy's read at the Collector's length (0 for a 304): the status still
+    decides, as in concurrent mode, where the whole body is read."""
+    ignorant = lab.fault_proxy(f"ignore-conditional-{mode}", "ignore_conditional")
+    m = start_multiplier("--mode", mode, "--proxy", f"ignorant=127.0.0.1:{ignorant.port}")
+    url = lab.url(f"/c/conditional-{mode}?size=5000")
+    with Connection(m.port) as c:
+        first = c.get(url)
+        revalidation = c.get(url, headers={"If-None-Match": first.headers["etag"]})
+    assert (first.status, revalidation.status) == (200, 304)
+    _, record = m.records(2)
+    (proxy,) = record["proxies"]
+    assert (record["collector"]["status"], proxy["status"]) == (304, 200)
+    assert proxy["result"] == "STATUS_CODE_MISMATCH", proxy
 
 
 def test_a_hanging_proxy_does_not_delay_the_client(lab, good_squid, faulty, start_multiplier):

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import read_records
 from httpclient import Connection, request_bytes
 
+from spe_tools.mini_origin import body_for
 from spe_tools.process import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +25,8 @@ def child(lab):
     return lab.squid_child("safety")
 
 
-def raw_exchange(port: int, data: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+def raw_exchange(port: int, data: bytes, host: str = "127.0.0.1") -> bytes:
+    with socket.create_connection((host, port), timeout=10) as s:
         s.sendall(data)
         chunks = []
         while chunk := s.recv(65536):
@@ -78,6 +84,25 @@ def test_requests_to_the_multiplier_itself_are_loops(lab, start_multiplier):
     m = start_multiplier()
     reply = raw_exchange(m.port, request_bytes("GET", f"http://127.0.0.1:{m.port}/"))
     assert reply.startswith(b"HTTP/1.1 508")
+
+
+def test_another_loopback_address_on_the_listening_port_is_not_a_loop(lab, start_multiplier):
+    """Listening on 127.0.0.2:P, the Multiplier is not 127.0.0.1:P: an origin there is served (every
+    127.x host on the listening port used to get 508); 127.0.0.2:P itself is still a loop."""
+    m = start_multiplier(host="127.0.0.2")
+    beside = lab.group.start(f"origin-beside-{m.port}", [sys.executable, "-m", "spe_tools.mini_origin",
+                                                          "--port", str(m.port)],
+                             port=m.port, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        with Connection(m.port, host="127.0.0.2") as c:
+            reply = c.get(f"http://127.0.0.1:{m.port}/c/beside?size=100")
+        assert reply.status == 200 and reply.body == body_for("beside", 100)
+        looped = raw_exchange(m.port, request_bytes("GET", f"http://127.0.0.2:{m.port}/"), host="127.0.0.2")
+        assert looped.startswith(b"HTTP/1.1 508")
+    finally:
+        beside.stop()
+    records = m.records(2)
+    assert [r["client_status"] for r in records] == [200, 508]
 
 
 def test_connect_only_to_allowed_ports(lab, start_multiplier):

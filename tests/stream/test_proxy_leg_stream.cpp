@@ -3,6 +3,7 @@
 #include "body_digest.hpp"
 #include "proxy_leg.hpp"
 #include "scripted_server.hpp"
+#include "validator.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <catch2/catch.hpp>
@@ -44,10 +45,9 @@ struct Leg {
           conn(ioc.get_executor(), endpoints, 64 * 1024) {}
 
     Measure run(bool head = false, std::optional<std::uint64_t> cap = std::nullopt,
-                std::chrono::milliseconds timeout = 2000ms) {
-        Request req{http::verb::get, "http://origin.test/x", 11};
+                std::chrono::milliseconds timeout = 2000ms, http::verb method = http::verb::get) {
+        Request req{head ? http::verb::head : method, "http://origin.test/x", 11};
         req.set(http::field::host, "origin.test");
-        if (head) req.method(http::verb::head);
         Measure out;
         ProxyLegLimits limits{timeout, cap, 8 * 1024, 16};
         const WireRequest wire(std::move(req));
@@ -59,6 +59,12 @@ struct Leg {
         ioc.run_for(10s);
         ioc.restart();
         return out;
+    }
+    Measure run_method(http::verb method) { return run(false, std::nullopt, 2000ms, method); }
+    /// Lets the scripted server finish what it does after a reply (a close, say).
+    void let_server_run() {
+        ioc.run_for(100ms);
+        ioc.restart();
     }
 };
 
@@ -174,6 +180,89 @@ TEST_CASE("failures give their exact error") {
         CHECK(m.error == LegError::extra_data);
         CHECK(m.status == 200u);
     }
+}
+
+TEST_CASE("a leg that fails in the body keeps its status, compared headers and fetch stamp") {
+    const std::string fields = "Content-Type: text/plain\r\nX-SPE-Fetch: collector-7\r\n";
+    const std::string head =
+        "HTTP/1.1 200 OK\r\n" + fields + "Content-Length: " + std::to_string(kBody.size()) + "\r\n\r\n";
+    Measure reference;
+    reference.status = 200;
+    reference.md5 = md5_hex(kBody.data(), kBody.size());
+    reference.headers = {{"content-type", "text/plain"}};
+    auto check = [&](const Measure& m, LegError error, ResultClass result) {
+        CHECK(m.error == error);
+        CHECK(m.headers == reference.headers);
+        CHECK(m.fetch == "collector-7");
+        ProxyResult r{"p", m, ResultClass::ok, {}};
+        validate(reference, r);
+        CHECK(r.result == result);
+        CHECK(r.mismatched_headers.empty());  // the same headers: none differs
+    };
+    SECTION("truncated") {
+        Leg leg({{send_bytes(head + kBody.substr(0, 10)), close_conn()}});
+        check(leg.run(), LegError::truncated, ResultClass::protocol_error);
+    }
+    SECTION("badly framed") {
+        Leg leg({{send_bytes("HTTP/1.1 200 OK\r\n" + fields + "Transfer-Encoding: chunked\r\n\r\nzz\r\n")}});
+        check(leg.run(), LegError::bad_body, ResultClass::protocol_error);
+    }
+    SECTION("cut at the reference's length") {
+        Leg leg({{send_bytes(head + kBody)}});
+        check(leg.run(false, 5), LegError::body_too_large, ResultClass::body_mismatch);
+    }
+}
+
+TEST_CASE("a complete reply records the Collector's fetch stamp; without one it is null") {
+    Leg leg({{send_bytes("HTTP/1.1 200 OK\r\nX-SPE-Fetch: f-1\r\nContent-Length: 0\r\n\r\n")},
+             {send_bytes(kHead + kBody)}});
+    CHECK(leg.run().fetch == "f-1");
+    CHECK_FALSE(leg.run().fetch);
+}
+
+TEST_CASE("a GET whose kept-alive connection closes unanswered is sent again once, and only that attempt timed") {
+    // The peer holds the request a second, then closes without a byte: the
+    // first attempt's second must not count as the proxy's connect or TTFB.
+    Leg leg({{send_bytes(kHead + kBody)}, {pause_for(1000ms), close_conn()}, {send_bytes(kHead + kBody)}});
+    REQUIRE(leg.run().error == LegError::none);
+    auto m = leg.run();
+    CHECK(m.error == LegError::none);
+    CHECK(m.error_detail.empty());
+    CHECK(m.retried);
+    CHECK(leg.server.requests_seen() == 3);
+    CHECK(*m.connect_us > 0);  // a fresh connection
+    CHECK(*m.ttfb_us < 1'000'000);
+    CHECK(*m.total_us < 1'000'000);
+    CHECK(m.md5 == md5_hex(kBody.data(), kBody.size()));
+    // A request on a fresh connection is never retried.
+    Leg fresh({{close_conn()}, {send_bytes(kHead + kBody)}});
+    auto once = fresh.run();
+    CHECK(once.error == LegError::closed);
+    CHECK_FALSE(once.retried);
+    CHECK(fresh.server.requests_seen() == 1);
+}
+
+TEST_CASE("a request other than GET or HEAD is never sent twice (RFC 9110 9.2.2)") {
+    for (auto method : {http::verb::post, http::verb::put, http::verb::delete_, http::verb::patch}) {
+        CAPTURE(http::to_string(method));
+        Leg leg({{send_bytes(kHead + kBody)}, {close_conn()}, {send_bytes(kHead + kBody)}});
+        REQUIRE(leg.run().error == LegError::none);
+        auto m = leg.run_method(method);
+        CHECK(m.error == LegError::closed);
+        CHECK_FALSE(m.retried);
+        CHECK(leg.server.requests_seen() == 2);
+    }
+}
+
+TEST_CASE("a POST does not go out on a kept-alive connection the peer has already closed") {
+    Leg leg({{send_bytes(kHead + kBody), close_conn()}, {send_bytes(kHead + kBody)}});
+    REQUIRE(leg.run().error == LegError::none);
+    leg.let_server_run();  // the peer's close arrives while the connection is idle
+    auto m = leg.run_method(http::verb::post);
+    CHECK(m.error == LegError::none);
+    CHECK_FALSE(m.retried);  // not a retry: the request left once, on a fresh connection
+    CHECK(*m.connect_us > 0);
+    CHECK(leg.server.requests_seen() == 2);
 }
 
 TEST_CASE("no descriptor left for the connection is reported as such, not as a cancel") {

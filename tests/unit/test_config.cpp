@@ -32,6 +32,13 @@ TEST_CASE("flags give a typed config with ROPE's defaults") {
     CHECK(c->allow.allows(boost::asio::ip::make_address("127.0.0.1")));
     CHECK_FALSE(c->allow.allows(boost::asio::ip::make_address("192.0.2.1")));
     CHECK(c->connect_ports == std::vector<std::uint16_t>{443});
+    CHECK_FALSE(c->client_fetch_stamp);
+}
+
+TEST_CASE("--client-fetch-stamp keeps the Collector's fetch stamp for the clients") {
+    auto c = parse({"--collector", "127.0.0.1:3128", "--client-fetch-stamp"});
+    REQUIRE(c);
+    CHECK(c->client_fetch_stamp);
 }
 
 TEST_CASE("a config file takes the same keys; flags win") {

@@ -47,6 +47,48 @@ TEST_CASE("requests to the Multiplier itself or through it again are loops (508)
     CHECK_FALSE(spe::check_request(via, c));
 }
 
+TEST_CASE("only a target that certainly is the Multiplier is refused before the Via check") {
+    auto c = config();
+    auto refused = [&](const std::string& target) {
+        auto problem = spe::check_request(get(target), c);
+        return problem && problem->status == 508;
+    };
+    SECTION("listening on a wildcard address: its loopback and wildcard addresses, not other hosts") {
+        c.listen = {"0.0.0.0", 8080};
+        CHECK(refused("http://127.0.0.1:8080/"));
+        CHECK(refused("http://127.0.0.2:8080/"));
+        CHECK(refused("http://localhost:8080/"));
+        CHECK(refused("http://0.0.0.0:8080/"));
+        CHECK(refused("http://[::ffff:127.0.0.1]:8080/"));
+        CHECK_FALSE(refused("http://example.org:8080/"));
+        CHECK_FALSE(refused("http://192.0.2.10:8080/"));
+        CHECK_FALSE(refused("http://[::1]:8080/"));  // an IPv4 wildcard does not take IPv6
+        CHECK_FALSE(refused("http://127.0.0.1:8081/"));
+        c.listen = {"::", 8080};
+        CHECK(refused("http://[::1]:8080/"));
+        CHECK(refused("http://127.0.0.1:8080/"));
+        CHECK_FALSE(refused("http://example.org:8080/"));
+        CHECK_FALSE(refused("http://[2001:db8::1]:8080/"));
+    }
+    SECTION("listening on one loopback address: another one is another host") {
+        c.listen = {"127.0.0.2", 8080};
+        CHECK(refused("http://127.0.0.2:8080/"));
+        CHECK_FALSE(refused("http://127.0.0.1:8080/"));
+        CHECK_FALSE(refused("http://localhost:8080/"));
+        c.listen = {"127.0.0.1", 8080};
+        CHECK(refused("http://LOCALHOST:8080/"));
+        CHECK_FALSE(refused("http://127.0.0.2:8080/"));
+        CHECK_FALSE(refused("http://[::1]:8080/"));
+    }
+    SECTION("a loop through a name the Multiplier cannot know is caught by its Via entry") {
+        c.listen = {"0.0.0.0", 8080};
+        auto looped = get("http://this-machine.example:8080/");
+        CHECK_FALSE(spe::check_request(looped, c));
+        looped.set(http::field::via, "1.1 spe-multiplier-8080, 1.1 collector");
+        CHECK(spe::check_request(looped, c)->status == 508);
+    }
+}
+
 TEST_CASE("a request with both Content-Length and Transfer-Encoding is refused") {
     auto r = get("http://example.org/");
     r.method(http::verb::post);
@@ -140,4 +182,36 @@ TEST_CASE("the upstream copy is serialized once, byte for byte as Beast writes i
     const spe::WireRequest bodiless(spe::make_upstream_request(get("http://a/"), "m", false));
     CHECK(bodiless.buffers()[1].size() == 0);
     CHECK(bodiless.header().ends_with("\r\n\r\n"));
+}
+
+TEST_CASE("the upstream copy carries this Multiplier's request tag, never the client's") {
+    auto r = get("http://a/");
+    r.insert("x-spe-request", "chosen-by-the-client");
+    r.insert("X-SPE-Request", "another");
+    r.insert("X-Spe-Fetch", "fetch-of-another-request");
+    auto up = spe::make_upstream_request(r, "m", true);
+    spe::set_request_tag(up, "0123456789abcdef-42");
+    CHECK(up.count("X-SPE-Request") == 1);
+    CHECK(up["X-SPE-Request"] == "0123456789abcdef-42");
+    CHECK(up.count("X-SPE-Fetch") == 0);
+    const spe::WireRequest wire(std::move(up));
+    CHECK_THAT(std::string(wire.header()), Catch::Contains("\r\nX-SPE-Request: 0123456789abcdef-42\r\n"));
+    CHECK_THAT(std::string(wire.header()), !Catch::Contains("chosen-by-the-client"));
+}
+
+TEST_CASE("without a tag (--dummy mode) both headers pass untouched") {
+    auto r = get("http://a/");
+    r.insert("X-SPE-Request", "outer-tag-1");
+    r.insert("X-SPE-Fetch", "stamp");
+    auto up = spe::make_upstream_request(r, "m", true);
+    CHECK(up["X-SPE-Request"] == "outer-tag-1");
+    CHECK(up["X-SPE-Fetch"] == "stamp");
+}
+
+TEST_CASE("request tags: 16 random hex digits per process, then the record id") {
+    const auto a = spe::random_process_tag();
+    CHECK(a.size() == 16);
+    CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(spe::random_process_tag() != a);
+    CHECK(spe::request_tag(a, 7) == a + "-7");
 }

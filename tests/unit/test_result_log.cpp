@@ -49,6 +49,24 @@ TEST_CASE("JSON line carries the schema's fields and survives invalid UTF-8") {
     CHECK(j["proxies"][2]["error"] == "timeout");
     CHECK(j["proxies"][2]["status"].is_null());
     CHECK(j["proxies"][2]["ttfb_us"].is_null());
+    CHECK(j["tag"].is_null());
+    CHECK(j["collector"]["fetch"].is_null());
+    CHECK(j["collector"]["retried"] == false);
+}
+
+TEST_CASE("the request tag, the fetch stamps and retries are recorded") {
+    auto r = sample();
+    r.tag = "00ff00ff00ff00ff-7";
+    r.collector.fetch = "collector-fetch-1";
+    r.proxies[0].measure.fetch = "collector-fetch-2";
+    r.proxies[2].measure.retried = true;
+    auto j = nlohmann::json::parse(spe::to_json_line(r));
+    CHECK(j["tag"] == "00ff00ff00ff00ff-7");
+    CHECK(j["collector"]["fetch"] == "collector-fetch-1");
+    CHECK(j["proxies"][0]["fetch"] == "collector-fetch-2");
+    CHECK(j["proxies"][1]["fetch"].is_null());
+    CHECK(j["proxies"][0]["retried"] == false);
+    CHECK(j["proxies"][2]["retried"] == true);
 }
 
 TEST_CASE("ROPE lines follow the paper's Figure 3") {
@@ -79,6 +97,8 @@ nlohmann::json reference_measure(const spe::Measure& m) {
         {"total_us", opt(m.total_us)},
         {"error", m.error == spe::LegError::none ? nlohmann::json() : nlohmann::json(std::string(to_string(m.error)))},
         {"error_detail", m.error_detail.empty() ? nlohmann::json() : nlohmann::json(m.error_detail)},
+        {"fetch", opt(m.fetch)},
+        {"retried", m.retried},
     };
 }
 
@@ -102,6 +122,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
         {"validation", r.validation},
         {"client_status", r.client_status},
         {"note", r.note.empty() ? nlohmann::json() : nlohmann::json(r.note)},
+        {"tag", r.tag.empty() ? nlohmann::json() : nlohmann::json(r.tag)},
         {"collector", reference_measure(r.collector)},
         {"proxies", std::move(proxies)},
     };
@@ -123,6 +144,11 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.proxies[0].measure.version = 10;
         r.proxies[0].position = 3;
         r.validation = true;
+        r.tag = "0123456789abcdef-7";
+        r.collector.fetch = "squid-1\"2";
+        r.collector.retried = true;
+        r.proxies[1].measure.fetch = "";
+        r.proxies[2].measure.retried = true;
         CHECK(spe::to_json_line(r) == reference_json_line(r));
     }
     SECTION("times: integral, sub-microsecond, large, zero") {

@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+using spe::LegError;
+using spe::ResultClass;
+
 namespace {
 spe::Measure reply(unsigned status, std::string md5, spe::ComparedHeaders headers = {}) {
     spe::Measure m;
@@ -10,54 +13,144 @@ spe::Measure reply(unsigned status, std::string md5, spe::ComparedHeaders header
     m.headers = std::move(headers);
     return m;
 }
+/// A reply whose header arrived and whose body then failed with `e` (no MD5).
+spe::Measure failed_after_header(unsigned status, LegError e, spe::ComparedHeaders headers = {}) {
+    auto m = reply(status, "", std::move(headers));
+    m.md5.reset();
+    m.error = e;
+    return m;
+}
+/// A leg that failed before any reply header.
+spe::Measure failed_before_header(LegError e) {
+    spe::Measure m;
+    m.error = e;
+    return m;
+}
 spe::ProxyResult checked(const spe::Measure& ref, spe::Measure m) {
-    spe::ProxyResult r{"p", std::move(m), spe::ResultClass::ok, {}};
+    spe::ProxyResult r{"p", std::move(m), ResultClass::ok, {"stale"}};
     spe::validate(ref, r);
     return r;
 }
+using Names = std::vector<std::string>;
+const spe::ComparedHeaders kRefHeaders{{"content-type", "text/html"}, {"etag", "1"}};
 }  // namespace
 
-TEST_CASE("identical replies are OK") {
-    auto ref = reply(200, "aa", {{"content-type", "text/html"}});
+TEST_CASE("identical replies are OK and list no header") {
+    auto ref = reply(200, "aa", kRefHeaders);
     auto r = checked(ref, ref);
-    CHECK(r.result == spe::ResultClass::ok);
+    CHECK(r.result == ResultClass::ok);
     CHECK(r.mismatched_headers.empty());
 }
 
-TEST_CASE("status beats body beats headers, and header names are always listed") {
-    auto ref = reply(200, "aa", {{"content-type", "text/html"}, {"etag", "1"}});
+TEST_CASE("a complete reply: status, then body MD5, then headers") {
+    auto ref = reply(200, "aa", kRefHeaders);
     auto status = checked(ref, reply(203, "bb", {{"content-type", "text/plain"}, {"etag", "1"}}));
-    CHECK(status.result == spe::ResultClass::status_code_mismatch);
-    CHECK(status.mismatched_headers == std::vector<std::string>{"content-type"});
-    CHECK(checked(ref, reply(200, "bb", ref.headers)).result == spe::ResultClass::body_mismatch);
+    CHECK(status.result == ResultClass::status_code_mismatch);
+    CHECK(status.mismatched_headers == Names{"content-type"});
+
+    auto body = checked(ref, reply(200, "bb", kRefHeaders));
+    CHECK(body.result == ResultClass::body_mismatch);
+    CHECK(body.mismatched_headers.empty());
+
     auto headers = checked(ref, reply(200, "aa", {{"content-type", "text/html"}, {"x-extra", "1"}}));
-    CHECK(headers.result == spe::ResultClass::header_mismatch);
-    CHECK(headers.mismatched_headers == std::vector<std::string>{"etag", "x-extra"});
+    CHECK(headers.result == ResultClass::header_mismatch);
+    CHECK(headers.mismatched_headers == Names{"etag", "x-extra"});
 }
 
-TEST_CASE("leg errors map to NO_RESPONSE or PROTOCOL_ERROR, an over-long body is a BODY_MISMATCH") {
-    auto ref = reply(200, "aa");
-    for (auto e : {spe::LegError::refused, spe::LegError::timeout, spe::LegError::reset, spe::LegError::closed}) {
-        spe::Measure m;
-        m.error = e;
-        CHECK(checked(ref, m).result == spe::ResultClass::no_response);
+TEST_CASE("a body cut at the reference's length is compared on its status first") {
+    // Sequential mode caps a proxy's read at the Collector's body length; the
+    // status is already known then and decides, as in concurrent mode, where
+    // the whole body is read.
+    SECTION("the Collector's 304 (no body) against a proxy's 200 with a body") {
+        auto ref = reply(304, "d41d8cd98f00b204e9800998ecf8427e", {{"etag", "1"}});
+        auto r = checked(ref, failed_after_header(200, LegError::body_too_large, {{"etag", "1"}}));
+        CHECK(r.result == ResultClass::status_code_mismatch);
+        CHECK(r.mismatched_headers.empty());
     }
-    for (auto e : {spe::LegError::bad_header, spe::LegError::header_too_large, spe::LegError::truncated,
-                   spe::LegError::bad_body, spe::LegError::extra_data}) {
-        auto m = reply(200, "aa");
-        m.error = e;
-        CHECK(checked(ref, m).result == spe::ResultClass::protocol_error);
+    SECTION("the Collector's short 200 against a proxy's 500 with a longer body") {
+        auto ref = reply(200, "aa", kRefHeaders);
+        auto r = checked(ref, failed_after_header(500, LegError::body_too_large, {{"content-type", "text/plain"}}));
+        CHECK(r.result == ResultClass::status_code_mismatch);
+        CHECK(r.mismatched_headers == Names{"content-type", "etag"});
     }
-    auto longer = reply(200, "");
-    longer.md5.reset();
-    longer.error = spe::LegError::body_too_large;
-    CHECK(checked(ref, longer).result == spe::ResultClass::body_mismatch);
+    SECTION("the same status with a longer body is a BODY_MISMATCH") {
+        auto ref = reply(200, "aa", kRefHeaders);
+        auto r = checked(ref, failed_after_header(200, LegError::body_too_large, kRefHeaders));
+        CHECK(r.result == ResultClass::body_mismatch);
+        CHECK(r.mismatched_headers.empty());
+    }
+}
+
+TEST_CASE("sequential (body cut) and concurrent (body read whole) modes give the same class") {
+    auto ref = reply(200, "aa", kRefHeaders);
+    for (unsigned proxy_status : {200u, 203u, 304u, 404u, 500u}) {
+        CAPTURE(proxy_status);
+        const auto cut = checked(ref, failed_after_header(proxy_status, LegError::body_too_large, kRefHeaders));
+        const auto whole = checked(ref, reply(proxy_status, "longer", kRefHeaders));
+        CHECK(cut.result == whole.result);
+        CHECK(cut.mismatched_headers == whole.mismatched_headers);
+    }
+}
+
+TEST_CASE("a leg that failed before its header is NO_RESPONSE or PROTOCOL_ERROR and lists no header") {
+    auto ref = reply(200, "aa", kRefHeaders);
+    for (auto e :
+         {LegError::refused, LegError::timeout, LegError::reset, LegError::closed, LegError::busy, LegError::aborted}) {
+        CAPTURE(to_string(e));
+        auto r = checked(ref, failed_before_header(e));
+        CHECK(r.result == ResultClass::no_response);
+        CHECK(r.mismatched_headers.empty());
+    }
+    for (auto e : {LegError::bad_header, LegError::header_too_large}) {
+        CAPTURE(to_string(e));
+        auto r = checked(ref, failed_before_header(e));
+        CHECK(r.result == ResultClass::protocol_error);
+        CHECK(r.mismatched_headers.empty());
+    }
+}
+
+TEST_CASE("a leg that failed after its header lists the true header difference") {
+    auto ref = reply(200, "aa", kRefHeaders);
+    SECTION("same status: the error decides the class") {
+        for (auto e : {LegError::truncated, LegError::bad_body, LegError::extra_data}) {
+            CAPTURE(to_string(e));
+            auto same = checked(ref, failed_after_header(200, e, kRefHeaders));
+            CHECK(same.result == ResultClass::protocol_error);
+            CHECK(same.mismatched_headers.empty());
+            auto other = checked(ref, failed_after_header(200, e, {{"content-type", "text/html"}, {"etag", "2"}}));
+            CHECK(other.result == ResultClass::protocol_error);
+            CHECK(other.mismatched_headers == Names{"etag"});
+        }
+        for (auto e : {LegError::timeout, LegError::reset, LegError::aborted}) {
+            CAPTURE(to_string(e));
+            auto r = checked(ref, failed_after_header(200, e, kRefHeaders));
+            CHECK(r.result == ResultClass::no_response);
+            CHECK(r.mismatched_headers.empty());
+        }
+    }
+    SECTION("another status: the status decides, the error stays in the measure") {
+        for (auto e : {LegError::truncated, LegError::bad_body, LegError::timeout, LegError::reset}) {
+            CAPTURE(to_string(e));
+            auto r = checked(ref, failed_after_header(503, e, kRefHeaders));
+            CHECK(r.result == ResultClass::status_code_mismatch);
+            CHECK(r.measure.error == e);
+            CHECK(r.mismatched_headers.empty());
+        }
+    }
+}
+
+TEST_CASE("a reference without a status makes any proxy reply a STATUS_CODE_MISMATCH") {
+    spe::Measure ref;
+    ref.error = LegError::timeout;
+    auto r = checked(ref, reply(200, "aa", kRefHeaders));
+    CHECK(r.result == ResultClass::status_code_mismatch);
+    CHECK(r.mismatched_headers.empty());
 }
 
 TEST_CASE("differing_headers merges two sorted lists") {
     spe::ComparedHeaders a{{"a", "1"}, {"c", "3"}, {"d", "4"}};
     spe::ComparedHeaders b{{"b", "2"}, {"c", "3"}, {"d", "5"}};
-    CHECK(spe::differing_headers(a, b) == std::vector<std::string>{"a", "b", "d"});
+    CHECK(spe::differing_headers(a, b) == Names{"a", "b", "d"});
     CHECK(spe::differing_headers({}, {}).empty());
 }
 
@@ -70,17 +163,17 @@ TEST_CASE("two 304s are compared on the headers RFC 9110 requires of a 304 only"
                         {"last-modified", "Tue, 01 Sep 2026 02:00:32 GMT"}});
     auto nginx = reply(304, "", {{"cache-control", "max-age=60"}, {"etag", "\"a\""}, {"x-origin-count", "1"}});
     auto r = checked(squid, nginx);
-    CHECK(r.result == spe::ResultClass::header_mismatch);
-    CHECK(r.mismatched_headers == std::vector<std::string>{"etag"});
+    CHECK(r.result == ResultClass::header_mismatch);
+    CHECK(r.mismatched_headers == Names{"etag"});
 
     auto with_etag =
         reply(304, "", {{"cache-control", "max-age=60"}, {"content-type", "image/jpeg"}, {"etag", "\"a\""}});
-    CHECK(checked(with_etag, nginx).result == spe::ResultClass::ok);
+    CHECK(checked(with_etag, nginx).result == ResultClass::ok);
     auto other_etag = reply(304, "", {{"cache-control", "max-age=60"}, {"etag", "\"b\""}});
-    CHECK(checked(with_etag, other_etag).mismatched_headers == std::vector<std::string>{"etag"});
+    CHECK(checked(with_etag, other_etag).mismatched_headers == Names{"etag"});
     auto no_vary = reply(304, "", {{"cache-control", "max-age=60"}, {"etag", "\"a\""}, {"vary", "cookie"}});
-    CHECK(checked(no_vary, nginx).mismatched_headers == std::vector<std::string>{"vary"});
+    CHECK(checked(no_vary, nginx).mismatched_headers == Names{"vary"});
     // A 200 keeps the full comparison.
     auto ok200 = reply(200, "aa", {{"content-type", "image/jpeg"}});
-    CHECK(checked(ok200, reply(200, "aa", {})).mismatched_headers == std::vector<std::string>{"content-type"});
+    CHECK(checked(ok200, reply(200, "aa", {})).mismatched_headers == Names{"content-type"});
 }
