@@ -35,7 +35,7 @@ TEST_CASE("flags give a typed config with ROPE's defaults") {
     CHECK_FALSE(c->client_fetch_stamp);
 }
 
-TEST_CASE("--client-fetch-stamp keeps the Collector's fetch stamp for the clients") {
+TEST_CASE("the flag --client-fetch-stamp keeps the Collector's fetch stamp for the clients") {
     auto c = parse({"--collector", "127.0.0.1:3128", "--client-fetch-stamp"});
     REQUIRE(c);
     CHECK(c->client_fetch_stamp);
