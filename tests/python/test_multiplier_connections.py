@@ -133,3 +133,5 @@ def test_sigterm_on_two_threads_while_connections_come_and_go(lab, child, start_
     assert sum(completed) > 20
     assert len(records) == sum(completed)
     assert len({r["id"] for r in records}) == len(records)
+    # The run's summary at exit counts the same records, none dropped.
+    assert f"stopped; {len(records)} record(s) written, 0 dropped" in m.child.log.read_text()
