@@ -90,6 +90,9 @@ po::options_description describe_options() {
         "capture-max-bytes", po::value<std::uint64_t>()->default_value(100ull << 20),
         "stop capturing once DIR holds this many bytes")(
         "capture-body-bytes", po::value<std::size_t>()->default_value(4096), "body bytes kept per reply in a capture")(
+        "log-queue-bytes", po::value<std::uint64_t>()->default_value(64ull << 20),
+        "records waiting for the disk at most (formatted bytes); when the disk falls further behind, records are "
+        "dropped and the count is in the final log line")(
         "allow", po::value<std::vector<std::string>>()->composing(),
         "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")(
         "connect-port", po::value<std::vector<unsigned>>()->composing(),
@@ -169,6 +172,7 @@ Config build_config(const po::variables_map& vm) {
     if (vm.count("capture-dir")) c.capture_dir = vm["capture-dir"].as<std::string>();
     c.capture_max_bytes = vm["capture-max-bytes"].as<std::uint64_t>();
     c.capture_body_bytes = vm["capture-body-bytes"].as<std::size_t>();
+    c.log_queue_bytes = vm["log-queue-bytes"].as<std::uint64_t>();
 
     auto allow = list_of<std::string>(vm, "allow");
     if (allow.empty()) allow = {"127.0.0.0/8", "::1/128"};

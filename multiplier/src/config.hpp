@@ -46,6 +46,7 @@ struct Config {
     std::string capture_dir;
     std::uint64_t capture_max_bytes = 100ull << 20;
     std::size_t capture_body_bytes = 4096;
+    std::uint64_t log_queue_bytes = 64ull << 20;  // records waiting for the writer thread
 
     AllowList allow;
     std::vector<std::uint16_t> connect_ports{443};

@@ -16,31 +16,50 @@
 namespace spe {
 namespace {
 
-/// Copies bytes one way until EOF, error or idle timeout, then half-closes
-/// the other side so the peer sees the end too. Returns the bytes copied.
-awaitable<std::uint64_t> pump(TimedStream& from, TimedStream& to, std::chrono::milliseconds idle) {
+/// The tunnel's one idle deadline, shared by both directions: bytes moving
+/// either way push it back on both streams, pending reads and writes included,
+/// so a download the client never answers (or an upload) is not idle.
+class IdleDeadline {
+public:
+    IdleDeadline(TimedStream& a, TimedStream& b, std::chrono::milliseconds idle) : a_(a), b_(b), idle_(idle) {}
+    void traffic() {
+        const auto t = Clock::now() + idle_;
+        a_.move_deadlines(t);
+        b_.move_deadlines(t);
+    }
+
+private:
+    TimedStream& a_;
+    TimedStream& b_;
+    std::chrono::milliseconds idle_;
+};
+
+/// Copies bytes one way until EOF, error or the tunnel's idle timeout, then
+/// half-closes the other side so the peer sees the end too. Returns the bytes copied.
+awaitable<std::uint64_t> pump(TimedStream& from, TimedStream& to, IdleDeadline& idle) {
     std::array<char, 16 * 1024> buf{};
     std::uint64_t total = 0;
     error_code ec;
     for (;;) {
-        from.expires_after(idle);
         auto n = co_await from.async_read_some(asio::buffer(buf), with_ec(ec));
         if (ec) break;
-        to.expires_after(idle);
+        idle.traffic();
         co_await asio::async_write(to, asio::buffer(buf.data(), n), with_ec(ec));
         if (ec) break;
+        idle.traffic();
         total += n;
     }
     to.socket().shutdown(tcp::socket::shutdown_send, ec);
     co_return total;
 }
 
-/// Bytes one side sent ahead (read into our buffer already) go first.
-awaitable<bool> flush_ahead(ReadBuffer& buffer, TimedStream& to, std::chrono::milliseconds idle) {
+/// Bytes one side sent ahead (read into our buffer already) go first; they
+/// count in that direction's total.
+awaitable<bool> flush_ahead(ReadBuffer& buffer, TimedStream& to, std::chrono::milliseconds idle, std::uint64_t& total) {
     if (buffer.size() == 0) co_return true;
     error_code ec;
     to.expires_after(idle);
-    co_await asio::async_write(to, buffer.data(), with_ec(ec));
+    total += co_await asio::async_write(to, buffer.data(), with_ec(ec));
     buffer.consume(buffer.size());
     co_return !ec;
 }
@@ -92,22 +111,24 @@ awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& cli
     client.expires_after(cfg.client_timeout);
     co_await asio::async_write(client, asio::buffer(established), with_ec(ec));
     record.client_status = 200;
-    if (ec || !co_await flush_ahead(upstream.buffer(), client, cfg.client_timeout) ||
-        !co_await flush_ahead(client_buffer, upstream.stream(), cfg.client_timeout))
+    std::uint64_t up_bytes = 0, down_bytes = 0;
+    if (ec || !co_await flush_ahead(upstream.buffer(), client, cfg.client_timeout, down_bytes) ||
+        !co_await flush_ahead(client_buffer, upstream.stream(), cfg.client_timeout, up_bytes))
         co_return TunnelOutcome{};
 
     // Client-to-Collector runs beside us; a timer set to "never" is the signal
     // that it finished (cancelling it wakes the wait below).
     asio::steady_timer up_done(client.get_executor(), asio::steady_timer::time_point::max());
-    std::uint64_t up_bytes = 0;
     bool up_running = true;
-    asio::co_spawn(client.get_executor(), pump(client, upstream.stream(), cfg.client_timeout),
+    IdleDeadline idle(client, upstream.stream(), cfg.client_timeout);
+    idle.traffic();
+    asio::co_spawn(client.get_executor(), pump(client, upstream.stream(), idle),
                    [&](std::exception_ptr, std::uint64_t n) {
-                       up_bytes = n;
+                       up_bytes += n;
                        up_running = false;
                        up_done.cancel();
                    });
-    m.bytes = co_await pump(upstream.stream(), client, cfg.client_timeout);
+    m.bytes = down_bytes + co_await pump(upstream.stream(), client, idle);
     if (up_running) co_await up_done.async_wait(with_ec(ec));
     m.total_us = micros_since(t0);
     record.note = "CONNECT tunnel (not multiplied): " + std::to_string(up_bytes) + " bytes up, " +

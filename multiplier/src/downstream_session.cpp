@@ -3,6 +3,7 @@
 #include "body_digest.hpp"
 #include "connect_tunnel.hpp"
 #include "fanout.hpp"
+#include "lingering_close.hpp"
 #include "request_policy.hpp"
 #include "result_log.hpp"
 
@@ -97,8 +98,14 @@ awaitable<void> DownstreamSession::run() {
         if (!co_await wait_for_request()) break;
         if (!co_await serve_one()) break;
     }
-    error_code ignored;
-    client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if (refused_) {
+        // The client may still be sending what we refused: let it read the reply first.
+        const LingerLimits limits{std::min<Clock::duration>(ctx_->config().client_timeout, std::chrono::seconds(5))};
+        co_await lingering_close(client_, limits);
+    } else {
+        error_code ignored;
+        client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
     close();
 }
 
@@ -153,7 +160,8 @@ awaitable<bool> DownstreamSession::serve_one() {
     auto record = new_record(parser.get());
     const bool head_request = parser.get().method() == http::verb::head;
     if (!parser.is_done()) {
-        if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        // RFC 9110 10.1.1: never to an HTTP/1.0 client, which may not understand it.
+        if (parser.get().version() >= 11 && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
             static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
             co_await asio::async_write(client_, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
         }
@@ -255,6 +263,7 @@ awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, con
 awaitable<void> DownstreamSession::refuse(unsigned status, const std::string& reason, RequestRecord record,
                                           bool head_request) {
     spdlog::debug("client {}: {} {} refused: {} {}", client_address_, record.method, record.url, status, reason);
+    refused_ = true;
     co_await reply_from_multiplier(status, reason, head_request, false);
     record.client_status = status;
     record.note = reason;

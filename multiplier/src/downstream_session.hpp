@@ -47,7 +47,8 @@ private:
     CollectorLeg collector_;
     std::shared_ptr<ProxyPools> pools_;
     WorkGuard work_;
-    bool idle_ = true;  // waiting for the first byte of a request
+    bool idle_ = true;      // waiting for the first byte of a request
+    bool refused_ = false;  // an error reply was sent: close lingering (lingering_close.hpp)
 };
 
 }  // namespace spe

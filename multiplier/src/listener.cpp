@@ -24,7 +24,7 @@ asio::any_io_executor connection_executor(asio::io_context& ioc, unsigned thread
 }  // namespace
 
 Listener::Listener(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
-    : ioc_(ioc), ctx_(std::move(ctx)), acceptor_(ioc) {
+    : ioc_(ioc), ctx_(std::move(ctx)), strand_(connection_executor(ioc, ctx_->config().threads)), acceptor_(strand_) {
     const auto& listen = ctx_->config().listen;
     tcp::endpoint ep(asio::ip::make_address(listen.host), listen.port);
     acceptor_.open(ep.protocol());
@@ -34,7 +34,7 @@ Listener::Listener(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
 }
 
 void Listener::start() {
-    asio::co_spawn(ioc_, accept_loop(), [self = shared_from_this()](std::exception_ptr e) {
+    asio::co_spawn(strand_, accept_loop(), [self = shared_from_this()](std::exception_ptr e) {
         if (!e) return;
         try {
             std::rethrow_exception(e);
@@ -45,10 +45,9 @@ void Listener::start() {
 }
 
 void Listener::stop() {
-    asio::post(ioc_, [self = shared_from_this()] {
+    asio::post(strand_, [self = shared_from_this()] {
         error_code ignored;
         self->acceptor_.close(ignored);
-        std::lock_guard lock(self->sessions_mutex_);
         for (auto& w : self->sessions_)
             if (auto s = w.lock()) s->stop_if_idle();
     });
@@ -63,7 +62,7 @@ awaitable<void> Listener::accept_loop() {
         if (ec) {
             // Out of file descriptors and the like: say so, breathe, go on.
             spdlog::warn("accept failed: {}", ec.message());
-            asio::steady_timer pause(ioc_, std::chrono::milliseconds(100));
+            asio::steady_timer pause(strand_, std::chrono::milliseconds(100));
             co_await pause.async_wait(with_ec(ec));
             continue;
         }
@@ -75,11 +74,8 @@ awaitable<void> Listener::accept_loop() {
             continue;
         }
         auto session = std::make_shared<DownstreamSession>(std::move(socket), ctx_);
-        {
-            std::lock_guard lock(sessions_mutex_);
-            std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
-            sessions_.push_back(session);
-        }
+        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+        sessions_.push_back(session);
         session->start();
     }
 }

@@ -1,6 +1,9 @@
 // Accepts client connections, applies the allow-list, and starts one
 // DownstreamSession per connection on a strand of its own (with one I/O
-// thread, the io_context's executor: the thread is the strand).
+// thread, the io_context's executor: the thread is the strand). The acceptor
+// has a strand of its own too: the accept loop and stop() (from the signal
+// handler, on any I/O thread) both run on it, so closing the acceptor never
+// races an accept, and the session list needs no lock.
 #pragma once
 
 #include "server_context.hpp"
@@ -19,7 +22,6 @@ public:
     void start();
     /// Stops accepting and asks idle sessions to close (SIGINT/SIGTERM).
     void stop();
-    tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
 
 private:
     awaitable<void> accept_loop();
@@ -27,8 +29,8 @@ private:
 
     asio::io_context& ioc_;
     std::shared_ptr<ServerContext> ctx_;
+    asio::any_io_executor strand_;  // the acceptor's and the session list's
     tcp::acceptor acceptor_;
-    std::mutex sessions_mutex_;
     std::vector<std::weak_ptr<DownstreamSession>> sessions_;
 };
 

@@ -68,8 +68,10 @@ awaitable<void> drain(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
     ioc.stop();
 }
 
-int run(const Config& config) {
-    ResultLog log(config);  // declared before the io_context: outlives every session
+/// Runs the server until the drain has ended. Returns when every session,
+/// fan-out and pending coroutine is gone (the io_context with them), so every
+/// record has been handed to `log`.
+void serve(const Config& config, ResultLog& log) {
     // With one I/O thread nothing else touches the io_context (the resolves
     // below are synchronous, spdlog's flusher never posts to it), so Asio may
     // skip its scheduler and reactor locks: about 2 % of the instructions per request.
@@ -118,8 +120,21 @@ int run(const Config& config) {
     ioc.run();
     for (auto& w : workers)
         w.join();
-    log.flush();
-    spdlog::info("stopped; {} record(s) written", log.records_written());
+}
+
+int run(const Config& config) {
+    ResultLog log(config);
+    serve(config, log);
+    log.close();  // the records still queued go to disk
+    const auto dropped = log.records_dropped();
+    const auto failed = log.records_failed();
+    if (dropped || failed)
+        spdlog::warn(
+            "stopped; {} record(s) written, {} dropped (the disk fell more than --log-queue-bytes behind), {} not "
+            "written (disk error)",
+            log.records_written(), dropped, failed);
+    else
+        spdlog::info("stopped; {} record(s) written, 0 dropped", log.records_written());
     return 0;
 }
 

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <unistd.h>
+
 #if defined(SPE_MIMALLOC)
 #include <mimalloc.h>
 
@@ -20,14 +22,6 @@
 namespace spe {
 namespace {
 
-/// Resident set size in KiB, for the log (0 if unknown).
-long rss_kib() {
-    std::ifstream statm("/proc/self/statm");
-    long pages = 0, resident = 0;
-    statm >> pages >> resident;
-    return resident * 4;
-}
-
 /// Hands the heap's free pages back to the system.
 void give_back_heap() {
 #if defined(SPE_MIMALLOC)
@@ -38,6 +32,18 @@ void give_back_heap() {
 }
 
 }  // namespace
+
+long resident_kib() {
+    std::ifstream statm("/proc/self/statm");
+    long pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * (::sysconf(_SC_PAGESIZE) / 1024);
+}
+
+void give_back_memory() {
+    BufferRecycler::release();  // the thread's stock of read buffers, before the heap gives pages back
+    give_back_heap();
+}
 
 std::string heap_allocator() {
 #if defined(SPE_MIMALLOC)
@@ -71,12 +77,11 @@ awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx) {
         co_await tick.async_wait(with_ec(ec));
         const auto now = ctx->requests_in_flight();
         if (!policy.due(ctx->take_request_peak(), now)) continue;
-        const auto before = rss_kib();
+        const auto before = resident_kib();
         const auto t0 = Clock::now();
-        BufferRecycler::release();  // the I/O thread's stock of read buffers, before the heap gives pages back
-        give_back_heap();
+        give_back_memory();
         spdlog::debug("after a burst of requests ({} in flight now): the heap returned {} KiB in {} us", now,
-                      before - rss_kib(), micros_since(t0));
+                      before - resident_kib(), micros_since(t0));
     }
 }
 

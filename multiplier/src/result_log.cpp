@@ -3,8 +3,6 @@
 #include "config.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -14,7 +12,6 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 
 namespace spe {
 namespace {
@@ -162,17 +159,6 @@ void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
     w.key<"ttfb_us">().integer(m.ttfb_us);
 }
 
-std::shared_ptr<spdlog::logger> open_record_file(const std::string& name, const std::string& path) {
-    if (path.empty()) return nullptr;
-    auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
-    auto logger = std::make_shared<spdlog::logger>(name, sink);
-    logger->set_pattern("%v");
-    logger->set_level(spdlog::level::info);
-    logger->flush_on(spdlog::level::off);
-    spdlog::register_logger(logger);  // so spdlog::flush_every covers it
-    return logger;
-}
-
 std::string seconds_micros(const std::optional<std::int64_t>& us) {
     const auto v = us.value_or(0);
     return fmt::format("{}:{}", v / 1'000'000, v % 1'000'000);
@@ -258,13 +244,11 @@ std::string to_rope_lines(const RequestRecord& r, long pid) {
 }
 
 ResultLog::ResultLog(const Config& config)
-    : capture_dir_(config.capture_dir), capture_max_bytes_(config.capture_max_bytes) {
-    try {
-        json_ = open_record_file("spe-records", config.log_path);
-        rope_ = open_record_file("spe-rope", config.rope_log_path);
-    } catch (const spdlog::spdlog_ex& e) {
-        throw std::runtime_error(std::string("cannot open log file: ") + e.what());
-    }
+    : capture_dir_(config.capture_dir),
+      capture_max_bytes_(config.capture_max_bytes),
+      json_(!config.log_path.empty()),
+      rope_(!config.rope_log_path.empty()),
+      writer_(config.log_path, config.rope_log_path, config.log_queue_bytes) {
     if (!capture_dir_.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(capture_dir_, ec);
@@ -272,27 +256,18 @@ ResultLog::ResultLog(const Config& config)
     }
 }
 
-ResultLog::~ResultLog() {
-    flush();
-    // Out of spdlog's registry, so its periodic flusher never sees a dead logger.
-    if (json_) spdlog::drop(json_->name());
-    if (rope_) spdlog::drop(rope_->name());
-}
-
 void ResultLog::write(const RequestRecord& record) {
-    if (json_) json_->log(spdlog::level::info, spdlog::string_view_t(to_json_line(record)));
-    if (rope_) {
-        auto lines = to_rope_lines(record, static_cast<long>(::getpid()));
-        lines.pop_back();  // the sink adds the last newline
-        rope_->log(spdlog::level::info, spdlog::string_view_t(lines));
-    }
+    RecordWrite out;
+    if (json_) out.json = to_json_line(record) + '\n';
+    if (rope_) out.rope = to_rope_lines(record, static_cast<long>(::getpid()));
     if (!capture_dir_.empty())
         for (const auto& p : record.proxies)
-            if (p.result != ResultClass::ok && p.result != ResultClass::no_response) capture(record, p);
-    ++written_;
+            if (p.result != ResultClass::ok && p.result != ResultClass::no_response)
+                if (auto file = capture(record, p)) out.captures.push_back(std::move(*file));
+    writer_.submit(std::move(out));
 }
 
-void ResultLog::capture(const RequestRecord& r, const ProxyResult& p) {
+std::optional<CaptureFile> ResultLog::capture(const RequestRecord& r, const ProxyResult& p) {
     std::string text = fmt::format(
         "# SPE mismatch capture\nrequest: {} {} {} {}\nproxy: {}\nresult: {}\nmismatched headers: {}\nerror: {} {}\n"
         "\n## Collector reply header\n{}\n## Collector body: first {} of {} bytes, md5 {}\n{}\n"
@@ -301,15 +276,9 @@ void ResultLog::capture(const RequestRecord& r, const ProxyResult& p) {
         to_string(p.measure.error), p.measure.error_detail, r.collector.raw_header, r.collector.body_head.size(),
         r.collector.bytes, r.collector.md5.value_or("-"), r.collector.body_head, p.measure.raw_header,
         p.measure.body_head.size(), p.measure.bytes, p.measure.md5.value_or("-"), p.measure.body_head);
-    if (captured_bytes_.fetch_add(text.size()) + text.size() > capture_max_bytes_) return;
-    std::ofstream out(std::filesystem::path(capture_dir_) / fmt::format("{:08}-{}.txt", r.id, p.name),
-                      std::ios::binary);
-    out << text;
-}
-
-void ResultLog::flush() {
-    if (json_) json_->flush();
-    if (rope_) rope_->flush();
+    if (captured_bytes_.fetch_add(text.size()) + text.size() > capture_max_bytes_) return std::nullopt;
+    return CaptureFile{(std::filesystem::path(capture_dir_) / fmt::format("{:08}-{}.txt", r.id, p.name)).string(),
+                       std::move(text)};
 }
 
 }  // namespace spe

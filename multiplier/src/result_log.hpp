@@ -1,18 +1,16 @@
 // Where records go: JSON Lines (the primary contract, docs/log-format.md),
 // ROPE's text format (one line per proxy, the paper's Figure 3) and, for
-// mismatches, captures of both replies. Thread-safe; flushed every second and
-// on shutdown.
+// mismatches, captures of both replies. A record is formatted on the calling
+// (I/O) thread and written by a writer thread (record_writer.hpp), so the disk
+// never delays a measurement. Thread-safe.
 #pragma once
 
 #include "measurement.hpp"
+#include "record_writer.hpp"
 
 #include <atomic>
-#include <memory>
+#include <optional>
 #include <string>
-
-namespace spdlog {
-class logger;
-}
 
 namespace spe {
 
@@ -21,23 +19,28 @@ struct Config;
 class ResultLog {
 public:
     explicit ResultLog(const Config& config);  // throws std::runtime_error if a file cannot be opened
-    ~ResultLog();
     ResultLog(const ResultLog&) = delete;
     ResultLog& operator=(const ResultLog&) = delete;
 
+    /// Formats the record and queues it for the writer; never waits for the disk.
     void write(const RequestRecord& record);
-    void flush();
-    std::uint64_t records_written() const { return written_.load(); }
+    /// Writes every queued record and stops the writer (at exit, after the last write()).
+    void close() { writer_.close(); }
+    std::uint64_t records_written() const { return writer_.written(); }
+    /// Records lost because the writer was too far behind (the queue was full).
+    std::uint64_t records_dropped() const { return writer_.dropped(); }
+    /// Records the disk refused (in part or whole).
+    std::uint64_t records_failed() const { return writer_.failed(); }
 
 private:
-    void capture(const RequestRecord& record, const ProxyResult& proxy);
+    std::optional<CaptureFile> capture(const RequestRecord& record, const ProxyResult& proxy);
 
-    std::shared_ptr<spdlog::logger> json_;
-    std::shared_ptr<spdlog::logger> rope_;
     std::string capture_dir_;
     std::uint64_t capture_max_bytes_;
     std::atomic<std::uint64_t> captured_bytes_{0};
-    std::atomic<std::uint64_t> written_{0};
+    bool json_ = false;
+    bool rope_ = false;
+    RecordWriter writer_;
 };
 
 /// One JSON Lines record (no trailing newline).

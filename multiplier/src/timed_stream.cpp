@@ -23,6 +23,15 @@ void TimedStream::expires_at(Clock::time_point t) {
     if (!impl_->write_pending) impl_->write_deadline = t;
 }
 
+void TimedStream::move_deadlines(Clock::time_point t) {
+    auto& s = *impl_;
+    s.read_deadline = t;
+    s.write_deadline = t;
+    // A later deadline needs nothing now: the wake-up already armed finds no
+    // operation late and re-arms for the new one. An earlier one must be armed.
+    if (s.read_pending || s.write_pending) s.arm(t);
+}
+
 void TimedStream::cancel() {
     error_code ignored;
     impl_->socket.cancel(ignored);

@@ -16,6 +16,7 @@
 // deadline of the next read and of the next write (a direction with an
 // operation pending keeps the deadline it started with); the deadline stays
 // in force until set again; at most one read and one write may be pending.
+// move_deadlines also moves the deadlines of pending operations.
 #pragma once
 
 #include "net.hpp"
@@ -52,6 +53,9 @@ public:
     void expires_after(Clock::duration d) { expires_at(Clock::now() + d); }
     void expires_at(Clock::time_point t);
     void expires_never() { expires_at(Clock::time_point::max()); }
+    /// Like expires_at, but also for the operations already pending: a tunnel
+    /// waiting to read from one side stays open while bytes flow the other way.
+    void move_deadlines(Clock::time_point t);
 
     /// Cancels pending operations (they complete with operation_aborted); the socket stays open.
     void cancel();

@@ -7,9 +7,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -90,6 +93,23 @@ class Multiplier:
 
     def stop(self) -> int | None:
         return self.child.stop()
+
+    def sigterm_under_load(self, client: Callable[[int, threading.Event], None], clients: int,
+                           run_s: float = 1.5) -> list[dict]:
+        """Run `clients` threads of `client(i, stop)`, SIGTERM after `run_s`; check exit 0; return the records."""
+        stop = threading.Event()
+        threads = [threading.Thread(target=client, args=(i, stop)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        time.sleep(run_s)
+        self.child.popen.send_signal(signal.SIGTERM)
+        try:
+            assert self.child.popen.wait(timeout=30) == 0
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=15)
+        return self.records(0, deadline_s=0)
 
 
 SCHEMA = json.loads((ROOT / "docs/multiplier-log.schema.json").read_text())

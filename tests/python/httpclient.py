@@ -73,6 +73,11 @@ class Connection:
         self.send(request_bytes(method, url, headers, body))
         return self.read_reply(head=method == "HEAD")
 
+    def connect_tunnel(self, target: str) -> Reply:
+        """CONNECT to `target` (HOST:PORT); after a 2xx reply the connection is the tunnel."""
+        self.send(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        return self.read_reply(head=True)  # no body: the tunnel's bytes follow the header
+
     def close(self) -> None:
         self.file.close()
         self.sock.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
 import threading
@@ -114,17 +113,10 @@ def test_connect_only_to_allowed_ports(lab, start_multiplier):
 
 def test_connect_tunnels_through_the_collector(lab, start_multiplier):
     m = start_multiplier("--connect-port", str(lab.origin_port))
-    with socket.create_connection(("127.0.0.1", m.port), timeout=10) as s:
-        target = f"127.0.0.1:{lab.origin_port}"
-        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-        f = s.makefile("rb")
-        assert f.readline().startswith(b"HTTP/1.1 200")
-        while f.readline() not in (b"\r\n", b""):
-            pass
+    with Connection(m.port) as c:
+        assert c.connect_tunnel(f"127.0.0.1:{lab.origin_port}").status == 200
         # Inside the tunnel: plain HTTP to the origin, end to end.
-        s.sendall(b"GET /c/tunnel?size=5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        assert f.readline().startswith(b"HTTP/1.1 200")
-        f.close()  # the socket really closes only when its file object is closed too
+        assert c.get("http://x/c/tunnel?size=5", headers={"Connection": "close"}).status == 200
     record = m.records(1)[0]
     assert record["method"] == "CONNECT" and record["proxies"] == [] and "tunnel" in record["note"]
 
@@ -167,9 +159,8 @@ def test_sigterm_under_load_loses_no_record(lab, child, start_multiplier):
     slow = lab.fault_proxy("slow-sigterm", "slow", "--delay-ms", "200")
     m = start_multiplier("--proxy", f"c=127.0.0.1:{child.port}", "--proxy", f"slow=127.0.0.1:{slow.port}")
     completed = [0] * 4
-    stop = threading.Event()
 
-    def client(i: int) -> None:
+    def client(i: int, stop: threading.Event) -> None:
         try:
             with Connection(m.port, timeout=10) as c:
                 n = 0
@@ -185,16 +176,7 @@ def test_sigterm_under_load_loses_no_record(lab, child, start_multiplier):
         except (ConnectionError, OSError, ValueError):
             return  # the Multiplier closed an idle connection: requests not sent are not requests
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(1.5)
-    m.child.popen.send_signal(signal.SIGTERM)
-    assert m.child.popen.wait(timeout=20) == 0
-    stop.set()
-    for t in threads:
-        t.join(timeout=10)
-    records = m.records(0, deadline_s=0)
+    records = m.sigterm_under_load(client, len(completed))
     assert sum(completed) > 10
     assert len(records) == sum(completed)
     assert len({r["id"] for r in records}) == len(records)

@@ -154,6 +154,42 @@ TEST_CASE("a pending read keeps the deadline it started with; a write gets the n
     CHECK_FALSE(write_ec);  // it had completed before the read's deadline closed the socket
 }
 
+TEST_CASE("move_deadlines moves a pending read's deadline, later or earlier") {
+    SECTION("later: the read outlives the deadline it started with") {
+        Pair p;
+        const auto t0 = Clock::now();
+        auto got = p.run<std::size_t>([&]() -> awaitable<std::size_t> {
+            char buf[16];
+            error_code ec;
+            p.stream.expires_after(150ms);
+            asio::steady_timer later(p.ioc, 50ms);
+            later.async_wait([&](error_code) { p.stream.move_deadlines(Clock::now() + 30s); });
+            asio::steady_timer data(p.ioc, 400ms);
+            data.async_wait([&](error_code) { asio::write(p.peer, asio::buffer(std::string("late"))); });
+            auto n = co_await p.stream.async_read_some(asio::buffer(buf), with_ec(ec));
+            REQUIRE_FALSE(ec);
+            co_return n;
+        });
+        CHECK(got == 4);
+        CHECK(ms_since(t0) >= 390);
+    }
+    SECTION("earlier: the read ends at the new deadline") {
+        Pair p;
+        const auto t0 = Clock::now();
+        auto result = p.run<error_code>([&]() -> awaitable<error_code> {
+            char buf[16];
+            error_code ec;
+            p.stream.expires_after(30s);
+            asio::steady_timer sooner(p.ioc, 20ms);
+            sooner.async_wait([&](error_code) { p.stream.move_deadlines(Clock::now() + 100ms); });
+            co_await p.stream.async_read_some(asio::buffer(buf), with_ec(ec));
+            co_return ec;
+        });
+        CHECK(result == beast::error::timeout);
+        CHECK(ms_since(t0) < 5000);
+    }
+}
+
 TEST_CASE("a write the peer never reads ends at its deadline with timeout") {
     Pair p;
     const auto result = p.run<error_code>([&]() -> awaitable<error_code> {
