@@ -205,6 +205,19 @@ def test_a_reload_reaches_the_origin_once_and_its_copy_goes_to_the_proxies(bed):
     assert bed.origin_counts()[path] == 3
 
 
+def test_a_client_hit_goes_to_its_proxies_even_when_it_turned_stale_since(bed):
+    """The proxies get the copy the client got, not a revalidation of their own."""
+    path = "/obj/turns-stale?cc=public,max-age=2"
+    target = bed.url(path)
+    fetch(bed.spe["direct"], target, tag())
+    client = tag()
+    hit = fetch(bed.spe["direct"], target, client)
+    assert hit.headers["X-Cache"].startswith("HIT") and bed.origin_counts()[path] == 1
+    time.sleep(3)  # the stored copy is stale now
+    proxies = [fetch(bed.spe[name], target, client) for name in ("p1", "p2")]
+    assert {r.serial for r in proxies} == {hit.serial} and bed.origin_counts()[path] == 1
+
+
 def test_replies_without_freshness_or_validators_are_shared(bed):
     """Squid's heuristics would make such a reply stale at once and ask the origin on every hit."""
     path = "/obj/no-validators?cc=public"
