@@ -24,7 +24,7 @@ fault's result class as tests/python/test_multiplier_faults.py expects it.
 Everything listens on 127.0.0.1 and is stopped by PID. Unpinned, as a user would run it.
 
 Run: ./spe bench tail_isolation [--requests 40] [--clients 4] [--per-round 4] [--timeout 5]
-                                [--delay-ms 300] [--no-append] [--keep]
+                                [--delay-ms 300] [--threads 1] [--split-cpus] [--no-append] [--keep]
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import json
+import os
 import sys
 import threading
 import time
@@ -48,6 +50,7 @@ from benchlib import (  # noqa: E402
     cpu_times,
     machine,
     percentile,
+    pin,
     process_tree,
     publish,
     run_main,
@@ -80,11 +83,11 @@ def request_of(client: int, n: int) -> tuple[str, str]:
     return ("HEAD" if n % 5 == 4 else "GET"), f"/c/tail-{(client + n) % OBJECTS}?size={SIZE}"
 
 
-def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int) -> dict:
+def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int, split: bool, threads: int) -> dict:
     """Origin, Collector, the good Squid, the nine fault proxies and both Multipliers; their ports and pids."""
     origin = free_port()
-    group.start("origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(origin)], port=origin,
-                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    origin_child = group.start("origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(origin)],
+                               port=origin, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     collector = start_squid(group, "collector", free_port())
     good = start_squid(group, "good", free_port(), parent_port=collector.port)
     faults, pids = {}, []
@@ -96,7 +99,7 @@ def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int) -> dict:
                 "--parent", f"127.0.0.1:{collector.port}", "--mode", mode, "--delay-ms", str(delay_ms)]
         child = group.start(f"fault-{mode}", argv, port=int(argv[3]))
         faults[mode], pids = child.port, [*pids, child.pid]
-    extra = ("--timeout", timeout_s)
+    extra = ("--timeout", timeout_s, "--threads", str(threads))
     mults = {
         "good": start_multiplier(group, "mult-good", free_port(), collector.port, {"good": good.port},
                                  group.workdir / "good.jsonl", cpu=None, extra=extra),
@@ -104,6 +107,12 @@ def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int) -> dict:
                                    {"good": good.port, **faults}, group.workdir / "faulty.jsonl", cpu=None,
                                    extra=extra),
     }
+    if split:  # the faulty processes on CPU1, everything else on CPU0: the Multiplier's own share alone
+        for pid in pids:
+            pin(pid, 1)
+        for pid in [origin_child.pid, collector.pid, good.pid, *(m.pid for m in mults.values())]:
+            pin(pid, 0)
+        os.sched_setaffinity(0, {0})
     return {"origin": origin, "mults": mults, "fault_pids": pids,
             "squid_pids": process_tree(collector.pid) + process_tree(good.pid)}
 
@@ -129,6 +138,7 @@ def run_rounds(servers: dict, clients: int, requests: int, per_round: int) -> di
     latencies: dict[str, list[float]] = {name: [] for name in NAMES}
     statuses: dict[str, collections.Counter] = {name: collections.Counter() for name in NAMES}
     errors: list[str] = []
+    trace: list[tuple] = []  # (Multiplier, client, method, path, start, seconds): kept with --keep
     rounds = (requests + per_round - 1) // per_round
     barrier = threading.Barrier(clients)
     lock = threading.Lock()
@@ -146,6 +156,7 @@ def run_rounds(servers: dict, clients: int, requests: int, per_round: int) -> di
                         reply = conns[name].get(f"http://127.0.0.1:{origin}{path}", method=method)
                         elapsed = time.perf_counter() - start
                         with lock:
+                            trace.append((name, i, method, path, start, elapsed))
                             latencies[name].append(elapsed)
                             statuses[name][reply.status] += 1
                         sent[name] += 1
@@ -162,7 +173,7 @@ def run_rounds(servers: dict, clients: int, requests: int, per_round: int) -> di
         t.start()
     for t in threads:
         t.join(timeout=300)
-    return {"latencies": latencies, "statuses": statuses, "errors": errors}
+    return {"latencies": latencies, "statuses": statuses, "errors": errors, "trace": trace}
 
 
 def cpu_snapshot(servers: dict) -> dict[str, tuple[float, float]]:
@@ -174,8 +185,6 @@ def cpu_snapshot(servers: dict) -> dict[str, tuple[float, float]]:
 
 
 def wait_records(path: Path, count: int, deadline_s: float) -> list[dict]:
-    import json
-
     end = time.monotonic() + deadline_s
     while True:
         lines = path.read_text().split("\n")[:-1] if path.exists() else []
@@ -222,7 +231,9 @@ def report(args: argparse.Namespace, results: dict, cpu: dict, foreign_s: float,
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     lines = [f"\n## Tail isolation — {stamp}\n",
              f"Machine: {machine()}, shared with other jobs (see the CPU table). Command: "
-             f"`{command_line('tail_isolation')}`. Two release Multipliers (`--timeout {args.timeout}`), unpinned: "
+             f"`{command_line('tail_isolation')}`. Two release Multipliers "
+             f"(`--timeout {args.timeout} --threads {args.threads}`), "
+             f"{'the faulty proxies on CPU1, everything else on CPU0' if args.split_cpus else 'unpinned'}: "
              f"*good* with one Debian Squid under test, *faulty* with the same Squid plus nine misbehaving proxies "
              f"({', '.join(FAULTS)}; slow = {args.delay_ms} ms). {args.clients} clients × {args.requests} requests "
              f"to each, interleaved rounds of {args.per_round} (order alternating), 1 in 5 a HEAD, 5000-byte "
@@ -257,12 +268,13 @@ def report(args: argparse.Namespace, results: dict, cpu: dict, foreign_s: float,
 def measure(args: argparse.Namespace, workdir: Path) -> int:
     problems: list[str] = []
     with ProcessGroup(workdir) as group:
-        servers = start_servers(group, args.timeout, args.delay_ms)
+        servers = start_servers(group, args.timeout, args.delay_ms, args.split_cpus, args.threads)
         warm = warm_up(servers)
         time.sleep(float(args.timeout) + 0.5)  # the warm-up's hanging legs have timed out
         before, busy0, t0 = cpu_snapshot(servers), busy_seconds(), time.monotonic()
         results = run_rounds(servers, args.clients, args.requests, args.per_round)
         wall = time.monotonic() - t0
+        (workdir / "latencies.json").write_text(json.dumps(results["trace"]))
         after, busy1 = cpu_snapshot(servers), busy_seconds()
         cpu = {k: (after[k][0] - before[k][0], after[k][1] - before[k][1]) for k in before}
         foreign = (busy1 - busy0) - sum(u + s for u, s in cpu.values())
@@ -289,6 +301,9 @@ def main() -> int:
     parser.add_argument("--per-round", type=int, default=4, help="requests per client per phase of a round")
     parser.add_argument("--timeout", default="5", help="the Multipliers' --timeout (a hanging leg's life), s")
     parser.add_argument("--delay-ms", type=int, default=300, help="the slow proxy's delay")
+    parser.add_argument("--threads", type=int, default=1, help="the Multipliers' --threads")
+    parser.add_argument("--split-cpus", action="store_true",
+                        help="faulty proxies on CPU1, everything else (clients included) on CPU0")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
