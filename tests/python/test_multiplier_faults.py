@@ -149,7 +149,8 @@ def test_memory_stays_bounded_under_faulty_proxies(lab, good_squid, faulty, star
     # The release build: ASan's quarantine would hide what the Multiplier itself holds.
     monkeypatch.setenv("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
     bad = ("endless", "huge_header", "hang", "short_body_hang", "garbage")
-    m = start_multiplier("--timeout", "1", "--proxy", f"good=127.0.0.1:{good_squid.port}",
+    # --timeout 3: a loaded 2-core machine can hold the good Squid near a second; the faulty legs still end
+    m = start_multiplier("--timeout", "3", "--proxy", f"good=127.0.0.1:{good_squid.port}",
                          *[a for mode in bad for a in ("--proxy", f"{mode}=127.0.0.1:{faulty[mode]}")])
 
     def burst(first: int, count: int) -> None:
@@ -166,7 +167,8 @@ def test_memory_stays_bounded_under_faulty_proxies(lab, good_squid, faulty, star
     records = m.records(300, deadline_s=20)
     grown = rss_kb(m.child.pid) - warm
     assert len(records) == 300
-    assert {p["result"] for r in records for p in r["proxies"] if p["name"] == "good"} == {"OK"}
+    assert [(p["result"], p["error"], p["error_detail"]) for r in records for p in r["proxies"]
+            if p["name"] == "good" and p["result"] != "OK"] == []
     assert grown < 20_000, f"RSS grew by {grown} kB over 240 requests"
 
 
@@ -189,4 +191,5 @@ def test_clients_get_the_same_replies_with_faulty_proxies_as_with_correct_ones_o
     for m in (clean, noisy):
         records = m.records(120, deadline_s=15)
         assert len(records) == 120 and all(r["client_status"] == 200 for r in records)
-        assert {p["result"] for r in records for p in r["proxies"] if p["name"] == "good"} == {"OK"}
+        assert [(p["result"], p["error"], p["error_detail"]) for r in records for p in r["proxies"]
+            if p["name"] == "good" and p["result"] != "OK"] == []
