@@ -37,7 +37,10 @@ awaitable<LegError> UpstreamConnection::send(const WireRequest& req, Clock::time
                                              Measure& m) {
     started_ = t0;
     const bool may_retry = may_send_again(req.message().method());
-    if (is_open() && !may_retry && peer_gone()) close();
+    // An idle connection that has something to read cannot carry a request:
+    // the peer closed it, or sent bytes nobody asked for (e.g. a HEAD reply's
+    // body arriving after its leg ended), which would be read as this reply.
+    if (is_open() && peer_gone()) close();
     const bool reused = is_open();
     auto err = co_await send_once(req, t0, deadline, m);
     // send_once fails only before the first reply byte. A kept-alive

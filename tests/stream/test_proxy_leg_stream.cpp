@@ -265,6 +265,21 @@ TEST_CASE("a POST does not go out on a kept-alive connection the peer has alread
     CHECK(leg.server.requests_seen() == 2);
 }
 
+TEST_CASE("bytes a peer sends on an idle connection never become the next request's reply") {
+    // A proxy that answers HEAD with a body, the body a little after the
+    // header: the HEAD leg has ended when the bytes arrive, so the idle
+    // connection is checked again before it carries the next request.
+    Leg leg({{send_bytes(kHead), pause_for(50ms), send_bytes("HTTP/1.1 299 Polluted\r\nContent-Length: 0\r\n\r\n")},
+             {send_bytes(kHead + kBody)}});
+    REQUIRE(leg.run(true).error == LegError::none);
+    leg.let_server_run();  // the late bytes arrive while the connection is idle
+    auto m = leg.run();
+    CHECK(m.error == LegError::none);
+    CHECK(m.status == 200u);
+    CHECK(*m.connect_us > 0);  // a fresh connection
+    CHECK(m.md5 == md5_hex(kBody.data(), kBody.size()));
+}
+
 TEST_CASE("no descriptor left for the connection is reported as such, not as a cancel") {
 #if defined(__SANITIZE_ADDRESS__)
     // UBSan's vptr check probes memory through a pipe: with no descriptor left
