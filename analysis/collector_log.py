@@ -32,32 +32,39 @@ class PortUsage:
         return self.requests - self.hits
 
 
+def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int, str]) -> bool | None:
+    """Counts one access.log line into the usage of its port (by name; unnamed ports by number).
+    True: counted; None: nothing to count (a blank line, a connection that sent no request, e.g. a
+    readiness probe); False: the line does not parse."""
+    fields = line.split()
+    if len(fields) < 12:
+        return False if line.strip() else None
+    if fields[3].endswith("/000") and fields[5] in ("-", "NONE"):
+        return None
+    try:
+        code = fields[3].split("/")[0]
+        sent = int(fields[4])
+        port = int(fields[10])
+        received = int(fields[11])
+    except (ValueError, IndexError):
+        return False
+    u = usage.setdefault(port_names.get(port, str(port)), PortUsage())
+    u.requests += 1
+    u.hits += "HIT" in code
+    u.bytes_to_client += sent
+    u.bytes_from_client += received
+    u.codes[code] = u.codes.get(code, 0) + 1
+    if fields[8].startswith("HIER_DIRECT"):
+        u.origin_urls.add(fields[6])
+    return True
+
+
 def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, PortUsage], int]:
     """Usage per port name (ports not in `port_names` are grouped under their number). Every named port
     is listed, one that saw no request too: a proxy that bypassed its Collector port shows there."""
     usage: dict[str, PortUsage] = {name: PortUsage() for name in port_names.values()}
     bad = 0
     for line in Path(path).read_text(errors="replace").splitlines():
-        fields = line.split()
-        if len(fields) < 12:
-            bad += 1 if line.strip() else 0
-            continue
-        if fields[3].endswith("/000") and fields[5] in ("-", "NONE"):
-            continue  # a connection that sent no request (e.g. a readiness probe)
-        try:
-            code = fields[3].split("/")[0]
-            sent = int(fields[4])
-            port = int(fields[10])
-            received = int(fields[11])
-        except (ValueError, IndexError):
+        if add_access_line(usage, line, port_names) is False:
             bad += 1
-            continue
-        u = usage.setdefault(port_names.get(port, str(port)), PortUsage())
-        u.requests += 1
-        u.hits += "HIT" in code
-        u.bytes_to_client += sent
-        u.bytes_from_client += received
-        u.codes[code] = u.codes.get(code, 0) + 1
-        if fields[8].startswith("HIER_DIRECT"):
-            u.origin_urls.add(fields[6])
     return usage, bad

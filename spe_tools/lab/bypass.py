@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.collector_log import PortUsage, add_access_line
 from spe_tools.lab.model import Lab
 from spe_tools.lab.tail import LogTail
 
@@ -36,13 +37,13 @@ def same_answer(reference: dict, reply: dict) -> bool:
 
 @dataclass
 class CollectorPorts:
-    """The Collector's access.log read incrementally: requests per port name, and the URLs the direct
-    path had fetched from the origin (hierarchy HIER_DIRECT)."""
+    """The Collector's access.log read incrementally, counted as the report counts it
+    (analysis/collector_log.py): requests per port name, and the URLs the direct path fetched from the
+    origin."""
 
     log: Path
     port_names: dict[int, str]  # Collector port -> "direct" or the proxy's name
-    requests: Counter = field(default_factory=Counter)
-    origin_urls: set[str] = field(default_factory=set)
+    usage: dict[str, PortUsage] = field(default_factory=dict)
     _tail: LogTail = field(init=False)
 
     def __post_init__(self) -> None:
@@ -50,18 +51,14 @@ class CollectorPorts:
 
     def update(self) -> None:
         for line in self._tail.new_lines():
-            self.add(line.decode(errors="replace").split())
+            add_access_line(self.usage, line.decode(errors="replace"), self.port_names)
 
-    def add(self, fields: list[str]) -> None:
-        # The lab's `spe` logformat (analysis/collector_log.py): 3 code/status, 6 URL, 8 hierarchy, 10 port.
-        if len(fields) < 12 or not fields[10].isdigit():
-            return
-        if fields[3].endswith("/000") and fields[5] in ("-", "NONE"):
-            return  # a connection that sent no request (a readiness probe)
-        name = self.port_names.get(int(fields[10]))
-        self.requests[name] += 1
-        if name == "direct" and fields[8].startswith("HIER_DIRECT"):
-            self.origin_urls.add(fields[6])
+    def requests(self, name: str) -> int:
+        return self.usage[name].requests if name in self.usage else 0
+
+    @property
+    def origin_urls(self) -> set[str]:
+        return self.usage["direct"].origin_urls if "direct" in self.usage else set()
 
 
 @dataclass
@@ -81,7 +78,7 @@ class BypassWatch:
         for reply in record.get("proxies") or []:
             name = reply.get("name", "?")
             self.unstamped[name] += unstamped(reference, reply)
-            if self.ports is not None and not self.ports.requests[name] and not self.silent_port_replies[name] \
+            if self.ports is not None and not self.ports.requests(name) and not self.silent_port_replies[name] \
                     and same_answer(reference, reply):
                 self._answered.setdefault(name, set()).add(record.get("url", ""))
 
@@ -91,7 +88,7 @@ class BypassWatch:
             return
         self.ports.update()
         for name, urls in list(self._answered.items()):
-            if self.ports.requests[name]:
+            if self.ports.requests(name):
                 del self._answered[name]
                 self.silent_port_replies[name] = 0
             else:
