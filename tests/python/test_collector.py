@@ -227,6 +227,24 @@ def test_replies_without_freshness_or_validators_are_shared(bed):
     assert len({r.serial for r in replies}) == 1 and bed.origin_counts()[path] == 1
 
 
+def test_a_client_head_goes_to_its_proxies_while_another_proxy_fetches_the_get(bed):
+    """nginx and Varnish turn a HEAD into a GET: their GET (of the same client request) is a miss of its
+    own, and the other proxies' HEADs, arriving while it is in flight, must still get the client's HEAD
+    reply, not join that GET (a lab run saw every proxy, the dummy included, fetch its own copy)."""
+    path = "/obj/head-beside-get?cc=private,no-cache&think=400&te=chunked"
+    target = bed.url(path)
+    client = tag()
+    reload = {**client, "Cache-Control": "no-cache", "Pragma": "no-cache"}
+    first = fetch(bed.spe["direct"], target, reload, method="HEAD")
+    with ThreadPoolExecutor(3) as pool:
+        get = pool.submit(fetch, bed.spe["p1"], target, reload)
+        time.sleep(0.1)  # the GET is waiting for the origin when the HEADs arrive
+        heads = [pool.submit(fetch, bed.spe[name], target, reload, "HEAD") for name in ("p2", "p1")]
+        heads = [h.result() for h in heads]
+        get.result()
+    assert {h.serial for h in heads} == {first.serial}, [h.serial for h in heads]
+    assert bed.origin_counts()[path] == 2  # the client's HEAD and the converted GET
+
 def test_identical_posts_of_one_client_request_reach_the_origin_once(bed):
     path = "/post/form"
     target = bed.url(path)
