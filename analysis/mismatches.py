@@ -37,9 +37,24 @@ def uncacheable_body_cause(collector: RunCollector) -> str:
             "stock Squid Collector, which fetches such replies again, a different body is expected")
 
 
+def own_fetch_cause(example: dict) -> str | None:
+    """The Collector stamps every origin fetch (X-SPE-Fetch) on its reply and on every copy of it: a proxy
+    reply with another stamp than the client's came from an origin fetch the proxy made on its own."""
+    mine, reference = example.get("fetch"), example.get("reference_fetch")
+    if not mine or not reference or mine == reference:
+        return None
+    how = (" (a HEAD it forwarded as a GET, as nginx and Varnish do, is such a fetch)"
+           if example["method"] == "HEAD" else "")
+    return (f"the proxy's reply came from another origin fetch than the client's ({mine.split(';')[0]} instead of "
+            f"{reference.split(';')[0]}): the proxy fetched it on its own{how}; for an uncacheable reply a "
+            "different fetch may well differ")
+
+
 def likely_cause(cls: str, example: dict, collector: RunCollector) -> str | None:
     """A first guess that helps tell a caching bug from noise (from the capture when there is one)."""
     capture = example.get("capture", "")
+    if cls in ("HEADER_MISMATCH", "BODY_MISMATCH") and (cause := own_fetch_cause(example)):
+        return cause
     if cls == "BODY_MISMATCH" and capture and UNCACHEABLE.search(_collector_header(capture)):
         return uncacheable_body_cause(collector)
     if cls == "PROTOCOL_ERROR" and example.get("error") == "extra data" and example["method"] == "HEAD":
@@ -55,7 +70,9 @@ def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector:
                      examples_per_class: int = 3) -> dict:
     """Counts by class and proxy, the headers and URLs that differ most, and examples per class
     (their hints depend on the run's `collector`)."""
-    bad = results.filter((pl.col("name") != COLLECTOR) & (pl.col("result") != "OK"))
+    reference_fetch = results.filter(pl.col("name") == COLLECTOR).select("id", pl.col("fetch").alias("ref_fetch"))
+    bad = results.filter((pl.col("name") != COLLECTOR) & (pl.col("result") != "OK")).join(
+        reference_fetch, on="id", how="left")
     by_proxy: dict[str, dict[str, int]] = {}
     for name, result, n in bad.group_by("name", "result").len().sort("name", "result").iter_rows():
         by_proxy.setdefault(name, {})[result] = n
@@ -67,7 +84,8 @@ def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector:
         for row in rows.iter_rows(named=True):
             example = {"id": row["id"], "proxy": row["name"], "method": row["method"], "url": row["url"],
                        "status": row["status"], "error": row["error"],
-                       "mismatched_headers": row["mismatched_headers"] or []}
+                       "mismatched_headers": row["mismatched_headers"] or [],
+                       "fetch": row["fetch"], "reference_fetch": row["ref_fetch"]}
             capture = capture_dir / f"{row['id']:08d}-{row['name']}.txt" if capture_dir else None
             if capture is not None and capture.exists():
                 example["capture"] = capture.read_bytes()[:6000].decode("utf-8", "replace")

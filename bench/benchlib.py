@@ -89,7 +89,8 @@ def busy_seconds() -> float:
 # Shared set-up: every process is started pinned (taskset) into a ProcessGroup, so it is stopped by
 # PID when the benchmark ends, fails or gets SIGTERM (see run_main).
 
-MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
+# SPE_MULTIPLIER (as in the tests): another build, e.g. an older commit's, for a before/after run
+MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 SQUID = "/usr/sbin/squid"
 LOAD_CPU, SERVER_CPU = 0, 1  # the project's perf anchors: the load generator on CPU0, every server on CPU1
 

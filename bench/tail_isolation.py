@@ -24,6 +24,8 @@ tests/python/test_multiplier_faults.py expects (or `busy`) are named, without fa
 
 Everything listens on 127.0.0.1 and is stopped by PID. Unpinned, as a user would run it.
 
+Another build (e.g. an older commit's, for a before/after in one sitting): SPE_MULTIPLIER=PATH.
+
 Run: ./spe bench tail_isolation [--requests 40] [--clients 4] [--per-round 4] [--timeout 5]
                                 [--delay-ms 300] [--threads 1] [--split-cpus] [--no-append] [--keep]
 """

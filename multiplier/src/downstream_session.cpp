@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -49,8 +50,8 @@ DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerC
       buffer_(read_buffer_limit(ctx_->config())),
       client_address_(address_of(client_.socket())),
       collector_(client_.get_executor(), *ctx_),
-      pools_(std::make_shared<ProxyPools>(client_.get_executor(), ctx_->proxies(), ctx_->config().max_conns_per_proxy,
-                                          read_buffer_limit(ctx_->config()))),
+      pools_(std::make_shared<ProxyPools>(ctx_->fanout_executor(client_.get_executor()), ctx_->proxies(),
+                                          ctx_->config().max_conns_per_proxy, read_buffer_limit(ctx_->config()))),
       work_(*ctx_) {
     error_code ec;
     client_.socket().set_option(tcp::no_delay(true), ec);
@@ -224,11 +225,33 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
         if (cfg.mode == FanoutMode::sequential)
             fanout->skip(why);
         else
-            fanout->record().note = why;
+            fanout->note(why);
         co_return false;
     }
     if (cfg.mode == FanoutMode::sequential) fanout->start();
+    co_await keep_pace_with_fanout();
     co_return out.keep_alive && !ctx_->stopping();
+}
+
+awaitable<void> DownstreamSession::keep_pace_with_fanout() {
+    // The fan-out has threads of its own, so the client never waits for a
+    // proxy. But when those threads are saturated (more work than CPU), a
+    // client that sends back to back would run ever further ahead of its
+    // fan-outs, and each proxy's legs would queue behind SPE's own backlog:
+    // measured slow, or refused as busy once a proxy has --max-conns-per-proxy
+    // of them waiting. So a connection may be a few requests ahead, no more;
+    // then its next request is read once the fan-out has caught up. Checked
+    // with a timer, not a wake-up from the fan-out's thread: with one client
+    // thread its io_context is told no other thread ever touches it.
+    constexpr std::size_t kFanoutsAhead = 2;
+    constexpr auto kRecheck = std::chrono::milliseconds(1);
+    if (pools_->fanouts_not_started() <= kFanoutsAhead) co_return;
+    asio::steady_timer pause(client_.get_executor());
+    error_code ec;
+    while (pools_->fanouts_not_started() > 0 && !ctx_->stopping()) {
+        pause.expires_after(kRecheck);
+        co_await pause.async_wait(with_ec(ec));
+    }
 }
 
 awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, const std::string& reason,

@@ -33,6 +33,8 @@ private:
     awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
+    /// Waits for the fan-out when it has fallen behind this connection.
+    awaitable<void> keep_pace_with_fanout();
     /// Sends a short text reply from the Multiplier itself; returns what the client got.
     awaitable<Measure> reply_from_multiplier(unsigned status, const std::string& reason, bool head_request,
                                              bool keep_alive);

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 
 namespace spe {
 
@@ -31,7 +32,18 @@ Fanout::~Fanout() {
     finish();
 }
 
+template <class Step>
+void Fanout::on_fanout_executor(Step step) {
+    asio::post(pools_->executor(), [self = shared_from_this(), step = std::move(step)]() mutable { step(*self); });
+}
+
 void Fanout::start() {
+    pools_->fanout_handed_over();
+    on_fanout_executor([](Fanout& f) { f.start_legs(); });
+}
+
+void Fanout::start_legs() {
+    pools_->fanout_started();
     started_ = true;
     const auto n = record_.proxies.size();
     pending_ = n;
@@ -94,19 +106,28 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
 }
 
 void Fanout::set_reference(Measure collector, unsigned client_status, std::optional<Measure> own_reply) {
-    record_.collector = std::move(collector);
-    own_reply_ = std::move(own_reply);
-    record_.client_status = client_status;
-    has_reference_ = true;
-    maybe_finish();
+    on_fanout_executor(
+        [collector = std::move(collector), client_status, own_reply = std::move(own_reply)](Fanout& f) mutable {
+            f.record_.collector = std::move(collector);
+            f.own_reply_ = std::move(own_reply);
+            f.record_.client_status = client_status;
+            f.has_reference_ = true;
+            f.maybe_finish();
+        });
 }
 
 void Fanout::skip(std::string why) {
-    record_.note = std::move(why);
-    record_.proxies.clear();
-    started_ = true;
-    pending_ = 0;
-    maybe_finish();
+    on_fanout_executor([why = std::move(why)](Fanout& f) mutable {
+        f.record_.note = std::move(why);
+        f.record_.proxies.clear();
+        f.started_ = true;
+        f.pending_ = 0;
+        f.maybe_finish();
+    });
+}
+
+void Fanout::note(std::string why) {
+    on_fanout_executor([why = std::move(why)](Fanout& f) mutable { f.record_.note = std::move(why); });
 }
 
 void Fanout::maybe_finish() {

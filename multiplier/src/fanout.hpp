@@ -1,7 +1,10 @@
 // After (or, in concurrent mode, beside) the Collector leg: sends one client
 // request to every proxy under test in a rotating order, gathers the measures,
 // validates them against the reference and hands one record to the log.
-// Lives on the client session's strand; owns the record until it is logged.
+// Lives on the fan-out executor of its client connection (the connection's
+// ProxyPools executor, on the fan-out threads), not on the client's: the
+// session's calls are posted there in call order. Owns the record until it
+// is logged.
 #pragma once
 
 #include "measurement.hpp"
@@ -25,7 +28,10 @@ public:
     Fanout(const Fanout&) = delete;
     Fanout& operator=(const Fanout&) = delete;
 
-    /// Sends the request to every proxy. Call on the session's strand.
+    // Called from the client's session; each is carried out on the fan-out
+    // executor, after the calls made before it.
+
+    /// Sends the request to every proxy.
     void start();
     /// The Collector's reply, the status the client got, and, when the
     /// Multiplier answered by itself (the Collector failed), that reply: it is
@@ -33,10 +39,14 @@ public:
     void set_reference(Measure collector, unsigned client_status, std::optional<Measure> own_reply = std::nullopt);
     /// No fan-out for this request; the record is logged with the reason.
     void skip(std::string why);
-
-    RequestRecord& record() { return record_; }
+    /// A remark for the record (e.g. why a concurrent fan-out's reference is incomplete).
+    void note(std::string why);
 
 private:
+    /// Runs `step` on the fan-out executor, keeping this fan-out alive until then.
+    template <class Step>
+    void on_fanout_executor(Step step);
+    void start_legs();
     awaitable<void> run_leg(std::size_t proxy);
     /// --legs serial: each leg once the previous one has ended.
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order);

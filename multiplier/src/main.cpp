@@ -15,6 +15,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -68,10 +69,35 @@ awaitable<void> drain(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
     ioc.stop();
 }
 
+/// The fan-out's threads: they run `ioc` until this object goes, which stops
+/// it (whatever ends serve(): the drain, or an exception) and joins them.
+class FanoutThreads {
+public:
+    FanoutThreads(asio::io_context& ioc, unsigned count) : ioc_(ioc), work_(asio::make_work_guard(ioc)) {
+        for (unsigned i = 0; i < count; ++i)
+            threads_.emplace_back([&ioc] { ioc.run(); });
+    }
+    ~FanoutThreads() {
+        work_.reset();
+        ioc_.stop();  // unfinished fan-outs go with the io_context; their destructors log them
+    }
+    FanoutThreads(const FanoutThreads&) = delete;
+    FanoutThreads& operator=(const FanoutThreads&) = delete;
+
+private:
+    asio::io_context& ioc_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::vector<std::jthread> threads_;  // joined after the destructor's body has stopped the io_context
+};
+
 /// Runs the server until the drain has ended. Returns when every session,
 /// fan-out and pending coroutine is gone (the io_context with them), so every
 /// record has been handed to `log`.
 void serve(const Config& config, ResultLog& log) {
+    // The proxies' legs run on an io_context of their own, on threads of their
+    // own: a client's reply never waits in line behind fan-out work (docs/architecture.md).
+    // Declared first, destroyed last: the client side's sessions hold sockets on it.
+    asio::io_context fanout_ioc(static_cast<int>(std::max(config.fanout_threads, 1u)));
     // With one I/O thread nothing else touches the io_context (the resolves
     // below are synchronous, spdlog's flusher never posts to it), so Asio may
     // skip its scheduler and reactor locks: about 2 % of the instructions per request.
@@ -80,7 +106,7 @@ void serve(const Config& config, ResultLog& log) {
     for (const auto& p : config.proxies)
         proxies.push_back({p.name, resolve(ioc, p.endpoint, "proxy " + p.name)});
     auto collector = resolve(ioc, *config.collector, config.dummy ? "parent" : "collector");
-    auto ctx = std::make_shared<ServerContext>(config, std::move(collector), std::move(proxies), log);
+    auto ctx = std::make_shared<ServerContext>(config, std::move(collector), std::move(proxies), log, fanout_ioc);
 
     std::shared_ptr<Listener> listener;
     try {
@@ -89,7 +115,7 @@ void serve(const Config& config, ResultLog& log) {
         throw std::runtime_error("cannot listen on " + config.listen.to_string() + ": " + e.code().message());
     }
     listener->start();
-    asio::co_spawn(ioc, trim_memory_after_bursts(ctx), asio::detached);
+    asio::co_spawn(ioc, trim_memory_after_bursts(ctx, fanout_ioc), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
     spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {})", config.listen.to_string(),
                  config.dummy                            ? "dummy"
@@ -114,6 +140,7 @@ void serve(const Config& config, ResultLog& log) {
     };
     signals.async_wait(on_signal);
 
+    FanoutThreads fanout_threads(fanout_ioc, config.fanout_threads);
     std::vector<std::jthread> workers;
     for (unsigned i = 1; i < config.threads; ++i)
         workers.emplace_back([&ioc] { ioc.run(); });

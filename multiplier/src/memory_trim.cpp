@@ -3,6 +3,7 @@
 #include "read_buffer.hpp"
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
@@ -68,7 +69,7 @@ bool TrimPolicy::due(std::size_t peak_since_last, std::size_t in_flight_now) {
     return true;
 }
 
-awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx) {
+awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx, asio::io_context& fanout) {
     asio::steady_timer tick(co_await asio::this_coro::executor);
     TrimPolicy policy;
     error_code ec;
@@ -79,6 +80,7 @@ awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx) {
         if (!policy.due(ctx->take_request_peak(), now)) continue;
         const auto before = resident_kib();
         const auto t0 = Clock::now();
+        asio::post(fanout, [] { give_back_memory(); });
         give_back_memory();
         spdlog::debug("after a burst of requests ({} in flight now): the heap returned {} KiB in {} us", now,
                       before - resident_kib(), micros_since(t0));

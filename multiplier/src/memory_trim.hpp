@@ -39,8 +39,10 @@ void give_back_memory();
 /// Resident set size of this process in KiB (0 if unknown).
 long resident_kib();
 
-/// Every second until the server stops: trims when the policy says so.
-awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx);
+/// Every second until the server stops: trims when the policy says so, on this
+/// thread and on (one of) the fan-out's threads, whose read buffers and heap
+/// are their own.
+awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx, asio::io_context& fanout);
 
 /// Which allocator serves malloc in this process, for the start-up log.
 std::string heap_allocator();

@@ -34,9 +34,11 @@ void ProxyPools::release(std::size_t proxy, std::unique_ptr<UpstreamConnection> 
 }
 
 void ProxyPools::client_closed() {
-    client_closed_ = true;
-    for (auto& pool : pools_)
-        pool.idle.clear();
+    asio::post(strand_, [self = shared_from_this()] {
+        self->client_closed_ = true;
+        for (auto& pool : self->pools_)
+            pool.idle.clear();
+    });
 }
 
 void ProxyPools::abort() {

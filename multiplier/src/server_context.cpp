@@ -2,6 +2,8 @@
 
 #include "request_policy.hpp"
 
+#include <boost/asio/strand.hpp>
+
 #include <algorithm>
 
 namespace spe {
@@ -15,16 +17,23 @@ std::vector<std::string> ignore_list(const Config& c) {
 }  // namespace
 
 ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector, std::vector<ResolvedProxy> proxies,
-                             ResultLog& log)
+                             ResultLog& log, asio::io_context& fanout)
     : config_(std::move(config)),
       policy_(config_.compare_headers, ignore_list(config_)),
       collector_(std::move(collector)),
       proxies_(std::move(proxies)),
       log_(log),
+      fanout_(fanout),
       process_tag_(random_process_tag()) {}
 
 std::string ServerContext::request_tag(std::uint64_t id) const {
     return spe::request_tag(process_tag_, id);
+}
+
+asio::any_io_executor ServerContext::fanout_executor(const asio::any_io_executor& client) {
+    if (config_.fanout_threads == 0) return client;
+    if (config_.fanout_threads == 1) return fanout_.get_executor();
+    return asio::make_strand(fanout_);
 }
 
 void ServerContext::register_abortable(const std::shared_ptr<Abortable>& a) {

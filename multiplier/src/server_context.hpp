@@ -6,6 +6,8 @@
 #include "header_policy.hpp"
 #include "net.hpp"
 
+#include <boost/asio/io_context.hpp>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -32,14 +34,24 @@ public:
 
 class ServerContext {
 public:
+    /// `fanout` runs the proxies' legs (on threads of their own: see fanout_executor()).
     ServerContext(Config config, std::vector<tcp::endpoint> collector, std::vector<ResolvedProxy> proxies,
-                  ResultLog& log);
+                  ResultLog& log, asio::io_context& fanout);
 
     const Config& config() const { return config_; }
     const HeaderPolicy& policy() const { return policy_; }
     const std::vector<tcp::endpoint>& collector() const { return collector_; }
     const std::vector<ResolvedProxy>& proxies() const { return proxies_; }
     ResultLog& log() { return log_; }
+
+    /// Where the proxy legs of the client connection on `client` run: an
+    /// io_context apart from the clients', so a fan-out's work (connects to a
+    /// refusing proxy, a huge header, an endless body) never waits in line
+    /// before a client's reply. A strand when the fan-out has several threads;
+    /// with one, the io_context's own executor (an implicit strand, without a
+    /// heap allocation per copy); with --fanout-threads 0, `client` itself (the
+    /// legs share the client's thread: less CPU per request, no isolation).
+    asio::any_io_executor fanout_executor(const asio::any_io_executor& client);
 
     std::uint64_t next_request_id() { return ++last_id_; }
     /// The X-SPE-Request tag of request `id`: unique across Multiplier processes.
@@ -72,6 +84,7 @@ private:
     std::vector<tcp::endpoint> collector_;
     std::vector<ResolvedProxy> proxies_;
     ResultLog& log_;
+    asio::io_context& fanout_;
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};
     std::atomic<std::size_t> rotation_{0};

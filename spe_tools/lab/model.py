@@ -76,6 +76,7 @@ class MultiplierSpec:
     legs: str = "parallel"
     timeout_s: float = 30
     threads: int = 1
+    fanout_threads: int = 1
     compare_headers: tuple[str, ...] = ()
     ignore_headers: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
@@ -252,6 +253,7 @@ def _multiplier(data: dict) -> MultiplierSpec:
         legs=t.choice("legs", MULTIPLIER_LEGS, "parallel"),
         timeout_s=t.number("timeout_s", 30, 0.1, 3600),
         threads=t.number("threads", 1, 1, 64, integer=True),
+        fanout_threads=t.number("fanout_threads", 1, 0, 64, integer=True),
         compare_headers=t.strings("compare_headers"),
         ignore_headers=t.strings("ignore_headers"),
         extra_args=t.strings("extra_args"),

@@ -247,6 +247,7 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     m = lab.multiplier
     argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
             "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
+            "--fanout-threads", str(m.fanout_threads),
             "--log", str(rundir / "multiplier.jsonl"), "--rope-log", str(rundir / "multiplier.rope.log"),
             "--capture-dir", str(rundir / "captures")]
     for p in lab.proxies:

@@ -122,6 +122,22 @@ def stamped_proxy(name: str, fetch: str | None = "f1", **kw) -> dict:
     return {**proxy(name, **kw), "fetch": fetch}
 
 
+def test_a_mismatch_from_a_fetch_of_the_proxys_own_says_so(tmp_path):
+    """nginx forwarded a HEAD as a GET: its reply names another origin fetch than the client's; squid's
+    differing reply came from the client's own fetch, so no such hint for it."""
+    head = record(1, stamped("c0ffee.7; t=1.5"), [
+        stamped_proxy("nginx", "c0ffee.9; t=1.6", result="HEADER_MISMATCH", headers=["x-origin-serial"]),
+        stamped_proxy("squid", "c0ffee.7; t=1.5", result="HEADER_MISMATCH", headers=["x-origin-serial"])])
+    head["method"] = "HEAD"
+    rep = build_report(write_run(tmp_path, [head], topology({"nginx": "nginx", "squid": "squid"})) /
+                       "multiplier.jsonl")
+    hints = {e["proxy"]: e["hint"] for e in rep.mismatches["examples"]["HEADER_MISMATCH"]}
+    assert "another origin fetch than the client's (c0ffee.9 instead of c0ffee.7)" in hints["nginx"]
+    assert "a HEAD it forwarded as a GET" in hints["nginx"]
+    assert hints["squid"] is None
+    assert "another origin fetch" in text_report(rep)
+
+
 PORTS = {"direct": 5000, "squid": 5001, "ats": 5002}
 
 

@@ -33,6 +33,8 @@ TEST_CASE("flags give a typed config with ROPE's defaults") {
     CHECK_FALSE(c->allow.allows(boost::asio::ip::make_address("192.0.2.1")));
     CHECK(c->connect_ports == std::vector<std::uint16_t>{443});
     CHECK_FALSE(c->client_fetch_stamp);
+    CHECK(c->threads == 1);
+    CHECK(c->fanout_threads == 1);
 }
 
 TEST_CASE("the flag --client-fetch-stamp keeps the Collector's fetch stamp for the clients") {
@@ -71,6 +73,8 @@ TEST_CASE("user errors are clear messages") {
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--timeout", "-1"}), Catch::Contains("seconds"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--allow", "10.0.0.0/40"}), Catch::Contains("--allow"));
     CHECK_THROWS_WITH(parse({"--dummy"}), Catch::Contains("--parent"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--fanout-threads", "65"}),
+                      Catch::Contains("--fanout-threads must"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--no-such-flag"}), Catch::Contains("no-such-flag"));
     CHECK_THROWS_WITH(parse({"--config", "/nonexistent/spe.conf"}), Catch::Contains("cannot read config file"));
 }
