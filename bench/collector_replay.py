@@ -27,11 +27,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests/python"))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 from test_collector import ORIGIN, fetch  # noqa: E402
 
 from spe_tools.collector import BINARIES, start_collector  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Collector timing replay: replayed hit vs original miss"
 
 # (label, size bytes, think ms, body writes, gap ms)
 OBJECTS = [
@@ -103,7 +106,7 @@ def table(summary: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="fresh objects per row (default 5)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     args = parser.parse_args()
     if not BINARIES["spe"].exists():
         print(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup", file=sys.stderr)
@@ -115,13 +118,14 @@ def main() -> int:
     print(f"({time.monotonic() - started:.0f} s)")
     if not args.no_append:
         stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-        append_result(f"\n## Collector timing replay: replayed hit vs original miss — {stamp}\n\n"
-                      f"Machine: {machine()}. Command: `./spe bench collector_replay --repeat {args.repeat}`. "
-                      "Every request on a new client connection; the origin (tests/fixtures/collector_origin.py) "
-                      "waits the think time, then writes the body in the given writes and gaps. Each hit is "
-                      "compared with the miss of the same object; target: within 5 % or 2 ms, whichever is "
-                      "larger. The last column is Debian's stock Squid with the same configuration, run beside "
-                      "it: its hits cost only what serving from memory costs.\n\n" + text)
+        intro = (f"\n## {TITLE} — {stamp}\n\n"
+                 f"Machine: {machine()}. Command: `./spe bench collector_replay --repeat {args.repeat}`. "
+                 "Every request on a new client connection; the origin (tests/fixtures/collector_origin.py) "
+                 "waits the think time, then writes the body in the given writes and gaps. Each hit is "
+                 "compared with the miss of the same object; target: within 5 % or 2 ms, whichever is "
+                 "larger. The last column is Debian's stock Squid with the same configuration, run beside "
+                 "it: its hits cost only what serving from memory costs.\n\n")
+        write_section(TITLE, intro + text)
     return 0 if all(s["met"] for s in summary) else 1
 
 

@@ -52,6 +52,9 @@ from benchlib import busy_seconds, machine, publish  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Connections and memory"
+
 MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 N_PROXIES = 4
 TARGET_KB_PER_IDLE = 10.0
@@ -272,7 +275,7 @@ def marginal_kb(rows: list[dict]) -> tuple[dict, dict, float] | None:
 
 def report(args: argparse.Namespace, rows: list[dict], flight: dict | None, limit: int, foreign: str) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    lines = [f"\n## Connections and memory (idle keep-alive clients, in-flight requests) — {now}\n",
+    lines = [f"\n## {TITLE} (idle keep-alive clients, in-flight requests) — {now}\n",
              f"Machine: {machine()}. Command: `{' '.join(['./spe bench connections', *sys.argv[1:]])}`.\n",
              "The Multiplier (release build, one I/O thread, sequential mode, JSON log) with 4 stand-in proxies "
              "(nginx serving /1k; the Collector stand-in is the same nginx). RSS from /proc/PID/status (VmRSS) "
@@ -368,7 +371,7 @@ def main() -> int:
     foreign = (f"foreign CPU, used by other work on the machine during the run: "
                f"{(busy_seconds() - busy0) - (own_cpu_seconds() - own0):.1f} CPU-s in {time.monotonic() - t0:.0f} s")
     text = report(args, rows, flight, limit, foreign)
-    return publish(text, [], append=not args.no_append)
+    return publish(text, [], title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

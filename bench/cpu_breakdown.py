@@ -58,6 +58,9 @@ from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf,
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB"
+
 FANOUT = 4
 TARGET_CPU_US, TARGET_VS_LUA = 80.0, 1.5
 
@@ -311,7 +314,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             group, "lua", lambda w: start_lua(group, "lua-callgrind", port, origin_ports, w, 120),
             f"http://127.0.0.1:{port}/1k", None, args.callgrind_seconds, workdir)
         group.stop_all()
-    return publish(report(args, times, traces, counts), problems(times), append=not args.no_append)
+    return publish(report(args, times, traces, counts), problems(times), title=TITLE, write=not args.no_append)
 
 
 def problems(times: list[dict]) -> list[str]:
@@ -322,7 +325,7 @@ def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: di
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     med = {name: {k: statistics.median(r[k] for r in times if r["server"] == name)
                   for k in ("rps", "user_us", "sys_us", "origin_us", "foreign")} for name in traces}
-    lines = [f"\n## CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB — {now}\n",
+    lines = [f"\n## {TITLE} — {now}\n",
              f"Machine: {machine()}. Command: `{command_line('cpu_breakdown')}`.\n",
              f"Set-up as in `throughput`: wrk -t1 -c10 on CPU{LOAD_CPU}; on CPU{SERVER_CPU} nginx serving /1k on 5 "
              "ports (the reference upstream and 4 stand-in proxies), the Multiplier (release build, sequential "

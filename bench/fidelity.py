@@ -72,6 +72,9 @@ from benchlib import (  # noqa: E402
 
 from spe_tools.process import ProcessGroup  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Measurement fidelity"
+
 # The object mix: (size, share); 20 objects of each size. Mean about 27 KB, ROPE's was 13 KB exponential.
 MIX = ((1024, 0.30), (4096, 0.25), (13312, 0.25), (65536, 0.15), (262144, 0.05))
 PER_SIZE = 20
@@ -296,7 +299,7 @@ def main() -> int:
                         help="for --part positions: pinned (every server on CPU1), unpinned, or both (default)")
     parser.add_argument("--legs", default="parallel,serial",
                         help="for --part positions: the Multiplier's --legs, parallel, serial or both (default)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     args.placements = [p for p in args.placements.split(",") if p]
@@ -330,7 +333,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                         "(same object, same moment), averaged per position or proxy; it removes the object's own "
                         "variation, which in the plain means is far larger than 1 %. " + ROPE_74 + ".\n\n"
                         + "\n".join(texts))
-    report = (f"\n## Measurement fidelity (ROPE 7.2 dummies, 7.4 positions) — "
+    report = (f"\n## {TITLE} (ROPE 7.2 dummies, 7.4 positions) — "
               f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
               f"Machine: {machine()}. Command: `{command_line('fidelity')}`. **The machine is shared with other "
               f"work and noisy** (the machine CPU figure in each part counts everything, both cores). Origin: nginx "
@@ -340,7 +343,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"build, sequential mode; latencies are its log's `total_us` (from the start of each leg to the last "
               f"body byte). Client: fixed rate, 16 persistent connections, on CPU{LOAD_CPU}.\n\n"
               + "\n".join(sections))
-    return publish(report, problems, not args.no_append)
+    return publish(report, problems, title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

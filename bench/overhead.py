@@ -86,6 +86,9 @@ from benchlib import (  # noqa: E402
 from spe_tools.process import Child, ProcessGroup  # noqa: E402
 from spe_tools.squid import hand_to_proxy_user  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Multiplier overhead on loopback"
+
 ALL_SIZES = {"1k": 1024, "13k": 13312, "1m": 1048576}
 ALL_COUNTS = (0, 1, 2, 4, 8)
 FIXED = ("origin", "direct", "nginx-hop")
@@ -345,7 +348,7 @@ def main() -> int:
                         help="numbers of proxies under test, one Multiplier each (default 0,1,2,4,8)")
     parser.add_argument("--sizes", default=",".join(ALL_SIZES), help="object sizes (default 1k,13k,1m)")
     parser.add_argument("--base-port", type=int, help="use consecutive ports from here (default: free ports)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     if args.quick:
@@ -551,7 +554,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             f"work and noisy**: foreign = CPU-s used by anything else during a run (median {med(foreign):.2f}, max "
             f"{max(foreign):.2f}); approximate (tick-sampled, can go below 0 in saturated runs), only a clearly "
             f"positive value means outside load.")
-    report = (f"\n## Multiplier overhead on loopback ({', '.join(sizes)}; {', '.join(map(str, counts))} proxies; "
+    report = (f"\n## {TITLE} ({', '.join(sizes)}; {', '.join(map(str, counts))} proxies; "
               f"one-hop nginx; origin) — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
               f"Machine: {machine()}, nproc {os.cpu_count()}. Command: `{command_line('overhead')}`.\n\n"
               f"{note}\n\nAdded latency, p50 / p99 in µs (median over rounds of the per-round differences):\n\n"
@@ -560,7 +563,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               + ("" if problems
                  else "\nNo problems seen: every record OK, Collector requests as expected and all HITs after "
                       "warm-up, no wrk errors, no warnings from the Multipliers.\n"))
-    return publish(report, problems, append=not args.no_append)
+    return publish(report, problems, title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ from benchlib import (  # noqa: E402
 
 from spe_tools.process import ProcessGroup  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Multiplier scaling: CPU and memory versus request rate and proxies"
+
 PLOT = ROOT / "docs/images/scaling.png"
 CONNECTIONS = 32
 WARMUP_S = 2.0
@@ -171,7 +174,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15, help="seconds per point (default 15)")
     parser.add_argument("--size", type=int, default=1024, help="object size in bytes (default 1024)")
     parser.add_argument("--no-plot", action="store_true", help="do not write docs/images/scaling.png")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     try:
@@ -210,7 +213,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     notes = [f"- {r['proxies']} proxies at {r['rate']:g} req/s: the client reached only {r['achieved']:.0f} req/s "
              f"(saturated: the machine's two cores, shared with the client, the Collector, the stand-ins and other "
              f"work)" for r in short]
-    report = (f"\n## Multiplier scaling: CPU and memory versus request rate and proxies — "
+    report = (f"\n## {TITLE} — "
               f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
               f"Machine: {machine()}. Command: `{command_line('scaling')}`. **The machine is shared with other work "
               f"and noisy**: the last column is the CPU time used by everything but the Multiplier during the run "
@@ -228,7 +231,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"Versus request rate, {args.proxies_for_rates} proxies under test:\n\n{table(by_rate)}\n\n"
               f"Versus proxies under test, {args.rate_for_counts:g} req/s:\n\n{table(by_count)}\n"
               + ("\n" + "\n".join(notes) + "\n" if notes else ""))
-    return publish(report, problems, not args.no_append)
+    return publish(report, problems, title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ from httpclient import Connection  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Soak"
+
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 
 
@@ -150,14 +153,14 @@ def main() -> int:
              samples[-1]] if samples else []
     command = ("./spe bench soak" + ("" if args.duration == "60m" else f" --duration {args.duration}")
                + ("" if args.rate == 100 else f" --rate {args.rate:g}"))
-    text = (f"\n## Soak — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`. Squid Collector, "
+    text = (f"\n## {TITLE} — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`. Squid Collector, "
             f"two Squid proxies and the dummy under test, release build.\n\n"
             f"| t (s) | Multiplier RSS (MB) | open fds | requests in window | p50 ms | p99 ms |\n"
             f"|---|---|---|---|---|---|\n"
             + "\n".join(row(s) for s in picks)
             + f"\n\n{len(latencies)} client replies, {records} records, {len(errors)} client errors"
             + (f" (first: {errors[0]})" if errors else "") + ".\n")
-    return publish(text, [], append=not args.no_append)
+    return publish(text, [], title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

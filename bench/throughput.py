@@ -41,6 +41,9 @@ from benchlib import busy_seconds, cpu_seconds, machine, process_tree, publish  
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"
+
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
 LOAD_CPU, SERVER_CPU = 0, 1
@@ -264,7 +267,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as the perf anchors)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     for tool in ("wrk", "nginx", "taskset"):
@@ -348,7 +351,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
 
 def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> None:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    text = (f"\n## Throughput at 4- and 8-way fan-out, 1 KB (Multiplier, nginx Lua fan-out, nginx mirror) — {now}\n\n"
+    text = (f"\n## {TITLE} (Multiplier, nginx Lua fan-out, nginx mirror) — {now}\n\n"
             f"Machine: {machine()}. Command: `{command_line()}`.\n\n"
             f"wrk -t1 -c{args.connections} (Debian's wrk) pinned to CPU{LOAD_CPU}; every server pinned to "
             f"CPU{SERVER_CPU}, "
@@ -366,7 +369,7 @@ def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> Non
     errors = sorted({f"{r['scenario']}: {r['errors']}" for r in runs if r["errors"]})
     if errors:
         text += "\nwrk reported: " + "; ".join(errors) + "\n"
-    return publish(text, [], append=not args.no_append)
+    return publish(text, [], title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":
