@@ -125,3 +125,11 @@ def test_every_benchmark_that_writes_the_doc_goes_through_the_helper_with_its_ow
     for name, title in titles.items():
         for other, other_title in titles.items():
             assert other == name or not benchlib.is_heading_of(f"## {other_title} — 2026-11-24", title), (name, other)
+
+
+def test_the_results_doc_holds_one_section_per_benchmark():
+    lines = (Path(benchlib.__file__).parents[1] / "docs/benchmarks.md").read_text().splitlines(keepends=True)
+    for script in Path(benchlib.__file__).parent.glob("*.py"):
+        if '\nTITLE = "' in (source := script.read_text()):
+            title = source.split('\nTITLE = "', 1)[1].split('"', 1)[0]
+            assert len(benchlib.sections_of(lines, title)) == 1, script.name
