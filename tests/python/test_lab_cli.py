@@ -19,9 +19,8 @@ from conftest import multiplier_binary
 
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import load_lab, parse_lab
-from spe_tools.lab.procs import alive, kill_session, session_members, stop_pids
 from spe_tools.lab.runner import LabError, bring_up, down
-from spe_tools.process import ProcessGroup
+from spe_tools.process import Child, ProcessGroup, alive, kill_session, session_members, stop_recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -342,14 +341,14 @@ def failing_bring_up(runs: Path, monkeypatch, capsys, sessions: set[int]) -> tup
     from spe_tools.lab import runner
     from spe_tools.lab.cli import run_lab
 
-    original = runner.launch
+    original = ProcessGroup.start
 
-    def launch(group, name, argv, **kw):
+    def start(group, name, argv, **kw):
         child = original(group, name, argv, **kw)
         sessions.add(child.pid)
         return child
 
-    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(ProcessGroup, "start", start)
     monkeypatch.setattr(runner, "MULTIPLIER", multiplier_binary())
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -364,7 +363,7 @@ def test_a_failed_bring_up_stops_forked_helpers_and_records_the_lab_that_ran(run
     with_forked_helper(monkeypatch)
     rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
     assert rc == 1 and "proxy 'late' (dummy) failed to start" in err
-    assert len(sessions) >= 3  # origin, helper, late (the Collector starts through its own module)
+    assert len(sessions) >= 3  # origin, Collector, helper, late
     left = {sid: session_members(sid) for sid in sessions if session_members(sid)}
     assert not left, f"processes survived the failed bring-up: {left}"
     assert not (rundir / "pids.json").exists()  # removed: nothing is left to stop
@@ -375,17 +374,15 @@ def test_a_failed_bring_up_stops_forked_helpers_and_records_the_lab_that_ran(run
 def test_a_process_the_lab_could_not_stop_stays_in_pids_json_for_down(runs, monkeypatch, capsys, sessions):
     needs("squid")
     with_forked_helper(monkeypatch)
-    from spe_tools.lab import runner
-
-    stop = runner.stop_child
-    monkeypatch.setattr(runner, "stop_child", lambda child, **kw: None if child.name == "helper" else stop(child))
+    stop = Child.stop
+    monkeypatch.setattr(Child, "stop", lambda child, **kw: None if child.name == "helper" else stop(child, **kw))
     rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
     assert rc == 1
     state = json.loads((rundir / "pids.json").read_text())  # kept: the helper is still running
     helper = next(e["pid"] for e in state["processes"] if e["name"] == "helper")
     assert len(session_members(helper)) == 2  # the dummy and its forked sleep
     # What `./spe lab down` does once the lab process is gone (here the runner is this test: not signalled).
-    assert "helper" in stop_pids(list(reversed(state["processes"])))
+    assert "helper" in stop_recorded(list(reversed(state["processes"])))
     assert not session_members(helper), "pids.json did not lead to every process of the helper"
 
 
