@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -275,6 +276,9 @@ def test_a_dead_proxy_is_reported_and_measured_a_dead_collector_stops_the_lab(ru
     out = up.stdout.read()
     assert "proxy 'sq' stopped unexpectedly" in out and "sq ok 0 none 1 DOWN" in out
     assert "collector stopped unexpectedly" in out and "collector/cache.log" in out
+    # how each ended, as the supervisor saw it
+    assert re.search(r"proxy 'sq' stopped unexpectedly after \d+ s \(killed by SIGKILL\)", out), out
+    assert re.search(r"collector stopped unexpectedly after \d+ s \(collector killed by SIGKILL\)", out), out
     record = json.loads((rundir / "multiplier.jsonl").read_text().splitlines()[0])
     assert {p["name"]: p["result"] for p in record["proxies"]} == {"sq": "NO_RESPONSE", "dummy": "OK"}
     assert not [p for p in pids if alive(p)], "processes survived the lab"
