@@ -153,6 +153,8 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
             signal.signal(s, signal.SIG_IGN)
         # A bring-up that failed part way has no RunningLab yet, but what it started is in the group.
         left = (run or RunningLab(lab, rundir, group)).stop()
+        if group.children:
+            say("spe lab: how they ended: " + ", ".join(f"{c.name} {c.ending}" for c in group.children))
         if left:
             say(f"spe lab: processes {', '.join(map(str, left))} did not stop; they stay listed in "
                 f"{rundir}/pids.json for ./spe lab down {rundir}")

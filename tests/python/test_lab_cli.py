@@ -141,6 +141,8 @@ def test_up_then_down_from_another_process(runs):
         stop_lab_process(up, runs)
     out = up.stdout.read()
     assert " | requests " in out and "spe lab: stopped; logs in" in out
+    # how each component ended: the Multiplier flushed its log and exited 0 on SIGTERM
+    assert re.search(r"spe lab: how they ended: .*multiplier exit 0 after SIGTERM", out), out
     left = [p for p in pids if alive(p)]
     assert not left, f"processes survived down: {left}"
     assert not (rundir / "pids.json").exists()
