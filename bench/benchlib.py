@@ -28,12 +28,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import psutil  # noqa: E402
+
 from spe_tools.collector import start_collector  # noqa: E402
-from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, tail  # noqa: E402
-from spe_tools.squid import hand_to_proxy_user, service_name, squid_config  # noqa: E402
+from spe_tools.process import (  # noqa: E402
+    Child,
+    ProcessError,
+    ProcessGroup,
+    cpu_times,
+    free_port,
+    port_open,
+    process_tree,
+    rss_kb,
+    tail,
+)
+from spe_tools.squid import run_squid, squid_config  # noqa: E402
 
 RESULTS = ROOT / "docs/benchmarks.md"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def machine() -> str:
@@ -103,37 +114,16 @@ def write_section(title: str, text: str) -> None:
           file=sys.stderr)
 
 
-def process_tree(pid: int) -> list[int]:
-    """pid and its descendants (e.g. an nginx master and its workers)."""
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
-    return pids
-
-
-def cpu_times(pids: list[int]) -> tuple[float, float]:
-    """(utime, stime) of these processes, in seconds (processes that are gone count 0)."""
-    user = system = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            user, system = user + int(fields[11]), system + int(fields[12])  # in clock ticks
-    return user / CLK_TCK, system / CLK_TCK
-
-
 def cpu_seconds(pids: list[int]) -> float:
     """utime + stime of these processes, in seconds (processes that are gone count 0)."""
     return sum(cpu_times(pids))
 
 
 def busy_seconds() -> float:
-    """CPU time used by everything on the machine (all cores): /proc/stat minus idle and iowait."""
-    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / CLK_TCK
+    """CPU time used by everything on the machine (all cores): /proc/stat's times minus idle and iowait
+    (guest time is already counted in user)."""
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + t.irq + t.softirq + t.steal
 
 
 # ---------------------------------------------------------------- servers for the benchmarks
@@ -237,7 +227,7 @@ def allocate_ports(names: list[str], base: int | None = None) -> dict[str, int]:
 def wait_port(port: int, deadline_s: float) -> bool:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        if port_open("127.0.0.1", port):
             return True
         time.sleep(0.05)
     return False
@@ -246,20 +236,29 @@ def wait_port(port: int, deadline_s: float) -> bool:
 def pin(pid: int, cpu: int) -> None:
     """Pins a running process, its threads and its children to one CPU."""
     for p in process_tree(pid):
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                os.sched_setaffinity(int(task), {cpu})
+        with contextlib.suppress(OSError, psutil.Error):
+            for thread in psutil.Process(p).threads():
+                os.sched_setaffinity(thread.id, {cpu})
 
 
 def start_server(group: ProcessGroup, name: str, argv: list[str], port: int, cpu: int | None = SERVER_CPU,
                  deadline_s: float = 15, ports: tuple[int, ...] = ()) -> Child:
     """Start one server pinned to `cpu`; fail clearly if its port is taken, it dies, or one of its
     other `ports` does not open."""
-    for p in (port, *ports):
+    refuse_busy(name, (port, *ports))
+    prefix = [] if cpu is None else ["taskset", "-c", str(cpu)]
+    return settled(group.start(name, [*prefix, *argv], port=port, deadline_s=deadline_s), ports)
+
+
+def refuse_busy(name: str, ports: tuple[int, ...]) -> None:
+    for p in ports:
         if not port_is_free(p):
             raise BenchError(f"{name}: port 127.0.0.1:{p} is already in use by another process")
-    prefix = [] if cpu is None else ["taskset", "-c", str(cpu)]
-    child = group.start(name, [*prefix, *argv], port=port, deadline_s=deadline_s)
+
+
+def settled(child: Child, ports: tuple[int, ...] = ()) -> Child:
+    """The started server, once it is still alive a moment later and its other `ports` answer."""
+    name = child.name
     time.sleep(0.2)  # a server that lost a bind race exits right after someone else answered the port
     if not child.alive():
         raise BenchError(f"{name} exited with {child.popen.returncode} right after start:\n{tail(child.log)}")
@@ -371,12 +370,17 @@ def start_dummy(group: ProcessGroup, name: str, port: int, parent_port: int, cpu
 def start_squid_pinned(group: ProcessGroup, name: str, port: int, parent_port: int | None,
                        cpu: int | None = SERVER_CPU) -> Child:
     """A Debian Squid (spe_tools/squid.py's configuration: memory cache, child of `parent_port`), pinned."""
-    directory = group.workdir / name
-    directory.mkdir(parents=True, exist_ok=True)
-    conf = directory / "squid.conf"
-    conf.write_text(squid_config(name, port, directory, parent_port))
-    hand_to_proxy_user(directory)
-    return start_server(group, name, [SQUID, "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port, cpu)
+    return start_squid_conf(group, name, squid_config(name, port, group.workdir / name, parent_port), port, cpu=cpu)
+
+
+def start_squid_conf(group: ProcessGroup, name: str, conf_text: str, port: int, ports: tuple[int, ...] = (),
+                     cpu: int | None = SERVER_CPU) -> Child:
+    """Debian's Squid with this configuration (spe_tools.squid.run_squid), checked like start_server, pinned."""
+    refuse_busy(name, (port, *ports))
+    child = settled(run_squid(group, name, SQUID, conf_text, port), ports)
+    if cpu is not None:
+        pin(child.pid, cpu)
+    return child
 
 
 def start_stock_collector(group: ProcessGroup, port: int, proxy_ports: dict[str, int],
@@ -392,14 +396,11 @@ def start_stock_collector(group: ProcessGroup, port: int, proxy_ports: dict[str,
     return child
 
 
-def rss_kb(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process in KB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0])
-    return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
+def rss_and_peak_kb(pid: int) -> tuple[int, int]:
+    """(RSS, peak RSS) of a process in KB. psutil has no peak (VmHWM): that one is read from /proc."""
+    peak = next((int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                 if line.startswith("VmHWM:")), 0)
+    return rss_kb(pid), peak
 
 
 # ---------------------------------------------------------------- HTTP clients

@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import busy_seconds, machine, publish  # noqa: E402
 
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Connections and memory"
@@ -113,17 +113,9 @@ class BenchError(RuntimeError):
     """A clear, user-facing failure."""
 
 
-def rss_kb(pid: int) -> int:
-    return next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS:"))
-
-
 def settled_rss_kb(pid: int, seconds: float = SETTLE_S) -> int:
     time.sleep(seconds)
     return rss_kb(pid)
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def own_cpu_seconds() -> float:

@@ -78,13 +78,12 @@ from benchlib import (  # noqa: E402
     start_file_server,
     start_hops,
     start_multiplier,
-    start_server,
+    start_squid_conf,
     stderr_problems,
     write_objects,
 )
 
 from spe_tools.process import Child, ProcessGroup  # noqa: E402
-from spe_tools.squid import hand_to_proxy_user  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier overhead on loopback"
@@ -130,15 +129,9 @@ def mult(n: int) -> str:
 
 def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str, int]) -> Child:
     """Squid with a short access.log format (receiving port, code, size, URL) for the accounting."""
-    directory = group.workdir / "collector"
-    directory.mkdir()
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
-    conf = directory / "squid.conf"
-    conf.write_text(SQUID_CONF.format(port=port, dir=directory, proxy_ports=extra))
-    hand_to_proxy_user(directory)
-    service = f"spebench{os.getpid()}"  # -n: unique per running Squid (names its shared memory)
-    return start_server(group, "collector", [SQUID, "-n", service, "-N", "-d1", "-f", str(conf)], port,
-                        ports=tuple(accel_ports.values()))
+    conf = SQUID_CONF.format(port=port, dir=group.workdir / "collector", proxy_ports=extra)
+    return start_squid_conf(group, "collector", conf, port, ports=tuple(accel_ports.values()))
 
 
 def warm_and_check(ports: dict[str, int], n_max: int, counts: list[int], origin_host: str,

@@ -50,7 +50,7 @@ from benchlib import (  # noqa: E402
     percentile,
     publish,
     read_multiplier_log,
-    rss_kb,
+    rss_and_peak_kb,
     run_main,
     start_file_server,
     start_multiplier,
@@ -90,13 +90,13 @@ def point(group: ProcessGroup, ports: dict[str, int], n: int, rate: float, secon
         os.sched_setaffinity(0, {LOAD_CPU})
         try:
             fixed_rate(ports["mult"], lambda i: url, rate, WARMUP_S, CONNECTIONS)  # connections, pools, pages
-            rss0, _ = rss_kb(mult.pid)
+            rss0, _ = rss_and_peak_kb(mult.pid)
             cpu0, busy0, t0 = cpu_seconds([mult.pid]), busy_seconds(), time.monotonic()
             r = fixed_rate(ports["mult"], lambda i: url, rate, seconds, CONNECTIONS)
             cpu1, busy1, wall = cpu_seconds([mult.pid]), busy_seconds(), time.monotonic() - t0
         finally:
             os.sched_setaffinity(0, own)
-        rss1, hwm = rss_kb(mult.pid)
+        rss1, hwm = rss_and_peak_kb(mult.pid)
         check_alive(group)
     finally:
         code = mult.stop(deadline_s=15)

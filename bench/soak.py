@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import random
 import shutil
 import sys
@@ -30,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests/python"))
 from benchlib import machine, publish  # noqa: E402
 from httpclient import Connection  # noqa: E402
 
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -58,10 +57,6 @@ def workload(rng: random.Random, origin: str) -> tuple[str, str, bytes]:
 def duration_s(text: str) -> float:
     units = {"s": 1, "m": 60, "h": 3600}
     return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
-
-
-def rss_kb(pid: int) -> int:
-    return next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS:"))
 
 
 def clients(port: int, origin: str, rate: float, until: float, latencies: list, errors: list, n: int = 4) -> list:
@@ -132,7 +127,7 @@ def main() -> int:
                 window.sort()
                 samples.append({
                     "t": time.monotonic() - start, "rss_mb": rss_kb(mult.pid) / 1024,
-                    "fds": len(os.listdir(f"/proc/{mult.pid}/fd")), "requests": len(window),
+                    "fds": open_fds(mult.pid), "requests": len(window),
                     "p50_ms": 1000 * window[len(window) // 2] if window else None,
                     "p99_ms": 1000 * window[int(len(window) * 0.99)] if window else None})
                 s = samples[-1]

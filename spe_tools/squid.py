@@ -81,14 +81,24 @@ def service_name(name: str) -> str:
     return ("spe" + "".join(ch for ch in f"{os.getpid()}{name}" if ch.isalnum()))[:32]
 
 
-def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
-                cache_mb: int = 64, extra_ports: dict[str, int] | None = None) -> Child:
-    """Start one Squid in group.workdir/name (foreground, stopped with the group)."""
-    if shutil.which(SQUID) is None and not Path(SQUID).exists():
-        raise FileNotFoundError(f"{SQUID} not found: install Debian's squid package (./spe setup does)")
+def run_squid(group: ProcessGroup, name: str, exe: Path | str, conf_text: str, port: int,
+              deadline_s: float = 15) -> Child:
+    """Start a Squid build in the foreground with this configuration, in group.workdir/name (its own
+    -n service name, the directory handed to `proxy`); ready once `port` answers, stopped with the group."""
     directory = group.workdir / name
     directory.mkdir(parents=True, exist_ok=True)
     conf = directory / "squid.conf"
-    conf.write_text(squid_config(name, port, directory, parent_port, cache_mb, extra_ports))
+    conf.write_text(conf_text)
     hand_to_proxy_user(directory)
-    return group.start(name, [SQUID, "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port=port, deadline_s=15)
+    return group.start(name, [str(exe), "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port=port,
+                       deadline_s=deadline_s)
+
+
+def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
+                cache_mb: int = 64, extra_ports: dict[str, int] | None = None) -> Child:
+    """Start one Debian Squid in group.workdir/name (foreground, stopped with the group)."""
+    if shutil.which(SQUID) is None and not Path(SQUID).exists():
+        raise FileNotFoundError(f"{SQUID} not found: install Debian's squid package (./spe setup does)")
+    directory = group.workdir / name
+    return run_squid(group, name, SQUID, squid_config(name, port, directory, parent_port, cache_mb, extra_ports),
+                     port)
