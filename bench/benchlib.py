@@ -1,6 +1,6 @@
 """Helpers shared by the benchmarks: the machine line, the results file, starting the servers
 (origin, Collector, stand-in proxies, Multiplier) pinned and stopped by PID, a fixed-rate client,
-log readers and small statistics."""
+and log readers (statistics come from analysis/stats.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ import collections
 import contextlib
 import http.client
 import json
-import math
 import os
 import platform
-import random
 import re
 import shlex
 import shutil
 import signal
 import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -490,32 +487,3 @@ def stderr_problems(path: Path) -> list[str]:
 
 def fmt_counter(c: collections.Counter) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])) or "none"
-
-
-def med(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile (pct in 0..100) of unsorted values; nan if empty."""
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, math.ceil(pct / 100 * len(s)) - 1))]
-
-
-def mean_ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % confidence interval (normal approximation, n >= 30)."""
-    if len(values) < 2:
-        return (values[0] if values else float("nan")), float("nan")
-    return statistics.fmean(values), 1.96 * statistics.stdev(values) / math.sqrt(len(values))
-
-
-def median_ci95(values: list[float], resamples: int = 1000, seed: int = 1) -> tuple[float, float]:
-    """Median and a percentile-bootstrap 95 % interval (lo, hi) around it, returned as (lo, hi)."""
-    if not values:
-        return float("nan"), float("nan")
-    rng = random.Random(seed)
-    n = len(values)
-    meds = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(resamples))
-    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
