@@ -189,17 +189,13 @@ def _escape(value: object) -> Markup:
     return value if isinstance(value, Markup) else Markup(html.escape(str(value)))
 
 
-def _listed(items, pattern: str) -> str:
-    return ", ".join(pattern.format(*item) for item in items)
-
-
 HTML = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
                    undefined=StrictUndefined, finalize=_escape)
 
 
 def html_report(rep: Report) -> str:
     return HTML.get_template("report.html.j2").render(
-        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, listed=_listed, skipped=skipped_text(rep),
+        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep),
         warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),
         figures={name: _png_b64(fig) for name, fig in rep.figures.items()})
 
