@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spe_tools.collector import start_collector  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, tail  # noqa: E402
 from spe_tools.squid import hand_to_proxy_user, service_name, squid_config  # noqa: E402
 
@@ -223,22 +224,22 @@ def check_alive(group: ProcessGroup) -> None:
 NGINX_HEAD = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
+events { worker_connections 16384; }
+http {
     access_log off;
     sendfile on; tcp_nodelay on;
     keepalive_timeout 120s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
 """
 
 FILES_SERVER = """\
     open_file_cache max=1024 inactive=600s; open_file_cache_valid 3600s;
     default_type application/octet-stream;
     expires 1h;
-{servers}
+{{servers}}
 """
 
 # A non-caching reverse-proxy hop (ROPE's Dummy): keepalive upstream, the reply streamed through
@@ -251,9 +252,9 @@ HOP_HTTP = """\
 """
 
 HOP_BLOCK = """\
-    upstream up_{name} {{ server 127.0.0.1:{upstream}; keepalive 16; keepalive_requests 10000000;
-                         keepalive_timeout 120s; }}
-    server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://up_{name}; }} }}
+    upstream up_{{name}} { server 127.0.0.1:{{upstream}}; keepalive 16; keepalive_requests 10000000;
+                         keepalive_timeout 120s; }
+    server { listen 127.0.0.1:{{port}}; location / { proxy_pass http://up_{{name}}; } }
 """
 
 
@@ -262,7 +263,7 @@ def start_nginx(group: ProcessGroup, name: str, http_body: str, ports: list[int]
     """nginx, one worker, in group.workdir/name; `http_body` goes into its http {} block."""
     directory = group.workdir / name
     (directory / "tmp").mkdir(parents=True, exist_ok=True)
-    (directory / "nginx.conf").write_text(NGINX_HEAD.format(dir=directory) + http_body + "}\n")
+    (directory / "nginx.conf").write_text(render_text(NGINX_HEAD, {"dir": directory}) + http_body + "}\n")
     return start_server(group, name, ["nginx", "-e", str(directory / "error.log"), "-p", str(directory),
                                       "-c", str(directory / "nginx.conf")], ports[0], cpu, ports=tuple(ports[1:]))
 
@@ -271,12 +272,12 @@ def start_file_server(group: ProcessGroup, name: str, www: Path, ports: list[int
                       cpu: int | None = SERVER_CPU) -> Child:
     """nginx serving the files in `www` (Cache-Control: max-age=3600) on each of `ports`."""
     servers = "".join(f"    server {{ listen 127.0.0.1:{p}; root {www}; location / {{ }} }}\n" for p in ports)
-    return start_nginx(group, name, FILES_SERVER.format(servers=servers), ports, cpu)
+    return start_nginx(group, name, render_text(FILES_SERVER, {"servers": servers}), ports, cpu)
 
 
 def start_hops(group: ProcessGroup, name: str, hops: dict[str, tuple[int, int]], cpu: int | None = SERVER_CPU) -> Child:
     """One nginx with one non-caching reverse-proxy hop per entry: name -> (listen port, upstream port)."""
-    blocks = "".join(HOP_BLOCK.format(name=n, port=p, upstream=u) for n, (p, u) in hops.items())
+    blocks = "".join(render_text(HOP_BLOCK, {"name": n, "port": p, "upstream": u}) for n, (p, u) in hops.items())
     return start_nginx(group, name, HOP_HTTP + blocks, [p for p, _ in hops.values()], cpu)
 
 

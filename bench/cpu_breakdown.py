@@ -56,6 +56,7 @@ from benchlib import (  # noqa: E402
 )
 from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, run_wrk, upstream_blocks  # noqa: E402
 
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
 FANOUT = 4
@@ -150,7 +151,7 @@ def by_component(rows: list[tuple[int, str]]) -> dict[str, int]:
 # ---------------------------------------------------------------- processes
 
 def lua_conf(directory: Path, port: int, upstream_ports: list[int], single_process: bool) -> str:
-    body = UPSTREAMS.format(upstreams=upstream_blocks(upstream_ports)) + LUA_INIT + lua_server(port, FANOUT)
+    body = render_text(UPSTREAMS, {"upstreams": upstream_blocks(upstream_ports)}) + LUA_INIT + lua_server(port, FANOUT)
     conf = nginx_conf(directory, body, lua=True)
     # Under valgrind: one process, so that the profiled PID is the one serving.
     return conf.replace("worker_processes 1;", "worker_processes 1;\nmaster_process off;") if single_process else conf

@@ -83,6 +83,7 @@ from benchlib import (  # noqa: E402
 )
 
 from analysis.stats import median  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import Child, ProcessGroup  # noqa: E402
 from spe_tools.squid import hand_to_proxy_user  # noqa: E402
 
@@ -96,15 +97,15 @@ TARGET_ADDED_P50_US = 500.0
 
 SQUID_CONF = """\
 visible_hostname spe-bench
-http_port 127.0.0.1:{port} name=direct
-{proxy_ports}workers 1
-pid_filename {dir}/squid.pid
-cache_log {dir}/cache.log
+http_port 127.0.0.1:{{port}} name=direct
+{{proxy_ports}}workers 1
+pid_filename {{dir}}/squid.pid
+cache_log {{dir}}/cache.log
 logformat bench %>lp %Ss/%03>Hs %<st %ru
-access_log stdio:{dir}/access.log bench
+access_log stdio:{{dir}}/access.log bench
 cache_store_log none
 logfile_rotate 0
-coredump_dir {dir}
+coredump_dir {{dir}}
 netdb_filename none
 icp_port 0
 htcp_port 0
@@ -131,7 +132,7 @@ def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str,
     directory.mkdir()
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
     conf = directory / "squid.conf"
-    conf.write_text(SQUID_CONF.format(port=port, dir=directory, proxy_ports=extra))
+    conf.write_text(render_text(SQUID_CONF, {"port": port, "dir": directory, "proxy_ports": extra}))
     hand_to_proxy_user(directory)
     service = f"spebench{os.getpid()}"  # -n: unique per running Squid (names its shared memory)
     return start_server(group, "collector", [SQUID, "-n", service, "-N", "-d1", "-f", str(conf)], port,

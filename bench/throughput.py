@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import busy_seconds, cpu_seconds, machine, process_tree, publish  # noqa: E402
 
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
@@ -51,37 +52,37 @@ TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
 COMMON = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
 worker_rlimit_nofile 65536;
-{modules}
-events {{ worker_connections 16384; }}
-http {{
+{{modules}}
+events { worker_connections 16384; }
+http {
     access_log off;
     tcp_nodelay on;
     keepalive_timeout 120s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
-{body}
-}}
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
+{{body}}
+}
 """
 
 ORIGIN_BODY = """\
     sendfile on;
     open_file_cache max=64 inactive=600s; open_file_cache_valid 3600s;
     default_type application/octet-stream;
-    server {{
-{listens}
-        root {www};
-        location / {{ }}
-    }}
+    server {
+{{listens}}
+        root {{www}};
+        location / { }
+    }
 """
 
 UPSTREAMS = """\
     proxy_http_version 1.1;
     proxy_set_header Connection "";
     proxy_buffering on; proxy_buffer_size 16k; proxy_buffers 8 16k;
-{upstreams}
+{{upstreams}}
 """
 
 LUA_INIT = """\
@@ -140,7 +141,7 @@ def lua_server(port: int, n: int) -> str:
 
 def nginx_conf(directory: Path, body: str, lua: bool = False) -> str:
     modules = "\n".join(f"load_module {m};" for m in LUA_MODULES) if lua else ""
-    return COMMON.format(dir=directory, modules=modules, body=body)
+    return render_text(COMMON, {"dir": directory, "modules": modules, "body": body})
 
 
 # ---------------------------------------------------------------- measuring (pure parts)
@@ -296,9 +297,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     ports = {f"{kind}{n}": free_port() for kind in KINDS for n in FANOUTS}
     with ProcessGroup(workdir) as group:
         listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
-        origin = start_nginx(group, "origin", ORIGIN_BODY.format(listens=listens, www=workdir / "www"),
+        origin = start_nginx(group, "origin", render_text(ORIGIN_BODY, {"listens": listens, "www": workdir / "www"}),
                              origin_ports[0])
-        ups = UPSTREAMS.format(upstreams=upstream_blocks(origin_ports))
+        ups = render_text(UPSTREAMS, {"upstreams": upstream_blocks(origin_ports)})
         mirror = start_nginx(group, "mirror", ups + "\n".join(mirror_server(ports[f"mirror{n}"], n) for n in FANOUTS),
                              ports["mirror4"])
         lua = start_nginx(group, "lua", ups + LUA_INIT + "\n".join(lua_server(ports[f"lua{n}"], n) for n in FANOUTS),
