@@ -28,7 +28,6 @@ import contextlib
 import datetime
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -56,6 +55,7 @@ from benchlib import (  # noqa: E402
 )
 from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, run_wrk, upstream_blocks  # noqa: E402
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -321,7 +321,7 @@ def problems(times: list[dict]) -> list[str]:
 
 def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: dict) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    med = {name: {k: statistics.median(r[k] for r in times if r["server"] == name)
+    med = {name: {k: median(r[k] for r in times if r["server"] == name)
                   for k in ("rps", "user_us", "sys_us", "origin_us", "foreign")} for name in traces}
     lines = [f"\n## CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB — {now}\n",
              f"Machine: {machine()}. Command: `{command_line('cpu_breakdown')}`.\n",

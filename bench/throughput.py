@@ -27,7 +27,6 @@ import re
 import resource
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import busy_seconds, cpu_seconds, machine, process_tree, publish  # noqa: E402
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -161,7 +161,7 @@ def median_ratio(runs: list[dict], a: str, b: str) -> float:
     for r in runs:
         by_round.setdefault(r["round"], {})[r["scenario"]] = r["rps"]
     ratios = [v[a] / v[b] for v in by_round.values() if a in v and b in v and v[b] > 0]
-    return statistics.median(ratios) if ratios else float("nan")
+    return median(ratios) if ratios else float("nan")
 
 
 def summary_rows(runs: list[dict]) -> list[dict]:
@@ -172,11 +172,11 @@ def summary_rows(runs: list[dict]) -> list[dict]:
             if not mine:
                 continue
             rows.append({"fanout": n, "kind": kind, "runs": len(mine),
-                         "rps": statistics.median(r["rps"] for r in mine),
+                         "rps": median(r["rps"] for r in mine),
                          "rps_min": min(r["rps"] for r in mine), "rps_max": max(r["rps"] for r in mine),
-                         "cpu_us": statistics.median(r["cpu_us"] for r in mine),
-                         "origin_us": statistics.median(r["origin_us"] for r in mine),
-                         "foreign": statistics.median(r["foreign"] for r in mine),
+                         "cpu_us": median(r["cpu_us"] for r in mine),
+                         "origin_us": median(r["origin_us"] for r in mine),
+                         "foreign": median(r["foreign"] for r in mine),
                          "errors": "; ".join(sorted({r["errors"] for r in mine if r["errors"]}))})
     return rows
 
