@@ -1,4 +1,5 @@
-"""Summaries shared by the load client and the replayer (pure)."""
+"""Summaries shared by the load client, the replayer and the browser (pure): exact ones of a list
+(analysis/stats.py definitions) and a bounded histogram for long runs."""
 
 from __future__ import annotations
 
