@@ -1,6 +1,6 @@
 """Helpers shared by the benchmarks: the machine line, the results file, starting the servers
 (origin, Collector, stand-in proxies, Multiplier) pinned and stopped by PID, a fixed-rate client,
-log readers and small statistics."""
+and log readers (statistics come from analysis/stats.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ import collections
 import contextlib
 import http.client
 import json
-import math
 import os
 import platform
-import random
 import re
 import shlex
 import shutil
 import signal
 import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 import psutil  # noqa: E402
 
 from spe_tools.collector import start_collector  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import (  # noqa: E402
     Child,
     ProcessError,
@@ -278,22 +276,22 @@ def check_alive(group: ProcessGroup) -> None:
 NGINX_HEAD = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
+events { worker_connections 16384; }
+http {
     access_log off;
     sendfile on; tcp_nodelay on;
     keepalive_timeout 120s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
 """
 
 FILES_SERVER = """\
     open_file_cache max=1024 inactive=600s; open_file_cache_valid 3600s;
     default_type application/octet-stream;
     expires 1h;
-{servers}
+{{servers}}
 """
 
 # A non-caching reverse-proxy hop (ROPE's Dummy): keepalive upstream, the reply streamed through
@@ -306,9 +304,9 @@ HOP_HTTP = """\
 """
 
 HOP_BLOCK = """\
-    upstream up_{name} {{ server 127.0.0.1:{upstream}; keepalive 16; keepalive_requests 10000000;
-                         keepalive_timeout 120s; }}
-    server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://up_{name}; }} }}
+    upstream up_{{name}} { server 127.0.0.1:{{upstream}}; keepalive 16; keepalive_requests 10000000;
+                         keepalive_timeout 120s; }
+    server { listen 127.0.0.1:{{port}}; location / { proxy_pass http://up_{{name}}; } }
 """
 
 
@@ -317,7 +315,7 @@ def start_nginx(group: ProcessGroup, name: str, http_body: str, ports: list[int]
     """nginx, one worker, in group.workdir/name; `http_body` goes into its http {} block."""
     directory = group.workdir / name
     (directory / "tmp").mkdir(parents=True, exist_ok=True)
-    (directory / "nginx.conf").write_text(NGINX_HEAD.format(dir=directory) + http_body + "}\n")
+    (directory / "nginx.conf").write_text(render_text(NGINX_HEAD, {"dir": directory}) + http_body + "}\n")
     return start_server(group, name, ["nginx", "-e", str(directory / "error.log"), "-p", str(directory),
                                       "-c", str(directory / "nginx.conf")], ports[0], cpu, ports=tuple(ports[1:]))
 
@@ -326,12 +324,12 @@ def start_file_server(group: ProcessGroup, name: str, www: Path, ports: list[int
                       cpu: int | None = SERVER_CPU) -> Child:
     """nginx serving the files in `www` (Cache-Control: max-age=3600) on each of `ports`."""
     servers = "".join(f"    server {{ listen 127.0.0.1:{p}; root {www}; location / {{ }} }}\n" for p in ports)
-    return start_nginx(group, name, FILES_SERVER.format(servers=servers), ports, cpu)
+    return start_nginx(group, name, render_text(FILES_SERVER, {"servers": servers}), ports, cpu)
 
 
 def start_hops(group: ProcessGroup, name: str, hops: dict[str, tuple[int, int]], cpu: int | None = SERVER_CPU) -> Child:
     """One nginx with one non-caching reverse-proxy hop per entry: name -> (listen port, upstream port)."""
-    blocks = "".join(HOP_BLOCK.format(name=n, port=p, upstream=u) for n, (p, u) in hops.items())
+    blocks = "".join(render_text(HOP_BLOCK, {"name": n, "port": p, "upstream": u}) for n, (p, u) in hops.items())
     return start_nginx(group, name, HOP_HTTP + blocks, [p for p, _ in hops.values()], cpu)
 
 
@@ -544,32 +542,3 @@ def stderr_problems(path: Path) -> list[str]:
 
 def fmt_counter(c: collections.Counter) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])) or "none"
-
-
-def med(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile (pct in 0..100) of unsorted values; nan if empty."""
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, math.ceil(pct / 100 * len(s)) - 1))]
-
-
-def mean_ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % confidence interval (normal approximation, n >= 30)."""
-    if len(values) < 2:
-        return (values[0] if values else float("nan")), float("nan")
-    return statistics.fmean(values), 1.96 * statistics.stdev(values) / math.sqrt(len(values))
-
-
-def median_ci95(values: list[float], resamples: int = 1000, seed: int = 1) -> tuple[float, float]:
-    """Median and a percentile-bootstrap 95 % interval (lo, hi) around it, returned as (lo, hi)."""
-    if not values:
-        return float("nan"), float("nan")
-    rng = random.Random(seed)
-    n = len(values)
-    meds = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(resamples))
-    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests/python"))
 from benchlib import machine, write_section  # noqa: E402
 from test_collector import ORIGIN, fetch  # noqa: E402
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.collector import BINARIES, start_collector  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -78,18 +78,18 @@ def summarise(rows: list[dict]) -> list[dict]:
     out = []
     for label in dict.fromkeys(r["label"] for r in rows):
         mine = [r for r in rows if r["label"] == label]
-        miss = statistics.median(r["spe_miss"] for r in mine)
+        miss = median(r["spe_miss"] for r in mine)
         hits = [h for r in mine for h in r["spe_hits"]]
         diffs = [h - r["spe_miss"] for r in mine for h in r["spe_hits"]]  # each hit vs its own miss
         worst = max(diffs, key=abs)
         allowed = max(0.05 * miss, 0.002)
-        out.append({"label": label, "n": len(hits), "miss_ms": miss * 1e3, "hit_ms": statistics.median(hits) * 1e3,
-                    "median_diff_ms": statistics.median(diffs) * 1e3, "worst_diff_ms": worst * 1e3,
+        out.append({"label": label, "n": len(hits), "miss_ms": miss * 1e3, "hit_ms": median(hits) * 1e3,
+                    "median_diff_ms": median(diffs) * 1e3, "worst_diff_ms": worst * 1e3,
                     "allowed_ms": allowed * 1e3, "met": all(abs(d) <= max(0.05 * r["spe_miss"], 0.002)
                                                             for r in mine for d in
                                                             (h - r["spe_miss"] for h in r["spe_hits"])),
-                    "stock_miss_ms": statistics.median(r["squid_miss"] for r in mine) * 1e3,
-                    "stock_hit_ms": statistics.median(h for r in mine for h in r["squid_hits"]) * 1e3})
+                    "stock_miss_ms": median(r["squid_miss"] for r in mine) * 1e3,
+                    "stock_hit_ms": median(h for r in mine for h in r["squid_hits"]) * 1e3})
     return out
 
 

@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import busy_seconds, machine, publish  # noqa: E402
 
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -66,21 +67,21 @@ SETTLE_S = 2.5  # after a step: the Multiplier's trim check runs every second
 ORIGIN_CONF = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-worker_rlimit_nofile {nofile};
-events {{ worker_connections {nofile}; }}
-http {{
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
+worker_rlimit_nofile {{nofile}};
+events { worker_connections {{nofile}}; }
+http {
     access_log off;
     keepalive_timeout 600s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
-    server {{
-{listens}
-        root {www};
-        location / {{ }}
-    }}
-}}
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
+    server {
+{{listens}}
+        root {{www}};
+        location / { }
+    }
+}
 """
 
 # A Collector stand-in that answers every request after `hold` seconds (keep-alive).
@@ -348,8 +349,8 @@ def main() -> int:
             (workdir / "origin/tmp").mkdir(parents=True)
             origin_ports = [free_port() for _ in range(1 + N_PROXIES)]
             listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
-            (workdir / "origin/nginx.conf").write_text(ORIGIN_CONF.format(
-                dir=workdir / "origin", nofile=limit, listens=listens, www=workdir / "www"))
+            (workdir / "origin/nginx.conf").write_text(render_text(ORIGIN_CONF, {
+                "dir": workdir / "origin", "nofile": limit, "listens": listens, "www": workdir / "www"}))
             group.start("origin", ["nginx", "-e", str(workdir / "origin/error.log"), "-p", str(workdir / "origin"),
                                    "-c", str(workdir / "origin/nginx.conf")], port=origin_ports[0], deadline_s=15)
             rows = asyncio.run(idle_rows(group, counts, origin_ports, limit, args.concurrency))

@@ -70,7 +70,6 @@ from benchlib import (  # noqa: E402
     fmt_counter,
     get,
     machine,
-    med,
     process_tree,
     publish,
     read_multiplier_log,
@@ -83,6 +82,8 @@ from benchlib import (  # noqa: E402
     write_objects,
 )
 
+from analysis.stats import median  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import Child, ProcessGroup  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -98,15 +99,15 @@ TARGET_ADDED_P50_US = 500.0
 
 SQUID_CONF = """\
 visible_hostname spe-bench
-http_port 127.0.0.1:{port} name=direct
-{proxy_ports}workers 1
-pid_filename {dir}/squid.pid
-cache_log {dir}/cache.log
+http_port 127.0.0.1:{{port}} name=direct
+{{proxy_ports}}workers 1
+pid_filename {{dir}}/squid.pid
+cache_log {{dir}}/cache.log
 logformat bench %>lp %Ss/%03>Hs %<st %ru
-access_log stdio:{dir}/access.log bench
+access_log stdio:{{dir}}/access.log bench
 cache_store_log none
 logfile_rotate 0
-coredump_dir {dir}
+coredump_dir {{dir}}
 netdb_filename none
 icp_port 0
 htcp_port 0
@@ -130,7 +131,7 @@ def mult(n: int) -> str:
 def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str, int]) -> Child:
     """Squid with a short access.log format (receiving port, code, size, URL) for the accounting."""
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
-    conf = SQUID_CONF.format(port=port, dir=group.workdir / "collector", proxy_ports=extra)
+    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra})
     return start_squid_conf(group, "collector", conf, port, ports=tuple(accel_ports.values()))
 
 
@@ -271,7 +272,7 @@ def paired(runs: list[dict], size: str, gap: float, target: str, base: str, key:
     diffs = [r[key] - b[key] for r in runs for b in runs
              if r["size"] == b["size"] == size and r["gap"] == b["gap"] == gap and r["round"] == b["round"]
              and r["target"] == target and b["target"] == base]
-    return med(diffs)
+    return median(diffs)
 
 
 def pacing(gap: float) -> str:
@@ -312,15 +313,15 @@ def table(runs: list[dict], seconds: float, gaps: dict[str, list[float]], target
                 added99 = "–" if target == "origin" else f"{paired(runs, size, gap, target, ref, 'p99'):+.0f}"
                 if target == "direct":
                     added50, added99 = f"({added50} vs origin)", f"({added99} vs origin)"
-                front = "–" if target == "direct" else f"{med([r['front_cpu_us'] for r in rs]):.1f}"
-                collector = "–" if target == "origin" else f"{med([r['collector_cpu_us'] for r in rs]):.1f}"
-                standins = f"{med([r['standins_cpu_us'] for r in rs]):.1f}" if target.startswith("mult") and \
+                front = "–" if target == "direct" else f"{median([r['front_cpu_us'] for r in rs]):.1f}"
+                collector = "–" if target == "origin" else f"{median([r['collector_cpu_us'] for r in rs]):.1f}"
+                standins = f"{median([r['standins_cpu_us'] for r in rs]):.1f}" if target.startswith("mult") and \
                     target != "mult0" else "–"
                 lines.append(
                     f"| {size} | {pacing(gap)} | {target} | {len(rs)} × {seconds:g} | "
-                    f"{med(p50s):.0f} ({min(p50s):.0f}–{max(p50s):.0f}) | {med([r['p99'] for r in rs]):.0f} | "
-                    f"{added50} | {added99} | {med([r['rps'] for r in rs]):.0f} | {front} | {collector} | "
-                    f"{standins} | {med([r['foreign_cpu'] for r in rs]):.2f} |")
+                    f"{median(p50s):.0f} ({min(p50s):.0f}–{max(p50s):.0f}) | {median([r['p99'] for r in rs]):.0f} | "
+                    f"{added50} | {added99} | {median([r['rps'] for r in rs]):.0f} | {front} | {collector} | "
+                    f"{standins} | {median([r['foreign_cpu'] for r in rs]):.2f} |")
     return "\n".join(lines)
 
 
@@ -544,7 +545,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             f"median of the per-round differences (to direct, or to the origin where named) with the same pacing. "
             f"Front CPU = the server wrk talks to (origin nginx, hop nginx or Multiplier); CPU µs/req = "
             f"Δ(utime+stime) in /proc/PID/stat / wrk's completed requests. **The machine is shared with other "
-            f"work and noisy**: foreign = CPU-s used by anything else during a run (median {med(foreign):.2f}, max "
+            f"work and noisy**: foreign = CPU-s used by anything else during a run (median {median(foreign):.2f}, max "
             f"{max(foreign):.2f}); approximate (tick-sampled, can go below 0 in saturated runs), only a clearly "
             f"positive value means outside load.")
     report = (f"\n## {TITLE} ({', '.join(sizes)}; {', '.join(map(str, counts))} proxies; "

@@ -47,7 +47,6 @@ from benchlib import (  # noqa: E402
     fmt_counter,
     get,
     machine,
-    percentile,
     publish,
     read_multiplier_log,
     rss_and_peak_kb,
@@ -59,6 +58,7 @@ from benchlib import (  # noqa: E402
     write_objects,
 )
 
+from analysis.stats import percentile  # noqa: E402
 from spe_tools.process import ProcessGroup  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -117,8 +117,8 @@ def point(group: ProcessGroup, ports: dict[str, int], n: int, rate: float, secon
     return {"proxies": n, "rate": rate, "achieved": replies / r["elapsed"], "replies": replies,
             "cpu_us": (cpu1 - cpu0) * 1e6 / max(1, replies), "cpu_share": (cpu1 - cpu0) / wall,
             "rss0_mb": rss0 / 1024, "rss1_mb": rss1 / 1024, "hwm_mb": hwm / 1024,
-            "p50_ms": percentile(lat, 50) / 1000, "p99_ms": percentile(lat, 99) / 1000,
-            "late_p99_ms": percentile(r["late"], 99) * 1000,
+            "p50_ms": percentile(lat, 0.5) / 1000, "p99_ms": percentile(lat, 0.99) / 1000,
+            "late_p99_ms": percentile(r["late"], 0.99) * 1000,
             "foreign": (busy1 - busy0) - (cpu1 - cpu0), "wall": wall, "problems": problems}
 
 

@@ -52,7 +52,6 @@ from benchlib import (  # noqa: E402
     command_line,
     cpu_times,
     machine,
-    percentile,
     pin,
     process_tree,
     publish,
@@ -61,6 +60,7 @@ from benchlib import (  # noqa: E402
 )
 from httpclient import Connection  # noqa: E402
 
+from analysis.stats import percentile  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
@@ -230,8 +230,8 @@ def unexpected_verdicts(seen: dict) -> list[str]:
 def report(args: argparse.Namespace, results: dict, cpu: dict, foreign_s: float, wall_s: float,
            seen: dict, problems: list[str]) -> str:
     lat = {n: [x * 1e3 for x in results["latencies"][n]] for n in NAMES}
-    p50 = {n: percentile(lat[n], 50) for n in NAMES}
-    p99 = {n: percentile(lat[n], 99) for n in NAMES}
+    p50 = {n: percentile(lat[n], 0.5) for n in NAMES}
+    p99 = {n: percentile(lat[n], 0.99) for n in NAMES}
     allowed = 1.5 * p99["good"] + 5
     met = p99["faulty"] <= allowed
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")

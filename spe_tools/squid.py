@@ -14,33 +14,34 @@ import shutil
 import stat
 from pathlib import Path
 
+from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
 
 SQUID = "/usr/sbin/squid"
 
 COMMON = """\
-visible_hostname {name}
-http_port 127.0.0.1:{port}
-{extra_ports}pid_filename {dir}/squid.pid
-cache_log {dir}/cache.log
+visible_hostname {{name}}
+http_port 127.0.0.1:{{port}}
+{{extra_ports}}pid_filename {{dir}}/squid.pid
+cache_log {{dir}}/cache.log
 # Squid's native format plus the receiving port and the request size (see analysis/collector_log.py)
 logformat spe %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st
-access_log stdio:{dir}/access.log spe
-coredump_dir {dir}
+access_log stdio:{{dir}}/access.log spe
+coredump_dir {{dir}}
 netdb_filename none
 strip_query_terms off
 icp_port 0
 htcp_port 0
 pinger_enable off
 shutdown_lifetime 1 seconds
-cache_mem {cache_mb} MB
+cache_mem {{cache_mb}} MB
 maximum_object_size_in_memory 4 MB
 http_access allow localhost
 http_access deny all
 """
 
 CHILD = """\
-cache_peer 127.0.0.1 parent {parent_port} 0 no-query no-digest default name=parent
+cache_peer 127.0.0.1 parent {{parent_port}} 0 no-query no-digest default name=parent
 never_direct allow all
 """
 
@@ -53,9 +54,9 @@ def squid_config(name: str, port: int, directory: Path, parent_port: int | None 
     so its access.log tells them apart by `%>lp`).
     """
     extra = "".join(f"http_port 127.0.0.1:{p} name={n}\n" for n, p in (extra_ports or {}).items())
-    text = COMMON.format(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra)
+    text = render_text(COMMON, dict(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra))
     if parent_port is not None:
-        text += CHILD.format(parent_port=parent_port)
+        text += render_text(CHILD, dict(parent_port=parent_port))
     return text
 
 
