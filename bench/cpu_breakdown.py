@@ -50,11 +50,12 @@ from benchlib import (  # noqa: E402
     process_tree,
     publish,
     run_main,
+    run_wrk,
     start_file_server,
     start_server,
     write_objects,
 )
-from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, run_wrk, upstream_blocks  # noqa: E402
+from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks  # noqa: E402
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 

@@ -6,8 +6,7 @@ import time
 
 import pytest
 from httpclient import Connection
-
-from spe_tools.mini_origin import body_for
+from mini_origin import body_for
 
 # mode -> (method, expected result, expected error)
 FAULTS = {
