@@ -365,8 +365,8 @@ def get(port: int, target: str, host: str) -> tuple[int, dict[str, str], bytes]:
         conn.close()
 
 
-async def _read_reply(reader: asyncio.StreamReader, parser: h11.Connection) -> tuple[int, int]:
-    """Reads one reply to the GET sent on `parser` (h11 frames it): (status, body bytes)."""
+async def read_reply(reader: asyncio.StreamReader, parser: h11.Connection) -> tuple[int, int]:
+    """Reads one reply to the request sent on `parser` (h11 frames it): (status, body bytes)."""
     status = size = 0
     while True:
         event = parser.next_event()
@@ -415,7 +415,7 @@ def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: floa
                         parser.start_next_cycle()
                     writer.write(parser.send(h11.Request(method="GET", target=url, headers=[("Host", host)])))
                     parser.send(h11.EndOfMessage())
-                    status, size = await asyncio.wait_for(_read_reply(reader, parser), timeout_s)
+                    status, size = await asyncio.wait_for(read_reply(reader, parser), timeout_s)
                     result["latency"].append(loop.time() - sent)
                     result["status"][status] += 1
                     result["bytes"] += size
