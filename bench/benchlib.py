@@ -16,11 +16,14 @@ import shlex
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import h11
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -414,29 +417,21 @@ def get(port: int, target: str, host: str) -> tuple[int, dict[str, str], bytes]:
         conn.close()
 
 
-async def _read_reply(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
-    """Reads one reply: (status, body bytes, the server closes the connection)."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    close = headers.get("connection", "").lower() == "close"
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        size = 0
-        while True:
-            n = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            if n == 0:
-                while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, then the empty line
-                    pass
-                return status, size, close
-            await reader.readexactly(n + 2)
-            size += n
-    length = int(headers.get("content-length", "0"))
-    await reader.readexactly(length)
-    return status, length, close
+async def read_reply(reader: asyncio.StreamReader, parser: h11.Connection) -> tuple[int, int]:
+    """Reads one reply to the request sent on `parser` (h11 frames it): (status, body bytes)."""
+    status = size = 0
+    while True:
+        event = parser.next_event()
+        if event is h11.NEED_DATA:
+            parser.receive_data(await reader.read(1 << 16))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+        elif isinstance(event, h11.Data):
+            size += len(event.data)
+        elif isinstance(event, h11.EndOfMessage):
+            return status, size
+        elif isinstance(event, h11.ConnectionClosed):
+            raise ConnectionError("closed before a reply")
 
 
 def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: float, connections: int = 16,
@@ -467,16 +462,19 @@ def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: floa
                 try:
                     if writer is None:
                         reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout_s)
-                    writer.write(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-                    status, size, close = await asyncio.wait_for(_read_reply(reader), timeout_s)
+                        parser = h11.Connection(h11.CLIENT)
+                    else:
+                        parser.start_next_cycle()
+                    writer.write(parser.send(h11.Request(method="GET", target=url, headers=[("Host", host)])))
+                    parser.send(h11.EndOfMessage())
+                    status, size = await asyncio.wait_for(read_reply(reader, parser), timeout_s)
                     result["latency"].append(loop.time() - sent)
                     result["status"][status] += 1
                     result["bytes"] += size
-                    if close:
+                    if parser.their_state is not h11.DONE:  # the server closes the connection
                         writer.close()
                         writer = None
-                except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                        ValueError, IndexError) as e:
+                except (OSError, TimeoutError, h11.ProtocolError) as e:
                     result["errors"].append(f"{type(e).__name__}: {e}")
                     if writer is not None:
                         writer.close()
@@ -497,6 +495,72 @@ def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: floa
         result["elapsed"] = loop.time() - start
 
     asyncio.run(main())
+    return result
+
+
+# ---------------------------------------------------------------- wrk
+
+WRK_UNITS = {"us": 1.0, "ms": 1000.0, "s": 1_000_000.0}
+
+
+def parse_wrk(text: str, latency: bool = False) -> dict:
+    """Requests/s, completed requests and errors from wrk's output; p50/p99 in µs too with `latency`
+    (`wrk --latency`)."""
+    def percentile_us(pct: str) -> float:
+        m = re.search(rf"^\s*{pct}(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+        if not m:
+            raise BenchError(f"no {pct}% line in wrk output:\n{text}")
+        return float(m.group(1)) * WRK_UNITS[m.group(2)]
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    total = re.search(r"(\d+) requests in", text)
+    if not rps or not total:
+        raise BenchError(f"cannot read wrk output:\n{text}")
+    errors = []
+    m = re.search(r"Socket errors: (.*)", text)
+    if m:
+        errors.append(f"socket errors: {m.group(1).strip()}")
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    if m:
+        errors.append(f"non-2xx/3xx: {m.group(1)}")
+    result = {"rps": float(rps.group(1)), "requests": int(total.group(1)), "errors": "; ".join(errors)}
+    if latency:
+        result |= {"p50": percentile_us("50"), "p99": percentile_us("99")}
+    return result
+
+
+def run_wrk(url: str, script: Path | None, seconds: float, connections: int, workdir: Path,
+            latency: bool = False) -> dict:
+    """wrk -t1 -c`connections` on LOAD_CPU, with a deadline; adds its own CPU time (rusage) to the result."""
+    out_path = workdir / "wrk.out"
+    argv = ["taskset", "-c", str(LOAD_CPU), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "5s"]
+    argv += ["--latency"] if latency else []
+    argv += ["-s", str(script)] if script else []
+    with open(out_path, "wb") as out:
+        popen = subprocess.Popen([*argv, url], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 cwd=workdir)
+    deadline = time.monotonic() + seconds + 30
+    pid = 0
+    try:
+        while True:
+            pid, status, usage = os.wait4(popen.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                raise BenchError(f"wrk did not finish within {seconds + 30:g} s")
+            time.sleep(0.05)
+    finally:
+        if not pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(popen.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(popen.pid, 0)
+        popen.returncode = 0  # reaped here; keep subprocess from waiting again
+    text = out_path.read_text(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise BenchError(f"wrk exited with {code}:\n{text}")
+    result = parse_wrk(text, latency)
+    result["wrk_cpu"] = usage.ru_utime + usage.ru_stime
     return result
 
 

@@ -44,11 +44,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import h11
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchlib import busy_seconds, machine, publish  # noqa: E402
+from benchlib import busy_seconds, machine, publish, read_reply  # noqa: E402
 
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
@@ -161,13 +163,12 @@ async def send_request(conn, target: str) -> None:
     await writer.drain()
 
 
-async def read_reply(conn) -> int:
-    reader, _ = conn
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length"))
-    await reader.readexactly(length)
-    return int(head.split(b" ")[1])
+async def reply_status(conn) -> int:
+    """Reads the reply to the GET that send_request wrote (h11 frames it); its status."""
+    parser = h11.Connection(h11.CLIENT)
+    parser.send(h11.Request(method="GET", target="/", headers=[("Host", "bench")]))  # h11's framing: a GET's
+    status, _ = await read_reply(conn[0], parser)
+    return status
 
 
 async def one_request_each(conns: list, target: str, batch: int) -> int:
@@ -175,7 +176,7 @@ async def one_request_each(conns: list, target: str, batch: int) -> int:
     for start in range(0, len(conns), batch):
         part = conns[start:start + batch]
         await asyncio.gather(*(send_request(c, target) for c in part))
-        statuses = await asyncio.wait_for(asyncio.gather(*(read_reply(c) for c in part)), 120)
+        statuses = await asyncio.wait_for(asyncio.gather(*(reply_status(c) for c in part)), 120)
         ok += sum(s == 200 for s in statuses)
     return ok
 
@@ -242,7 +243,7 @@ async def in_flight_row(group: ProcessGroup, k: int, proxies: list[int], hold: f
     during = settled_rss_kb(pid)
     if time.monotonic() - started >= hold:
         raise BenchError(f"the requests were not all in flight at once; raise --hold (now {hold} s)")
-    statuses = await asyncio.wait_for(asyncio.gather(*(read_reply(c) for c in conns)), hold + 120)
+    statuses = await asyncio.wait_for(asyncio.gather(*(reply_status(c) for c in conns)), hold + 120)
     close_all(conns)
     return {"k": k, "before": before, "during": during, "ok": sum(s == 200 for s in statuses)}
 

@@ -49,11 +49,12 @@ from benchlib import (  # noqa: E402
     process_tree,
     publish,
     run_main,
+    run_wrk,
     start_file_server,
     start_server,
     write_objects,
 )
-from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, run_wrk, upstream_blocks  # noqa: E402
+from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks  # noqa: E402
 
 from analysis.stats import median  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402

@@ -48,11 +48,7 @@ import contextlib
 import datetime
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -74,6 +70,7 @@ from benchlib import (  # noqa: E402
     publish,
     read_multiplier_log,
     run_main,
+    run_wrk,
     start_file_server,
     start_hops,
     start_multiplier,
@@ -170,66 +167,6 @@ def warm_and_check(ports: dict[str, int], n_max: int, counts: list[int], origin_
             sent[mult(n)] += 1
             sent["collector client port"] += 1
     return sent
-
-
-# ---------------------------------------------------------------- wrk
-
-UNITS = {"us": 1.0, "ms": 1000.0, "s": 1_000_000.0}
-
-
-def parse_wrk(text: str) -> dict:
-    """p50/p99 in µs, requests/s, completed requests and errors from `wrk --latency` output."""
-    def latency(pct: str) -> float:
-        m = re.search(rf"^\s*{pct}(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
-        if not m:
-            raise BenchError(f"no {pct}% line in wrk output:\n{text}")
-        return float(m.group(1)) * UNITS[m.group(2)]
-    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
-    total = re.search(r"(\d+) requests in", text)
-    if not rps or not total:
-        raise BenchError(f"cannot read wrk output:\n{text}")
-    errors = []
-    m = re.search(r"Socket errors: (.*)", text)
-    if m:
-        errors.append(f"socket errors: {m.group(1).strip()}")
-    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    if m:
-        errors.append(f"non-2xx/3xx: {m.group(1)}")
-    return {"p50": latency("50"), "p99": latency("99"), "rps": float(rps.group(1)),
-            "requests": int(total.group(1)), "errors": "; ".join(errors)}
-
-
-def run_wrk(port: int, script: Path, seconds: float, workdir: Path) -> dict:
-    """wrk -t1 -c1 on LOAD_CPU, with a deadline; adds its own CPU time (rusage) to the result."""
-    out_path = workdir / "wrk.out"
-    argv = ["taskset", "-c", str(LOAD_CPU), "wrk", "-t1", "-c1", f"-d{seconds:g}s", "--timeout", "5s",
-            "--latency", "-s", str(script), f"http://127.0.0.1:{port}/"]
-    with open(out_path, "wb") as out:
-        popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + seconds + 30
-    pid = 0
-    try:
-        while True:
-            pid, status, usage = os.wait4(popen.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                raise BenchError(f"wrk did not finish within {seconds + 30:g} s")
-            time.sleep(0.05)
-    finally:
-        if not pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(popen.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(popen.pid, 0)
-        popen.returncode = 0  # reaped here; keep subprocess from waiting again
-    text = out_path.read_text(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise BenchError(f"wrk exited with {code}:\n{text}")
-    result = parse_wrk(text)
-    result["wrk_cpu"] = usage.ru_utime + usage.ru_stime
-    return result
 
 
 # ---------------------------------------------------------------- log checks
@@ -406,7 +343,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         def measure(target: str, size: str, gap: float, seconds: float) -> dict:
             before = {k: cpu_seconds(v) for k, v in server_pids.items()}
             busy0 = busy_seconds()
-            r = run_wrk(ports[target], workdir / f"abs-{size}-{gap:g}.lua", seconds, workdir)
+            r = run_wrk(f"http://127.0.0.1:{ports[target]}/", workdir / f"abs-{size}-{gap:g}.lua", seconds, 1, workdir,
+                        latency=True)
             busy1 = busy_seconds()
             after = {k: cpu_seconds(v) for k, v in server_pids.items()}
             check_alive(group)

@@ -40,7 +40,7 @@ MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 
 def workload(rng: random.Random, origin: str) -> tuple[str, str, bytes]:
     """(method, absolute URL, body) of one request of the soak's mix, in the test origin's URL space
-    (spe_tools/mini_origin.py): skewed cacheable objects, chunked, uncacheable, HEAD and POST."""
+    (tests/fixtures/mini_origin.py): skewed cacheable objects, chunked, uncacheable, HEAD and POST."""
     roll = rng.random()
     obj = int(rng.paretovariate(1.2)) % 40
     if roll < 0.60:
@@ -103,8 +103,8 @@ def main() -> int:
     try:
         with ProcessGroup(workdir) as group:
             origin = free_port()
-            group.start("origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(origin)], port=origin,
-                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+            group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"), "--port", str(origin)],
+                        port=origin, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
             names = ["squid-a", "squid-b", "dummy"]
             ports = {"direct": free_port(), **{n: free_port() for n in names}}
             start_squid(group, "collector", ports["direct"], extra_ports={n: ports[n] for n in names})

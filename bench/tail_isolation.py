@@ -1,7 +1,7 @@
 """Tail isolation: misbehaving proxies under test must not slow the client, at the median nor at p99.
 
 Two Multipliers (release build) side by side in one run, in front of the same origin
-(spe_tools/mini_origin.py) and the same Collector stand-in (Debian Squid):
+(tests/fixtures/mini_origin.py) and the same Collector stand-in (Debian Squid):
 
   good     one proxy under test: a Debian Squid, child of the Collector
   faulty   the same good Squid plus nine misbehaving proxies (tests/fixtures/fault_proxy.py):
@@ -92,8 +92,9 @@ def request_of(client: int, n: int) -> tuple[str, str]:
 def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int, split: bool, threads: int) -> dict:
     """Origin, Collector, the good Squid, the nine fault proxies and both Multipliers; their ports and pids."""
     origin = free_port()
-    origin_child = group.start("origin", [sys.executable, "-m", "spe_tools.mini_origin", "--port", str(origin)],
-                               port=origin, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    origin_argv = [sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"), "--port", str(origin)]
+    origin_child = group.start("origin", origin_argv, port=origin,
+                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     collector = start_squid(group, "collector", free_port())
     good = start_squid(group, "good", free_port(), parent_port=collector.port)
     faults, pids = {}, []

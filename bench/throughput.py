@@ -23,11 +23,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import re
-import resource
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchlib import busy_seconds, cpu_seconds, machine, process_tree, publish  # noqa: E402
+from benchlib import (  # noqa: E402
+    LOAD_CPU,
+    MULTIPLIER,
+    SERVER_CPU,
+    BenchError,
+    busy_seconds,
+    cpu_seconds,
+    machine,
+    process_tree,
+    publish,
+    run_wrk,
+)
 
 from analysis.stats import median  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
@@ -45,9 +53,7 @@ from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"
 
-MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
-LOAD_CPU, SERVER_CPU = 0, 1
 FANOUTS = (4, 8)
 KINDS = ("mult", "lua", "mirror")
 TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
@@ -113,10 +119,6 @@ LUA_INIT = """\
 """
 
 
-class BenchError(RuntimeError):
-    """A clear, user-facing failure."""
-
-
 # ---------------------------------------------------------------- configs (pure)
 
 def upstream_blocks(ports: list[int]) -> str:
@@ -148,15 +150,6 @@ def nginx_conf(directory: Path, body: str, lua: bool = False) -> str:
 
 
 # ---------------------------------------------------------------- measuring (pure parts)
-
-def parse_wrk(text: str) -> dict:
-    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
-    total = re.search(r"(\d+) requests in", text)
-    if not rps or not total:
-        raise BenchError(f"cannot read wrk output:\n{text}")
-    errors = [m.group(0) for m in re.finditer(r"(Socket errors: .*|Non-2xx or 3xx responses: \d+)", text)]
-    return {"rps": float(rps.group(1)), "requests": int(total.group(1)), "errors": "; ".join(errors)}
-
 
 def median_ratio(runs: list[dict], a: str, b: str) -> float:
     """Median over rounds of req/s(a) / req/s(b), each pair from the same round."""
@@ -225,22 +218,6 @@ def start_nginx(group: ProcessGroup, name: str, body: str, port: int, lua: bool 
     child = group.start(name, ["taskset", "-c", str(SERVER_CPU), "nginx", "-e", str(directory / "error.log"),
                                "-p", str(directory), "-c", str(directory / "nginx.conf")], port=port, deadline_s=15)
     return child.pid
-
-
-def run_wrk(url: str, script: Path | None, seconds: float, connections: int, workdir: Path) -> dict:
-    argv = ["taskset", "-c", str(LOAD_CPU), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "5s"]
-    if script:
-        argv += ["-s", str(script)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    try:
-        done = subprocess.run([*argv, url], capture_output=True, text=True, timeout=seconds + 30, cwd=workdir)
-    except subprocess.TimeoutExpired as e:
-        raise BenchError(f"wrk did not finish within {seconds + 30:g} s") from e
-    if done.returncode != 0:
-        raise BenchError(f"wrk exited with {done.returncode}:\n{done.stdout}{done.stderr}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wrk_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {**parse_wrk(done.stdout), "wrk_cpu": wrk_cpu}
 
 
 def check_multiplier_log(path: Path, proxies: int) -> tuple[int, int, int]:

@@ -6,7 +6,7 @@ import asyncio
 import socket
 from dataclasses import dataclass, field
 
-from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, read_head, read_reply_body
+from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, read_reply
 
 
 @dataclass
@@ -91,15 +91,10 @@ async def _exchange(conn: Connection, data: bytes, method: str, result: Exchange
     loop = asyncio.get_running_loop()
     conn.writer.write(data)
     result.sent = loop.time()
-    reply = await read_head(conn.reader)
-    if reply is None:
-        raise HttpError("connection closed before a reply")
-    result.first_byte = loop.time()
-    result.status = int(reply.start[1])
-    result.length = await read_reply_body(conn.reader, reply, method, keep=keep_body)
-    result.done = loop.time()
-    result.reply = reply
-    return reply.keep_alive and not reply.meta.get("close")
+    reply = await read_reply(conn.reader, method, keep_body)
+    result.first_byte, result.done = reply.head_at, loop.time()
+    result.status, result.length, result.reply = reply.status, reply.length, reply
+    return reply.keep_alive
 
 
 async def fetch(pool: Pool, data: bytes, method: str, result: Exchange, timeout: float,

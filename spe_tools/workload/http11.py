@@ -1,8 +1,10 @@
-"""A lean HTTP/1.1 message layer over asyncio streams, shared by the origin, load client and replayer.
+"""The workloads' HTTP/1.1 layer: llhttp (httptools) reads and frames messages, the writers stay ours.
 
-Only what the workloads need: one head parser (pure), bodies framed by Content-Length, chunked
-coding or connection close, bounded sizes. Written by hand rather than with a framework so the
-origin controls every byte and every write (chunk gaps, pacing) and stays fast on two cores.
+Requests (origin side) and replies (load client side) are parsed by httptools, the C parser that
+uvicorn uses: fast on two cores and correct about framing (Content-Length, chunked coding,
+bodies delimited by close). The writers (`request_bytes` here, the origin's reply head and paced
+body in origin.py) stay hand-written because the origin must control every byte and every write
+(chunk gaps, pacing).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
+from collections import deque
 from dataclasses import dataclass, field
+
+import httptools
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 << 20
-NO_BODY_STATUSES = frozenset({204, 304})
+READ_SIZE = 1 << 16
 
 
 class HttpError(Exception):
@@ -23,133 +28,149 @@ class HttpError(Exception):
 
 @dataclass
 class Message:
-    """A parsed request or reply head, plus its body once read."""
+    """A parsed request or reply: head, body (if kept) and what the parser decided about framing."""
 
-    start: list[str]  # request: method, target, version; reply: version, status, reason
-    headers: dict[str, str]  # lowercase names, repeats joined with ", "
+    method: str = ""  # requests only
+    target: str = ""  # requests only
+    status: int = 0  # replies only
+    headers: dict[str, str] = field(default_factory=dict)  # lowercase names, repeats joined with ", "
     body: bytes = b""
-    meta: dict = field(default_factory=dict)
+    length: int = 0  # decoded body bytes seen (also when the body is not kept)
+    keep_alive: bool = False  # whether the connection may carry another message after this one
+    head_at: float = 0.0  # event-loop time when the head was complete
 
     def header(self, name: str, default: str = "") -> str:
         return self.headers.get(name, default)
 
-    @property
-    def keep_alive(self) -> bool:
-        """Whether the connection may carry another message after this one."""
-        connection = self.headers.get("connection", "").lower()
-        version = self.start[0] if self.start[0].startswith("HTTP/") else self.start[2]
-        if "close" in connection:
-            return False
-        return version == "HTTP/1.1" or "keep-alive" in connection
+
+class _Callbacks:
+    """httptools callbacks: builds Messages, enforces the head and body limits."""
+
+    def __init__(self, keep_body: bool, one_reply: bool = False):
+        self.keep_body, self.one_reply = keep_body, one_reply
+        self.parser: httptools.HttpRequestParser | httptools.HttpResponseParser | None = None
+        self.current = Message()
+        self.parts: list[bytes] = []
+        self.head_bytes = 0
+        self.head_done = False
+        self.in_message = False
+        self.complete: deque[Message] = deque()
+        self.error = ""
+
+    def on_message_begin(self) -> None:
+        if self.one_reply and self.complete:  # bytes after the reply: the connection is spoilt
+            self.complete[-1].keep_alive = False
+        self.current, self.parts, self.head_bytes, self.head_done = Message(), [], 0, False
+        self.in_message = True
+
+    def _count_head(self, size: int) -> None:
+        self.head_bytes += size
+        if self.head_bytes > MAX_HEAD:
+            self.error = "head too large"
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        self.current.target += url.decode("latin-1")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value))
+        headers = self.current.headers
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1").strip()
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+
+    def on_headers_complete(self) -> None:
+        self.head_done = True
+        self.current.head_at = asyncio.get_running_loop().time()
+        if isinstance(self.parser, httptools.HttpRequestParser):
+            self.current.method = self.parser.get_method().decode("latin-1")
+        else:
+            self.current.status = self.parser.get_status_code()
+        self.current.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self.current.length += len(body)
+        if self.current.length > MAX_BODY:
+            self.error = "body too large"
+        elif self.keep_body:
+            self.parts.append(body)
+
+    def on_message_complete(self) -> None:
+        self.current.body = b"".join(self.parts)
+        self.in_message = False
+        self.complete.append(self.current)
 
 
-def parse_head(data: bytes) -> Message:
-    """The start line and headers of one message (`data` ends with the blank line)."""
+def _feed(callbacks: _Callbacks, data: bytes) -> None:
     try:
-        text = data.decode("latin-1")
-    except UnicodeDecodeError as e:  # pragma: no cover - latin-1 decodes every byte
-        raise HttpError(str(e)) from e
-    lines = text.split("\r\n") if "\r\n" in text else text.split("\n")
-    start = lines[0].split(" ", 2)
-    if len(start) != 3:
-        raise HttpError(f"bad start line {lines[0][:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if not line:
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
-            raise HttpError(f"bad header line {line[:80]!r}")
-        key = name.lower()
-        value = value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return Message(start, headers)
+        callbacks.parser.feed_data(data)
+    except httptools.HttpParserUpgrade:  # CONNECT (or Upgrade): what follows is not HTTP
+        if callbacks.head_done and not callbacks.complete:
+            callbacks.on_message_complete()
+        callbacks.complete[-1].keep_alive = False
+    except httptools.HttpParserError as e:
+        if callbacks.one_reply and callbacks.complete:  # the reply is whole; what followed is junk
+            callbacks.complete[-1].keep_alive = False
+            return
+        raise HttpError(str(e) or type(e).__name__) from e
+    if callbacks.error:
+        raise HttpError(callbacks.error)
 
 
-async def read_head(reader: asyncio.StreamReader) -> Message | None:
-    """The next head on the stream; None on a clean end of stream before any byte."""
-    try:
-        data = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as e:
-        if not e.partial.strip():
-            return None
-        raise HttpError("connection closed inside a head") from e
-    except asyncio.LimitOverrunError as e:
-        raise HttpError("head too large") from e
-    return parse_head(data)
+class RequestReader:
+    """Requests off one connection, in order (pipelined ones included), bodies kept."""
+
+    def __init__(self, reader: asyncio.StreamReader):
+        self.reader = reader
+        self.callbacks = _Callbacks(keep_body=True)
+        self.callbacks.parser = httptools.HttpRequestParser(self.callbacks)
+
+    async def next(self) -> Message | None:
+        """The next request; None on a clean end of stream between requests."""
+        while not self.callbacks.complete:
+            data = await self.reader.read(READ_SIZE)
+            if not data:
+                if self.callbacks.in_message:
+                    raise HttpError("connection closed inside a request")
+                return None
+            _feed(self.callbacks, data)
+        return self.callbacks.complete.popleft()
 
 
-def content_length(msg: Message) -> int | None:
-    value = msg.headers.get("content-length")
-    if value is None:
-        return None
-    if not value.isdigit() or int(value) > MAX_BODY:
-        raise HttpError(f"bad Content-Length {value[:40]!r}")
-    return int(value)
-
-
-async def read_chunked(reader: asyncio.StreamReader, keep: bool = True) -> tuple[bytes, int]:
-    """Decode a chunked body: (body if keep else b"", decoded length)."""
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        line = await reader.readuntil(b"\r\n")
-        size_text = line.split(b";", 1)[0].strip()
+async def read_reply(reader: asyncio.StreamReader, method: str, keep_body: bool = False) -> Message:
+    """One reply to a `method` request (the client sends one request at a time on a connection).
+    A body delimited by the connection's close ends at end of stream (and keep_alive is False)."""
+    callbacks = _Callbacks(keep_body, one_reply=True)
+    callbacks.parser = httptools.HttpResponseParser(callbacks)
+    if method == "HEAD":
+        # llhttp cannot be told that a reply answers a HEAD: parse the head alone, expect no body.
         try:
-            size = int(size_text, 16)
-        except ValueError as e:
-            raise HttpError(f"bad chunk size {size_text[:20]!r}") from e
-        if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
-                pass
-            return b"".join(parts), total
-        total += size
-        if total > MAX_BODY:
-            raise HttpError("chunked body too large")
-        data = await reader.readexactly(size + 2)
-        if keep:
-            parts.append(data[:-2])
-
-
-async def read_request_body(reader: asyncio.StreamReader, msg: Message) -> None:
-    if "chunked" in msg.headers.get("transfer-encoding", "").lower():
-        msg.body, _ = await read_chunked(reader)
-    else:
-        length = content_length(msg) or 0
-        msg.body = await reader.readexactly(length) if length else b""
-
-
-async def read_reply_body(reader: asyncio.StreamReader, reply: Message, method: str, keep: bool = False) -> int:
-    """Read (and by default discard) a reply's body; returns its length. Sets meta['close'] when
-    the body ends with the connection."""
-    status = int(reply.start[1])
-    if method == "HEAD" or status in NO_BODY_STATUSES or status < 200:
-        return 0
-    if "chunked" in reply.headers.get("transfer-encoding", "").lower():
-        reply.body, length = await read_chunked(reader, keep)
-        return length
-    length = content_length(reply)
-    if length is None:  # delimited by close
-        data = await reader.read(MAX_BODY)
-        reply.meta["close"] = True
-        total = len(data)
-        while data:
-            if keep:
-                reply.body += data
-            data = await reader.read(MAX_BODY)
-            total += len(data)
-        return total
-    remaining = length
-    parts = []
-    while remaining:
-        data = await reader.read(min(remaining, 1 << 20))
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as e:
+            where = "inside a head" if e.partial else "before a reply"
+            raise HttpError(f"connection closed {where}") from e
+        except asyncio.LimitOverrunError as e:
+            raise HttpError("head too large") from e
+        _feed(callbacks, head)
+        if not callbacks.head_done:
+            raise HttpError("bad reply head")
+        return callbacks.current
+    while not callbacks.complete:
+        data = await reader.read(READ_SIZE)
         if not data:
-            raise HttpError("connection closed inside a body")
-        remaining -= len(data)
-        if keep:
-            parts.append(data)
-    reply.body = b"".join(parts)
-    return length
+            return _ended_by_close(callbacks)
+        _feed(callbacks, data)
+    return callbacks.complete[0]
+
+
+def _ended_by_close(callbacks: _Callbacks) -> Message:
+    reply, headers = callbacks.current, callbacks.current.headers
+    if not callbacks.in_message:
+        raise HttpError("connection closed before a reply")
+    if not callbacks.head_done or "content-length" in headers or "chunked" in headers.get("transfer-encoding", ""):
+        raise HttpError("connection closed inside a reply")
+    callbacks.on_message_complete()  # httptools has no llhttp_finish(): the close is the body's end
+    reply.keep_alive = False
+    return reply
 
 
 _date_cache: list = [0, ""]

@@ -26,16 +26,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, urlsplit
 
 from spe_tools.workload import content_model as cm
-from spe_tools.workload.http11 import (
-    MAX_HEAD,
-    HttpError,
-    Message,
-    format_date,
-    http_date,
-    parse_date,
-    read_head,
-    read_request_body,
-)
+from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date, parse_date
 
 REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
            405: "Method Not Allowed", 501: "Not Implemented"}
@@ -114,7 +105,7 @@ class Origin:
                 "by_path": dict(self.by_path), "serial": self.serial}
 
     def handle(self, req: Message) -> Reply:
-        method, target = req.start[0], req.start[1]
+        method, target = req.method, req.target
         if method == "CONNECT":
             return self._count(req, "CONNECT", target, self._error(403, "no tunnels: not a lab destination"))
         parts = urlsplit(target)
@@ -247,6 +238,7 @@ def frame(piece: bytes, chunked: bool) -> bytes:
 
 
 async def send(writer: asyncio.StreamWriter, reply: Reply, close: bool) -> None:
+    # Our own writer, not a library's: think time, chunk gaps and pacing decide when each byte leaves.
     d = reply.delivery
     if d.think_ms > 0:
         await asyncio.sleep(d.think_ms / 1000)
@@ -286,13 +278,13 @@ class Server:
         sock = writer.get_extra_info("socket")
         if sock is not None:  # header and body may leave in separate writes: no Nagle delay
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        requests = RequestReader(reader)
         try:
             while True:
                 try:
-                    req = await read_head(reader)
+                    req = await requests.next()
                     if req is None:
                         break
-                    await read_request_body(reader, req)
                 except HttpError as e:
                     await send(writer, self.origin._error(400, str(e)), close=True)
                     break

@@ -46,7 +46,7 @@ def lab():
     workdir.chmod(0o755)
     with ProcessGroup(workdir) as group:
         origin_port = free_port()
-        group.start("origin", [PYTHON, "-m", "spe_tools.mini_origin", "--port", str(origin_port)],
+        group.start("origin", [PYTHON, str(ROOT / "tests/fixtures/mini_origin.py"), "--port", str(origin_port)],
                     port=origin_port, env=ENV)
         collector = start_squid(group, "collector", free_port())
         yield Lab(group, workdir, origin_port, collector.port)

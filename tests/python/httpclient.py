@@ -1,9 +1,11 @@
-"""A raw HTTP/1.1 client for tests: exact bytes out, replies parsed by hand, pipelining allowed."""
+"""A raw HTTP/1.1 client for tests: exact bytes out, replies framed by h11, pipelining allowed."""
 
 from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+
+import h11
 
 
 @dataclass
@@ -26,48 +28,64 @@ def request_bytes(method: str, url: str, headers: dict[str, str] | None = None, 
 
 
 class Connection:
-    """One client connection to a proxy."""
+    """One client connection to a proxy. Requests go out as the test wrote them; each reply is read
+    by a fresh h11 client connection told only the request's method (what framing depends on)."""
 
     def __init__(self, port: int, timeout: float = 10.0, host: str = "127.0.0.1"):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.file = self.sock.makefile("rb")
+        self.pending = b""  # bytes read past the previous reply (a pipelined one's)
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def read_reply(self, head: bool = False) -> Reply:
-        status_line = self.file.readline()
-        if not status_line:
-            raise ConnectionError("connection closed before a reply")
-        raw = status_line
-        headers: dict[str, str] = {}
-        while True:
-            line = self.file.readline()
+    def _head(self) -> bytes:
+        """The next head, line by line: nothing past it is read, so a tunnel's bytes stay in self.file."""
+        raw = b""
+        while not raw.endswith((b"\r\n\r\n", b"\n\n")):
+            line = self._line()
+            if not line:
+                raise ConnectionError("connection closed before a reply" if not raw else "closed inside a head")
             raw += line
-            if line in (b"\r\n", b"\n", b""):
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            key = name.strip().lower()
-            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-        status = int(status_line.split()[1])
-        return Reply(status, headers, self._body(status, headers, head), raw)
+        return raw
 
-    def _body(self, status: int, headers: dict[str, str], head: bool) -> bytes:
-        if head or status in (204, 304) or status < 200:
-            return b""
-        if headers.get("transfer-encoding", "").lower().endswith("chunked"):
-            body = b""
-            while True:
-                size = int(self.file.readline().split(b";")[0], 16)
-                if size == 0:
-                    while self.file.readline() not in (b"\r\n", b""):
-                        pass
-                    return body
-                body += self.file.read(size)
-                self.file.readline()
-        if "content-length" in headers:
-            return self.file.read(int(headers["content-length"]))
-        return self.file.read()
+    def _line(self) -> bytes:
+        if b"\n" in self.pending:
+            line, _, self.pending = self.pending.partition(b"\n")
+            return line + b"\n"
+        line, self.pending = self.pending + self.file.readline(), b""
+        return line
+
+    def read_reply(self, head: bool = False) -> Reply:
+        raw = self._head()
+        parser = h11.Connection(h11.CLIENT)
+        parser.send(h11.Request(method="HEAD" if head else "GET", target="/", headers=[("Host", "spe")]))
+        try:
+            parser.receive_data(raw)
+            start = parser.next_event()
+            if start is h11.NEED_DATA:
+                raise ValueError(f"not a reply head: {raw[:80]!r}")
+            body = b"" if isinstance(start, h11.InformationalResponse) or head else self._body(parser)
+        except h11.RemoteProtocolError as e:
+            raise ValueError(f"bad reply: {e}") from e
+        headers: dict[str, str] = {}
+        for name, value in start.headers:
+            key, text = name.decode("latin-1"), value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        return Reply(start.status_code, headers, body, raw)
+
+    def _body(self, parser: h11.Connection) -> bytes:
+        body = b""
+        while True:
+            event = parser.next_event()
+            if event is h11.NEED_DATA:
+                data, self.pending = self.pending or self.file.read1(65536), b""
+                parser.receive_data(data)
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                self.pending = parser.trailing_data[0]
+                return body
 
     def get(self, url: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes = b"") -> Reply:
         self.send(request_bytes(method, url, headers, body))

@@ -9,8 +9,7 @@ import time
 
 import pytest
 from httpclient import Connection, request_bytes
-
-from spe_tools.mini_origin import body_for
+from mini_origin import body_for
 
 
 @pytest.fixture(scope="module")

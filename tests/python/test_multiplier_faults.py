@@ -6,8 +6,8 @@ import time
 
 import pytest
 from httpclient import Connection
+from mini_origin import body_for
 
-from spe_tools.mini_origin import body_for
 from spe_tools.process import rss_kb
 
 # mode -> (method, expected result, expected error)

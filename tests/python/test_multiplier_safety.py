@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import read_records
 from httpclient import Connection, request_bytes
+from mini_origin import body_for
 
-from spe_tools.mini_origin import body_for
 from spe_tools.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ def test_another_loopback_address_on_the_listening_port_is_not_a_loop(lab, start
     """Listening on 127.0.0.2:P, the Multiplier is not 127.0.0.1:P: an origin there is served (every
     127.x host on the listening port used to get 508); 127.0.0.2:P itself is still a loop."""
     m = start_multiplier(host="127.0.0.2")
-    beside = lab.group.start(f"origin-beside-{m.port}", [sys.executable, "-m", "spe_tools.mini_origin",
+    beside = lab.group.start(f"origin-beside-{m.port}", [sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"),
                                                           "--port", str(m.port)],
                              port=m.port, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:

@@ -7,8 +7,7 @@ import threading
 
 import pytest
 from httpclient import Connection, request_bytes
-
-from spe_tools.mini_origin import body_for
+from mini_origin import body_for
 
 OBJECTS = [("/c/a?size=100", "a", 100), ("/c/b?size=13000", "b", 13000), ("/chunked/c?size=70000", "c", 70000),
            ("/c/d?size=0", "d", 0), ("/slow/e?ms=30&size=2000", "e", 2000)]
