@@ -70,6 +70,7 @@ from benchlib import (  # noqa: E402
     write_objects,
 )
 
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup  # noqa: E402
 
 # The object mix: (size, share); 20 objects of each size. Mean about 27 KB, ROPE's was 13 KB exponential.
@@ -291,7 +292,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("dummies", "positions", "both"), default="both")
     parser.add_argument("--rate", type=float, default=100, help="client requests per second (default 100)")
-    parser.add_argument("--seconds", type=float, default=30, help="seconds per measurement (default 30)")
+    parser.add_argument("--seconds", type=parse_duration, default=30, help="seconds per measurement (default 30)")
     parser.add_argument("--placements", default="pinned,unpinned",
                         help="for --part positions: pinned (every server on CPU1), unpinned, or both (default)")
     parser.add_argument("--legs", default="parallel,serial",
