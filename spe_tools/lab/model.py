@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spe_tools.collector import CollectorOptions
+from spe_tools.collector import BINARIES, CollectorOptions
 from spe_tools.lab import kinds
 from spe_tools.lab.options import LabFileError, Table, parse_address
 from spe_tools.workload.popularity import parse_popularity
 
 PROXY_KINDS = tuple(kinds.KINDS)
-COLLECTOR_KINDS = ("spe", "squid")
+COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
 ORIGIN_KINDS = ("synthetic", "none")
 WORKLOAD_KINDS = ("none", "load", "browse")
 MULTIPLIER_MODES = ("sequential", "concurrent")

@@ -1,9 +1,5 @@
-"""Reading one lab-file table: typed keys with their checks, and the keys a proxy kind declares.
-
-A proxy kind lists its keys as `Option`s (spe_tools/lab/kinds.py), the way a mitmproxy addon declares
-its options: name, default and range once, where the kind is; the model (spe_tools/lab/model.py)
-only reads them. Every mistake is a `LabFileError` naming the table and the key.
-"""
+"""Reading one lab-file table, and the `Option`s a proxy kind declares its keys with (spe_tools/lab/kinds.py,
+as a mitmproxy addon declares its options). Every mistake is a `LabFileError` naming the table and the key."""
 
 from __future__ import annotations
 
@@ -20,9 +16,8 @@ _FROM_DEFAULTS: Any = object()  # "no default given": take the table's `defaults
 
 @dataclass
 class Table:
-    """One TOML table being read: remembers which keys were used, to reject the others.
-
-    `defaults` (a spec dataclass instance) supplies each key's default, so it is written once, in the spec."""
+    """One TOML table being read: remembers which keys were used, to reject the others. A key's default,
+    unless given, is the attribute of `defaults` (a spec dataclass), so it is written once, in the spec."""
 
     where: str
     data: dict[str, Any]
