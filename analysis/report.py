@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from analysis import plots
 from analysis.bypass import bypass_lines, find_bypasses, withhold_cache_figures
@@ -114,26 +116,6 @@ def trust_text(rep: Report) -> list[str]:
     return [*bypass_lines(rep.bypass), *(floor_text(rep.rows, rep.noise) if rep.noise else [])]
 
 
-def trust_html(rep: Report) -> str:
-    esc = html.escape
-    warnings = "".join(f"<p><b>{esc(m)}</b></p>" for m in bypass_lines(rep.bypass))
-    if not rep.noise:
-        return warnings
-    rows = "".join(_html_row(r["name"], [_fmt(r.get("mismatch_pct")), r.get("noise_floor") or "-"])
-                   for r in rep.rows[1:])
-    pairs = "".join(_html_row(f"{p['a']} = {p['b']}", [p["both_answered"], p["disagreements"], _fmt(p["pct"])])
-                    for p in rep.noise["pairs"])
-    dummies = "".join(_html_row(d["name"], [d["requests"], d["mismatches"], _fmt(d["pct"])])
-                      for d in rep.noise["dummies"])
-    detail = ""
-    if dummies or pairs:
-        detail = ("<table><tr><th>measured by</th><th>requests compared</th><th>differ</th><th>%</th></tr>"
-                  + dummies + pairs + "</table>")
-    beside = ("<table><tr><th></th><th>mismatch %</th><th>beside the noise floor</th></tr>" + rows + "</table>"
-              if rep.noise["measured"] else "")
-    return f"{warnings}<h2>Noise floor</h2><p>{esc(floor_line(rep.noise))}</p>{detail}{beside}"
-
-
 def port_rows(rep: Report) -> list[dict]:
     """Calamaris-like summary of the Collector's access.log, one row per Collector port."""
     return [{"port": name, "requests": u.requests, "hits": u.hits, "misses": u.misses,
@@ -202,48 +184,20 @@ def _png_b64(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _html_row(label: str, cells: list) -> str:
-    return f"<tr><th>{html.escape(label)}</th>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
+def _escape(value: object) -> Markup:
+    """Every value the page shows, escaped as html.escape does (the page's text has always been)."""
+    return value if isinstance(value, Markup) else Markup(html.escape(str(value)))
+
+
+HTML = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
+                   undefined=StrictUndefined, finalize=_escape)
 
 
 def html_report(rep: Report) -> str:
-    esc = html.escape
-    head = "".join(f"<th>{esc(label)}</th>" for _, label in TEXT_COLUMNS)
-    body = "".join(_html_row(r["name"], [_fmt(r.get(k)) for k, _ in TEXT_COLUMNS]) for r in rep.rows)
-    classes = "".join(f"<tr><th>{esc(n)}</th><td>{esc(', '.join(f'{k} {v}' for k, v in c.items()))}</td></tr>"
-                      for n, c in rep.mismatches["by_proxy"].items())
-    examples = ""
-    for cls, items in rep.mismatches["examples"].items():
-        examples += f"<h3>{esc(cls)}</h3>"
-        for e in items:
-            examples += (f"<p>request {e['id']} {esc(e['method'])} <code>{esc(e['url'])}</code>, proxy "
-                         f"<b>{esc(e['proxy'])}</b>, status {e['status']}, error {esc(str(e['error']))}, headers "
-                         f"{esc(', '.join(e['mismatched_headers']))}"
-                         + (f"<br><i>{esc(e['hint'])}</i>" if e.get("hint") else "") + "</p>")
-            if "capture" in e:
-                examples += f"<details><summary>both replies</summary><pre>{esc(e['capture'])}</pre></details>"
-    ports = "".join(_html_row(r["port"], [r["requests"], r["hits"], r["misses"], _fmt(r["hit_pct"], 1), r["bytes_out"],
-                                          r["bytes_in"], ", ".join(f"{k} {v}" for k, v in r["codes"].items())])
-                    for r in port_rows(rep))
-    if ports:
-        ports = ("<h2>Collector per port (access.log)</h2><table><tr><th>port</th><th>requests</th><th>hits</th>"
-                 "<th>misses</th><th>hit %</th><th>bytes out</th><th>bytes in</th><th>codes</th></tr>" + ports
-                 + "</table>")
-    figures = "".join(f"<figure><img alt='{esc(n)}' src='data:image/png;base64,{_png_b64(f)}'></figure>"
-                      for n, f in rep.figures.items())
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>SPE report</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}th:first-child{{text-align:left}}
-pre{{background:#f6f6f6;padding:.5em;white-space:pre-wrap}}img{{max-width:100%}}</style></head><body>
-<h1>SPE report</h1><p>{esc(str(rep.run))}: {rep.requests} client requests; {rep.bad_lines} unreadable log lines.
-{esc(skipped_text(rep))}</p>
-<h2>Per proxy (ROPE's Tables 1 and 2)</h2><table><tr><th></th>{head}</tr>{body}</table>{trust_html(rep)}
-<p>Latency: total response time of delivered responses. Hit ratios and relative bandwidth come from the Collector's
-access.log per Collector port.</p>{ports}<h2>Figures</h2>{figures}
-<h2>Mismatches ({rep.mismatches['total']})</h2><table>{classes}</table>
-<p>Headers differing most: {esc(', '.join(f'{h} ({n})' for h, n in rep.mismatches['headers']) or '-')}</p>
-<p>URLs with most mismatches: {esc(', '.join(f'{u} ({n})' for u, n in rep.mismatches['urls'][:5]) or '-')}</p>
-{examples}</body></html>"""
+    return HTML.get_template("report.html.j2").render(
+        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep),
+        warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),
+        figures={name: _png_b64(fig) for name, fig in rep.figures.items()})
 
 
 def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:

@@ -1,4 +1,6 @@
-"""Per-proxy statistics of a run: ROPE's Tables 1 and 2 and what the paper lacked.
+"""Per-proxy statistics of a run (ROPE's Tables 1 and 2 and what the paper lacked), and the one
+definition of each summary statistic the project uses (the load client, the replayer and the
+benchmarks import them from here).
 
 Definitions (also in docs/report.md):
 - requests: client requests the row had to answer; responses: replies that arrived complete
@@ -12,6 +14,7 @@ Definitions (also in docs/report.md):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import polars as pl
 
@@ -19,54 +22,55 @@ from analysis.records import COLLECTOR
 
 RESULT_CLASSES = ["OK", "STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR"]
 
-
-def percentile(sorted_values: list[float], q: float) -> float | None:
-    """The q-quantile (0..1) of ascending values, linear between order statistics."""
-    if not sorted_values:
-        return None
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+Values = pl.Series | Iterable[float]
 
 
-def mean_ci(values: list[float]) -> tuple[float, float] | None:
+def as_series(values: Values) -> pl.Series:
+    """The non-null values as a Float64 series (callers pass a column or a plain list)."""
+    series = values if isinstance(values, pl.Series) else pl.Series(list(values), dtype=pl.Float64)
+    return series.cast(pl.Float64).drop_nulls()
+
+
+def percentile(values: Values, q: float) -> float | None:
+    """The q-quantile (0..1) of the values, linear between order statistics; None for no values."""
+    series = as_series(values)
+    return series.quantile(q, interpolation="linear") if len(series) else None
+
+
+def median(values: Values) -> float | None:
+    return percentile(values, 0.5)
+
+
+def mean_ci(values: Values) -> tuple[float, float] | None:
     """95 % confidence interval of the mean (normal approximation); None below 2 values."""
-    n = len(values)
+    series = as_series(values)
+    n = len(series)
     if n < 2:
         return None
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = 1.96 * sd / math.sqrt(n)
+    mean, half = series.mean(), 1.96 * series.std() / math.sqrt(n)
     return mean - half, mean + half
 
 
-def median_ci(sorted_values: list[float]) -> tuple[float, float] | None:
+def median_ci(values: Values) -> tuple[float, float] | None:
     """95 % confidence interval of the median from order statistics; None below 3 values."""
-    n = len(sorted_values)
+    ordered = as_series(values).sort()
+    n = len(ordered)
     if n < 3:
         return None
     half = 0.98 * math.sqrt(n)
     lo = max(0, math.floor(n / 2 - half))
     hi = min(n - 1, math.ceil(n / 2 + half) - 1)
-    return sorted_values[lo], sorted_values[hi]
+    return ordered[lo], ordered[hi]
 
 
-def _latency_columns(times_ms: list[float]) -> dict:
-    times = sorted(times_ms)
-    mean = sum(times) / len(times) if times else None
-    mci, dci = mean_ci(times), median_ci(times)
+def _latency_columns(times_ms: pl.Series) -> dict:
+    mci, dci = mean_ci(times_ms), median_ci(times_ms)
     return {
-        "latency_mean_ms": mean, "latency_median_ms": percentile(times, 0.5),
-        "latency_p90_ms": percentile(times, 0.9), "latency_p99_ms": percentile(times, 0.99),
+        "latency_mean_ms": times_ms.mean(), "latency_median_ms": median(times_ms),
+        "latency_p90_ms": percentile(times_ms, 0.9), "latency_p99_ms": percentile(times_ms, 0.99),
         "latency_mean_ci_low_ms": mci[0] if mci else None, "latency_mean_ci_high_ms": mci[1] if mci else None,
         "latency_median_ci_low_ms": dci[0] if dci else None, "latency_median_ci_high_ms": dci[1] if dci else None,
     }
-
-
-def _mean(values: list) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
 
 
 def proxy_table(results: pl.DataFrame, names: list[str]) -> list[dict]:
@@ -84,10 +88,10 @@ def proxy_table(results: pl.DataFrame, names: list[str]) -> list[dict]:
             counts = dict(part.group_by("result").len().iter_rows())
             for cls in RESULT_CLASSES:
                 row[f"{cls.lower()}_pct"] = 100 * counts.get(cls, 0) / requests if requests else None
-        row.update(_latency_columns([t / 1000 for t in delivered["total_us"].drop_nulls().to_list()]))
-        row["connect_mean_ms"] = _ms(_mean(part["connect_us"].to_list()))
-        row["ttfb_mean_ms"] = _ms(_mean(delivered["ttfb_us"].to_list()))
-        row["ttfb_median_ms"] = _ms(percentile(sorted(delivered["ttfb_us"].drop_nulls().to_list()), 0.5))
+        row.update(_latency_columns(as_series(delivered["total_us"]) / 1000))
+        row["connect_mean_ms"] = _ms(part["connect_us"].mean())
+        row["ttfb_mean_ms"] = _ms(delivered["ttfb_us"].mean())
+        row["ttfb_median_ms"] = _ms(median(delivered["ttfb_us"]))
         row["body_bytes"] = int(delivered["bytes"].sum() or 0)
         rows.append(row)
     return rows

@@ -1,6 +1,6 @@
 """Helpers shared by the benchmarks: the machine line, the results file, starting the servers
 (origin, Collector, stand-in proxies, Multiplier) pinned and stopped by PID, a fixed-rate client,
-log readers and small statistics."""
+and log readers (statistics come from analysis/stats.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ import collections
 import contextlib
 import http.client
 import json
-import math
 import os
 import platform
-import random
 import re
 import shlex
 import shutil
 import signal
 import socket
-import statistics
 import sys
 import tempfile
 import time
@@ -28,12 +25,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import psutil  # noqa: E402
+
 from spe_tools.collector import start_collector  # noqa: E402
-from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, tail  # noqa: E402
-from spe_tools.squid import hand_to_proxy_user, service_name, squid_config  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
+from spe_tools.process import (  # noqa: E402
+    Child,
+    ProcessError,
+    ProcessGroup,
+    cpu_times,
+    free_port,
+    port_open,
+    process_tree,
+    rss_kb,
+    tail,
+)
+from spe_tools.squid import run_squid, squid_config  # noqa: E402
 
 RESULTS = ROOT / "docs/benchmarks.md"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def machine() -> str:
@@ -43,34 +52,64 @@ def machine() -> str:
     return f"{os.cpu_count()} vCPU {model}, Linux {platform.release()}"
 
 
-def append_result(text: str) -> None:
-    """Appends a result section to docs/benchmarks.md (created with its header if missing)."""
-    if not RESULTS.exists():
-        RESULTS.write_text("# Benchmarks\n\nEach section was appended by the command it names.\n")
-    with RESULTS.open("a") as f:
-        f.write(text)
+HEADER = ("# Benchmarks\n\nThe latest result of each benchmark, one section each, written by the command it "
+          "names; earlier runs: `git log -p docs/benchmarks.md`.\n")
 
 
-def process_tree(pid: int) -> list[int]:
-    """pid and its descendants (e.g. an nginx master and its workers)."""
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
-    return pids
+def is_heading_of(line: str, title: str) -> bool:
+    """Whether a line is the level-2 heading of this benchmark: '## TITLE', '## TITLE — <date>' or
+    '## TITLE (<detail>) — <date>'. A longer title that only starts with the same words ('## Tail isolation:
+    the fan-out ...') is another, hand-written section."""
+    if not line.startswith("## "):
+        return False
+    heading = line[3:].rstrip("\n")
+    return heading == title or heading.startswith((f"{title} — ", f"{title} ("))
 
 
-def cpu_times(pids: list[int]) -> tuple[float, float]:
-    """(utime, stime) of these processes, in seconds (processes that are gone count 0)."""
-    user = system = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            user, system = user + int(fields[11]), system + int(fields[12])  # in clock ticks
-    return user / CLK_TCK, system / CLK_TCK
+def sections_of(lines: list[str], title: str) -> list[tuple[int, int]]:
+    """[start, end) line ranges of this benchmark's sections: from its heading to the next level-2 heading
+    (its ### sub-sections go with it); lines inside ``` fences are not headings."""
+    spans, start, in_fence = [], None, False
+    for i, line in enumerate(lines):
+        in_fence ^= line.startswith("```")
+        if in_fence or not line.startswith("## "):
+            continue
+        if start is not None:
+            spans.append((start, i))
+            start = None
+        if is_heading_of(line, title):
+            start = i
+    if start is not None:
+        spans.append((start, len(lines)))
+    return spans
+
+
+def with_section(document: str, title: str, section: str) -> str:
+    """The document with this benchmark's section replaced by the new one, in the place of the first old
+    one (later repeats are dropped), or added at the end if it has none yet."""
+    section = section.strip("\n") + "\n"
+    heading = section.splitlines()[0]
+    if not is_heading_of(heading, title):
+        raise ValueError(f"the report's heading {heading!r} is not the section '## {title} — ...'")
+    lines = document.splitlines(keepends=True)
+    spans = sections_of(lines, title)
+    if not spans:
+        return document.rstrip("\n") + "\n\n" + section
+    start, end = spans[0]
+    later = {i for a, b in spans[1:] for i in range(a, b)}
+    rest = "".join(line for i, line in enumerate(lines[end:], end) if i not in later)
+    return "".join(lines[:start]) + section + ("\n" + rest if rest.strip() else "")
+
+
+def write_section(title: str, text: str) -> None:
+    """Puts a result section into docs/benchmarks.md in place of the same benchmark's previous one (created with
+    its header if missing), so the file holds the latest run of each benchmark; git keeps the earlier ones."""
+    document = RESULTS.read_text() if RESULTS.exists() else HEADER
+    replaced = bool(sections_of(document.splitlines(keepends=True), title))
+    RESULTS.write_text(with_section(document, title, text))
+    print(f"bench: {'replaced' if replaced else 'added'} the section '{title}' in {RESULTS} (earlier runs: "
+          "git log -p docs/benchmarks.md); its explanation and the targets table at the top are written by hand",
+          file=sys.stderr)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -79,9 +118,10 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def busy_seconds() -> float:
-    """CPU time used by everything on the machine (all cores): /proc/stat minus idle and iowait."""
-    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / CLK_TCK
+    """CPU time used by everything on the machine (all cores): /proc/stat's times minus idle and iowait
+    (guest time is already counted in user)."""
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + t.irq + t.softirq + t.steal
 
 
 # ---------------------------------------------------------------- servers for the benchmarks
@@ -137,13 +177,14 @@ def run_main(prefix: str, tools: tuple[str, ...], run: Callable[[Path], int], ke
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def publish(report: str, problems: list[str], append: bool) -> int:
-    """Adds the problems to the report, prints it and appends it to docs/benchmarks.md; the exit status."""
+def publish(report: str, problems: list[str], *, title: str, write: bool) -> int:
+    """Adds the problems to the report, prints it and, if write, puts it into docs/benchmarks.md in place of
+    the section of the same title; the exit status."""
     if problems:
         report += "\nProblems seen:\n\n" + "\n".join(f"- {p}" for p in problems) + "\n"
     print(report)
-    if append:
-        append_result(report)
+    if write:
+        write_section(title, report)
     return 1 if problems else 0
 
 
@@ -184,7 +225,7 @@ def allocate_ports(names: list[str], base: int | None = None) -> dict[str, int]:
 def wait_port(port: int, deadline_s: float) -> bool:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        if port_open("127.0.0.1", port):
             return True
         time.sleep(0.05)
     return False
@@ -193,20 +234,29 @@ def wait_port(port: int, deadline_s: float) -> bool:
 def pin(pid: int, cpu: int) -> None:
     """Pins a running process, its threads and its children to one CPU."""
     for p in process_tree(pid):
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                os.sched_setaffinity(int(task), {cpu})
+        with contextlib.suppress(OSError, psutil.Error):
+            for thread in psutil.Process(p).threads():
+                os.sched_setaffinity(thread.id, {cpu})
 
 
 def start_server(group: ProcessGroup, name: str, argv: list[str], port: int, cpu: int | None = SERVER_CPU,
                  deadline_s: float = 15, ports: tuple[int, ...] = ()) -> Child:
     """Start one server pinned to `cpu`; fail clearly if its port is taken, it dies, or one of its
     other `ports` does not open."""
-    for p in (port, *ports):
+    refuse_busy(name, (port, *ports))
+    prefix = [] if cpu is None else ["taskset", "-c", str(cpu)]
+    return settled(group.start(name, [*prefix, *argv], port=port, deadline_s=deadline_s), ports)
+
+
+def refuse_busy(name: str, ports: tuple[int, ...]) -> None:
+    for p in ports:
         if not port_is_free(p):
             raise BenchError(f"{name}: port 127.0.0.1:{p} is already in use by another process")
-    prefix = [] if cpu is None else ["taskset", "-c", str(cpu)]
-    child = group.start(name, [*prefix, *argv], port=port, deadline_s=deadline_s)
+
+
+def settled(child: Child, ports: tuple[int, ...] = ()) -> Child:
+    """The started server, once it is still alive a moment later and its other `ports` answer."""
+    name = child.name
     time.sleep(0.2)  # a server that lost a bind race exits right after someone else answered the port
     if not child.alive():
         raise BenchError(f"{name} exited with {child.popen.returncode} right after start:\n{tail(child.log)}")
@@ -226,22 +276,22 @@ def check_alive(group: ProcessGroup) -> None:
 NGINX_HEAD = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 16384; }}
-http {{
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
+events { worker_connections 16384; }
+http {
     access_log off;
     sendfile on; tcp_nodelay on;
     keepalive_timeout 120s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
 """
 
 FILES_SERVER = """\
     open_file_cache max=1024 inactive=600s; open_file_cache_valid 3600s;
     default_type application/octet-stream;
     expires 1h;
-{servers}
+{{servers}}
 """
 
 # A non-caching reverse-proxy hop (ROPE's Dummy): keepalive upstream, the reply streamed through
@@ -254,9 +304,9 @@ HOP_HTTP = """\
 """
 
 HOP_BLOCK = """\
-    upstream up_{name} {{ server 127.0.0.1:{upstream}; keepalive 16; keepalive_requests 10000000;
-                         keepalive_timeout 120s; }}
-    server {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://up_{name}; }} }}
+    upstream up_{{name}} { server 127.0.0.1:{{upstream}}; keepalive 16; keepalive_requests 10000000;
+                         keepalive_timeout 120s; }
+    server { listen 127.0.0.1:{{port}}; location / { proxy_pass http://up_{{name}}; } }
 """
 
 
@@ -265,7 +315,7 @@ def start_nginx(group: ProcessGroup, name: str, http_body: str, ports: list[int]
     """nginx, one worker, in group.workdir/name; `http_body` goes into its http {} block."""
     directory = group.workdir / name
     (directory / "tmp").mkdir(parents=True, exist_ok=True)
-    (directory / "nginx.conf").write_text(NGINX_HEAD.format(dir=directory) + http_body + "}\n")
+    (directory / "nginx.conf").write_text(render_text(NGINX_HEAD, {"dir": directory}) + http_body + "}\n")
     return start_server(group, name, ["nginx", "-e", str(directory / "error.log"), "-p", str(directory),
                                       "-c", str(directory / "nginx.conf")], ports[0], cpu, ports=tuple(ports[1:]))
 
@@ -274,12 +324,12 @@ def start_file_server(group: ProcessGroup, name: str, www: Path, ports: list[int
                       cpu: int | None = SERVER_CPU) -> Child:
     """nginx serving the files in `www` (Cache-Control: max-age=3600) on each of `ports`."""
     servers = "".join(f"    server {{ listen 127.0.0.1:{p}; root {www}; location / {{ }} }}\n" for p in ports)
-    return start_nginx(group, name, FILES_SERVER.format(servers=servers), ports, cpu)
+    return start_nginx(group, name, render_text(FILES_SERVER, {"servers": servers}), ports, cpu)
 
 
 def start_hops(group: ProcessGroup, name: str, hops: dict[str, tuple[int, int]], cpu: int | None = SERVER_CPU) -> Child:
     """One nginx with one non-caching reverse-proxy hop per entry: name -> (listen port, upstream port)."""
-    blocks = "".join(HOP_BLOCK.format(name=n, port=p, upstream=u) for n, (p, u) in hops.items())
+    blocks = "".join(render_text(HOP_BLOCK, {"name": n, "port": p, "upstream": u}) for n, (p, u) in hops.items())
     return start_nginx(group, name, HOP_HTTP + blocks, [p for p, _ in hops.values()], cpu)
 
 
@@ -318,12 +368,17 @@ def start_dummy(group: ProcessGroup, name: str, port: int, parent_port: int, cpu
 def start_squid_pinned(group: ProcessGroup, name: str, port: int, parent_port: int | None,
                        cpu: int | None = SERVER_CPU) -> Child:
     """A Debian Squid (spe_tools/squid.py's configuration: memory cache, child of `parent_port`), pinned."""
-    directory = group.workdir / name
-    directory.mkdir(parents=True, exist_ok=True)
-    conf = directory / "squid.conf"
-    conf.write_text(squid_config(name, port, directory, parent_port))
-    hand_to_proxy_user(directory)
-    return start_server(group, name, [SQUID, "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port, cpu)
+    return start_squid_conf(group, name, squid_config(name, port, group.workdir / name, parent_port), port, cpu=cpu)
+
+
+def start_squid_conf(group: ProcessGroup, name: str, conf_text: str, port: int, ports: tuple[int, ...] = (),
+                     cpu: int | None = SERVER_CPU) -> Child:
+    """Debian's Squid with this configuration (spe_tools.squid.run_squid), checked like start_server, pinned."""
+    refuse_busy(name, (port, *ports))
+    child = settled(run_squid(group, name, SQUID, conf_text, port), ports)
+    if cpu is not None:
+        pin(child.pid, cpu)
+    return child
 
 
 def start_stock_collector(group: ProcessGroup, port: int, proxy_ports: dict[str, int],
@@ -339,14 +394,11 @@ def start_stock_collector(group: ProcessGroup, port: int, proxy_ports: dict[str,
     return child
 
 
-def rss_kb(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process in KB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = int(value.split()[0])
-    return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
+def rss_and_peak_kb(pid: int) -> tuple[int, int]:
+    """(RSS, peak RSS) of a process in KB. psutil has no peak (VmHWM): that one is read from /proc."""
+    peak = next((int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                 if line.startswith("VmHWM:")), 0)
+    return rss_kb(pid), peak
 
 
 # ---------------------------------------------------------------- HTTP clients
@@ -490,32 +542,3 @@ def stderr_problems(path: Path) -> list[str]:
 
 def fmt_counter(c: collections.Counter) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])) or "none"
-
-
-def med(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile (pct in 0..100) of unsorted values; nan if empty."""
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, math.ceil(pct / 100 * len(s)) - 1))]
-
-
-def mean_ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % confidence interval (normal approximation, n >= 30)."""
-    if len(values) < 2:
-        return (values[0] if values else float("nan")), float("nan")
-    return statistics.fmean(values), 1.96 * statistics.stdev(values) / math.sqrt(len(values))
-
-
-def median_ci95(values: list[float], resamples: int = 1000, seed: int = 1) -> tuple[float, float]:
-    """Median and a percentile-bootstrap 95 % interval (lo, hi) around it, returned as (lo, hi)."""
-    if not values:
-        return float("nan"), float("nan")
-    rng = random.Random(seed)
-    n = len(values)
-    meds = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(resamples))
-    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -27,11 +26,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests/python"))
 
-from benchlib import append_result, machine  # noqa: E402
+from benchlib import machine, write_section  # noqa: E402
 from test_collector import ORIGIN, fetch  # noqa: E402
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.collector import BINARIES, start_collector  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Collector timing replay: replayed hit vs original miss"
 
 # (label, size bytes, think ms, body writes, gap ms)
 OBJECTS = [
@@ -75,18 +78,18 @@ def summarise(rows: list[dict]) -> list[dict]:
     out = []
     for label in dict.fromkeys(r["label"] for r in rows):
         mine = [r for r in rows if r["label"] == label]
-        miss = statistics.median(r["spe_miss"] for r in mine)
+        miss = median(r["spe_miss"] for r in mine)
         hits = [h for r in mine for h in r["spe_hits"]]
         diffs = [h - r["spe_miss"] for r in mine for h in r["spe_hits"]]  # each hit vs its own miss
         worst = max(diffs, key=abs)
         allowed = max(0.05 * miss, 0.002)
-        out.append({"label": label, "n": len(hits), "miss_ms": miss * 1e3, "hit_ms": statistics.median(hits) * 1e3,
-                    "median_diff_ms": statistics.median(diffs) * 1e3, "worst_diff_ms": worst * 1e3,
+        out.append({"label": label, "n": len(hits), "miss_ms": miss * 1e3, "hit_ms": median(hits) * 1e3,
+                    "median_diff_ms": median(diffs) * 1e3, "worst_diff_ms": worst * 1e3,
                     "allowed_ms": allowed * 1e3, "met": all(abs(d) <= max(0.05 * r["spe_miss"], 0.002)
                                                             for r in mine for d in
                                                             (h - r["spe_miss"] for h in r["spe_hits"])),
-                    "stock_miss_ms": statistics.median(r["squid_miss"] for r in mine) * 1e3,
-                    "stock_hit_ms": statistics.median(h for r in mine for h in r["squid_hits"]) * 1e3})
+                    "stock_miss_ms": median(r["squid_miss"] for r in mine) * 1e3,
+                    "stock_hit_ms": median(h for r in mine for h in r["squid_hits"]) * 1e3})
     return out
 
 
@@ -103,7 +106,7 @@ def table(summary: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="fresh objects per row (default 5)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     args = parser.parse_args()
     if not BINARIES["spe"].exists():
         print(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup", file=sys.stderr)
@@ -115,13 +118,14 @@ def main() -> int:
     print(f"({time.monotonic() - started:.0f} s)")
     if not args.no_append:
         stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-        append_result(f"\n## Collector timing replay: replayed hit vs original miss — {stamp}\n\n"
-                      f"Machine: {machine()}. Command: `./spe bench collector_replay --repeat {args.repeat}`. "
-                      "Every request on a new client connection; the origin (tests/fixtures/collector_origin.py) "
-                      "waits the think time, then writes the body in the given writes and gaps. Each hit is "
-                      "compared with the miss of the same object; target: within 5 % or 2 ms, whichever is "
-                      "larger. The last column is Debian's stock Squid with the same configuration, run beside "
-                      "it: its hits cost only what serving from memory costs.\n\n" + text)
+        intro = (f"\n## {TITLE} — {stamp}\n\n"
+                 f"Machine: {machine()}. Command: `./spe bench collector_replay --repeat {args.repeat}`. "
+                 "Every request on a new client connection; the origin (tests/fixtures/collector_origin.py) "
+                 "waits the think time, then writes the body in the given writes and gaps. Each hit is "
+                 "compared with the miss of the same object; target: within 5 % or 2 ms, whichever is "
+                 "larger. The last column is Debian's stock Squid with the same configuration, run beside "
+                 "it: its hits cost only what serving from memory costs.\n\n")
+        write_section(TITLE, intro + text)
     return 0 if all(s["met"] for s in summary) else 1
 
 

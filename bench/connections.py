@@ -51,7 +51,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import busy_seconds, machine, publish  # noqa: E402
 
 from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Connections and memory"
 
 MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 N_PROXIES = 4
@@ -64,21 +68,21 @@ SETTLE_S = 2.5  # after a step: the Multiplier's trim check runs every second
 ORIGIN_CONF = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-worker_rlimit_nofile {nofile};
-events {{ worker_connections {nofile}; }}
-http {{
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
+worker_rlimit_nofile {{nofile}};
+events { worker_connections {{nofile}}; }
+http {
     access_log off;
     keepalive_timeout 600s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
-    server {{
-{listens}
-        root {www};
-        location / {{ }}
-    }}
-}}
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
+    server {
+{{listens}}
+        root {{www}};
+        location / { }
+    }
+}
 """
 
 # A Collector stand-in that answers every request after `hold` seconds (keep-alive).
@@ -111,17 +115,9 @@ class BenchError(RuntimeError):
     """A clear, user-facing failure."""
 
 
-def rss_kb(pid: int) -> int:
-    return next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS:"))
-
-
 def settled_rss_kb(pid: int, seconds: float = SETTLE_S) -> int:
     time.sleep(seconds)
     return rss_kb(pid)
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def own_cpu_seconds() -> float:
@@ -273,7 +269,7 @@ def marginal_kb(rows: list[dict]) -> tuple[dict, dict, float] | None:
 
 def report(args: argparse.Namespace, rows: list[dict], flight: dict | None, limit: int, foreign: str) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    lines = [f"\n## Connections and memory (idle keep-alive clients, in-flight requests) — {now}\n",
+    lines = [f"\n## {TITLE} (idle keep-alive clients, in-flight requests) — {now}\n",
              f"Machine: {machine()}. Command: `{' '.join(['./spe bench connections', *sys.argv[1:]])}`.\n",
              "The Multiplier (release build, one I/O thread, sequential mode, JSON log) with 4 stand-in proxies "
              "(nginx serving /1k; the Collector stand-in is the same nginx). RSS from /proc/PID/status (VmRSS) "
@@ -354,8 +350,8 @@ def main() -> int:
             (workdir / "origin/tmp").mkdir(parents=True)
             origin_ports = [free_port() for _ in range(1 + N_PROXIES)]
             listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
-            (workdir / "origin/nginx.conf").write_text(ORIGIN_CONF.format(
-                dir=workdir / "origin", nofile=limit, listens=listens, www=workdir / "www"))
+            (workdir / "origin/nginx.conf").write_text(render_text(ORIGIN_CONF, {
+                "dir": workdir / "origin", "nofile": limit, "listens": listens, "www": workdir / "www"}))
             group.start("origin", ["nginx", "-e", str(workdir / "origin/error.log"), "-p", str(workdir / "origin"),
                                    "-c", str(workdir / "origin/nginx.conf")], port=origin_ports[0], deadline_s=15)
             rows = asyncio.run(idle_rows(group, counts, origin_ports, limit, args.concurrency))
@@ -369,7 +365,7 @@ def main() -> int:
     foreign = (f"foreign CPU, used by other work on the machine during the run: "
                f"{(busy_seconds() - busy0) - (own_cpu_seconds() - own0):.1f} CPU-s in {time.monotonic() - t0:.0f} s")
     text = report(args, rows, flight, limit, foreign)
-    return publish(text, [], append=not args.no_append)
+    return publish(text, [], title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

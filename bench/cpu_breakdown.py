@@ -28,7 +28,6 @@ import contextlib
 import datetime
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -56,8 +55,13 @@ from benchlib import (  # noqa: E402
 )
 from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, run_wrk, upstream_blocks  # noqa: E402
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.duration import parse_duration  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB"
 
 FANOUT = 4
 TARGET_CPU_US, TARGET_VS_LUA = 80.0, 1.5
@@ -151,7 +155,7 @@ def by_component(rows: list[tuple[int, str]]) -> dict[str, int]:
 # ---------------------------------------------------------------- processes
 
 def lua_conf(directory: Path, port: int, upstream_ports: list[int], single_process: bool) -> str:
-    body = UPSTREAMS.format(upstreams=upstream_blocks(upstream_ports)) + LUA_INIT + lua_server(port, FANOUT)
+    body = render_text(UPSTREAMS, {"upstreams": upstream_blocks(upstream_ports)}) + LUA_INIT + lua_server(port, FANOUT)
     conf = nginx_conf(directory, body, lua=True)
     # Under valgrind: one process, so that the profiled PID is the one serving.
     return conf.replace("worker_processes 1;", "worker_processes 1;\nmaster_process off;") if single_process else conf
@@ -313,7 +317,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             group, "lua", lambda w: start_lua(group, "lua-callgrind", port, origin_ports, w, 120),
             f"http://127.0.0.1:{port}/1k", None, args.callgrind_seconds, workdir)
         group.stop_all()
-    return publish(report(args, times, traces, counts), problems(times), append=not args.no_append)
+    return publish(report(args, times, traces, counts), problems(times), title=TITLE, write=not args.no_append)
 
 
 def problems(times: list[dict]) -> list[str]:
@@ -322,9 +326,9 @@ def problems(times: list[dict]) -> list[str]:
 
 def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: dict) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    med = {name: {k: statistics.median(r[k] for r in times if r["server"] == name)
+    med = {name: {k: median(r[k] for r in times if r["server"] == name)
                   for k in ("rps", "user_us", "sys_us", "origin_us", "foreign")} for name in traces}
-    lines = [f"\n## CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB — {now}\n",
+    lines = [f"\n## {TITLE} — {now}\n",
              f"Machine: {machine()}. Command: `{command_line('cpu_breakdown')}`.\n",
              f"Set-up as in `throughput`: wrk -t1 -c10 on CPU{LOAD_CPU}; on CPU{SERVER_CPU} nginx serving /1k on 5 "
              "ports (the reference upstream and 4 stand-in proxies), the Multiplier (release build, sequential "

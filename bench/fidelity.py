@@ -5,7 +5,7 @@
   fixed-rate client sends a mix of object sizes (1 KB to 256 KB, all Collector HITs after a warm-up);
   from the Multiplier's JSON Lines log it compares, request by request, the Collector's measured
   latency (total_us) with each dummy's: mean, median and p90 of each, and the paired difference with
-  its 95 % confidence interval (normal approximation for the mean, bootstrap for the median).
+  its 95 % confidence interval (normal approximation for the mean, order statistics for the median: analysis/stats.py).
   A dummy is one more hop than the direct path, so it is expected to be slower by the cost of a hop;
   the two dummies must be equal to each other.
 
@@ -56,9 +56,6 @@ from benchlib import (  # noqa: E402
     fmt_counter,
     get,
     machine,
-    mean_ci95,
-    median_ci95,
-    percentile,
     publish,
     run_main,
     start_dummy,
@@ -70,8 +67,12 @@ from benchlib import (  # noqa: E402
     write_objects,
 )
 
+from analysis.stats import mean_ci, median, median_ci, percentile  # noqa: E402
 from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Measurement fidelity"
 
 # The object mix: (size, share); 20 objects of each size. Mean about 27 KB, ROPE's was 13 KB exponential.
 MIX = ((1024, 0.30), (4096, 0.25), (13312, 0.25), (65536, 0.15), (262144, 0.05))
@@ -144,16 +145,22 @@ def ms(us: float) -> str:
     return f"{us / 1000:.3f}"
 
 
+def mean_pm(values: list[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95 % confidence interval."""
+    low, high = mean_ci(values)
+    return (low + high) / 2, (high - low) / 2
+
+
 def describe(values: list[float]) -> str:
-    return f"{ms(statistics.fmean(values))} | {ms(statistics.median(values))} | {ms(percentile(values, 90))}"
+    return f"{ms(statistics.fmean(values))} | {ms(median(values))} | {ms(percentile(values, 0.9))}"
 
 
 def client_line(r: dict) -> str:
     lat = [x * 1e6 for x in r["latency"]]
     return (f"client: {len(r['latency'])} replies in {r['elapsed']:.1f} s ({len(r['latency']) / r['elapsed']:.1f}/s), "
-            f"status {fmt_counter(r['status'])}, {len(r['errors'])} errors, latency p50 {ms(percentile(lat, 50))} ms "
-            f"p99 {ms(percentile(lat, 99))} ms, sent late p99 {percentile(r['late'], 99) * 1000:.2f} ms; machine CPU "
-            f"during the run {r['busy_cpu']:.1f} CPU-s of {2 * r['wall']:.0f}")
+            f"status {fmt_counter(r['status'])}, {len(r['errors'])} errors, latency p50 {ms(percentile(lat, 0.5))} ms "
+            f"p99 {ms(percentile(lat, 0.99))} ms, sent late p99 {percentile(r['late'], 0.99) * 1000:.2f} ms; "
+            f"machine CPU during the run {r['busy_cpu']:.1f} CPU-s of {2 * r['wall']:.0f}")
 
 
 # ---------------------------------------------------------------- 7.2: dummies
@@ -188,14 +195,14 @@ def part_dummies(args: argparse.Namespace, workdir: Path) -> tuple[str, list[str
             f"| direct (the Collector, as the Multiplier measured it) | {describe(direct)} | – | – |"]
     for d in dummies:
         diff = [a - b for a, b in zip(legs[d], direct, strict=True)]
-        m, h = mean_ci95(diff)
-        lo, hi = median_ci95(diff)
+        m, h = mean_pm(diff)
+        lo, hi = median_ci(diff)
         rows.append(f"| {d} (Multiplier --dummy → its Collector port) | {describe(legs[d])} | {m / 1000:+.3f} "
-                    f"(±{h / 1000:.3f}) | {statistics.median(diff) / 1000:+.3f} "
+                    f"(±{h / 1000:.3f}) | {median(diff) / 1000:+.3f} "
                     f"({lo / 1000:+.3f} … {hi / 1000:+.3f}) |")
     both = [a - b for a, b in zip(legs[dummies[0]], legs[dummies[1]], strict=True)]
-    m12, h12 = mean_ci95(both)
-    lo12, hi12 = median_ci95(both)
+    m12, h12 = mean_pm(both)
+    lo12, hi12 = median_ci(both)
     by_pos = {pos: [p["total_us"] for r in recs for p in r["proxies"] if p["position"] == pos] for pos in (0, 1)}
     size_rows = ["| object size | requests | direct median ms | dummies median ms | median paired difference ms |",
                  "|---|---|---|---|---|"]
@@ -205,18 +212,18 @@ def part_dummies(args: argparse.Namespace, workdir: Path) -> tuple[str, list[str
             continue
         dm = [legs[d][i] for d in dummies for i in idx]
         pd = [legs[d][i] - direct[i] for d in dummies for i in idx]
-        size_rows.append(f"| {size // 1024} KB | {len(idx)} | {ms(statistics.median([direct[i] for i in idx]))} | "
-                         f"{ms(statistics.median(dm))} | {statistics.median(pd) / 1000:+.3f} |")
+        size_rows.append(f"| {size // 1024} KB | {len(idx)} | {ms(median([direct[i] for i in idx]))} | "
+                         f"{ms(median(dm))} | {median(pd) / 1000:+.3f} |")
     mean_gap = statistics.fmean(legs[dummies[0]] + legs[dummies[1]]) / statistics.fmean(direct) - 1
     text = (f"### 7.2 Proxy penalty: two dummies against the direct path\n\n"
             f"{len(recs)} measured requests ({n_all} logged after the warm-up; proxy results "
             f"{fmt_counter(results)}), {args.rate:g} req/s for {args.seconds:g} s, every server on CPU{SERVER_CPU}. "
             f"{client_line(client)}.\n\n" + "\n".join(rows) + "\n\n"
             f"- dummy1 − dummy2 (identical proxies): mean {m12 / 1000:+.3f} ms (±{h12 / 1000:.3f}), median "
-            f"{statistics.median(both) / 1000:+.3f} ms ({lo12 / 1000:+.3f} … {hi12 / 1000:+.3f})\n"
+            f"{median(both) / 1000:+.3f} ms ({lo12 / 1000:+.3f} … {hi12 / 1000:+.3f})\n"
             f"- by fan-out position (either dummy): first {ms(statistics.fmean(by_pos[0]))} ms mean / "
-            f"{ms(statistics.median(by_pos[0]))} ms median, second {ms(statistics.fmean(by_pos[1]))} / "
-            f"{ms(statistics.median(by_pos[1]))} ms\n"
+            f"{ms(median(by_pos[0]))} ms median, second {ms(statistics.fmean(by_pos[1]))} / "
+            f"{ms(median(by_pos[1]))} ms\n"
             f"- the dummies' mean is {mean_gap:+.0%} of the direct mean; {ROPE_72}, i.e. +20 %\n\n"
             + "\n".join(size_rows) + "\n")
     return text, problems
@@ -262,17 +269,17 @@ def part_positions(args: argparse.Namespace, workdir: Path, placement: str, orde
             "|---|---|---|---|---|---|"]
     for n in proxies:
         e = [t - m for name, _, t, m in legs if name == n]
-        mean_e, half = mean_ci95(e)
+        mean_e, half = mean_pm(e)
         rows.append(f"| proxy {n} | {len(by_proxy[n])} | {ms(statistics.fmean(by_proxy[n]))} | "
-                    f"{ms(statistics.median(by_proxy[n]))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
+                    f"{ms(median(by_proxy[n]))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
                     f"{mean_e / overall:+.1%} |")
     for k in range(len(proxies)):
-        mean_e, half = mean_ci95(effect[k])
+        mean_e, half = mean_pm(effect[k])
         rows.append(f"| position {k} | {len(by_pos[k])} | {ms(statistics.fmean(by_pos[k]))} | "
-                    f"{ms(statistics.median(by_pos[k]))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
+                    f"{ms(median(by_pos[k]))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
                     f"{mean_e / overall:+.1%} |")
     s_mean = spread([statistics.fmean(v) for v in by_pos.values()])
-    s_median = spread([statistics.median(v) for v in by_pos.values()])
+    s_median = spread([median(v) for v in by_pos.values()])
     s_proxy = spread([statistics.fmean(v) for v in by_proxy.values()])
     verdict = "met" if max(s_mean, s_median) < TARGET_SPREAD else "NOT met"
     where = f"every server on CPU{SERVER_CPU}" if cpu is not None else "no server pinned (both CPUs)"
@@ -297,7 +304,7 @@ def main() -> int:
                         help="for --part positions: pinned (every server on CPU1), unpinned, or both (default)")
     parser.add_argument("--legs", default="parallel,serial",
                         help="for --part positions: the Multiplier's --legs, parallel, serial or both (default)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     args.placements = [p for p in args.placements.split(",") if p]
@@ -331,7 +338,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                         "(same object, same moment), averaged per position or proxy; it removes the object's own "
                         "variation, which in the plain means is far larger than 1 %. " + ROPE_74 + ".\n\n"
                         + "\n".join(texts))
-    report = (f"\n## Measurement fidelity (ROPE 7.2 dummies, 7.4 positions) — "
+    report = (f"\n## {TITLE} (ROPE 7.2 dummies, 7.4 positions) — "
               f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
               f"Machine: {machine()}. Command: `{command_line('fidelity')}`. **The machine is shared with other "
               f"work and noisy** (the machine CPU figure in each part counts everything, both cores). Origin: nginx "
@@ -341,7 +348,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"build, sequential mode; latencies are its log's `total_us` (from the start of each leg to the last "
               f"body byte). Client: fixed rate, 16 persistent connections, on CPU{LOAD_CPU}.\n\n"
               + "\n".join(sections))
-    return publish(report, problems, not args.no_append)
+    return publish(report, problems, title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,6 @@ from benchlib import (  # noqa: E402
     fmt_counter,
     get,
     machine,
-    med,
     process_tree,
     publish,
     read_multiplier_log,
@@ -78,14 +77,18 @@ from benchlib import (  # noqa: E402
     start_file_server,
     start_hops,
     start_multiplier,
-    start_server,
+    start_squid_conf,
     stderr_problems,
     write_objects,
 )
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.duration import parse_duration  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import Child, ProcessGroup  # noqa: E402
-from spe_tools.squid import hand_to_proxy_user  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Multiplier overhead on loopback"
 
 ALL_SIZES = {"1k": 1024, "13k": 13312, "1m": 1048576}
 ALL_COUNTS = (0, 1, 2, 4, 8)
@@ -97,15 +100,15 @@ TARGET_ADDED_P50_US = 500.0
 
 SQUID_CONF = """\
 visible_hostname spe-bench
-http_port 127.0.0.1:{port} name=direct
-{proxy_ports}workers 1
-pid_filename {dir}/squid.pid
-cache_log {dir}/cache.log
+http_port 127.0.0.1:{{port}} name=direct
+{{proxy_ports}}workers 1
+pid_filename {{dir}}/squid.pid
+cache_log {{dir}}/cache.log
 logformat bench %>lp %Ss/%03>Hs %<st %ru
-access_log stdio:{dir}/access.log bench
+access_log stdio:{{dir}}/access.log bench
 cache_store_log none
 logfile_rotate 0
-coredump_dir {dir}
+coredump_dir {{dir}}
 netdb_filename none
 icp_port 0
 htcp_port 0
@@ -128,15 +131,9 @@ def mult(n: int) -> str:
 
 def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str, int]) -> Child:
     """Squid with a short access.log format (receiving port, code, size, URL) for the accounting."""
-    directory = group.workdir / "collector"
-    directory.mkdir()
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
-    conf = directory / "squid.conf"
-    conf.write_text(SQUID_CONF.format(port=port, dir=directory, proxy_ports=extra))
-    hand_to_proxy_user(directory)
-    service = f"spebench{os.getpid()}"  # -n: unique per running Squid (names its shared memory)
-    return start_server(group, "collector", [SQUID, "-n", service, "-N", "-d1", "-f", str(conf)], port,
-                        ports=tuple(accel_ports.values()))
+    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra})
+    return start_squid_conf(group, "collector", conf, port, ports=tuple(accel_ports.values()))
 
 
 def warm_and_check(ports: dict[str, int], n_max: int, counts: list[int], origin_host: str,
@@ -276,7 +273,7 @@ def paired(runs: list[dict], size: str, gap: float, target: str, base: str, key:
     diffs = [r[key] - b[key] for r in runs for b in runs
              if r["size"] == b["size"] == size and r["gap"] == b["gap"] == gap and r["round"] == b["round"]
              and r["target"] == target and b["target"] == base]
-    return med(diffs)
+    return median(diffs)
 
 
 def pacing(gap: float) -> str:
@@ -317,15 +314,15 @@ def table(runs: list[dict], seconds: float, gaps: dict[str, list[float]], target
                 added99 = "–" if target == "origin" else f"{paired(runs, size, gap, target, ref, 'p99'):+.0f}"
                 if target == "direct":
                     added50, added99 = f"({added50} vs origin)", f"({added99} vs origin)"
-                front = "–" if target == "direct" else f"{med([r['front_cpu_us'] for r in rs]):.1f}"
-                collector = "–" if target == "origin" else f"{med([r['collector_cpu_us'] for r in rs]):.1f}"
-                standins = f"{med([r['standins_cpu_us'] for r in rs]):.1f}" if target.startswith("mult") and \
+                front = "–" if target == "direct" else f"{median([r['front_cpu_us'] for r in rs]):.1f}"
+                collector = "–" if target == "origin" else f"{median([r['collector_cpu_us'] for r in rs]):.1f}"
+                standins = f"{median([r['standins_cpu_us'] for r in rs]):.1f}" if target.startswith("mult") and \
                     target != "mult0" else "–"
                 lines.append(
                     f"| {size} | {pacing(gap)} | {target} | {len(rs)} × {seconds:g} | "
-                    f"{med(p50s):.0f} ({min(p50s):.0f}–{max(p50s):.0f}) | {med([r['p99'] for r in rs]):.0f} | "
-                    f"{added50} | {added99} | {med([r['rps'] for r in rs]):.0f} | {front} | {collector} | "
-                    f"{standins} | {med([r['foreign_cpu'] for r in rs]):.2f} |")
+                    f"{median(p50s):.0f} ({min(p50s):.0f}–{max(p50s):.0f}) | {median([r['p99'] for r in rs]):.0f} | "
+                    f"{added50} | {added99} | {median([r['rps'] for r in rs]):.0f} | {front} | {collector} | "
+                    f"{standins} | {median([r['foreign_cpu'] for r in rs]):.2f} |")
     return "\n".join(lines)
 
 
@@ -346,7 +343,7 @@ def main() -> int:
                         help="numbers of proxies under test, one Multiplier each (default 0,1,2,4,8)")
     parser.add_argument("--sizes", default=",".join(ALL_SIZES), help="object sizes (default 1k,13k,1m)")
     parser.add_argument("--base-port", type=int, help="use consecutive ports from here (default: free ports)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     if args.quick:
@@ -549,10 +546,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             f"median of the per-round differences (to direct, or to the origin where named) with the same pacing. "
             f"Front CPU = the server wrk talks to (origin nginx, hop nginx or Multiplier); CPU µs/req = "
             f"Δ(utime+stime) in /proc/PID/stat / wrk's completed requests. **The machine is shared with other "
-            f"work and noisy**: foreign = CPU-s used by anything else during a run (median {med(foreign):.2f}, max "
+            f"work and noisy**: foreign = CPU-s used by anything else during a run (median {median(foreign):.2f}, max "
             f"{max(foreign):.2f}); approximate (tick-sampled, can go below 0 in saturated runs), only a clearly "
             f"positive value means outside load.")
-    report = (f"\n## Multiplier overhead on loopback ({', '.join(sizes)}; {', '.join(map(str, counts))} proxies; "
+    report = (f"\n## {TITLE} ({', '.join(sizes)}; {', '.join(map(str, counts))} proxies; "
               f"one-hop nginx; origin) — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
               f"Machine: {machine()}, nproc {os.cpu_count()}. Command: `{command_line('overhead')}`.\n\n"
               f"{note}\n\nAdded latency, p50 / p99 in µs (median over rounds of the per-round differences):\n\n"
@@ -561,7 +558,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               + ("" if problems
                  else "\nNo problems seen: every record OK, Collector requests as expected and all HITs after "
                       "warm-up, no wrk errors, no warnings from the Multipliers.\n"))
-    return publish(report, problems, append=not args.no_append)
+    return publish(report, problems, title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

@@ -47,10 +47,9 @@ from benchlib import (  # noqa: E402
     fmt_counter,
     get,
     machine,
-    percentile,
     publish,
     read_multiplier_log,
-    rss_kb,
+    rss_and_peak_kb,
     run_main,
     start_file_server,
     start_multiplier,
@@ -59,8 +58,12 @@ from benchlib import (  # noqa: E402
     write_objects,
 )
 
+from analysis.stats import percentile  # noqa: E402
 from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Multiplier scaling: CPU and memory versus request rate and proxies"
 
 PLOT = ROOT / "docs/images/scaling.png"
 CONNECTIONS = 32
@@ -88,13 +91,13 @@ def point(group: ProcessGroup, ports: dict[str, int], n: int, rate: float, secon
         os.sched_setaffinity(0, {LOAD_CPU})
         try:
             fixed_rate(ports["mult"], lambda i: url, rate, WARMUP_S, CONNECTIONS)  # connections, pools, pages
-            rss0, _ = rss_kb(mult.pid)
+            rss0, _ = rss_and_peak_kb(mult.pid)
             cpu0, busy0, t0 = cpu_seconds([mult.pid]), busy_seconds(), time.monotonic()
             r = fixed_rate(ports["mult"], lambda i: url, rate, seconds, CONNECTIONS)
             cpu1, busy1, wall = cpu_seconds([mult.pid]), busy_seconds(), time.monotonic() - t0
         finally:
             os.sched_setaffinity(0, own)
-        rss1, hwm = rss_kb(mult.pid)
+        rss1, hwm = rss_and_peak_kb(mult.pid)
         check_alive(group)
     finally:
         code = mult.stop(deadline_s=15)
@@ -115,8 +118,8 @@ def point(group: ProcessGroup, ports: dict[str, int], n: int, rate: float, secon
     return {"proxies": n, "rate": rate, "achieved": replies / r["elapsed"], "replies": replies,
             "cpu_us": (cpu1 - cpu0) * 1e6 / max(1, replies), "cpu_share": (cpu1 - cpu0) / wall,
             "rss0_mb": rss0 / 1024, "rss1_mb": rss1 / 1024, "hwm_mb": hwm / 1024,
-            "p50_ms": percentile(lat, 50) / 1000, "p99_ms": percentile(lat, 99) / 1000,
-            "late_p99_ms": percentile(r["late"], 99) * 1000,
+            "p50_ms": percentile(lat, 0.5) / 1000, "p99_ms": percentile(lat, 0.99) / 1000,
+            "late_p99_ms": percentile(r["late"], 0.99) * 1000,
             "foreign": (busy1 - busy0) - (cpu1 - cpu0), "wall": wall, "problems": problems}
 
 
@@ -172,7 +175,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=parse_duration, default=15, help="seconds per point (default 15)")
     parser.add_argument("--size", type=int, default=1024, help="object size in bytes (default 1024)")
     parser.add_argument("--no-plot", action="store_true", help="do not write docs/images/scaling.png")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     try:
@@ -211,7 +214,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     notes = [f"- {r['proxies']} proxies at {r['rate']:g} req/s: the client reached only {r['achieved']:.0f} req/s "
              f"(saturated: the machine's two cores, shared with the client, the Collector, the stand-ins and other "
              f"work)" for r in short]
-    report = (f"\n## Multiplier scaling: CPU and memory versus request rate and proxies — "
+    report = (f"\n## {TITLE} — "
               f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
               f"Machine: {machine()}. Command: `{command_line('scaling')}`. **The machine is shared with other work "
               f"and noisy**: the last column is the CPU time used by everything but the Multiplier during the run "
@@ -229,7 +232,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"Versus request rate, {args.proxies_for_rates} proxies under test:\n\n{table(by_rate)}\n\n"
               f"Versus proxies under test, {args.rate_for_counts:g} req/s:\n\n{table(by_count)}\n"
               + ("\n" + "\n".join(notes) + "\n" if notes else ""))
-    return publish(report, problems, not args.no_append)
+    return publish(report, problems, title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

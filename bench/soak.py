@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import random
 import shutil
 import sys
@@ -31,8 +30,11 @@ from benchlib import machine, publish  # noqa: E402
 from httpclient import Connection  # noqa: E402
 
 from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Soak"
 
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 
@@ -53,8 +55,6 @@ def workload(rng: random.Random, origin: str) -> tuple[str, str, bytes]:
     return "POST", f"{origin}/post", f"form={obj}".encode()
 
 
-def rss_kb(pid: int) -> int:
-    return next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS:"))
 
 
 def clients(port: int, origin: str, rate: float, until: float, latencies: list, errors: list, n: int = 4) -> list:
@@ -125,7 +125,7 @@ def main() -> int:
                 window.sort()
                 samples.append({
                     "t": time.monotonic() - start, "rss_mb": rss_kb(mult.pid) / 1024,
-                    "fds": len(os.listdir(f"/proc/{mult.pid}/fd")), "requests": len(window),
+                    "fds": open_fds(mult.pid), "requests": len(window),
                     "p50_ms": 1000 * window[len(window) // 2] if window else None,
                     "p99_ms": 1000 * window[int(len(window) * 0.99)] if window else None})
                 s = samples[-1]
@@ -146,14 +146,14 @@ def main() -> int:
              samples[-1]] if samples else []
     command = ("./spe bench soak" + ("" if args.duration == 3600 else f" --duration {args.duration:g}s")
                + ("" if args.rate == 100 else f" --rate {args.rate:g}"))
-    text = (f"\n## Soak — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`. Squid Collector, "
+    text = (f"\n## {TITLE} — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`. Squid Collector, "
             f"two Squid proxies and the dummy under test, release build.\n\n"
             f"| t (s) | Multiplier RSS (MB) | open fds | requests in window | p50 ms | p99 ms |\n"
             f"|---|---|---|---|---|---|\n"
             + "\n".join(row(s) for s in picks)
             + f"\n\n{len(latencies)} client replies, {records} records, {len(errors)} client errors"
             + (f" (first: {errors[0]})" if errors else "") + ".\n")
-    return publish(text, [], append=not args.no_append)
+    return publish(text, [], title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,6 @@ from benchlib import (  # noqa: E402
     command_line,
     cpu_times,
     machine,
-    percentile,
     pin,
     process_tree,
     publish,
@@ -61,9 +60,13 @@ from benchlib import (  # noqa: E402
 )
 from httpclient import Connection  # noqa: E402
 
+from analysis.stats import percentile  # noqa: E402
 from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Tail isolation"
 
 # fault mode -> the (result, error) the Multiplier must log for it, by method (tests/python/test_multiplier_faults.py)
 FAULTS = {
@@ -228,12 +231,12 @@ def unexpected_verdicts(seen: dict) -> list[str]:
 def report(args: argparse.Namespace, results: dict, cpu: dict, foreign_s: float, wall_s: float,
            seen: dict, problems: list[str]) -> str:
     lat = {n: [x * 1e3 for x in results["latencies"][n]] for n in NAMES}
-    p50 = {n: percentile(lat[n], 50) for n in NAMES}
-    p99 = {n: percentile(lat[n], 99) for n in NAMES}
+    p50 = {n: percentile(lat[n], 0.5) for n in NAMES}
+    p99 = {n: percentile(lat[n], 0.99) for n in NAMES}
     allowed = 1.5 * p99["good"] + 5
     met = p99["faulty"] <= allowed
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    lines = [f"\n## Tail isolation — {stamp}\n",
+    lines = [f"\n## {TITLE} — {stamp}\n",
              f"Machine: {machine()}, shared with other jobs (see the CPU table). Command: "
              f"`{command_line('tail_isolation')}`. Two release Multipliers "
              f"(`--timeout {args.timeout:g} --threads {args.threads}`), "
@@ -295,7 +298,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
             if n == "faulty":
                 seen = counts
         text = report(args, results, cpu, foreign, wall, seen, problems)
-    return publish(text, problems, append=not args.no_append)
+    return publish(text, problems, title=TITLE, write=not args.no_append)
 
 
 def main() -> int:
@@ -309,7 +312,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="the Multipliers' --threads")
     parser.add_argument("--split-cpus", action="store_true",
                         help="faulty proxies on CPU1, everything else (clients included) on CPU0")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     return run_main("tail", (), lambda workdir: measure(args, workdir), keep=args.keep)

@@ -27,7 +27,6 @@ import re
 import resource
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,8 +38,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import busy_seconds, cpu_seconds, machine, process_tree, publish  # noqa: E402
 
+from analysis.stats import median  # noqa: E402
 from spe_tools.duration import parse_duration  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"
 
 MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
@@ -52,37 +56,37 @@ TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
 COMMON = """\
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log warn;
 worker_rlimit_nofile 65536;
-{modules}
-events {{ worker_connections 16384; }}
-http {{
+{{modules}}
+events { worker_connections 16384; }
+http {
     access_log off;
     tcp_nodelay on;
     keepalive_timeout 120s; keepalive_requests 10000000;
-    client_body_temp_path {dir}/tmp; proxy_temp_path {dir}/tmp; fastcgi_temp_path {dir}/tmp;
-    uwsgi_temp_path {dir}/tmp; scgi_temp_path {dir}/tmp;
-{body}
-}}
+    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
+    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
+{{body}}
+}
 """
 
 ORIGIN_BODY = """\
     sendfile on;
     open_file_cache max=64 inactive=600s; open_file_cache_valid 3600s;
     default_type application/octet-stream;
-    server {{
-{listens}
-        root {www};
-        location / {{ }}
-    }}
+    server {
+{{listens}}
+        root {{www}};
+        location / { }
+    }
 """
 
 UPSTREAMS = """\
     proxy_http_version 1.1;
     proxy_set_header Connection "";
     proxy_buffering on; proxy_buffer_size 16k; proxy_buffers 8 16k;
-{upstreams}
+{{upstreams}}
 """
 
 LUA_INIT = """\
@@ -141,7 +145,7 @@ def lua_server(port: int, n: int) -> str:
 
 def nginx_conf(directory: Path, body: str, lua: bool = False) -> str:
     modules = "\n".join(f"load_module {m};" for m in LUA_MODULES) if lua else ""
-    return COMMON.format(dir=directory, modules=modules, body=body)
+    return render_text(COMMON, {"dir": directory, "modules": modules, "body": body})
 
 
 # ---------------------------------------------------------------- measuring (pure parts)
@@ -161,7 +165,7 @@ def median_ratio(runs: list[dict], a: str, b: str) -> float:
     for r in runs:
         by_round.setdefault(r["round"], {})[r["scenario"]] = r["rps"]
     ratios = [v[a] / v[b] for v in by_round.values() if a in v and b in v and v[b] > 0]
-    return statistics.median(ratios) if ratios else float("nan")
+    return median(ratios) if ratios else float("nan")
 
 
 def summary_rows(runs: list[dict]) -> list[dict]:
@@ -172,11 +176,11 @@ def summary_rows(runs: list[dict]) -> list[dict]:
             if not mine:
                 continue
             rows.append({"fanout": n, "kind": kind, "runs": len(mine),
-                         "rps": statistics.median(r["rps"] for r in mine),
+                         "rps": median(r["rps"] for r in mine),
                          "rps_min": min(r["rps"] for r in mine), "rps_max": max(r["rps"] for r in mine),
-                         "cpu_us": statistics.median(r["cpu_us"] for r in mine),
-                         "origin_us": statistics.median(r["origin_us"] for r in mine),
-                         "foreign": statistics.median(r["foreign"] for r in mine),
+                         "cpu_us": median(r["cpu_us"] for r in mine),
+                         "origin_us": median(r["origin_us"] for r in mine),
+                         "foreign": median(r["foreign"] for r in mine),
                          "errors": "; ".join(sorted({r["errors"] for r in mine if r["errors"]}))})
     return rows
 
@@ -265,7 +269,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as the perf anchors)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not append to docs/benchmarks.md")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     for tool in ("wrk", "nginx", "taskset"):
@@ -297,9 +301,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     ports = {f"{kind}{n}": free_port() for kind in KINDS for n in FANOUTS}
     with ProcessGroup(workdir) as group:
         listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
-        origin = start_nginx(group, "origin", ORIGIN_BODY.format(listens=listens, www=workdir / "www"),
+        origin = start_nginx(group, "origin", render_text(ORIGIN_BODY, {"listens": listens, "www": workdir / "www"}),
                              origin_ports[0])
-        ups = UPSTREAMS.format(upstreams=upstream_blocks(origin_ports))
+        ups = render_text(UPSTREAMS, {"upstreams": upstream_blocks(origin_ports)})
         mirror = start_nginx(group, "mirror", ups + "\n".join(mirror_server(ports[f"mirror{n}"], n) for n in FANOUTS),
                              ports["mirror4"])
         lua = start_nginx(group, "lua", ups + LUA_INIT + "\n".join(lua_server(ports[f"lua{n}"], n) for n in FANOUTS),
@@ -349,7 +353,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
 
 def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> None:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    text = (f"\n## Throughput at 4- and 8-way fan-out, 1 KB (Multiplier, nginx Lua fan-out, nginx mirror) — {now}\n\n"
+    text = (f"\n## {TITLE} (Multiplier, nginx Lua fan-out, nginx mirror) — {now}\n\n"
             f"Machine: {machine()}. Command: `{command_line()}`.\n\n"
             f"wrk -t1 -c{args.connections} (Debian's wrk) pinned to CPU{LOAD_CPU}; every server pinned to "
             f"CPU{SERVER_CPU}, "
@@ -367,7 +371,7 @@ def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> Non
     errors = sorted({f"{r['scenario']}: {r['errors']}" for r in runs if r["errors"]})
     if errors:
         text += "\nwrk reported: " + "; ".join(errors) + "\n"
-    return publish(text, [], append=not args.no_append)
+    return publish(text, [], title=TITLE, write=not args.no_append)
 
 
 if __name__ == "__main__":

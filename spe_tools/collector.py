@@ -13,14 +13,15 @@ origin-form requests (Varnish, nginx), named without the suffix.
 from __future__ import annotations
 
 import os
-import string
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.collector_log import SPE_LOGFORMAT
+from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
-from spe_tools.squid import hand_to_proxy_user, service_name
+from spe_tools.squid import run_squid
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "configs/collector/squid.conf.in"
@@ -82,14 +83,14 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
     if overrides:
         options = CollectorOptions(**{**options.__dict__, **overrides})
     binary(kind)
-    return string.Template(TEMPLATE.read_text()).substitute(
+    return render_text(TEMPLATE.read_text(), dict(
         name=name, dir=directory, client_port=client_port, proxy_ports=port_lines(proxy_ports),
         cache_mb=options.cache_mb, max_object_kb=options.max_object_kb,
         logformat=SPE_LOGFORMAT, port_name_field=" %ln" if kind == "spe" else "",
         # the patched build leaves out ICMP and HTCP; Debian's Squid must be told not to use them
         stock_only="" if kind == "spe" else "netdb_filename none\nhtcp_port 0\npinger_enable off\n",
         collector_directives=collector_directives(kind, options),
-        destination_rules=destination_rules(tuple(options.allowed_destinations)))
+        destination_rules=destination_rules(tuple(options.allowed_destinations))), str(TEMPLATE.relative_to(ROOT)))
 
 
 def start_collector(group: ProcessGroup, name: str, kind: str, client_port: int, proxy_ports: dict[str, int],
@@ -99,13 +100,28 @@ def start_collector(group: ProcessGroup, name: str, kind: str, client_port: int,
     if not exe.exists():
         hint = "run ./spe setup (it builds the patched Collector)" if kind == "spe" else "install Debian's squid"
         raise FileNotFoundError(f"Collector binary {exe} not found: {hint}")
-    directory = group.workdir / name
-    directory.mkdir(parents=True, exist_ok=True)
-    conf = directory / "squid.conf"
-    conf.write_text(collector_config(kind, directory, client_port, proxy_ports, name=name, **options))
-    hand_to_proxy_user(directory)
-    return group.start(name, [str(exe), "-n", service_name(name), "-N", "-d1", "-f", str(conf)],
-                       port=client_port, deadline_s=20)
+    conf = collector_config(kind, group.workdir / name, client_port, proxy_ports, name=name, **options)
+    return run_squid(group, name, exe, conf, client_port, deadline_s=20)
+
+
+def missing(kind: str) -> list[str]:
+    """Why a Collector of this kind cannot start on this machine (empty if it can)."""
+    exe = binary(kind)
+    if exe.exists():
+        return []
+    if kind == "spe":
+        return [f"the patched Collector {exe.relative_to(ROOT)} is not built "
+                "(use [collector] kind = \"squid\" for Debian's stock Squid meanwhile)"]
+    return [f"{exe} is not installed (Debian package squid; ./spe setup installs it)"]
+
+
+def version(kind: str) -> str:
+    try:
+        out = subprocess.run([str(binary(kind)), "-v"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    match = re.search(r"Version (\S+)", out)
+    return match.group(1) if match else "unknown"
 
 
 def parse_check(kind: str, conf: Path) -> tuple[int, str]:

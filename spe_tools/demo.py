@@ -14,8 +14,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from spe_tools import collector
 from spe_tools.duration import parse_duration
-from spe_tools.lab import parent
 from spe_tools.lab.cli import run_lab, say, write_report
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import Lab, LabFileError, load_lab
@@ -27,7 +27,7 @@ DEFAULT_LAB = ROOT / "configs/labs/default.toml"
 def adapt(lab: Lab) -> tuple[Lab, list[str]]:
     """The lab this machine can run: stock Squid for a missing patched Collector, no proxy whose package is missing."""
     notes = []
-    if lab.collector.kind == "spe" and parent.missing(lab.collector):
+    if lab.collector.kind == "spe" and collector.missing(lab.collector.kind):
         lab = replace(lab, collector=replace(lab.collector, kind="squid"))
         notes.append("the patched Collector is not available yet: Debian's stock Squid stands in (no timing replay,"
                      " uncacheable replies not shared, so uncacheable objects differ for every proxy)")

@@ -1,7 +1,13 @@
-"""Start servers as child processes, wait for their ports with deadlines, stop them by PID.
+"""The one supervisor of every process the tools start: the lab, the tests' fixtures and the benchmarks.
 
-Every helper here has a deadline; nothing waits forever. `ProcessGroup` stops
-everything it started however the caller ends (use it as a context manager).
+A process starts in a session (and process group) of its own, with stdout and stderr in a log file,
+and is ready once its port accepts connections or a line appears in its log. It is stopped by its
+process group: SIGTERM, a deadline, then SIGKILL, and then whatever it forked that is still in its
+session (Apache workers, nginx's cache manager, Varnish's child), so nothing is left behind; `ending`
+says how it ended. Every wait has a deadline. `ProcessGroup` stops everything it started however
+the caller ends (use it as a context manager); `stop_recorded` stops processes by PID and start time
+from another process (`./spe lab down`). Process facts (session members, CPU times, RSS) come from
+psutil.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 
 class ProcessError(RuntimeError):
@@ -42,14 +50,93 @@ def tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
+# ---------------------------------------------------------------- facts about processes (psutil)
+
+def start_time(pid: int) -> float | None:
+    """When the process started (seconds since the epoch): with the PID, it names one process."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def alive(pid: int, started: float | None = None) -> bool:
+    """True if pid runs (zombies do not count) and, when given, is still the process that started then."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            return False
+        return started is None or process.create_time() == started
+    except psutil.Error:
+        return False
+
+
+def session_members(sid: int) -> list[int]:
+    """Live (non-zombie) processes whose session id is `sid`: a process started here and all it forked,
+    even those whose parent has gone (psutil has no session id; os.getsid gives it)."""
+    members = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(process.pid) == sid and process.status() not in (psutil.STATUS_ZOMBIE,
+                                                                           psutil.STATUS_DEAD):
+                members.append(process.pid)
+    return members
+
+
+def kill_session(sid: int, sig: int = signal.SIGKILL) -> None:
+    for pid in session_members(sid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and its descendants (e.g. an nginx master and its workers); empty if it is gone."""
+    try:
+        process = psutil.Process(pid)
+        return [pid, *(child.pid for child in process.children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+def cpu_times(pids: list[int]) -> tuple[float, float]:
+    """(user, system) CPU seconds of these processes (processes that are gone count 0)."""
+    user = system = 0.0
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            user, system = user + times.user, system + times.system
+    return user, system
+
+
+def rss_kb(pid: int) -> int:
+    """The resident set size of a process, in KB."""
+    return psutil.Process(pid).memory_info().rss // 1024
+
+
+def open_fds(pid: int) -> int:
+    return psutil.Process(pid).num_fds()
+
+
+# ---------------------------------------------------------------- one supervised process
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit {code}"
+
+
 @dataclass
 class Child:
-    """One started process, its log file and the port it serves."""
+    """One started process (the leader of its own session), its log file and what makes it ready."""
 
     name: str
     popen: subprocess.Popen
     log: Path
     port: int | None = None
+    ready_line: str | None = None  # ready once this text is in its log (when it has no port)
+    ending: str | None = None  # how it ended, once stop() has run: "exit 0 after SIGTERM", ...
 
     @property
     def pid(self) -> int:
@@ -58,50 +145,83 @@ class Child:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def members(self) -> list[int]:
+        """Every live process of its session: itself and what it forked."""
+        return session_members(self.pid)
+
+    def is_ready(self, host: str) -> bool:
+        if self.port is not None:
+            return port_open(host, self.port)
+        if self.ready_line is not None:
+            with contextlib.suppress(OSError):
+                return self.ready_line in self.log.read_text(errors="replace")
+            return False
+        return True
+
     def wait_ready(self, host: str = "127.0.0.1", deadline_s: float = 10.0) -> None:
-        """Wait until the port accepts connections; fail early if the process exits."""
-        if self.port is None:
-            return
+        """Wait until the port accepts connections (or the line is logged); fail early if it exits."""
         end = time.monotonic() + deadline_s
         while time.monotonic() < end:
             if not self.alive():
                 raise ProcessError(f"{self.name} exited with {self.popen.returncode}:\n{tail(self.log)}")
-            if port_open(host, self.port):
+            if self.is_ready(host):
                 return
             time.sleep(0.05)
-        raise ProcessError(f"{self.name} did not listen on {host}:{self.port} within {deadline_s} s:\n{tail(self.log)}")
+        what = f"listen on {host}:{self.port}" if self.port is not None else f"log {self.ready_line!r}"
+        raise ProcessError(f"{self.name} did not {what} within {deadline_s} s:\n{tail(self.log)}")
 
     def stop(self, deadline_s: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
-        """Signal the process, wait with a deadline, then SIGKILL. Returns the exit code."""
+        """Signal its process group, wait for the main process with a deadline, then SIGKILL the group;
+        last, SIGKILL whatever is left in its session (bounded). Returns the main process's exit code."""
         if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
+            self._signal_group(sig)
             try:
                 self.popen.wait(timeout=deadline_s)
+                code = self.popen.returncode
+                self.ending = (f"stopped by {signal.Signals(sig).name}" if code == -sig
+                               else f"{describe_exit(code)} after {signal.Signals(sig).name}")
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGKILL)
+                self._signal_group(signal.SIGKILL)
                 self.popen.wait(timeout=5)
+                self.ending = f"killed by SIGKILL after the {deadline_s:g} s deadline"
+        elif self.ending is None:
+            self.ending = f"{describe_exit(self.popen.returncode)} before it was stopped"
+        self._sweep_session()
         return self.popen.returncode
+
+    def _signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def _sweep_session(self, deadline_s: float = 5.0) -> None:
+        """Forked helpers that left its process group or outlived the signal: SIGKILL, bounded."""
+        end = time.monotonic() + deadline_s
+        while self.members() and time.monotonic() < end:
+            kill_session(self.pid)
+            time.sleep(0.05)
 
 
 @dataclass
 class ProcessGroup:
-    """Children started together and stopped together, in reverse order."""
+    """Children started together and stopped together, in reverse order; logs in workdir/<name>.out."""
 
     workdir: Path
     children: list[Child] = field(default_factory=list)
 
     def start(self, name: str, argv: list[str], port: int | None = None, ready: bool = True,
-              deadline_s: float = 10.0, env: dict[str, str] | None = None) -> Child:
+              deadline_s: float = 10.0, env: dict[str, str] | None = None, cwd: Path | None = None,
+              ready_line: str | None = None) -> Child:
+        """Start argv in a session of its own (in `cwd`, default workdir) and, with `ready`, wait for
+        its port or its `ready_line`. The child joins the group before it is ready, so a failed start
+        is stopped with the rest."""
         log = self.workdir / f"{name}.out"
         with open(log, "wb") as out:
             try:
                 popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=self.workdir, env=env, start_new_session=True)
+                                         cwd=cwd or self.workdir, env=env, start_new_session=True)
             except OSError as e:
-                raise ProcessError(f"cannot start {name} ({argv[0]}): {e}") from e
-        child = Child(name, popen, log, port)
+                raise ProcessError(f"cannot start {name} ({argv[0]}): {e.strerror}") from e
+        child = Child(name, popen, log, port, ready_line)
         self.children.append(child)
         if ready:
             child.wait_ready(deadline_s=deadline_s)
@@ -116,3 +236,35 @@ class ProcessGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.stop_all()
+
+
+# ---------------------------------------------------------------- stopping from another process
+
+def stop_recorded(entries: list[dict], deadline_s: float = 10.0, by_group: bool = True) -> list[str]:
+    """Stop processes recorded earlier ({name, pid, start, signal}), in order; returns what was stopped.
+
+    For `./spe lab down`, which runs in another process and cannot wait() on them: it polls. With
+    `by_group`, each is a session leader started by a ProcessGroup: its whole group is signalled and
+    its session swept afterwards."""
+    stopped = []
+    for entry in entries:
+        pid, started = entry["pid"], entry.get("start")
+        if alive(pid, started):
+            _signal_recorded(pid, entry.get("signal", signal.SIGTERM), by_group)
+            end = time.monotonic() + deadline_s
+            while alive(pid, started) and time.monotonic() < end:
+                time.sleep(0.05)
+            if alive(pid, started):
+                _signal_recorded(pid, signal.SIGKILL, by_group)
+            stopped.append(entry["name"])
+        if by_group and started is not None and start_time(pid) in (None, started):
+            kill_session(pid)  # its forked helpers, if the main process left any
+    return stopped
+
+
+def _signal_recorded(pid: int, sig: int, by_group: bool) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if by_group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)

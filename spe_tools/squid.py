@@ -15,33 +15,34 @@ import stat
 from pathlib import Path
 
 from analysis.collector_log import SPE_LOGFORMAT
+from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
 
 SQUID = "/usr/sbin/squid"
 
 COMMON = """\
-visible_hostname {name}
-http_port 127.0.0.1:{port}
-{extra_ports}pid_filename {dir}/squid.pid
-cache_log {dir}/cache.log
+visible_hostname {{name}}
+http_port 127.0.0.1:{{port}}
+{{extra_ports}}pid_filename {{dir}}/squid.pid
+cache_log {{dir}}/cache.log
 # Squid's native format plus the receiving port and the request size (see analysis/collector_log.py)
-logformat spe {logformat}
-access_log stdio:{dir}/access.log spe
-coredump_dir {dir}
+logformat spe {{logformat}}
+access_log stdio:{{dir}}/access.log spe
+coredump_dir {{dir}}
 netdb_filename none
 strip_query_terms off
 icp_port 0
 htcp_port 0
 pinger_enable off
 shutdown_lifetime 1 seconds
-cache_mem {cache_mb} MB
+cache_mem {{cache_mb}} MB
 maximum_object_size_in_memory 4 MB
 http_access allow localhost
 http_access deny all
 """
 
 CHILD = """\
-cache_peer 127.0.0.1 parent {parent_port} 0 no-query no-digest default name=parent
+cache_peer 127.0.0.1 parent {{parent_port}} 0 no-query no-digest default name=parent
 never_direct allow all
 """
 
@@ -54,10 +55,10 @@ def squid_config(name: str, port: int, directory: Path, parent_port: int | None 
     so its access.log tells them apart by `%>lp`).
     """
     extra = "".join(f"http_port 127.0.0.1:{p} name={n}\n" for n, p in (extra_ports or {}).items())
-    text = COMMON.format(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra,
-                         logformat=SPE_LOGFORMAT)
+    text = render_text(COMMON, dict(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra,
+                                    logformat=SPE_LOGFORMAT))
     if parent_port is not None:
-        text += CHILD.format(parent_port=parent_port)
+        text += render_text(CHILD, dict(parent_port=parent_port))
     return text
 
 
@@ -83,14 +84,24 @@ def service_name(name: str) -> str:
     return ("spe" + "".join(ch for ch in f"{os.getpid()}{name}" if ch.isalnum()))[:32]
 
 
-def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
-                cache_mb: int = 64, extra_ports: dict[str, int] | None = None) -> Child:
-    """Start one Squid in group.workdir/name (foreground, stopped with the group)."""
-    if shutil.which(SQUID) is None and not Path(SQUID).exists():
-        raise FileNotFoundError(f"{SQUID} not found: install Debian's squid package (./spe setup does)")
+def run_squid(group: ProcessGroup, name: str, exe: Path | str, conf_text: str, port: int,
+              deadline_s: float = 15) -> Child:
+    """Start a Squid build in the foreground with this configuration, in group.workdir/name (its own
+    -n service name, the directory handed to `proxy`); ready once `port` answers, stopped with the group."""
     directory = group.workdir / name
     directory.mkdir(parents=True, exist_ok=True)
     conf = directory / "squid.conf"
-    conf.write_text(squid_config(name, port, directory, parent_port, cache_mb, extra_ports))
+    conf.write_text(conf_text)
     hand_to_proxy_user(directory)
-    return group.start(name, [SQUID, "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port=port, deadline_s=15)
+    return group.start(name, [str(exe), "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port=port,
+                       deadline_s=deadline_s)
+
+
+def start_squid(group: ProcessGroup, name: str, port: int, parent_port: int | None = None,
+                cache_mb: int = 64, extra_ports: dict[str, int] | None = None) -> Child:
+    """Start one Debian Squid in group.workdir/name (foreground, stopped with the group)."""
+    if shutil.which(SQUID) is None and not Path(SQUID).exists():
+        raise FileNotFoundError(f"{SQUID} not found: install Debian's squid package (./spe setup does)")
+    directory = group.workdir / name
+    return run_squid(group, name, SQUID, squid_config(name, port, directory, parent_port, cache_mb, extra_ports),
+                     port)

@@ -29,7 +29,7 @@ from spe_tools.lab.runner import (
     start_workload,
 )
 from spe_tools.lab.status import StatusTracker, format_status
-from spe_tools.process import ProcessError, ProcessGroup
+from spe_tools.process import ProcessError, ProcessGroup, describe_exit
 
 
 class Stop(Exception):  # noqa: N818 (a request to stop, not an error)
@@ -101,15 +101,18 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
                 "ratio and bandwidth will not be computed (docs/report.md)")
         bypass = tracker.watch.bypassing
         previous = tracker.requests
-        dead = [c.name for c in run.group.children if c.name != "workload" and not c.alive()]
+        # how each dead one ended, e.g. "killed by SIGKILL"
+        dead = {c.name: describe_exit(c.popen.returncode) for c in run.group.children
+                if c.name != "workload" and not c.alive()}
         core = [name for name in dead if name in CORE]
         if core:
-            raise LabError(f"{', '.join(core)} stopped unexpectedly after {elapsed:.0f} s; the lab stops "
+            ended = "; ".join(f"{name} {dead[name]}" for name in core)
+            raise LabError(f"{', '.join(core)} stopped unexpectedly after {elapsed:.0f} s ({ended}); the lab stops "
                            f"(see {run.rundir}/{core[0]}.out" + (f" and {run.rundir}/collector/cache.log"
                                                                    if "collector" in core else "") + ")")
         for name in sorted(set(dead) - down):
-            say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s; the run goes on and "
-                f"counts its requests as failures (see {run.rundir}/{name}.out)")
+            say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes "
+                f"on and counts its requests as failures (see {run.rundir}/{name}.out)")
             down.add(name)
         if workload is not None and not workload.alive():
             return
@@ -151,6 +154,8 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
             signal.signal(s, signal.SIG_IGN)
         # A bring-up that failed part way has no RunningLab yet, but what it started is in the group.
         left = (run or RunningLab(lab, rundir, group)).stop()
+        if group.children:
+            say("spe lab: how they ended: " + ", ".join(f"{c.name} {c.ending}" for c in group.children))
         if left:
             say(f"spe lab: processes {', '.join(map(str, left))} did not stop; they stay listed in "
                 f"{rundir}/pids.json for ./spe lab down {rundir}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from spe_tools.lab.options import Address, Option, PortList
-from spe_tools.lab.render import render_file
+from spe_tools.lab.render import render_file, render_text
 from spe_tools.squid import service_name
 
 if TYPE_CHECKING:  # the model reads the kinds' options, so it imports this module
@@ -126,14 +126,14 @@ class Kind:
 
 
 def _user_line(ctx: Context, user: str | None, template: str) -> str:
-    return template.format(user=user) if user and ctx.as_root else "# runs as the invoking user"
+    return render_text(template, {"user": user}) if user and ctx.as_root else "# runs as the invoking user"
 
 
 class Squid(Kind):
     name, package, programs, user = "squid", "squid", ("/usr/sbin/squid",), "proxy"
 
     def render(self, ctx: Context) -> list[Path]:
-        line = _user_line(ctx, self.user, "cache_effective_user {user}")
+        line = _user_line(ctx, self.user, "cache_effective_user {{user}}")
         return [render_file("squid", "squid.conf", ctx.dir / "squid.conf", ctx.values(user_line=line))]
 
     def argv(self, ctx: Context) -> list[str]:
@@ -200,7 +200,7 @@ class Apache(Kind):
             (ctx.dir / sub).mkdir(parents=True, exist_ok=True)
         ports = sorted(set(ctx.origin_ports) | set(ctx.spec.cache_ports))
         enable = "\n".join(f"CacheEnable disk http://:{p}/" for p in ports)
-        line = _user_line(ctx, self.user, "User {user}\nGroup {user}")
+        line = _user_line(ctx, self.user, "User {{user}}\nGroup {{user}}")
         return [render_file("apache", "httpd.conf", ctx.dir / "httpd.conf",
                             ctx.values(user_line=line, cache_enable=enable))]
 
@@ -215,7 +215,7 @@ class Nginx(Kind):
     def render(self, ctx: Context) -> list[Path]:
         for sub in ("tmp", "cache"):
             (ctx.dir / sub).mkdir(parents=True, exist_ok=True)
-        line = _user_line(ctx, self.user, "user {user};")
+        line = _user_line(ctx, self.user, "user {{user}};")
         return [render_file("nginx", "nginx.conf", ctx.dir / "nginx.conf", ctx.values(user_line=line))]
 
     def argv(self, ctx: Context) -> list[str]:
@@ -229,7 +229,7 @@ class Tinyproxy(Kind):
     options, caches = (PORT,), False
 
     def render(self, ctx: Context) -> list[Path]:
-        line = _user_line(ctx, self.user, "User {user}\nGroup {user}")
+        line = _user_line(ctx, self.user, "User {{user}}\nGroup {{user}}")
         return [render_file("tinyproxy", "tinyproxy.conf", ctx.dir / "tinyproxy.conf", ctx.values(user_line=line))]
 
     def argv(self, ctx: Context) -> list[str]:

@@ -1,36 +1,35 @@
-"""Config templates (configs/proxies/<kind>/...) rendered with one run's ports and paths.
+"""Config templates (configs/proxies/<kind>/..., the Collector's squid.conf.in, the stand-in
+Squids' squid.conf) rendered with one run's ports and paths: the project's one engine for them.
 
-Placeholders are `{{name}}`: a syntax no proxy config uses (nginx and Varnish use `$`, Squid `%`),
-so templates stay readable copies of the configs in the proxy notes. A placeholder without a value
-is an error, never an empty string.
+Jinja2, not autoescaped (these are config files, not HTML). Placeholders are `{{name}}`: a syntax
+no proxy config uses (nginx and Varnish use `$`, Squid `%`), so templates stay readable copies of
+the configs in the proxy notes. A placeholder without a value is an error, never an empty string.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
+
+from jinja2 import Environment, StrictUndefined, meta
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "configs" / "proxies"
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+CONFIGS = Environment(autoescape=False, undefined=StrictUndefined, keep_trailing_newline=True)
 
 
 class TemplateError(ValueError):
     pass
 
 
-def render_text(template: str, values: dict[str, object], where: str = "template") -> str:
-    def value(match: re.Match) -> str:
-        key = match.group(1)
-        if key not in values:
-            raise TemplateError(f"{where}: no value for {{{{{key}}}}}")
-        return str(values[key])
-
-    return PLACEHOLDER.sub(value, template)
-
-
 def placeholders(template: str) -> set[str]:
-    return set(PLACEHOLDER.findall(template))
+    return meta.find_undeclared_variables(CONFIGS.parse(template))
+
+
+def render_text(template: str, values: dict[str, object], where: str = "template") -> str:
+    missing = sorted(placeholders(template) - values.keys())
+    if missing:
+        raise TemplateError(f"{where}: no value for {{{{{missing[0]}}}}}")
+    return CONFIGS.from_string(template).render(values)
 
 
 def render_file(kind: str, template: str, out: Path, values: dict[str, object]) -> Path:

@@ -19,13 +19,22 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from spe_tools.lab import parent
+from spe_tools import collector
 from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.labfile import write_run_lab_file
 from spe_tools.lab.model import Lab
 from spe_tools.lab.noise import noise_pairs
-from spe_tools.lab.procs import alive, launch, session_members, start_time, stop_child, stop_pids
-from spe_tools.process import Child, ProcessError, ProcessGroup, free_port, port_open, tail
+from spe_tools.process import (
+    Child,
+    ProcessError,
+    ProcessGroup,
+    alive,
+    free_port,
+    port_open,
+    start_time,
+    stop_recorded,
+    tail,
+)
 from spe_tools.workload import browse, content_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +85,7 @@ def assign_ports(lab: Lab) -> Ports:
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
     """Everything that would stop this lab from starting here, as messages (empty = ready)."""
-    problems = [f"[collector] kind {lab.collector.kind!r}: {m}" for m in parent.missing(lab.collector)]
+    problems = [f"[collector] kind {lab.collector.kind!r}: {m}" for m in collector.missing(lab.collector.kind)]
     if not multiplier.exists():
         problems.append(f"the Multiplier {multiplier} is not built (./spe setup builds it)")
     seen: set[str] = set()
@@ -158,10 +167,8 @@ class RunningLab:
         for child in self.group.children:  # started but not yet listed (it failed before it was ready)
             if child.pid not in listed:
                 self.record(child)
-        for child in reversed(self.group.children):
-            stop_child(child)
-        left = sorted({pid for child in self.group.children for pid in [child.pid, *session_members(child.pid)]
-                       if alive(pid)})
+        self.group.stop_all()
+        left = sorted({pid for child in self.group.children for pid in [child.pid, *child.members()] if alive(pid)})
         if not left:
             (self.rundir / "pids.json").unlink(missing_ok=True)
         return left
@@ -176,8 +183,8 @@ def _env(home: Path) -> dict[str, str]:
 def start_origin(run: RunningLab) -> None:
     if run.lab.origin.kind == "none":
         return
-    child = launch(run.group, "origin", origin_argv(run.lab, run.ports), cwd=run.rundir,
-                   log=run.rundir / "origin.out", port=run.ports.origin, env=_env(run.rundir))
+    child = run.group.start("origin", origin_argv(run.lab, run.ports), port=run.ports.origin, deadline_s=20,
+                            env=_env(run.rundir))
     run.record(child)
 
 
@@ -210,8 +217,12 @@ def lab_destinations(lab: Lab) -> tuple[str, ...]:
 
 def start_collector(run: RunningLab) -> None:
     try:
-        child = parent.start(run.group, run.rundir, run.lab.collector, run.ports.direct,
-                             collector_port_names(run.lab, run.ports), lab_destinations(run.lab))
+        spec = run.lab.collector
+        # the patched Collector only refuses destinations outside the lab; stock Squid keeps its own rules
+        child = collector.start_collector(
+            run.group, "collector", spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
+            uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
+            allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else ())
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
     run.record(child)
@@ -235,8 +246,7 @@ def start_proxy(run: RunningLab, name: str) -> None:
     kind.render(ctx)
     kind.prepare(ctx)
     try:
-        child = launch(run.group, name, kind.argv(ctx), cwd=ctx.dir, log=run.rundir / f"{name}.out",
-                       port=ctx.port, env=_env(ctx.dir), deadline_s=kind.ready_deadline_s, ready=False)
+        child = run.group.start(name, kind.argv(ctx), port=ctx.port, ready=False, env=_env(ctx.dir), cwd=ctx.dir)
         run.record(child)
         child.wait_ready(deadline_s=kind.ready_deadline_s)
     except ProcessError as e:
@@ -271,8 +281,7 @@ def multiplier_host(lab: Lab) -> str:
 def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER) -> None:
     argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
     try:
-        child = launch(run.group, "multiplier", argv, cwd=run.rundir, log=run.rundir / "multiplier.out",
-                       port=run.ports.multiplier, env=_env(run.rundir), ready=False)
+        child = run.group.start("multiplier", argv, port=run.ports.multiplier, ready=False, env=_env(run.rundir))
         run.record(child)
         child.wait_ready(host=multiplier_host(run.lab))
     except ProcessError as e:
@@ -297,7 +306,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
         "name": lab.name,
         "lab_file": "lab.toml",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "collector": {"kind": lab.collector.kind, "version": parent.version(lab.collector.kind),
+        "collector": {"kind": lab.collector.kind, "version": collector.version(lab.collector.kind),
                       "ports": collector_ports, "accel": [p.name for p in lab.proxies if KINDS[p.kind].accel],
                       "access_log": "collector/access.log", "cache_log": "collector/cache.log",
                       **{k: v for k, v in asdict(lab.collector).items() if k not in ("kind", "port")}},
@@ -376,8 +385,7 @@ def start_workload(run: RunningLab, duration_s: float) -> Child | None:
     argv = workload_argv(run.lab, run.ports, duration_s)
     if argv is None:
         return None
-    child = launch(run.group, "workload", argv, cwd=run.rundir, log=run.rundir / "workload.out", port=None,
-                   env=_env(run.rundir), ready=False)
+    child = run.group.start("workload", argv, ready=False, env=_env(run.rundir))
     run.record(child)
     return child
 
@@ -399,7 +407,7 @@ def down(rundir: Path, deadline_s: float = 60.0) -> list[str]:
         return []
     state = json.loads(pid_file.read_text())
     # The runner first: it stops its components in order and flushes the Multiplier's log.
-    stopped = stop_pids([state["runner"]], deadline_s=deadline_s) if state.get("runner") else []
-    stopped += stop_pids(list(reversed(state.get("processes", []))))
+    stopped = stop_recorded([state["runner"]], deadline_s=deadline_s, by_group=False) if state.get("runner") else []
+    stopped += stop_recorded(list(reversed(state.get("processes", []))))
     pid_file.unlink(missing_ok=True)
     return stopped

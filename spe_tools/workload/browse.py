@@ -21,8 +21,6 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ from pathlib import Path
 import websockets
 
 from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, tail
 from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
 
 CHROMIUM = "/usr/bin/chromium"
@@ -123,20 +122,20 @@ class PageResult:
 class Browser:
     """One Chromium process and one tab."""
 
-    def __init__(self, argv: list[str], profile: Path, log: Path):
-        self.profile, self.log = profile, log
-        with open(log, "wb") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+    def __init__(self, argv: list[str], profile: Path, workdir: Path):
+        """Chromium in a session of its own (its helpers with it), its output in workdir/chromium.out."""
+        self.profile = profile
+        self.process = ProcessGroup(workdir).start("chromium", argv, ready=False)
+        self.log = self.process.log
 
     async def connect(self, deadline_s: float = 30.0) -> None:
         port_file = self.profile / "DevToolsActivePort"
         end = time.monotonic() + deadline_s
         while not port_file.exists() or len(port_file.read_text().splitlines()) < 2:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"chromium exited with {self.proc.returncode}: {tail(self.log)}")
+            if not self.process.alive():
+                raise RuntimeError(f"chromium exited with {self.process.popen.returncode}: {tail(self.log, 10)}")
             if time.monotonic() > end:
-                raise RuntimeError(f"chromium did not open DevTools within {deadline_s} s: {tail(self.log)}")
+                raise RuntimeError(f"chromium did not open DevTools within {deadline_s} s: {tail(self.log, 10)}")
             await asyncio.sleep(0.1)
         port, path = port_file.read_text().splitlines()[:2]
         ws = await websockets.connect(f"ws://127.0.0.1:{port}{path}", max_size=64 << 20, open_timeout=deadline_s)
@@ -201,27 +200,7 @@ class Browser:
             await asyncio.wait_for(self.cdp.call("Browser.close"), 5)
         with contextlib.suppress(Exception):
             await self.cdp.close()
-        stop_process(self.proc)
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    """TERM, then KILL the whole session (Chromium's helpers are in it) by its leader's id."""
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        if proc.poll() is not None:
-            break
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=wait)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # helpers that outlived the leader
-
-
-def tail(path: Path, lines: int = 10) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+        self.process.stop(deadline_s=5)  # the whole session: Chromium's helpers are in it
 
 
 def next_page(links: list[str], origin: str, rng: random.Random) -> str | None:
@@ -233,7 +212,7 @@ def next_page(links: list[str], origin: str, rng: random.Random) -> str | None:
 async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list[PageResult]:
     proxy = f"{args.proxy[0]}:{args.proxy[1]}"
     argv = chromium_argv(args.chromium, proxy, profile, args.all_through_proxy)
-    browser = Browser(argv, profile, scratch / "chromium.log")
+    browser = Browser(argv, profile, scratch)
     rng = random.Random(args.seed)
     results: list[PageResult] = []
     try:

@@ -26,7 +26,7 @@ from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, fetch
 from spe_tools.workload.http11 import format_date, request_bytes
 from spe_tools.workload.popularity import History, parse_popularity
-from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
+from spe_tools.workload.stats import Histogram, fmt_ms, parse_hostport
 
 
 @dataclass
@@ -153,6 +153,39 @@ class Checks:
             self.size_mismatches += 1
 
 
+@dataclass
+class Tally:
+    """What the summary needs of the exchanges, as counts and bounded histograms: a long run at a
+    high rate must not keep every exchange in memory."""
+
+    completed: int = 0
+    error_kinds: Counter = field(default_factory=Counter)
+    statuses: Counter = field(default_factory=Counter)
+    bytes: int = 0
+    response_ms: Histogram = field(default_factory=Histogram)
+    first_byte_ms: Histogram = field(default_factory=Histogram)
+    late_ms: Histogram = field(default_factory=Histogram)
+
+    def add(self, ex: Exchange) -> None:
+        self.late_ms.add(ex.late_ms)
+        if ex.error:
+            self.error_kinds[ex.error.split(":")[0]] += 1
+            return
+        self.completed += 1
+        self.statuses[ex.status] += 1
+        self.bytes += ex.length
+        self.response_ms.add(ex.response_ms)
+        self.first_byte_ms.add((ex.first_byte - ex.sent) * 1000)
+
+    @property
+    def errors(self) -> int:
+        return sum(self.error_kinds.values())
+
+    @property
+    def done(self) -> int:
+        return self.completed + self.errors
+
+
 class LoadRun:
     def __init__(self, args: argparse.Namespace, model: cm.Model, mix: Mix):
         self.args, self.model, self.mix = args, model, mix
@@ -164,7 +197,7 @@ class LoadRun:
         self.pools = [Pool(target[0], target[1], args.max_conns) for _ in range(args.robots)]
         self.robots = [RobotState() for _ in range(args.robots)]
         self.origin_authority = f"{args.origin[0]}:{args.origin[1]}"
-        self.results: list[tuple[Planned, Exchange]] = []
+        self.tally, self.window = Tally(), Tally()  # the whole run; since the last progress line
         self.checks = Checks()
         self.categories: Counter = Counter()
         self.in_flight: set[asyncio.Task] = set()
@@ -180,8 +213,8 @@ class LoadRun:
         if (ex.status == 200 and plan.method == "GET" and plan.category == "new" and plan.spec
                 and plan.spec.cacheable):
             self.history.add(plan.path)
-        ex.reply = None  # keep only the measures
-        self.results.append((plan, ex))
+        self.tally.add(ex)
+        self.window.add(ex)
 
     async def run(self) -> float:
         loop = asyncio.get_running_loop()
@@ -216,37 +249,31 @@ class LoadRun:
 
     async def report_progress(self) -> None:
         loop = asyncio.get_running_loop()
-        seen = 0
         while True:
             await asyncio.sleep(self.args.report_every)
             now = loop.time() - self.start
-            window = [ex for _, ex in self.results[seen:]]
-            seen += len(window)
-            errors = sum(1 for ex in window if ex.error)
-            rt = distribution([ex.response_ms for ex in window if not ex.error])
-            rate = len(window) / self.args.report_every
-            print(f"load: t={now:.0f}s completed={len(self.results)} window_rate={rate:.1f}/s errors={errors}"
-                  f" response {fmt_ms(rt)}", file=sys.stderr, flush=True)
+            window, self.window = self.window, Tally()
+            rate = window.done / self.args.report_every
+            print(f"load: t={now:.0f}s completed={self.tally.done} window_rate={rate:.1f}/s"
+                  f" errors={window.errors} response {fmt_ms(window.response_ms.summary())}",
+                  file=sys.stderr, flush=True)
 
     def summary(self, elapsed: float) -> dict:
-        done = [(p, ex) for p, ex in self.results]
-        ok = [ex for _, ex in done if not ex.error]
+        tally = self.tally
         sent = sum(self.categories.values())
         hits_offered = self.categories["repeat"] + self.categories["ims"]
         return {
             "tool": "load", "config": config_dict(self.args, self.mix),
             "duration_s": round(self.args.duration, 3), "elapsed_s": round(elapsed, 3),
-            "sent": sent, "completed": len(ok), "errors": len(done) - len(ok), "lost": self.lost,
-            "error_kinds": dict(Counter(ex.error.split(":")[0] for _, ex in done if ex.error)),
+            "sent": sent, "completed": tally.completed, "errors": tally.errors, "lost": self.lost,
+            "error_kinds": dict(tally.error_kinds),
             "rate_configured": self.args.rate, "rate_achieved": round(sent / self.args.duration, 3),
-            "reply_rate": round(len(ok) / self.args.duration, 3),
+            "reply_rate": round(tally.completed / self.args.duration, 3),
             "offered_hit_ratio": round(hits_offered / sent, 4) if sent else None,
             "categories": dict(self.categories),
-            "statuses": {str(k): v for k, v in sorted(Counter(ex.status for ex in ok).items())},
-            "response_ms": distribution([ex.response_ms for ex in ok]),
-            "first_byte_ms": distribution([(ex.first_byte - ex.sent) * 1000 for ex in ok]),
-            "late_ms": distribution([ex.late_ms for _, ex in done]),
-            "bytes": sum(ex.length for ex in ok),
+            "statuses": {str(k): v for k, v in sorted(tally.statuses.items())},
+            "response_ms": tally.response_ms.summary(), "first_byte_ms": tally.first_byte_ms.summary(),
+            "late_ms": tally.late_ms.summary(), "bytes": tally.bytes,
             "proxy_reported_hits": self.checks.proxy_hits, "stale_uncacheable": self.checks.stale_uncacheable,
             "size_mismatches": self.checks.size_mismatches,
         }

@@ -19,9 +19,8 @@ from pathlib import Path
 from conftest import multiplier_binary
 
 from spe_tools.lab.model import parse_lab
-from spe_tools.lab.procs import alive, session_members, stop_child
 from spe_tools.lab.runner import RunningLab, bring_up
-from spe_tools.process import ProcessGroup
+from spe_tools.process import ProcessGroup, alive
 
 # Every object of the synthetic origin cacheable unless a request says otherwise (cc=...), small.
 ALL_CACHEABLE = {"cache_shares": {"public": 1.0, "private": 0.0, "no-store": 0.0, "cookie": 0.0, "vary": 0.0},
@@ -93,13 +92,12 @@ def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], No
             before(users)
         run = bring_up(lab, rundir, group, multiplier=multiplier, say=lambda _: None)
         for child in group.children:  # every process of every component, forked helpers included
-            pids += session_members(child.pid)
+            pids += child.members()
         yield LabUnderTest(run, workdir)
     finally:
         for child in group.children:
-            pids += session_members(child.pid)
-        for child in reversed(group.children):
-            stop_child(child)
+            pids += child.members()
+        group.stop_all()
         users.stop_all()
         left = [pid for pid in set(pids) if alive(pid)]
         shutil.rmtree(workdir, ignore_errors=True)

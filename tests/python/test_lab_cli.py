@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,9 +20,8 @@ from conftest import multiplier_binary
 
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import load_lab, parse_lab
-from spe_tools.lab.procs import alive, kill_session, session_members, stop_pids
 from spe_tools.lab.runner import LabError, bring_up, down
-from spe_tools.process import ProcessGroup
+from spe_tools.process import Child, ProcessGroup, alive, kill_session, session_members, stop_recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -141,6 +141,8 @@ def test_up_then_down_from_another_process(runs):
         stop_lab_process(up, runs)
     out = up.stdout.read()
     assert " | requests " in out and "spe lab: stopped; logs in" in out
+    # how each component ended: the Multiplier flushed its log and exited 0 on SIGTERM
+    assert re.search(r"spe lab: how they ended: .*multiplier exit 0 after SIGTERM", out), out
     left = [p for p in pids if alive(p)]
     assert not left, f"processes survived down: {left}"
     assert not (rundir / "pids.json").exists()
@@ -276,6 +278,9 @@ def test_a_dead_proxy_is_reported_and_measured_a_dead_collector_stops_the_lab(ru
     out = up.stdout.read()
     assert "proxy 'sq' stopped unexpectedly" in out and "sq ok 0 none 1 DOWN" in out
     assert "collector stopped unexpectedly" in out and "collector/cache.log" in out
+    # how each ended, as the supervisor saw it
+    assert re.search(r"proxy 'sq' stopped unexpectedly after \d+ s \(killed by SIGKILL\)", out), out
+    assert re.search(r"collector stopped unexpectedly after \d+ s \(collector killed by SIGKILL\)", out), out
     record = json.loads((rundir / "multiplier.jsonl").read_text().splitlines()[0])
     assert {p["name"]: p["result"] for p in record["proxies"]} == {"sq": "NO_RESPONSE", "dummy": "OK"}
     assert not [p for p in pids if alive(p)], "processes survived the lab"
@@ -342,14 +347,14 @@ def failing_bring_up(runs: Path, monkeypatch, capsys, sessions: set[int]) -> tup
     from spe_tools.lab import runner
     from spe_tools.lab.cli import run_lab
 
-    original = runner.launch
+    original = ProcessGroup.start
 
-    def launch(group, name, argv, **kw):
+    def start(group, name, argv, **kw):
         child = original(group, name, argv, **kw)
         sessions.add(child.pid)
         return child
 
-    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(ProcessGroup, "start", start)
     monkeypatch.setattr(runner, "MULTIPLIER", multiplier_binary())
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -364,7 +369,7 @@ def test_a_failed_bring_up_stops_forked_helpers_and_records_the_lab_that_ran(run
     with_forked_helper(monkeypatch)
     rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
     assert rc == 1 and "proxy 'late' (dummy) failed to start" in err
-    assert len(sessions) >= 3  # origin, helper, late (the Collector starts through its own module)
+    assert len(sessions) >= 3  # origin, Collector, helper, late
     left = {sid: session_members(sid) for sid in sessions if session_members(sid)}
     assert not left, f"processes survived the failed bring-up: {left}"
     assert not (rundir / "pids.json").exists()  # removed: nothing is left to stop
@@ -375,17 +380,15 @@ def test_a_failed_bring_up_stops_forked_helpers_and_records_the_lab_that_ran(run
 def test_a_process_the_lab_could_not_stop_stays_in_pids_json_for_down(runs, monkeypatch, capsys, sessions):
     needs("squid")
     with_forked_helper(monkeypatch)
-    from spe_tools.lab import runner
-
-    stop = runner.stop_child
-    monkeypatch.setattr(runner, "stop_child", lambda child, **kw: None if child.name == "helper" else stop(child))
+    stop = Child.stop
+    monkeypatch.setattr(Child, "stop", lambda child, **kw: None if child.name == "helper" else stop(child, **kw))
     rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
     assert rc == 1
     state = json.loads((rundir / "pids.json").read_text())  # kept: the helper is still running
     helper = next(e["pid"] for e in state["processes"] if e["name"] == "helper")
     assert len(session_members(helper)) == 2  # the dummy and its forked sleep
     # What `./spe lab down` does once the lab process is gone (here the runner is this test: not signalled).
-    assert "helper" in stop_pids(list(reversed(state["processes"])))
+    assert "helper" in stop_recorded(list(reversed(state["processes"])))
     assert not session_members(helper), "pids.json did not lead to every process of the helper"
 
 

@@ -8,6 +8,7 @@ import pytest
 from httpclient import Connection
 
 from spe_tools.mini_origin import body_for
+from spe_tools.process import rss_kb
 
 # mode -> (method, expected result, expected error)
 FAULTS = {
@@ -139,13 +140,6 @@ def test_serial_legs_run_one_after_the_other(lab, start_multiplier):
         assert sorted(p["position"] for p in record["proxies"]) == [0, 1]
         assert all(p["ttfb_us"] >= 1_500_000 for p in record["proxies"])  # each leg's clock starts with the leg
     assert fan_out_s["serial"] >= 3.0, fan_out_s
-
-
-def rss_kb(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def test_memory_stays_bounded_under_faulty_proxies(lab, good_squid, faulty, start_multiplier, monkeypatch):

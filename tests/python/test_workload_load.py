@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tracemalloc
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -19,11 +20,52 @@ from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
-from spe_tools.workload.load import Mix, Planner, RobotState
+from spe_tools.workload.client import Exchange
+from spe_tools.workload.load import Mix, Planner, RobotState, Tally
 from spe_tools.workload.popularity import History, parse_popularity, zipf_index
+from spe_tools.workload.stats import distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+
+
+def exchange(rng: random.Random, error: str = "") -> Exchange:
+    ex = Exchange(scheduled=0.0, sent=rng.uniform(0, 0.002), status=200, length=100, error=error)
+    ex.first_byte = ex.sent + rng.expovariate(200)
+    ex.done = ex.first_byte + rng.expovariate(50)
+    return ex
+
+
+def test_the_tally_keeps_a_bounded_summary_with_the_exact_one_s_fields():
+    rng, tally, exchanges = random.Random(7), Tally(), []
+    for i in range(20_000):
+        exchanges.append(exchange(rng, error="timeout" if i % 1000 == 0 else ""))
+        tally.add(exchanges[-1])
+    assert (tally.completed, tally.errors, dict(tally.error_kinds)) == (19_980, 20, {"timeout": 20})
+    assert dict(tally.statuses) == {200: 19_980} and tally.bytes == 19_980 * 100
+    exact = {"response_ms": distribution([ex.response_ms for ex in exchanges if not ex.error]),
+             "late_ms": distribution([ex.late_ms for ex in exchanges])}
+    for name, want in exact.items():
+        got = getattr(tally, name).summary()
+        assert got.keys() == want.keys()
+        assert (got["count"], got["mean"], got["max"]) == (want["count"], want["mean"], want["max"])
+        for p in ("p50", "p90", "p99"):  # HdrHistogram at three significant digits
+            assert got[p] == pytest.approx(want[p], rel=1e-3, abs=1e-3), (name, p)
+
+
+def test_the_tally_does_not_grow_with_the_exchanges():
+    rng, tally = random.Random(8), Tally()
+    tracemalloc.start()
+    try:
+        for _ in range(1000):
+            tally.add(exchange(rng))
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(50_000):
+            tally.add(exchange(rng))
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024  # a list of the exchanges would be megabytes
 
 
 def test_poisson_schedule_has_the_rate_and_exponential_gaps():
