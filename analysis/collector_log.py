@@ -1,8 +1,8 @@
 """The Collector's Squid access.log, per Collector port: what each proxy under test pulled.
 
 Reads Squid's native format, optionally followed by the receiving port and the request size,
-as the lab's `spe` logformat writes them:
-    %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st
+as the `spe` logformat writes them (SPE_LOGFORMAT: the one definition, which the Collector's
+squid.conf and spe_tools.squid's write).
 Lines that do not parse are counted, never fatal.
 """
 

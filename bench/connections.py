@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import busy_seconds, machine, publish, read_reply  # noqa: E402
 
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
 
@@ -330,7 +331,7 @@ def main() -> int:
     parser.add_argument("--counts", default="1000,3000,10000", help="idle connection counts, comma-separated")
     parser.add_argument("--concurrency", type=int, default=500, help="requests sent at once to reach the idle state")
     parser.add_argument("--in-flight", type=int, default=1000, help="requests held in flight (0: skip)")
-    parser.add_argument("--hold", type=float, default=20, help="seconds the slow Collector holds each reply")
+    parser.add_argument("--hold", type=parse_duration, default=20, help="seconds the slow Collector holds each reply")
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
     for tool in ("nginx",):

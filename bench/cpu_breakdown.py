@@ -57,6 +57,7 @@ from benchlib import (  # noqa: E402
 from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks  # noqa: E402
 
 from analysis.stats import median  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -262,9 +263,10 @@ def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=8, help="wrk run per round (part 1)")
-    parser.add_argument("--trace-seconds", type=float, default=4, help="load while strace counts (part 2)")
-    parser.add_argument("--callgrind-seconds", type=float, default=8, help="load while callgrind counts (part 3)")
+    parser.add_argument("--seconds", type=parse_duration, default=8, help="wrk run per round (part 1)")
+    parser.add_argument("--trace-seconds", type=parse_duration, default=4, help="load while strace counts (part 2)")
+    parser.add_argument("--callgrind-seconds", type=parse_duration, default=8,
+                        help="load while callgrind counts (part 3)")
     parser.add_argument("--baseline", type=Path, metavar="BINARY",
                         help="another spe-multiplier build (e.g. an older commit's) measured beside this one")
     parser.add_argument("--no-append", action="store_true")

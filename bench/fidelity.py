@@ -68,6 +68,7 @@ from benchlib import (  # noqa: E402
 )
 
 from analysis.stats import mean_ci, median, median_ci, percentile  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -298,7 +299,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("dummies", "positions", "both"), default="both")
     parser.add_argument("--rate", type=float, default=100, help="client requests per second (default 100)")
-    parser.add_argument("--seconds", type=float, default=30, help="seconds per measurement (default 30)")
+    parser.add_argument("--seconds", type=parse_duration, default=30, help="seconds per measurement (default 30)")
     parser.add_argument("--placements", default="pinned,unpinned",
                         help="for --part positions: pinned (every server on CPU1), unpinned, or both (default)")
     parser.add_argument("--legs", default="parallel,serial",

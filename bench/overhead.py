@@ -80,6 +80,7 @@ from benchlib import (  # noqa: E402
 )
 
 from analysis.stats import median  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import Child, ProcessGroup  # noqa: E402
 
@@ -267,7 +268,7 @@ def table(runs: list[dict], seconds: float, gaps: dict[str, list[float]], target
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
-    parser.add_argument("--seconds", type=float, default=2, help="seconds per wrk run (default 2)")
+    parser.add_argument("--seconds", type=parse_duration, default=2, help="seconds per wrk run (default 2)")
     parser.add_argument("--quick", action="store_true",
                         help="1 round of 1 s per scenario, back-to-back only (a smoke run, about 1 minute)")
     parser.add_argument("--gap-ms", type=float, default=DEFAULT_GAP_MS,

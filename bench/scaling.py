@@ -59,6 +59,7 @@ from benchlib import (  # noqa: E402
 )
 
 from analysis.stats import percentile  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -171,7 +172,7 @@ def main() -> int:
     parser.add_argument("--proxies-for-rates", type=int, default=4, help="proxies under test in the rate sweep")
     parser.add_argument("--counts", default="0,1,2,4,8", help="proxies under test for the proxies sweep")
     parser.add_argument("--rate-for-counts", type=float, default=500, help="client rate in the proxies sweep")
-    parser.add_argument("--seconds", type=float, default=15, help="seconds per point (default 15)")
+    parser.add_argument("--seconds", type=parse_duration, default=15, help="seconds per point (default 15)")
     parser.add_argument("--size", type=int, default=1024, help="object size in bytes (default 1024)")
     parser.add_argument("--no-plot", action="store_true", help="do not write docs/images/scaling.png")
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")

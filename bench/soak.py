@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests/python"))
 from benchlib import machine, publish  # noqa: E402
 from httpclient import Connection  # noqa: E402
 
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
@@ -54,9 +55,6 @@ def workload(rng: random.Random, origin: str) -> tuple[str, str, bytes]:
     return "POST", f"{origin}/post", f"form={obj}".encode()
 
 
-def duration_s(text: str) -> float:
-    units = {"s": 1, "m": 60, "h": 3600}
-    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
 
 
 def clients(port: int, origin: str, rate: float, until: float, latencies: list, errors: list, n: int = 4) -> list:
@@ -89,12 +87,12 @@ def clients(port: int, origin: str, rate: float, until: float, latencies: list, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", default="60m")
+    parser.add_argument("--duration", type=parse_duration, default="60m")
     parser.add_argument("--rate", type=float, default=100, help="client requests per second in total")
-    parser.add_argument("--every", type=float, default=10, help="sampling period, seconds")
+    parser.add_argument("--every", type=parse_duration, default=10, help="sampling period (default 10 s)")
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
-    total = duration_s(args.duration)
+    total = args.duration
     workdir = Path(tempfile.mkdtemp(prefix="spe-soak-"))
     workdir.chmod(0o755)
     samples = []
@@ -146,7 +144,7 @@ def main() -> int:
                 f"{s['p99_ms'] or 0:.2f} |")
     picks = [samples[0], samples[len(samples) // 4], samples[len(samples) // 2], samples[3 * len(samples) // 4],
              samples[-1]] if samples else []
-    command = ("./spe bench soak" + ("" if args.duration == "60m" else f" --duration {args.duration}")
+    command = ("./spe bench soak" + ("" if args.duration == 3600 else f" --duration {args.duration:g}s")
                + ("" if args.rate == 100 else f" --rate {args.rate:g}"))
     text = (f"\n## {TITLE} — {datetime.date.today()}\n\nMachine: {machine()}. Command: `{command}`. Squid Collector, "
             f"two Squid proxies and the dummy under test, release build.\n\n"

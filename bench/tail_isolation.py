@@ -61,6 +61,7 @@ from benchlib import (  # noqa: E402
 from httpclient import Connection  # noqa: E402
 
 from analysis.stats import percentile  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
@@ -89,7 +90,7 @@ def request_of(client: int, n: int) -> tuple[str, str]:
     return ("HEAD" if n % 5 == 4 else "GET"), f"/c/tail-{(client + n) % OBJECTS}?size={SIZE}"
 
 
-def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int, split: bool, threads: int) -> dict:
+def start_servers(group: ProcessGroup, timeout_s: float, delay_ms: int, split: bool, threads: int) -> dict:
     """Origin, Collector, the good Squid, the nine fault proxies and both Multipliers; their ports and pids."""
     origin = free_port()
     origin_argv = [sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"), "--port", str(origin)]
@@ -106,7 +107,7 @@ def start_servers(group: ProcessGroup, timeout_s: str, delay_ms: int, split: boo
                 "--parent", f"127.0.0.1:{collector.port}", "--mode", mode, "--delay-ms", str(delay_ms)]
         child = group.start(f"fault-{mode}", argv, port=int(argv[3]))
         faults[mode], pids = child.port, [*pids, child.pid]
-    extra = ("--timeout", timeout_s, "--threads", str(threads))
+    extra = ("--timeout", f"{timeout_s:g}", "--threads", str(threads))
     mults = {
         "good": start_multiplier(group, "mult-good", free_port(), collector.port, {"good": good.port},
                                  group.workdir / "good.jsonl", cpu=None, extra=extra),
@@ -239,7 +240,7 @@ def report(args: argparse.Namespace, results: dict, cpu: dict, foreign_s: float,
     lines = [f"\n## {TITLE} — {stamp}\n",
              f"Machine: {machine()}, shared with other jobs (see the CPU table). Command: "
              f"`{command_line('tail_isolation')}`. Two release Multipliers "
-             f"(`--timeout {args.timeout} --threads {args.threads}`), "
+             f"(`--timeout {args.timeout:g} --threads {args.threads}`), "
              f"{'the faulty proxies on CPU1, everything else on CPU0' if args.split_cpus else 'unpinned'}: "
              f"*good* with one Debian Squid under test, *faulty* with the same Squid plus nine misbehaving proxies "
              f"({', '.join(FAULTS)}; slow = {args.delay_ms} ms). {args.clients} clients × {args.requests} requests "
@@ -277,7 +278,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
     with ProcessGroup(workdir) as group:
         servers = start_servers(group, args.timeout, args.delay_ms, args.split_cpus, args.threads)
         warm = warm_up(servers)
-        time.sleep(float(args.timeout) + 0.5)  # the warm-up's hanging legs have timed out
+        time.sleep(args.timeout + 0.5)  # the warm-up's hanging legs have timed out
         before, busy0, t0 = cpu_snapshot(servers), busy_seconds(), time.monotonic()
         results = run_rounds(servers, args.clients, args.requests, args.per_round)
         wall = time.monotonic() - t0
@@ -292,7 +293,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
         expected = warm // 2 + args.clients * args.requests
         seen: dict = {}
         for n in NAMES:
-            records = wait_records(workdir / f"{n}.jsonl", expected, float(args.timeout) + 15)
+            records = wait_records(workdir / f"{n}.jsonl", expected, args.timeout + 15)
             found, counts = check_records(records, expected, n)
             problems += found
             if n == "faulty":
@@ -306,7 +307,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=40, help="requests per client to each Multiplier")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--per-round", type=int, default=4, help="requests per client per phase of a round")
-    parser.add_argument("--timeout", default="5", help="the Multipliers' --timeout (a hanging leg's life), s")
+    parser.add_argument("--timeout", type=parse_duration, default=5.0,
+                        help="the Multipliers' --timeout (a hanging leg's life)")
     parser.add_argument("--delay-ms", type=int, default=300, help="the slow proxy's delay")
     parser.add_argument("--threads", type=int, default=1, help="the Multipliers' --threads")
     parser.add_argument("--split-cpus", action="store_true",

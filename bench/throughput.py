@@ -47,6 +47,7 @@ from benchlib import (  # noqa: E402
 )
 
 from analysis.stats import median  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.lab.render import render_text  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
@@ -243,7 +244,7 @@ def command_line() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as the perf anchors)")
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")

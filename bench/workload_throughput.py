@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import cpu_seconds, machine, publish  # noqa: E402
 
+from spe_tools.duration import parse_duration  # noqa: E402
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
@@ -37,7 +38,7 @@ ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 TARGET = 500
 
 
-def run_load(origin_port: int, rate: int, seconds: int, workdir: Path) -> dict:
+def run_load(origin_port: int, rate: int, seconds: float, workdir: Path) -> dict:
     out = workdir / f"load-{rate}.json"
     argv = ["taskset", "-c", "0", PYTHON, "-m", "spe_tools.workload.load", "--origin", f"127.0.0.1:{origin_port}",
             "--rate", str(rate), "--duration", f"{seconds}s", "--robots", "8", "--seed", str(rate),
@@ -76,7 +77,7 @@ def wrk_origin(origin_port: int, seconds: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="500,1000", help="load rates to run, req/s (default 500,1000)")
-    parser.add_argument("--seconds", type=int, default=20, help="per rate (default 20)")
+    parser.add_argument("--seconds", type=parse_duration, default=20, help="per rate (default 20)")
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]

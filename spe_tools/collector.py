@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.collector_log import SPE_LOGFORMAT
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
 from spe_tools.squid import run_squid
@@ -85,7 +86,7 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
     return render_text(TEMPLATE.read_text(), dict(
         name=name, dir=directory, client_port=client_port, proxy_ports=port_lines(proxy_ports),
         cache_mb=options.cache_mb, max_object_kb=options.max_object_kb,
-        port_name_field=" %ln" if kind == "spe" else "",
+        logformat=SPE_LOGFORMAT, port_name_field=" %ln" if kind == "spe" else "",
         # the patched build leaves out ICMP and HTCP; Debian's Squid must be told not to use them
         stock_only="" if kind == "spe" else "netdb_filename none\nhtcp_port 0\npinger_enable off\n",
         collector_directives=collector_directives(kind, options),

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from spe_tools import collector
+from spe_tools.duration import parse_duration
 from spe_tools.lab.cli import run_lab, say, write_report
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import Lab, LabFileError, load_lab
@@ -43,7 +44,8 @@ def adapt(lab: Lab) -> tuple[Lab, list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lab", type=Path, default=DEFAULT_LAB, help="lab file (default: configs/labs/default.toml)")
-    parser.add_argument("--duration", type=float, help="seconds of workload (default: the lab file's, 120)")
+    parser.add_argument("--duration", type=parse_duration,
+                        help="workload duration, e.g. 45s, 10m (default: the lab file's, 120 s)")
     parser.add_argument("--runs-dir", type=Path, help="where to create the run directory (default: runs/)")
     args = parser.parse_args()
     try:

@@ -14,6 +14,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from analysis.collector_log import SPE_LOGFORMAT
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
 
@@ -25,7 +26,7 @@ http_port 127.0.0.1:{{port}}
 {{extra_ports}}pid_filename {{dir}}/squid.pid
 cache_log {{dir}}/cache.log
 # Squid's native format plus the receiving port and the request size (see analysis/collector_log.py)
-logformat spe %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st
+logformat spe {{logformat}}
 access_log stdio:{{dir}}/access.log spe
 coredump_dir {{dir}}
 netdb_filename none
@@ -54,7 +55,8 @@ def squid_config(name: str, port: int, directory: Path, parent_port: int | None 
     so its access.log tells them apart by `%>lp`).
     """
     extra = "".join(f"http_port 127.0.0.1:{p} name={n}\n" for n, p in (extra_ports or {}).items())
-    text = render_text(COMMON, dict(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra))
+    text = render_text(COMMON, dict(name=name, port=port, dir=directory, cache_mb=cache_mb, extra_ports=extra,
+                                    logformat=SPE_LOGFORMAT))
     if parent_port is not None:
         text += render_text(CHILD, dict(parent_port=parent_port))
     return text

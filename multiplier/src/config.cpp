@@ -44,18 +44,36 @@ ProxyTarget parse_proxy_target(const std::string& text) {
     return {name, parse_endpoint(text.substr(eq + 1))};
 }
 
-std::chrono::milliseconds parse_seconds(const std::string& text) {
-    double seconds = 0;
+namespace {
+
+/// Milliseconds per unit of a duration's suffix; a bare number is seconds.
+double unit_ms(std::string_view suffix) {
+    if (suffix.empty() || suffix == "s") return 1000;
+    if (suffix == "ms") return 1;
+    if (suffix == "m") return 60'000;
+    if (suffix == "h") return 3'600'000;
+    return 0;
+}
+
+}  // namespace
+
+// The one duration syntax of every flag and config key (README.md, "A 5-minute tour"): 500ms, 2s, 10m, 1h, 2.5.
+std::chrono::milliseconds parse_duration(const std::string& text) {
+    const auto bad = [&text] {
+        return ConfigError("expected a duration: 500ms, 2s, 10m, 1h or a number of seconds, got '" + text + "'");
+    };
+    double number = 0;
+    std::size_t used = 0;
     try {
-        std::size_t used = 0;
-        seconds = std::stod(text, &used);
-        if (used != text.size()) throw std::invalid_argument("trailing");
+        number = std::stod(text, &used);
     } catch (const std::exception&) {
-        throw ConfigError("expected a number of seconds, got '" + text + "'");
+        throw bad();
     }
-    if (!std::isfinite(seconds) || seconds <= 0 || seconds > 86400)
-        throw ConfigError("seconds must be in (0, 86400], got '" + text + "'");
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
+    const double ms = number * unit_ms(std::string_view(text).substr(used));
+    if (ms == 0 && number != 0) throw bad();  // an unknown suffix
+    if (!std::isfinite(ms) || ms <= 0 || ms > 86'400'000)
+        throw ConfigError("a duration must be more than 0 and at most 86400 seconds (24h), got '" + text + "'");
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(ms)));
 }
 
 namespace {
@@ -78,11 +96,11 @@ po::options_description describe_options() {
         "one has answered, so that on a shared machine a proxy's measure does not include waiting for the other "
         "proxies' work, at the cost of a fan-out as long as its legs together")(
         "timeout", po::value<std::string>()->default_value("30"),
-        "seconds a proxy under test has to deliver its whole reply")(
+        "time a proxy under test has for its whole reply (500ms, 2s, 10m, 1h; a bare number is seconds)")(
         "client-timeout", po::value<std::string>()->default_value("60"),
-        "seconds of client or Collector inactivity before a connection is closed")(
+        "client or Collector inactivity before a connection is closed (a duration, as --timeout)")(
         "drain-timeout", po::value<std::string>()->default_value("10"),
-        "seconds SIGINT/SIGTERM waits for in-flight requests before aborting them (they are still logged)")(
+        "time SIGINT/SIGTERM waits for in-flight requests before aborting them, which are still logged")(
         "log", po::value<std::string>(), "write one JSON object per client request to FILE (JSON Lines)")(
         "rope-log", po::value<std::string>(), "also write ROPE's text log (one line per proxy) to FILE")(
         "capture-dir", po::value<std::string>(),
@@ -167,9 +185,9 @@ Config build_config(const po::variables_map& vm) {
                                 {{"sequential", FanoutMode::sequential}, {"concurrent", FanoutMode::concurrent}});
     c.legs = one_of<LegOrder>(vm, "legs", {{"parallel", LegOrder::parallel}, {"serial", LegOrder::serial}});
 
-    c.timeout = parse_seconds(vm["timeout"].as<std::string>());
-    c.client_timeout = parse_seconds(vm["client-timeout"].as<std::string>());
-    c.drain_timeout = parse_seconds(vm["drain-timeout"].as<std::string>());
+    c.timeout = parse_duration(vm["timeout"].as<std::string>());
+    c.client_timeout = parse_duration(vm["client-timeout"].as<std::string>());
+    c.drain_timeout = parse_duration(vm["drain-timeout"].as<std::string>());
     if (vm.count("log")) c.log_path = vm["log"].as<std::string>();
     if (vm.count("rope-log")) c.rope_log_path = vm["rope-log"].as<std::string>();
     if (vm.count("capture-dir")) c.capture_dir = vm["capture-dir"].as<std::string>();

@@ -81,6 +81,6 @@ std::optional<Config> parse_config(int argc, const char* const argv[]);
 
 Endpoint parse_endpoint(const std::string& text);
 ProxyTarget parse_proxy_target(const std::string& text);
-std::chrono::milliseconds parse_seconds(const std::string& text);
+std::chrono::milliseconds parse_duration(const std::string& text);
 
 }  // namespace spe

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from spe_tools.duration import parse_duration
 from spe_tools.lab.bypass import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.model import Lab, LabFileError, load_lab
 from spe_tools.lab.noise import noise_pairs
@@ -215,7 +216,8 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--runs-dir", type=Path, help="where to create the run directory (default: runs/)")
         s.set_defaults(func=func)
     r = sub.choices["run"]
-    r.add_argument("--duration", type=float, help="seconds of workload (default: [workload].duration_s)")
+    r.add_argument("--duration", type=parse_duration,
+                   help="workload duration, e.g. 45s, 10m (default: [workload].duration_s)")
     r.add_argument("--no-report", action="store_true", help="do not write the report")
     d = sub.add_parser("down", help="stop a running lab")
     d.add_argument("rundir", type=Path)

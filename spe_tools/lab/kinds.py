@@ -1,7 +1,8 @@
 """Proxy kinds: how each proxy under test is configured, started, stopped and named.
 
-One `Kind` per proxy: the programs it needs (and the Debian package that has them), its config
-files rendered from configs/proxies/<kind>/, its command line, the user it runs as when the lab
+One `Kind` per proxy: the lab-file keys it takes (`options`, each with its default and range), the
+programs it needs (and the Debian package that has them), its config files rendered from
+configs/proxies/<kind>/, its command line, the user it runs as when the lab
 runs as root, and whether it talks origin-form to its parent (then its Collector port is an
 accelerator port). Measured behaviour and traps of each: the team's proxy-lab notes.
 """
@@ -14,13 +15,31 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spe_tools.lab.model import ProxySpec
+from spe_tools.lab.options import Address, Option, PortList
 from spe_tools.lab.render import render_file, render_text
+from spe_tools.squid import service_name
+
+if TYPE_CHECKING:  # the model reads the kinds' options, so it imports this module
+    from spe_tools.lab.model import ProxySpec
 
 ROOT = Path(__file__).resolve().parents[2]
 # SPE_MULTIPLIER picks another build (./spe test runs the lab tests on the ASan one).
 MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
+
+# The keys of a [[proxy]] table (docs/lab-file.md); each kind lists those it takes.
+PORT = Option("port", 0, 0, 65535)  # where the proxy listens (0 = a free port)
+COLLECTOR_PORT = Option("collector_port", 0, 0, 65535)  # every kind: its Collector port (0 = a free port)
+CACHE_MB = Option("cache_mb", 64, 1, 65536)
+PREFETCH = Option("prefetch", False)
+PREFETCH_COUNT = Option("prefetch_count", 2, 1, 100)
+# The synthetic origin's numbered sequences: seq/<s>/<n>.jpg -> seq/<s>/<n+1>.jpg, matched against the
+# path without its leading slash. '.' stands where the path has a '/' (no '/' inside the pattern, whose
+# own delimiter it is), and \D keeps the number whole (else a greedy [^.]* would leave only its last digit).
+PREFETCH_PATTERN = Option("prefetch_pattern", r"/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/")
+CACHE_PORTS = PortList("cache_ports", ())  # apache: extra origin ports to cache (CacheEnable needs each one)
+ADDRESS = Address("address", None)  # external: HOST:PORT of the user's proxy
 
 
 @dataclass
@@ -47,6 +66,7 @@ class Kind:
     """Base: a proxy that runs from one rendered config file in its directory."""
 
     name = ""
+    options: tuple[Option, ...] = (PORT, CACHE_MB)  # its [[proxy]] keys besides name, kind and collector_port
     package: str | None = None
     programs: tuple[str, ...] = ()
     accel = False  # forwards origin-form requests: needs an accelerator port on the Collector
@@ -55,6 +75,10 @@ class Kind:
     version_args: tuple[str, ...] = ("-v",)
     version_re = r"(\d+\.\d+(?:\.\d+)?)"
     ready_deadline_s = 30.0
+
+    @property
+    def keys(self) -> set[str]:
+        return {option.key for option in self.options}
 
     def run_user(self, ctx: Context) -> str | None:
         return self.user if ctx.as_root else None
@@ -113,13 +137,12 @@ class Squid(Kind):
         return [render_file("squid", "squid.conf", ctx.dir / "squid.conf", ctx.values(user_line=line))]
 
     def argv(self, ctx: Context) -> list[str]:
-        # -n names Squid's shared memory segments: unique per running Squid (letters and digits only).
-        service = ("spe" + re.sub(r"[^A-Za-z0-9]", "", f"{os.getpid()}{ctx.spec.name}"))[:32]
-        return [self.programs[0], "-n", service, "-N", "-d1", "-f", str(ctx.dir / "squid.conf")]
+        return [self.programs[0], "-n", service_name(ctx.spec.name), "-N", "-d1", "-f", str(ctx.dir / "squid.conf")]
 
 
 class TrafficServer(Kind):
     name, package, programs, user = "trafficserver", "trafficserver", ("/usr/bin/traffic_server",), "trafficserver"
+    options = (PORT, CACHE_MB, PREFETCH, PREFETCH_COUNT, PREFETCH_PATTERN)
     version_args = ("-V",)
     EMPTY = ("cache.config", "hosting.config", "volume.config", "socks.config", "splitdns.config", "sni.yaml",
              "ssl_multicert.config", "strategies.yaml")
@@ -170,6 +193,7 @@ class Varnish(Kind):
 
 class Apache(Kind):
     name, package, programs, user = "apache", "apache2", ("/usr/sbin/apache2",), "www-data"
+    options = (PORT, CACHE_MB, CACHE_PORTS)
 
     def render(self, ctx: Context) -> list[Path]:
         for sub in ("run", "logs", "cache"):
@@ -202,7 +226,7 @@ class Nginx(Kind):
 
 class Tinyproxy(Kind):
     name, package, programs, user = "tinyproxy", "tinyproxy", ("/usr/bin/tinyproxy",), "tinyproxy"
-    caches = False
+    options, caches = (PORT,), False
 
     def render(self, ctx: Context) -> list[Path]:
         line = _user_line(ctx, self.user, "User {{user}}\nGroup {{user}}")
@@ -214,7 +238,7 @@ class Tinyproxy(Kind):
 
 class Privoxy(Kind):
     name, package, programs, user = "privoxy", "privoxy", ("/usr/sbin/privoxy",), "privoxy"
-    caches = False
+    options, caches = (PORT,), False
     version_args = ("--version",)
 
     def render(self, ctx: Context) -> list[Path]:
@@ -229,7 +253,7 @@ class Privoxy(Kind):
 class Dummy(Kind):
     """The Multiplier's --dummy mode: a pass-through to its Collector port, the no-cache baseline."""
 
-    name, caches = "dummy", False
+    name, options, caches = "dummy", (PORT,), False
     version_args = ("--version",)
 
     @property
@@ -253,7 +277,7 @@ class Dummy(Kind):
 class External(Kind):
     """A proxy the user runs (maybe on another host): the lab only gives it a Collector port."""
 
-    name, caches = "external", True
+    name, options, caches = "external", (ADDRESS,), True
 
     def render(self, ctx: Context) -> list[Path]:
         return []

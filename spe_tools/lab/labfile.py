@@ -14,7 +14,8 @@ import shutil
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from spe_tools.lab.model import PROXY_KEYS, Lab, LabFileError, ProxySpec, load_lab
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.model import Lab, LabFileError, ProxySpec, load_lab
 
 
 def _value(value: object) -> str:
@@ -34,7 +35,7 @@ def _table(header: str, values: dict) -> list[str]:
 
 def _proxy_values(p: ProxySpec) -> dict:
     """The keys its kind accepts, in the model's field order; an external proxy's address is host:port."""
-    allowed = PROXY_KEYS[p.kind] | {"collector_port"}
+    allowed = KINDS[p.kind].keys | {"collector_port"}
     values = {"name": p.name, "kind": p.kind}
     if p.kind == "external":
         values["address"] = f"{p.host}:{p.port}"

@@ -1,21 +1,26 @@
 """The lab file: a TOML description of one test bed, parsed and validated into plain dataclasses.
 
 Every mistake is reported as a `LabFileError` whose message names the file, the table and the key,
-so `./spe lab check` can print it as is. Reference of every key: docs/lab-file.md.
+so `./spe lab check` can print it as is. Reference of every key: docs/lab-file.md. Each default is
+written once: in the spec dataclasses below (the Collector's from spe_tools.collector.CollectorOptions)
+and, for a proxy, in the keys its kind declares (spe_tools.lab.kinds, with their ranges).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spe_tools.collector import BINARIES, CollectorOptions
+from spe_tools.lab import kinds
+from spe_tools.lab.options import LabFileError, Table, parse_address
 from spe_tools.workload.popularity import parse_popularity
 
-PROXY_KINDS = ("squid", "trafficserver", "varnish", "apache", "nginx", "tinyproxy", "privoxy", "dummy", "external")
-COLLECTOR_KINDS = ("spe", "squid")
+PROXY_KINDS = tuple(kinds.KINDS)
+COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
 ORIGIN_KINDS = ("synthetic", "none")
 WORKLOAD_KINDS = ("none", "load", "browse")
 MULTIPLIER_MODES = ("sequential", "concurrent")
@@ -24,30 +29,12 @@ MULTIPLIER_LEGS = ("parallel", "serial")
 RESERVED_NAMES = ("direct", "collector", "origin", "multiplier", "workload", "report", "captures", "lab")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 
-# Per proxy kind: the keys a [[proxy]] table may carry besides name and kind.
-PROXY_KEYS: dict[str, set[str]] = {
-    "squid": {"port", "cache_mb"},
-    "trafficserver": {"port", "cache_mb", "prefetch", "prefetch_count", "prefetch_pattern"},
-    "varnish": {"port", "cache_mb"},
-    "apache": {"port", "cache_mb", "cache_ports"},
-    "nginx": {"port", "cache_mb"},
-    "tinyproxy": {"port"},
-    "privoxy": {"port"},
-    "dummy": {"port"},
-    "external": {"address"},
-}
-
-
-class LabFileError(ValueError):
-    """The lab file is unreadable or describes an impossible lab; the message says where and why."""
-
-
 @dataclass(frozen=True)
 class CollectorSpec:
     kind: str = "spe"
-    uncacheable_ttl_s: int = 180  # how long the patched Collector keeps an uncacheable reply for the proxies
-    replay_timing: bool = True
-    cache_mb: int = 256
+    uncacheable_ttl_s: int = CollectorOptions.uncacheable_ttl_s  # how long it keeps an uncacheable reply
+    replay_timing: bool = CollectorOptions.replay_timing
+    cache_mb: int = CollectorOptions.cache_mb
     port: int = 0  # the "direct" port the Multiplier uses; 0 = a free port
 
 
@@ -55,17 +42,14 @@ class CollectorSpec:
 class ProxySpec:
     name: str
     kind: str
-    port: int = 0  # where the proxy listens (0 = a free port); external: taken from address
-    cache_mb: int = 64
-    prefetch: bool = False
-    prefetch_count: int = 2
-    # The synthetic origin's numbered sequences: seq/<s>/<n>.jpg -> seq/<s>/<n+1>.jpg, matched against the
-    # path without its leading slash. '.' stands where the path has a '/' (no '/' inside the pattern, whose
-    # own delimiter it is), and \D keeps the number whole (else a greedy [^.]* would leave only its last digit).
-    prefetch_pattern: str = r"/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/"
-    cache_ports: tuple[int, ...] = ()  # apache: extra origin ports to cache (CacheEnable needs each one)
+    port: int = kinds.PORT.default  # external: taken from address
+    cache_mb: int = kinds.CACHE_MB.default
+    prefetch: bool = kinds.PREFETCH.default
+    prefetch_count: int = kinds.PREFETCH_COUNT.default
+    prefetch_pattern: str = kinds.PREFETCH_PATTERN.default
+    cache_ports: tuple[int, ...] = kinds.CACHE_PORTS.default
     host: str = "127.0.0.1"
-    collector_port: int = 0  # this proxy's Collector port (0 = a free port; fix it for an external proxy)
+    collector_port: int = kinds.COLLECTOR_PORT.default  # fix it for an external proxy
 
 
 @dataclass(frozen=True)
@@ -124,83 +108,19 @@ class Lab:
         return next(p for p in self.proxies if p.name == name)
 
 
-@dataclass
-class _Table:
-    """One TOML table being read: remembers which keys were used, to reject the others."""
-
-    where: str
-    data: dict[str, Any]
-    used: set[str] = field(default_factory=set)
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            return default
-        value = self.data[key]
-        # bool is an int in Python; a number where a flag is expected (or the reverse) is a mistake.
-        wrong_bool = isinstance(value, bool) != (kind is bool or (isinstance(kind, tuple) and bool in kind))
-        if not isinstance(value, kind) or wrong_bool:
-            raise LabFileError(f"{self.where}.{key}: expected {_type_name(kind)}, got {value!r}")
-        return value
-
-    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
-        value = self.get(key, str, default)
-        if value not in choices:
-            raise LabFileError(f"{self.where}.{key}: unknown {key} {value!r} (known: {', '.join(choices)})")
-        return value
-
-    def number(self, key: str, default: float | None, low: float, high: float, integer: bool = False) -> Any:
-        """The value, checked against [low, high]; `default` (None: "not given") when the key is absent."""
-        value = self.get(key, int if integer else (int, float), default)
-        if value is not None and not low <= value <= high:
-            raise LabFileError(f"{self.where}.{key}: {value} is out of range ({low} to {high})")
-        return value
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self.get(key, list, [])
-        if not all(isinstance(v, str) for v in value):
-            raise LabFileError(f"{self.where}.{key}: expected a list of strings, got {value!r}")
-        return tuple(value)
-
-    def finish(self, allowed: set[str] | None = None) -> None:
-        allowed = self.used if allowed is None else allowed
-        unknown = sorted(set(self.data) - allowed)
-        if unknown:
-            raise LabFileError(f"{self.where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _type_name(kind: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list",
-             dict: "a table"}
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
-def parse_address(text: str, where: str) -> tuple[str, int]:
-    """'host:port' -> (host, port); port 0 means "pick a free one"."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise LabFileError(f"{where}: expected HOST:PORT, got {text!r}")
-    return host.strip("[]"), int(port)
-
-
 def _relative_to(source: Path | None, path: str) -> Path:
     """A path in the lab file is relative to the file's own directory."""
     return source.parent / path if source else Path(path)
 
 
-def _port(table: _Table, key: str = "port") -> int:
-    return table.number(key, 0, 0, 65535, integer=True)
-
-
 def _collector(data: dict) -> CollectorSpec:
-    t = _Table("[collector]", data)
+    t = Table("[collector]", data, CollectorSpec())
     spec = CollectorSpec(
-        kind=t.choice("kind", COLLECTOR_KINDS, "spe"),
-        uncacheable_ttl_s=t.number("uncacheable_ttl_s", 180, 0, 86400, integer=True),
-        replay_timing=t.get("replay_timing", bool, True),
-        cache_mb=t.number("cache_mb", 256, 1, 65536, integer=True),
-        port=_port(t),
+        kind=t.choice("kind", COLLECTOR_KINDS),
+        uncacheable_ttl_s=t.number("uncacheable_ttl_s", 0, 86400, integer=True),
+        replay_timing=t.get("replay_timing", bool),
+        cache_mb=t.number("cache_mb", 1, 65536, integer=True),
+        port=t.number("port", 0, 65535, integer=True),
     )
     t.finish()
     return spec
@@ -210,7 +130,7 @@ def _proxy(data: Any, index: int) -> ProxySpec:
     where = f"[[proxy]] #{index + 1}"
     if not isinstance(data, dict):
         raise LabFileError(f"{where}: expected a table, got {data!r}")
-    t = _Table(where, data)
+    t = Table(where, data)
     name = t.get("name", str, None)
     if name is None:
         raise LabFileError(f"{where}: missing key 'name'")
@@ -223,37 +143,22 @@ def _proxy(data: Any, index: int) -> ProxySpec:
         raise LabFileError(f"{t.where}: missing key 'kind' (one of: {', '.join(PROXY_KINDS)})")
     kind = t.choice("kind", PROXY_KINDS, "")
     values: dict[str, Any] = {"name": name, "kind": kind}
-    if kind == "external":
-        if "address" not in data:
-            raise LabFileError(f"{t.where}: kind 'external' needs address = \"HOST:PORT\" of your proxy")
-        values["host"], values["port"] = parse_address(t.get("address", str, ""), f"{t.where}.address")
-        if values["port"] == 0:
-            raise LabFileError(f"{t.where}.address: an external proxy needs its real port, not 0")
-    else:
-        values["port"] = _port(t)
-        values["cache_mb"] = t.number("cache_mb", 64, 1, 65536, integer=True)
-        values["prefetch"] = t.get("prefetch", bool, False)
-        values["prefetch_count"] = t.number("prefetch_count", 2, 1, 100, integer=True)
-        values["prefetch_pattern"] = t.get("prefetch_pattern", str, ProxySpec.prefetch_pattern)
-        ports = t.get("cache_ports", list, [])
-        if not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports):
-            raise LabFileError(f"{t.where}.cache_ports: expected a list of port numbers, got {ports!r}")
-        values["cache_ports"] = tuple(ports)
-    values["collector_port"] = _port(t, "collector_port")
-    t.finish(PROXY_KEYS[kind] | {"name", "kind", "collector_port"})
+    for option in (*kinds.KINDS[kind].options, kinds.COLLECTOR_PORT):
+        values |= option.read(t)
+    t.finish()
     return ProxySpec(**values)
 
 
 def _multiplier(data: dict) -> MultiplierSpec:
-    t = _Table("[multiplier]", data)
+    t = Table("[multiplier]", data, MultiplierSpec())
     host, port = parse_address(t.get("listen", str, "127.0.0.1:0"), "[multiplier].listen")
     spec = MultiplierSpec(
         host=host, port=port,
-        mode=t.choice("mode", MULTIPLIER_MODES, "sequential"),
-        legs=t.choice("legs", MULTIPLIER_LEGS, "parallel"),
-        timeout_s=t.number("timeout_s", 30, 0.1, 3600),
-        threads=t.number("threads", 1, 1, 64, integer=True),
-        fanout_threads=t.number("fanout_threads", 1, 0, 64, integer=True),
+        mode=t.choice("mode", MULTIPLIER_MODES),
+        legs=t.choice("legs", MULTIPLIER_LEGS),
+        timeout_s=t.number("timeout_s", 0.1, 3600),
+        threads=t.number("threads", 1, 64, integer=True),
+        fanout_threads=t.number("fanout_threads", 0, 64, integer=True),
         compare_headers=t.strings("compare_headers"),
         ignore_headers=t.strings("ignore_headers"),
         extra_args=t.strings("extra_args"),
@@ -263,13 +168,14 @@ def _multiplier(data: dict) -> MultiplierSpec:
 
 
 def _origin(data: dict, source: Path | None) -> OriginSpec:
-    t = _Table("[origin]", data)
-    model = t.get("model", str, None)
-    spec = OriginSpec(kind=t.choice("kind", ORIGIN_KINDS, "synthetic"), host=t.get("host", str, "localhost"),
-                      port=_port(t), model=_relative_to(source, model) if model else None,
-                      think_mean_ms=t.number("think_mean_ms", None, 0, 600000),
-                      think_sd_ms=t.number("think_sd_ms", None, 0, 600000),
-                      seed=t.get("seed", int, 1))
+    t = Table("[origin]", data, OriginSpec())
+    model = t.get("model", str)
+    spec = OriginSpec(kind=t.choice("kind", ORIGIN_KINDS), host=t.get("host", str),
+                      port=t.number("port", 0, 65535, integer=True),
+                      model=_relative_to(source, model) if model else None,
+                      think_mean_ms=t.number("think_mean_ms", 0, 600000),
+                      think_sd_ms=t.number("think_sd_ms", 0, 600000),
+                      seed=t.get("seed", int))
     t.finish()
     if spec.host == "127.0.0.1" and spec.kind == "synthetic":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
@@ -278,17 +184,17 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
 
 
 def _workload(data: dict) -> WorkloadSpec:
-    t = _Table("[workload]", data)
+    t = Table("[workload]", data, WorkloadSpec())
     spec = WorkloadSpec(
-        kind=t.choice("kind", WORKLOAD_KINDS, "none"),
-        duration_s=t.number("duration_s", 60, 0, 7 * 86400),
-        rate=t.number("rate", 20, 0.01, 100000),
-        clients=t.number("clients", 4, 1, 1000, integer=True),
-        hit_ratio=t.number("hit_ratio", 0.55, 0, 1),
-        popularity=t.get("popularity", str, "zipf:0.8"),
-        pages=t.number("pages", 0, 0, 1_000_000, integer=True),
-        think_s=t.number("think_s", 2.0, 0, 3600),
-        seed=t.get("seed", int, 1),
+        kind=t.choice("kind", WORKLOAD_KINDS),
+        duration_s=t.number("duration_s", 0, 7 * 86400),
+        rate=t.number("rate", 0.01, 100000),
+        clients=t.number("clients", 1, 1000, integer=True),
+        hit_ratio=t.number("hit_ratio", 0, 1),
+        popularity=t.get("popularity", str),
+        pages=t.number("pages", 0, 1_000_000, integer=True),
+        think_s=t.number("think_s", 0, 3600),
+        seed=t.get("seed", int),
         args=t.strings("args"),
     )
     t.finish()
@@ -339,7 +245,7 @@ def parse_lab(text: str, source: Path | None = None) -> Lab:
 
 
 def _parse(data: dict, source: Path | None) -> Lab:
-    top = _Table("top level", data)
+    top = Table("top level", data)
     name = top.get("name", str, source.stem if source else "lab")
     if not NAME_RE.match(name):
         raise LabFileError(f"name: {name!r}: use a letter then up to 31 letters, digits, '-' or '_'")

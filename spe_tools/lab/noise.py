@@ -3,7 +3,7 @@
 Diffy's idea: run the same thing twice; whatever the two copies disagree on is noise (timing, the
 Collector, the comparison), not a difference between caches. The lab recognises such pairs by
 itself, lists them in lab.json (`noise_pairs`) and the report shows how often each pair disagreed
-(analysis/noise.py). Settings are the keys a kind declares (model.PROXY_KEYS), at their effective
+(analysis/noise.py). Settings are the keys a kind declares (kinds.Kind.options), at their effective
 values (a default and the same value written out are equal), except where the proxy listens.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from spe_tools.lab.model import PROXY_KEYS, Lab, ProxySpec
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.model import Lab, ProxySpec
 
 # Where a proxy listens or fetches, not how it behaves: twins differ there by necessity.
 PLACEMENT_KEYS = frozenset({"port", "collector_port", "address"})
@@ -21,7 +22,7 @@ def settings(spec: ProxySpec) -> tuple | None:
     """The kind and its behaviour-changing settings; None for an external proxy (its config is the user's)."""
     if spec.kind == "external":
         return None
-    keys = sorted(PROXY_KEYS[spec.kind] - PLACEMENT_KEYS)
+    keys = sorted(KINDS[spec.kind].keys - PLACEMENT_KEYS)
     return (spec.kind, *((key, getattr(spec, key)) for key in keys))
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import websockets
 
+from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, tail
 from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
 
@@ -253,9 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pages", type=int, default=0, help="browse N pages of the synthetic origin (needs --origin)")
     p.add_argument("--origin", help="HOST:PORT of the synthetic origin (for --pages)")
     p.add_argument("--start-pages", type=int, default=1000, help="first page drawn from /page/0..N-1.html")
-    p.add_argument("--think-s", type=float, default=2.0, help="mean think time between pages, exponential (s)")
+    p.add_argument("--think-s", type=parse_duration, default=2.0, help="mean think time between pages, exponential (s)")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=60.0, help="per page load (s)")
+    p.add_argument("--timeout", type=parse_duration, default=60.0, help="per page load (s)")
     p.add_argument("--no-cache", action="store_true", help="disable Chromium's own cache")
     p.add_argument("--profile", help="user-data-dir to use (default: a fresh temporary one, removed after)")
     p.add_argument("--all-through-proxy", action="store_true",

@@ -20,12 +20,13 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from spe_tools.duration import parse_duration
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, fetch
 from spe_tools.workload.http11 import format_date, request_bytes
 from spe_tools.workload.popularity import History, parse_popularity
-from spe_tools.workload.stats import Histogram, fmt_ms, parse_duration, parse_hostport
+from spe_tools.workload.stats import Histogram, fmt_ms, parse_hostport
 
 
 @dataclass
@@ -326,8 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world", default=None, help="object id prefix (default: random, so each run has new objects)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
     p.add_argument("--max-requests", type=int, default=1_000_000, help="bound on requests (default 1e6)")
-    p.add_argument("--timeout", type=float, default=30.0, help="per request, and the final drain (s)")
-    p.add_argument("--report-every", type=float, default=5.0, help="progress line period (s)")
+    p.add_argument("--timeout", type=parse_duration, default=30.0, help="per request, and the final drain (s)")
+    p.add_argument("--report-every", type=parse_duration, default=5.0, help="progress line period (s)")
     p.add_argument("--json", help="write the summary as JSON here")
     return p
 

@@ -19,6 +19,7 @@ import sys
 from collections import Counter
 from urllib.parse import urlsplit
 
+from spe_tools.duration import parse_duration
 from spe_tools.workload.client import Exchange, Pool, fetch
 from spe_tools.workload.http11 import request_bytes
 from spe_tools.workload.logparse import LogError, is_loopback_host, parse_lines, spread_identical, target_url
@@ -151,8 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conns-per-client", type=int, default=1,
                    help="persistent connections per client address (default 1; a busy one makes the next wait)")
     p.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
-    p.add_argument("--timeout", type=float, default=30.0, help="per request, and the final drain (s)")
-    p.add_argument("--report-every", type=float, default=10.0, help="progress line period (s)")
+    p.add_argument("--timeout", type=parse_duration, default=30.0, help="per request, and the final drain (s)")
+    p.add_argument("--report-every", type=parse_duration, default=10.0, help="progress line period (s)")
     p.add_argument("--allow-any-host", action="store_true", help="replay non-loopback hosts as they are")
     p.add_argument("--json", help="write the summary as JSON here")
     return p

@@ -58,15 +58,6 @@ def fmt_ms(dist: dict) -> str:
            f"max {dist['max']:.1f} ms"
 
 
-def parse_duration(text: str) -> float:
-    """Seconds from '90', '90s', '5m', '1h', '250ms'."""
-    text = text.strip()
-    for suffix, scale in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
-        if text.endswith(suffix) and text[:-len(suffix)].replace(".", "", 1).isdigit():
-            return float(text[:-len(suffix)]) * scale
-    return float(text)
-
-
 def parse_hostport(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():

@@ -88,6 +88,21 @@ def test_bad_lab_files_say_what_is_wrong(text, expected):
     assert expected in error(text)
 
 
+@pytest.mark.parametrize("kind", [k for k in PROXY_KINDS if k != "external"])
+def test_a_kind_takes_exactly_the_keys_it_declares(kind):
+    """Each kind's keys come from its own declaration (kinds.Kind.options): given at their defaults they
+    change nothing, and any other kind's key is refused with the kind's own list."""
+    options = KINDS[kind].options
+    given = "".join(f"{o.key} = {json.dumps(list(o.default) if isinstance(o.default, tuple) else o.default)}\n"
+                    for o in options)
+    assert parse_lab(MINIMAL.replace("squid", kind) + given).proxies == (ProxySpec(name="sq", kind=kind),)
+    foreign = sorted({o.key for k in KINDS.values() for o in k.options} - KINDS[kind].keys - {"address"})
+    for key in foreign:
+        allowed = ", ".join(sorted(KINDS[kind].keys | {"name", "kind", "collector_port"}))
+        assert error(MINIMAL.replace("squid", kind) + f"{key} = 1\n").endswith(
+            f"[[proxy]] 'sq': unknown key {key!r} (allowed: {allowed})")
+
+
 def test_message_names_the_file(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('[[proxy]]\nname = "x"\nkind = "haproxy"\n')

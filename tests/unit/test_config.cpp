@@ -61,6 +61,26 @@ TEST_CASE("a config file takes the same keys; flags win") {
     CHECK(c->listen.port == 9100);
 }
 
+TEST_CASE("durations: 500ms, 2s, 10m, 1h or a bare number of seconds") {
+    using std::chrono::milliseconds;
+    CHECK(spe::parse_duration("500ms") == milliseconds(500));
+    CHECK(spe::parse_duration("2s") == milliseconds(2000));
+    CHECK(spe::parse_duration("1.5s") == milliseconds(1500));
+    CHECK(spe::parse_duration("10m") == milliseconds(600'000));
+    CHECK(spe::parse_duration("1h") == milliseconds(3'600'000));
+    CHECK(spe::parse_duration("2.5") == milliseconds(2500));
+    for (const char* bad : {"", "s", "2x", "2 s", "ms", "2sec", "nan", "inf", "-1s", "0", "25h"})
+        CHECK_THROWS_WITH(spe::parse_duration(bad), Catch::Contains("seconds"));
+}
+
+TEST_CASE("every duration flag takes the duration forms") {
+    auto c = parse({"--collector", "h:1", "--timeout", "2s", "--client-timeout", "1m", "--drain-timeout", "500ms"});
+    REQUIRE(c);
+    CHECK(c->timeout == std::chrono::seconds(2));
+    CHECK(c->client_timeout == std::chrono::minutes(1));
+    CHECK(c->drain_timeout == std::chrono::milliseconds(500));
+}
+
 TEST_CASE("user errors are clear messages") {
     CHECK_THROWS_WITH(parse({}), Catch::Contains("--collector HOST:PORT is required"));
     CHECK_THROWS_WITH(parse({"--collector", "nohost"}), Catch::Contains("expected HOST:PORT"));
