@@ -83,10 +83,16 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
-def kill_session(sid: int, sig: int = signal.SIGKILL) -> None:
+def kill_session(sid: int, sig: int = signal.SIGKILL, wait_s: float = 2.0) -> None:
+    """Signals every live member of the session and waits (bounded) until they are gone: a killed
+    process takes a moment to die, and a caller that checks right after must not find it."""
+    signalled = []
     for pid in session_members(sid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
+            process = psutil.Process(pid)
             os.kill(pid, sig)
+            signalled.append(process)
+    psutil.wait_procs(signalled, timeout=wait_s)
 
 
 def process_tree(pid: int) -> list[int]:
