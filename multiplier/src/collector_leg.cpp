@@ -1,7 +1,7 @@
 #include "collector_leg.hpp"
 
-#include "body_digest.hpp"
-#include "proxy_leg.hpp"
+#include "md5_digest.hpp"
+#include "reply_header.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -117,7 +117,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     // The header leaves with the first body bytes (one write); each read takes
     // what the Collector has already sent, up to one buffer, so a body that
     // arrives in small pieces still goes out in few writes, without waiting.
-    BodyDigest digest;
+    Md5Digest digest;
     for (;;) {
         std::size_t filled = 0;
         while (!parser->is_done() && filled < chunk_bytes) {
@@ -163,7 +163,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     m.total_us = micros_since(conn_.started());
     if (m.error == LegError::none && !out.client_failed) {
         m.md5 = digest.hex_final();
-        if (!conn_.finish_reply(upstream_keep_alive)) conn_.close();
+        conn_.end_reply(upstream_keep_alive);
     } else {
         // A reply cut short can't be completed for the client: closing is how it learns.
         conn_.close();

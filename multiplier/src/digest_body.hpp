@@ -3,7 +3,7 @@
 // mismatch captures), so a proxy's reply never occupies more than one buffer.
 #pragma once
 
-#include "body_digest.hpp"
+#include "md5_digest.hpp"
 
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/message.hpp>
@@ -15,7 +15,7 @@ namespace spe {
 
 struct DigestBody {
     struct value_type {
-        BodyDigest digest;
+        Md5Digest digest;
         std::string head;
         std::size_t head_limit = 0;
     };

@@ -1,9 +1,9 @@
 #include "downstream_session.hpp"
 
-#include "body_digest.hpp"
 #include "connect_tunnel.hpp"
 #include "fanout.hpp"
 #include "lingering_close.hpp"
+#include "md5_digest.hpp"
 #include "request_policy.hpp"
 #include "result_log.hpp"
 
@@ -200,7 +200,7 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     record.tag = upstream_request[kRequestTagHeader];
     auto upstream = std::make_shared<const WireRequest>(std::move(upstream_request));
     auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
-    if (cfg.mode == FanoutMode::concurrent) fanout->start();
+    fanout->begin();
 
     auto out = co_await collector_.relay(*upstream, ClientSide{client_, head_request, req.version() >= 11, keep_alive});
     if (!out.client_answered) {
@@ -209,26 +209,19 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
                             " failed: " + std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail +
                             ")";
         auto sent = co_await reply_from_multiplier(status, reason, head_request, keep_alive);
-        fanout->set_reference(std::move(out.measure), status, std::move(sent));
-        if (cfg.mode == FanoutMode::sequential) fanout->skip("no fan-out: " + reason);
-        co_return keep_alive&& sent.error == LegError::none;
+        const bool next_request = keep_alive && sent.error == LegError::none;
+        fanout->set_reference({std::move(out.measure), status, std::move(sent), "no fan-out: " + reason});
+        co_return next_request;
     }
     const auto status = out.measure.status.value_or(0);
-    const bool complete = out.measure.error == LegError::none && !out.client_failed;
-    std::string why;
+    std::string shortfall;
     if (out.client_failed)
-        why = "no fan-out: the client went away during the reply";
-    else if (!complete)
-        why = "no fan-out: the Collector's reply broke off (" + out.measure.error_detail + ")";
-    fanout->set_reference(std::move(out.measure), status);
-    if (!why.empty()) {
-        if (cfg.mode == FanoutMode::sequential)
-            fanout->skip(why);
-        else
-            fanout->note(why);
-        co_return false;
-    }
-    if (cfg.mode == FanoutMode::sequential) fanout->start();
+        shortfall = "no fan-out: the client went away during the reply";
+    else if (out.measure.error != LegError::none)
+        shortfall = "no fan-out: the Collector's reply broke off (" + out.measure.error_detail + ")";
+    const bool whole = shortfall.empty();
+    fanout->set_reference({std::move(out.measure), status, std::nullopt, std::move(shortfall)});
+    if (!whole) co_return false;
     co_await keep_pace_with_fanout();
     co_return out.keep_alive && !ctx_->stopping();
 }

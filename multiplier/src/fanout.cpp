@@ -18,7 +18,7 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
       request_(std::move(request)),
       head_request_(head_request),
       work_(*ctx_),
-      in_flight_(*ctx_) {
+      request_count_(*ctx_) {
     record_.proxies.resize(ctx_->proxies().size());
     for (std::size_t i = 0; i < record_.proxies.size(); ++i)
         record_.proxies[i].name = ctx_->proxies()[i].name;
@@ -37,14 +37,47 @@ void Fanout::on_fanout_executor(Step step) {
     asio::post(pools_->executor(), [self = shared_from_this(), step = std::move(step)]() mutable { step(*self); });
 }
 
-void Fanout::start() {
-    pools_->fanout_handed_over();
-    on_fanout_executor([](Fanout& f) { f.start_legs(); });
+bool Fanout::sequential() const {
+    return ctx_->config().mode == FanoutMode::sequential;
 }
 
-void Fanout::start_legs() {
+void Fanout::begin() {
+    if (sequential()) return;
+    pools_->fanout_handed_over();
+    on_fanout_executor([](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body); });
+}
+
+void Fanout::set_reference(Reference reference) {
+    // Sequential: the proxies' turn comes once the reference is whole. Their
+    // reads then stop past its length: more bytes can only confirm a
+    // mismatch, so an endless body costs one byte more.
+    const bool legs_now = sequential() && reference.shortfall.empty();
+    if (legs_now) pools_->fanout_handed_over();
+    on_fanout_executor([reference = std::move(reference), legs_now](Fanout& f) mutable {
+        f.take_reference(std::move(reference));
+        if (legs_now) f.start_legs(f.record_.collector.bytes);
+    });
+}
+
+void Fanout::take_reference(Reference reference) {
+    record_.collector = std::move(reference.collector);
+    record_.client_status = reference.client_status;
+    own_reply_ = std::move(reference.own_reply);
+    has_reference_ = true;
+    if (!reference.shortfall.empty()) {
+        if (sequential()) {  // no fan-out: the record is logged with the reason
+            record_.proxies.clear();
+            started_ = true;
+        }
+        if (sequential() || !own_reply_) record_.note = std::move(reference.shortfall);
+    }
+    maybe_finish();
+}
+
+void Fanout::start_legs(std::uint64_t body_cap) {
     pools_->fanout_started();
     started_ = true;
+    body_cap_ = body_cap;
     const auto n = record_.proxies.size();
     pending_ = n;
     const auto first = n ? ctx_->next_rotation() % n : 0;
@@ -90,44 +123,13 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
         result.measure.error_detail = "too many requests outstanding on this proxy for this client connection";
     } else {
         const auto& cfg = ctx_->config();
-        ProxyLegLimits limits{cfg.timeout, std::nullopt, cfg.max_header_bytes,
-                              cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes};
-        // In sequential mode the reference length is known: reading past it
-        // can only confirm a mismatch, so an endless body costs one byte more.
-        if (cfg.mode == FanoutMode::sequential && has_reference_)
-            limits.body_cap = record_.collector.bytes;
-        else
-            limits.body_cap = cfg.max_proxy_body;
+        const ProxyLegLimits limits{cfg.timeout, body_cap_, cfg.max_header_bytes,
+                                    cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes};
         result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
         pools_->release(proxy, std::move(conn));
     }
     --pending_;
     maybe_finish();
-}
-
-void Fanout::set_reference(Measure collector, unsigned client_status, std::optional<Measure> own_reply) {
-    on_fanout_executor(
-        [collector = std::move(collector), client_status, own_reply = std::move(own_reply)](Fanout& f) mutable {
-            f.record_.collector = std::move(collector);
-            f.own_reply_ = std::move(own_reply);
-            f.record_.client_status = client_status;
-            f.has_reference_ = true;
-            f.maybe_finish();
-        });
-}
-
-void Fanout::skip(std::string why) {
-    on_fanout_executor([why = std::move(why)](Fanout& f) mutable {
-        f.record_.note = std::move(why);
-        f.record_.proxies.clear();
-        f.started_ = true;
-        f.pending_ = 0;
-        f.maybe_finish();
-    });
-}
-
-void Fanout::note(std::string why) {
-    on_fanout_executor([why = std::move(why)](Fanout& f) mutable { f.record_.note = std::move(why); });
 }
 
 void Fanout::maybe_finish() {

@@ -19,6 +19,18 @@
 
 namespace spe {
 
+/// The Collector leg's outcome: what the proxies' replies are compared with.
+struct Reference {
+    Measure collector;           // the Collector's reply as the client got it
+    unsigned client_status = 0;  // the status the client got
+    /// The Multiplier's own reply, when it answered by itself (the Collector
+    /// failed): the proxies are compared with it instead.
+    std::optional<Measure> own_reply;
+    /// Why the Collector's reply is not a whole reference (it failed or broke
+    /// off, or the client went away); empty when it is one.
+    std::string shortfall;
+};
+
 class Fanout : public std::enable_shared_from_this<Fanout> {
 public:
     Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
@@ -29,24 +41,26 @@ public:
     Fanout& operator=(const Fanout&) = delete;
 
     // Called from the client's session; each is carried out on the fan-out
-    // executor, after the calls made before it.
+    // executor, after the calls made before it. The fan-out mode
+    // (--mode sequential or concurrent) is decided here, nowhere else.
 
-    /// Sends the request to every proxy.
-    void start();
-    /// The Collector's reply, the status the client got, and, when the
-    /// Multiplier answered by itself (the Collector failed), that reply: it is
-    /// then the reference the proxies are compared with.
-    void set_reference(Measure collector, unsigned client_status, std::optional<Measure> own_reply = std::nullopt);
-    /// No fan-out for this request; the record is logged with the reason.
-    void skip(std::string why);
-    /// A remark for the record (e.g. why a concurrent fan-out's reference is incomplete).
-    void note(std::string why);
+    /// Before the Collector leg: in concurrent mode the request goes to every proxy now.
+    void begin();
+    /// After the Collector leg, with its outcome. Sequential mode: the request
+    /// goes to every proxy now (their reads cut past the reference's length),
+    /// or, when the reference falls short, not at all: the record says why.
+    /// Concurrent mode: a shortfall is the record's note, unless the
+    /// Multiplier's own reply stands in as the reference.
+    void set_reference(Reference reference);
 
 private:
     /// Runs `step` on the fan-out executor, keeping this fan-out alive until then.
     template <class Step>
     void on_fanout_executor(Step step);
-    void start_legs();
+    bool sequential() const;
+    /// `body_cap`: a proxy's body read ends past this many bytes.
+    void start_legs(std::uint64_t body_cap);
+    void take_reference(Reference reference);
     awaitable<void> run_leg(std::size_t proxy);
     /// --legs serial: each leg once the previous one has ended.
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order);
@@ -61,8 +75,9 @@ private:
     std::shared_ptr<const WireRequest> request_;
     bool head_request_;
     WorkGuard work_;
-    RequestCount in_flight_;
+    RequestCount request_count_;
     std::optional<Measure> own_reply_;
+    std::uint64_t body_cap_ = 0;
     std::size_t pending_ = 0;
     bool started_ = false;
     bool has_reference_ = false;

@@ -56,9 +56,9 @@ awaitable<void> drain(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
     const auto drain_deadline = Clock::now() + ctx->config().drain_timeout;
     std::optional<Clock::time_point> abort_deadline;
     error_code ec;
-    while (ctx->in_flight() > 0) {
+    while (ctx->unfinished_work() > 0) {
         if (!abort_deadline && Clock::now() >= drain_deadline) {
-            spdlog::warn("drain time over: aborting {} unfinished request(s)/connection(s)", ctx->in_flight());
+            spdlog::warn("drain time over: aborting {} unfinished request(s)/connection(s)", ctx->unfinished_work());
             ctx->abort_all();
             abort_deadline = Clock::now() + std::chrono::seconds(2);
         }

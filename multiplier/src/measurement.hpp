@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace spe {
@@ -35,8 +36,6 @@ struct Measure {
     // Filled only when mismatch capture is on.
     std::string raw_header;
     std::string body_head;
-
-    bool complete() const { return error == LegError::none && status.has_value(); }
 };
 
 enum class ResultClass {
@@ -48,7 +47,24 @@ enum class ResultClass {
     protocol_error,
 };
 
-std::string_view to_string(ResultClass r);
+/// The name the log gives a result class.
+constexpr std::string_view to_string(ResultClass r) {
+    switch (r) {
+        case ResultClass::ok:
+            return "OK";
+        case ResultClass::status_code_mismatch:
+            return "STATUS_CODE_MISMATCH";
+        case ResultClass::header_mismatch:
+            return "HEADER_MISMATCH";
+        case ResultClass::body_mismatch:
+            return "BODY_MISMATCH";
+        case ResultClass::no_response:
+            return "NO_RESPONSE";
+        case ResultClass::protocol_error:
+            return "PROTOCOL_ERROR";
+    }
+    return "PROTOCOL_ERROR";
+}
 
 struct ProxyResult {
     std::string name;

@@ -1,7 +1,5 @@
 #include "memory_trim.hpp"
 
-#include "read_buffer.hpp"
-
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -21,18 +19,6 @@
 #endif
 
 namespace spe {
-namespace {
-
-/// Hands the heap's free pages back to the system.
-void give_back_heap() {
-#if defined(SPE_MIMALLOC)
-    mi_collect(true);
-#elif defined(__GLIBC__)
-    malloc_trim(0);
-#endif
-}
-
-}  // namespace
 
 long resident_kib() {
     std::ifstream statm("/proc/self/statm");
@@ -42,8 +28,11 @@ long resident_kib() {
 }
 
 void give_back_memory() {
-    BufferRecycler::release();  // the thread's stock of read buffers, before the heap gives pages back
-    give_back_heap();
+#if defined(SPE_MIMALLOC)
+    mi_collect(true);
+#elif defined(__GLIBC__)
+    malloc_trim(0);
+#endif
 }
 
 std::string heap_allocator() {

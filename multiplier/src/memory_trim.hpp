@@ -32,8 +32,8 @@ private:
     std::size_t peak_ = 0;  // since the last trim
 };
 
-/// Gives back what a burst left: this thread's stock of read buffers, then
-/// the heap's free pages (mi_collect with mimalloc, malloc_trim with glibc).
+/// Gives back what a burst left: the heap's free pages (mi_collect with
+/// mimalloc, malloc_trim with glibc).
 void give_back_memory();
 
 /// Resident set size of this process in KiB (0 if unknown).

@@ -1,6 +1,7 @@
 #include "proxy_leg.hpp"
 
 #include "digest_body.hpp"
+#include "reply_header.hpp"
 
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -8,23 +9,8 @@
 
 #include <limits>
 #include <optional>
-#include <sstream>
 
 namespace spe {
-
-std::string header_text(const http::response_header<>& h) {
-    std::ostringstream out;
-    out << h;
-    return out.str();
-}
-
-void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy) {
-    m.status = h.result_int();
-    m.version = h.version();
-    m.headers = policy.select(h);
-    if (auto stamp = h.find(kFetchStampHeader); stamp != h.end()) m.fetch = std::string(stamp->value());
-}
-
 namespace {
 
 using ReplyParser = http::response_parser<DigestBody>;
@@ -96,8 +82,11 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
         co_return m;
     }
     m.md5 = body.digest.hex_final();
-    if (!conn.finish_reply(parser->get().keep_alive()))
-        m.error = LegError::extra_data, m.error_detail = "bytes followed the end of the reply";
+    conn.end_reply(parser->get().keep_alive());
+    if (conn.bytes_after_reply()) {
+        m.error = LegError::extra_data;
+        m.error_detail = "bytes followed the end of the reply";
+    }
     co_return m;
 }
 

@@ -21,11 +21,4 @@ struct ProxyLegLimits {
 awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& req, bool head_request,
                                  ProxyLegLimits limits, const HeaderPolicy& policy);
 
-/// Serialized reply header, for mismatch captures.
-std::string header_text(const http::response_header<>& h);
-
-/// What a final reply header tells: status, version, the compared headers and
-/// the Collector's fetch stamp (X-SPE-Fetch), if any.
-void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy);
-
 }  // namespace spe

@@ -30,7 +30,7 @@ std::unique_ptr<UpstreamConnection> ProxyPools::acquire(std::size_t proxy) {
 void ProxyPools::release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn) {
     auto& pool = pools_.at(proxy);
     pool.busy.erase(conn.get());
-    if (conn->is_open() && !client_closed_) pool.idle.push_back(std::move(conn));
+    if (conn->is_reusable() && !client_closed_) pool.idle.push_back(std::move(conn));
 }
 
 void ProxyPools::client_closed() {

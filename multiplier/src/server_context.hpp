@@ -64,9 +64,9 @@ public:
     void set_stopping() { stopping_.store(true); }
 
     /// Work that keeps a graceful stop waiting (open sessions, fan-outs not logged).
-    void work_started() { ++in_flight_; }
-    void work_finished() { --in_flight_; }
-    int in_flight() const { return in_flight_.load(); }
+    void work_started() { ++unfinished_work_; }
+    void work_finished() { --unfinished_work_; }
+    int unfinished_work() const { return unfinished_work_.load(); }
 
     void register_abortable(const std::shared_ptr<Abortable>& a);
     void abort_all();
@@ -89,7 +89,7 @@ private:
     std::atomic<std::uint64_t> last_id_{0};
     std::atomic<std::size_t> rotation_{0};
     std::atomic<bool> stopping_{false};
-    std::atomic<int> in_flight_{0};
+    std::atomic<int> unfinished_work_{0};  // WorkGuards alive
     std::atomic<std::size_t> requests_{0};
     std::atomic<std::size_t> request_peak_{0};
     std::mutex abortables_mutex_;

@@ -52,7 +52,6 @@ public:
 
     void expires_after(Clock::duration d) { expires_at(Clock::now() + d); }
     void expires_at(Clock::time_point t);
-    void expires_never() { expires_at(Clock::time_point::max()); }
     /// Like expires_at, but also for the operations already pending: a tunnel
     /// waiting to read from one side stays open while bytes flow the other way.
     void move_deadlines(Clock::time_point t);

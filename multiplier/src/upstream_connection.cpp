@@ -36,7 +36,8 @@ UpstreamConnection::UpstreamConnection(const asio::any_io_executor& ex, const st
 awaitable<LegError> UpstreamConnection::send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline,
                                              Measure& m) {
     started_ = t0;
-    const bool may_retry = may_send_again(req.message().method());
+    reusable_ = bytes_after_reply_ = false;
+    const bool may_retry = may_send_again(req.method());
     // An idle connection that has something to read cannot carry a request:
     // the peer closed it, or sent bytes nobody asked for (e.g. a HEAD reply's
     // body arriving after its leg ended), which would be read as this reply.
@@ -102,19 +103,20 @@ awaitable<LegError> UpstreamConnection::send_once(const WireRequest& req, Clock:
     co_return LegError::none;
 }
 
-bool UpstreamConnection::finish_reply(bool keep_alive) {
+void UpstreamConnection::end_reply(bool keep_alive) {
     error_code ec;
     // A last read that got less than it asked for found the receive queue
     // empty: no need to ask the kernel again (bytes arriving later are missed
     // either way).
-    const bool extra = buffer_.size() > 0 || (stream_.last_read_filled_buffer() && stream_.socket().available(ec) > 0);
-    if (!keep_alive || extra || ec) close();
+    bytes_after_reply_ =
+        buffer_.size() > 0 || (stream_.last_read_filled_buffer() && stream_.socket().available(ec) > 0);
+    reusable_ = keep_alive && !bytes_after_reply_ && !ec;
+    if (!reusable_) close();
     // Idle connections are pooled, their buffers and timer waits are not: the
     // next request allocates them again (a few allocations per request instead
     // of 16 KiB and a queued wait per idle connection).
     buffer_.shrink_to_fit();
     stream_.disarm();
-    return !extra;
 }
 
 void UpstreamConnection::close() {

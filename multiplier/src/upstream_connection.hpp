@@ -42,12 +42,15 @@ public:
     /// when it sent the request again. The caller's total time counts from it.
     Clock::time_point started() const { return started_; }
 
-    /// After a complete reply: keep the connection for the next request only
-    /// if the reply allowed it and nothing unexpected follows it; either way
-    /// the read buffer is freed and the deadline timer disarmed (a kept-alive
-    /// connection waits with neither).
-    /// Returns false if extra bytes followed the reply (a protocol error).
-    bool finish_reply(bool keep_alive);
+    /// After a reply read to its end: the connection stays open for the next
+    /// request only if the reply allowed it (`keep_alive`) and nothing
+    /// unexpected follows it; either way the read buffer is freed and the
+    /// deadline timer disarmed (a kept-alive connection waits with neither).
+    void end_reply(bool keep_alive);
+    /// Bytes followed the last reply, though nobody asked for them: a protocol error.
+    bool bytes_after_reply() const { return bytes_after_reply_; }
+    /// May carry another request: open, and its last reply ended as end_reply wants.
+    bool is_reusable() const { return reusable_ && is_open(); }
 
     void close();
     bool is_open() const { return stream_.socket().is_open(); }
@@ -68,6 +71,8 @@ private:
     ReadBuffer buffer_;
     const std::vector<tcp::endpoint>& endpoints_;
     Clock::time_point started_{};
+    bool reusable_ = false;
+    bool bytes_after_reply_ = false;
 };
 
 /// Parses what a connection has already buffered, as Beast's reads do first,

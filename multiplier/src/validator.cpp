@@ -2,24 +2,6 @@
 
 namespace spe {
 
-std::string_view to_string(ResultClass r) {
-    switch (r) {
-        case ResultClass::ok:
-            return "OK";
-        case ResultClass::status_code_mismatch:
-            return "STATUS_CODE_MISMATCH";
-        case ResultClass::header_mismatch:
-            return "HEADER_MISMATCH";
-        case ResultClass::body_mismatch:
-            return "BODY_MISMATCH";
-        case ResultClass::no_response:
-            return "NO_RESPONSE";
-        case ResultClass::protocol_error:
-            return "PROTOCOL_ERROR";
-    }
-    return "PROTOCOL_ERROR";
-}
-
 std::vector<std::string> differing_headers(const ComparedHeaders& a, const ComparedHeaders& b) {
     // Both lists are sorted by name: walk them together like a merge.
     std::vector<std::string> out;

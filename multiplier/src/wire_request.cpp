@@ -7,9 +7,9 @@
 
 namespace spe {
 
-WireRequest::WireRequest(Request message) : message_(std::move(message)) {
+WireRequest::WireRequest(Request message) : method_(message.method()) {
     // Beast's serializer produces the header exactly as http::write would.
-    http::request_serializer<http::string_body> sr(message_);
+    http::request_serializer<http::string_body> sr(message);
     sr.split(true);
     boost::system::error_code ec;
     while (!ec && !sr.is_header_done()) {
@@ -23,6 +23,7 @@ WireRequest::WireRequest(Request message) : message_(std::move(message)) {
         });
     }
     if (ec) throw std::logic_error("serializing a request header: " + ec.message());
+    body_ = std::move(message.body());
 }
 
 }  // namespace spe

@@ -15,21 +15,22 @@ namespace spe {
 
 class WireRequest {
 public:
-    /// Serializes the start line and fields of `message`. Its body is sent as
-    /// is, so the framing headers must already describe it (Content-Length, or
-    /// no body), as make_upstream_request ensures.
+    /// Serializes the start line and fields of `message` and keeps its body.
+    /// The body is sent as is, so the framing headers must already describe
+    /// it (Content-Length, or no body), as make_upstream_request ensures.
     explicit WireRequest(Request message);
 
-    const Request& message() const { return message_; }
+    /// What may be sent again after a failure (upstream_connection.hpp).
+    http::verb method() const { return method_; }
     /// The header block followed by the body, for one gathered write.
     std::array<boost::asio::const_buffer, 2> buffers() const {
-        return {boost::asio::buffer(header_), boost::asio::buffer(message_.body())};
+        return {boost::asio::buffer(header_), boost::asio::buffer(body_)};
     }
-    std::string_view header() const { return header_; }
 
 private:
-    Request message_;
+    http::verb method_;
     std::string header_;
+    std::string body_;
 };
 
 }  // namespace spe

@@ -148,9 +148,11 @@ class RunningLab:
     multiplier: Child | None = None
     pids: list[dict] = field(default_factory=list)
 
-    def record(self, child: Child, sig: int = signal.SIGTERM) -> None:
+    def record(self, child: Child) -> None:
         """Add a started process to pids.json (written at once: `down` may run any time)."""
-        self.pids.append({"name": child.name, "pid": child.pid, "start": start_time(child.pid), "signal": int(sig)})
+        self.pids.append(
+            {"name": child.name, "pid": child.pid, "start": start_time(child.pid), "signal": int(signal.SIGTERM)}
+        )
         self._write_pids()
 
     def _write_pids(self) -> None:

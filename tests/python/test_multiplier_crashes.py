@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 
 from conftest import ENV, ROOT
@@ -55,3 +56,21 @@ def test_the_collector_killed_mid_run_gives_502_with_a_reason(lab, start_multipl
     records = m.records(2)
     assert [r["client_status"] for r in records] == [200, 502]
     assert records[1]["collector"]["error"] == "refused"
+
+
+def test_a_collector_reply_that_breaks_off_is_noted_also_when_the_proxies_answered_first(lab, start_multiplier):
+    """Concurrent mode: the proxy has answered long before the Collector's reply breaks off (half the body,
+    then silence until --client-timeout). The record still says why its reference is incomplete: the note
+    once arrived after the record had been logged, and was lost."""
+    collector = lab.fault_proxy("breaking-collector", "short_body_hang")
+    proxy = lab.fault_proxy("quick-proxy", "ok")
+    m = start_multiplier("--collector", f"127.0.0.1:{collector.port}", "--mode", "concurrent", "--client-timeout", "1",
+                         "--proxy", f"quick=127.0.0.1:{proxy.port}", collector=False)
+    with socket.create_connection(("127.0.0.1", m.port), timeout=10) as s:
+        s.sendall(f"GET {lab.url('/c/breaks-off?size=1000')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        while s.recv(65536):  # the Multiplier closes the connection once the Collector's reply broke off
+            pass
+    [record] = m.records(1)
+    assert record["collector"]["error"] == "timeout"
+    assert record["proxies"][0]["total_us"] < 1_000_000  # the proxy had answered before the Collector gave up
+    assert (record["note"] or "").startswith("no fan-out: the Collector's reply broke off")

@@ -1,6 +1,6 @@
 // The proxy leg against scripted loopback peers: every reply fragmented,
 // broken or stalled in a known way must give its exact measure and error.
-#include "body_digest.hpp"
+#include "md5_digest.hpp"
 #include "proxy_leg.hpp"
 #include "scripted_server.hpp"
 #include "validator.hpp"

@@ -1,10 +1,7 @@
 // When the Multiplier gives freed heap memory back (once after a burst has
 // subsided, never under steady load or for small bursts), and that doing so
-// really returns it: the read-buffer stock is emptied and the resident size
-// falls back after a burst.
+// really returns it: the resident size falls back after a burst.
 #include "memory_trim.hpp"
-
-#include "read_buffer.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -47,17 +44,6 @@ TEST_CASE("a slow decline is trimmed once it is below a quarter of the peak sinc
         in_flight = next;
     }
     CHECK(trims >= 1);
-}
-
-TEST_CASE("giving memory back empties the read-buffer stock") {
-    std::vector<void*> blocks;
-    for (int i = 0; i < 8; ++i)
-        blocks.push_back(spe::BufferRecycler::take());
-    for (auto* b : blocks)
-        spe::BufferRecycler::give(b);
-    REQUIRE(spe::BufferRecycler::kept() >= 8);
-    spe::give_back_memory();
-    CHECK(spe::BufferRecycler::kept() == 0);
 }
 
 TEST_CASE("after a burst, giving memory back returns the freed heap to the system") {

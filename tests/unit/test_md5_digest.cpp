@@ -1,4 +1,4 @@
-#include "body_digest.hpp"
+#include "md5_digest.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@ TEST_CASE("incremental digest equals the one-shot digest whatever the split") {
         body.push_back(static_cast<char>(i * 7 + 3));
     const auto whole = spe::md5_hex(body.data(), body.size());
     for (std::size_t piece : {1u, 7u, 4096u, 65536u}) {
-        spe::BodyDigest d;
+        spe::Md5Digest d;
         for (std::size_t off = 0; off < body.size(); off += piece)
             d.update(body.data() + off, std::min(piece, body.size() - off));
         CHECK(d.bytes() == body.size());

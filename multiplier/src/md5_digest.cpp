@@ -1,4 +1,4 @@
-#include "body_digest.hpp"
+#include "md5_digest.hpp"
 
 #include <openssl/evp.h>
 
@@ -18,26 +18,26 @@ const EVP_MD* md5_algorithm() {
 }
 }  // namespace
 
-void BodyDigest::CtxDeleter::operator()(evp_md_ctx_st* ctx) const {
+void Md5Digest::CtxDeleter::operator()(evp_md_ctx_st* ctx) const {
     EVP_MD_CTX_free(ctx);
 }
 
-BodyDigest::BodyDigest() : ctx_(EVP_MD_CTX_new()) {
+Md5Digest::Md5Digest() : ctx_(EVP_MD_CTX_new()) {
     if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), md5_algorithm(), nullptr) != 1)
         throw std::runtime_error("OpenSSL: cannot start an MD5 digest");
 }
 
-BodyDigest::~BodyDigest() = default;
-BodyDigest::BodyDigest(BodyDigest&&) noexcept = default;
-BodyDigest& BodyDigest::operator=(BodyDigest&&) noexcept = default;
+Md5Digest::~Md5Digest() = default;
+Md5Digest::Md5Digest(Md5Digest&&) noexcept = default;
+Md5Digest& Md5Digest::operator=(Md5Digest&&) noexcept = default;
 
-void BodyDigest::update(const void* data, std::size_t size) {
+void Md5Digest::update(const void* data, std::size_t size) {
     if (size == 0) return;
     EVP_DigestUpdate(ctx_.get(), data, size);
     bytes_ += size;
 }
 
-std::string BodyDigest::hex_final() {
+std::string Md5Digest::hex_final() {
     std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
     unsigned int len = 0;
     EVP_DigestFinal_ex(ctx_.get(), md.data(), &len);
@@ -51,7 +51,7 @@ std::string BodyDigest::hex_final() {
 }
 
 std::string md5_hex(const void* data, std::size_t size) {
-    BodyDigest d;
+    Md5Digest d;
     d.update(data, size);
     return d.hex_final();
 }

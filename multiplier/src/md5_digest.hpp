@@ -10,14 +10,14 @@ struct evp_md_ctx_st;
 
 namespace spe {
 
-class BodyDigest {
+class Md5Digest {
 public:
-    BodyDigest();
-    ~BodyDigest();
-    BodyDigest(BodyDigest&&) noexcept;
-    BodyDigest& operator=(BodyDigest&&) noexcept;
-    BodyDigest(const BodyDigest&) = delete;
-    BodyDigest& operator=(const BodyDigest&) = delete;
+    Md5Digest();
+    ~Md5Digest();
+    Md5Digest(Md5Digest&&) noexcept;
+    Md5Digest& operator=(Md5Digest&&) noexcept;
+    Md5Digest(const Md5Digest&) = delete;
+    Md5Digest& operator=(const Md5Digest&) = delete;
 
     void update(const void* data, std::size_t size);
     /// Lowercase hex of the digest. Call once; the digest is then finished.

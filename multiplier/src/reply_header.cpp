@@ -1,0 +1,22 @@
+#include "reply_header.hpp"
+
+#include <boost/beast/http/write.hpp>
+
+#include <sstream>
+
+namespace spe {
+
+void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy) {
+    m.status = h.result_int();
+    m.version = h.version();
+    m.headers = policy.select(h);
+    if (auto stamp = h.find(kFetchStampHeader); stamp != h.end()) m.fetch = std::string(stamp->value());
+}
+
+std::string header_text(const http::response_header<>& h) {
+    std::ostringstream out;
+    out << h;
+    return out.str();
+}
+
+}  // namespace spe

@@ -1,0 +1,19 @@
+// What the Multiplier takes from a reply header, the Collector's or a proxy's.
+#pragma once
+
+#include "header_policy.hpp"
+#include "measurement.hpp"
+#include "message_types.hpp"
+
+#include <string>
+
+namespace spe {
+
+/// What a final reply header tells: status, version, the compared headers and
+/// the Collector's fetch stamp (X-SPE-Fetch), if any.
+void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy);
+
+/// Serialized reply header, for mismatch captures.
+std::string header_text(const http::response_header<>& h);
+
+}  // namespace spe
