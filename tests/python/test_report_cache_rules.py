@@ -10,7 +10,7 @@ import sys
 
 import matplotlib.pyplot as plt
 import pytest
-from conftest import ENV, ROOT
+from conftest import ENV, ROOT, read_records
 from test_analysis import measure, proxy, record
 from test_report_trust import topology, write_run
 
@@ -76,6 +76,12 @@ def judged_run(path, captures: bool = False):
         (path / "captures").mkdir()
         (path / "captures" / "00000002-squid.txt").write_text("## request\nGET http://o/2\n")
     return write_run(path, records, topology({"squid": "squid", "varnish": "varnish", "dummy": "dummy"}))
+
+
+def test_the_hand_made_records_honour_the_log_schema(tmp_path):
+    """The records these tests judge are in the documented format (read_records validates each one)."""
+    records = read_records(judged_run(tmp_path) / "multiplier.jsonl")
+    assert len(records) == 6 and records[1]["proxies"][0]["cache"]["evidence"] == AGE_EVIDENCE
 
 
 def sections(rep) -> dict[str, dict]:
