@@ -124,6 +124,7 @@ def rule_rows(counts: dict, catalogue: dict, findings: pl.DataFrame) -> list[dic
         section, meaning = catalogue.get(rule, (example["section"] if example else "", ""))
         rows.append({"rule": rule, "section": rfc(section) if section else "", "meaning": meaning,
                      "count": found, "share_pct": _pct(found, counts["reused"]), "chances": chances,
+                     "chance_pct": _pct(found, chances),
                      "standing": standing(found, chances, "violated" if catalogue is RULES else "advised"),
                      "example": example})
     return rows
@@ -187,21 +188,28 @@ def cache_rule_sections(verdicts: pl.DataFrame | None, names: list[str], log: Pa
 
 
 def evidence_rows(evidence: dict) -> list[tuple[str, str, str, str]]:
-    """(header, served, reference, request) for every header any side of the evidence names."""
-    sides = [evidence.get(side) or {} for side in ("served", "reference", "request")]
-    headers = sorted({h for side in sides for h in side}, key=str.lower)
-    return [(h, *(str(side[h]) if h in side else "-" for side in sides)) for h in headers]
+    """(header, served, reference, request) for every header any side of the evidence names; names match
+    whatever their case (as HTTP's do), `-` where a side lacks the header."""
+    sides = [{name.lower(): value for name, value in (evidence.get(side) or {}).items()}
+             for side in ("served", "reference", "request")]
+    spelling: dict[str, str] = {}
+    for side in ("served", "reference", "request"):
+        for name in evidence.get(side) or {}:
+            spelling.setdefault(name.lower(), name)
+    return [(spelling[h], *("-" if side.get(h) is None else str(side[h]) for side in sides))
+            for h in sorted(spelling)]
 
 
 def judge_noise(sections: list[dict], noise: dict) -> list[str]:
-    """The dummy has no cache: a reuse or a violation recorded for it is the judge's own error."""
+    """The dummy has no cache: a reuse or a violation recorded for it is the judge's own error, or the
+    Collector's (the dummy passes its replies on)."""
     by_name = {s["name"]: s["summary"] for s in sections}
     lines = []
     for dummy in noise.get("dummies", []):
         if (found := by_name.get(dummy["name"])) is not None:
             lines.append(f"{dummy['name']} (no cache): {found['reused']:,} reused and "
                          f"{sum(found['violations'].values()):,} violations over {found['judged']:,} judged replies "
-                         "(goal: 0; any is the judge's own error)")
+                         "(goal: 0; it has no cache: any is the judge's error or the Collector's)")
     return lines
 
 

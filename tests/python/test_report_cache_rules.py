@@ -14,7 +14,7 @@ from conftest import ENV, ROOT, read_records
 from test_analysis import measure, proxy, record
 from test_report_trust import topology, write_run
 
-from analysis.cache_rules import RULES
+from analysis.cache_rules import RULES, evidence_rows
 from analysis.records import COLLECTOR
 from analysis.report import build_report, html_report, text_report
 
@@ -105,7 +105,8 @@ def test_counts_shares_and_standing_per_proxy(tmp_path):
     assert (age["count"], age["share_pct"], age["standing"], age["section"]) == (2, 200 / 3, "violated", "RFC 9111 4")
     assert age["example"]["id"] == 2 and age["example"]["url"] == "http://o/2" and age["example"]["method"] == "GET"
     assert age["example"]["evidence"] == AGE_EVIDENCE
-    assert (vary["count"], vary["standing"]) == (0, "passed (2 chances)")
+    assert (vary["count"], vary["standing"], vary["chance_pct"]) == (0, "passed (2 chances)", 0)
+    assert age["chance_pct"] == 200 / 3
     assert no_store["standing"] == "passed (1 chance)"
     assert (private["standing"], private["chances"], private["example"]) == ("not exercised", 0, None)
     assert [r["rule"] for r in squid["rules"]] == list(RULES)  # every rule listed, the unexercised ones too
@@ -121,7 +122,7 @@ def test_counts_shares_and_standing_per_proxy(tmp_path):
 def test_a_violation_without_reuse_has_no_share_and_provenance_is_counted(tmp_path):
     varnish = sections(build_report(judged_run(tmp_path)))["varnish"]
     head = rules(varnish)["head-body"]
-    assert (head["count"], head["share_pct"], head["section"]) == (1, None, "RFC 9110 9.3.2")
+    assert (head["count"], head["share_pct"], head["chance_pct"], head["section"]) == (1, None, 100, "RFC 9110 9.3.2")
     assert varnish["summary"]["provenance"] == {"origin": 4, "none": 0, "corrupt": 1, "unknown": 1}
     assert head["example"]["evidence"] == {}  # the record had none
 
@@ -171,6 +172,12 @@ def test_html_section_tables_and_evidence(tmp_path):
     assert "<tr><th>Cache-Control</th><td>-</td><td>-</td><td>max-age=60</td></tr>" in squid
     assert '<a href="../captures/00000002-squid.txt">both replies</a>' in squid
     assert "Noise floor: 0.00 %" in section
+
+
+def test_evidence_rows_put_each_header_beside_its_counterparts():
+    rows = evidence_rows({"served": {"age": "3", "Vary": None}, "reference": {"Age": "9"},
+                          "request": {"accept-encoding": "gzip"}})
+    assert rows == [("accept-encoding", "-", "-", "gzip"), ("age", "3", "9", "-"), ("Vary", "-", "-", "-")]
 
 
 def test_summary_json_per_proxy_and_for_the_collector(tmp_path):
