@@ -65,7 +65,9 @@ LOG_SCHEMA = pa.schema([
 ])
 
 
-def _read_json_lines(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> pl.DataFrame:
+def read_json_lines(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> pl.DataFrame:
+    """Every line read against `schema` at once (fields it does not name are ignored); raises
+    pyarrow's ArrowInvalid or ArrowTypeError when a line does not fit."""
     # Arrow's JSON reader is multi-threaded C++: several times faster than the alternatives here.
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     table = pj.read_json(io.BytesIO(b"\n".join(lines)), parse_options=options,
@@ -79,7 +81,7 @@ def parse_ndjson(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> tuple[pl
     if not lines:
         return pl.DataFrame(), 0
     try:
-        return _read_json_lines(lines, schema), 0
+        return read_json_lines(lines, schema), 0
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         good = []
         for line in lines:
@@ -89,12 +91,12 @@ def parse_ndjson(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> tuple[pl
             except ValueError:
                 pass
         try:
-            return (_read_json_lines(good, schema) if good else pl.DataFrame()), len(lines) - len(good)
+            return (read_json_lines(good, schema) if good else pl.DataFrame()), len(lines) - len(good)
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # valid JSON of the wrong shape: drop per line
             frames, bad = [], len(lines) - len(good)
             for line in good:
                 try:
-                    frames.append(_read_json_lines([line], schema))
+                    frames.append(read_json_lines([line], schema))
                 except (pa.ArrowInvalid, pa.ArrowTypeError):
                     bad += 1
             return (pl.concat(frames) if frames else pl.DataFrame()), bad
@@ -133,14 +135,19 @@ def skipped_fanouts(df: pl.DataFrame) -> dict[str, int]:
     return dict(Counter(skip_reason(note) for note in skipped["note"].to_list()).most_common())
 
 
+def records_from_frame(df: pl.DataFrame, bad_lines: int) -> Records:
+    """The tables of a log read against LOG_SCHEMA (or a schema naming more)."""
+    if df.height == 0:
+        return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad_lines)
+    results = _results_table(df)
+    names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
+    return Records(results, names, df.height, bad_lines, skipped_fanouts(df))
+
+
 def load_jsonl(path: Path) -> Records:
     good, bad = split_lines(Path(path).read_bytes())
     df, bad_json = parse_ndjson(good)
-    if df.height == 0:
-        return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad + bad_json)
-    results = _results_table(df)
-    names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
-    return Records(results, names, df.height, bad + bad_json, skipped_fanouts(df))
+    return records_from_frame(df, bad + bad_json)
 
 
 ROPE_LINE = re.compile(
@@ -197,9 +204,3 @@ def find_log(run: Path) -> Path:
 
 def is_rope(log: Path) -> bool:
     return log.suffix == ".log"
-
-
-def load_run_records(run: Path) -> Records:
-    """The Multiplier's log of a run directory (or a log file given directly)."""
-    log = find_log(run)
-    return load_rope(log) if is_rope(log) else load_jsonl(log)

@@ -20,11 +20,11 @@ from markupsafe import Markup
 from analysis import plots
 from analysis.bypass import bypass_lines, find_bypasses, withhold_cache_figures
 from analysis.cache_behaviour import cache_columns, collector_usage
-from analysis.cache_records import load_verdicts
+from analysis.cache_records import load_judged_run
 from analysis.cache_rules import cache_rule_sections, cache_rules_text, evidence_rows, judge_noise
 from analysis.mismatches import mismatch_summary
 from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
-from analysis.records import COLLECTOR, find_log, load_run_records
+from analysis.records import COLLECTOR, find_log
 from analysis.run_collector import run_collector
 from analysis.stats import RESULT_CLASSES, proxy_table
 
@@ -76,7 +76,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     run = Path(run)
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
-    records = load_run_records(run)
+    records, verdicts, bad_cache_lines = load_judged_run(find_log(run))
     progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
     usage = collector_usage(run) if run.is_dir() else None
     rows = proxy_table(records.results, records.proxies)
@@ -85,7 +85,6 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     noise, bypass = trust_columns(run, records, usage[0] if usage else None, rows)
     capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
     progress("tallying the cache-rule verdicts")
-    verdicts, bad_cache_lines = load_verdicts(find_log(run))
     cache_rules = cache_rule_sections(verdicts, records.proxies, find_log(run), capture_dir)
     progress("drawing figures")
     figures = {

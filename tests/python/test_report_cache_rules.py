@@ -217,6 +217,15 @@ def test_an_unreadable_cache_object_costs_only_its_line(tmp_path):
     assert rep.bad_cache_lines == 1 and sections(rep)["squid"]["summary"]["judged"] == 1
 
 
+def test_a_broken_line_costs_neither_the_tables_nor_the_verdicts(tmp_path):
+    """A line that is no JSON makes the one-pass read fail: tables and verdicts are then read apart."""
+    log = judged_run(tmp_path) / "multiplier.jsonl"
+    log.write_text(log.read_text() + '{"id": oops}\n')
+    rep = build_report(tmp_path)
+    assert rep.requests == 6 and rep.bad_lines == 1 and rep.bad_cache_lines == 0
+    assert sections(rep)["squid"]["summary"] == SQUID_SUMMARY
+
+
 def test_a_rope_log_gives_no_section(tmp_path):
     line = ("Wed Jun 20 02:10:11 2001:(pid=1):RESULT: Collector: 0:1 0:1 5 {DUMMY,} 1.2.3.4 non-validation "
             "HTTP/1.0 GET http://o/\n")
