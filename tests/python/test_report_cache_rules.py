@@ -159,6 +159,7 @@ def test_an_unknown_rule_is_listed_after_the_known_ones(tmp_path):
 def test_html_section_tables_and_evidence(tmp_path):
     run = judged_run(tmp_path, captures=True)
     page = html_report(build_report(run), run / "report")
+    assert page.index('<a href="#cache-rules">') < page.index("<h2>Per proxy")  # found from the top of the page
     section = page[page.index('<h2 id="cache-rules">'):]
     assert "<h3 id=\"cache-squid\">squid</h3>" in section and "<h3 id=\"cache-Collector\">Collector</h3>" in section
     squid = section[section.index('<h3 id="cache-squid">'):section.index('<h3 id="cache-varnish">')]
