@@ -39,7 +39,7 @@ class Records:
     skipped: dict[str, int] = field(default_factory=dict)  # fan-outs that did not happen, by reason (note)
 
 
-def _split_lines(data: bytes) -> tuple[list[bytes], int]:
+def split_lines(data: bytes) -> tuple[list[bytes], int]:
     """Lines that can be JSON objects, and how many cannot (empty lines do not count)."""
     good, bad = [], 0
     for line in data.split(b"\n"):
@@ -65,20 +65,23 @@ LOG_SCHEMA = pa.schema([
 ])
 
 
-def _read_json_lines(lines: list[bytes]) -> pl.DataFrame:
+def read_json_lines(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> pl.DataFrame:
+    """Every line read against `schema` at once (fields it does not name are ignored); raises
+    pyarrow's ArrowInvalid or ArrowTypeError when a line does not fit."""
     # Arrow's JSON reader is multi-threaded C++: several times faster than the alternatives here.
-    options = pj.ParseOptions(explicit_schema=LOG_SCHEMA, unexpected_field_behavior="ignore")
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     table = pj.read_json(io.BytesIO(b"\n".join(lines)), parse_options=options,
                          read_options=pj.ReadOptions(block_size=1 << 24))
     return pl.from_arrow(table)
 
 
-def _parse_ndjson(lines: list[bytes]) -> tuple[pl.DataFrame, int]:
-    """Fast path: the whole batch at once; on failure, line by line to drop the bad ones."""
+def parse_ndjson(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> tuple[pl.DataFrame, int]:
+    """The lines read against `schema` (fields it does not name are ignored), and how many lines could not
+    be. Fast path: the whole batch at once; on failure, line by line to drop the bad ones."""
     if not lines:
         return pl.DataFrame(), 0
     try:
-        return _read_json_lines(lines), 0
+        return read_json_lines(lines, schema), 0
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         good = []
         for line in lines:
@@ -88,12 +91,12 @@ def _parse_ndjson(lines: list[bytes]) -> tuple[pl.DataFrame, int]:
             except ValueError:
                 pass
         try:
-            return (_read_json_lines(good) if good else pl.DataFrame()), len(lines) - len(good)
+            return (read_json_lines(good, schema) if good else pl.DataFrame()), len(lines) - len(good)
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # valid JSON of the wrong shape: drop per line
             frames, bad = [], len(lines) - len(good)
             for line in good:
                 try:
-                    frames.append(_read_json_lines([line]))
+                    frames.append(read_json_lines([line], schema))
                 except (pa.ArrowInvalid, pa.ArrowTypeError):
                     bad += 1
             return (pl.concat(frames) if frames else pl.DataFrame()), bad
@@ -132,14 +135,19 @@ def skipped_fanouts(df: pl.DataFrame) -> dict[str, int]:
     return dict(Counter(skip_reason(note) for note in skipped["note"].to_list()).most_common())
 
 
-def load_jsonl(path: Path) -> Records:
-    good, bad = _split_lines(Path(path).read_bytes())
-    df, bad_json = _parse_ndjson(good)
+def records_from_frame(df: pl.DataFrame, bad_lines: int) -> Records:
+    """The tables of a log read against LOG_SCHEMA (or a schema naming more)."""
     if df.height == 0:
-        return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad + bad_json)
+        return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad_lines)
     results = _results_table(df)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
-    return Records(results, names, df.height, bad + bad_json, skipped_fanouts(df))
+    return Records(results, names, df.height, bad_lines, skipped_fanouts(df))
+
+
+def load_jsonl(path: Path) -> Records:
+    good, bad = split_lines(Path(path).read_bytes())
+    df, bad_json = parse_ndjson(good)
+    return records_from_frame(df, bad + bad_json)
 
 
 ROPE_LINE = re.compile(
@@ -180,15 +188,19 @@ def load_rope(path: Path) -> Records:
     return Records(results, names, request, bad)
 
 
-def load_run_records(run: Path) -> Records:
-    """The Multiplier's log of a run directory (or a log file given directly)."""
+def find_log(run: Path) -> Path:
+    """The Multiplier's log of a run directory (or the log file given directly)."""
     run = Path(run)
     if run.is_file():
-        return load_rope(run) if run.suffix == ".log" else load_jsonl(run)
+        return run
     for name in ("multiplier.jsonl", "multiplier.rope.log"):
         if (run / name).exists():
-            return load_run_records(run / name)
+            return run / name
     found = sorted(run.glob("*.jsonl"))
     if found:
-        return load_jsonl(found[0])
+        return found[0]
     raise FileNotFoundError(f"no Multiplier log (multiplier.jsonl or multiplier.rope.log) in {run}")
+
+
+def is_rope(log: Path) -> bool:
+    return log.suffix == ".log"

@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,9 +20,11 @@ from markupsafe import Markup
 from analysis import plots
 from analysis.bypass import bypass_lines, find_bypasses, withhold_cache_figures
 from analysis.cache_behaviour import cache_columns, collector_usage
+from analysis.cache_records import load_judged_run
+from analysis.cache_rules import cache_rule_sections, cache_rules_text, evidence_rows, judge_noise
 from analysis.mismatches import mismatch_summary
 from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
-from analysis.records import load_run_records
+from analysis.records import COLLECTOR, find_log
 from analysis.run_collector import run_collector
 from analysis.stats import RESULT_CLASSES, proxy_table
 
@@ -48,6 +51,9 @@ class Report:
     skipped: dict = field(default_factory=dict)  # requests with no fan-out, by reason (the records' note)
     noise: dict = field(default_factory=dict)  # the noise floor SPE measured (analysis/noise.py)
     bypass: dict = field(default_factory=dict)  # proxy -> evidence it bypassed its Collector port
+    # what the cache-rule judge found, per source (analysis/cache_rules.py); empty for a log without it
+    cache_rules: list[dict] = field(default_factory=list)
+    bad_cache_lines: int = 0  # lines naming a `cache` object that could not be read
 
 
 class Progress:
@@ -70,7 +76,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     run = Path(run)
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
-    records = load_run_records(run)
+    records, verdicts, bad_cache_lines = load_judged_run(find_log(run))
     progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
     usage = collector_usage(run) if run.is_dir() else None
     rows = proxy_table(records.results, records.proxies)
@@ -78,6 +84,8 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
         row.update(cache_columns(records.results, row["name"], usage[0] if usage else None))
     noise, bypass = trust_columns(run, records, usage[0] if usage else None, rows)
     capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
+    progress("tallying the cache-rule verdicts")
+    cache_rules = cache_rule_sections(verdicts, records.proxies, find_log(run), capture_dir)
     progress("drawing figures")
     figures = {
         "latency_cdf.png": plots.latency_cdf(records.results, records.proxies),
@@ -86,7 +94,8 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
                   mismatch_summary(records.results, capture_dir, run_collector(run)), figures,
-                  usage[0] if usage else {}, skipped=records.skipped, noise=noise, bypass=bypass)
+                  usage[0] if usage else {}, skipped=records.skipped, noise=noise, bypass=bypass,
+                  cache_rules=cache_rules, bad_cache_lines=bad_cache_lines)
 
 
 def skipped_text(rep: Report) -> str:
@@ -173,6 +182,8 @@ def text_report(rep: Report) -> str:
         for e in items:
             if e.get("hint"):
                 out.append(f"  {cls} request {e['id']} ({e['proxy']}): {e['hint']}")
+    if rep.cache_rules:
+        out += ["", *cache_rules_text(rep.cache_rules), *judge_noise(rep.cache_rules, rep.noise)]
     if port_text(rep):
         out += ["", port_text(rep)]
     return "\n".join(out) + "\n"
@@ -193,11 +204,28 @@ HTML = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                    undefined=StrictUndefined, finalize=_escape)
 
 
-def html_report(rep: Report) -> str:
+def _capture_link(out: Path | None):
+    """A capture file as the page links it: relative to where the page is written, when known."""
+    return lambda capture: Path(os.path.relpath(capture, out)).as_posix() if out else capture.resolve().as_uri()
+
+
+def html_report(rep: Report, out: Path | None = None) -> str:
     return HTML.get_template("report.html.j2").render(
-        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep),
+        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep), evidence_rows=evidence_rows,
+        judge_noise=judge_noise(rep.cache_rules, rep.noise), capture_link=_capture_link(out),
         warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),
         figures={name: _png_b64(fig) for name, fig in rep.figures.items()})
+
+
+def cache_rules_summary(rep: Report, rows: list[dict]) -> dict:
+    """Each proxy row gains its `cache_rules`; the Collector's go top-level. Nothing for a log without them."""
+    if not rep.cache_rules:
+        return {}
+    tallies = {s["name"]: s["summary"] for s in rep.cache_rules}
+    for row in rows:
+        if row["name"] != COLLECTOR and row["name"] in tallies:
+            row["cache_rules"] = tallies[row["name"]]
+    return {"collector_cache_rules": tallies.get(COLLECTOR), "bad_cache_lines": rep.bad_cache_lines}
 
 
 def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
@@ -213,17 +241,19 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
             w.writerows(rep.rows)
         written.append(out / "summary.csv")
     if "json" in formats:
+        summary_rows = [{c: r.get(c) for c in COLUMNS} for r in rep.rows]
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
-                   "proxies": [{c: r.get(c) for c in COLUMNS} for r in rep.rows], "mismatches": rep.mismatches,
+                   "proxies": summary_rows, "mismatches": rep.mismatches,
                    "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines,
-                   "skipped_fanouts": rep.skipped, "noise_floor": rep.noise, "bypass": rep.bypass}
+                   "skipped_fanouts": rep.skipped, "noise_floor": rep.noise, "bypass": rep.bypass,
+                   **cache_rules_summary(rep, summary_rows)}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         written.append(out / "summary.json")
     if "text" in formats:
         (out / "report.txt").write_text(text_report(rep))
         written.append(out / "report.txt")
     if "html" in formats:
-        (out / "report.html").write_text(html_report(rep))
+        (out / "report.html").write_text(html_report(rep, out))
         written.append(out / "report.html")
     for fig in rep.figures.values():
         plt.close(fig)

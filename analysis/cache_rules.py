@@ -1,0 +1,236 @@
+"""The cache-rule section: per reply source, what the Multiplier's cache-rule judge found (RFC 9111).
+
+From the `cache` object of every judged reply (cache_records.py), per proxy under test and for the
+Collector as its own row (the Collector is a Squid too: its bugs must not pass as the reference's truth):
+- reused replies; violations per rule, with their share of the reused replies and one example whose
+  judged headers (served, reference, request) stand side by side; advisories (SHOULD-level) apart;
+- each rule's standing: `violated`, `passed (N chances)` when the source had N replies that could have
+  broken it and none did, `not exercised` when it had none (never shown as passed);
+- conservative misses by cause, claim conflicts (a claimed hit that was a fresh fetch, or the reverse),
+  provenance (replies from the origin, with no stamp, a corrupt stamp, or a fetch the Multiplier never saw).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+from analysis.cache_records import load_evidence
+from analysis.records import COLLECTOR
+
+# rule id -> (its section, what breaking it means); the section is RFC 9111's unless it names another RFC.
+RULES = {
+    "no-store": ("5.2.2.5", "reused a reply whose Cache-Control had no-store"),
+    "request-no-store": ("5.2.1.5", "reused a reply to a request that had no-store"),
+    "private": ("5.2.2.7", "a shared cache reused a private reply"),
+    "authorization": ("3.5", "reused a reply to a request with Authorization, without public / s-maxage / "
+                             "must-revalidate"),
+    "stale": ("4.2.4", "served a stale copy without permission"),
+    "must-revalidate": ("5.2.2.2", "served stale although must-revalidate"),
+    "proxy-revalidate": ("5.2.2.8", "served stale although proxy-revalidate"),
+    "s-maxage": ("5.2.2.10", "served past s-maxage"),
+    "no-cache": ("5.2.2.4", "reused a no-cache reply without validating it"),
+    "request-no-cache": ("5.2.1.4", "request no-cache (or Pragma: no-cache) answered from cache without "
+                                    "validating"),
+    "request-max-age": ("5.2.1.1", "request max-age=N answered with a copy older than N"),
+    "vary": ("4.1", "served a variant whose Vary-named request headers differ from this request's"),
+    "invalidation": ("4.4", "served a copy stored before a successful unsafe request to the same URI"),
+    "age": ("4", "reused reply with no Age, or an Age below the copy's true age"),
+    "not-modified": ("4.3.4", "a 304 whose validators do not match the client's request / the stored reply"),
+    "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
+}
+ADVISORIES = {"heuristic": ("4.2.2", "heuristic freshness beyond 10 % of (Date - Last-Modified)")}
+PROVENANCE = {"origin": "from an origin fetch the Multiplier saw", "none": "no stamp: not from the origin",
+              "corrupt": "corrupt or forged stamp", "unknown": "a fetch the Multiplier never saw"}
+CLAIMS = {"hit": "claimed a hit, was a fresh fetch", "miss": "claimed a miss, served a reused copy"}
+
+
+def rfc(section: str) -> str:
+    """`4.2.4` -> `RFC 9111 4.2.4`; a section of another RFC names it first (`9110 9.3.2`)."""
+    return f"RFC {section}" if " " in section else f"RFC 9111 {section}"
+
+
+def source_label(name: str) -> str:
+    return "Collector" if name == COLLECTOR else name
+
+
+def _counts(values: pl.Series) -> dict[str, int]:
+    """Occurrences per value, most frequent first (ties by value), nulls left out."""
+    counted = Counter(values.drop_nulls().to_list())
+    return dict(sorted(counted.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _findings(part: pl.DataFrame, column: str) -> pl.DataFrame:
+    """One row per finding (violation or advisory): id, method, url, rule, section, reason; by request id."""
+    return part.select("id", "method", "url", column).explode(column).drop_nulls(column).select(
+        "id", "method", "url", pl.col(column).struct.field("rule", "section", "reason")).sort("id")
+
+
+def tally(part: pl.DataFrame) -> dict:
+    """The summary.json object of one source's judged replies."""
+    return {
+        "judged": part.height,
+        "reused": int(part["reused"].fill_null(False).sum()),
+        "violations": _counts(_findings(part, "violations")["rule"]),
+        "advisories": _counts(_findings(part, "advisories")["rule"]),
+        "exercised": _counts(part["exercised"].explode()),
+        "conservative": _counts(part["conservative"]),
+        "claim_conflicts": int(part["claim_conflict"].is_not_null().sum()),
+        "provenance": _provenance(part["provenance"]),
+    }
+
+
+def _provenance(values: pl.Series) -> dict[str, int]:
+    """Every provenance kind, 0 included, in the record format's order; an unknown kind after them."""
+    counted = Counter(values.fill_null("missing").to_list())
+    return {**dict.fromkeys(PROVENANCE, 0), **counted}
+
+
+def _first_examples(findings: pl.DataFrame) -> dict[str, dict]:
+    """The first request (lowest id) that had each rule's finding."""
+    firsts = findings.unique("rule", keep="first", maintain_order=True)
+    return {row["rule"]: row for row in firsts.iter_rows(named=True)}
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return 100 * part / whole if whole else None
+
+
+def standing(found: int, chances: int, finding: str = "violated") -> str:
+    """A rule no reply of the source could have broken was not passed: it was not exercised."""
+    if found:
+        return finding
+    return f"passed ({chances:,} chance{'s' if chances > 1 else ''})" if chances else "not exercised"
+
+
+def _other_rules(counts: dict, catalogue: dict) -> list[str]:
+    """Rules the records name that no catalogue knows (a newer judge's): the found ones, and for the
+    violations table the exercised ones too."""
+    unknown_exercised = set(counts["exercised"]) - RULES.keys() - ADVISORIES.keys() if catalogue is RULES else set()
+    return sorted({*counts["found"], *unknown_exercised} - catalogue.keys())
+
+
+def rule_rows(counts: dict, catalogue: dict, findings: pl.DataFrame) -> list[dict]:
+    """One row per rule of the catalogue, then any other rule the records name, with its standing."""
+    examples = _first_examples(findings)
+    names = [*catalogue, *_other_rules(counts, catalogue)]
+    rows = []
+    for rule in names:
+        found, chances = counts["found"].get(rule, 0), counts["exercised"].get(rule, 0)
+        example = examples.get(rule)
+        section, meaning = catalogue.get(rule, (example["section"] if example else "", ""))
+        rows.append({"rule": rule, "section": rfc(section) if section else "", "meaning": meaning,
+                     "count": found, "share_pct": _pct(found, counts["reused"]), "chances": chances,
+                     "chance_pct": _pct(found, chances),
+                     "standing": standing(found, chances, "violated" if catalogue is RULES else "advised"),
+                     "example": example})
+    return rows
+
+
+def _grouped_examples(part: pl.DataFrame, column: str, labels: dict | None = None,
+                      reason: str | None = None) -> list[dict]:
+    """Per value of `column` (a conservative cause, a conflicting claim): count and first request (with its
+    `reason` column's value)."""
+    rows = part.filter(pl.col(column).is_not_null()).sort("id")
+    out = []
+    for value, n in _counts(rows[column]).items():
+        first = rows.filter(pl.col(column) == value).row(0, named=True)
+        out.append({"value": value, "label": (labels or {}).get(value, value), "count": n, "id": first["id"],
+                    "method": first["method"], "url": first["url"], "reason": first[reason] if reason else None})
+    return out
+
+
+def source_section(name: str, part: pl.DataFrame) -> dict:
+    """Everything the report shows of one source (evidence and captures are attached later)."""
+    summary = tally(part)
+    violations, advisories = _findings(part, "violations"), _findings(part, "advisories")
+    return {
+        "name": name, "label": source_label(name), "summary": summary,
+        "anchor": "cache-" + re.sub(r"[^A-Za-z0-9_-]", "-", source_label(name)),  # an HTML id
+        "rules": rule_rows({"found": summary["violations"], "exercised": summary["exercised"],
+                            "reused": summary["reused"]}, RULES, violations),
+        "advisories": rule_rows({"found": summary["advisories"], "exercised": summary["exercised"],
+                                 "reused": summary["reused"]}, ADVISORIES, advisories),
+        "conservative": _grouped_examples(part, "conservative"),
+        "claim_conflicts": _grouped_examples(part.filter(pl.col("claim_conflict").is_not_null()), "claim", CLAIMS,
+                                             "claim_conflict"),
+        "provenance": [{"kind": kind, "label": PROVENANCE.get(kind, kind), "count": n}
+                       for kind, n in summary["provenance"].items()],
+    }
+
+
+def _attach_examples(sections: list[dict], log: Path, capture_dir: Path | None) -> None:
+    """Each violation example gets its judged headers and, when the run captured it, the capture file."""
+    wanted = {(row["example"]["id"], s["name"]) for s in sections for row in s["rules"] if row["example"]}
+    evidence = load_evidence(log, wanted)
+    for s in sections:
+        for row in s["rules"]:
+            if row["example"]:
+                example = row["example"]
+                example["evidence"] = evidence.get((example["id"], s["name"]), {})
+                capture = capture_dir / f"{example['id']:08d}-{s['name']}.txt" if capture_dir else None
+                example["capture"] = capture if capture is not None and capture.exists() else None
+
+
+def cache_rule_sections(verdicts: pl.DataFrame | None, names: list[str], log: Path,
+                        capture_dir: Path | None) -> list[dict]:
+    """The Collector's section, then one per proxy in `names` order that had judged replies; [] for a log
+    without `cache` objects."""
+    if verdicts is None:
+        return []
+    sections = [source_section(name, part) for name in [COLLECTOR, *names]
+                if (part := verdicts.filter(pl.col("name") == name)).height]
+    _attach_examples(sections, log, capture_dir)
+    return sections
+
+
+def evidence_rows(evidence: dict) -> list[tuple[str, str, str, str]]:
+    """(header, served, reference, request) for every header any side of the evidence names; names match
+    whatever their case (as HTTP's do), `-` where a side lacks the header."""
+    sides = [{name.lower(): value for name, value in (evidence.get(side) or {}).items()}
+             for side in ("served", "reference", "request")]
+    spelling: dict[str, str] = {}
+    for side in ("served", "reference", "request"):
+        for name in evidence.get(side) or {}:
+            spelling.setdefault(name.lower(), name)
+    return [(spelling[h], *("-" if side.get(h) is None else str(side[h]) for side in sides))
+            for h in sorted(spelling)]
+
+
+def judge_noise(sections: list[dict], noise: dict) -> list[str]:
+    """The dummy has no cache: a reuse or a violation recorded for it is the judge's own error, or the
+    Collector's (the dummy passes its replies on)."""
+    by_name = {s["name"]: s["summary"] for s in sections}
+    lines = []
+    for dummy in noise.get("dummies", []):
+        if (found := by_name.get(dummy["name"])) is not None:
+            lines.append(f"{dummy['name']} (no cache): {found['reused']:,} reused and "
+                         f"{sum(found['violations'].values()):,} violations over {found['judged']:,} judged replies "
+                         "(goal: 0; it has no cache: any is the judge's error or the Collector's)")
+    return lines
+
+
+def _standing_summary(section: dict) -> str:
+    violated = [f"{r['rule']} {r['count']:,}" + (f" ({r['share_pct']:.2f} % of reused)" if r["share_pct"] is not None
+                                                  else "") for r in section["rules"] if r["count"]]
+    passed = sum(r["standing"].startswith("passed") for r in section["rules"])
+    untried = sum(r["standing"] == "not exercised" for r in section["rules"])
+    return f"violations: {', '.join(violated) if violated else 'none'}; {passed} rules passed, {untried} not exercised"
+
+
+def cache_rules_text(sections: list[dict]) -> list[str]:
+    """A few lines for the text report: per source, reuse, violations, misses and conflicts."""
+    if not sections:
+        return []
+    out = ["Cache rules (RFC 9111; the Collector is judged too):"]
+    width = max(len(s["label"]) for s in sections) + 2
+    for s in sections:
+        t = s["summary"]
+        advisories = sum(t["advisories"].values())
+        out.append(f"  {s['label']:{width}}{t['reused']:,} of {t['judged']:,} replies reused; {_standing_summary(s)}; "
+                   f"{advisories:,} advisories; {sum(t['conservative'].values()):,} conservative misses; "
+                   f"{t['claim_conflicts']:,} claim conflicts")
+    return out

@@ -1,0 +1,238 @@
+"""The report's cache-rule section, on hand-made records in the `cache` format (docs/log-format.md) whose
+right answers are worked out here: counts, shares, "not exercised" against "passed", the Collector's own
+row, and logs written before the judge (no section, no error)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
+import pytest
+from conftest import ENV, ROOT, read_records
+from test_analysis import measure, proxy, record
+from test_report_trust import topology, write_run
+
+from analysis.cache_rules import RULES, evidence_rows
+from analysis.records import COLLECTOR
+from analysis.report import build_report, html_report, text_report
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")  # build_report draws figures that only write_report closes
+
+
+def finding(rule: str, section: str | None = None) -> dict:
+    return {"rule": rule, "section": section or RULES.get(rule, ("4.2.2",))[0], "reason": f"broke {rule}"}
+
+
+def cache(provenance="origin", reused=False, violations=(), advisories=(), exercised=(), conservative=None,
+          claim=None, claim_conflict=None, evidence=None) -> dict:
+    out = {"provenance": provenance, "fetch": "c0ffee.1" if provenance == "origin" else None,
+           "fetched_at": 1000.0, "validated_at": None, "reused": reused, "age_s": 5.0 if reused else None,
+           "violations": [finding(r) for r in violations], "advisories": [finding(r) for r in advisories],
+           "exercised": list(exercised), "conservative": conservative, "claim": claim,
+           "claim_conflict": claim_conflict}
+    if evidence is not None:
+        out["evidence"] = evidence
+    return out
+
+
+AGE_EVIDENCE = {"served": {"Age": "1", "Date": "Tue, 24 Nov 2026 01:00:00 GMT"},
+                "reference": {"Date": "Tue, 24 Nov 2026 01:00:09 GMT"}, "request": {"Cache-Control": "max-age=60"}}
+STALE_EVIDENCE = {"served": {"Cache-Control": "max-age=1"}, "reference": {"Cache-Control": "max-age=1"},
+                  "request": {}}
+
+# squid, per request: 1 a fresh fetch; 2 and 3 reused copies with a wrong Age (example: 2); 4 a reused copy
+# that broke nothing, with a heuristic-freshness advisory; 5 a conservative miss that claimed a hit; 6 its own
+# error page (no stamp).
+SQUID = {
+    1: cache(),
+    2: cache(reused=True, violations=["age"], exercised=["age", "no-store"], evidence=AGE_EVIDENCE),
+    3: cache(reused=True, violations=["age"], exercised=["age", "vary"],
+             evidence={"served": {"Age": "0"}, "reference": {}, "request": {}}),
+    4: cache(reused=True, advisories=["heuristic"], exercised=["age", "vary", "heuristic"]),
+    5: cache(conservative="revalidated a fresh copy", claim="hit",
+             claim_conflict="claimed a hit, the reply is a fresh fetch"),
+    6: cache(provenance="none"),
+}
+# varnish: a corrupt stamp (1), a fetch the Multiplier never saw (2), a HEAD reply with a body on a fresh fetch (3).
+VARNISH = {1: cache(provenance="corrupt"), 2: cache(provenance="unknown"),
+           3: cache(violations=["head-body"], exercised=["head-body"]), 4: cache(), 5: cache(), 6: cache()}
+# the Collector served request 4 from a stale copy of its own.
+COLLECTOR_CACHE = {4: cache(reused=True, violations=["stale"], exercised=["stale", "age"], evidence=STALE_EVIDENCE)}
+
+
+def judged_run(path, captures: bool = False):
+    records = []
+    for i in range(1, 7):
+        ref = {**measure(), "cache": COLLECTOR_CACHE.get(i, cache())}
+        records.append(record(i, ref, [{**proxy("squid"), "cache": SQUID[i]}, {**proxy("varnish"), "cache": VARNISH[i]},
+                                       {**proxy("dummy"), "cache": cache()}]))
+    if captures:
+        (path / "captures").mkdir()
+        (path / "captures" / "00000002-squid.txt").write_text("## request\nGET http://o/2\n")
+    return write_run(path, records, topology({"squid": "squid", "varnish": "varnish", "dummy": "dummy"}))
+
+
+def test_the_hand_made_records_honour_the_log_schema(tmp_path):
+    """The records these tests judge are in the documented format (read_records validates each one)."""
+    records = read_records(judged_run(tmp_path) / "multiplier.jsonl")
+    assert len(records) == 6 and records[1]["proxies"][0]["cache"]["evidence"] == AGE_EVIDENCE
+
+
+def sections(rep) -> dict[str, dict]:
+    return {s["name"]: s for s in rep.cache_rules}
+
+
+def rules(section: dict) -> dict[str, dict]:
+    return {r["rule"]: r for r in section["rules"]}
+
+
+SQUID_SUMMARY = {"judged": 6, "reused": 3, "violations": {"age": 2}, "advisories": {"heuristic": 1},
+                 "exercised": {"age": 3, "vary": 2, "heuristic": 1, "no-store": 1},
+                 "conservative": {"revalidated a fresh copy": 1}, "claim_conflicts": 1,
+                 "provenance": {"origin": 5, "none": 1, "corrupt": 0, "unknown": 0}}
+
+
+def test_counts_shares_and_standing_per_proxy(tmp_path):
+    squid = sections(build_report(judged_run(tmp_path)))["squid"]
+    assert squid["summary"] == SQUID_SUMMARY
+    age, vary, no_store, private = (rules(squid)[r] for r in ("age", "vary", "no-store", "private"))
+    assert (age["count"], age["share_pct"], age["standing"], age["section"]) == (2, 200 / 3, "violated", "RFC 9111 4")
+    assert age["example"]["id"] == 2 and age["example"]["url"] == "http://o/2" and age["example"]["method"] == "GET"
+    assert age["example"]["evidence"] == AGE_EVIDENCE
+    assert (vary["count"], vary["standing"], vary["chance_pct"]) == (0, "passed (2 chances)", 0)
+    assert age["chance_pct"] == 200 / 3
+    assert no_store["standing"] == "passed (1 chance)"
+    assert (private["standing"], private["chances"], private["example"]) == ("not exercised", 0, None)
+    assert [r["rule"] for r in squid["rules"]] == list(RULES)  # every rule listed, the unexercised ones too
+    heuristic = squid["advisories"][0]
+    assert (heuristic["rule"], heuristic["count"], heuristic["share_pct"], heuristic["section"]) == (
+        "heuristic", 1, 100 / 3, "RFC 9111 4.2.2")
+    assert squid["claim_conflicts"] == [{"value": "hit", "label": "claimed a hit, was a fresh fetch", "count": 1,
+                                         "id": 5, "method": "GET", "url": "http://o/5",
+                                         "reason": "claimed a hit, the reply is a fresh fetch"}]
+    assert [(c["label"], c["count"], c["id"]) for c in squid["conservative"]] == [("revalidated a fresh copy", 1, 5)]
+
+
+def test_a_violation_without_reuse_has_no_share_and_provenance_is_counted(tmp_path):
+    varnish = sections(build_report(judged_run(tmp_path)))["varnish"]
+    head = rules(varnish)["head-body"]
+    assert (head["count"], head["share_pct"], head["chance_pct"], head["section"]) == (1, None, 100, "RFC 9110 9.3.2")
+    assert varnish["summary"]["provenance"] == {"origin": 4, "none": 0, "corrupt": 1, "unknown": 1}
+    assert head["example"]["evidence"] == {}  # the record had none
+
+
+def test_the_collector_is_judged_as_its_own_row(tmp_path):
+    rep = build_report(judged_run(tmp_path))
+    assert [s["label"] for s in rep.cache_rules] == ["Collector", "squid", "varnish", "dummy"]
+    collector = sections(rep)[COLLECTOR]
+    assert collector["summary"]["reused"] == 1 and collector["summary"]["violations"] == {"stale": 1}
+    stale = rules(collector)["stale"]
+    assert (stale["share_pct"], stale["example"]["id"], stale["example"]["evidence"]) == (100.0, 4, STALE_EVIDENCE)
+    assert rules(collector)["age"]["standing"] == "passed (1 chance)"
+    text = text_report(rep)
+    assert "Cache rules (RFC 9111; the Collector is judged too):" in text
+    line = next(x for x in text.splitlines() if x.strip().startswith("Collector ") and "reused" in x)
+    assert "1 of 6 replies reused; violations: stale 1 (100.00 % of reused)" in line
+
+
+def test_the_dummy_gives_the_judges_own_noise(tmp_path):
+    text = text_report(build_report(judged_run(tmp_path)))
+    assert "dummy (no cache): 0 reused and 0 violations over 6 judged replies" in text
+    assert "Noise floor: 0.00 %" in text
+
+
+def test_an_unknown_rule_is_listed_after_the_known_ones(tmp_path):
+    records = [record(1, measure(), [{**proxy("squid"), "cache": {
+        **cache(reused=True, exercised=["future-rule"]), "violations": [finding("future-rule", "9.9")]}}])]
+    squid = sections(build_report(write_run(tmp_path, records)))["squid"]
+    last = squid["rules"][-1]
+    assert (last["rule"], last["section"], last["standing"], last["share_pct"]) == (
+        "future-rule", "RFC 9111 9.9", "violated", 100.0)
+
+
+def test_html_section_tables_and_evidence(tmp_path):
+    run = judged_run(tmp_path, captures=True)
+    page = html_report(build_report(run), run / "report")
+    assert page.index('<a href="#cache-rules">') < page.index("<h2>Per proxy")  # found from the top of the page
+    section = page[page.index('<h2 id="cache-rules">'):]
+    assert "<h3 id=\"cache-squid\">squid</h3>" in section and "<h3 id=\"cache-Collector\">Collector</h3>" in section
+    squid = section[section.index('<h3 id="cache-squid">'):section.index('<h3 id="cache-varnish">')]
+    assert "<tr><th>age</th><td>RFC 9111 4</td>" in squid and "<tr><th>private</th>" not in squid
+    assert "<td>passed (2 chances)</td>" in squid and "<td>not exercised</td>" not in squid
+    untried = ", ".join(r for r in RULES if r not in ("age", "vary", "no-store"))
+    assert f"<p>Not exercised (no reply could have broken them: not passed either): {untried}</p>" in squid
+    assert '<a href="#cache-squid-age">request 2</a>' in squid
+    assert ("<tr><th>Date</th><td>Tue, 24 Nov 2026 01:00:00 GMT</td><td>Tue, 24 Nov 2026 01:00:09 GMT</td>"
+            "<td>-</td></tr>") in squid
+    assert "<tr><th>Cache-Control</th><td>-</td><td>-</td><td>max-age=60</td></tr>" in squid
+    assert '<a href="../captures/00000002-squid.txt">both replies</a>' in squid
+    assert "Noise floor: 0.00 %" in section
+
+
+def test_evidence_rows_put_each_header_beside_its_counterparts():
+    rows = evidence_rows({"served": {"age": "3", "Vary": None}, "reference": {"Age": "9"},
+                          "request": {"accept-encoding": "gzip"}})
+    assert rows == [("accept-encoding", "-", "-", "gzip"), ("age", "3", "9", "-"), ("Vary", "-", "-", "-")]
+
+
+def test_summary_json_per_proxy_and_for_the_collector(tmp_path):
+    run = judged_run(tmp_path)
+    done = subprocess.run([str(ROOT / "spe"), "report", str(run)], env=ENV, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Cache rules (RFC 9111" in done.stdout
+    summary = json.loads((run / "report/summary.json").read_text())
+    rows = {r["name"]: r for r in summary["proxies"]}
+    assert rows["squid"]["cache_rules"] == SQUID_SUMMARY
+    assert rows["varnish"]["cache_rules"]["violations"] == {"head-body": 1}
+    assert "cache_rules" not in rows[COLLECTOR]
+    assert summary["collector_cache_rules"]["violations"] == {"stale": 1}
+    assert summary["collector_cache_rules"]["exercised"] == {"age": 1, "stale": 1}
+    assert summary["bad_cache_lines"] == 0
+    assert '<h2 id="cache-rules">' in (run / "report/report.html").read_text()
+
+
+def test_a_log_without_cache_objects_gives_no_section(tmp_path):
+    records = [record(i, measure(), [proxy("squid"), proxy("dummy")]) for i in range(1, 3)]
+    run = write_run(tmp_path, records, topology({"squid": "squid", "dummy": "dummy"}))
+    rep = build_report(run)
+    assert rep.cache_rules == [] and "Cache rules" not in text_report(rep)
+    assert "cache-rules" not in html_report(rep)
+    from analysis.cli import main as report_main
+    assert report_main([str(run), "--format", "json"]) == 0
+    summary = json.loads((run / "report/summary.json").read_text())
+    assert "collector_cache_rules" not in summary and all("cache_rules" not in r for r in summary["proxies"])
+
+
+def test_an_unreadable_cache_object_costs_only_its_line(tmp_path):
+    records = [record(1, measure(), [{**proxy("squid"), "cache": cache(reused=True, exercised=["age"])}]),
+               record(2, measure(), [{**proxy("squid"), "cache": "not an object"}])]
+    rep = build_report(write_run(tmp_path, records))
+    assert rep.requests == 2 and rep.bad_lines == 0  # the tables keep both records
+    assert rep.bad_cache_lines == 1 and sections(rep)["squid"]["summary"]["judged"] == 1
+
+
+def test_a_broken_line_costs_neither_the_tables_nor_the_verdicts(tmp_path):
+    """A line that is no JSON makes the one-pass read fail: tables and verdicts are then read apart."""
+    log = judged_run(tmp_path) / "multiplier.jsonl"
+    log.write_text(log.read_text() + '{"id": oops}\n')
+    rep = build_report(tmp_path)
+    assert rep.requests == 6 and rep.bad_lines == 1 and rep.bad_cache_lines == 0
+    assert sections(rep)["squid"]["summary"] == SQUID_SUMMARY
+
+
+def test_a_rope_log_gives_no_section(tmp_path):
+    line = ("Wed Jun 20 02:10:11 2001:(pid=1):RESULT: Collector: 0:1 0:1 5 {DUMMY,} 1.2.3.4 non-validation "
+            "HTTP/1.0 GET http://o/\n")
+    (tmp_path / "multiplier.rope.log").write_text(line)
+    assert build_report(tmp_path).cache_rules == []
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
