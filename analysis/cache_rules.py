@@ -39,12 +39,13 @@ RULES = {
     "vary": ("4.1", "served a variant whose Vary-named request headers differ from this request's"),
     "invalidation": ("4.4", "served a copy stored before a successful unsafe request to the same URI"),
     "age": ("4", "reused reply with no Age, or an Age below the copy's true age"),
-    "not-modified": ("4.3.4", "a 304 whose validators do not match the client's request / the stored reply"),
+    "not-modified": ("4.3.2", "a 304 whose validators do not match the client's request"),
     "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
 }
 ADVISORIES = {"heuristic": ("4.2.2", "heuristic freshness beyond 10 % of (Date - Last-Modified)")}
 PROVENANCE = {"origin": "from an origin fetch the Multiplier saw", "none": "no stamp: not from the origin",
-              "corrupt": "corrupt or forged stamp", "unknown": "a fetch the Multiplier never saw"}
+              "not-modified": "a 304 without a stamp (no body)", "corrupt": "corrupt or forged stamp",
+              "unknown": "a fetch the Multiplier never saw"}
 CLAIMS = {"hit": "claimed a hit, was a fresh fetch", "miss": "claimed a miss, served a reused copy"}
 
 

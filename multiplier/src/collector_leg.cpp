@@ -92,7 +92,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     }
 
     auto& upstream = parser->get();
-    take_header(m, upstream.base(), ctx_.policy());
+    take_header(m, upstream.base(), ctx_.policy(), ctx_.config().cache_judge);
     if (capture) m.raw_header = header_text(upstream.base());
     const bool has_body = !client.head_request && !no_body_status(*m.status);
     const bool upstream_keep_alive = upstream.keep_alive();
@@ -101,7 +101,9 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     reply.base() = upstream.base();
     // The fetch stamp is for the record, not for the client (a --dummy proxy
     // under test passes it on untouched: its client is a Multiplier).
-    if (!cfg.dummy && !cfg.client_fetch_stamp) reply.erase(kFetchStampHeader);
+    if (!cfg.dummy && !cfg.client_fetch_stamp)
+        for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader})
+            reply.erase(name);
     prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
     out.keep_alive = client.keep_alive;
     http::response_serializer<http::buffer_body> serializer(reply);

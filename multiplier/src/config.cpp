@@ -136,6 +136,8 @@ po::options_description describe_options() {
         "instance so chained Multipliers, e.g. a --dummy proxy under test, are not mistaken for a loop)")(
         "log-level", po::value<std::string>()->default_value("info"),
         "diagnostics on stderr: trace, debug, info, warn, error, off")(
+        "no-cache-judge", po::bool_switch(),
+        "do not judge reused replies against RFC 9111's caching rules (no `cache` object in the records)")(
         "client-fetch-stamp", po::bool_switch(),
         "keep the Collector's X-SPE-Fetch header (which origin fetch a reply came from) in the replies to the "
         "clients; by default it is recorded in the log only")(
@@ -165,6 +167,7 @@ Config build_config(const po::variables_map& vm) {
     c.listen = parse_endpoint(vm["listen"].as<std::string>());
     c.dummy = vm["dummy"].as<bool>();
     c.client_fetch_stamp = vm["client-fetch-stamp"].as<bool>();
+    c.cache_judge = !vm["no-cache-judge"].as<bool>();
     if (c.dummy) {
         if (!vm.count("parent")) throw ConfigError("--dummy needs --parent HOST:PORT");
         if (vm.count("proxy")) throw ConfigError("--dummy does not fan out: drop the --proxy options");

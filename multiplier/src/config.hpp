@@ -35,6 +35,7 @@ struct Config {
     FanoutMode mode = FanoutMode::sequential;
     LegOrder legs = LegOrder::parallel;
     bool dummy = false;
+    bool cache_judge = true;          // judge every reused reply against RFC 9111 (cache_judge.hpp)
     bool client_fetch_stamp = false;  // relay the Collector's X-SPE-Fetch to the client (debugging)
 
     std::chrono::milliseconds timeout{30'000};         // per proxy leg, whole reply

@@ -1,5 +1,6 @@
 #include "fanout.hpp"
 
+#include "cache_judge.hpp"
 #include "proxy_leg.hpp"
 #include "result_log.hpp"
 #include "validator.hpp"
@@ -64,6 +65,11 @@ void Fanout::take_reference(Reference reference) {
     record_.client_status = reference.client_status;
     own_reply_ = std::move(reference.own_reply);
     has_reference_ = true;
+    if (auto* judge = ctx_->cache_judge()) {
+        judge->note_reply(record_.collector, record_.method, request_->header(), record_.ts);
+        if (is_unsafe_method(record_.method) && record_.collector.status)
+            judge->note_unsafe(-1, record_.url, *record_.collector.status, unix_seconds());
+    }
     if (!reference.shortfall.empty()) {
         if (sequential()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();
@@ -123,13 +129,23 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
         result.measure.error_detail = "too many requests outstanding on this proxy for this client connection";
     } else {
         const auto& cfg = ctx_->config();
+        auto* judge = ctx_->cache_judge();
         const ProxyLegLimits limits{cfg.timeout, body_cap_, cfg.max_header_bytes,
-                                    cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes};
+                                    cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes, judge != nullptr};
+        result.sent_at = unix_seconds();
         result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
         pools_->release(proxy, std::move(conn));
+        if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
     }
     --pending_;
     maybe_finish();
+}
+
+void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {
+    // Noted as each reply arrives, not when the record is whole: a later
+    // request may meet this copy, or this invalidation, before then.
+    judge.note_reply(m, record_.method, request_->header(), record_.ts);
+    if (is_unsafe_method(record_.method) && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
 }
 
 void Fanout::maybe_finish() {
@@ -141,6 +157,7 @@ void Fanout::finish() {
     const Measure& reference = own_reply_ ? *own_reply_ : record_.collector;
     for (auto& p : record_.proxies)
         validate(reference, p);
+    if (auto* judge = ctx_->cache_judge()) judge->judge(record_, request_->header());
     ctx_->log().write(record_);
 }
 

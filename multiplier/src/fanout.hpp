@@ -19,6 +19,8 @@
 
 namespace spe {
 
+class CacheJudge;
+
 /// The Collector leg's outcome: what the proxies' replies are compared with.
 struct Reference {
     Measure collector;           // the Collector's reply as the client got it
@@ -66,6 +68,8 @@ private:
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order);
     /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.
     void spawn(awaitable<void> work, std::optional<std::size_t> proxy);
+    /// Tells the cache-rule judge of a proxy's reply as soon as it arrives.
+    void note_leg(CacheJudge& judge, int proxy, const Measure& m);
     void maybe_finish();
     void finish();
 

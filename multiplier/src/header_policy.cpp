@@ -93,7 +93,9 @@ const std::vector<std::string>& default_ignored_headers() {
                                                    "x-served-by",
                                                    "x-timer",
                                                    "x-forwarded-for",
-                                                   "x-spe-fetch"};
+                                                   "x-spe-fetch",
+                                                   "x-spe-reply-to",
+                                                   "x-spe-validated"};
     return names;
 }
 

@@ -26,6 +26,10 @@ inline constexpr std::string_view kRequestTagHeader = "X-SPE-Request";
 /// The Collector's stamp on every reply: which origin fetch it came from. Recorded, never
 /// compared, not relayed to the client unless --client-fetch-stamp.
 inline constexpr std::string_view kFetchStampHeader = "X-SPE-Fetch";
+/// The Collector's note on each reply to a tagged request: the tag of the client request it answers.
+inline constexpr std::string_view kReplyToHeader = "X-SPE-Reply-To";
+/// The Collector's stamp on a 304 and on the copies it refreshes: when the origin last confirmed a stored copy.
+inline constexpr std::string_view kValidationStampHeader = "X-SPE-Validated";
 
 /// True for headers that describe one connection only and never travel on.
 bool is_hop_by_hop(std::string_view name);

@@ -2,6 +2,8 @@
 // proxy under test), and the record it logs per client request.
 #pragma once
 
+#include "cache_facts.hpp"
+#include "cache_verdict.hpp"
 #include "errors.hpp"
 #include "header_policy.hpp"
 
@@ -30,6 +32,9 @@ struct Measure {
     ComparedHeaders headers;  // the compared subset, for validation
     // The Collector's X-SPE-Fetch stamp: which origin fetch the reply came from. Never compared.
     std::optional<std::string> fetch;
+    // The fields the cache-rule judge reads (filled only when it is on), and its verdict.
+    CacheHeaders cache_headers;
+    std::optional<CacheVerdict> cache;
     // The request went out a second time on a fresh connection after the kept-alive one
     // failed (GET/HEAD only); the times are those of the second attempt.
     bool retried = false;
@@ -72,6 +77,7 @@ struct ProxyResult {
     ResultClass result = ResultClass::no_response;
     std::vector<std::string> mismatched_headers;
     std::size_t position = 0;  // place in this request's (rotated) fan-out order, from 0
+    double sent_at = 0;        // unix seconds when the leg began
 };
 
 /// One client request and everything measured for it: one log record.

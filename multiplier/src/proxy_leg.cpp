@@ -57,7 +57,7 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
     }
     // Everything the header tells is kept as soon as it is parsed: a leg that
     // fails in the body is still compared on its status and headers.
-    if (parser->is_header_done()) take_header(m, parser->get().base(), policy);
+    if (parser->is_header_done()) take_header(m, parser->get().base(), policy, limits.cache_fields);
     if (!ec && !parser->is_done()) {
         parser->eager(true);
         parse_buffered(*parser, conn.buffer(), ec);

@@ -15,6 +15,7 @@ struct ProxyLegLimits {
     std::optional<std::uint64_t> body_cap;  // bytes past this end the read
     std::size_t max_header_bytes = 64 * 1024;
     std::size_t capture_body_bytes = 0;  // 0: no capture
+    bool cache_fields = false;           // take the fields the cache-rule judge reads
 };
 
 /// Coroutine: `limits` is taken by value; `conn`, `req` and `policy` must outlive it.

@@ -6,11 +6,12 @@
 
 namespace spe {
 
-void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy) {
+void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy, bool cache_fields) {
     m.status = h.result_int();
     m.version = h.version();
     m.headers = policy.select(h);
     if (auto stamp = h.find(kFetchStampHeader); stamp != h.end()) m.fetch = std::string(stamp->value());
+    if (cache_fields) m.cache_headers = take_cache_headers(h);
 }
 
 std::string header_text(const http::response_header<>& h) {

@@ -10,8 +10,9 @@
 namespace spe {
 
 /// What a final reply header tells: status, version, the compared headers and
-/// the Collector's fetch stamp (X-SPE-Fetch), if any.
-void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy);
+/// the Collector's fetch stamp (X-SPE-Fetch), if any; with `cache_fields`, what
+/// the cache-rule judge reads.
+void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy, bool cache_fields);
 
 /// Serialized reply header, for mismatch captures.
 std::string header_text(const http::response_header<>& h);

@@ -165,6 +165,8 @@ Request make_upstream_request(const Request& client_request, const std::string& 
 void set_request_tag(Request& upstream, std::string_view tag) {
     upstream.erase(kRequestTagHeader);
     upstream.erase(kFetchStampHeader);
+    upstream.erase(kValidationStampHeader);
+    upstream.erase(kReplyToHeader);
     upstream.set(kRequestTagHeader, tag);
 }
 

@@ -51,6 +51,8 @@ public:
         first_ = true;  // the value follows without a comma
         return *this;
     }
+    /// After a member name written as a string (names not known at compile time).
+    void colon() { out_ += ':', first_ = true; }
     void element() {
         if (!first_) out_ += ',';
         first_ = false;
@@ -136,11 +138,83 @@ std::string http_version(unsigned version) {
     return fmt::format("HTTP/{}.{}", version / 10, version % 10);
 }
 
+void findings(JsonWriter& w, const std::vector<Finding>& list) {
+    w.open_array();
+    for (const auto& f : list) {
+        w.element();
+        w.open();
+        w.key<"reason">().string(f.reason);
+        w.key<"rule">().string(f.rule);
+        w.key<"section">().string(f.section);
+        w.close();
+    }
+    w.close_array();
+}
+
+/// Header fields as a JSON object, names in sorted order (as nlohmann writes them).
+void fields_object(JsonWriter& w, CacheVerdict::Fields fields) {
+    std::sort(fields.begin(), fields.end());
+    w.open();
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (i > 0 && fields[i].first == fields[i - 1].first) continue;
+        w.element();
+        w.string(fields[i].first);
+        w.colon();
+        w.string(fields[i].second);
+    }
+    w.close();
+}
+
+/// The cache-rule judge's verdict: the record's `cache` object.
+void cache_object(JsonWriter& w, const CacheVerdict& v) {
+    w.open();
+    w.key<"advisories">();
+    findings(w, v.advisories);
+    w.key<"age_s">();
+    v.age_s ? w.number(std::round(*v.age_s * 1000) / 1000) : w.null();
+    w.key<"claim">().string_or_null(v.claim);
+    w.key<"claim_conflict">().string_or_null(v.claim_conflict);
+    w.key<"conservative">().string_or_null(v.conservative);
+    if (!v.violations.empty()) {
+        w.key<"evidence">();
+        w.open();
+        w.key<"reference">();
+        fields_object(w, v.evidence_reference);
+        w.key<"request">();
+        fields_object(w, v.evidence_request);
+        w.key<"served">();
+        fields_object(w, v.evidence_served);
+        w.close();
+    }
+    w.key<"exercised">();
+    w.open_array();
+    for (auto rule : v.exercised) {
+        w.element();
+        w.string(rule);
+    }
+    w.close_array();
+    w.key<"fetch">();
+    v.fetch ? w.string(*v.fetch) : w.null();
+    w.key<"fetched_at">();
+    v.fetched_at ? w.number(*v.fetched_at) : w.null();
+    w.key<"provenance">().string(v.provenance);
+    w.key<"reused">().boolean(v.reused);
+    w.key<"validated_at">();
+    v.validated_at ? w.number(*v.validated_at) : w.null();
+    w.key<"violations">();
+    findings(w, v.violations);
+    w.close();
+}
+
 /// The members of a measure every reply has, in key order, around `middle`
 /// (the members that sort between "md5" and "retried").
 template <class Middle>
 void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
     w.key<"bytes">().integer(m.bytes);
+    if (m.cache) {
+        w.key<"cache">();
+        cache_object(w, *m.cache);
+    }
     w.key<"connect_us">().integer(m.connect_us);
     w.key<"error">();
     m.error == LegError::none ? w.null() : w.string(to_string(m.error));

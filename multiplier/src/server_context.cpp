@@ -1,5 +1,7 @@
 #include "server_context.hpp"
 
+#include "cache_judge.hpp"
+
 #include "request_policy.hpp"
 
 #include <boost/asio/strand.hpp>
@@ -24,7 +26,16 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
       proxies_(std::move(proxies)),
       log_(log),
       fanout_(fanout),
-      process_tag_(random_process_tag()) {}
+      process_tag_(random_process_tag()) {
+    if (config_.cache_judge) {
+        std::vector<std::string> names;
+        for (const auto& p : proxies_)
+            names.push_back(p.name);
+        cache_judge_ = std::make_unique<CacheJudge>(std::move(names));
+    }
+}
+
+ServerContext::~ServerContext() = default;
 
 std::string ServerContext::request_tag(std::uint64_t id) const {
     return spe::request_tag(process_tag_, id);

@@ -16,6 +16,7 @@
 
 namespace spe {
 
+class CacheJudge;
 class ResultLog;
 
 struct ResolvedProxy {
@@ -37,12 +38,17 @@ public:
     /// `fanout` runs the proxies' legs (on threads of their own: see fanout_executor()).
     ServerContext(Config config, std::vector<tcp::endpoint> collector, std::vector<ResolvedProxy> proxies,
                   ResultLog& log, asio::io_context& fanout);
+    ~ServerContext();
+    ServerContext(const ServerContext&) = delete;
+    ServerContext& operator=(const ServerContext&) = delete;
 
     const Config& config() const { return config_; }
     const HeaderPolicy& policy() const { return policy_; }
     const std::vector<tcp::endpoint>& collector() const { return collector_; }
     const std::vector<ResolvedProxy>& proxies() const { return proxies_; }
     ResultLog& log() { return log_; }
+    /// The cache-rule judge, or nullptr with --no-cache-judge.
+    CacheJudge* cache_judge() { return cache_judge_.get(); }
 
     /// Where the proxy legs of the client connection on `client` run: an
     /// io_context apart from the clients', so a fan-out's work (connects to a
@@ -84,6 +90,7 @@ private:
     std::vector<tcp::endpoint> collector_;
     std::vector<ResolvedProxy> proxies_;
     ResultLog& log_;
+    std::unique_ptr<CacheJudge> cache_judge_;
     asio::io_context& fanout_;
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};

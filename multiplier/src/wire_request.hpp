@@ -10,6 +10,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 
 namespace spe {
 
@@ -22,6 +23,8 @@ public:
 
     /// What may be sent again after a failure (upstream_connection.hpp).
     http::verb method() const { return method_; }
+    /// The serialized start line and fields (for what the cache-rule judge reads).
+    std::string_view header() const { return header_; }
     /// The header block followed by the body, for one gathered write.
     std::array<boost::asio::const_buffer, 2> buffers() const {
         return {boost::asio::buffer(header_), boost::asio::buffer(body_)};

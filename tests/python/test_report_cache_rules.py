@@ -95,7 +95,7 @@ def rules(section: dict) -> dict[str, dict]:
 SQUID_SUMMARY = {"judged": 6, "reused": 3, "violations": {"age": 2}, "advisories": {"heuristic": 1},
                  "exercised": {"age": 3, "vary": 2, "heuristic": 1, "no-store": 1},
                  "conservative": {"revalidated a fresh copy": 1}, "claim_conflicts": 1,
-                 "provenance": {"origin": 5, "none": 1, "corrupt": 0, "unknown": 0}}
+                 "provenance": {"origin": 5, "none": 1, "not-modified": 0, "corrupt": 0, "unknown": 0}}
 
 
 def test_counts_shares_and_standing_per_proxy(tmp_path):
@@ -123,7 +123,7 @@ def test_a_violation_without_reuse_has_no_share_and_provenance_is_counted(tmp_pa
     varnish = sections(build_report(judged_run(tmp_path)))["varnish"]
     head = rules(varnish)["head-body"]
     assert (head["count"], head["share_pct"], head["chance_pct"], head["section"]) == (1, None, 100, "RFC 9110 9.3.2")
-    assert varnish["summary"]["provenance"] == {"origin": 4, "none": 0, "corrupt": 1, "unknown": 1}
+    assert varnish["summary"]["provenance"] == {"origin": 4, "none": 0, "not-modified": 0, "corrupt": 1, "unknown": 1}
     assert head["example"]["evidence"] == {}  # the record had none
 
 

@@ -1,0 +1,42 @@
+// Cache-Control (RFC 9111 5.2), request and response directives, parsed once
+// into what the cache-rule judge asks of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace spe {
+
+struct CacheControl {
+    // Response directives. The qualified forms of no-cache and private (with
+    // field names) allow storing without those fields, so they are kept apart.
+    bool no_store = false;
+    bool no_cache = false;  // unqualified
+    bool no_cache_fields = false;
+    bool private_ = false;  // unqualified
+    bool private_fields = false;
+    bool public_ = false;
+    bool must_revalidate = false;
+    bool proxy_revalidate = false;
+    std::optional<std::int64_t> max_age;
+    std::optional<std::int64_t> s_maxage;
+    std::optional<std::int64_t> stale_while_revalidate;  // RFC 5861
+    std::optional<std::int64_t> stale_if_error;          // RFC 5861
+    // Request-only directives (no-store, no-cache and max-age are shared).
+    bool max_stale_any = false;
+    std::optional<std::int64_t> max_stale;
+    std::optional<std::int64_t> min_fresh;
+    bool only_if_cached = false;
+};
+
+/// `s` without the optional whitespace (and a stray CR) around it.
+std::string_view trim(std::string_view s);
+
+/// Parses a Cache-Control field value (repeated fields joined with ", ").
+/// Unknown directives are ignored; a delta-seconds that does not parse makes
+/// the directive absent, except max-age, which then counts as 0 (stale), the
+/// safe reading RFC 9111 4.2.1 asks for.
+CacheControl parse_cache_control(std::string_view value);
+
+}  // namespace spe

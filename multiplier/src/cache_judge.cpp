@@ -1,0 +1,260 @@
+#include "cache_judge.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace spe {
+
+bool is_unsafe_method(std::string_view method) {
+    return method != "GET" && method != "HEAD" && method != "OPTIONS" && method != "TRACE";
+}
+
+double unix_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+// The Collector's clock stamps in milliseconds; a fetch made for a request
+// is never older than the request by more than that rounding.
+constexpr double kClockSlack = 0.005;
+// A stamp from the future by more than this is not the Collector's.
+constexpr double kFutureSlack = 5.0;
+
+template <class Map>
+void bounded_insert(Map& map, std::deque<std::string>& order, std::size_t capacity, const std::string& key,
+                    typename Map::mapped_type value) {
+    auto [it, inserted] = map.insert_or_assign(key, std::move(value));
+    if (!inserted) return;
+    order.push_back(key);
+    while (order.size() > capacity) {
+        map.erase(order.front());
+        order.pop_front();
+    }
+}
+
+void add_field(CacheVerdict::Fields& out, std::string name, const std::optional<std::string>& value) {
+    if (value) out.emplace_back(std::move(name), *value);
+}
+
+CacheVerdict::Fields judged_fields(const CacheHeaders& h) {
+    CacheVerdict::Fields out;
+    add_field(out, "cache-control", h.cache_control);
+    add_field(out, "expires", h.expires);
+    add_field(out, "date", h.date);
+    add_field(out, "last-modified", h.last_modified);
+    add_field(out, "etag", h.etag);
+    add_field(out, "vary", h.vary);
+    add_field(out, "age", h.age);
+    add_field(out, "x-spe-validated", h.validated);
+    return out;
+}
+
+CacheVerdict::Fields request_fields(const RequestFacts& r, const KnownFetch* fetch) {
+    CacheVerdict::Fields out;
+    out.emplace_back("method", r.method);
+    add_field(out, "cache-control", find_field(r.header_block, "Cache-Control"));
+    add_field(out, "pragma", find_field(r.header_block, "Pragma"));
+    if (r.authorization) out.emplace_back("authorization", "(present)");
+    add_field(out, "if-none-match", r.if_none_match);
+    add_field(out, "if-modified-since", r.if_modified_since);
+    if (fetch)
+        for (const auto& [name, stored] : fetch->vary) {
+            if (name == "*" || name == "authorization") continue;
+            add_field(out, name, find_field(r.header_block, name));
+            add_field(out, "stored variant's " + name, stored);
+        }
+    return out;
+}
+
+void add_exercised(CacheVerdict& v, std::string_view rule) {
+    if (std::find(v.exercised.begin(), v.exercised.end(), rule) == v.exercised.end()) v.exercised.push_back(rule);
+    // A stricter form of staleness (must-revalidate, ...) is a chance to break the plain rule too.
+    if (rule == "must-revalidate" || rule == "proxy-revalidate" || rule == "s-maxage") add_exercised(v, "stale");
+}
+
+/// What kind of request or copy a cache declined to reuse a fresh copy for.
+std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
+    if (r.if_none_match || r.if_modified_since) return "conditional request";
+    if (cand.headers.set_cookie) return "set-cookie";
+    if (cand.headers.vary) return "vary";
+    if (r.authorization) return "authorization";
+    if (cand.status != 200) return fmt::format("status {}", cand.status);
+    if (r.url.find('?') != std::string::npos) return "query string";
+    return "fresh copy";
+}
+
+}  // namespace
+
+CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
+    : capacity_(capacity), names_(std::move(caches)), caches_(names_.size()) {}
+
+const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, const std::string& method,
+                                       std::string_view header_block, bool request_known, double at) {
+    if (auto it = fetches_.find(stamp.id); it != fetches_.end()) return &it->second;
+    KnownFetch f;
+    f.stamp = stamp;
+    f.status = reply.status.value_or(0);
+    f.headers = reply.cache_headers;
+    f.first_seen = at;
+    f.request_known = request_known;
+    if (request_known) {
+        const auto facts = request_facts(method, {}, header_block);
+        f.authorization = facts.authorization;
+        f.request_no_store = facts.no_store;
+        if (f.headers.vary) f.vary = vary_values(header_block, vary_names(*f.headers.vary));
+    }
+    bounded_insert(fetches_, fetch_order_, capacity_, stamp.id, std::move(f));
+    auto it = fetches_.find(stamp.id);
+    return it == fetches_.end() ? nullptr : &it->second;
+}
+
+void CacheJudge::note_reply(const Measure& reply, const std::string& method, std::string_view header_block,
+                            double request_at) {
+    if (!reply.status || !reply.fetch) return;
+    const auto stamp = parse_fetch_stamp(*reply.fetch);
+    if (!stamp) return;
+    std::lock_guard lock(mutex_);
+    // A fetch older than the request was not caused by it: its request is unknown.
+    remember(*stamp, reply, method, header_block, stamp->time >= request_at - kClockSlack, unix_seconds());
+}
+
+void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status, double at) {
+    if (status < 200 || status >= 400) return;
+    std::lock_guard lock(mutex_);
+    auto& m = memory_of(cache);
+    bounded_insert(m.invalidated, m.invalidation_order, capacity_, url, at);
+}
+
+void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
+    const auto request = request_facts(record.method, record.url, header_block);
+    std::lock_guard lock(mutex_);
+    Measure& ref = record.collector;
+    if (ref.status) {
+        const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
+        ref.cache = judge_reply(record, request, ref, nullptr, collector_, served_at, record.ts);
+    }
+    for (std::size_t i = 0; i < record.proxies.size() && i < caches_.size(); ++i) {
+        auto& p = record.proxies[i];
+        if (!p.measure.status) continue;
+        const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
+        p.measure.cache = judge_reply(record, request, p.measure, &ref, caches_[i], served_at, p.sent_at);
+    }
+}
+
+CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
+                                     const Measure* reference, CacheMemory& memory, double served_at, double sent_at) {
+    CacheVerdict v;
+    const auto& h = reply.cache_headers;
+    v.claim = cache_claim(h, reference ? claim_names(reference->cache_headers) : std::vector<std::string>{});
+    if (h.validated)
+        if (auto vs = parse_fetch_stamp(*h.validated)) v.validated_at = vs->time;
+    if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
+        add_exercised(v, "not-modified");
+        if (auto f = not_modified_finding(request, h, nullptr)) v.violations.push_back(std::move(*f));
+    }
+    if (!reply.fetch) {
+        // A 304 has no body from any fetch; anything else unstamped is not from the origin.
+        if (reply.status == 304) v.provenance = "not-modified";
+        return v;
+    }
+
+    const auto stamp = parse_fetch_stamp(*reply.fetch);
+    if (stamp && !reference &&
+        std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector) == collector_ids_.end())
+        collector_ids_.push_back(stamp->collector);  // the reference names the Collector
+    const bool ours =
+        stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector) != collector_ids_.end();
+    if (!stamp || !ours || stamp->time > served_at + kFutureSlack) {
+        v.provenance = "corrupt";
+        return v;
+    }
+    v.fetch = stamp->id;
+    v.fetched_at = stamp->time;
+    const KnownFetch* fetch =
+        remember(*stamp, reply, record.method, request.header_block, stamp->time >= record.ts - kClockSlack, served_at);
+    v.provenance = fetch && fetch->request_known ? "origin" : "unknown";
+
+    v.reused = is_reuse(record, reply, reference, *stamp);
+    std::optional<double> invalidated;
+    if (auto it = memory.invalidated.find(record.url); it != memory.invalidated.end() && it->second <= sent_at)
+        invalidated = it->second;
+    if (fetch && v.reused) {
+        const ReuseQuestion q{*fetch, request, served_at, record.ts, v.validated_at, invalidated, h.content_encoding};
+        judge_reuse(v, q, reply, request);
+        if (!v.violations.empty()) {
+            v.evidence_served = judged_fields(fetch->headers);
+            v.evidence_served.emplace_back("age (as served)", h.age.value_or("(none)"));
+            if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
+            v.evidence_request = request_fields(request, fetch);
+        }
+    }
+    judge_candidate(v, record, request, memory, served_at, invalidated, *stamp);
+    if (v.claim == "hit" && !v.reused && stamp->time >= record.ts - kClockSlack)
+        v.claim_conflict = "claimed a hit, but served a fetch made for this request";
+    else if (v.claim == "miss" && v.reused)
+        v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
+                                       record.ts - stamp->time);
+    if (record.method == "GET") remember_copy(memory, record.url, stamp->id, v.reused);
+    return v;
+}
+
+bool CacheJudge::is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
+                          const FetchStamp& stamp) {
+    // The Collector: a fetch older than the request came from its store.
+    if (!reference) return stamp.time < record.ts - kClockSlack;
+    // A proxy: the Collector names the client request each of its replies
+    // answers; a copy that names another one was kept by the proxy. Without
+    // that note, only a fetch older than the reference's tells.
+    if (const auto& to = reply.cache_headers.reply_to; to && !record.tag.empty()) return *to != record.tag;
+    const auto ref = reference->fetch ? parse_fetch_stamp(*reference->fetch) : std::nullopt;
+    if (ref && ref->collector == stamp.collector) return stamp.serial < ref->serial;
+    return stamp.time < record.ts - kClockSlack;
+}
+
+void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply,
+                             const RequestFacts& request) {
+    (void)request;
+    for (auto& f : reuse_barriers(q, &v.advisories)) {
+        add_exercised(v, f.rule);
+        v.violations.push_back(std::move(f));
+    }
+    add_exercised(v, "age");
+    if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age))
+        v.violations.push_back(std::move(*age));
+    v.age_s = freshness(q).age;
+}
+
+void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request,
+                                 CacheMemory& memory, double served_at, std::optional<double> invalidated,
+                                 const FetchStamp& served) {
+    if (record.method != "GET" && record.method != "HEAD") return;
+    const auto copy = memory.last_copy.find(record.url);
+    if (copy == memory.last_copy.end() || (v.reused && copy->second.fetch == served.id)) return;
+    const auto cand = fetches_.find(copy->second.fetch);
+    if (cand == fetches_.end() || cand->second.stamp.serial > served.serial) return;
+    // The copy this cache last passed on for the URL: had it kept it, would
+    // serving it now have broken a rule? Those rules were exercised (passed);
+    // if none, and its lifetime was explicit and not over, this was a missed hit.
+    const ReuseQuestion q{cand->second, request, served_at, record.ts, std::nullopt, invalidated, std::nullopt};
+    const auto barriers = reuse_barriers(q);
+    for (const auto& f : barriers)
+        add_exercised(v, f.rule);
+    const auto fr = freshness(q);
+    if (!v.reused && barriers.empty() && fr.source != "heuristic" && fr.source != "none" && fr.age < fr.lifetime)
+        v.conservative =
+            fmt::format("{}: {}", copy->second.reused ? "held" : "passed on", miss_cause(request, cand->second));
+}
+
+void CacheJudge::remember_copy(CacheMemory& memory, const std::string& url, const std::string& fetch, bool reused) {
+    auto it = memory.last_copy.find(url);
+    if (it != memory.last_copy.end() && it->second.fetch == fetch) {
+        it->second.reused = it->second.reused || reused;
+        return;
+    }
+    bounded_insert(memory.last_copy, memory.copy_order, capacity_, url, LastCopy{fetch, reused});
+}
+
+}  // namespace spe

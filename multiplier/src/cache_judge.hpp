@@ -1,0 +1,80 @@
+// The cache-rule judge: traces every reply to the origin fetch it came from
+// (the Collector's X-SPE-Fetch stamp) and judges each reuse of a stored reply
+// against RFC 9111 (cache_rules.hpp), for each proxy under test and for the
+// Collector itself. It keeps, bounded, what a judgement needs beyond the
+// record: the fetches seen (their origin headers and causing request), each
+// cache's last copy of each URL, and each cache's successful unsafe requests.
+// Shared by the fan-out threads: one mutex; the work is a few map lookups per
+// reply, done off the client's path (at the end of a fan-out).
+#pragma once
+
+#include "cache_rules.hpp"
+#include "cache_verdict.hpp"
+#include "measurement.hpp"
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace spe {
+
+/// A method whose success invalidates stored copies of its URI (RFC 9111 4.4; RFC 9110 9.2.1).
+bool is_unsafe_method(std::string_view method);
+
+/// Unix time now, in seconds.
+double unix_seconds();
+
+class CacheJudge {
+public:
+    /// `caches`: the proxies under test, in the record's order; `capacity`:
+    /// how many fetches (and URLs per cache) are remembered.
+    explicit CacheJudge(std::vector<std::string> caches, std::size_t capacity = 65536);
+
+    /// A reply arrived (the reference or a leg): remembers its fetch if new.
+    /// `header_block`: the request as sent (for the fields a Vary names).
+    void note_reply(const Measure& reply, const std::string& method, std::string_view header_block, double at);
+    /// A cache's reply to an unsafe request arrived: a 2xx or 3xx invalidates
+    /// its stored copies of the URI (RFC 9111 4.4). `cache`: -1 = the Collector.
+    void note_unsafe(int cache, const std::string& url, unsigned status, double at);
+    /// Judges the record's replies (collector.cache and every proxies[i].cache).
+    void judge(RequestRecord& record, std::string_view header_block);
+
+private:
+    /// The copy a cache last passed on for a URL, and whether it ever served it again (so surely kept it).
+    struct LastCopy {
+        std::string fetch;
+        bool reused = false;
+    };
+    struct CacheMemory {
+        std::unordered_map<std::string, LastCopy> last_copy;  // url -> the fetch it last served
+        std::deque<std::string> copy_order;
+        std::unordered_map<std::string, double> invalidated;  // url -> when
+        std::deque<std::string> invalidation_order;
+    };
+
+    const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, const std::string& method,
+                               std::string_view header_block, bool request_known, double at);
+    /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
+    CacheVerdict judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
+                             const Measure* reference, CacheMemory& memory, double served_at, double sent_at);
+    static bool is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
+                         const FetchStamp& stamp);
+    void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply, const RequestFacts& request);
+    void judge_candidate(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request, CacheMemory& memory,
+                         double served_at, std::optional<double> invalidated, const FetchStamp& served);
+    void remember_copy(CacheMemory& memory, const std::string& url, const std::string& fetch, bool reused);
+    CacheMemory& memory_of(int cache) { return cache < 0 ? collector_ : caches_[static_cast<std::size_t>(cache)]; }
+
+    std::mutex mutex_;
+    std::size_t capacity_;
+    std::vector<std::string> names_;
+    std::unordered_map<std::string, KnownFetch> fetches_;
+    std::deque<std::string> fetch_order_;
+    std::vector<std::string> collector_ids_;  // the Collector processes seen on references
+    std::vector<CacheMemory> caches_;
+    CacheMemory collector_;
+};
+
+}  // namespace spe

@@ -1,0 +1,329 @@
+#include "cache_rules.hpp"
+
+#include "header_policy.hpp"
+#include "http_date.hpp"
+
+#include <fmt/format.h>
+#include <boost/beast/core/string.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace spe {
+namespace {
+
+// Date and Age have one-second resolution and caches round them down, so a
+// copy counts as stale only when it is more than this past its lifetime.
+constexpr double kSlack = 1.5;
+
+bool heuristically_cacheable(unsigned status) {
+    // RFC 9110 15.1.
+    switch (status) {
+        case 200:
+        case 203:
+        case 204:
+        case 206:
+        case 300:
+        case 301:
+        case 308:
+        case 404:
+        case 405:
+        case 410:
+        case 414:
+        case 501:
+            return true;
+        default:
+            return false;
+    }
+}
+
+std::optional<double> seconds_value(const std::optional<std::string>& v) {
+    if (!v) return std::nullopt;
+    std::int64_t n = 0;
+    auto s = std::string_view(*v);
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc() || n < 0) return std::nullopt;
+    (void)end;
+    return static_cast<double>(n);
+}
+
+std::optional<double> date_value(const std::optional<std::string>& v) {
+    if (!v) return std::nullopt;
+    if (auto t = parse_http_date(*v)) return static_cast<double>(*t);
+    return std::nullopt;
+}
+
+std::string secs(double s) {
+    return fmt::format("{:.1f} s", s);
+}
+
+/// The lifetime of a stored reply in a shared cache (RFC 9111 4.2.1), and
+/// where it came from.
+std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc) {
+    if (cc.s_maxage) return {static_cast<double>(*cc.s_maxage), "s-maxage"};
+    if (cc.max_age) return {static_cast<double>(*cc.max_age), "max-age"};
+    if (f.headers.expires) {
+        const auto expires = date_value(f.headers.expires);
+        if (!expires) return {0, "expires"};  // invalid: already expired (5.3)
+        const double date = date_value(f.headers.date).value_or(f.stamp.time);
+        return {std::max(0.0, *expires - date), "expires"};
+    }
+    if (heuristically_cacheable(f.status) || cc.public_) {
+        if (const auto lm = date_value(f.headers.last_modified)) {
+            const double date = date_value(f.headers.date).value_or(f.stamp.time);
+            return {std::max(0.0, 0.1 * (date - *lm)), "heuristic"};
+        }
+        return {0, "heuristic"};
+    }
+    return {0, "none"};
+}
+
+/// The Age the origin's reply arrived with: the first copy seen carried it
+/// plus the time between the fetch and that sighting, taken off again.
+double initial_age(const KnownFetch& f) {
+    const double apparent = std::max(0.0, f.stamp.time - date_value(f.headers.date).value_or(f.stamp.time));
+    double received = 0;
+    if (auto age = seconds_value(f.headers.age))
+        received = std::max(0.0, *age - std::max(0.0, f.first_seen - f.stamp.time));
+    return std::max(apparent, received);
+}
+
+bool weak_match(std::string_view a, std::string_view b) {
+    auto opaque = [](std::string_view t) {
+        if (t.substr(0, 2) == "W/") t.remove_prefix(2);
+        return t;
+    };
+    return opaque(a) == opaque(b);
+}
+
+/// Whether `request_ae` (Accept-Encoding) accepts `coding` (RFC 9110 12.5.3).
+bool accepts_coding(const std::optional<std::string>& request_ae, std::string_view coding) {
+    if (coding.empty() || boost::beast::iequals(coding, "identity")) {
+        if (!request_ae) return true;
+    } else if (!request_ae) {
+        return true;  // no Accept-Encoding: any coding is acceptable
+    }
+    std::string_view list = *request_ae;
+    bool star = false, star_zero = false;
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        auto item = trim(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+        const auto semi = item.find(';');
+        const auto name = trim(item.substr(0, semi));
+        const bool zero = semi != std::string_view::npos && item.find("q=0", semi) != std::string_view::npos &&
+                          item.find("q=0.", semi) == std::string_view::npos;
+        if (boost::beast::iequals(name, coding.empty() ? "identity" : coding)) return !zero;
+        if (name == "*") star = true, star_zero = zero;
+    }
+    if (star) return !star_zero;
+    return coding.empty() || boost::beast::iequals(coding, "identity");  // identity is acceptable unless refused
+}
+
+std::optional<Finding> vary_finding(const ReuseQuestion& q) {
+    const auto& f = q.fetch;
+    if (!f.request_known || !f.headers.vary) return std::nullopt;
+    for (const auto& [name, stored] : f.vary) {
+        if (name == "*") return Finding{"vary", "4.1", "the stored reply has Vary: *, which never matches"};
+        if (name == "accept-encoding") {
+            // Caches may normalize Accept-Encoding (Varnish does): what counts
+            // is whether this request accepts the coding it was served.
+            const auto ae = find_field(q.request.header_block, "Accept-Encoding");
+            const auto coding = q.content_encoding.value_or("");
+            if (!accepts_coding(ae, coding))
+                return Finding{"vary", "4.1",
+                               fmt::format("served Content-Encoding '{}' to a request with Accept-Encoding '{}'",
+                                           coding.empty() ? "identity" : coding, ae.value_or("(none)"))};
+            continue;
+        }
+        const auto now = selecting_value(q.request.header_block, name);
+        if (now != stored)
+            return Finding{"vary", "4.1",
+                           fmt::format("the stored variant was selected by {}: '{}', this request has '{}'", name,
+                                       stored.value_or("(absent)"), now.value_or("(absent)"))};
+    }
+    return std::nullopt;
+}
+
+std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
+    if (cc.must_revalidate) return *section = "5.2.2.2", "must-revalidate";
+    if (cc.proxy_revalidate) return *section = "5.2.2.8", "proxy-revalidate";
+    if (source == "s-maxage") return *section = "5.2.2.10", "s-maxage";
+    return *section = "4.2.4", "stale";
+}
+
+/// Staleness the client or the origin allowed (max-stale, stale-while-revalidate).
+bool stale_permitted(const ReuseQuestion& q, const CacheControl& cc, double staleness) {
+    if (cc.must_revalidate || cc.proxy_revalidate || cc.s_maxage) return false;
+    const auto& rc = q.request.cc;
+    if (rc.max_stale_any || (rc.max_stale && staleness <= static_cast<double>(*rc.max_stale) + kSlack)) return true;
+    return cc.stale_while_revalidate && staleness <= static_cast<double>(*cc.stale_while_revalidate) + kSlack;
+}
+
+}  // namespace
+
+Freshness freshness(const ReuseQuestion& q) {
+    const auto cc = parse_cache_control(q.fetch.headers.cache_control.value_or(""));
+    Freshness fr;
+    std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc);
+    const double basis = std::max(q.fetch.stamp.time, q.validated_at.value_or(0));
+    fr.age = initial_age(q.fetch) + std::max(0.0, q.at - basis);
+    fr.validated_now = basis >= q.request_at - 0.005;
+    return fr;
+}
+
+std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories) {
+    std::vector<Finding> out;
+    const auto& f = q.fetch;
+    const auto cc = parse_cache_control(f.headers.cache_control.value_or(""));
+    if (cc.no_store) out.push_back({"no-store", "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
+    if (f.request_known && f.request_no_store)
+        out.push_back({"request-no-store", "5.2.1.5", "the request that brought it said no-store"});
+    if (cc.private_)
+        out.push_back({"private", "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
+    if (f.request_known && f.authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
+        out.push_back({"authorization", "3.5",
+                       "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
+    if (auto v = vary_finding(q)) out.push_back(std::move(*v));
+    const double basis = std::max(f.stamp.time, q.validated_at.value_or(0));
+    if (q.invalidated_at && *q.invalidated_at > basis)
+        out.push_back({"invalidation", "4.4",
+                       fmt::format("stored {} before a successful unsafe request to the same URI",
+                                   secs(*q.invalidated_at - basis))});
+
+    const auto fr = freshness(q);
+    if (!fr.validated_now) {
+        if (cc.no_cache)
+            out.push_back({"no-cache", "5.2.2.4", "the origin's reply said no-cache; served without validation"});
+        if (q.request.no_cache())
+            out.push_back({"request-no-cache", "5.2.1.4", "the request said no-cache; answered without validation"});
+        // max-age=0 asks for validation outright; a larger one for a copy no older.
+        const auto& max_age = q.request.cc.max_age;
+        if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
+            out.push_back({"request-max-age", "5.2.1.1",
+                           fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
+        const double staleness = fr.age - fr.lifetime;
+        if (fr.source == "heuristic") {
+            if (advisories && f.headers.last_modified && staleness > kSlack)
+                advisories->push_back({"heuristic", "4.2.2",
+                                       fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
+                                                   "Last-Modified) is {}",
+                                                   secs(fr.age), secs(fr.lifetime))});
+        } else if (staleness > kSlack && !stale_permitted(q, cc, staleness)) {
+            std::string_view section;
+            const auto rule = stale_rule(cc, fr.source, &section);
+            out.push_back({rule, section,
+                           fmt::format("stale: {} old, fresh for {} ({}){}", secs(fr.age), secs(fr.lifetime), fr.source,
+                                       q.validated_at ? "" : "; no validation stamped on the copy")});
+        }
+    }
+    return out;
+}
+
+std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
+                                   const std::optional<std::string>& reply_age) {
+    if (reply_status == 304) return std::nullopt;
+    const auto fr = freshness(q);
+    // A missing Age on a copy younger than the clocks' resolution reads as the
+    // Age 0 or 1 a cache would have sent (Squid omits Age 0): not flagged.
+    if (!reply_age && fr.age < kSlack) return std::nullopt;
+    if (!reply_age)
+        return Finding{"age", "4", fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
+    const auto age = seconds_value(reply_age);
+    if (!age) return Finding{"age", "5.1", fmt::format("Age '{}' is not a number of seconds", *reply_age)};
+    if (*age + 1 + kSlack < fr.age)
+        return Finding{"age", "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
+    return std::nullopt;
+}
+
+std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
+                                            const CacheHeaders* fetch) {
+    const auto& etag = reply.etag ? reply.etag : fetch ? fetch->etag : std::nullopt;
+    if (request.if_none_match) {
+        if (trim(*request.if_none_match) == "*") return std::nullopt;
+        if (!etag) return Finding{"not-modified", "4.3.2", "a 304 to If-None-Match for a reply without ETag"};
+        std::string_view list = *request.if_none_match;
+        while (!list.empty()) {
+            const auto comma = list.find(',');
+            if (weak_match(trim(list.substr(0, comma)), trim(*etag))) return std::nullopt;
+            if (comma == std::string_view::npos) break;
+            list.remove_prefix(comma + 1);
+        }
+        return Finding{"not-modified", "4.3.2",
+                       fmt::format("a 304 for ETag {} to If-None-Match: {}", *etag, *request.if_none_match)};
+    }
+    if (request.if_modified_since) {
+        const auto since = date_value(request.if_modified_since);
+        const auto& lm_text = reply.last_modified ? reply.last_modified : fetch ? fetch->last_modified : std::nullopt;
+        const auto lm = date_value(lm_text);
+        if (since && lm && *lm > *since)
+            return Finding{"not-modified", "4.3.2",
+                           fmt::format("a 304 to If-Modified-Since: {} for a reply Last-Modified {}",
+                                       *request.if_modified_since, *lm_text)};
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+/// Splits a list field into its members (no quoted commas in these fields' names).
+std::vector<std::string_view> members(std::string_view list) {
+    std::vector<std::string_view> out;
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        if (auto m = trim(list.substr(0, comma)); !m.empty()) out.push_back(m);
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+/// The cache name of a Cache-Status member ("name; hit") or X-Cache value ("HIT from name").
+std::string_view member_name(std::string_view m, bool cache_status) {
+    if (cache_status) return trim(m.substr(0, m.find(';')));
+    const auto from = m.find(" from ");
+    return from == std::string_view::npos ? std::string_view{} : trim(m.substr(from + 6));
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+}  // namespace
+
+std::vector<std::string> claim_names(const CacheHeaders& reply) {
+    std::vector<std::string> out;
+    if (reply.cache_status)
+        for (auto m : members(*reply.cache_status))
+            out.emplace_back(member_name(m, true));
+    if (reply.x_cache)
+        for (auto m : members(*reply.x_cache))
+            if (auto n = member_name(m, false); !n.empty()) out.emplace_back(n);
+    return out;
+}
+
+std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
+    // The member nearest the client is the last one (RFC 9211 2): the proxy's own.
+    if (reply.cache_status) {
+        const auto ms = members(*reply.cache_status);
+        for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
+            if (contains(upstream_names, member_name(*it, true))) continue;
+            const auto params = it->substr(std::min(it->size(), it->find(';')));
+            if (params.find("hit") != std::string_view::npos && params.find("fwd=") == std::string_view::npos)
+                return "hit";
+            return "miss";
+        }
+    }
+    if (reply.x_cache) {
+        const auto ms = members(*reply.x_cache);
+        for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
+            if (contains(upstream_names, member_name(*it, false))) continue;
+            if (boost::beast::iequals(it->substr(0, 3), "HIT")) return "hit";
+            if (boost::beast::iequals(it->substr(0, 4), "MISS")) return "miss";
+        }
+    }
+    return {};
+}
+
+}  // namespace spe

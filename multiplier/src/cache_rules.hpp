@@ -1,0 +1,81 @@
+// RFC 9111 as a judge of one reused reply: given the origin fetch a reply came
+// from (its own headers, its time, the request that caused it), the request it
+// now answers and what the cache said, which rules allowed the reuse and which
+// it broke. Pure functions: cache_judge.hpp keeps the state they need.
+#pragma once
+
+#include "cache_facts.hpp"
+#include "fetch_stamp.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spe {
+
+/// One rule a reply broke (or, for an advisory, a SHOULD it did not follow).
+struct Finding {
+    std::string_view rule;     // stable id, e.g. "no-store"
+    std::string_view section;  // RFC 9111 section, e.g. "5.2.2.5"
+    std::string reason;
+};
+
+/// An origin fetch as the judge knows it: the stamp, the origin's reply
+/// header (as first seen) and the request that caused it.
+struct KnownFetch {
+    FetchStamp stamp;
+    unsigned status = 0;
+    CacheHeaders headers;
+    double first_seen = 0;       // when the Multiplier first saw a reply with this stamp
+    bool request_known = false;  // false: first seen as somebody's reuse (request facts unknown)
+    bool authorization = false;  // the causing request had Authorization
+    bool request_no_store = false;
+    VaryValues vary;  // the causing request's values of the fields the reply's Vary names
+};
+
+/// Everything that bears on reusing a stored copy for one request at one moment.
+struct ReuseQuestion {
+    const KnownFetch& fetch;
+    const RequestFacts& request;
+    double at = 0;                         // when the reply was served (unix s)
+    double request_at = 0;                 // when the client's request arrived
+    std::optional<double> validated_at;    // X-SPE-Validated on the served copy
+    std::optional<double> invalidated_at;  // this cache's last successful unsafe request to the URI
+    /// The served reply's Content-Encoding (for Vary: Accept-Encoding, judged by
+    /// whether this request accepts it).
+    std::optional<std::string> content_encoding;
+};
+
+/// How old and how long-lived a stored copy is, per RFC 9111 4.2.
+struct Freshness {
+    double lifetime = 0;
+    std::string_view source;     // "s-maxage", "max-age", "expires", "heuristic", "none"
+    double age = 0;              // current_age at the question's moment
+    bool validated_now = false;  // the origin confirmed the copy during this request
+};
+
+Freshness freshness(const ReuseQuestion& q);
+
+/// The rules that forbid answering `q.request` with the stored copy without
+/// validating it: empty when a correct shared cache may reuse it. Advisories
+/// (heuristic freshness beyond 4.2.2's suggestion) go to `advisories`.
+std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories = nullptr);
+
+/// What a reused reply itself must carry: Age (RFC 9111 4, 5.1).
+std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
+                                   const std::optional<std::string>& reply_age);
+
+/// A 304 sent to a conditional request must match its validators (RFC 9111
+/// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.
+std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
+                                            const CacheHeaders* fetch);
+
+/// A cache's own claim (Cache-Status, RFC 9211, or X-Cache): "hit", "miss" or
+/// empty, ignoring the entries the Collector put there (`upstream_names`).
+std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names);
+
+/// The cache names in a reply's Cache-Status and X-Cache ("HIT from NAME").
+std::vector<std::string> claim_names(const CacheHeaders& reply);
+
+}  // namespace spe

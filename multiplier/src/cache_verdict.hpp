@@ -1,0 +1,37 @@
+// The cache-rule judge's verdict on one reply: the record's `cache` object.
+#pragma once
+
+#include "cache_rules.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spe {
+
+struct CacheVerdict {
+    /// "origin": a fetch the Multiplier saw; "unknown": a valid stamp of a fetch
+    /// it never saw (judged from the reply's own header); "none": no stamp, not
+    /// from the origin (an error page, a synthetic reply); "not-modified": a 304
+    /// without a stamp (no body from any fetch); "corrupt": a stamp that does
+    /// not parse or names another Collector or an impossible time.
+    std::string_view provenance = "none";
+    std::optional<std::string> fetch;  // the stamp's id
+    std::optional<double> fetched_at;
+    std::optional<double> validated_at;
+    bool reused = false;
+    std::optional<double> age_s;
+    std::vector<Finding> violations;
+    std::vector<Finding> advisories;
+    std::vector<std::string_view> exercised;  // rule ids this reply had the chance to break
+    std::string conservative;                 // a missed hit's cause; empty: none
+    std::string_view claim;                   // "hit", "miss" or empty
+    std::string claim_conflict;
+    /// Only with violations: the judged headers side by side.
+    using Fields = std::vector<std::pair<std::string, std::string>>;
+    Fields evidence_served, evidence_reference, evidence_request;
+};
+
+}  // namespace spe

@@ -1,0 +1,15 @@
+// HTTP-date (RFC 9110 5.6.7): the three forms a recipient must accept.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace spe {
+
+/// Unix seconds of an HTTP-date (IMF-fixdate, RFC 850 or asctime form), or
+/// nullopt when the value is none of them (an invalid Expires means "already
+/// expired": RFC 9111 5.3, the caller decides).
+std::optional<std::int64_t> parse_http_date(std::string_view text);
+
+}  // namespace spe

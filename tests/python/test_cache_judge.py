@@ -1,0 +1,155 @@
+"""The cache-rule judge on live traffic: purpose-built caches that each break one RFC 9111 rule
+(tests/fixtures/fault_proxy.py cache modes, bodies identical to the origin's, so byte comparison
+says OK) sit behind the patched Collector; the Multiplier's records must flag each case for
+exactly the caches that broke the rule, by rule, and nothing for the correct one.
+"""
+
+from __future__ import annotations
+
+import http.client
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from labsupport import lab_session
+
+from spe_tools.process import ProcessGroup, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+MODES = ["cache_correct", "cache_everything", "serve_stale", "ignore_vary", "no_invalidate", "no_age",
+         "ignore_request_no_cache"]
+
+
+class Bed:
+    def __init__(self, lab, origin_port: int):
+        self.lab, self.origin = lab, f"http://127.0.0.1:{origin_port}"
+        self.conn = http.client.HTTPConnection("127.0.0.1", lab.multiplier_port, timeout=30)
+
+    def send(self, method: str, path: str, headers: dict[str, str] | None = None) -> dict:
+        """One request through the Multiplier; its record once every leg is in."""
+        before = len(self.lab.records(path, 0))
+        self.conn.request(method, self.origin + path, body=b"x" if method == "POST" else None, headers=headers or {})
+        reply = self.conn.getresponse()
+        reply.read()
+        assert reply.status < 500, (method, path, reply.status)
+        records = self.lab.records(path, before + 1)
+        assert len(records) == before + 1, f"no record for {method} {path}"
+        return records[-1]
+
+
+def violations(record: dict) -> dict[str, set[str]]:
+    """Rules each proxy broke in this record (proxies with none left out)."""
+    out = {}
+    for p in record["proxies"]:
+        rules = {v["rule"] for v in (p.get("cache") or {}).get("violations", [])}
+        if rules:
+            out[p["name"]] = rules
+    return out
+
+
+@pytest.fixture(scope="module")
+def bed():
+    origin_port = free_port()
+    ports = {m: (free_port(), free_port()) for m in MODES}  # (proxy, its Collector port)
+
+    def text(_workdir: Path) -> str:
+        t = 'name = "judge"\n[collector]\nkind = "spe"\n[origin]\nkind = "none"\n[multiplier]\ntimeout_s = 20\n'
+        for mode, (port, cport) in ports.items():
+            t += (f'[[proxy]]\nname = "{mode}"\nkind = "external"\naddress = "127.0.0.1:{port}"\n'
+                  f'collector_port = {cport}\n')
+        return t
+
+    def users(group: ProcessGroup) -> None:
+        group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/cache_origin.py"), str(origin_port)],
+                    port=origin_port)
+        for mode, (port, cport) in ports.items():
+            group.start(mode, [sys.executable, str(ROOT / "tests/fixtures/fault_proxy.py"), "--port", str(port),
+                               "--parent", f"127.0.0.1:{cport}", "--mode", mode], port=port)
+
+    with lab_session(text, users) as lab:
+        yield Bed(lab, origin_port)
+
+
+def test_a_fresh_reuse_by_a_correct_cache_is_no_violation_and_says_reused(bed):
+    bed.send("GET", "/fresh?cc=max-age%3D600")
+    r = bed.send("GET", "/fresh?cc=max-age%3D600")
+    assert violations(r) == {}
+    correct = next(p for p in r["proxies"] if p["name"] == "cache_correct")
+    assert correct["result"] == "OK"
+    assert correct["cache"]["reused"] is True
+    assert correct["cache"]["provenance"] == "origin"
+    # The Collector answered from its store too: the same fetch. The proxy's copy still names
+    # the earlier client request it was fetched for (X-SPE-Reply-To), so its reuse shows.
+    assert correct["cache"]["fetch"] == r["collector"]["cache"]["fetch"]
+    assert r["collector"]["cache"]["reused"] is True
+    assert "age" in correct["cache"]["exercised"]
+
+
+@pytest.mark.parametrize("cc, rule", [("no-store", "no-store"), ("private%2C%20max-age%3D600", "private")])
+def test_a_cache_that_stores_what_it_must_not_is_flagged_by_rule(bed, cc, rule):
+    path = f"/store-{rule}?cc={cc}"
+    bed.send("GET", path)
+    r = bed.send("GET", path)
+    assert violations(r) == {"cache_everything": {rule}}
+    everything = next(p for p in r["proxies"] if p["name"] == "cache_everything")
+    assert everything["result"] == "OK"  # same bytes: only the judge sees it
+    assert everything["cache"]["evidence"]["served"]["cache-control"]
+
+
+def test_a_reply_to_an_authorised_request_served_to_another_is_flagged(bed):
+    path = "/auth?cc=max-age%3D600"
+    bed.send("GET", path, {"Authorization": "Basic dXNlcjpwYXNz"})
+    r = bed.send("GET", path)
+    assert violations(r) == {"cache_everything": {"authorization"}}
+
+
+def test_serving_past_max_age_is_flagged_stale(bed):
+    path = "/stale?cc=max-age%3D1"
+    bed.send("GET", path)
+    time.sleep(3.5)
+    r = bed.send("GET", path)
+    assert violations(r) == {"serve_stale": {"stale"}}
+
+
+def test_ignoring_vary_is_flagged(bed):
+    path = "/vary?cc=max-age%3D600&vary=Accept-Language"
+    bed.send("GET", path, {"Accept-Language": "en"})
+    r = bed.send("GET", path, {"Accept-Language": "de"})
+    assert violations(r) == {"ignore_vary": {"vary"}}
+
+
+def test_a_copy_served_after_a_successful_post_to_its_uri_is_flagged(bed):
+    path = "/inval?cc=max-age%3D600"
+    bed.send("GET", path)
+    bed.send("GET", path)
+    bed.send("POST", path)
+    r = bed.send("GET", path)
+    assert violations(r) == {"no_invalidate": {"invalidation"}}
+
+
+def test_a_reused_reply_without_age_is_flagged(bed):
+    path = "/age?cc=max-age%3D600"
+    bed.send("GET", path)
+    time.sleep(2)
+    r = bed.send("GET", path)
+    assert violations(r) == {"no_age": {"age"}}
+
+
+def test_a_reload_answered_from_the_cache_is_flagged(bed):
+    path = "/reload?cc=max-age%3D600"
+    bed.send("GET", path)
+    r = bed.send("GET", path, {"Cache-Control": "no-cache"})
+    assert violations(r) == {"ignore_request_no_cache": {"request-no-cache"}}
+    r = bed.send("GET", path, {"Pragma": "no-cache"})
+    assert violations(r) == {"ignore_request_no_cache": {"request-no-cache"}}
+
+
+def test_the_collector_is_judged_too_and_a_hit_of_its_own_is_reused(bed):
+    path = "/coll?cc=max-age%3D600"
+    first = bed.send("GET", path)
+    second = bed.send("GET", path)
+    assert first["collector"]["cache"]["reused"] is False
+    assert second["collector"]["cache"]["reused"] is True
+    assert second["collector"]["cache"]["violations"] == []
+    assert second["collector"]["cache"]["fetch"] == first["collector"]["cache"]["fetch"]

@@ -1,0 +1,226 @@
+// The cache-rule judge's rules (RFC 9111), one reused copy at a time.
+#include "cache_control.hpp"
+#include "cache_rules.hpp"
+#include "fetch_stamp.hpp"
+#include "http_date.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace {
+
+using spe::CacheHeaders;
+using spe::KnownFetch;
+
+constexpr double kFetchedAt = 1'700'000'000.0;
+const std::string kRequest = "GET http://o/x HTTP/1.1\r\nHost: o\r\nAccept-Language: en\r\n\r\n";
+
+std::string http_date(double t) {
+    char buf[64];
+    std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    return buf;
+}
+
+KnownFetch fetch(std::string cache_control, unsigned status = 200) {
+    KnownFetch f;
+    f.stamp = *spe::parse_fetch_stamp("65f1-1c2.7; t=1700000000.000");
+    f.status = status;
+    if (!cache_control.empty()) f.headers.cache_control = std::move(cache_control);
+    f.headers.date = http_date(kFetchedAt);
+    f.first_seen = kFetchedAt;
+    f.request_known = true;
+    return f;
+}
+
+/// The rule ids that forbid reusing `f` for `request` `after` seconds past the fetch.
+std::vector<std::string> barriers(const KnownFetch& f, const std::string& request = kRequest, double after = 1,
+                                  std::optional<double> validated_at = std::nullopt,
+                                  std::optional<double> invalidated_at = std::nullopt,
+                                  std::optional<std::string> coding = std::nullopt) {
+    const auto facts = spe::request_facts("GET", "http://o/x", request);
+    const spe::ReuseQuestion q{
+        f, facts, kFetchedAt + after, kFetchedAt + after - 0.01, validated_at, invalidated_at, coding};
+    std::vector<std::string> out;
+    for (const auto& b : spe::reuse_barriers(q))
+        out.emplace_back(b.rule);
+    return out;
+}
+
+using V = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("HTTP dates in the three forms, and Cache-Control directives") {
+    CHECK(spe::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777);
+    CHECK(spe::parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT") == 784111777);
+    CHECK(spe::parse_http_date("Sun Nov  6 08:49:37 1994") == 784111777);
+    CHECK_FALSE(spe::parse_http_date("0"));
+    CHECK_FALSE(spe::parse_http_date("tomorrow"));
+    const auto cc =
+        spe::parse_cache_control("public, max-age=60, s-maxage=\"30\", no-cache=\"Set-Cookie, X\", Private");
+    CHECK(cc.public_);
+    CHECK(cc.max_age == 60);
+    CHECK(cc.s_maxage == 30);
+    CHECK(cc.no_cache_fields);
+    CHECK_FALSE(cc.no_cache);
+    CHECK(cc.private_);
+    CHECK(spe::parse_cache_control("max-age=abc").max_age == 0);  // unparseable: stale, the safe reading
+}
+
+TEST_CASE("fetch stamps parse, and anything else does not") {
+    const auto s = spe::parse_fetch_stamp("65f1a2b3-1c2.42; t=1732412345.123");
+    REQUIRE(s);
+    CHECK(s->id == "65f1a2b3-1c2.42");
+    CHECK(s->collector == "65f1a2b3-1c2");
+    CHECK(s->serial == 42);
+    CHECK(s->time == Approx(1732412345.123));
+    CHECK_FALSE(spe::parse_fetch_stamp("forged"));
+    CHECK_FALSE(spe::parse_fetch_stamp("65f1a2b3-1c2.x; t=1"));
+    CHECK_FALSE(spe::parse_fetch_stamp("zz-1.4; t=1"));
+    CHECK_FALSE(spe::parse_fetch_stamp("65f1-1c2.4; t=-5"));
+}
+
+TEST_CASE("what a shared cache must not store is flagged when reused, by rule") {
+    CHECK(barriers(fetch("max-age=600")).empty());
+    CHECK(barriers(fetch("no-store, max-age=600")) == V{"no-store"});
+    CHECK(barriers(fetch("private, max-age=600")) == V{"private"});
+    CHECK(barriers(fetch("private=\"Set-Cookie\", max-age=600")).empty());  // the qualified form allows storing
+    auto with_auth = fetch("max-age=600");
+    with_auth.authorization = true;
+    CHECK(barriers(with_auth) == V{"authorization"});
+    for (auto cc : {"public, max-age=600", "s-maxage=600", "must-revalidate, max-age=600"}) {
+        auto allowed = fetch(cc);
+        allowed.authorization = true;
+        CHECK(barriers(allowed).empty());
+    }
+    auto request_no_store = fetch("max-age=600");
+    request_no_store.request_no_store = true;
+    CHECK(barriers(request_no_store) == V{"request-no-store"});
+}
+
+TEST_CASE("stale copies: the rule named is the strictest directive that forbade it") {
+    CHECK(barriers(fetch("max-age=10"), kRequest, 9).empty());
+    CHECK(barriers(fetch("max-age=10"), kRequest, 20) == V{"stale"});
+    CHECK(barriers(fetch("max-age=10, must-revalidate"), kRequest, 20) == V{"must-revalidate"});
+    CHECK(barriers(fetch("max-age=10, proxy-revalidate"), kRequest, 20) == V{"proxy-revalidate"});
+    CHECK(barriers(fetch("s-maxage=10, max-age=600"), kRequest, 20) == V{"s-maxage"});
+    CHECK(barriers(fetch("max-age=10, stale-while-revalidate=30"), kRequest, 20).empty());
+    const std::string max_stale = "GET http://o/x HTTP/1.1\r\nCache-Control: max-stale=60\r\n\r\n";
+    CHECK(barriers(fetch("max-age=10"), max_stale, 20).empty());
+    // Arrived with an Age beyond its lifetime: stale from the start.
+    auto aged = fetch("max-age=3600");
+    aged.headers.age = "7200";
+    CHECK(barriers(aged, kRequest, 1) == V{"stale"});
+    // Expires: invalid means already expired; a future one gives the lifetime.
+    auto bad_expires = fetch("");
+    bad_expires.status = 302;
+    bad_expires.headers.expires = "0";
+    CHECK(barriers(bad_expires, kRequest, 5) == V{"stale"});
+    auto expires = fetch("");
+    expires.headers.expires = http_date(kFetchedAt + 100);
+    CHECK(barriers(expires, kRequest, 50).empty());
+    CHECK(barriers(expires, kRequest, 150) == V{"stale"});
+    // A validation the origin confirmed restarts the clock.
+    CHECK(barriers(fetch("max-age=10"), kRequest, 20, kFetchedAt + 15).empty());
+    // No explicit lifetime and a status that is not heuristically cacheable: nothing allows reuse.
+    CHECK(barriers(fetch("", 302), kRequest, 5) == V{"stale"});
+    // Heuristic freshness is a MAY: an advisory beyond 10 %, not a violation.
+    auto heuristic = fetch("");
+    heuristic.headers.last_modified = http_date(kFetchedAt - 100);
+    const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
+    std::vector<spe::Finding> advisories;
+    CHECK(spe::reuse_barriers({heuristic, facts, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}}, &advisories).empty());
+    REQUIRE(advisories.size() == 1);
+    CHECK(advisories[0].rule == "heuristic");
+}
+
+TEST_CASE("validation the reply or the request demands") {
+    CHECK(barriers(fetch("no-cache, max-age=600")) == V{"no-cache"});
+    // Validated during this request (the Collector's X-SPE-Validated is newer than the request).
+    CHECK(barriers(fetch("no-cache, max-age=600"), kRequest, 20, kFetchedAt + 20).empty());
+    const auto reload = "GET http://o/x HTTP/1.1\r\nCache-Control: no-cache\r\n\r\n";
+    CHECK(barriers(fetch("max-age=600"), reload) == V{"request-no-cache"});
+    const auto pragma = "GET http://o/x HTTP/1.1\r\nPragma: no-cache\r\n\r\n";
+    CHECK(barriers(fetch("max-age=600"), pragma) == V{"request-no-cache"});
+    const auto pragma_with_cc = "GET http://o/x HTTP/1.1\r\nPragma: no-cache\r\nCache-Control: max-stale\r\n\r\n";
+    CHECK(barriers(fetch("max-age=600"), pragma_with_cc).empty());  // Cache-Control present: Pragma ignored (5.4)
+    const auto max_age_0 = "GET http://o/x HTTP/1.1\r\nCache-Control: max-age=0\r\n\r\n";
+    CHECK(barriers(fetch("max-age=600"), max_age_0) == V{"request-max-age"});
+    const auto max_age_5 = "GET http://o/x HTTP/1.1\r\nCache-Control: max-age=5\r\n\r\n";
+    CHECK(barriers(fetch("max-age=600"), max_age_5, 3).empty());
+    CHECK(barriers(fetch("max-age=600"), max_age_5, 30) == V{"request-max-age"});
+}
+
+TEST_CASE("Vary: the stored variant must match this request's selecting fields") {
+    auto f = fetch("max-age=600");
+    f.headers.vary = "Accept-Language";
+    f.vary = spe::vary_values(kRequest, spe::vary_names(*f.headers.vary));
+    CHECK(barriers(f).empty());
+    CHECK(barriers(f, "GET http://o/x HTTP/1.1\r\nAccept-Language:  EN \r\n\r\n").empty());  // normalized
+    CHECK(barriers(f, "GET http://o/x HTTP/1.1\r\nAccept-Language: de\r\n\r\n") == V{"vary"});
+    CHECK(barriers(f, "GET http://o/x HTTP/1.1\r\n\r\n") == V{"vary"});
+    auto star = fetch("max-age=600");
+    star.headers.vary = "*";
+    star.vary = spe::vary_values(kRequest, spe::vary_names("*"));
+    CHECK(barriers(star) == V{"vary"});
+    // Accept-Encoding: judged by whether this request accepts the coding served.
+    auto ae = fetch("max-age=600");
+    ae.headers.vary = "Accept-Encoding";
+    ae.vary = spe::vary_values("GET / HTTP/1.1\r\nAccept-Encoding: gzip, br\r\n\r\n", {"accept-encoding"});
+    const auto gzip_deflate = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n";
+    CHECK(barriers(ae, gzip_deflate, 1, {}, {}, "gzip").empty());
+    const auto identity_only = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: identity\r\n\r\n";
+    CHECK(barriers(ae, identity_only, 1, {}, {}, "gzip") == V{"vary"});
+    CHECK(barriers(ae, identity_only, 1, {}, {}, std::nullopt).empty());
+}
+
+TEST_CASE("a copy stored before a successful unsafe request is invalid after it") {
+    CHECK(barriers(fetch("max-age=600"), kRequest, 10, {}, kFetchedAt + 5) == V{"invalidation"});
+    CHECK(barriers(fetch("max-age=600"), kRequest, 10, {}, kFetchedAt - 5).empty());
+}
+
+TEST_CASE("a reused reply must carry its true Age") {
+    const auto f = fetch("max-age=600");
+    const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
+    const spe::ReuseQuestion q{f, facts, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}};
+    CHECK(spe::age_finding(q, 200, std::nullopt)->rule == "age");
+    CHECK(spe::age_finding(q, 200, std::string("3"))->rule == "age");  // understated
+    CHECK_FALSE(spe::age_finding(q, 200, std::string("30")));
+    CHECK_FALSE(spe::age_finding(q, 200, std::string("29")));  // whole seconds, rounded down
+    CHECK_FALSE(spe::age_finding(q, 304, std::nullopt));
+    const spe::ReuseQuestion young{f, facts, kFetchedAt + 0.5, kFetchedAt + 0.5, {}, {}, {}};
+    CHECK_FALSE(spe::age_finding(young, 200, std::nullopt));  // Age 0 omitted, as Squid does
+}
+
+TEST_CASE("a 304 must match the request's validators") {
+    CacheHeaders reply;
+    reply.etag = "\"v2\"";
+    auto inm = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\", W/\"v2\"\r\n\r\n");
+    CHECK_FALSE(spe::not_modified_finding(inm, reply, nullptr));
+    auto other = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n");
+    CHECK(spe::not_modified_finding(other, reply, nullptr)->rule == "not-modified");
+    CacheHeaders modified;
+    modified.last_modified = "Sun, 06 Nov 1994 08:49:37 GMT";
+    auto ims =
+        spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n\r\n");
+    CHECK(spe::not_modified_finding(ims, modified, nullptr)->rule == "not-modified");
+}
+
+TEST_CASE("a cache's own claim, apart from the Collector's") {
+    CacheHeaders h;
+    h.x_cache = "MISS from collector, HIT from squid";
+    CHECK(spe::cache_claim(h, {"collector"}) == "hit");
+    h.x_cache = "MISS from collector";
+    CHECK(spe::cache_claim(h, {"collector"}).empty());
+    CacheHeaders cs;
+    cs.cache_status = "collector; fwd=uri-miss, ExampleCache; hit; ttl=30";
+    CHECK(spe::cache_claim(cs, {"collector"}) == "hit");
+    cs.cache_status = "ExampleCache; fwd=stale; stored";
+    CHECK(spe::cache_claim(cs, {}) == "miss");
+    CHECK(spe::claim_names(h) == std::vector<std::string>{"collector"});
+}
