@@ -306,3 +306,11 @@ def test_the_origin_serves_the_cases_over_http(tmp_path):
     assert empty.status == 204 and "content-length" not in empty.headers and after.status == 410
     assert put.status == 200 and put.headers["cache-control"] == "no-store"
     assert head.status == 200 and head.body == b"" and head.headers["etag"] == whole.headers["etag"]
+
+
+def test_the_workload_docs_list_every_case_and_scenario():
+    docs = (ROOT / "docs/workloads.md").read_text()
+    for name in cf.CASES:
+        assert f"| `{name}` |" in docs, name
+    for scenario in SCENARIOS:
+        assert f"| `{scenario}` |" in docs, scenario
