@@ -87,6 +87,7 @@ class WorkloadSpec:
     clients: int = 4  # load: robots, each with its own keep-alive connections
     hit_ratio: float = 0.55  # load: offered hit ratio
     popularity: str = "zipf:0.8"  # load: uniform | zipf:A
+    conformance: float = 0.0  # load: share of requests in RFC 9111 conformance sequences (/c/<case>/<id>)
     pages: int = 0  # browse: pages to visit; 0: as many as fit in duration_s at think_s each
     think_s: float = 2.0  # browse: mean think time between pages
     seed: int = 1
@@ -192,6 +193,7 @@ def _workload(data: dict) -> WorkloadSpec:
         clients=t.number("clients", 1, 1000, integer=True),
         hit_ratio=t.number("hit_ratio", 0, 1),
         popularity=t.get("popularity", str),
+        conformance=t.number("conformance", 0, 1),
         pages=t.number("pages", 0, 1_000_000, integer=True),
         think_s=t.number("think_s", 0, 3600),
         seed=t.get("seed", int),

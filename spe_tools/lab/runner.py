@@ -370,11 +370,12 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float) -> list[str] | None
     proxy = f"{multiplier_host(lab)}:{ports.multiplier}"
     origin = f"{lab.origin.host}:{ports.origin}"
     model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
+    conformance = ["--conformance", f"{w.conformance:g}"] if w.conformance else []
     if w.kind == "load":
         return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
                 "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
-                "--json", "workload.json", *model, *w.args]
+                "--json", "workload.json", *conformance, *model, *w.args]
     if w.kind == "browse":
         pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
         return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,

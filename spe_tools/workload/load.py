@@ -1,9 +1,10 @@
 """The load client: Poisson arrivals at a constant mean rate, robots with persistent connections,
-a target offered hit ratio, shares of IMS, reload, HEAD and POST requests.
+a target offered hit ratio, shares of IMS, reload, HEAD and POST requests, and a share of conformance
+sequences (RFC 9111 rules, conformance_mix.py).
 
 Run: python -m spe_tools.workload.load --proxy HOST:PORT --origin HOST:PORT --rate R --duration D
          [--robots N] [--hit-ratio H] [--popularity uniform|zipf:A] [--launch-win S] [--ims S] [--reload S]
-         [--head S] [--post S] [--page S] [--seq S] [--model FILE] [--world ID] [--seed N]
+         [--head S] [--post S] [--page S] [--seq S] [--conformance S] [--model FILE] [--world ID] [--seed N]
          [--max-requests N] [--timeout S] [--report-every S] [--json FILE]
 Without --proxy it talks to the origin directly. Prints a progress line every --report-every
 seconds (stderr) and a summary at the end (stdout); --json writes the summary as JSON.
@@ -24,7 +25,9 @@ from spe_tools.duration import parse_duration
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, fetch
+from spe_tools.workload.conformance_mix import ConformanceMix
 from spe_tools.workload.http11 import format_date, request_bytes
+from spe_tools.workload.plan import Planned
 from spe_tools.workload.popularity import History, parse_popularity
 from spe_tools.workload.stats import Histogram, fmt_ms, parse_hostport
 
@@ -33,7 +36,9 @@ from spe_tools.workload.stats import Histogram, fmt_ms, parse_hostport
 class Mix:
     """Shares of all requests. hit_ratio: repeats of earlier cacheable objects (offered hits);
     reload: repeats with Cache-Control: no-cache (forced misses); post: new POSTs; the rest new
-    objects. ims is taken from the repeats, head from every GET; page/seq from new objects."""
+    objects. ims is taken from the repeats, head from every GET; page/seq from new objects.
+    conformance: a share of all requests taken out first, the steps of conformance sequences; the other
+    shares apply to the rest."""
 
     hit_ratio: float = 0.55
     ims: float = 0.05
@@ -43,26 +48,17 @@ class Mix:
     page: float = 0.05
     seq: float = 0.05
     post_size: int = 1024
+    conformance: float = 0.0
 
     def validate(self) -> None:
+        if not 0 <= self.conformance <= 1:
+            raise ValueError("the conformance share must be between 0 and 1")
         if self.hit_ratio + self.reload + self.post > 1 + 1e-9:
             raise ValueError("hit ratio + reload + post shares exceed 1")
         if self.ims > self.hit_ratio + 1e-9:
             raise ValueError("IMS requests are repeats: --ims must not exceed --hit-ratio")
         if self.page + self.seq > 1 + 1e-9:
             raise ValueError("page + seq shares exceed 1")
-
-
-@dataclass
-class Planned:
-    """One request to send, and what the client expects of it."""
-
-    method: str
-    path: str
-    category: str  # new | repeat | ims | reload | post
-    headers: dict = field(default_factory=dict)
-    body: bytes | None = None
-    spec: cm.ObjectSpec | None = None
 
 
 @dataclass
@@ -74,8 +70,11 @@ class RobotState:
 class Planner:
     """Decides each request (pure given its random source and the history of completed replies)."""
 
-    def __init__(self, model: cm.Model, mix: Mix, history: History, world: str, rng: random.Random):
+    def __init__(self, model: cm.Model, mix: Mix, history: History, world: str, rng: random.Random,
+                 conformance: ConformanceMix | None = None, conformance_rng: random.Random | None = None):
         self.model, self.mix, self.history, self.world, self.rng = model, mix, history, world, rng
+        # The conformance share draws from its own source: with it at 0 the rest of the mix is as before.
+        self.conformance, self.conformance_rng = conformance, conformance_rng or random.Random(0)
         # Picks draw a varying number of bits (randrange): their own source keeps the sequence of
         # request categories fixed by the seed whatever the timing of replies.
         self.pick_rng = random.Random(rng.random())
@@ -97,7 +96,10 @@ class Planner:
         oid = f"{self.world}-{self.serial}"
         return f"/obj/{oid}", "obj", oid
 
-    def next(self, robot: RobotState) -> Planned:
+    def next(self, robot: RobotState, at: float = 0.0) -> Planned:
+        """The request for the arrival scheduled `at` seconds into the run."""
+        if self.conformance and self.conformance_rng.random() < self.mix.conformance:
+            return self.conformance.next(at)
         mix, u = self.mix, self.rng.random()
         if u < mix.post:
             self.serial += 1
@@ -192,7 +194,10 @@ class LoadRun:
         self.rng = random.Random(args.seed)
         popularity, alpha = parse_popularity(args.popularity)
         self.history = History(popularity, alpha)
-        self.planner = Planner(model, mix, self.history, args.world, self.rng)
+        self.conformance = (ConformanceMix(args.world, random.Random(f"conformance/{args.seed}"))
+                            if mix.conformance > 0 else None)
+        self.planner = Planner(model, mix, self.history, args.world, self.rng, self.conformance,
+                               random.Random(f"conformance-share/{args.seed}"))
         target = args.proxy or args.origin
         self.pools = [Pool(target[0], target[1], args.max_conns) for _ in range(args.robots)]
         self.robots = [RobotState() for _ in range(args.robots)]
@@ -210,6 +215,8 @@ class LoadRun:
         ex = await fetch(self.pools[robot], self.request_bytes(plan), plan.method, Exchange(scheduled),
                          self.args.timeout)
         self.checks.check(plan, ex)
+        if self.conformance and plan.category == "conformance":
+            self.conformance.completed(plan)
         if (ex.status == 200 and plan.method == "GET" and plan.category == "new" and plan.spec
                 and plan.spec.cacheable):
             self.history.add(plan.path)
@@ -228,7 +235,7 @@ class LoadRun:
             if delay > 0:
                 await asyncio.sleep(delay)
             robot = i % len(self.robots)
-            plan = self.planner.next(self.robots[robot])
+            plan = self.planner.next(self.robots[robot], offset)
             self.categories[plan.category] += 1
             task = asyncio.create_task(self.one(robot, plan, at))
             self.in_flight.add(task)
@@ -276,6 +283,7 @@ class LoadRun:
             "late_ms": tally.late_ms.summary(), "bytes": tally.bytes,
             "proxy_reported_hits": self.checks.proxy_hits, "stale_uncacheable": self.checks.stale_uncacheable,
             "size_mismatches": self.checks.size_mismatches,
+            "conformance_sequences": self.conformance.started if self.conformance else 0,
         }
 
 
@@ -321,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 ("reload", 0.01, "reloads (repeats with Cache-Control: no-cache)"),
                                 ("head", 0.01, "HEAD instead of GET"), ("post", 0.01, "POSTs (never cacheable)"),
                                 ("page", 0.05, "new requests for HTML pages"),
-                                ("seq", 0.05, "new requests that walk numbered sequences")):
+                                ("seq", 0.05, "new requests that walk numbered sequences"),
+                                ("conformance", 0.0, "requests in conformance sequences on /c/<case>/<id> URLs "
+                                 "(RFC 9111 rules, docs/workloads.md)")):
         p.add_argument(f"--{name}", type=float, default=default, help=f"share of {text} (default {default})")
     p.add_argument("--model", help="the origin's content-model file (to know which objects are cacheable)")
     p.add_argument("--world", default=None, help="object id prefix (default: random, so each run has new objects)")
@@ -340,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         args.seed = int(time.time() * 1000) % 1_000_000
     if args.world is None:
         args.world = f"w{random.Random(args.seed).getrandbits(32):08x}"
-    mix = Mix(args.hit_ratio, args.ims, args.reload, args.head, args.post, args.page, args.seq)
+    mix = Mix(args.hit_ratio, args.ims, args.reload, args.head, args.post, args.page, args.seq,
+              conformance=args.conformance)
     try:
         mix.validate()
         parse_popularity(args.popularity)

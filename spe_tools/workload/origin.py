@@ -25,11 +25,12 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, urlsplit
 
+from spe_tools.workload import conformance
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date, parse_date
 
 REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-           405: "Method Not Allowed", 501: "Not Implemented"}
+           405: "Method Not Allowed", 501: "Not Implemented"} | conformance.STATUS_REASONS
 CHUNK = 8192  # chunk size of chunked replies without chunks=N
 MAX_OVERRIDE_SIZE = 64 << 20
 
@@ -144,7 +145,13 @@ class Origin:
                    ("X-Origin-Serial", str(self.serial))]
         return Reply(200, headers, body, Delivery(think_ms=self._think(query)))
 
+    def _conformance(self, req: Message, method: str, path: str, query: dict) -> Reply:
+        case = conformance.reply(method, path, req.header)
+        return Reply(case.status, list(case.headers), case.body, Delivery(think_ms=self._think(query)), case.head_only)
+
     def _object(self, req: Message, method: str, path: str, query: dict) -> Reply:
+        if path.startswith(conformance.PREFIX):
+            return self._conformance(req, method, path, query)
         if path.startswith("/post/") or path == "/post":
             if method != "POST":
                 return self._error(405, "POST only", [("Allow", "POST")])
@@ -211,7 +218,7 @@ def head_bytes(reply: Reply, close: bool) -> bytes:
     lines = [f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Unknown')}", f"Date: {http_date()}",
              "Server: spe-origin"]
     lines += [f"{k}: {v}" for k, v in reply.headers]
-    if reply.status != 304:
+    if reply.status not in (204, 304):  # neither may have a body nor say its length (RFC 9110 8.6)
         if reply.delivery.chunked:
             lines.append("Transfer-Encoding: chunked")
         else:

@@ -14,7 +14,7 @@ from spe_tools.lab.kinds import KINDS, Context
 from spe_tools.lab.labfile import lab_toml, write_run_lab_file
 from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
-from spe_tools.lab.runner import check, collector_port_names, multiplier_argv
+from spe_tools.lab.runner import Ports, check, collector_port_names, multiplier_argv, workload_argv
 from spe_tools.lab.status import StatusTracker, format_status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +51,15 @@ def test_default_lab_has_every_issue_proxy():
     assert lab.collector.kind == "spe" and lab.origin.kind == "synthetic" and lab.workload.kind != "none"
 
 
+def test_the_conformance_share_reaches_the_load_client_and_the_default_lab_uses_it():
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5})
+    plain = workload_argv(parse_lab('[workload]\nkind = "load"\n' + MINIMAL), ports, 10)
+    assert parse_lab(MINIMAL).workload.conformance == 0 and "--conformance" not in plain
+    argv = workload_argv(parse_lab('[workload]\nkind = "load"\nconformance = 0.25\n' + MINIMAL), ports, 10)
+    assert argv[argv.index("--conformance") + 1] == "0.25"
+    assert 0 < load_lab(ROOT / "configs/labs/default.toml").workload.conformance < 0.5
+
+
 @pytest.mark.parametrize("text, expected", [
     ('[[proxy]]\nname = "x"\nkind = "squidd"\n', "unknown kind 'squidd' (known: squid, trafficserver"),
     ('[[proxy]]\nname = "x"\n', "[[proxy]] 'x': missing key 'kind'"),
@@ -75,6 +84,7 @@ def test_default_lab_has_every_issue_proxy():
     ('[workload]\nkind = "builtin"\n' + MINIMAL, "[workload].kind: unknown kind 'builtin' (known: none, load, browse)"),
     ('[workload]\nkind = "load"\npopularity = "zipf"\n' + MINIMAL, "[workload].popularity: popularity must be"),
     ('[workload]\nkind = "load"\nhit_ratio = 1.5\n' + MINIMAL, "[workload].hit_ratio: 1.5 is out of range"),
+    ('[workload]\nkind = "load"\nconformance = 2\n' + MINIMAL, "[workload].conformance: 2 is out of range"),
     ('[origin]\nthink_mean_ms = -1\n' + MINIMAL, "[origin].think_mean_ms: -1 is out of range"),
     ('[origin]\nmodle = "m.json"\n' + MINIMAL, "[origin]: unknown key 'modle'"),
     ('[multiplier]\nmode = "parallel"\n' + MINIMAL, "unknown mode 'parallel'"),

@@ -1,0 +1,264 @@
+"""The conformance cases (issue 16): replies under /c/<case>/<id> that cover RFC 9111's caching rules.
+
+The case in the path decides the reply's Cache-Control, Expires, validators, Vary, Set-Cookie, status and
+Age, so a report reader sees in the URL which rule a reply put to the test (docs/workloads.md lists each
+case and its rule). Like the rest of the content model the reply is pure: a URL's body and headers never
+change between fetches (a no-store reply included), except per Vary variant. A cache that reuses a copy
+it should not have is therefore invisible in the bytes; the Multiplier's cache judge sees it in the fetch
+stamps. The request side, the sequences that give caches the chance to break each rule, is in
+conformance_mix.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from spe_tools.workload.content_model import LAST_MODIFIED_BASE, filler, uniform
+from spe_tools.workload.http11 import format_date, parse_date
+
+PREFIX = "/c/"
+STEADY_S = 600  # a Collector copy fresh this long outlasts any conformance sequence
+PAST = "Thu, 01 Jan 1998 00:00:00 GMT"  # fixed dates: a header that changed per fetch would be a mismatch
+FUTURE = "Fri, 01 Jan 2038 00:00:00 GMT"
+SIZE_MIN, SIZE_SPAN = 1024, 3072
+STATUS_REASONS = {203: "Non-Authoritative Information", 204: "No Content", 206: "Partial Content",
+                  300: "Multiple Choices", 301: "Moved Permanently", 404: "Not Found", 405: "Method Not Allowed",
+                  410: "Gone"}
+UNSAFE = ("POST", "PUT", "DELETE")
+RANGE_RE = re.compile(r"^bytes=(\d+)-(\d*)$")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One reply shape. `rule` says what RFC 9111 rule it exercises (the docs' table is made of these)."""
+
+    rule: str
+    cache_control: str = ""
+    expires: str = ""
+    status: int = 200
+    etag: bool = True
+    last_modified: bool = True
+    vary: tuple[str, ...] = ()
+    set_cookie: bool = False
+    age: int | None = None
+
+    @property
+    def max_age(self) -> int | None:
+        m = re.search(r"(?:^|, )max-age=(\d+)", self.cache_control)
+        return int(m.group(1)) if m else None
+
+    def shared_lifetime(self) -> int:
+        """Seconds a shared cache may reuse it after it arrives (RFC 9111 4.2.1; heuristic: at least a day)."""
+        m = re.search(r"s-maxage=(\d+)", self.cache_control)
+        if m:
+            return int(m.group(1)) - (self.age or 0)
+        if self.max_age is not None:
+            return self.max_age - (self.age or 0)
+        if self.expires:
+            return STEADY_S if self.expires == FUTURE else 0
+        return STEADY_S if self.last_modified else 0
+
+    @property
+    def steady_in_the_collector(self) -> bool:
+        """The Collector answers the same request alike all through a sequence: it shares each client's reply
+        with that request's proxies (no-store, no-cache, private), or its copy stays fresh. A copy that goes
+        stale in between is refreshed for the client's conditional request and answered 200, and the proxies'
+        identical request then finds it fresh and gets 304 (Squid 5.7): SPE's noise, not a finding."""
+        directives = {d.strip() for d in self.cache_control.split(",")}
+        return bool(directives & {"no-store", "no-cache", "private"}) or self.shared_lifetime() >= STEADY_S
+
+
+def _cases() -> dict[str, Case]:
+    cc = {  # Cache-Control alone and combined, with both validators
+        "max-age=3600": "fresh for an hour: reuse allowed (4.2)",
+        "max-age=1": "stale after 1 s: reuse then needs validation (4.2.4)",
+        "max-age=2": "stale after 2 s (4.2.4)",
+        "max-age=5": "stale after 5 s (4.2.4)",
+        "no-store": "must not be stored (5.2.2.5)",
+        "no-cache": "must be validated before each reuse (5.2.2.4)",
+        "public": "public without a lifetime: heuristic freshness allowed (5.2.2.9, 4.2.2)",
+    }
+    cases = {name: Case(rule, name) for name, rule in cc.items()}
+    for name, value, rule in (
+        ("s-maxage=2", "max-age=3600, s-maxage=2", "a shared cache is bound by s-maxage, not max-age (5.2.2.10)"),
+        ("s-maxage=3600", "max-age=0, s-maxage=3600", "a shared cache may reuse for s-maxage (5.2.2.10)"),
+        ("no-store,max-age=3600", "no-store, max-age=3600", "no-store wins over a lifetime (5.2.2.5)"),
+        ("no-cache,max-age=3600", "no-cache, max-age=3600", "no-cache wins over a lifetime (5.2.2.4)"),
+        ("private", "private, max-age=3600", "a shared cache must not store it (5.2.2.7)"),
+        ("public,max-age=3600", "public, max-age=3600", "reusable, also for Authorization requests (3.5)"),
+        ("must-revalidate", "must-revalidate, max-age=2", "never served stale (5.2.2.2)"),
+        ("proxy-revalidate", "proxy-revalidate, max-age=2", "a shared cache never serves it stale (5.2.2.8)"),
+        ("no-transform", "no-transform, max-age=3600", "no transformation of the body (5.2.2.6)"),
+        ("immutable", "max-age=3600, immutable", "RFC 8246: no revalidation while fresh"),
+        ("stale-while-revalidate", "max-age=1, stale-while-revalidate=30",
+         "RFC 5861: stale for 30 s while revalidating (4.2.4 permission)"),
+        ("stale-if-error", "max-age=1, stale-if-error=60", "RFC 5861: stale only on an error (4.2.4)"),
+        ("private=set-cookie", 'private="Set-Cookie", max-age=3600',
+         "a shared cache may store it without Set-Cookie (5.2.2.7)"),
+        ("no-cache=set-cookie", 'no-cache="Set-Cookie", max-age=3600',
+         "reuse without validation only without Set-Cookie (5.2.2.4)"),
+        ("max-age=2,expires-future", "max-age=2", "max-age wins over Expires (5.3)"),
+        ("max-age=3600,expires-past", "max-age=3600", "max-age wins over a past Expires (5.3)"),
+    ):
+        expires = FUTURE if name.endswith("future") else PAST if name.endswith("past") else ""
+        cases[name] = Case(rule, value, expires=expires, set_cookie='"Set-Cookie"' in value)
+    cases |= {
+        "expires-past": Case("Expires in the past: stale on arrival (5.3)", expires=PAST),
+        "expires-future": Case("Expires in 2038: fresh (5.3)", expires=FUTURE),
+        "expires=0": Case("an invalid Expires means already expired (5.3)", expires="0"),
+        "expires-garbage": Case("an invalid Expires means already expired (5.3)", expires="not a date"),
+        "heuristic": Case("Last-Modified only: heuristic freshness, at most 10 % of its age advised (4.2.2)",
+                          etag=False),
+        "etag-only": Case("validation with If-None-Match only (4.3.1)", "max-age=3600", last_modified=False),
+        "last-modified-only": Case("validation with If-Modified-Since only (4.3.1)", "max-age=3600", etag=False),
+        "no-validators": Case("stale and no validator: a full fetch (4.3.1)", "max-age=2", etag=False,
+                              last_modified=False),
+        "set-cookie": Case("Set-Cookie does not forbid storing (7.3)", "max-age=3600", set_cookie=True),
+        "age=7200,max-age=3600": Case("stale on arrival: its Age is past max-age (4.2.3)", "max-age=3600", age=7200),
+        "age=2,max-age=5": Case("its Age counts: stale 3 s after arrival (4.2.3)", "max-age=5", age=2),
+        "vary=accept-language": Case("a variant serves only its Accept-Language (4.1)", "max-age=3600",
+                                     vary=("Accept-Language",)),
+        "vary=accept-encoding": Case("a variant serves only its Accept-Encoding (4.1)", "max-age=3600",
+                                     vary=("Accept-Encoding",)),
+        "vary=accept-language,accept-encoding": Case("every Vary field must match (4.1)", "max-age=3600",
+                                                     vary=("Accept-Language", "Accept-Encoding")),
+    }
+    for status in (203, 204, 300, 301, 404, 410):
+        cases[f"status={status}"] = Case(f"{status} is cacheable with a lifetime (3, 4.2)", "max-age=3600",
+                                         status=status)
+    for status in (301, 404):
+        cases[f"status={status},heuristic"] = Case(f"{status} is heuristically cacheable (4.2.2)", status=status,
+                                                   etag=False)
+    return cases
+
+
+CASES: dict[str, Case] = _cases()
+
+
+@dataclass(frozen=True)
+class CaseReply:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    head_only: bool = False
+
+
+def split(path: str) -> tuple[str, str] | None:
+    """(case, id) of a /c/<case>/<id> path, None for another path or an unknown case."""
+    rest = path[len(PREFIX):] if path.startswith(PREFIX) else ""
+    case, _, oid = rest.partition("/")
+    return (case, oid) if case in CASES and oid else None
+
+
+def variant_of(case: Case, header: Callable[[str], str]) -> str:
+    """The variant a request selects: the values of the Vary-named fields it sent ('' for none)."""
+    parts = []
+    for name in case.vary:
+        value = header(name.lower())
+        if name == "Accept-Encoding":
+            value = "gzip" if "gzip" in value.lower() else "identity"
+        parts.append(f"{name.lower()}={value[:64]}")
+    return ";".join(parts)
+
+
+def etag(case_name: str, oid: str, variant: str = "") -> str:
+    """The strong tag of one URL's variant: each variant its own, since their bodies differ (RFC 9110 8.8.3)."""
+    return '"c-' + hashlib.blake2b(f"{case_name}\0{oid}\0{variant}".encode(), digest_size=8).hexdigest() + '"'
+
+
+def last_modified(case_name: str, oid: str) -> int:
+    return LAST_MODIFIED_BASE - 86400 - int(uniform(f"{case_name}/{oid}", "c-lm") * 365 * 86400)
+
+
+def plain_body(case_name: str, oid: str, variant: str) -> bytes:
+    key = f"{case_name}/{oid}"
+    size = SIZE_MIN + int(uniform(key, "c-size") * SIZE_SPAN)
+    head = f"spe conformance {case_name} {oid} variant {variant or '-'}\n".encode()
+    return head + filler(f"c\0{key}\0{variant}", size - len(head))
+
+
+def encoded_body(case_name: str, oid: str, variant: str) -> bytes:
+    """The gzip variant is the identity one's content, compressed: other bytes, the same representation."""
+    content_variant = ";".join(p for p in variant.split(";") if not p.startswith("accept-encoding="))
+    body = plain_body(case_name, oid, content_variant)
+    return gzip.compress(body, mtime=0) if "accept-encoding=gzip" in variant else body
+
+
+def headers_of(case_name: str, case: Case, oid: str, variant: str) -> list[tuple[str, str]]:
+    headers = [("Content-Type", "text/plain")]
+    if case.cache_control:
+        headers.append(("Cache-Control", case.cache_control))
+    if case.expires:
+        headers.append(("Expires", case.expires))
+    if case.last_modified:
+        headers.append(("Last-Modified", format_date(last_modified(case_name, oid))))
+    if case.etag:
+        headers.append(("ETag", etag(case_name, oid, variant)))
+    if case.vary:
+        headers.append(("Vary", ", ".join(case.vary)))
+    if "accept-encoding=gzip" in variant:
+        headers.append(("Content-Encoding", "gzip"))
+    if case.set_cookie:
+        headers.append(("Set-Cookie", f"spe={hashlib.md5(oid.encode()).hexdigest()[:12]}; Path=/"))
+    if case.age is not None:
+        headers.append(("Age", str(case.age)))
+    if case.status == 301:
+        headers.append(("Location", f"{PREFIX}max-age=3600/{oid}"))
+    if case.status == 200:
+        headers.append(("Accept-Ranges", "bytes"))
+    return headers
+
+
+def not_modified(case_name: str, case: Case, oid: str, variant: str, header: Callable[[str], str]) -> bool:
+    """RFC 9110 13.2.2: If-None-Match (weak comparison) wins over If-Modified-Since; only for 2xx replies."""
+    if not 200 <= case.status < 300:
+        return False
+    inm = header("if-none-match")
+    if inm:
+        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
+        return case.etag and ("*" in tags or etag(case_name, oid, variant) in tags)
+    ims = header("if-modified-since")
+    since = parse_date(ims) if ims and case.last_modified else None
+    return since is not None and since >= last_modified(case_name, oid)
+
+
+def byte_range(value: str, size: int) -> tuple[int, int] | None:
+    """(first, last) of a single satisfiable `bytes=a-b` range; None: serve the whole reply (RFC 9110 14.2)."""
+    m = RANGE_RE.match(value.strip())
+    if not m:
+        return None
+    first = int(m.group(1))
+    last = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
+    return (first, last) if first <= last < size else None
+
+
+def reply(method: str, path: str, header: Callable[[str], str]) -> CaseReply:
+    """The reply to `method` on a /c/ path; `header(lowercase name)` gives a request header ('' if absent)."""
+    parsed = split(path)
+    if parsed is None:
+        return CaseReply(404, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
+                         b"404 Not Found: no such conformance case (docs/workloads.md)\n")
+    case_name, oid = parsed
+    if method in UNSAFE:  # succeeds, so a cache must invalidate its stored copies of the URI (RFC 9111 4.4)
+        return CaseReply(200, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
+                         f"spe conformance {method} {path} done\n".encode())
+    if method not in ("GET", "HEAD"):
+        return CaseReply(405, [("Content-Type", "text/plain"), ("Cache-Control", "no-store"),
+                               ("Allow", "GET, HEAD, POST, PUT, DELETE")], b"405 Method Not Allowed\n")
+    case = CASES[case_name]
+    variant = variant_of(case, header)
+    headers = headers_of(case_name, case, oid, variant)
+    if not_modified(case_name, case, oid, variant, header):
+        return CaseReply(304, [h for h in headers if h[0] not in ("Content-Type", "Content-Encoding",
+                                                                  "Accept-Ranges")], b"")
+    body = b"" if case.status == 204 else encoded_body(case_name, oid, variant)
+    wanted = byte_range(header("range"), len(body)) if case.status == 200 and method == "GET" else None
+    if wanted:
+        first, last = wanted
+        return CaseReply(206, [*headers, ("Content-Range", f"bytes {first}-{last}/{len(body)}")],
+                         body[first:last + 1])
+    return CaseReply(case.status, headers, body, method == "HEAD")

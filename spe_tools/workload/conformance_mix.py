@@ -1,0 +1,175 @@
+"""The conformance request mix (issue 16): sequences of requests on one /c/<case>/<id> URL that give a cache
+the chance to break the rule the case is about (docs/workloads.md).
+
+A sequence is a scenario (repeat after a delay, reloads, conditional requests, Authorization then none, an
+unsafe method between GETs, Range, HEAD, varied Accept-Language / Accept-Encoding) applied to one case, on a
+URL of its own. Each step waits for the previous step's reply and then for its delay, measured on the
+scheduled clock (the seeded arrival times), so which sequences run, with which steps, is fixed by the seed;
+when a reply is slow the steps of different sequences interleave differently, nothing else changes.
+Every case's sequences come in rounds: round 0 plays `repeat` on every case (in a seeded order), later
+rounds each case's other scenarios, so a short run still touches every case.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from spe_tools.workload import conformance as cf
+from spe_tools.workload.http11 import format_date
+from spe_tools.workload.plan import Planned
+
+AUTH_ALICE = "Basic YWxpY2U6c3Bl"  # alice:spe
+AUTH_BOB = "Basic Ym9iOnNwZQ=="  # bob:spe
+WRONG_TAG = '"spe-no-such-tag"'
+SCENARIOS = ("repeat", "reload", "request-no-store", "conditional", "auth", "invalidate", "range", "head",
+             "vary")
+
+
+@dataclass(frozen=True)
+class Step:
+    method: str = "GET"
+    headers: dict = field(default_factory=dict)
+    delay_s: float = 1.0  # after the previous step (its scheduled time, and not before its reply)
+    body: bytes | None = None
+
+
+@dataclass
+class Sequence:
+    number: int
+    case: str
+    scenario: str
+    path: str
+    steps: list[Step]
+    index: int = 0  # the next step
+    due: float = 0.0
+    waiting: bool = False  # the last step's reply is not in yet
+
+    @property
+    def key(self) -> int:
+        return self.number
+
+    @property
+    def finished(self) -> bool:
+        return self.index >= len(self.steps)
+
+
+def scenarios_for(case: cf.Case) -> tuple[str, ...]:
+    """The scenarios that can show a broken rule for this case; `repeat` first. Conditional and Range
+    requests only where the Collector answers them alike for the client and its proxies (see
+    Case.steady_in_the_collector), or the noise floor would rise."""
+    if case.vary:
+        return ("repeat", "vary", "conditional", "head")
+    if case.status != 200:
+        return ("repeat", "reload", "auth", "invalidate", "head")
+    steady = ("conditional", "range") if case.steady_in_the_collector else ()
+    return ("repeat", "reload", "request-no-store", *steady, "auth", "invalidate", "head")
+
+
+def vary_headers(case: cf.Case) -> list[dict]:
+    languages = ("en", "fr", "en", "de", "fr")
+    encodings = ("gzip, deflate", "identity", "gzip, deflate", "identity", "gzip, deflate")
+    if case.vary == ("Accept-Language",):
+        return [{"Accept-Language": lang} for lang in languages]
+    if case.vary == ("Accept-Encoding",):
+        return [{"Accept-Encoding": enc} for enc in encodings[:4]]
+    pairs = (("en", 0), ("en", 1), ("fr", 0), ("en", 0), ("fr", 1))
+    return [{"Accept-Language": lang, "Accept-Encoding": encodings[e]} for lang, e in pairs]
+
+
+def conditional_steps(case_name: str, case: cf.Case, oid: str) -> list[Step]:
+    """A 304 is right only for a matching validator (RFC 9111 4.3.2): matching ones, then ones that do not."""
+    steps = [Step(delay_s=0)]
+    if case.etag:
+        steps.append(Step(headers={"If-None-Match": cf.etag(case_name, oid, cf.variant_of(case, lambda _: ""))}))
+    if case.last_modified:
+        steps.append(Step(headers={"If-Modified-Since": format_date(cf.last_modified(case_name, oid))}))
+        steps.append(Step(headers={"If-Modified-Since": cf.PAST}))
+    steps.append(Step(headers={"If-None-Match": WRONG_TAG}))
+    if case.etag:  # the matching tag again, later
+        steps.append(Step(headers={"If-None-Match": steps[1].headers["If-None-Match"]}, delay_s=3))
+    return steps
+
+
+def scenario_steps(scenario: str, case_name: str, oid: str, unsafe: str) -> list[Step]:
+    case = cf.CASES[case_name]
+    if scenario == "repeat":  # reuse while fresh, then past max-age=1/2/5
+        return [Step(delay_s=0), Step(delay_s=1), Step(delay_s=3), Step(delay_s=4)]
+    if scenario == "reload":
+        return [Step(delay_s=0), Step(headers={"Cache-Control": "no-cache"}), Step(headers={"Pragma": "no-cache"}),
+                Step(headers={"Cache-Control": "max-age=0"}), Step()]
+    if scenario == "request-no-store":  # a reply to a no-store request must not be reused (5.2.1.5)
+        return [Step(headers={"Cache-Control": "no-store"}, delay_s=0), Step(), Step(delay_s=2)]
+    if scenario == "conditional":
+        return conditional_steps(case_name, case, oid)
+    if scenario == "auth":  # another user's reply, or an authenticated one to nobody (3.5)
+        return [Step(headers={"Authorization": AUTH_ALICE}, delay_s=0), Step(),
+                Step(headers={"Authorization": AUTH_BOB})]
+    if scenario == "invalidate":  # a successful unsafe request invalidates the stored GET (4.4)
+        body = None if unsafe == "DELETE" else f"spe {unsafe} {oid}\n".encode()
+        return [Step(delay_s=0), Step(), Step(unsafe, body=body), Step()]
+    if scenario == "range":
+        return [Step(headers={"Range": "bytes=0-99"}, delay_s=0), Step(), Step(headers={"Range": "bytes=100-299"}),
+                Step(headers={"Range": "bytes=0-99"})]
+    if scenario == "head":  # a HEAD reply has no body, and a cached HEAD must not become a GET's body (9110 9.3.2)
+        return [Step("HEAD", delay_s=0), Step(), Step("HEAD"), Step(delay_s=3)]
+    if scenario == "vary":
+        return [Step(headers=h, delay_s=0 if i == 0 else 1) for i, h in enumerate(vary_headers(case))]
+    raise ValueError(f"unknown scenario {scenario!r}")
+
+
+class ConformanceMix:
+    """Hands out the next conformance request: a due step of a running sequence, else a new sequence's first."""
+
+    def __init__(self, world: str, rng: random.Random):
+        self.world, self.rng = world, rng
+        self.active: list[Sequence] = []
+        self.queue: list[tuple[str, str]] = []
+        self.started = 0
+        self.rounds = 0
+        self.unsafe_turn = 0
+
+    def _round(self, number: int) -> list[tuple[str, str]]:
+        """Round 0: `repeat` on every case; round 1 the other (case, scenario) pairs, later rounds all pairs;
+        each shuffled."""
+        names = list(cf.CASES)
+        self.rng.shuffle(names)
+        if number == 0:
+            return [(name, "repeat") for name in names]
+        first = 1 if number == 1 else 0
+        pairs = [(name, s) for name in names for s in scenarios_for(cf.CASES[name])[first:]]
+        self.rng.shuffle(pairs)
+        return pairs
+
+    def _start(self, at: float) -> Sequence:
+        if not self.queue:
+            self.queue = self._round(self.rounds)
+            self.rounds += 1
+        case_name, scenario = self.queue.pop(0)
+        self.started += 1
+        oid = f"{self.world}-c{self.started}"
+        unsafe = cf.UNSAFE[self.unsafe_turn % len(cf.UNSAFE)]
+        if scenario == "invalidate":
+            self.unsafe_turn += 1
+        seq = Sequence(self.started, case_name, scenario, f"{cf.PREFIX}{case_name}/{oid}",
+                       scenario_steps(scenario, case_name, oid, unsafe), due=at)
+        self.active.append(seq)
+        return seq
+
+    def next(self, at: float) -> Planned:
+        due = [s for s in self.active if not s.waiting and s.due <= at]
+        seq = min(due, key=lambda s: (s.due, s.number)) if due else self._start(at)
+        step = seq.steps[seq.index]
+        seq.index += 1
+        seq.waiting = True
+        if not seq.finished:
+            seq.due = at + seq.steps[seq.index].delay_s
+        return Planned(step.method, seq.path, "conformance", dict(step.headers), step.body, sequence=seq, at=at)
+
+    def completed(self, plan: Planned) -> None:
+        """The reply to `plan` is in (or failed): its sequence's next step may go once due."""
+        seq = plan.sequence
+        if isinstance(seq, Sequence):
+            seq.waiting = False
+            if seq.finished and seq in self.active:
+                self.active.remove(seq)
