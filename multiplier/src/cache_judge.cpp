@@ -91,34 +91,44 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
 CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
     : capacity_(capacity), names_(std::move(caches)), caches_(names_.size()) {}
 
-const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, const std::string& method,
-                                       std::string_view header_block, bool request_known, double at) {
+const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at) {
     if (auto it = fetches_.find(stamp.id); it != fetches_.end()) return &it->second;
     KnownFetch f;
     f.stamp = stamp;
     f.status = reply.status.value_or(0);
     f.headers = reply.cache_headers;
     f.first_seen = at;
-    f.request_known = request_known;
-    if (request_known) {
-        const auto facts = request_facts(method, {}, header_block);
-        f.authorization = facts.authorization;
-        f.request_no_store = facts.no_store;
-        if (f.headers.vary) f.vary = vary_values(header_block, vary_names(*f.headers.vary));
-    }
+    f.request_known = seen_fresh;
     bounded_insert(fetches_, fetch_order_, capacity_, stamp.id, std::move(f));
     auto it = fetches_.find(stamp.id);
     return it == fetches_.end() ? nullptr : &it->second;
 }
 
-void CacheJudge::note_reply(const Measure& reply, const std::string& method, std::string_view header_block,
-                            double request_at) {
+KnownFetch CacheJudge::as_stored_by(const KnownFetch& fetch, const CacheMemory& memory) {
+    KnownFetch f = fetch;
+    const auto d = memory.deliveries.find(fetch.stamp.id);
+    f.request_known = d != memory.deliveries.end();
+    if (f.request_known) {
+        f.authorization = d->second.authorization;
+        f.request_no_store = d->second.no_store;
+        f.vary = d->second.vary;
+    }
+    return f;
+}
+
+void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request) {
+    Delivery d{request.authorization, request.no_store, {}};
+    if (fetch.headers.vary) d.vary = vary_values(request.header_block, vary_names(*fetch.headers.vary));
+    bounded_insert(memory.deliveries, memory.delivery_order, capacity_, fetch.stamp.id, std::move(d));
+}
+
+void CacheJudge::note_reply(const Measure& reply, double request_at) {
     if (!reply.status || !reply.fetch) return;
     const auto stamp = parse_fetch_stamp(*reply.fetch);
     if (!stamp) return;
     std::lock_guard lock(mutex_);
-    // A fetch older than the request was not caused by it: its request is unknown.
-    remember(*stamp, reply, method, header_block, stamp->time >= request_at - kClockSlack, unix_seconds());
+    // A fetch older than the request was not made for it: first seen as somebody's reuse.
+    remember(*stamp, reply, stamp->time >= request_at - kClockSlack, unix_seconds());
 }
 
 void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status, double at) {
@@ -153,7 +163,10 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
         if (auto vs = parse_fetch_stamp(*h.validated)) v.validated_at = vs->time;
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
         add_exercised(v, "not-modified");
-        if (auto f = not_modified_finding(request, h, nullptr)) v.violations.push_back(std::move(*f));
+        const auto copy = memory.last_copy.find(record.url);
+        const auto stored = copy == memory.last_copy.end() ? fetches_.end() : fetches_.find(copy->second.fetch);
+        const CacheHeaders* held = stored == fetches_.end() ? nullptr : &stored->second.headers;
+        if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
     }
     if (!reply.fetch) {
         // A 304 has no body from any fetch; anything else unstamped is not from the origin.
@@ -173,22 +186,23 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     }
     v.fetch = stamp->id;
     v.fetched_at = stamp->time;
-    const KnownFetch* fetch =
-        remember(*stamp, reply, record.method, request.header_block, stamp->time >= record.ts - kClockSlack, served_at);
+    const KnownFetch* fetch = remember(*stamp, reply, stamp->time >= record.ts - kClockSlack, served_at);
     v.provenance = fetch && fetch->request_known ? "origin" : "unknown";
 
     v.reused = is_reuse(record, reply, reference, *stamp);
     std::optional<double> invalidated;
     if (auto it = memory.invalidated.find(record.url); it != memory.invalidated.end() && it->second <= sent_at)
         invalidated = it->second;
+    if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
     if (fetch && v.reused) {
-        const ReuseQuestion q{*fetch, request, served_at, record.ts, v.validated_at, invalidated, h.content_encoding};
+        const auto stored = as_stored_by(*fetch, memory);
+        const ReuseQuestion q{stored, request, served_at, record.ts, v.validated_at, invalidated, h.content_encoding};
         judge_reuse(v, q, reply, request);
         if (!v.violations.empty()) {
             v.evidence_served = judged_fields(fetch->headers);
             v.evidence_served.emplace_back("age (as served)", h.age.value_or("(none)"));
             if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
-            v.evidence_request = request_fields(request, fetch);
+            v.evidence_request = request_fields(request, &stored);
         }
     }
     judge_candidate(v, record, request, memory, served_at, invalidated, *stamp);
@@ -238,7 +252,8 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
     // The copy this cache last passed on for the URL: had it kept it, would
     // serving it now have broken a rule? Those rules were exercised (passed);
     // if none, and its lifetime was explicit and not over, this was a missed hit.
-    const ReuseQuestion q{cand->second, request, served_at, record.ts, std::nullopt, invalidated, std::nullopt};
+    const auto stored = as_stored_by(cand->second, memory);
+    const ReuseQuestion q{stored, request, served_at, record.ts, std::nullopt, invalidated, std::nullopt};
     const auto barriers = reuse_barriers(q);
     for (const auto& f : barriers)
         add_exercised(v, f.rule);

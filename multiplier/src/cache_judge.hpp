@@ -33,8 +33,7 @@ public:
     explicit CacheJudge(std::vector<std::string> caches, std::size_t capacity = 65536);
 
     /// A reply arrived (the reference or a leg): remembers its fetch if new.
-    /// `header_block`: the request as sent (for the fields a Vary names).
-    void note_reply(const Measure& reply, const std::string& method, std::string_view header_block, double at);
+    void note_reply(const Measure& reply, double request_at);
     /// A cache's reply to an unsafe request arrived: a 2xx or 3xx invalidates
     /// its stored copies of the URI (RFC 9111 4.4). `cache`: -1 = the Collector.
     void note_unsafe(int cache, const std::string& url, unsigned status, double at);
@@ -47,15 +46,28 @@ private:
         std::string fetch;
         bool reused = false;
     };
+    /// The request a cache received a fetch for (when it passed it on, not
+    /// from its own store): what it stored the copy under. A proxy's forward
+    /// may differ from the client's request, so the request that made the
+    /// Collector fetch tells nothing about what the proxy was asked.
+    struct Delivery {
+        bool authorization = false;
+        bool no_store = false;
+        VaryValues vary;
+    };
     struct CacheMemory {
+        std::unordered_map<std::string, Delivery> deliveries;  // fetch id -> its last delivery
+        std::deque<std::string> delivery_order;
         std::unordered_map<std::string, LastCopy> last_copy;  // url -> the fetch it last served
         std::deque<std::string> copy_order;
         std::unordered_map<std::string, double> invalidated;  // url -> when
         std::deque<std::string> invalidation_order;
     };
 
-    const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, const std::string& method,
-                               std::string_view header_block, bool request_known, double at);
+    const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at);
+    /// `fetch` with the facts of the request `memory`'s cache received it for, if known.
+    static KnownFetch as_stored_by(const KnownFetch& fetch, const CacheMemory& memory);
+    void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request);
     /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
     CacheVerdict judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
                              const Measure* reference, CacheMemory& memory, double served_at, double sent_at);

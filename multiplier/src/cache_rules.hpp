@@ -22,16 +22,17 @@ struct Finding {
 };
 
 /// An origin fetch as the judge knows it: the stamp, the origin's reply
-/// header (as first seen) and the request that caused it.
+/// header (as first seen) and, when known, the request the judged cache
+/// received it for (which is what that cache stored it under).
 struct KnownFetch {
     FetchStamp stamp;
     unsigned status = 0;
     CacheHeaders headers;
     double first_seen = 0;       // when the Multiplier first saw a reply with this stamp
-    bool request_known = false;  // false: first seen as somebody's reuse (request facts unknown)
-    bool authorization = false;  // the causing request had Authorization
+    bool request_known = false;  // false: the request facts below are unknown, their rules not judged
+    bool authorization = false;  // that request had Authorization
     bool request_no_store = false;
-    VaryValues vary;  // the causing request's values of the fields the reply's Vary names
+    VaryValues vary;  // that request's values of the fields the reply's Vary names
 };
 
 /// Everything that bears on reusing a stored copy for one request at one moment.

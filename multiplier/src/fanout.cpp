@@ -66,7 +66,7 @@ void Fanout::take_reference(Reference reference) {
     own_reply_ = std::move(reference.own_reply);
     has_reference_ = true;
     if (auto* judge = ctx_->cache_judge()) {
-        judge->note_reply(record_.collector, record_.method, request_->header(), record_.ts);
+        judge->note_reply(record_.collector, record_.ts);
         if (is_unsafe_method(record_.method) && record_.collector.status)
             judge->note_unsafe(-1, record_.url, *record_.collector.status, unix_seconds());
     }
@@ -144,7 +144,7 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
 void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {
     // Noted as each reply arrives, not when the record is whole: a later
     // request may meet this copy, or this invalidation, before then.
-    judge.note_reply(m, record_.method, request_->header(), record_.ts);
+    judge.note_reply(m, record_.ts);
     if (is_unsafe_method(record_.method) && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
 }
 

@@ -48,7 +48,7 @@ TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the fi
     spe::CacheJudge judge({"p"});
     auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"),
                         reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"));
-    judge.note_reply(first.collector, "GET", kRequest, first.ts);
+    judge.note_reply(first.collector, first.ts);
     judge.judge(first, kRequest);
     CHECK_FALSE(first.collector.cache->reused);
     CHECK_FALSE(first.proxies[0].measure.cache->reused);
@@ -114,4 +114,30 @@ TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") 
     const auto& v = *after.proxies[0].measure.cache;
     REQUIRE(v.violations.size() == 1);
     CHECK(v.violations[0].rule == "invalidation");
+}
+
+TEST_CASE("request rules follow what each cache was asked when it received the copy") {
+    // Fetch 1 reaches the proxy first for a no-store request, then again for a plain one
+    // (the Collector stored it from another proxy's forward): the proxy may keep and reuse it.
+    spe::CacheJudge judge({"p"});
+    const std::string no_store = "GET http://o/x HTTP/1.1\r\nCache-Control: no-store\r\n\r\n";
+    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    judge.judge(first, no_store);
+    auto reuse_after_no_store = record(2, kT0 + 1, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
+                                       reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    reuse_after_no_store.proxies[0].measure.cache_headers.age = "1";
+    judge.judge(reuse_after_no_store, kRequest);
+    REQUIRE(reuse_after_no_store.proxies[0].measure.cache->violations.size() == 1);
+    CHECK(reuse_after_no_store.proxies[0].measure.cache->violations[0].rule == "request-no-store");
+
+    auto plain = record(3, kT0 + 2, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"),
+                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
+    judge.judge(plain, kRequest);
+    auto reuse = record(4, kT0 + 3, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-4"),
+                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
+    reuse.proxies[0].measure.cache_headers.age = "3";
+    judge.judge(reuse, kRequest);
+    CHECK(reuse.proxies[0].measure.cache->reused);
+    CHECK(reuse.proxies[0].measure.cache->violations.empty());
 }
