@@ -75,6 +75,18 @@ void add_exercised(CacheVerdict& v, std::string_view rule) {
     if (rule == "must-revalidate" || rule == "proxy-revalidate" || rule == "s-maxage") add_exercised(v, "stale");
 }
 
+/// The request fields that bear on caching, as recorded for a replay.
+CacheVerdict::Fields replay_fields(const RequestFacts& r) {
+    CacheVerdict::Fields out;
+    for (auto name : {"Cache-Control", "Pragma", "If-None-Match", "If-Modified-Since", "If-Match",
+                      "If-Unmodified-Since", "If-Range", "Range", "Accept-Language", "Accept-Encoding", "Accept"})
+        add_field(out, to_lower(name), find_field(r.header_block, name));
+    // Credentials and cookies are not logged, only that they were there.
+    if (r.authorization) out.emplace_back("authorization", "(present)");
+    if (find_field(r.header_block, "Cookie")) out.emplace_back("cookie", "(present)");
+    return out;
+}
+
 /// What kind of request or copy a cache declined to reuse a fresh copy for.
 std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
     if (r.if_none_match || r.if_modified_since) return "conditional request";
@@ -140,6 +152,7 @@ void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status,
 
 void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     const auto request = request_facts(record.method, record.url, header_block);
+    record.request_headers = replay_fields(request);
     std::lock_guard lock(mutex_);
     Measure& ref = record.collector;
     if (ref.status) {
@@ -194,6 +207,7 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     if (auto it = memory.invalidated.find(record.url); it != memory.invalidated.end() && it->second <= sent_at)
         invalidated = it->second;
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
+    if (!reference && !v.reused) v.origin = judged_fields(h);
     if (fetch && v.reused) {
         const auto stored = as_stored_by(*fetch, memory);
         const ReuseQuestion q{stored, request, served_at, record.ts, v.validated_at, invalidated, h.content_encoding};

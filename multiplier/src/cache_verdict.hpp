@@ -32,6 +32,9 @@ struct CacheVerdict {
     /// Only with violations: the judged headers side by side.
     using Fields = std::vector<std::pair<std::string, std::string>>;
     Fields evidence_served, evidence_reference, evidence_request;
+    /// The Collector's reply only, when it was a fresh origin fetch: the origin's
+    /// judged header fields (what `./spe repro` has a stand-in origin answer).
+    Fields origin;
 };
 
 }  // namespace spe

@@ -93,6 +93,8 @@ struct RequestRecord {
     unsigned client_status = 0;
     std::string note;  // e.g. why there was no fan-out
     std::string tag;   // X-SPE-Request of the upstream copy; empty: no upstream request or no tag
+    // The request's header fields caches decide by (filled by the cache-rule judge): to replay it.
+    std::vector<std::pair<std::string, std::string>> request_headers;
     std::vector<ProxyResult> proxies;
 };
 

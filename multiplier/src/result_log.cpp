@@ -197,6 +197,10 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
     v.fetch ? w.string(*v.fetch) : w.null();
     w.key<"fetched_at">();
     v.fetched_at ? w.number(*v.fetched_at) : w.null();
+    if (!v.origin.empty()) {
+        w.key<"origin">();
+        fields_object(w, v.origin);
+    }
     w.key<"provenance">().string(v.provenance);
     w.key<"reused">().boolean(v.reused);
     w.key<"validated_at">();
@@ -283,6 +287,10 @@ std::string to_json_line(const RequestRecord& r) {
         w.close();
     }
     w.close_array();
+    if (!r.request_headers.empty()) {
+        w.key<"request_headers">();
+        fields_object(w, r.request_headers);
+    }
     w.key<"tag">().string_or_null(r.tag);
     w.key<"ts">().number(std::round(r.ts * 1e6) / 1e6);
     w.key<"url">().string(r.url);

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import read_records
 from labsupport import lab_session
 
 from spe_tools.process import ProcessGroup, free_port
@@ -153,3 +154,12 @@ def test_the_collector_is_judged_too_and_a_hit_of_its_own_is_reused(bed):
     assert second["collector"]["cache"]["reused"] is True
     assert second["collector"]["cache"]["violations"] == []
     assert second["collector"]["cache"]["fetch"] == first["collector"]["cache"]["fetch"]
+
+
+def test_every_record_of_the_run_honours_the_log_schema_and_names_its_request_fields(bed):
+    bed.send("GET", "/schema?cc=max-age%3D600", {"Accept-Language": "fr", "Authorization": "Basic eDp5"})
+    records = read_records(bed.lab.rundir / "multiplier.jsonl")  # validates each against the schema
+    mine = [r for r in records if "/schema?" in r["url"]]
+    assert mine[0]["request_headers"] == {"accept-encoding": "identity", "accept-language": "fr",  # http.client's
+                                          "authorization": "(present)"}
+    assert mine[0]["collector"]["cache"]["origin"]["cache-control"] == "max-age=600"

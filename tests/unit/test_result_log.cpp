@@ -82,9 +82,47 @@ TEST_CASE("ROPE lines follow the paper's Figure 3") {
 namespace {
 // The JSON line as it was first written, through an nlohmann::json tree: the
 // hand-written writer must produce exactly these bytes.
+nlohmann::json reference_fields(const spe::CacheVerdict::Fields& fields) {
+    nlohmann::json j = nlohmann::json::object();
+    for (auto it = fields.rbegin(); it != fields.rend(); ++it)  // the first of a repeated name wins
+        j[it->first] = it->second;
+    return j;
+}
+
+nlohmann::json reference_cache(const spe::CacheVerdict& v) {
+    auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(); };
+    auto findings = [](const std::vector<spe::Finding>& list) {
+        nlohmann::json a = nlohmann::json::array();
+        for (const auto& f : list)
+            a.push_back({{"rule", f.rule}, {"section", f.section}, {"reason", f.reason}});
+        return a;
+    };
+    auto text_or_null = [](std::string_view s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+    nlohmann::json j = {
+        {"provenance", v.provenance},
+        {"fetch", opt(v.fetch)},
+        {"fetched_at", opt(v.fetched_at)},
+        {"validated_at", opt(v.validated_at)},
+        {"reused", v.reused},
+        {"age_s", v.age_s ? nlohmann::json(std::round(*v.age_s * 1000) / 1000) : nlohmann::json()},
+        {"violations", findings(v.violations)},
+        {"advisories", findings(v.advisories)},
+        {"exercised", v.exercised},
+        {"conservative", text_or_null(v.conservative)},
+        {"claim", text_or_null(v.claim)},
+        {"claim_conflict", text_or_null(v.claim_conflict)},
+    };
+    if (!v.violations.empty())
+        j["evidence"] = {{"served", reference_fields(v.evidence_served)},
+                         {"reference", reference_fields(v.evidence_reference)},
+                         {"request", reference_fields(v.evidence_request)}};
+    if (!v.origin.empty()) j["origin"] = reference_fields(v.origin);
+    return j;
+}
+
 nlohmann::json reference_measure(const spe::Measure& m) {
     auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
-    return {
+    nlohmann::json j = {
         {"status", opt(m.status)},
         {"http_version",
          m.version ? nlohmann::json("HTTP/" + std::to_string(m.version / 10) + "." + std::to_string(m.version % 10))
@@ -100,6 +138,8 @@ nlohmann::json reference_measure(const spe::Measure& m) {
         {"fetch", opt(m.fetch)},
         {"retried", m.retried},
     };
+    if (m.cache) j["cache"] = reference_cache(*m.cache);
+    return j;
 }
 
 std::string reference_json_line(const spe::RequestRecord& r) {
@@ -126,6 +166,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
         {"collector", reference_measure(r.collector)},
         {"proxies", std::move(proxies)},
     };
+    if (!r.request_headers.empty()) j["request_headers"] = reference_fields(r.request_headers);
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 }  // namespace
@@ -149,6 +190,28 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.collector.retried = true;
         r.proxies[1].measure.fetch = "";
         r.proxies[2].measure.retried = true;
+        CHECK(spe::to_json_line(r) == reference_json_line(r));
+    }
+    SECTION("the cache-rule judge's verdicts and the request's cache fields") {
+        spe::CacheVerdict v;
+        v.provenance = "origin";
+        v.fetch = "65f1-1c2.7";
+        v.fetched_at = 1700000000.125;
+        v.reused = true;
+        v.age_s = 12.3456;
+        v.violations.push_back({"no-store", "5.2.2.5", "served a \"no-store\" copy"});
+        v.advisories.push_back({"heuristic", "4.2.2", "beyond 10 %"});
+        v.exercised = {"no-store", "age"};
+        v.claim = "hit";
+        v.evidence_served = {{"cache-control", "no-store"}, {"age (as served)", "3"}};
+        v.evidence_request = {{"method", "GET"}};
+        r.proxies[0].measure.cache = v;
+        spe::CacheVerdict ref;
+        ref.fetch = "65f1-1c2.9";
+        ref.origin = {{"etag", "\"x\""}, {"cache-control", "max-age=60"}};
+        ref.conservative = "held: vary";
+        r.collector.cache = ref;
+        r.request_headers = {{"pragma", "no-cache"}, {"authorization", "(present)"}};
         CHECK(spe::to_json_line(r) == reference_json_line(r));
     }
     SECTION("times: integral, sub-microsecond, large, zero") {
