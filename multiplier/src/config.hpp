@@ -36,7 +36,7 @@ struct Config {
     LegOrder legs = LegOrder::parallel;
     bool dummy = false;
     bool cache_judge = true;          // judge every reused reply against RFC 9111 (cache_judge.hpp)
-    bool client_fetch_stamp = false;  // relay the Collector's X-SPE-Fetch to the client (debugging)
+    bool client_fetch_stamp = false;  // relay the Collector's X-SPE-* stamps to the client (debugging)
 
     std::chrono::milliseconds timeout{30'000};         // per proxy leg, whole reply
     std::chrono::milliseconds client_timeout{60'000};  // idle keep-alive / per client read or write

@@ -33,9 +33,10 @@ bool is_validation(const Request& req);
 Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive);
 
 /// Marks the upstream copy with this Multiplier's request tag (X-SPE-Request),
-/// first removing any X-SPE-Request or X-SPE-Fetch the client sent: a client
-/// must not choose another request's tag. Not used in --dummy mode, where
-/// both headers pass untouched.
+/// first removing any X-SPE-Request, X-SPE-Fetch, X-SPE-Validated or
+/// X-SPE-Reply-To the client sent: a client must not choose another request's
+/// tag nor the Collector's stamps. Not used in --dummy mode, where these
+/// headers pass untouched.
 void set_request_tag(Request& upstream, std::string_view tag);
 
 /// The tag of the upstream request `id` of the process whose random part is `process`.

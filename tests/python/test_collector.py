@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -287,6 +288,68 @@ def test_every_reply_names_its_origin_fetch_and_the_tag_stays_with_the_collector
     assert miss.headers["X-Origin-Saw-Tag"] == "no"
     fresh = fetch(bed.spe["direct"], bed.url("/obj/stamped-2?cc=private"), tag())
     assert fresh.headers.get("X-SPE-Fetch") not in (None, stamp)
+
+
+STAMP = re.compile(r"^([0-9a-f]+-[0-9a-f]+)\.(\d+); t=(\d+\.\d{3})$")
+
+
+def stamp_parts(value: str | None) -> tuple[str, int, float]:
+    """X-SPE-Fetch or X-SPE-Validated: (the Collector, the serial, the time in s)."""
+    match = STAMP.match(value or "")
+    assert match, value
+    return match.group(1), int(match.group(2)), float(match.group(3))
+
+
+def test_a_revalidated_copy_keeps_its_fetch_and_names_its_validation(bed):
+    """Squid revalidates the stale copy (the origin's 304 makes it fresh for 10 minutes): the copy keeps
+    the fetch that brought its body and says, in every reply made from it, when the origin confirmed it."""
+    path = "/obj/revalidated?cc=public,max-age=1&cc304=public,max-age=600&etag=r1&forge=1"
+    target = bed.url(path)
+    miss = fetch(bed.spe["direct"], target, tag())
+    fetched = miss.headers.get("X-SPE-Fetch")
+    assert "X-SPE-Validated" not in miss.headers  # not confirmed since its fetch (and not the origin's)
+    time.sleep(2.5)  # stale now
+    refreshed = fetch(bed.spe["direct"], target, tag())
+    assert bed.origin_counts()[path] == 2 and refreshed.body == miss.body  # a 304, not a new body
+    assert refreshed.headers.get("X-SPE-Fetch") == fetched
+    validated = refreshed.headers.get("X-SPE-Validated")
+    collector, fetch_serial, fetch_time = stamp_parts(fetched)
+    v_collector, v_serial, v_time = stamp_parts(validated)
+    assert v_collector == collector and v_serial > fetch_serial and v_time >= fetch_time + 2
+    # The stored copy took the 304's fields: its hits, and the 304s made from it, carry the validation.
+    hits = [fetch(bed.spe[name], target, tag()) for name in ("p1", "p2")]
+    assert [(r.headers.get("X-SPE-Fetch"), r.headers.get("X-SPE-Validated")) for r in hits] == [
+        (fetched, validated)] * 2
+    conditional = fetch(bed.spe["p1"], target, {**tag(), "If-None-Match": '"r1"'})
+    assert conditional.status == 304 and conditional.headers.get("X-SPE-Validated") == validated
+    assert bed.origin_counts()[path] == 2
+
+
+def test_a_304_from_the_cache_says_when_the_origin_last_confirmed_the_copy(bed):
+    """Never revalidated, the copy was last confirmed by the fetch that brought it. The 304 carries no
+    X-SPE-Fetch: a proxy that merges it into its own copy keeps the stamp of its own body."""
+    path = "/obj/confirmed?cc=public,max-age=600&etag=c1"
+    target = bed.url(path)
+    fetched = fetch(bed.spe["direct"], target, tag()).headers.get("X-SPE-Fetch")
+    stamp_parts(fetched)
+    for conditional in ({"If-None-Match": '"c1"'}, {"If-Modified-Since": "Mon, 02 Nov 2026 10:00:00 GMT"}):
+        reply = fetch(bed.spe["p1"], target, {**tag(), **conditional})
+        assert reply.status == 304 and reply.headers["X-Cache"].startswith("HIT"), conditional
+        assert reply.headers.get("X-SPE-Validated") == fetched and "X-SPE-Fetch" not in reply.headers
+    assert bed.origin_counts()[path] == 1
+
+
+def test_a_304_from_the_origin_is_stamped_as_a_validation(bed):
+    """A conditional request the Collector forwards: the origin's 304 is one more confirmation, counted
+    with the fetches; whatever stamps the origin put on it are dropped."""
+    path = "/obj/forwarded-304?cc=public,max-age=600&forge=1"
+    target = bed.url(path)
+    before = stamp_parts(fetch(bed.spe["direct"], bed.url("/obj/before-304?cc=private")).headers.get("X-SPE-Fetch"))
+    reply = fetch(bed.spe["direct"], target, {"If-Modified-Since": "Mon, 02 Nov 2026 10:00:00 GMT"})
+    assert reply.status == 304 and bed.origin_counts()[path] == 1
+    assert "X-SPE-Fetch" not in reply.headers
+    collector, serial, _ = stamp_parts(reply.headers.get("X-SPE-Validated"))
+    assert collector == before[0] and serial > before[1]
 
 
 def test_stock_squid_asks_the_origin_for_every_private_request(bed):

@@ -32,7 +32,8 @@ def proxy(lab):
     return lab.squid_child("tagged")
 
 
-FORGED = {"X-SPE-Request": "chosen-by-the-client", "X-SPE-Fetch": "forged-stamp"}
+FORGED = {"X-SPE-Request": "chosen-by-the-client", "X-SPE-Fetch": "forged-stamp",
+          "X-SPE-Validated": "forged-validation"}
 
 
 def test_the_collector_and_the_proxies_get_one_tag_and_the_record_keeps_tag_and_stamps(
@@ -50,8 +51,10 @@ def test_the_collector_and_the_proxies_get_one_tag_and_the_record_keeps_tag_and_
         prefixes.add(record["tag"].split("-")[0])
         assert reply.headers["x-seen-request"] == record["tag"]
         assert reply.headers["x-seen-fetch"] == "-"
-        # The stamp is recorded, not relayed.
+        assert reply.headers["x-seen-validated"] == "-"
+        # The stamps are recorded or dropped, not relayed.
         assert "x-spe-fetch" not in reply.headers
+        assert "x-spe-validated" not in reply.headers
         assert re.fullmatch(r"origin-\d+", record["collector"]["fetch"])
         (leg,) = record["proxies"]
         # The proxy's origin fetch was another one; its X-Seen-Request is compared: the same tag.
@@ -67,15 +70,19 @@ def test_client_fetch_stamp_relays_the_stamp(lab, stamp_origin, start_multiplier
         reply = c.get(f"http://127.0.0.1:{stamp_origin}/echo/relayed")
     (record,) = m.records(1)
     assert reply.headers["x-spe-fetch"] == record["collector"]["fetch"]
+    assert reply.headers["x-spe-validated"] == record["collector"]["fetch"]  # the origin sends both alike
 
 
 def test_dummy_mode_passes_tag_and_stamp_untouched(lab, stamp_origin, start_multiplier):
     dummy = start_multiplier("--dummy", "--parent", f"127.0.0.1:{lab.collector_port}", collector=False)
     with Connection(dummy.port) as c:
         reply = c.get(f"http://127.0.0.1:{stamp_origin}/echo/dummy", headers={"X-SPE-Request": "outer-tag-5",
-                                                                               "X-SPE-Fetch": "client-stamp"})
+                                                                               "X-SPE-Fetch": "client-stamp",
+                                                                               "X-SPE-Validated": "client-v"})
     assert reply.headers["x-seen-request"] == "outer-tag-5"
     assert reply.headers["x-seen-fetch"] == "client-stamp"
+    assert reply.headers["x-seen-validated"] == "client-v"
+    assert reply.headers["x-spe-validated"] == reply.headers["x-spe-fetch"]
     assert re.fullmatch(r"origin-\d+", reply.headers["x-spe-fetch"])
     (record,) = dummy.records(1)
     assert record["tag"] == "outer-tag-5"

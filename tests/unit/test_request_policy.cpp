@@ -195,23 +195,29 @@ TEST_CASE("the upstream copy carries this Multiplier's request tag, never the cl
     r.insert("x-spe-request", "chosen-by-the-client");
     r.insert("X-SPE-Request", "another");
     r.insert("X-Spe-Fetch", "fetch-of-another-request");
+    r.insert("x-spe-validated", "validation-of-another-request");
+    r.insert("X-SPE-Reply-To", "another-client-request");
     auto up = spe::make_upstream_request(r, "m", true);
     spe::set_request_tag(up, "0123456789abcdef-42");
     CHECK(up.count("X-SPE-Request") == 1);
     CHECK(up["X-SPE-Request"] == "0123456789abcdef-42");
     CHECK(up.count("X-SPE-Fetch") == 0);
+    CHECK(up.count("X-SPE-Validated") == 0);
+    CHECK(up.count("X-SPE-Reply-To") == 0);
     const spe::WireRequest wire(std::move(up));
     CHECK_THAT(header_of(wire), Catch::Contains("\r\nX-SPE-Request: 0123456789abcdef-42\r\n"));
     CHECK_THAT(header_of(wire), !Catch::Contains("chosen-by-the-client"));
 }
 
-TEST_CASE("without a tag (--dummy mode) both headers pass untouched") {
+TEST_CASE("without a tag (--dummy mode) the tag and the stamps pass untouched") {
     auto r = get("http://a/");
     r.insert("X-SPE-Request", "outer-tag-1");
     r.insert("X-SPE-Fetch", "stamp");
+    r.insert("X-SPE-Validated", "validation-stamp");
     auto up = spe::make_upstream_request(r, "m", true);
     CHECK(up["X-SPE-Request"] == "outer-tag-1");
     CHECK(up["X-SPE-Fetch"] == "stamp");
+    CHECK(up["X-SPE-Validated"] == "validation-stamp");
 }
 
 TEST_CASE("request tags: 16 random hex digits per process, then the record id") {
