@@ -24,7 +24,6 @@ from analysis.records import COLLECTOR
 # rule id -> (its section, what breaking it means); the section is RFC 9111's unless it names another RFC.
 RULES = {
     "no-store": ("5.2.2.5", "reused a reply whose Cache-Control had no-store"),
-    "request-no-store": ("5.2.1.5", "reused a reply to a request that had no-store"),
     "private": ("5.2.2.7", "a shared cache reused a private reply"),
     "authorization": ("3.5", "reused a reply to a request with Authorization, without public / s-maxage / "
                              "must-revalidate"),
@@ -33,16 +32,21 @@ RULES = {
     "proxy-revalidate": ("5.2.2.8", "served stale although proxy-revalidate"),
     "s-maxage": ("5.2.2.10", "served past s-maxage"),
     "no-cache": ("5.2.2.4", "reused a no-cache reply without validating it"),
-    "request-no-cache": ("5.2.1.4", "request no-cache (or Pragma: no-cache) answered from cache without "
-                                    "validating"),
-    "request-max-age": ("5.2.1.1", "request max-age=N answered with a copy older than N"),
     "vary": ("4.1", "served a variant whose Vary-named request headers differ from this request's"),
     "invalidation": ("4.4", "served a copy stored before a successful unsafe request to the same URI"),
     "age": ("4", "reused reply with no Age, or an Age below the copy's true age"),
     "not-modified": ("4.3.2", "a 304 whose validators do not match the client's request"),
     "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
 }
-ADVISORIES = {"heuristic": ("4.2.2", "heuristic freshness beyond 10 % of (Date - Last-Modified)")}
+# SHOULD-level findings and the request's own directives, which RFC 9111 5.2.1 makes advisory
+# ("caches MAY implement them"): reported beside the violations, never counted as violations.
+ADVISORIES = {
+    "heuristic": ("4.2.2", "heuristic freshness beyond 10 % of (Date - Last-Modified)"),
+    "request-no-store": ("5.2.1.5", "reused a reply to a request that had no-store"),
+    "request-no-cache": ("5.2.1.4", "request no-cache (or Pragma: no-cache) answered from cache without "
+                                    "validating"),
+    "request-max-age": ("5.2.1.1", "request max-age=N answered with a copy older than N"),
+}
 PROVENANCE = {"origin": "from an origin fetch the Multiplier saw", "none": "no stamp: not from the origin",
               "not-modified": "a 304 without a stamp (no body)", "corrupt": "corrupt or forged stamp",
               "unknown": "a fetch the Multiplier never saw"}

@@ -249,6 +249,8 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
         add_exercised(v, f.rule);
         v.violations.push_back(std::move(f));
     }
+    for (const auto& a : v.advisories)
+        add_exercised(v, a.rule);
     add_exercised(v, "age");
     if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age))
         v.violations.push_back(std::move(*age));
@@ -268,11 +270,16 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
     // if none, and its lifetime was explicit and not over, this was a missed hit.
     const auto stored = as_stored_by(cand->second, memory);
     const ReuseQuestion q{stored, request, served_at, record.ts, std::nullopt, invalidated, std::nullopt};
-    const auto barriers = reuse_barriers(q);
+    std::vector<Finding> advisories;
+    const auto barriers = reuse_barriers(q, &advisories);
     for (const auto& f : barriers)
         add_exercised(v, f.rule);
+    bool request_asked = false;  // the request's own directives asked for a forward
+    for (const auto& a : advisories)
+        if (a.rule != "heuristic") add_exercised(v, a.rule), request_asked = true;
     const auto fr = freshness(q);
-    if (!v.reused && barriers.empty() && fr.source != "heuristic" && fr.source != "none" && fr.age < fr.lifetime)
+    if (!v.reused && barriers.empty() && !request_asked && fr.source != "heuristic" && fr.source != "none" &&
+        fr.age < fr.lifetime)
         v.conservative =
             fmt::format("{}: {}", copy->second.reused ? "held" : "passed on", miss_cause(request, cand->second));
 }

@@ -175,11 +175,15 @@ Freshness freshness(const ReuseQuestion& q) {
 
 std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories) {
     std::vector<Finding> out;
+    // Request directives "are advisory; caches MAY implement them" (RFC 9111
+    // 5.2.1): not honouring one is reported, never as a violation.
+    std::vector<Finding> ignored_requests;
+    auto& request_rules = advisories ? *advisories : ignored_requests;
     const auto& f = q.fetch;
     const auto cc = parse_cache_control(f.headers.cache_control.value_or(""));
     if (cc.no_store) out.push_back({"no-store", "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
     if (f.request_known && f.request_no_store)
-        out.push_back({"request-no-store", "5.2.1.5", "the request that brought it said no-store"});
+        request_rules.push_back({"request-no-store", "5.2.1.5", "stored from a request that said no-store"});
     if (cc.private_)
         out.push_back({"private", "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
     if (f.request_known && f.authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
@@ -197,12 +201,14 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
         if (cc.no_cache)
             out.push_back({"no-cache", "5.2.2.4", "the origin's reply said no-cache; served without validation"});
         if (q.request.no_cache())
-            out.push_back({"request-no-cache", "5.2.1.4", "the request said no-cache; answered without validation"});
+            request_rules.push_back(
+                {"request-no-cache", "5.2.1.4", "the request said no-cache; answered without validation"});
         // max-age=0 asks for validation outright; a larger one for a copy no older.
         const auto& max_age = q.request.cc.max_age;
         if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
-            out.push_back({"request-max-age", "5.2.1.1",
-                           fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
+            request_rules.push_back(
+                {"request-max-age", "5.2.1.1",
+                 fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
         const double staleness = fr.age - fr.lifetime;
         if (fr.source == "heuristic") {
             if (advisories && f.headers.last_modified && staleness > kSlack)

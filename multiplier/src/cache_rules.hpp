@@ -60,7 +60,9 @@ Freshness freshness(const ReuseQuestion& q);
 
 /// The rules that forbid answering `q.request` with the stored copy without
 /// validating it: empty when a correct shared cache may reuse it. Advisories
-/// (heuristic freshness beyond 4.2.2's suggestion) go to `advisories`.
+/// go to `advisories`: heuristic freshness beyond 4.2.2's suggestion, and the
+/// request's own directives (no-store, no-cache, max-age), which RFC 9111
+/// 5.2.1 makes advisory ("caches MAY implement them").
 std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories = nullptr);
 
 /// What a reused reply itself must carry: Age (RFC 9111 4, 5.1).

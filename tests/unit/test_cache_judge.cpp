@@ -128,8 +128,10 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
                                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     reuse_after_no_store.proxies[0].measure.cache_headers.age = "1";
     judge.judge(reuse_after_no_store, kRequest);
-    REQUIRE(reuse_after_no_store.proxies[0].measure.cache->violations.size() == 1);
-    CHECK(reuse_after_no_store.proxies[0].measure.cache->violations[0].rule == "request-no-store");
+    // Request directives are advisory (RFC 9111 5.2.1): reported as such, not as violations.
+    CHECK(reuse_after_no_store.proxies[0].measure.cache->violations.empty());
+    REQUIRE(reuse_after_no_store.proxies[0].measure.cache->advisories.size() == 1);
+    CHECK(reuse_after_no_store.proxies[0].measure.cache->advisories[0].rule == "request-no-store");
 
     auto plain = record(3, kT0 + 2, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"),
                         reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
@@ -140,4 +142,5 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
     judge.judge(reuse, kRequest);
     CHECK(reuse.proxies[0].measure.cache->reused);
     CHECK(reuse.proxies[0].measure.cache->violations.empty());
+    CHECK(reuse.proxies[0].measure.cache->advisories.empty());
 }

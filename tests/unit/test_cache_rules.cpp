@@ -46,8 +46,11 @@ std::vector<std::string> barriers(const KnownFetch& f, const std::string& reques
     const spe::ReuseQuestion q{
         f, facts, kFetchedAt + after, kFetchedAt + after - 0.01, validated_at, invalidated_at, coding};
     std::vector<std::string> out;
-    for (const auto& b : spe::reuse_barriers(q))
+    std::vector<spe::Finding> advisories;
+    for (const auto& b : spe::reuse_barriers(q, &advisories))
         out.emplace_back(b.rule);
+    for (const auto& a : advisories)  // the request's directives: advisory (5.2.1), marked as such
+        if (a.rule != "heuristic") out.emplace_back("advisory:" + std::string(a.rule));
     return out;
 }
 
@@ -100,7 +103,7 @@ TEST_CASE("what a shared cache must not store is flagged when reused, by rule") 
     }
     auto request_no_store = fetch("max-age=600");
     request_no_store.request_no_store = true;
-    CHECK(barriers(request_no_store) == V{"request-no-store"});
+    CHECK(barriers(request_no_store) == V{"advisory:request-no-store"});
 }
 
 TEST_CASE("stale copies: the rule named is the strictest directive that forbade it") {
@@ -144,16 +147,16 @@ TEST_CASE("validation the reply or the request demands") {
     // Validated during this request (the Collector's X-SPE-Validated is newer than the request).
     CHECK(barriers(fetch("no-cache, max-age=600"), kRequest, 20, kFetchedAt + 20).empty());
     const auto reload = "GET http://o/x HTTP/1.1\r\nCache-Control: no-cache\r\n\r\n";
-    CHECK(barriers(fetch("max-age=600"), reload) == V{"request-no-cache"});
+    CHECK(barriers(fetch("max-age=600"), reload) == V{"advisory:request-no-cache"});
     const auto pragma = "GET http://o/x HTTP/1.1\r\nPragma: no-cache\r\n\r\n";
-    CHECK(barriers(fetch("max-age=600"), pragma) == V{"request-no-cache"});
+    CHECK(barriers(fetch("max-age=600"), pragma) == V{"advisory:request-no-cache"});
     const auto pragma_with_cc = "GET http://o/x HTTP/1.1\r\nPragma: no-cache\r\nCache-Control: max-stale\r\n\r\n";
     CHECK(barriers(fetch("max-age=600"), pragma_with_cc).empty());  // Cache-Control present: Pragma ignored (5.4)
     const auto max_age_0 = "GET http://o/x HTTP/1.1\r\nCache-Control: max-age=0\r\n\r\n";
-    CHECK(barriers(fetch("max-age=600"), max_age_0) == V{"request-max-age"});
+    CHECK(barriers(fetch("max-age=600"), max_age_0) == V{"advisory:request-max-age"});
     const auto max_age_5 = "GET http://o/x HTTP/1.1\r\nCache-Control: max-age=5\r\n\r\n";
     CHECK(barriers(fetch("max-age=600"), max_age_5, 3).empty());
-    CHECK(barriers(fetch("max-age=600"), max_age_5, 30) == V{"request-max-age"});
+    CHECK(barriers(fetch("max-age=600"), max_age_5, 30) == V{"advisory:request-max-age"});
 }
 
 TEST_CASE("Vary: the stored variant must match this request's selecting fields") {
