@@ -259,6 +259,16 @@ def test_identical_posts_of_one_client_request_reach_the_origin_once(bed):
     assert again.serial not in (same[0].serial, other.serial) and bed.origin_counts()[path] == 3
 
 
+def test_a_clients_post_invalidates_the_stored_copy_of_its_uri(bed):
+    """RFC 9111 4.4: a successful POST makes the Collector drop its stored GET of the same URI."""
+    target = bed.url("/obj/post-invalidates?cc=public,max-age%3D600")
+    first = fetch(bed.spe["direct"], target, tag())
+    assert fetch(bed.spe["direct"], target, tag()).serial == first.serial  # stored
+    posted = fetch(bed.spe["direct"], target, {"Content-Type": "text/plain", **tag()}, method="POST", body=b"change")
+    assert posted.status == 200
+    assert fetch(bed.spe["direct"], target, tag()).serial != first.serial
+
+
 def test_a_post_answered_from_the_cache_keeps_the_connection_usable(bed):
     """The hit leaves the POST body unused: Squid must drain it, not read it as the next request."""
     target = bed.url("/post/keepalive")
