@@ -174,6 +174,12 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     v.claim = cache_claim(h, reference ? claim_names(reference->cache_headers) : std::vector<std::string>{});
     if (h.validated)
         if (auto vs = parse_fetch_stamp(*h.validated)) v.validated_at = vs->time;
+    if (record.method == "HEAD") {
+        add_exercised(v, "head-body");
+        // The leg reads no body for HEAD: bytes after the header are a body (RFC 9110 9.3.2).
+        if (reply.error == LegError::extra_data)
+            v.violations.push_back({"head-body", "9110 9.3.2", "a reply to HEAD followed by body bytes"});
+    }
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
         add_exercised(v, "not-modified");
         const auto copy = memory.last_copy.find(record.url);

@@ -144,3 +144,16 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
     CHECK(reuse.proxies[0].measure.cache->violations.empty());
     CHECK(reuse.proxies[0].measure.cache->advisories.empty());
 }
+
+TEST_CASE("a body after a reply to HEAD is the head-body rule") {
+    spe::CacheJudge judge({"p"});
+    auto r = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                    reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    r.method = "HEAD";
+    r.proxies[0].measure.error = spe::LegError::extra_data;
+    judge.judge(r, "HEAD http://o/x HTTP/1.1\r\n\r\n");
+    const auto& v = *r.proxies[0].measure.cache;
+    REQUIRE(v.violations.size() == 1);
+    CHECK(v.violations[0].rule == "head-body");
+    CHECK(r.collector.cache->violations.empty());
+}
