@@ -1,0 +1,101 @@
+"""`./spe repro` end to end on a real Debian proxy's real violation: nginx never sends Age on a reply
+it reuses, so a copy served 2.5 s after it was fetched breaks RFC 9111 section 4 (rule "age"). A small
+run shows it; the case written from that run, replayed against a fresh nginx behind the stand-in
+origin, must show it again.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ENV, multiplier_binary
+from labsupport import lab_session
+
+from spe_tools import collector
+from spe_tools.lab.kinds import KINDS
+from spe_tools.process import ProcessGroup, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH = "/age?cc=max-age%3D600"
+
+
+def unavailable() -> list[str]:
+    return KINDS["nginx"].missing(multiplier_binary()) + collector.missing("spe")
+
+
+@pytest.fixture(scope="module")
+def nginx_run():
+    """A run directory (its log and lab files) where nginx broke the age rule; yields (run, request id)."""
+    if problems := unavailable():
+        pytest.skip("nginx behind the patched Collector is unavailable: " + "; ".join(problems))
+    origin_port = free_port()
+
+    def text(_workdir: Path) -> str:
+        return ('name = "age"\n[collector]\nkind = "spe"\n[origin]\nkind = "none"\n[multiplier]\ntimeout_s = 20\n'
+                '[[proxy]]\nname = "nginx"\nkind = "nginx"\ncache_mb = 16\n')
+
+    def origin(group: ProcessGroup) -> None:
+        group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/cache_origin.py"), str(origin_port)],
+                    port=origin_port)
+
+    keep = Path(tempfile.mkdtemp(prefix="spe-repro-test-"))
+    keep.chmod(0o755)  # the replayed proxy drops to its own user and must reach its directory
+    run = keep / "run"
+    run.mkdir(mode=0o755)
+    with lab_session(text, origin) as lab:
+        url = f"http://localhost:{origin_port}{PATH}"
+        lab.conn.request("GET", url)
+        lab.conn.getresponse().read()
+        time.sleep(2.5)
+        lab.conn.request("GET", url)
+        lab.conn.getresponse().read()
+        records = lab.records(PATH, 2)
+        for name in ("multiplier.jsonl", "lab.json", "lab.toml"):
+            shutil.copy(lab.rundir / name, run / name)
+    second = max(records, key=lambda r: r["id"])
+    rules = [v["rule"] for v in second["proxies"][0]["cache"]["violations"]]
+    assert rules == ["age"], f"the recorded run did not show nginx's age violation: {second['proxies'][0]}"
+    yield run, second["id"]
+    shutil.rmtree(keep, ignore_errors=True)
+
+
+def spe_repro(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / "spe"), "repro", *args], capture_output=True, text=True, timeout=300,
+                          env=ENV)
+
+
+def test_the_age_violation_is_written_as_a_case_and_reproduced(nginx_run):
+    run, request = nginx_run
+    done = spe_repro(str(run), "--proxy", "nginx", "--request", str(request))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reproduced: age (4)" in done.stdout
+    case = run / "repro" / f"{request}-nginx"
+    assert (case / "case.json").exists() and (case / "README.txt").exists()
+    replays = list((case / "replay").iterdir())
+    assert len(replays) == 1 and (replays[0] / "multiplier.jsonl").exists()
+    assert not (replays[0] / "pids.json").exists()  # every process of the replay stopped
+
+
+def test_a_written_case_replays_on_its_own(nginx_run):
+    run, request = nginx_run
+    out = run.parent / "case"  # not under pytest's tmp_path: nginx's user could not enter it
+    written = spe_repro(str(run), "--proxy", "nginx", "--request", str(request), "--out", str(out), "--no-replay")
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert not (out / "replay").exists()
+    replayed = spe_repro(str(out))
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "reproduced: age (4)" in replayed.stdout
+
+
+def test_a_request_without_a_violation_is_refused_with_exit_2(nginx_run):
+    run, request = nginx_run
+    done = spe_repro(str(run), "--proxy", "nginx", "--request", str(request - 1))
+    assert done.returncode == 2
+    assert f"proxy 'nginx' has no violation on request {request - 1}" in done.stderr
+    assert f"request {request} (age)" in done.stderr
