@@ -121,8 +121,8 @@ def describe(leg: dict) -> str:
     """How the judge saw a leg: result and status, where the reply came from, what it broke."""
     cache = leg.get("cache") or {}
     source = "a reused copy" if cache.get("reused") else f"provenance {cache.get('provenance', 'unknown')}"
-    text = f"{leg.get('result')} (status {leg.get('status')}{', ' + leg['error'] if leg.get('error') else ''}), " \
-           f"{source}"
+    detail = ", ".join(x for x in (f"status {leg['status']}" if leg.get("status") else "", leg.get("error") or "") if x)
+    text = f"{leg.get('result')}" + (f" ({detail})" if detail else "") + f", {source}"
     found = cache.get("violations") or []
     if found:
         return text + ", violations: " + "; ".join(f"{v['rule']} ({v['section']}) — {v['reason']}" for v in found)
@@ -142,7 +142,7 @@ def judge(case: Case, record: dict, rundir: Path) -> Verdict:
 
 def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     """Replay the case in case_dir; raises ReplayError (or the lab's own errors) when it cannot run."""
-    case_dir = Path(case_dir)
+    case_dir = Path(case_dir).resolve()  # the proxies' configs name their directories in it
     case = load_case(case_dir)
     lab = replay_lab(case)
     base = case_dir / "replay"

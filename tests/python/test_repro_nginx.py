@@ -6,6 +6,7 @@ origin, must show it again.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,20 @@ def test_a_written_case_replays_on_its_own(nginx_run):
     replayed = spe_repro(str(out))
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "reproduced: age (4)" in replayed.stdout
+
+
+def test_a_rule_the_proxy_does_not_break_again_is_not_reproduced_with_exit_1(nginx_run):
+    run, request = nginx_run
+    out = run.parent / "edited"
+    assert spe_repro(str(run), "--proxy", "nginx", "--request", str(request), "--out", str(out),
+                     "--no-replay").returncode == 0
+    case = json.loads((out / "case.json").read_text())
+    case["expected"] = [{"rule": "no-store", "section": "5.2.2.5", "reason": "as if"}]  # nginx honours no-store
+    (out / "case.json").write_text(json.dumps(case))
+    done = spe_repro(str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "not reproduced: no-store: the proxy's reply was judged OK (status 200), a reused copy, violations: " \
+           "age (4)" in done.stdout
 
 
 def test_a_request_without_a_violation_is_refused_with_exit_2(nginx_run):
