@@ -6,14 +6,18 @@ expected rule again? Every process is stopped however the replay ends (the lab m
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from spe_tools.lab.kinds import MULTIPLIER
+from spe_tools.lab.kinds import CACHE_PORTS, KINDS, MULTIPLIER
 from spe_tools.lab.model import Lab, LabFileError, parse_lab
 from spe_tools.lab.runner import ROOT, RunningLab, bring_up, make_run_dir
 from spe_tools.process import ProcessGroup, free_port
@@ -53,18 +57,27 @@ def _toml(values: dict) -> list[str]:
     return [f"{key} = {json.dumps(value)}" for key, value in values.items()]  # JSON's scalars and lists are TOML
 
 
-def replay_lab(case: Case) -> Lab:
+def replay_lab(case: Case, origin_port: int) -> Lab:
     """The lab of a replay, validated like a lab file (a case edited by hand gets the lab file's messages)."""
+    if case.proxy.kind not in KINDS:
+        raise ReplayError(f"proxy {case.proxy.name!r}: unknown kind {case.proxy.kind!r} (kinds: {', '.join(KINDS)})")
     if case.proxy.kind in NOT_STARTED:
         raise ReplayError(f"proxy {case.proxy.name!r} is of kind {case.proxy.kind!r}: you run it, SPE cannot start "
                           "a fresh one to replay the case against")
     lines = ['name = "repro"', "[collector]", 'kind = "spe"', *_toml(case.collector), "[origin]", 'kind = "none"',
              "[multiplier]", *_toml(case.multiplier), "[[proxy]]",
-             *_toml({"name": case.proxy.name, "kind": case.proxy.kind, **case.proxy.options})]
+             *_toml({"name": case.proxy.name, "kind": case.proxy.kind, **case.proxy.options,
+                     **_origin_ports(case.proxy.kind, origin_port)})]
     try:
         return parse_lab("\n".join(lines) + "\n")
     except LabFileError as e:
         raise ReplayError(f"the case's lab: {e}") from None
+
+
+def _origin_ports(kind: str, origin_port: int) -> dict[str, list[int]]:
+    """Apache caches only the origin ports it is told (CacheEnable per port): the run's were another
+    origin's, the replay's is the stand-in's."""
+    return {CACHE_PORTS.key: [origin_port]} if CACHE_PORTS.key in KINDS[kind].keys else {}
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -144,7 +157,8 @@ def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     """Replay the case in case_dir; raises ReplayError (or the lab's own errors) when it cannot run."""
     case_dir = Path(case_dir).resolve()  # the proxies' configs name their directories in it
     case = load_case(case_dir)
-    lab = replay_lab(case)
+    origin_port = free_port()
+    lab = replay_lab(case, origin_port)
     base = case_dir / "replay"
     base.mkdir(exist_ok=True)
     base.chmod(0o755)  # the proxy drops to its own user, who must reach its directory
@@ -153,7 +167,6 @@ def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     group = ProcessGroup(rundir)
     run: RunningLab | None = None
     try:
-        origin_port = free_port()
         origin = group.start("origin", [sys.executable, "-m", "spe_tools.repro.origin", "--case",
                                         str(case_dir.resolve()), "--listen", f"127.0.0.1:{origin_port}"],
                              port=origin_port, deadline_s=20, env=_env(rundir))
@@ -165,4 +178,18 @@ def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     except CaseError as e:
         raise ReplayError(str(e)) from e
     finally:
-        (run or RunningLab(lab, rundir, group)).stop()
+        with signals_ignored():  # a second Ctrl-C must not interrupt the stopping
+            (run or RunningLab(lab, rundir, group)).stop()
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,8 @@ from labsupport import lab_session
 
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
-from spe_tools.process import ProcessGroup, free_port
+from spe_tools.lab.runner import down
+from spe_tools.process import ProcessGroup, alive, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = "/age?cc=max-age%3D600"
@@ -106,6 +108,39 @@ def test_a_rule_the_proxy_does_not_break_again_is_not_reproduced_with_exit_1(ngi
     assert done.returncode == 1, done.stdout + done.stderr
     assert "not reproduced: no-store: the proxy's reply was judged OK (status 200), a reused copy, violations: " \
            "age (4)" in done.stdout
+
+
+def test_a_replay_stopped_by_sigterm_stops_every_process(nginx_run):
+    run, request = nginx_run
+    out = run.parent / "stopped"
+    assert spe_repro(str(run), "--proxy", "nginx", "--request", str(request), "--out", str(out),
+                     "--no-replay").returncode == 0
+    case = json.loads((out / "case.json").read_text())
+    case["steps"][-1]["offset_s"] = 300  # the replay is still waiting to send it when stopped
+    (out / "case.json").write_text(json.dumps(case))
+    proc = subprocess.Popen([str(ROOT / "spe"), "repro", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV)
+    rundir = None
+    try:
+        end = time.monotonic() + 60
+        while rundir is None and time.monotonic() < end and proc.poll() is None:
+            up = list(out.glob("replay/*/lab.json"))  # written once the whole lab is up
+            rundir = up[0].parent if up else None
+            time.sleep(0.1)
+        assert rundir is not None, proc.communicate(timeout=30)
+        members = [p["pid"] for p in json.loads((rundir / "pids.json").read_text())["processes"]]
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and "SIGTERM" in stderr, stdout + stderr
+        assert not (rundir / "pids.json").exists()
+        assert {"origin", "collector", "nginx", "multiplier"} <= {p.stem for p in rundir.glob("*.out")}  # started
+        assert not [pid for pid in members if alive(pid)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if rundir is not None:
+            down(rundir)  # whatever the replay left running
 
 
 def test_a_request_without_a_violation_is_refused_with_exit_2(nginx_run):

@@ -25,21 +25,27 @@ def leg(name: str = "edge", violations: list | None = None, **extra) -> dict:
 
 
 def test_the_lab_has_the_patched_collector_no_origin_and_one_proxy_as_recorded():
-    lab = replay_lab(CASE)
+    lab = replay_lab(CASE, 4321)
     assert lab.collector.kind == "spe" and lab.collector.cache_mb == 32
     assert lab.origin.kind == "none"
     assert [(p.name, p.kind, p.cache_mb, p.port) for p in lab.proxies] == [("edge", "squid", 16, 0)]
     assert lab.multiplier.legs == "serial"
 
 
+def test_apache_caches_the_stand_in_origin_s_port_not_the_recorded_one():
+    apache = ProxyOfCase("web", "apache", {"cache_mb": 16, "cache_ports": [8080]})
+    assert replay_lab(dataclasses.replace(CASE, proxy=apache), 4321).proxies[0].cache_ports == (4321,)
+
+
 @pytest.mark.parametrize("proxy, message", [
     (ProxyOfCase("mine", "external"), "you run it"),
+    (ProxyOfCase("mine", "haproxy"), "unknown kind 'haproxy'"),
     (ProxyOfCase("edge", "squid", {"cache_mb": 0}), "cache_mb"),
     (ProxyOfCase("edge", "squid", {"colour": "red"}), "colour"),
 ])
 def test_a_case_that_cannot_be_replayed_says_why(proxy, message):
     with pytest.raises(ReplayError, match=message):
-        replay_lab(dataclasses.replace(CASE, proxy=proxy))
+        replay_lab(dataclasses.replace(CASE, proxy=proxy), 4321)
 
 
 def test_the_expected_rule_found_again_is_reproduced_with_the_replay_s_reason():
