@@ -96,14 +96,23 @@ def test_a_written_case_replays_on_its_own(nginx_run):
     assert "reproduced: age (4)" in replayed.stdout
 
 
-def test_a_rule_the_proxy_does_not_break_again_is_not_reproduced_with_exit_1(nginx_run):
+def edited_case(nginx_run, name: str, edit) -> Path:
+    """The run's case written to a directory of its own, then changed by `edit(case)`."""
     run, request = nginx_run
-    out = run.parent / "edited"
+    out = run.parent / name
     assert spe_repro(str(run), "--proxy", "nginx", "--request", str(request), "--out", str(out),
                      "--no-replay").returncode == 0
     case = json.loads((out / "case.json").read_text())
-    case["expected"] = [{"rule": "no-store", "section": "5.2.2.5", "reason": "as if"}]  # nginx honours no-store
+    edit(case)
     (out / "case.json").write_text(json.dumps(case))
+    return out
+
+
+def test_a_rule_the_proxy_does_not_break_again_is_not_reproduced_with_exit_1(nginx_run):
+    def expect_no_store(case: dict) -> None:  # nginx honours no-store
+        case["expected"] = [{"rule": "no-store", "section": "5.2.2.5", "reason": "as if"}]
+
+    out = edited_case(nginx_run, "edited", expect_no_store)
     done = spe_repro(str(out))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "not reproduced: no-store: the proxy's reply was judged OK (status 200), a reused copy, violations: " \
@@ -111,13 +120,10 @@ def test_a_rule_the_proxy_does_not_break_again_is_not_reproduced_with_exit_1(ngi
 
 
 def test_a_replay_stopped_by_sigterm_stops_every_process(nginx_run):
-    run, request = nginx_run
-    out = run.parent / "stopped"
-    assert spe_repro(str(run), "--proxy", "nginx", "--request", str(request), "--out", str(out),
-                     "--no-replay").returncode == 0
-    case = json.loads((out / "case.json").read_text())
-    case["steps"][-1]["offset_s"] = 300  # the replay is still waiting to send it when stopped
-    (out / "case.json").write_text(json.dumps(case))
+    def last_request_late(case: dict) -> None:  # the replay is still waiting to send it when stopped
+        case["steps"][-1]["offset_s"] = 300
+
+    out = edited_case(nginx_run, "stopped", last_request_late)
     proc = subprocess.Popen([str(ROOT / "spe"), "repro", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=ENV)
     rundir = None
