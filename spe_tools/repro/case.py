@@ -173,13 +173,15 @@ def _proxy_of_case(run: Path, name: str) -> ProxyOfCase:
     kind = (lab_json.get("proxies", {}).get(name) or {}).get("kind")
     if kind is None:
         raise CaseError(f"{run}/lab.json does not name proxy {name!r}: the case needs its kind")
-    options: dict[str, object] = {}
+    allowed = KINDS[kind].keys - set(PORT_KEYS)
+    # lab.json names only some options (prefetch); lab.toml, where a run has it, has them all
+    options: dict[str, object] = {k: v for k, v in lab_json["proxies"][name].items() if k in allowed}
     if (run / "lab.toml").exists():
         try:
             spec = load_lab(run / "lab.toml").proxy(name)
         except (LabFileError, StopIteration) as e:
             raise CaseError(f"{run}/lab.toml: cannot read proxy {name!r}: {e}") from None
-        options = {key: getattr(spec, key) for key in sorted(KINDS[kind].keys - set(PORT_KEYS))}
+        options = {key: getattr(spec, key) for key in sorted(allowed)}
         options = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
     return ProxyOfCase(name, kind, options)
 

@@ -41,7 +41,8 @@ def make_run(path: Path, records: list[dict], lab_toml: bool = True) -> Path:
     (path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"partial')
     lab = {"collector": {"kind": "spe", "uncacheable_ttl_s": 60, "replay_timing": True, "cache_mb": 32},
            "multiplier": {"mode": "sequential", "legs": "parallel"},
-           "proxies": {"nginx": {"kind": "nginx", "port": 1234}, "sq": {"kind": "squid", "port": 1235}}}
+           "proxies": {"nginx": {"kind": "nginx", "port": 1234}, "sq": {"kind": "squid", "port": 1235},
+                       "ats": {"kind": "trafficserver", "port": 1236, "prefetch": True, "caches": True}}}
     (path / "lab.json").write_text(json.dumps(lab))
     if lab_toml:
         (path / "lab.toml").write_text('name = "x"\n[origin]\nkind = "none"\n'
@@ -103,10 +104,12 @@ def test_the_case_names_the_proxy_kind_options_and_the_expected_violation(run):
     assert case.multiplier == {"mode": "sequential", "legs": "parallel"}
 
 
-def test_without_lab_toml_the_kind_comes_from_lab_json_with_default_options(tmp_path):
-    run = make_run(tmp_path / "run", [record(1, T0, origin=ORIGIN_1, legs=[leg("nginx", [AGE])])], lab_toml=False)
+def test_without_lab_toml_the_kind_and_the_options_lab_json_names_come_from_lab_json(tmp_path):
+    legs = [leg("nginx", [AGE]), leg("ats", [AGE])]
+    run = make_run(tmp_path / "run", [record(1, T0, origin=ORIGIN_1, legs=legs)], lab_toml=False)
     case = extract_case(run, "nginx", 1)
     assert (case.proxy.kind, case.proxy.options) == ("nginx", {})
+    assert extract_case(run, "ats", 1).proxy.options == {"prefetch": True}
 
 
 def test_the_case_is_written_with_a_readme_and_reads_back_equal(run, tmp_path):
