@@ -79,13 +79,19 @@ std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const Cache
     return {0, "none"};
 }
 
-/// The Age the origin's reply arrived with: the first copy seen carried it
-/// plus the time between the fetch and that sighting, taken off again.
-double initial_age(const KnownFetch& f) {
-    const double apparent = std::max(0.0, f.stamp.time - date_value(f.headers.date).value_or(f.stamp.time));
+/// The age a copy had when the origin last sent or confirmed it (RFC 9111
+/// 4.2.3's corrected initial age): the Age it arrived with (the first copy
+/// seen carried it, plus the time between the fetch and that sighting, taken
+/// off again), or its apparent age from Date. After a validation the 304's
+/// Date counts, which the Collector's stamp does not carry: a whole second
+/// below the validation time, as an origin's clock gives it.
+double initial_age(const KnownFetch& f, std::optional<double> validated_at) {
     double received = 0;
     if (auto age = seconds_value(f.headers.age))
         received = std::max(0.0, *age - std::max(0.0, f.first_seen - f.stamp.time));
+    if (validated_at && *validated_at > f.stamp.time)
+        return std::max(received, *validated_at - std::floor(*validated_at));
+    const double apparent = std::max(0.0, f.stamp.time - date_value(f.headers.date).value_or(f.stamp.time));
     return std::max(apparent, received);
 }
 
@@ -168,7 +174,7 @@ Freshness freshness(const ReuseQuestion& q) {
     Freshness fr;
     std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc);
     const double basis = std::max(q.fetch.stamp.time, q.validated_at.value_or(0));
-    fr.age = initial_age(q.fetch) + std::max(0.0, q.at - basis);
+    fr.age = initial_age(q.fetch, q.validated_at) + std::max(0.0, q.at - basis);
     fr.validated_now = basis >= q.request_at - 0.005;
     return fr;
 }

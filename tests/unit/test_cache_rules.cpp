@@ -128,8 +128,14 @@ TEST_CASE("stale copies: the rule named is the strictest directive that forbade 
     expires.headers.expires = http_date(kFetchedAt + 100);
     CHECK(barriers(expires, kRequest, 50).empty());
     CHECK(barriers(expires, kRequest, 150) == V{"stale"});
-    // A validation the origin confirmed restarts the clock.
+    // A validation the origin confirmed restarts the clock, from the validation's own Date.
     CHECK(barriers(fetch("max-age=10"), kRequest, 20, kFetchedAt + 15).empty());
+    auto late_in_its_second = fetch("max-age=2");  // fetched 0.9 s into a second: Date says 0.9 s old
+    late_in_its_second.stamp.time = kFetchedAt + 0.9;
+    late_in_its_second.first_seen = kFetchedAt + 0.9;
+    CHECK(barriers(late_in_its_second, kRequest, 4.5) == V{"stale"});  // 0.9 + 3.6 s: past 2 s + slack
+    // Revalidated 0.2 s into a second, served 2.7 s later: 2.9 s old by the 304's Date, not 3.6.
+    CHECK(barriers(late_in_its_second, kRequest, 12.9, kFetchedAt + 10.2).empty());
     // No explicit lifetime and a status that is not heuristically cacheable: nothing allows reuse.
     CHECK(barriers(fetch("", 302), kRequest, 5) == V{"stale"});
     // Heuristic freshness is a MAY: an advisory beyond 10 %, not a violation.
