@@ -21,12 +21,13 @@ grow as in a real run, 5 fetches per client request, up to their bound of 65536 
 
 1. CPU per client request (Δ utime+stime of the Multiplier over wrk's completed requests), req/s and
    wrk's p50/p99, each round with both builds, order alternating; ratios with judge / without.
-2. Memory: each Multiplier's RSS after the rounds and after --fill-requests more requests (enough to fill
-   the judge's tables), and the difference, per table entry.
+2. Memory: each Multiplier's RSS after the rounds and after --fill-requests more requests, each for a URL
+   not asked for before (/1k?v=fN; 70000 fills every table of the judge to its bound)
+   and the difference.
 3. Where it goes: both run under callgrind (instructions: repeatable on a busy machine) for
    --callgrind-seconds; instructions per request with and without, and the judge's own functions.
 
-Run: ./spe bench cache_judge [--quick] [--rounds 4] [--seconds 8] [--urls 70000] [--fill-requests 80000]
+Run: ./spe bench cache_judge [--quick] [--rounds 4] [--seconds 8] [--urls 70000] [--fill-requests 70000]
                              [--callgrind-seconds 6] [--no-append] [--keep]
 """
 
@@ -35,10 +36,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -116,14 +117,15 @@ def upstream_servers(ports: list[int], www: Path) -> str:
     return body
 
 
-def wrk_script(reference_port: int, urls: int) -> str:
-    """wrk Lua: absolute-form GETs (the Multiplier is a forward proxy) of /1k?v=0 .. urls-1 in turn."""
+def wrk_script(reference_port: int, urls: int, prefix: str = "") -> str:
+    """wrk Lua: absolute-form GETs (the Multiplier is a forward proxy) of /1k?v=<prefix>0 .. urls-1 in turn
+    (one wrk thread: one sequence over all its connections)."""
     return (f"local n = -1\n"
             f'wrk.headers["Accept-Encoding"] = "gzip, deflate"\n'
             f'wrk.headers["Accept-Language"] = "en-GB, en;q=0.8"\n'
             f"request = function()\n"
             f"  n = (n + 1) % {urls}\n"
-            f'  return wrk.format("GET", "http://127.0.0.1:{reference_port}/1k?v=" .. n)\n'
+            f'  return wrk.format("GET", "http://127.0.0.1:{reference_port}/1k?v={prefix}" .. n)\n'
             f"end\n")
 
 
@@ -254,17 +256,17 @@ def inclusive_rows(workdir: Path, name: str) -> list[tuple[int, str]]:
     return callgrind_costs(text)[1]
 
 
-def fill(mults: dict[str, tuple[int, str]], logs: dict[str, Path], script: Path, target: int,
-         workdir: Path) -> None:
-    """Load on both Multipliers in turn, in 10 s runs, until each has logged `target` records."""
-    deadline = time.monotonic() + 900
-    while any(lines_in(logs[b]) < target for b in BUILDS):
-        if time.monotonic() > deadline:
-            raise bench.BenchError(f"--fill-requests {target}: not reached within 15 minutes")
-        for build in BUILDS:
-            if lines_in(logs[build]) < target:
-                bench.run_wrk(mults[build][1], script, 10, 10, workdir)
-        print(f"fill: {', '.join(f'{b} {lines_in(logs[b])}' for b in BUILDS)} records", flush=True)
+def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: dict[str, float],
+         workdir: Path) -> int:
+    """One wrk run on each Multiplier long enough for `requests` requests at the rate it reached in the
+    rounds (each to a new URL: the script counts on from 0 within one run); the new URLs the judging one got."""
+    sent = {}
+    for build in BUILDS:
+        seconds = math.ceil(requests / max(rps[build], 1.0) * 1.2) + 2  # wrk takes whole seconds
+        done = bench.run_wrk(mults[build][1], script, seconds, 10, workdir)
+        sent[build] = min(done["requests"], requests)
+        print(f"fill: {build} {done['requests']:,} requests in {seconds:.0f} s {done['errors']}", flush=True)
+    return sent["judge"]
 
 
 def memory(mults: dict[str, tuple[int, str]], logs: dict[str, Path]) -> dict[str, dict]:
@@ -284,8 +286,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=parse_duration, default=8, help="wrk run per build and round")
     parser.add_argument("--urls", type=int, default=70000, help="different URLs asked for in turn")
-    parser.add_argument("--fill-requests", type=int, default=80000,
-                        help="records each Multiplier has logged before the second memory reading (0: none)")
+    parser.add_argument("--fill-requests", type=int, default=70000,
+                        help="requests to new URLs sent to each Multiplier after the rounds, before the second "
+                             "memory reading (0: none)")
     parser.add_argument("--callgrind-seconds", type=parse_duration, default=6,
                         help="load while callgrind counts each build (0: no callgrind part)")
     parser.add_argument("--no-append", action="store_true")
@@ -316,9 +319,13 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         runs = measure_rounds(args, mults, script, workdir)
         bench.check_alive(group)
         mem = {"after the rounds": memory(mults, logs)}
+        new_urls = 0
         if args.fill_requests:
-            fill(mults, logs, script, args.fill_requests, workdir)
-            mem[f"after {args.fill_requests:,} records or more"] = memory(mults, logs)
+            fill_script = workdir / "fill.lua"
+            fill_script.write_text(wrk_script(upstream_ports[0], args.fill_requests, prefix="f"))
+            rps = {b: median(r["rps"] for r in runs if r["build"] == b) for b in BUILDS}
+            new_urls = fill(mults, fill_script, args.fill_requests, rps, workdir)
+            mem[f"after {args.fill_requests:,} more requests, each to a new URL"] = memory(mults, logs)
         bench.check_alive(group)
         facts = {b: log_facts(logs[b], 20000) for b in BUILDS}
         counts = {}
@@ -333,7 +340,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                     lambda log=log: lines_in(log))
                 counts[build]["inclusive"] = inclusive_rows(workdir, f"{build}-cg")
         group.stop_all()
-    text = report(args, runs, mem, facts, counts)
+    text = report(args, runs, mem, facts, counts, new_urls)
     return bench.publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
 
 
@@ -351,7 +358,7 @@ def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
 
 # ---------------------------------------------------------------- report
 
-def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, counts: dict) -> str:
+def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, counts: dict, new_urls: int) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     ratios = round_ratios(runs)
     med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
@@ -393,7 +400,8 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
     for when, per_build in mem.items():
         for b, m in per_build.items():
             lines.append(f"| {when} | {b} | {m['records']:,} | {m['rss_kb'] / 1024:.1f} | {m['peak_kb'] / 1024:.1f} |")
-    lines.append("\n" + memory_summary(mem, args.urls))
+    distinct_urls = min(args.urls, max(r["requests"] for r in runs)) + new_urls
+    lines.append("\n" + memory_summary(mem, distinct_urls))
 
     if counts:
         lines += [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
@@ -429,12 +437,12 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
     return "\n".join(lines) + "\n"
 
 
-def memory_summary(mem: dict, urls: int) -> str:
+def memory_summary(mem: dict, distinct_urls: int) -> str:
     """The judge's memory: the difference between the builds, per fetch remembered."""
     last = list(mem.values())[-1]
     j, n = last["judge"], last["no-judge"]
     extra_mb = (j["rss_kb"] - n["rss_kb"]) / 1024
-    entries = table_entries(j["records"], urls)
+    entries = table_entries(j["records"], distinct_urls)
     return (f"The judge's RSS above the build without it: **{extra_mb:+.1f} MB** after {j['records']:,} records: "
             f"its tables then hold {entries['fetches']:,} fetches (5 new ones per request here), "
             f"{entries['urls']:,} URLs for each of the {1 + FANOUT} caches (the Collector and each proxy) and "
@@ -442,11 +450,11 @@ def memory_summary(mem: dict, urls: int) -> str:
             f"({entries['fetches'] + entries['urls'] * (1 + FANOUT) + entries['deliveries']:,} entries in all).")
 
 
-def table_entries(records: int, urls: int) -> dict[str, int]:
-    """How full the judge's tables are after `records` requests of this benchmark (every reply a new
-    fetch; the Collector's fresh, the proxies' reused; every URL asked for in turn): fetches, URLs per
-    cache, the Collector's deliveries (a proxy delivers nothing: it never passes a fetch on here)."""
-    return {"fetches": min(TABLE_BOUND, records * (1 + FANOUT)), "urls": min(TABLE_BOUND, records, urls),
+def table_entries(records: int, distinct_urls: int) -> dict[str, int]:
+    """How full the judge's tables are after `records` requests of this benchmark to `distinct_urls` URLs
+    (every reply a new fetch; the Collector's fresh, the proxies' reused): fetches, URLs per cache, the
+    Collector's deliveries (a proxy delivers nothing: it never passes a fetch on here)."""
+    return {"fetches": min(TABLE_BOUND, records * (1 + FANOUT)), "urls": min(TABLE_BOUND, records, distinct_urls),
             "deliveries": min(TABLE_BOUND, records)}
 
 
