@@ -1,0 +1,462 @@
+"""What the cache-rule judge costs (issue 16: judging must not slow the client; target: at most +10 % of
+the Multiplier's CPU per request at 4-way fan-out): the same Multiplier binary with the judge and with
+`--no-cache-judge`, side by side in interleaved rounds.
+
+Set-up as in `throughput` / `cpu_breakdown` (127.0.0.1 only, every process stopped by PID): one nginx
+(one worker) serving /1k on 5 ports, the reference upstream (the Multiplier's Collector) and 4 stand-in
+proxies under test; two Multipliers (release build, sequential mode, JSON log, 4 proxies), one judging,
+one with --no-cache-judge. wrk -t1 -c10 on CPU0; every server on CPU1.
+
+The judge only works on replies that carry the Collector's stamps, so every reply carries them, made by
+nginx from its own variables (`add_header ... always`):
+  reference  X-SPE-Fetch "<id>.<serial>; t=<now>" (a fresh fetch for this request), X-SPE-Reply-To: the
+             request's own X-SPE-Request tag, Cache-Control: public, max-age=600, Vary, and nginx's Date,
+             ETag and Last-Modified
+  proxies    the same headers, but a fetch stamped up to 99 s in the past with a matching Age, X-Cache
+             "HIT from ...", and X-SPE-Reply-To: some-old-tag: every leg is judged as a reuse of a stored
+             copy (the full rule evaluation)
+Each reply has a serial of its own (server, $connection, $connection_requests), and wrk asks for --urls
+different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding, Accept-Language): the judge's tables
+grow as in a real run, 5 fetches per client request, up to their bound of 65536 entries each.
+
+1. CPU per client request (Δ utime+stime of the Multiplier over wrk's completed requests), req/s and
+   wrk's p50/p99, each round with both builds, order alternating; ratios with judge / without.
+2. Memory: each Multiplier's RSS after the rounds and after --fill-requests more requests, each for a URL
+   not asked for before (/1k?v=fN; 70000 fills every table of the judge to its bound)
+   and the difference.
+3. Where it goes: both run under callgrind (instructions: repeatable on a busy machine) for
+   --callgrind-seconds; instructions per request with and without, and the judge's own functions.
+
+Run: ./spe bench cache_judge [--quick] [--rounds 4] [--seconds 8] [--urls 70000] [--fill-requests 70000]
+                             [--callgrind-seconds 6] [--no-append] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchlib as bench  # noqa: E402
+from cpu_breakdown import callgrind, callgrind_costs, lines_in, split_name  # noqa: E402
+
+from analysis.stats import median  # noqa: E402
+from spe_tools.duration import parse_duration  # noqa: E402
+from spe_tools.lab.render import render_text  # noqa: E402
+from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "Cost of the cache-rule judge"
+
+FANOUT = 4
+TARGET_RATIO = 1.10  # issue 16: the judge may add at most 10 % to the Multiplier's CPU per request
+TABLE_BOUND = 65536  # CacheJudge's default capacity per table
+COLLECTOR_ID = "65f1a2b3-1c2"
+BUILDS = ("judge", "no-judge")  # the first judges, the second runs with --no-cache-judge
+
+# nginx's variables, padded so that server + connection + request number is a unique decimal serial.
+PAD_MAPS = """\
+    map $connection $spe_conn {
+{{conn}}
+        default "9999999";
+    }
+    map $connection_requests $spe_req {
+{{req}}
+        default "999999999";
+    }
+    # A stored copy: fetched at the start of the current 100 s, as old as Age says.
+    map $msec $spe_fetched { "~^(?<spe_s>\\d+)\\d\\d\\.(?<spe_ms>\\d+)$" "${spe_s}00.${spe_ms}"; }
+    map $msec $spe_age { "~0(?<spe_a>\\d)\\.\\d+$" "$spe_a"; "~(?<spe_b>\\d\\d)\\.\\d+$" "$spe_b"; }
+    map $arg_v $spe_vary { "~[05]$" "Accept-Encoding, Accept-Language"; default "Accept-Encoding"; }
+    open_file_cache max=64 inactive=600s; open_file_cache_valid 3600s;
+    default_type application/octet-stream;
+"""
+
+COMMON_HEADERS = """\
+            add_header Cache-Control "public, max-age=600" always;
+            add_header Vary $spe_vary always;
+"""
+
+REFERENCE_HEADERS = """\
+            add_header X-SPE-Fetch "{{id}}.{{server}}$spe_conn$spe_req; t=$msec" always;
+            add_header X-SPE-Reply-To $http_x_spe_request always;
+"""
+
+PROXY_HEADERS = """\
+            add_header X-SPE-Fetch "{{id}}.{{server}}$spe_conn$spe_req; t=$spe_fetched" always;
+            add_header X-SPE-Reply-To "some-old-tag" always;
+            add_header Age $spe_age always;
+            add_header X-Cache "HIT from standin-{{server}}" always;
+"""
+
+
+# ---------------------------------------------------------------- configuration (pure)
+
+def pad_map(width: int) -> str:
+    """map entries that left-pad a number of 1..width digits with zeros to `width` digits."""
+    return "\n".join(f'        "~^(\\d{{{n}}})$" "{"0" * (width - n)}$1";' for n in range(1, width + 1))
+
+
+def upstream_servers(ports: list[int], www: Path) -> str:
+    """nginx http{} body: ports[0] the reference (a fresh fetch per request), ports[1:] the stand-in
+    proxies (every reply a reuse of a stored copy), all with caching headers and the Collector's stamps."""
+    body = render_text(PAD_MAPS, {"conn": pad_map(7), "req": pad_map(9)})
+    for server, port in enumerate(ports):
+        stamps = render_text(REFERENCE_HEADERS if server == 0 else PROXY_HEADERS,
+                             {"id": COLLECTOR_ID, "server": server + 1})
+        body += (f"    server {{\n        listen 127.0.0.1:{port} backlog=4096;\n        root {www};\n"
+                 f"        location / {{\n{COMMON_HEADERS}{stamps}        }}\n    }}\n")
+    return body
+
+
+def wrk_script(reference_port: int, urls: int, prefix: str = "") -> str:
+    """wrk Lua: absolute-form GETs (the Multiplier is a forward proxy) of /1k?v=<prefix>0 .. urls-1 in turn
+    (one wrk thread: one sequence over all its connections)."""
+    return (f"local n = -1\n"
+            f'wrk.headers["Accept-Encoding"] = "gzip, deflate"\n'
+            f'wrk.headers["Accept-Language"] = "en-GB, en;q=0.8"\n'
+            f"request = function()\n"
+            f"  n = (n + 1) % {urls}\n"
+            f'  return wrk.format("GET", "http://127.0.0.1:{reference_port}/1k?v={prefix}" .. n)\n'
+            f"end\n")
+
+
+# ---------------------------------------------------------------- results (pure)
+
+FIGURES = ("cpu_us", "rps", "p50", "p99")
+
+
+def round_ratios(runs: list[dict]) -> dict[str, list[float]]:
+    """figure -> [judge / no-judge] per round, each pair from the same round."""
+    by_round: dict[int, dict[str, dict]] = {}
+    for r in runs:
+        by_round.setdefault(r["round"], {})[r["build"]] = r
+    out: dict[str, list[float]] = {f: [] for f in FIGURES}
+    for pair in (by_round[k] for k in sorted(by_round)):
+        if set(BUILDS) <= set(pair):
+            for f in FIGURES:
+                base = pair[BUILDS[1]][f]
+                out[f].append(pair[BUILDS[0]][f] / base if base else float("nan"))
+    return out
+
+
+JUDGE_CODE = re.compile(r"multiplier/src/(cache_\w+|fetch_stamp|http_date)\.[ch]pp$")
+
+
+def judge_functions(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The rows of callgrind's table that are the judge's own code (multiplier/src/cache_*, fetch_stamp,
+    http_date; for inlined code, the file named is where the code came from), most first."""
+    return sorted(((cost, where) for cost, where in rows if JUDGE_CODE.search(split_name(where)["file"])),
+                  key=lambda row: -row[0])
+
+
+# The judge's entry points and the helpers that dominate it, for the inclusive table (callgrind counts a
+# function with everything it calls).
+JUDGE_ENTRY_POINTS = (
+    ("CacheJudge::judge (at the end of each fan-out: every verdict)", re.compile(r"^spe::CacheJudge::judge\(")),
+    ("↳ judge_reuse (a reused reply: barriers, Age, freshness)", re.compile(r"^spe::CacheJudge::judge_reuse\(")),
+    ("↳ judge_candidate (a missed hit? the copy held before)", re.compile(r"^spe::CacheJudge::judge_candidate\(")),
+    ("↳ freshness (RFC 9111 4.2, called for each question)", re.compile(r"^spe::freshness\(")),
+    ("↳ parse_http_date (Date, Last-Modified, Expires: strptime)", re.compile(r"^spe::parse_http_date\(")),
+    ("↳ parse_cache_control", re.compile(r"^spe::parse_cache_control\(")),
+    ("CacheJudge::note_reply (as each reply arrives)", re.compile(r"^spe::CacheJudge::note_reply\(")),
+    ("take_cache_headers (copying the fields off each reply)", re.compile(r"^spe::take_cache_headers\(")),
+    ("writing the `cache` objects into the record", re.compile(r"cache_object\(")),
+)
+
+
+def entry_point_costs(inclusive_rows: list[tuple[int, str]]) -> dict[str, int]:
+    """label -> inclusive instructions of the first function each rule matches (rows from
+    `callgrind_annotate --inclusive=yes`; a function listed twice, e.g. a clone, counts once)."""
+    out = {}
+    for label, rule in JUDGE_ENTRY_POINTS:
+        costs = [cost for cost, where in inclusive_rows if rule.search(split_name(where)["function"])]
+        out[label] = max(costs, default=0)
+    return out
+
+
+def short_function(where: str) -> str:
+    """'file:function [object]' -> 'cache_judge.cpp: spe::CacheJudge::judge(...)' without argument lists."""
+    parts = split_name(where)
+    function = re.sub(r"\((?:[^()]|\([^()]*\))*\)", "()", parts["function"])
+    return f"{Path(parts['file']).name}: {function}"
+
+
+def log_facts(path: Path, limit: int) -> dict:
+    """What the judge saw in the first `limit` records: the Collector's provenance, the proxies' reuse,
+    violations by rule, proxy results; and the mean record size (bytes)."""
+    facts: dict = {"records": 0, "bytes": 0, "collector": Counter(), "proxy_reused": Counter(),
+                   "violations": Counter(), "results": Counter(), "conservative": Counter()}
+    with path.open(errors="replace") as f:
+        for line in f:
+            if facts["records"] >= limit:
+                break
+            rec = json.loads(line)
+            facts["records"] += 1
+            facts["bytes"] += len(line)
+            judged = [rec.get("collector", {}).get("cache")] + [p.get("cache") for p in rec.get("proxies", [])]
+            facts["results"].update(p.get("result") for p in rec.get("proxies", []))
+            c = judged[0]
+            facts["collector"][c["provenance"] if c else "not judged"] += 1
+            for p in judged[1:]:
+                facts["proxy_reused"]["not judged" if p is None else "reused" if p.get("reused") else "not reused"] += 1
+            for v in judged:
+                if v:
+                    facts["violations"].update(x["rule"] for x in v.get("violations") or [])
+                    if v.get("conservative"):
+                        facts["conservative"][v["conservative"]] += 1
+    return facts
+
+
+# ---------------------------------------------------------------- processes
+
+def start_multiplier(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], log: Path,
+                     judge: bool, wrapper: tuple[str, ...] = (), deadline_s: float = 15) -> int:
+    argv = [*wrapper, str(bench.MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", "sequential",
+            "--collector", f"127.0.0.1:{upstream_ports[0]}", "--log", str(log), "--via-name", f"spe-bench-{port}"]
+    argv += [a for i, p in enumerate(upstream_ports[1:], 1) for a in ("--proxy", f"p{i}=127.0.0.1:{p}")]
+    argv += [] if judge else ["--no-cache-judge"]
+    return bench.start_server(group, name, argv, port, bench.SERVER_CPU, deadline_s=deadline_s).pid
+
+
+def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], script: Path,
+                   workdir: Path) -> list[dict]:
+    runs = []
+    for rnd in range(args.rounds):
+        for build in BUILDS if rnd % 2 == 0 else BUILDS[::-1]:
+            pid, url = mults[build]
+            (u0, s0), b0 = bench.cpu_times([pid]), bench.busy_seconds()
+            result = bench.run_wrk(url, script, args.seconds, 10, workdir, latency=True)
+            (u1, s1), b1 = bench.cpu_times([pid]), bench.busy_seconds()
+            n = max(result["requests"], 1)
+            cpu = (u1 - u0) + (s1 - s0)
+            runs.append({"build": build, "round": rnd, "rps": result["rps"], "requests": result["requests"],
+                         "cpu_us": cpu / n * 1e6, "user_us": (u1 - u0) / n * 1e6, "sys_us": (s1 - s0) / n * 1e6,
+                         "p50": result["p50"], "p99": result["p99"], "errors": result["errors"],
+                         "foreign": (b1 - b0) - cpu - result["wrk_cpu"]})
+            r = runs[-1]
+            print(f"round {rnd + 1}/{args.rounds} {build:8s} {r['rps']:7.0f} req/s  {r['cpu_us']:6.1f} µs/req  "
+                  f"p50 {r['p50']:7.0f} µs  p99 {r['p99']:7.0f} µs  {r['errors']}", flush=True)
+    return runs
+
+
+def inclusive_rows(workdir: Path, name: str) -> list[tuple[int, str]]:
+    """callgrind's inclusive table (each function with all it calls) of the dump `callgrind` took."""
+    dump = next(workdir.glob(f"callgrind-{name}.*.1"))
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(dump)],
+                          capture_output=True, text=True, check=True, timeout=300).stdout
+    return callgrind_costs(text)[1]
+
+
+def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: dict[str, float],
+         workdir: Path) -> int:
+    """One wrk run on each Multiplier long enough for `requests` requests at the rate it reached in the
+    rounds (each to a new URL: the script counts on from 0 within one run); the new URLs the judging one got."""
+    sent = {}
+    for build in BUILDS:
+        seconds = math.ceil(requests / max(rps[build], 1.0) * 1.2) + 2  # wrk takes whole seconds
+        done = bench.run_wrk(mults[build][1], script, seconds, 10, workdir)
+        sent[build] = min(done["requests"], requests)
+        print(f"fill: {build} {done['requests']:,} requests in {seconds:.0f} s {done['errors']}", flush=True)
+    return sent["judge"]
+
+
+def memory(mults: dict[str, tuple[int, str]], logs: dict[str, Path]) -> dict[str, dict]:
+    out = {}
+    for build, (pid, _url) in mults.items():
+        rss, peak = bench.rss_and_peak_kb(pid)
+        out[build] = {"rss_kb": rss, "peak_kb": peak, "records": lines_in(logs[build])}
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="1 round of 3 s, no fill, 3 s of callgrind (while developing)")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seconds", type=parse_duration, default=8, help="wrk run per build and round")
+    parser.add_argument("--urls", type=int, default=70000, help="different URLs asked for in turn")
+    parser.add_argument("--fill-requests", type=int, default=70000,
+                        help="requests to new URLs sent to each Multiplier after the rounds, before the second "
+                             "memory reading (0: none)")
+    parser.add_argument("--callgrind-seconds", type=parse_duration, default=6,
+                        help="load while callgrind counts each build (0: no callgrind part)")
+    parser.add_argument("--no-append", action="store_true")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.fill_requests, args.callgrind_seconds = 1, 3, 0, 3
+    tools = ("wrk", "nginx", "taskset") + (("valgrind", "callgrind_annotate", "callgrind_control")
+                                           if args.callgrind_seconds else ())
+    return bench.run_main("judge", tools, lambda workdir: run(args, workdir), args.keep)
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    bench.write_objects(workdir / "www", {"1k": 1024})
+    upstream_ports = [free_port() for _ in range(1 + FANOUT)]
+    script = workdir / "urls.lua"
+    script.write_text(wrk_script(upstream_ports[0], args.urls))
+    logs = {b: workdir / f"{b}.jsonl" for b in BUILDS}
+    with ProcessGroup(workdir) as group:
+        bench.start_nginx(group, "upstreams", upstream_servers(upstream_ports, workdir / "www"), upstream_ports)
+        mults = {}
+        for build in BUILDS:
+            port = free_port()
+            pid = start_multiplier(group, build, port, upstream_ports, logs[build], judge=build == "judge")
+            mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
+        for build in BUILDS:  # warm-up: keep-alive pools, nginx's file cache
+            bench.run_wrk(mults[build][1], script, 2, 10, workdir)
+        runs = measure_rounds(args, mults, script, workdir)
+        bench.check_alive(group)
+        mem = {"after the rounds": memory(mults, logs)}
+        new_urls = 0
+        if args.fill_requests:
+            fill_script = workdir / "fill.lua"
+            fill_script.write_text(wrk_script(upstream_ports[0], args.fill_requests, prefix="f"))
+            rps = {b: median(r["rps"] for r in runs if r["build"] == b) for b in BUILDS}
+            new_urls = fill(mults, fill_script, args.fill_requests, rps, workdir)
+            mem[f"after {args.fill_requests:,} more requests, each to a new URL"] = memory(mults, logs)
+        bench.check_alive(group)
+        facts = {b: log_facts(logs[b], 20000) for b in BUILDS}
+        counts = {}
+        if args.callgrind_seconds:
+            for build in BUILDS:
+                port, log = free_port(), workdir / f"{build}-callgrind.jsonl"
+                counts[build] = callgrind(
+                    group, f"{build}-cg",
+                    lambda w, build=build, port=port, log=log: start_multiplier(
+                        group, f"{build}-callgrind", port, upstream_ports, log, build == "judge", tuple(w), 120),
+                    f"http://127.0.0.1:{port}/1k", script, args.callgrind_seconds, workdir,
+                    lambda log=log: lines_in(log))
+                counts[build]["inclusive"] = inclusive_rows(workdir, f"{build}-cg")
+        group.stop_all()
+    text = report(args, runs, mem, facts, counts, new_urls)
+    return bench.publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
+
+
+def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
+    out = sorted({f"{r['build']}: wrk reported {r['errors']}" for r in runs if r["errors"]})
+    judged = facts["judge"]
+    if judged["collector"].get("origin", 0) < judged["records"] * 0.9:
+        out.append(f"the judge did not take most references as fresh origin fetches: {dict(judged['collector'])}")
+    if judged["proxy_reused"].get("reused", 0) < judged["records"] * FANOUT * 0.9:
+        out.append(f"the judge did not take most legs as reuses: {dict(judged['proxy_reused'])}")
+    if set(facts["no-judge"]["collector"]) - {"not judged"}:
+        out.append("--no-cache-judge still wrote cache verdicts")
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, counts: dict, new_urls: int) -> str:
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    ratios = round_ratios(runs)
+    med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
+           for b in BUILDS}
+    cpu_ratio = median(ratios["cpu_us"])
+    lines = [f"\n## {TITLE} — {now}\n",
+             f"Machine: {bench.machine()}. Command: `{bench.command_line('cache_judge')}`.\n",
+             f"The same Multiplier binary (release build, sequential mode, JSON log, {FANOUT} proxies) with its "
+             "cache-rule judge and with `--no-cache-judge`, both running, measured in turn in interleaved rounds "
+             f"(order alternating). wrk -t1 -c10 on CPU{bench.LOAD_CPU}, asking for {args.urls:,} different URLs "
+             f"(`/1k?v=N`) in turn; on CPU{bench.SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
+             "stand-in proxies) and the two Multipliers. Every reply carries the Collector's stamps and caching "
+             "headers (`X-SPE-Fetch` with a serial of its own per reply, `X-SPE-Reply-To`, Cache-Control "
+             "`public, max-age=600`, Vary, ETag, Last-Modified, Date; the proxies also Age and X-Cache): the "
+             "reference is a fresh origin fetch, every proxy's reply a reuse of a stored copy fetched up to 99 s "
+             "before (`X-SPE-Reply-To: some-old-tag`), so every leg gets the full rule evaluation, and the "
+             "judge's fetch table gains 5 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
+             "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n",
+             f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
+             "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run |",
+             "|---|---|---|---|---|---|---|"]
+    for r in runs:
+        lines.append(f"| {r['round'] + 1} | {r['build']} | {r['rps']:.0f} | {r['cpu_us']:.1f} ({r['user_us']:.1f} "
+                     f"+ {r['sys_us']:.1f}) | {r['p50']:.0f} | {r['p99']:.0f} | {r['foreign']:.2f} |")
+    for b in BUILDS:
+        m = med[b]
+        lines.append(f"| **median** | **{b}** | **{m['rps']:.0f}** | **{m['cpu_us']:.1f}** ({m['user_us']:.1f} + "
+                     f"{m['sys_us']:.1f}) | **{m['p50']:.0f}** | **{m['p99']:.0f}** | {m['foreign']:.2f} |")
+    lines += ["", "With judge / without, per round (pairs from the same round) and their median:\n",
+              "| figure | per round | median |", "|---|---|---|"]
+    names = {"cpu_us": "CPU per request", "rps": "requests/s", "p50": "p50 latency", "p99": "p99 latency"}
+    for f in FIGURES:
+        lines.append(f"| {names[f]} | {', '.join(f'{x:.3f}' for x in ratios[f])} | **{median(ratios[f]):.3f}** |")
+    verdict = "met" if cpu_ratio <= TARGET_RATIO else "NOT met"
+    lines.append(f"\nTarget (issue 16): the judge adds at most {TARGET_RATIO - 1:.0%} to the Multiplier's CPU per "
+                 f"request: **{cpu_ratio - 1:+.1%}** (median of the per-round ratios), **{verdict}**.\n")
+
+    lines += ["### 2. Memory\n", "| when | build | records logged | RSS MB | peak RSS MB |", "|---|---|---|---|---|"]
+    for when, per_build in mem.items():
+        for b, m in per_build.items():
+            lines.append(f"| {when} | {b} | {m['records']:,} | {m['rss_kb'] / 1024:.1f} | {m['peak_kb'] / 1024:.1f} |")
+    distinct_urls = min(args.urls, max(r["requests"] for r in runs)) + new_urls
+    lines.append("\n" + memory_summary(mem, distinct_urls))
+
+    if counts:
+        lines += [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
+                  "a 3 s warm-up, a fresh Multiplier each)\n",
+                  "| build | requests counted | instructions per request | of which the judge's own code |",
+                  "|---|---|---|---|"]
+        for b, c in counts.items():
+            own = sum(cost for cost, _ in judge_functions(c["rows"]))
+            lines.append(f"| {b} | {c['requests']} | {c['total'] / c['requests']:,.0f} | "
+                         f"{own / c['requests']:,.0f} |")
+        j, n = counts["judge"], counts["no-judge"]
+        lines.append(f"\nWith judge / without: **{(j['total'] / j['requests']) / (n['total'] / n['requests']):.3f}** "
+                     "in instructions. The judge's own functions (self cost, multiplier/src/cache_*, fetch_stamp, "
+                     "http_date; the rest of the difference is in the allocator, the C++ library, formatting and "
+                     "writing the bigger records):\n")
+        lines += ["| function | instructions per request |", "|---|---|"]
+        for cost, where in judge_functions(j["rows"])[:12]:
+            lines.append(f"| `{short_function(where)}` | {cost / j['requests']:,.0f} |")
+        lines += ["\nThe judge's entry points with everything they call (inclusive; ↳: called within "
+                  "CacheJudge::judge, part of its figure, and overlapping one another), per client request and as "
+                  "a share of the judging build's instructions:\n",
+                  "| function | instructions per request | share |", "|---|---|---|"]
+        for label, cost in entry_point_costs(j["inclusive"]).items():
+            lines.append(f"| {label} | {cost / j['requests']:,.0f} | {cost / max(j['total'], 1):.1%} |")
+
+    lines += ["\n### Checks\n"]
+    for b, f in facts.items():
+        n = max(f["records"], 1)
+        lines.append(f"- {b}: first {f['records']:,} records, mean {f['bytes'] / n:,.0f} bytes each; Collector "
+                     f"verdicts {dict(f['collector'])}; proxy legs {dict(f['proxy_reused'])}; proxy results "
+                     f"{dict(f['results'])}; violations {dict(f['violations']) or 'none'}; missed hits "
+                     f"{dict(f['conservative']) or 'none'}")
+    return "\n".join(lines) + "\n"
+
+
+def memory_summary(mem: dict, distinct_urls: int) -> str:
+    """The judge's memory: the difference between the builds, per fetch remembered."""
+    last = list(mem.values())[-1]
+    j, n = last["judge"], last["no-judge"]
+    extra_mb = (j["rss_kb"] - n["rss_kb"]) / 1024
+    entries = table_entries(j["records"], distinct_urls)
+    return (f"The judge's RSS above the build without it: **{extra_mb:+.1f} MB** after {j['records']:,} records: "
+            f"its tables then hold {entries['fetches']:,} fetches (5 new ones per request here), "
+            f"{entries['urls']:,} URLs for each of the {1 + FANOUT} caches (the Collector and each proxy) and "
+            f"{entries['deliveries']:,} deliveries of the Collector's, each table bounded at {TABLE_BOUND:,} "
+            f"({entries['fetches'] + entries['urls'] * (1 + FANOUT) + entries['deliveries']:,} entries in all).")
+
+
+def table_entries(records: int, distinct_urls: int) -> dict[str, int]:
+    """How full the judge's tables are after `records` requests of this benchmark to `distinct_urls` URLs
+    (every reply a new fetch; the Collector's fresh, the proxies' reused): fetches, URLs per cache, the
+    Collector's deliveries (a proxy delivers nothing: it never passes a fetch on here)."""
+    return {"fetches": min(TABLE_BOUND, records * (1 + FANOUT)), "urls": min(TABLE_BOUND, records, distinct_urls),
+            "deliveries": min(TABLE_BOUND, records)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
