@@ -4,40 +4,63 @@
 
 #include <boost/beast/core/string.hpp>
 
+#include <array>
+
 namespace spe {
-namespace {
-
-std::optional<std::string> joined(const boost::beast::http::fields& fields, std::string_view name) {
-    std::optional<std::string> out;
-    const auto [first, last] = fields.equal_range(name);
-    for (auto f = first; f != last; ++f) {
-        if (out)
-            *out += ", ";
-        else
-            out.emplace();
-        *out += f->value();
-    }
-    return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
     namespace http = boost::beast::http;
     CacheHeaders h;
-    h.cache_control = joined(fields, "Cache-Control");
-    h.expires = joined(fields, "Expires");
-    h.date = joined(fields, "Date");
-    h.last_modified = joined(fields, "Last-Modified");
-    h.etag = joined(fields, "ETag");
-    h.vary = joined(fields, "Vary");
-    h.age = joined(fields, "Age");
-    h.content_encoding = joined(fields, "Content-Encoding");
-    h.cache_status = joined(fields, "Cache-Status");
-    h.x_cache = joined(fields, "X-Cache");
-    h.validated = joined(fields, kValidationStampHeader);
-    h.reply_to = joined(fields, kReplyToHeader);
-    h.set_cookie = fields.find(http::field::set_cookie) != fields.end();
+    auto add = [](std::optional<std::string>& to, std::string_view value) {
+        if (to)
+            to->append(", ").append(value);
+        else
+            to.emplace(value);
+    };
+    // One pass over the fields (a lookup per name costs a dozen tree searches per reply).
+    for (const auto& f : fields) {
+        switch (f.name()) {
+            case http::field::cache_control:
+                add(h.cache_control, f.value());
+                break;
+            case http::field::expires:
+                add(h.expires, f.value());
+                break;
+            case http::field::date:
+                add(h.date, f.value());
+                break;
+            case http::field::last_modified:
+                add(h.last_modified, f.value());
+                break;
+            case http::field::etag:
+                add(h.etag, f.value());
+                break;
+            case http::field::vary:
+                add(h.vary, f.value());
+                break;
+            case http::field::age:
+                add(h.age, f.value());
+                break;
+            case http::field::content_encoding:
+                add(h.content_encoding, f.value());
+                break;
+            case http::field::set_cookie:
+                h.set_cookie = true;
+                break;
+            default: {
+                const auto name = f.name_string();
+                if (boost::beast::iequals(name, "Cache-Status"))
+                    add(h.cache_status, f.value());
+                else if (boost::beast::iequals(name, "X-Cache"))
+                    add(h.x_cache, f.value());
+                else if (boost::beast::iequals(name, kValidationStampHeader))
+                    add(h.validated, f.value());
+                else if (boost::beast::iequals(name, kReplyToHeader))
+                    add(h.reply_to, f.value());
+            }
+        }
+    }
     return h;
 }
 
@@ -61,20 +84,68 @@ std::optional<std::string> find_field(std::string_view block, std::string_view n
     return out;
 }
 
+namespace {
+
+/// The request fields the judge reads, lowercase, in the order a record lists them.
+constexpr std::array<std::string_view, 13> kRequestFields = {
+    "cache-control", "pragma", "if-none-match",   "if-modified-since", "if-match", "if-unmodified-since",
+    "if-range",      "range",  "accept-language", "accept-encoding",   "accept",   "authorization",
+    "cookie"};
+
+/// Appends `value` to field `name` of `fields` (repeated fields joined with ", ").
+void add_value(std::vector<std::pair<std::string, std::string>>& fields, std::string_view name,
+               std::string_view value) {
+    for (auto& [n, v] : fields)
+        if (n == name) {
+            v.append(", ").append(value);
+            return;
+        }
+    fields.emplace_back(std::string(name), std::string(value));
+}
+
+std::optional<std::string> value_of(const std::vector<std::pair<std::string, std::string>>& fields,
+                                    std::string_view name) {
+    for (const auto& [n, v] : fields)
+        if (n == name) return v;
+    return std::nullopt;
+}
+
+}  // namespace
+
 RequestFacts request_facts(std::string method, std::string url, std::string_view block) {
     RequestFacts r;
     r.method = std::move(method);
     r.url = std::move(url);
     r.header_block = block;
-    if (auto cc = find_field(block, "Cache-Control")) {
+    std::vector<std::pair<std::string, std::string>> found;
+    std::size_t pos = block.find("\r\n");  // skip the start line
+    while (pos != std::string_view::npos && pos + 2 < block.size()) {
+        const auto start = pos + 2;
+        const auto end = block.find("\r\n", start);
+        const auto line = block.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+        pos = end;
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        const auto name = line.substr(0, colon);
+        for (auto known : kRequestFields)
+            if (boost::beast::iequals(name, known)) {
+                add_value(found, known, trim(line.substr(colon + 1)));
+                break;
+            }
+    }
+    if (auto cc = value_of(found, "cache-control")) {
         r.has_cache_control = true;
         r.cc = parse_cache_control(*cc);
         r.no_store = r.cc.no_store;
     }
-    if (auto pragma = find_field(block, "Pragma")) r.pragma_no_cache = has_token(*pragma, "no-cache");
-    r.authorization = find_field(block, "Authorization").has_value();
-    r.if_none_match = find_field(block, "If-None-Match");
-    r.if_modified_since = find_field(block, "If-Modified-Since");
+    if (auto pragma = value_of(found, "pragma")) r.pragma_no_cache = has_token(*pragma, "no-cache");
+    r.authorization = value_of(found, "authorization").has_value();
+    r.if_none_match = value_of(found, "if-none-match");
+    r.if_modified_since = value_of(found, "if-modified-since");
+    for (auto known : kRequestFields)  // in the fixed order; credentials and cookies only as present
+        if (auto v = value_of(found, known))
+            r.fields.emplace_back(std::string(known),
+                                  known == "authorization" || known == "cookie" ? std::string("(present)") : *v);
     return r;
 }
 

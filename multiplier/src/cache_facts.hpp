@@ -52,11 +52,15 @@ struct RequestFacts {
     std::optional<std::string> if_none_match;
     std::optional<std::string> if_modified_since;
     std::string_view header_block;  // for the fields a Vary names; valid while the request lives
+    /// The fields caches decide by, lowercase names, as received (Authorization
+    /// and Cookie only as "(present)"): the record's request_headers.
+    std::vector<std::pair<std::string, std::string>> fields;
 
     /// no-cache in Cache-Control, or Pragma: no-cache without Cache-Control (RFC 9111 5.4).
     bool no_cache() const { return cc.no_cache || cc.no_cache_fields || (!has_cache_control && pragma_no_cache); }
 };
 
+/// One pass over a serialized request header (the judge reads a dozen fields of every request).
 RequestFacts request_facts(std::string method, std::string url, std::string_view header_block);
 
 /// The lowercase names a Vary value lists ("*" stays "*").

@@ -24,8 +24,8 @@ constexpr double kClockSlack = 0.005;
 constexpr double kFutureSlack = 5.0;
 
 template <class Map>
-void bounded_insert(Map& map, std::deque<std::string>& order, std::size_t capacity, const std::string& key,
-                    typename Map::mapped_type value) {
+void bounded_insert(Map& map, std::deque<typename Map::key_type>& order, std::size_t capacity,
+                    const typename Map::key_type& key, typename Map::mapped_type value) {
     auto [it, inserted] = map.insert_or_assign(key, std::move(value));
     if (!inserted) return;
     order.push_back(key);
@@ -52,7 +52,7 @@ CacheVerdict::Fields judged_fields(const CacheHeaders& h) {
     return out;
 }
 
-CacheVerdict::Fields request_fields(const RequestFacts& r, const KnownFetch* fetch) {
+CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stored_for) {
     CacheVerdict::Fields out;
     out.emplace_back("method", r.method);
     add_field(out, "cache-control", find_field(r.header_block, "Cache-Control"));
@@ -60,8 +60,8 @@ CacheVerdict::Fields request_fields(const RequestFacts& r, const KnownFetch* fet
     if (r.authorization) out.emplace_back("authorization", "(present)");
     add_field(out, "if-none-match", r.if_none_match);
     add_field(out, "if-modified-since", r.if_modified_since);
-    if (fetch)
-        for (const auto& [name, stored] : fetch->vary) {
+    if (stored_for)
+        for (const auto& [name, stored] : stored_for->vary) {
             if (name == "*" || name == "authorization") continue;
             add_field(out, name, find_field(r.header_block, name));
             add_field(out, "stored variant's " + name, stored);
@@ -73,18 +73,6 @@ void add_exercised(CacheVerdict& v, std::string_view rule) {
     if (std::find(v.exercised.begin(), v.exercised.end(), rule) == v.exercised.end()) v.exercised.push_back(rule);
     // A stricter form of staleness (must-revalidate, ...) is a chance to break the plain rule too.
     if (rule == "must-revalidate" || rule == "proxy-revalidate" || rule == "s-maxage") add_exercised(v, "stale");
-}
-
-/// The request fields that bear on caching, as recorded for a replay.
-CacheVerdict::Fields replay_fields(const RequestFacts& r) {
-    CacheVerdict::Fields out;
-    for (auto name : {"Cache-Control", "Pragma", "If-None-Match", "If-Modified-Since", "If-Match",
-                      "If-Unmodified-Since", "If-Range", "Range", "Accept-Language", "Accept-Encoding", "Accept"})
-        add_field(out, to_lower(name), find_field(r.header_block, name));
-    // Credentials and cookies are not logged, only that they were there.
-    if (r.authorization) out.emplace_back("authorization", "(present)");
-    if (find_field(r.header_block, "Cookie")) out.emplace_back("cookie", "(present)");
-    return out;
 }
 
 /// What kind of request or copy a cache declined to reuse a fresh copy for.
@@ -103,35 +91,38 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
 CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
     : capacity_(capacity), names_(std::move(caches)), caches_(names_.size()) {}
 
+const KnownFetch* CacheJudge::find_fetch(std::uint64_t serial) const {
+    const auto it = fetches_.find(serial);
+    return it == fetches_.end() ? nullptr : &it->second;
+}
+
 const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at) {
-    if (auto it = fetches_.find(stamp.id); it != fetches_.end()) return &it->second;
+    if (auto it = fetches_.find(stamp.serial); it != fetches_.end())
+        return it->second.stamp.collector == stamp.collector ? &it->second : nullptr;
     KnownFetch f;
     f.stamp = stamp;
     f.status = reply.status.value_or(0);
     f.headers = reply.cache_headers;
+    // What judging reads later; the rest of the reply's fields only cost memory here.
+    f.headers.cache_status.reset();
+    f.headers.x_cache.reset();
+    f.headers.validated.reset();
+    f.headers.reply_to.reset();
     f.first_seen = at;
-    f.request_known = seen_fresh;
-    bounded_insert(fetches_, fetch_order_, capacity_, stamp.id, std::move(f));
-    auto it = fetches_.find(stamp.id);
-    return it == fetches_.end() ? nullptr : &it->second;
+    f.seen_fresh = seen_fresh;
+    bounded_insert(fetches_, fetch_order_, capacity_, stamp.serial, std::move(f));
+    return find_fetch(stamp.serial);
 }
 
-KnownFetch CacheJudge::as_stored_by(const KnownFetch& fetch, const CacheMemory& memory) {
-    KnownFetch f = fetch;
-    const auto d = memory.deliveries.find(fetch.stamp.id);
-    f.request_known = d != memory.deliveries.end();
-    if (f.request_known) {
-        f.authorization = d->second.authorization;
-        f.request_no_store = d->second.no_store;
-        f.vary = d->second.vary;
-    }
-    return f;
+const StoredFor* CacheJudge::stored_for(const KnownFetch& fetch, const CacheMemory& memory) {
+    const auto d = memory.deliveries.find(fetch.stamp.serial);
+    return d == memory.deliveries.end() ? nullptr : &d->second;
 }
 
 void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request) {
-    Delivery d{request.authorization, request.no_store, {}};
+    StoredFor d{request.authorization, request.no_store, {}};
     if (fetch.headers.vary) d.vary = vary_values(request.header_block, vary_names(*fetch.headers.vary));
-    bounded_insert(memory.deliveries, memory.delivery_order, capacity_, fetch.stamp.id, std::move(d));
+    bounded_insert(memory.deliveries, memory.delivery_order, capacity_, fetch.stamp.serial, std::move(d));
 }
 
 void CacheJudge::note_reply(const Measure& reply, double request_at) {
@@ -152,26 +143,29 @@ void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status,
 
 void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     const auto request = request_facts(record.method, record.url, header_block);
-    record.request_headers = replay_fields(request);
+    record.request_headers = request.fields;
     std::lock_guard lock(mutex_);
     Measure& ref = record.collector;
     if (ref.status) {
         const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
-        ref.cache = judge_reply(record, request, ref, nullptr, collector_, served_at, record.ts);
+        ref.cache = judge_reply(record, request, ref, nullptr, {}, collector_, served_at, record.ts);
     }
+    const auto upstream_claims = claim_names(ref.cache_headers);  // the Collector's own X-Cache entries
     for (std::size_t i = 0; i < record.proxies.size() && i < caches_.size(); ++i) {
         auto& p = record.proxies[i];
         if (!p.measure.status) continue;
         const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
-        p.measure.cache = judge_reply(record, request, p.measure, &ref, caches_[i], served_at, p.sent_at);
+        p.measure.cache =
+            judge_reply(record, request, p.measure, &ref, upstream_claims, caches_[i], served_at, p.sent_at);
     }
 }
 
 CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
-                                     const Measure* reference, CacheMemory& memory, double served_at, double sent_at) {
+                                     const Measure* reference, const std::vector<std::string>& upstream_claims,
+                                     CacheMemory& memory, double served_at, double sent_at) {
     CacheVerdict v;
     const auto& h = reply.cache_headers;
-    v.claim = cache_claim(h, reference ? claim_names(reference->cache_headers) : std::vector<std::string>{});
+    v.claim = cache_claim(h, upstream_claims);
     if (h.validated)
         if (auto vs = parse_fetch_stamp(*h.validated)) v.validated_at = vs->time;
     if (record.method == "HEAD") {
@@ -183,8 +177,8 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
         add_exercised(v, "not-modified");
         const auto copy = memory.last_copy.find(record.url);
-        const auto stored = copy == memory.last_copy.end() ? fetches_.end() : fetches_.find(copy->second.fetch);
-        const CacheHeaders* held = stored == fetches_.end() ? nullptr : &stored->second.headers;
+        const KnownFetch* stored = copy == memory.last_copy.end() ? nullptr : find_fetch(copy->second.fetch);
+        const CacheHeaders* held = stored ? &stored->headers : nullptr;
         if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
     }
     if (!reply.fetch) {
@@ -206,7 +200,7 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     v.fetch = stamp->id;
     v.fetched_at = stamp->time;
     const KnownFetch* fetch = remember(*stamp, reply, stamp->time >= record.ts - kClockSlack, served_at);
-    v.provenance = fetch && fetch->request_known ? "origin" : "unknown";
+    v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
 
     v.reused = is_reuse(record, reply, reference, *stamp);
     std::optional<double> invalidated;
@@ -215,14 +209,15 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
     if (!reference && !v.reused) v.origin = judged_fields(h);
     if (fetch && v.reused) {
-        const auto stored = as_stored_by(*fetch, memory);
-        const ReuseQuestion q{stored, request, served_at, record.ts, v.validated_at, invalidated, h.content_encoding};
+        const StoredFor* stored = stored_for(*fetch, memory);
+        const ReuseQuestion q{*fetch,    request,        stored,      served_at,
+                              record.ts, v.validated_at, invalidated, h.content_encoding};
         judge_reuse(v, q, reply, request);
         if (!v.violations.empty()) {
             v.evidence_served = judged_fields(fetch->headers);
             v.evidence_served.emplace_back("age (as served)", h.age.value_or("(none)"));
             if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
-            v.evidence_request = request_fields(request, &stored);
+            v.evidence_request = request_fields(request, stored);
         }
     }
     judge_candidate(v, record, request, memory, served_at, invalidated, *stamp);
@@ -231,7 +226,7 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     else if (v.claim == "miss" && v.reused)
         v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
                                        record.ts - stamp->time);
-    if (record.method == "GET") remember_copy(memory, record.url, stamp->id, v.reused);
+    if (record.method == "GET") remember_copy(memory, record.url, stamp->serial, v.reused);
     return v;
 }
 
@@ -268,14 +263,14 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
                                  const FetchStamp& served) {
     if (record.method != "GET" && record.method != "HEAD") return;
     const auto copy = memory.last_copy.find(record.url);
-    if (copy == memory.last_copy.end() || (v.reused && copy->second.fetch == served.id)) return;
-    const auto cand = fetches_.find(copy->second.fetch);
-    if (cand == fetches_.end() || cand->second.stamp.serial > served.serial) return;
+    if (copy == memory.last_copy.end() || (v.reused && copy->second.fetch == served.serial)) return;
+    const KnownFetch* cand = find_fetch(copy->second.fetch);
+    if (!cand || cand->stamp.serial > served.serial) return;
     // The copy this cache last passed on for the URL: had it kept it, would
     // serving it now have broken a rule? Those rules were exercised (passed);
     // if none, and its lifetime was explicit and not over, this was a missed hit.
-    const auto stored = as_stored_by(cand->second, memory);
-    const ReuseQuestion q{stored, request, served_at, record.ts, std::nullopt, invalidated, std::nullopt};
+    const ReuseQuestion q{*cand,       request,     stored_for(*cand, memory), served_at, record.ts, std::nullopt,
+                          invalidated, std::nullopt};
     std::vector<Finding> advisories;
     const auto barriers = reuse_barriers(q, &advisories);
     for (const auto& f : barriers)
@@ -286,11 +281,10 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
     const auto fr = freshness(q);
     if (!v.reused && barriers.empty() && !request_asked && fr.source != "heuristic" && fr.source != "none" &&
         fr.age < fr.lifetime)
-        v.conservative =
-            fmt::format("{}: {}", copy->second.reused ? "held" : "passed on", miss_cause(request, cand->second));
+        v.conservative = fmt::format("{}: {}", copy->second.reused ? "held" : "passed on", miss_cause(request, *cand));
 }
 
-void CacheJudge::remember_copy(CacheMemory& memory, const std::string& url, const std::string& fetch, bool reused) {
+void CacheJudge::remember_copy(CacheMemory& memory, const std::string& url, std::uint64_t fetch, bool reused) {
     auto it = memory.last_copy.find(url);
     if (it != memory.last_copy.end() && it->second.fetch == fetch) {
         it->second.reused = it->second.reused || reused;

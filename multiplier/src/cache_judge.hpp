@@ -30,7 +30,7 @@ class CacheJudge {
 public:
     /// `caches`: the proxies under test, in the record's order; `capacity`:
     /// how many fetches (and URLs per cache) are remembered.
-    explicit CacheJudge(std::vector<std::string> caches, std::size_t capacity = 65536);
+    explicit CacheJudge(std::vector<std::string> caches, std::size_t capacity = 16384);
 
     /// A reply arrived (the reference or a leg): remembers its fetch if new.
     void note_reply(const Measure& reply, double request_at);
@@ -43,21 +43,18 @@ public:
 private:
     /// The copy a cache last passed on for a URL, and whether it ever served it again (so surely kept it).
     struct LastCopy {
-        std::string fetch;
+        std::uint64_t fetch = 0;  // serial
         bool reused = false;
     };
-    /// The request a cache received a fetch for (when it passed it on, not
-    /// from its own store): what it stored the copy under. A proxy's forward
-    /// may differ from the client's request, so the request that made the
-    /// Collector fetch tells nothing about what the proxy was asked.
-    struct Delivery {
-        bool authorization = false;
-        bool no_store = false;
-        VaryValues vary;
-    };
+    /// What one cache did, as far as a verdict needs it. Fetches are named by
+    /// their serial (one Collector; a stamp of another is corrupt).
     struct CacheMemory {
-        std::unordered_map<std::string, Delivery> deliveries;  // fetch id -> its last delivery
-        std::deque<std::string> delivery_order;
+        // The request it received each fetch for (when it passed it on, not
+        // from its own store): what it stored the copy under. A proxy's forward
+        // may differ from the client's request, so the request that made the
+        // Collector fetch tells nothing about what the proxy was asked.
+        std::unordered_map<std::uint64_t, StoredFor> deliveries;
+        std::deque<std::uint64_t> delivery_order;
         std::unordered_map<std::string, LastCopy> last_copy;  // url -> the fetch it last served
         std::deque<std::string> copy_order;
         std::unordered_map<std::string, double> invalidated;  // url -> when
@@ -65,25 +62,27 @@ private:
     };
 
     const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at);
-    /// `fetch` with the facts of the request `memory`'s cache received it for, if known.
-    static KnownFetch as_stored_by(const KnownFetch& fetch, const CacheMemory& memory);
+    const KnownFetch* find_fetch(std::uint64_t serial) const;
+    /// The request `memory`'s cache received `fetch` for, if known.
+    static const StoredFor* stored_for(const KnownFetch& fetch, const CacheMemory& memory);
     void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request);
     /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
     CacheVerdict judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
-                             const Measure* reference, CacheMemory& memory, double served_at, double sent_at);
+                             const Measure* reference, const std::vector<std::string>& upstream_claims,
+                             CacheMemory& memory, double served_at, double sent_at);
     static bool is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
                          const FetchStamp& stamp);
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply, const RequestFacts& request);
     void judge_candidate(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request, CacheMemory& memory,
                          double served_at, std::optional<double> invalidated, const FetchStamp& served);
-    void remember_copy(CacheMemory& memory, const std::string& url, const std::string& fetch, bool reused);
+    void remember_copy(CacheMemory& memory, const std::string& url, std::uint64_t fetch, bool reused);
     CacheMemory& memory_of(int cache) { return cache < 0 ? collector_ : caches_[static_cast<std::size_t>(cache)]; }
 
     std::mutex mutex_;
     std::size_t capacity_;
     std::vector<std::string> names_;
-    std::unordered_map<std::string, KnownFetch> fetches_;
-    std::deque<std::string> fetch_order_;
+    std::unordered_map<std::uint64_t, KnownFetch> fetches_;  // by serial
+    std::deque<std::uint64_t> fetch_order_;
     std::vector<std::string> collector_ids_;  // the Collector processes seen on references
     std::vector<CacheMemory> caches_;
     CacheMemory collector_;

@@ -54,6 +54,10 @@ std::optional<double> date_value(const std::optional<std::string>& v) {
     return std::nullopt;
 }
 
+double or_stamp(const std::optional<double>& t, const KnownFetch& f) {
+    return t.value_or(f.stamp.time);
+}
+
 std::string secs(double s) {
     return fmt::format("{:.1f} s", s);
 }
@@ -63,17 +67,13 @@ std::string secs(double s) {
 std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc) {
     if (cc.s_maxage) return {static_cast<double>(*cc.s_maxage), "s-maxage"};
     if (cc.max_age) return {static_cast<double>(*cc.max_age), "max-age"};
-    if (f.headers.expires) {
-        const auto expires = date_value(f.headers.expires);
-        if (!expires) return {0, "expires"};  // invalid: already expired (5.3)
-        const double date = date_value(f.headers.date).value_or(f.stamp.time);
-        return {std::max(0.0, *expires - date), "expires"};
+    const auto& o = f.facts();
+    if (o.has_expires) {
+        if (!o.expires) return {0, "expires"};  // invalid: already expired (5.3)
+        return {std::max(0.0, *o.expires - or_stamp(o.date, f)), "expires"};
     }
     if (heuristically_cacheable(f.status) || cc.public_) {
-        if (const auto lm = date_value(f.headers.last_modified)) {
-            const double date = date_value(f.headers.date).value_or(f.stamp.time);
-            return {std::max(0.0, 0.1 * (date - *lm)), "heuristic"};
-        }
+        if (o.last_modified) return {std::max(0.0, 0.1 * (or_stamp(o.date, f) - *o.last_modified)), "heuristic"};
         return {0, "heuristic"};
     }
     return {0, "none"};
@@ -87,11 +87,10 @@ std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const Cache
 /// below the validation time, as an origin's clock gives it.
 double initial_age(const KnownFetch& f, std::optional<double> validated_at) {
     double received = 0;
-    if (auto age = seconds_value(f.headers.age))
-        received = std::max(0.0, *age - std::max(0.0, f.first_seen - f.stamp.time));
+    if (const auto& age = f.facts().age) received = std::max(0.0, *age - std::max(0.0, f.first_seen - f.stamp.time));
     if (validated_at && *validated_at > f.stamp.time)
         return std::max(received, *validated_at - std::floor(*validated_at));
-    const double apparent = std::max(0.0, f.stamp.time - date_value(f.headers.date).value_or(f.stamp.time));
+    const double apparent = std::max(0.0, f.stamp.time - or_stamp(f.facts().date, f));
     return std::max(apparent, received);
 }
 
@@ -127,10 +126,15 @@ bool accepts_coding(const std::optional<std::string>& request_ae, std::string_vi
     return coding.empty() || boost::beast::iequals(coding, "identity");  // identity is acceptable unless refused
 }
 
+/// Whether the facts of the request the copy was stored for are known.
+bool request_known(const ReuseQuestion& q) {
+    return q.stored_for || q.fetch.request_known;
+}
+
 std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     const auto& f = q.fetch;
-    if (!f.request_known || !f.headers.vary) return std::nullopt;
-    for (const auto& [name, stored] : f.vary) {
+    if (!request_known(q) || !f.headers.vary) return std::nullopt;
+    for (const auto& [name, stored] : q.stored_for ? q.stored_for->vary : f.vary) {
         if (name == "*") return Finding{"vary", "4.1", "the stored reply has Vary: *, which never matches"};
         if (name == "accept-encoding") {
             // Caches may normalize Accept-Encoding (Varnish does): what counts
@@ -169,8 +173,22 @@ bool stale_permitted(const ReuseQuestion& q, const CacheControl& cc, double stal
 
 }  // namespace
 
+const OriginFacts& KnownFetch::facts() const {
+    if (!facts_) {
+        OriginFacts o;
+        o.cc = parse_cache_control(headers.cache_control.value_or(""));
+        o.date = date_value(headers.date);
+        o.has_expires = headers.expires.has_value();
+        o.expires = date_value(headers.expires);
+        o.last_modified = date_value(headers.last_modified);
+        o.age = seconds_value(headers.age);
+        facts_ = std::move(o);
+    }
+    return *facts_;
+}
+
 Freshness freshness(const ReuseQuestion& q) {
-    const auto cc = parse_cache_control(q.fetch.headers.cache_control.value_or(""));
+    const auto& cc = q.fetch.facts().cc;
     Freshness fr;
     std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc);
     const double basis = std::max(q.fetch.stamp.time, q.validated_at.value_or(0));
@@ -186,13 +204,14 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
     std::vector<Finding> ignored_requests;
     auto& request_rules = advisories ? *advisories : ignored_requests;
     const auto& f = q.fetch;
-    const auto cc = parse_cache_control(f.headers.cache_control.value_or(""));
+    const auto& cc = f.facts().cc;
     if (cc.no_store) out.push_back({"no-store", "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
-    if (f.request_known && f.request_no_store)
+    if (request_known(q) && (q.stored_for ? q.stored_for->no_store : f.request_no_store))
         request_rules.push_back({"request-no-store", "5.2.1.5", "stored from a request that said no-store"});
     if (cc.private_)
         out.push_back({"private", "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
-    if (f.request_known && f.authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
+    const bool authorization = q.stored_for ? q.stored_for->authorization : f.authorization;
+    if (request_known(q) && authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
         out.push_back({"authorization", "3.5",
                        "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
     if (auto v = vary_finding(q)) out.push_back(std::move(*v));

@@ -21,6 +21,24 @@ struct Finding {
     std::string reason;
 };
 
+/// The origin's caching fields of a fetch, parsed once (every reuse of the
+/// fetch is judged by them).
+struct OriginFacts {
+    CacheControl cc;
+    std::optional<double> date;
+    std::optional<double> expires;  // nullopt with has_expires: invalid, already expired (RFC 9111 5.3)
+    bool has_expires = false;
+    std::optional<double> last_modified;
+    std::optional<double> age;  // the Age the first copy seen carried
+};
+
+/// The request a cache received a copy for (what it stored it under).
+struct StoredFor {
+    bool authorization = false;
+    bool no_store = false;
+    VaryValues vary;  // that request's values of the fields the reply's Vary names
+};
+
 /// An origin fetch as the judge knows it: the stamp, the origin's reply
 /// header (as first seen) and, when known, the request the judged cache
 /// received it for (which is what that cache stored it under).
@@ -32,13 +50,23 @@ struct KnownFetch {
     bool request_known = false;  // false: the request facts below are unknown, their rules not judged
     bool authorization = false;  // that request had Authorization
     bool request_no_store = false;
-    VaryValues vary;  // that request's values of the fields the reply's Vary names
+    VaryValues vary;          // that request's values of the fields the reply's Vary names
+    bool seen_fresh = false;  // first seen as a fetch made for the request it answered
+
+    /// `headers` parsed, on first use (the header must not change after).
+    const OriginFacts& facts() const;
+
+private:
+    mutable std::optional<OriginFacts> facts_;
 };
 
 /// Everything that bears on reusing a stored copy for one request at one moment.
 struct ReuseQuestion {
     const KnownFetch& fetch;
     const RequestFacts& request;
+    /// The request the judged cache received this copy for; nullptr: the
+    /// fetch's own request fields apply (known or not).
+    const StoredFor* stored_for = nullptr;
     double at = 0;                         // when the reply was served (unix s)
     double request_at = 0;                 // when the client's request arrived
     std::optional<double> validated_at;    // X-SPE-Validated on the served copy

@@ -44,7 +44,7 @@ std::vector<std::string> barriers(const KnownFetch& f, const std::string& reques
                                   std::optional<std::string> coding = std::nullopt) {
     const auto facts = spe::request_facts("GET", "http://o/x", request);
     const spe::ReuseQuestion q{
-        f, facts, kFetchedAt + after, kFetchedAt + after - 0.01, validated_at, invalidated_at, coding};
+        f, facts, nullptr, kFetchedAt + after, kFetchedAt + after - 0.01, validated_at, invalidated_at, coding};
     std::vector<std::string> out;
     std::vector<spe::Finding> advisories;
     for (const auto& b : spe::reuse_barriers(q, &advisories))
@@ -60,6 +60,18 @@ using V = std::vector<std::string>;
 
 TEST_CASE("HTTP dates in the three forms, and Cache-Control directives") {
     CHECK(spe::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777);
+    CHECK(spe::parse_http_date("Tue, 29 Feb 2028 23:59:60 GMT") == 1835481600);  // leap day, leap second
+    CHECK(spe::parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT") == 0);
+    CHECK_FALSE(spe::parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"));
+    CHECK_FALSE(spe::parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"));
+    for (std::int64_t t : {784111777LL, 1700000000LL, 1732412345LL, 951782400LL, 4102444800LL}) {
+        char buf[64];
+        std::time_t tt = static_cast<std::time_t>(t);
+        std::tm tm{};
+        gmtime_r(&tt, &tm);
+        std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        CHECK(spe::parse_http_date(buf) == t);
+    }
     CHECK(spe::parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT") == 784111777);
     CHECK(spe::parse_http_date("Sun Nov  6 08:49:37 1994") == 784111777);
     CHECK_FALSE(spe::parse_http_date("0"));
@@ -143,7 +155,8 @@ TEST_CASE("stale copies: the rule named is the strictest directive that forbade 
     heuristic.headers.last_modified = http_date(kFetchedAt - 100);
     const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
     std::vector<spe::Finding> advisories;
-    CHECK(spe::reuse_barriers({heuristic, facts, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}}, &advisories).empty());
+    CHECK(spe::reuse_barriers({heuristic, facts, nullptr, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}}, &advisories)
+              .empty());
     REQUIRE(advisories.size() == 1);
     CHECK(advisories[0].rule == "heuristic");
 }
@@ -196,13 +209,13 @@ TEST_CASE("a copy stored before a successful unsafe request is invalid after it"
 TEST_CASE("a reused reply must carry its true Age") {
     const auto f = fetch("max-age=600");
     const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
-    const spe::ReuseQuestion q{f, facts, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}};
+    const spe::ReuseQuestion q{f, facts, nullptr, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}};
     CHECK(spe::age_finding(q, 200, std::nullopt)->rule == "age");
     CHECK(spe::age_finding(q, 200, std::string("3"))->rule == "age");  // understated
     CHECK_FALSE(spe::age_finding(q, 200, std::string("30")));
     CHECK_FALSE(spe::age_finding(q, 200, std::string("29")));  // whole seconds, rounded down
     CHECK_FALSE(spe::age_finding(q, 304, std::nullopt));
-    const spe::ReuseQuestion young{f, facts, kFetchedAt + 0.5, kFetchedAt + 0.5, {}, {}, {}};
+    const spe::ReuseQuestion young{f, facts, nullptr, kFetchedAt + 0.5, kFetchedAt + 0.5, {}, {}, {}};
     CHECK_FALSE(spe::age_finding(young, 200, std::nullopt));  // Age 0 omitted, as Squid does
 }
 
@@ -232,4 +245,36 @@ TEST_CASE("a cache's own claim, apart from the Collector's") {
     cs.cache_status = "ExampleCache; fwd=stale; stored";
     CHECK(spe::cache_claim(cs, {}) == "miss");
     CHECK(spe::claim_names(h) == std::vector<std::string>{"collector"});
+}
+
+TEST_CASE("the judged reply fields are taken in one pass, repeated ones joined") {
+    boost::beast::http::fields f;
+    f.insert("Cache-Control", "max-age=60");
+    f.insert("cache-control", "public");
+    f.insert("X-Cache", "MISS from collector");
+    f.insert("x-cache", "HIT from squid");
+    f.insert("X-SPE-Reply-To", "abc-1");
+    f.insert("Set-Cookie", "a=b");
+    f.insert("Age", "3");
+    const auto h = spe::take_cache_headers(f);
+    CHECK(h.cache_control == "max-age=60, public");
+    CHECK(h.x_cache == "MISS from collector, HIT from squid");
+    CHECK(h.reply_to == "abc-1");
+    CHECK(h.set_cookie);
+    CHECK(h.age == "3");
+    CHECK_FALSE(h.expires);
+}
+
+TEST_CASE("a request's cache fields are read in one pass; credentials only as present") {
+    const auto r = spe::request_facts("GET", "u",
+                                      "GET u HTTP/1.1\r\nHost: o\r\nPragma: no-cache\r\nAuthorization: Basic eDp5\r\n"
+                                      "Accept-Language: de\r\naccept-language: en\r\nCookie: s=1\r\n\r\n");
+    CHECK(r.pragma_no_cache);
+    CHECK(r.no_cache());
+    CHECK(r.authorization);
+    using F = std::vector<std::pair<std::string, std::string>>;
+    CHECK(r.fields == F{{"pragma", "no-cache"},
+                        {"accept-language", "de, en"},
+                        {"authorization", "(present)"},
+                        {"cookie", "(present)"}});
 }
