@@ -125,15 +125,6 @@ void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch,
     bounded_insert(memory.deliveries, memory.delivery_order, capacity_, fetch.stamp.serial, std::move(d));
 }
 
-void CacheJudge::note_reply(const Measure& reply, double request_at) {
-    if (!reply.status || !reply.fetch) return;
-    const auto stamp = parse_fetch_stamp(*reply.fetch);
-    if (!stamp) return;
-    std::lock_guard lock(mutex_);
-    // A fetch older than the request was not made for it: first seen as somebody's reuse.
-    remember(*stamp, reply, stamp->time >= request_at - kClockSlack, unix_seconds());
-}
-
 void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status, double at) {
     if (status < 200 || status >= 400) return;
     std::lock_guard lock(mutex_);
@@ -142,8 +133,7 @@ void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status,
 }
 
 void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
-    const auto request = request_facts(record.method, record.url, header_block);
-    record.request_headers = request.fields;
+    auto request = request_facts(record.method, record.url, header_block);
     std::lock_guard lock(mutex_);
     Measure& ref = record.collector;
     if (ref.status) {
@@ -158,6 +148,7 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
         p.measure.cache =
             judge_reply(record, request, p.measure, &ref, upstream_claims, caches_[i], served_at, p.sent_at);
     }
+    record.request_headers = std::move(request.fields);
 }
 
 CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,

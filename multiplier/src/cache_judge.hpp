@@ -32,8 +32,6 @@ public:
     /// how many fetches (and URLs per cache) are remembered.
     explicit CacheJudge(std::vector<std::string> caches, std::size_t capacity = 16384);
 
-    /// A reply arrived (the reference or a leg): remembers its fetch if new.
-    void note_reply(const Measure& reply, double request_at);
     /// A cache's reply to an unsafe request arrived: a 2xx or 3xx invalidates
     /// its stored copies of the URI (RFC 9111 4.4). `cache`: -1 = the Collector.
     void note_unsafe(int cache, const std::string& url, unsigned status, double at);

@@ -68,7 +68,7 @@ private:
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order);
     /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.
     void spawn(awaitable<void> work, std::optional<std::size_t> proxy);
-    /// Tells the cache-rule judge of a proxy's reply as soon as it arrives.
+    /// Tells the cache-rule judge of a proxy's successful unsafe request as soon as its reply arrives.
     void note_leg(CacheJudge& judge, int proxy, const Measure& m);
     void maybe_finish();
     void finish();

@@ -48,7 +48,6 @@ TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the fi
     spe::CacheJudge judge({"p"});
     auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"),
                         reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"));
-    judge.note_reply(first.collector, first.ts);
     judge.judge(first, kRequest);
     CHECK_FALSE(first.collector.cache->reused);
     CHECK_FALSE(first.proxies[0].measure.cache->reused);

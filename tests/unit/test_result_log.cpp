@@ -90,28 +90,25 @@ nlohmann::json reference_fields(const spe::CacheVerdict::Fields& fields) {
 }
 
 nlohmann::json reference_cache(const spe::CacheVerdict& v) {
-    auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(); };
     auto findings = [](const std::vector<spe::Finding>& list) {
         nlohmann::json a = nlohmann::json::array();
         for (const auto& f : list)
             a.push_back({{"rule", f.rule}, {"section", f.section}, {"reason", f.reason}});
         return a;
     };
-    auto text_or_null = [](std::string_view s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
-    nlohmann::json j = {
-        {"provenance", v.provenance},
-        {"fetch", opt(v.fetch)},
-        {"fetched_at", opt(v.fetched_at)},
-        {"validated_at", opt(v.validated_at)},
-        {"reused", v.reused},
-        {"age_s", v.age_s ? nlohmann::json(std::round(*v.age_s * 1000) / 1000) : nlohmann::json()},
-        {"violations", findings(v.violations)},
-        {"advisories", findings(v.advisories)},
-        {"exercised", v.exercised},
-        {"conservative", text_or_null(v.conservative)},
-        {"claim", text_or_null(v.claim)},
-        {"claim_conflict", text_or_null(v.claim_conflict)},
-    };
+    // Empty and null members are left out.
+    nlohmann::json j = {{"provenance", v.provenance}, {"reused", v.reused}};
+    if (v.fetch) j["fetch"] = *v.fetch;
+    if (v.fetched_at) j["fetched_at"] = *v.fetched_at;
+    if (v.validated_at) j["validated_at"] = *v.validated_at;
+    if (v.age_s) j["age_s"] = std::round(*v.age_s * 1000) / 1000;
+    if (!v.violations.empty()) j["violations"] = findings(v.violations);
+    if (!v.advisories.empty()) j["advisories"] = findings(v.advisories);
+    if (!v.exercised.empty()) j["exercised"] = v.exercised;
+    for (auto [key, text] : {std::pair{"conservative", std::string_view(v.conservative)},
+                             {"claim", v.claim},
+                             {"claim_conflict", std::string_view(v.claim_conflict)}})
+        if (!text.empty()) j[key] = text;
     if (!v.violations.empty())
         j["evidence"] = {{"served", reference_fields(v.evidence_served)},
                          {"reference", reference_fields(v.evidence_reference)},
