@@ -17,7 +17,7 @@ nginx from its own variables (`add_header ... always`):
              copy (the full rule evaluation)
 Each reply has a serial of its own (server, $connection, $connection_requests), and wrk asks for --urls
 different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding, Accept-Language): the judge's tables
-grow as in a real run, 5 fetches per client request, up to their bound of 65536 entries each.
+grow as in a real run, 5 fetches per client request, up to their bound of 16384 entries each.
 
 1. CPU per client request (Δ utime+stime of the Multiplier over wrk's completed requests), req/s and
    wrk's p50/p99, each round with both builds, order alternating; ratios with judge / without.
@@ -58,7 +58,7 @@ TITLE = "Cost of the cache-rule judge"
 
 FANOUT = 4
 TARGET_RATIO = 1.10  # issue 16: the judge may add at most 10 % to the Multiplier's CPU per request
-TABLE_BOUND = 65536  # CacheJudge's default capacity per table
+TABLE_BOUND = 16384  # CacheJudge's default capacity per table
 COLLECTOR_ID = "65f1a2b3-1c2"
 BUILDS = ("judge", "no-judge")  # the first judges, the second runs with --no-cache-judge
 
@@ -105,12 +105,15 @@ def pad_map(width: int) -> str:
     return "\n".join(f'        "~^(\\d{{{n}}})$" "{"0" * (width - n)}$1";' for n in range(1, width + 1))
 
 
-def upstream_servers(ports: list[int], www: Path) -> str:
+def upstream_servers(ports: list[int], www: Path, legs: str = "reused") -> str:
     """nginx http{} body: ports[0] the reference (a fresh fetch per request), ports[1:] the stand-in
-    proxies (every reply a reuse of a stored copy), all with caching headers and the Collector's stamps."""
+    proxies (legs "reused": every reply a reuse of a stored copy; "mixed": the first half of them reuse,
+    the others forward, each with a fetch of its own, as a proxy missing in its cache does), all with
+    caching headers and the Collector's stamps."""
     body = render_text(PAD_MAPS, {"conn": pad_map(7), "req": pad_map(9)})
     for server, port in enumerate(ports):
-        stamps = render_text(REFERENCE_HEADERS if server == 0 else PROXY_HEADERS,
+        forwards = server == 0 or (legs == "mixed" and server > (len(ports) - 1) // 2)
+        stamps = render_text(REFERENCE_HEADERS if forwards else PROXY_HEADERS,
                              {"id": COLLECTOR_ID, "server": server + 1})
         body += (f"    server {{\n        listen 127.0.0.1:{port} backlog=4096;\n        root {www};\n"
                  f"        location / {{\n{COMMON_HEADERS}{stamps}        }}\n    }}\n")
@@ -286,6 +289,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=parse_duration, default=8, help="wrk run per build and round")
     parser.add_argument("--urls", type=int, default=70000, help="different URLs asked for in turn")
+    parser.add_argument("--legs", choices=("reused", "mixed"), default="reused",
+                        help="reused (default): every proxy leg is a reuse, the judge's worst case; mixed: half "
+                             "the proxies reuse, half forward (a hit ratio of one half)")
     parser.add_argument("--fill-requests", type=int, default=70000,
                         help="requests to new URLs sent to each Multiplier after the rounds, before the second "
                              "memory reading (0: none)")
@@ -308,7 +314,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     script.write_text(wrk_script(upstream_ports[0], args.urls))
     logs = {b: workdir / f"{b}.jsonl" for b in BUILDS}
     with ProcessGroup(workdir) as group:
-        bench.start_nginx(group, "upstreams", upstream_servers(upstream_ports, workdir / "www"), upstream_ports)
+        bench.start_nginx(group, "upstreams", upstream_servers(upstream_ports, workdir / "www", args.legs), upstream_ports)
         mults = {}
         for build in BUILDS:
             port = free_port()

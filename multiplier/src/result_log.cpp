@@ -152,15 +152,21 @@ void findings(JsonWriter& w, const std::vector<Finding>& list) {
 }
 
 /// Header fields as a JSON object, names in sorted order (as nlohmann writes them).
-void fields_object(JsonWriter& w, CacheVerdict::Fields fields) {
-    std::sort(fields.begin(), fields.end());
+void fields_object(JsonWriter& w, const CacheVerdict::Fields& fields) {
+    // Sorted by name through pointers (no copy of the strings); of a repeated name the first is kept.
+    std::array<const std::pair<std::string, std::string>*, 32> order{};
+    const std::size_t n = std::min(fields.size(), order.size());
+    for (std::size_t i = 0; i < n; ++i)
+        order[i] = &fields[i];
+    std::stable_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n),
+                     [](const auto* a, const auto* b) { return a->first < b->first; });
     w.open();
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (i > 0 && fields[i].first == fields[i - 1].first) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i > 0 && order[i]->first == order[i - 1]->first) continue;
         w.element();
-        w.string(fields[i].first);
+        w.string(order[i]->first);
         w.colon();
-        w.string(fields[i].second);
+        w.string(order[i]->second);
     }
     w.close();
 }

@@ -120,5 +120,11 @@ def test_the_log_check_counts_what_the_judge_saw(tmp_path):
 
 def test_the_tables_fill_up_to_their_bound():
     assert cache_judge.table_entries(1000, 70000) == {"fetches": 5000, "urls": 1000, "deliveries": 1000}
-    assert cache_judge.table_entries(80000, 70000) == {"fetches": 65536, "urls": 65536, "deliveries": 65536}
-    assert cache_judge.table_entries(80000, 500) == {"fetches": 65536, "urls": 500, "deliveries": 65536}
+    assert cache_judge.table_entries(80000, 70000) == {"fetches": 16384, "urls": 16384, "deliveries": 16384}
+    assert cache_judge.table_entries(80000, 500) == {"fetches": 16384, "urls": 500, "deliveries": 16384}
+
+
+def test_mixed_legs_make_half_the_proxies_forward():
+    body = cache_judge.upstream_servers([1001, 1002, 1003, 1004, 1005], Path("/www"), "mixed")
+    servers = body.split("server {")[1:]
+    assert ['"some-old-tag"' in s for s in servers] == [False, True, True, False, False]
