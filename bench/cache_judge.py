@@ -314,7 +314,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     script.write_text(wrk_script(upstream_ports[0], args.urls))
     logs = {b: workdir / f"{b}.jsonl" for b in BUILDS}
     with ProcessGroup(workdir) as group:
-        bench.start_nginx(group, "upstreams", upstream_servers(upstream_ports, workdir / "www", args.legs), upstream_ports)
+        servers = upstream_servers(upstream_ports, workdir / "www", args.legs)
+        bench.start_nginx(group, "upstreams", servers, upstream_ports)
         mults = {}
         for build in BUILDS:
             port = free_port()
