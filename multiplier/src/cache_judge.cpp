@@ -70,7 +70,9 @@ CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stor
 }
 
 void add_exercised(CacheVerdict& v, std::string_view rule) {
-    if (std::find(v.exercised.begin(), v.exercised.end(), rule) == v.exercised.end()) v.exercised.push_back(rule);
+    if (std::find(v.exercised.begin(), v.exercised.end(), rule) == v.exercised.end() &&
+        v.exercised.size() < v.exercised.capacity())
+        v.exercised.push_back(rule);
     // A stricter form of staleness (must-revalidate, ...) is a chance to break the plain rule too.
     if (rule == "must-revalidate" || rule == "proxy-revalidate" || rule == "s-maxage") add_exercised(v, "stale");
 }
@@ -129,7 +131,7 @@ void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status,
     if (status < 200 || status >= 400) return;
     std::lock_guard lock(mutex_);
     auto& m = memory_of(cache);
-    bounded_insert(m.invalidated, m.invalidation_order, capacity_, url, at);
+    bounded_insert(m.invalidated, m.invalidation_order, capacity_, url_key(url), at);
 }
 
 void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
@@ -167,7 +169,7 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     }
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
         add_exercised(v, "not-modified");
-        const auto copy = memory.last_copy.find(record.url);
+        const auto copy = memory.last_copy.find(url_key(record.url));
         const KnownFetch* stored = copy == memory.last_copy.end() ? nullptr : find_fetch(copy->second.fetch);
         const CacheHeaders* held = stored ? &stored->headers : nullptr;
         if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
@@ -195,7 +197,7 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
 
     v.reused = is_reuse(record, reply, reference, *stamp);
     std::optional<double> invalidated;
-    if (auto it = memory.invalidated.find(record.url); it != memory.invalidated.end() && it->second <= sent_at)
+    if (auto it = memory.invalidated.find(url_key(record.url)); it != memory.invalidated.end() && it->second <= sent_at)
         invalidated = it->second;
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
     if (!reference && !v.reused) v.origin = judged_fields(h);
@@ -253,7 +255,7 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
                                  CacheMemory& memory, double served_at, std::optional<double> invalidated,
                                  const FetchStamp& served) {
     if (record.method != "GET" && record.method != "HEAD") return;
-    const auto copy = memory.last_copy.find(record.url);
+    const auto copy = memory.last_copy.find(url_key(record.url));
     if (copy == memory.last_copy.end() || (v.reused && copy->second.fetch == served.serial)) return;
     const KnownFetch* cand = find_fetch(copy->second.fetch);
     if (!cand || cand->stamp.serial > served.serial) return;
@@ -276,12 +278,13 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
 }
 
 void CacheJudge::remember_copy(CacheMemory& memory, const std::string& url, std::uint64_t fetch, bool reused) {
-    auto it = memory.last_copy.find(url);
+    const auto key = url_key(url);
+    auto it = memory.last_copy.find(key);
     if (it != memory.last_copy.end() && it->second.fetch == fetch) {
         it->second.reused = it->second.reused || reused;
         return;
     }
-    bounded_insert(memory.last_copy, memory.copy_order, capacity_, url, LastCopy{fetch, reused});
+    bounded_insert(memory.last_copy, memory.copy_order, capacity_, key, LastCopy{fetch, reused});
 }
 
 }  // namespace spe

@@ -39,6 +39,8 @@ public:
     void judge(RequestRecord& record, std::string_view header_block);
 
 private:
+    using UrlKey = std::uint64_t;
+    static UrlKey url_key(std::string_view url) { return std::hash<std::string_view>{}(url); }
     /// The copy a cache last passed on for a URL, and whether it ever served it again (so surely kept it).
     struct LastCopy {
         std::uint64_t fetch = 0;  // serial
@@ -53,10 +55,11 @@ private:
         // Collector fetch tells nothing about what the proxy was asked.
         std::unordered_map<std::uint64_t, StoredFor> deliveries;
         std::deque<std::uint64_t> delivery_order;
-        std::unordered_map<std::string, LastCopy> last_copy;  // url -> the fetch it last served
-        std::deque<std::string> copy_order;
-        std::unordered_map<std::string, double> invalidated;  // url -> when
-        std::deque<std::string> invalidation_order;
+        // Keyed by a 64-bit hash of the URL (UrlKey): no copy of the URL per entry.
+        std::unordered_map<UrlKey, LastCopy> last_copy;  // url -> the fetch it last served
+        std::deque<UrlKey> copy_order;
+        std::unordered_map<UrlKey, double> invalidated;  // url -> when
+        std::deque<UrlKey> invalidation_order;
     };
 
     const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at);

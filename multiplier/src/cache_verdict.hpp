@@ -3,6 +3,8 @@
 
 #include "cache_rules.hpp"
 
+#include <boost/container/static_vector.hpp>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,9 +27,11 @@ struct CacheVerdict {
     std::optional<double> age_s;
     std::vector<Finding> violations;
     std::vector<Finding> advisories;
-    std::vector<std::string_view> exercised;  // rule ids this reply had the chance to break
-    std::string conservative;                 // a missed hit's cause; empty: none
-    std::string_view claim;                   // "hit", "miss" or empty
+    // Rule ids this reply had the chance to break: a few per reply, kept inline
+    // (no allocation per verdict; there are fewer rules than places).
+    boost::container::static_vector<std::string_view, 24> exercised;
+    std::string conservative;  // a missed hit's cause; empty: none
+    std::string_view claim;    // "hit", "miss" or empty
     std::string claim_conflict;
     /// Only with violations: the judged headers side by side.
     using Fields = std::vector<std::pair<std::string, std::string>>;
