@@ -15,9 +15,10 @@ nginx from its own variables (`add_header ... always`):
   proxies    the same headers, but a fetch stamped up to 99 s in the past with a matching Age, X-Cache
              "HIT from ...", and X-SPE-Reply-To: some-old-tag: every leg is judged as a reuse of a stored
              copy (the full rule evaluation)
-Each reply has a serial of its own (server, $connection, $connection_requests), and wrk asks for --urls
-different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding, Accept-Language): the judge's tables
-grow as in a real run, 5 fetches per client request, up to their bound of 16384 entries each.
+The reference's every reply has a serial of its own (server, $connection, $connection_requests): a fresh
+fetch; a proxy's copy of a URL is always the same fetch (a serial from the URL), as a stored copy is in a
+real run. wrk asks for --urls different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding,
+Accept-Language): the judge's tables grow as in a real run, up to their bound of 16384 entries each.
 
 1. CPU per client request (Δ utime+stime of the Multiplier over wrk's completed requests), req/s and
    wrk's p50/p99, each round with both builds, order alternating; ratios with judge / without.
@@ -75,6 +76,9 @@ PAD_MAPS = """\
     # A stored copy: fetched at the start of the current 100 s, as old as Age says.
     map $msec $spe_fetched { "~^(?<spe_s>\\d+)\\d\\d\\.(?<spe_ms>\\d+)$" "${spe_s}00.${spe_ms}"; }
     map $msec $spe_age { "~0(?<spe_a>\\d)\\.\\d+$" "$spe_a"; "~(?<spe_b>\\d\\d)\\.\\d+$" "$spe_b"; }
+    # A stored copy is the same fetch every time its URL is asked for (as in a real run, where a proxy
+    # reuses a fetch it got once): a serial from the URL, 7<v> (8<v> for the fill phase's /1k?v=f<v>).
+    map $arg_v $spe_copy { "~^f(?<spe_f>\\d+)$" "8$spe_f"; "~^(?<spe_v>\\d+)$" "7$spe_v"; default "6"; }
     map $arg_v $spe_vary { "~[05]$" "Accept-Encoding, Accept-Language"; default "Accept-Encoding"; }
     open_file_cache max=64 inactive=600s; open_file_cache_valid 3600s;
     default_type application/octet-stream;
@@ -91,7 +95,7 @@ REFERENCE_HEADERS = """\
 """
 
 PROXY_HEADERS = """\
-            add_header X-SPE-Fetch "{{id}}.{{server}}$spe_conn$spe_req; t=$spe_fetched" always;
+            add_header X-SPE-Fetch "{{id}}.$spe_copy; t=$spe_fetched" always;
             add_header X-SPE-Reply-To "some-old-tag" always;
             add_header Age $spe_age always;
             add_header X-Cache "HIT from standin-{{server}}" always;
@@ -378,11 +382,12 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              f"(order alternating). wrk -t1 -c10 on CPU{bench.LOAD_CPU}, asking for {args.urls:,} different URLs "
              f"(`/1k?v=N`) in turn; on CPU{bench.SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
              "stand-in proxies) and the two Multipliers. Every reply carries the Collector's stamps and caching "
-             "headers (`X-SPE-Fetch` with a serial of its own per reply, `X-SPE-Reply-To`, Cache-Control "
+             "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL for the proxies' "
+             "copies; `X-SPE-Reply-To`, Cache-Control "
              "`public, max-age=600`, Vary, ETag, Last-Modified, Date; the proxies also Age and X-Cache): the "
              "reference is a fresh origin fetch, every proxy's reply a reuse of a stored copy fetched up to 99 s "
              "before (`X-SPE-Reply-To: some-old-tag`), so every leg gets the full rule evaluation, and the "
-             "judge's fetch table gains 5 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
+             "judge's fetch table gains 1 or 2 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
              "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n",
              f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
              "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run |",
@@ -451,7 +456,8 @@ def memory_summary(mem: dict, distinct_urls: int) -> str:
     extra_mb = (j["rss_kb"] - n["rss_kb"]) / 1024
     entries = table_entries(j["records"], distinct_urls)
     return (f"The judge's RSS above the build without it: **{extra_mb:+.1f} MB** after {j['records']:,} records: "
-            f"its tables then hold {entries['fetches']:,} fetches (5 new ones per request here), "
+            f"its tables then hold {entries['fetches']:,} fetches (a new one per request, one per URL for the "
+            f"proxies' copies), "
             f"{entries['urls']:,} URLs for each of the {1 + FANOUT} caches (the Collector and each proxy) and "
             f"{entries['deliveries']:,} deliveries of the Collector's, each table bounded at {TABLE_BOUND:,} "
             f"({entries['fetches'] + entries['urls'] * (1 + FANOUT) + entries['deliveries']:,} entries in all).")
@@ -459,9 +465,10 @@ def memory_summary(mem: dict, distinct_urls: int) -> str:
 
 def table_entries(records: int, distinct_urls: int) -> dict[str, int]:
     """How full the judge's tables are after `records` requests of this benchmark to `distinct_urls` URLs
-    (every reply a new fetch; the Collector's fresh, the proxies' reused): fetches, URLs per cache, the
-    Collector's deliveries (a proxy delivers nothing: it never passes a fetch on here)."""
-    return {"fetches": min(TABLE_BOUND, records * (1 + FANOUT)), "urls": min(TABLE_BOUND, records, distinct_urls),
+    (the Collector's every reply a new fetch, the proxies' copies one fetch per URL): fetches, URLs per
+    cache, the Collector's deliveries (a proxy delivers nothing: it never passes a fetch on here)."""
+    return {"fetches": min(TABLE_BOUND, records + min(records, distinct_urls)),
+            "urls": min(TABLE_BOUND, records, distinct_urls),
             "deliveries": min(TABLE_BOUND, records)}
 
 
