@@ -236,3 +236,14 @@ def test_a_rope_log_gives_no_section(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_the_lab_prints_the_cache_rule_lines_under_its_table(tmp_path, capsys):
+    from spe_tools.lab.cli import write_report
+
+    judged_run(tmp_path)
+    assert write_report(tmp_path) == 0
+    printed = capsys.readouterr()
+    text = printed.out + printed.err
+    assert "Cache rules (RFC 9111; the Collector is judged too):" in text
+    assert "violations:" in text
