@@ -369,6 +369,22 @@ def test_stock_squid_asks_the_origin_for_every_private_request(bed):
     assert bed.origin_counts()[path] == 3
 
 
+def test_a_proxys_hit_carries_set_cookie_only_when_the_clients_reply_did(bed):
+    """A Set-Cookie reply the client fetched goes to its proxies with the cookie. One a proxy fetched (a
+    proxy's own miss: stored for everyone) reaches a later client as a hit without it (Squid strips it
+    from stored copies): that client's proxies must get it without the cookie too."""
+    target = bed.url("/obj/set-cookie-hits?cc=public,max-age%3D600&cookie=1")
+    first = tag()
+    assert fetch(bed.spe["direct"], target, first).headers.get("Set-Cookie")
+    assert fetch(bed.spe["p1"], target, first).headers.get("Set-Cookie")  # the client's copy
+    assert fetch(bed.spe["p2"], target, tag()).headers.get("Set-Cookie")  # a proxy's own fetch, now stored
+    later = tag()
+    client = fetch(bed.spe["direct"], target, later)
+    assert client.headers.get("X-Cache", "").startswith("HIT") and not client.headers.get("Set-Cookie")
+    proxy = fetch(bed.spe["p1"], target, later)
+    assert proxy.serial == client.serial and not proxy.headers.get("Set-Cookie")
+
+
 def test_different_cookies_are_fetched_separately(bed):
     path = "/obj/cookies?cc=public,max-age=600"
     target = bed.url(path)
