@@ -20,6 +20,10 @@ from spe_tools.process import ProcessGroup, free_port
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ["cache_correct", "cache_everything", "serve_stale", "ignore_vary", "no_invalidate", "no_age",
          "ignore_request_no_cache"]
+# proxy name -> (fault_proxy mode, extra arguments): one cache per mode, and two correct caches that say
+# what they did in X-Cache, one truthfully and one claiming a miss on every hit
+PROXIES = {**{m: (m, []) for m in MODES}, "claims": ("cache_correct", ["--claim"]),
+           "claims_lie": ("cache_correct", ["--claim-lie"])}
 
 
 class Bed:
@@ -56,21 +60,22 @@ def violations(record: dict) -> dict[str, set[str]]:
 @pytest.fixture(scope="module")
 def bed():
     origin_port = free_port()
-    ports = {m: (free_port(), free_port()) for m in MODES}  # (proxy, its Collector port)
+    ports = {name: (free_port(), free_port()) for name in PROXIES}  # (proxy, its Collector port)
 
     def text(_workdir: Path) -> str:
         t = 'name = "judge"\n[collector]\nkind = "spe"\n[origin]\nkind = "none"\n[multiplier]\ntimeout_s = 20\n'
-        for mode, (port, cport) in ports.items():
-            t += (f'[[proxy]]\nname = "{mode}"\nkind = "external"\naddress = "127.0.0.1:{port}"\n'
+        for name, (port, cport) in ports.items():
+            t += (f'[[proxy]]\nname = "{name}"\nkind = "external"\naddress = "127.0.0.1:{port}"\n'
                   f'collector_port = {cport}\n')
         return t
 
     def users(group: ProcessGroup) -> None:
         group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/cache_origin.py"), str(origin_port)],
                     port=origin_port)
-        for mode, (port, cport) in ports.items():
-            group.start(mode, [sys.executable, str(ROOT / "tests/fixtures/fault_proxy.py"), "--port", str(port),
-                               "--parent", f"127.0.0.1:{cport}", "--mode", mode], port=port)
+        for name, (port, cport) in ports.items():
+            mode, extra = PROXIES[name]
+            group.start(name, [sys.executable, str(ROOT / "tests/fixtures/fault_proxy.py"), "--port", str(port),
+                               "--parent", f"127.0.0.1:{cport}", "--mode", mode, *extra], port=port)
 
     with lab_session(text, users) as lab:
         yield Bed(lab, origin_port)
@@ -154,3 +159,14 @@ def test_every_record_of_the_run_honours_the_log_schema_and_names_its_request_fi
     assert mine[0]["request_headers"] == {"accept-encoding": "identity", "accept-language": "fr",  # http.client's
                                           "authorization": "(present)"}
     assert mine[0]["collector"]["cache"]["origin"]["cache-control"] == "max-age=600"
+
+
+def test_a_caches_own_claim_is_checked_against_the_provenance(bed):
+    path = "/claims?cc=max-age%3D600"
+    first = bed.send("GET", path)
+    second = bed.send("GET", path)
+    truthful, liar = (next(p["cache"] for p in second["proxies"] if p["name"] == n) for n in ("claims", "claims_lie"))
+    assert truthful["reused"] and truthful["claim"] == "hit" and "claim_conflict" not in truthful
+    assert liar["reused"] and liar["claim"] == "miss" and "claimed a miss" in liar["claim_conflict"]
+    fresh = next(p["cache"] for p in first["proxies"] if p["name"] == "claims")
+    assert fresh["claim"] == "miss" and not fresh["reused"] and "claim_conflict" not in fresh
