@@ -5,6 +5,7 @@
 #include <boost/beast/core/string.hpp>
 
 #include <array>
+#include <cctype>
 
 namespace spe {
 namespace {}  // namespace
@@ -127,8 +128,11 @@ RequestFacts request_facts(std::string method, std::string url, std::string_view
         const auto colon = line.find(':');
         if (colon == std::string_view::npos) continue;
         const auto name = line.substr(0, colon);
+        // Every judged name starts with one of these letters: most fields (Host, User-Agent, X-...) stop here.
+        const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(name.empty() ? ' ' : name[0])));
+        if (first != 'c' && first != 'p' && first != 'i' && first != 'r' && first != 'a') continue;
         for (auto known : kRequestFields)
-            if (boost::beast::iequals(name, known)) {
+            if (known[0] == first && boost::beast::iequals(name, known)) {
                 add_value(found, known, trim(line.substr(colon + 1)));
                 break;
             }

@@ -210,6 +210,14 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.collector.cache = ref;
         r.request_headers = {{"pragma", "no-cache"}, {"authorization", "(present)"}};
         CHECK(spe::to_json_line(r) == reference_json_line(r));
+        // Times and ages in ms resolution, written by the short path: the same bytes as nlohmann's.
+        for (double t : {1795491050.123, 1795491050.12, 1795491050.1, 1795491050.0, 1700000000.007, 0.5, 0.0, 12.345,
+                         7201.1, 1795491050.1234, 3.0000001}) {
+            r.proxies[0].measure.cache->fetched_at = t;
+            r.proxies[0].measure.cache->age_s = t;
+            r.collector.cache->validated_at = t;
+            CHECK(spe::to_json_line(r) == reference_json_line(r));
+        }
     }
     SECTION("times: integral, sub-microsecond, large, zero") {
         for (double ts : {0.0, 1700000000.0, 1763811234.123456, 1763811234.1234567, 1e16, 12.5e-7}) {
