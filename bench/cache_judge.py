@@ -172,9 +172,8 @@ JUDGE_ENTRY_POINTS = (
     ("↳ judge_reuse (a reused reply: barriers, Age, freshness)", re.compile(r"^spe::CacheJudge::judge_reuse\(")),
     ("↳ judge_candidate (a missed hit? the copy held before)", re.compile(r"^spe::CacheJudge::judge_candidate\(")),
     ("↳ freshness (RFC 9111 4.2, called for each question)", re.compile(r"^spe::freshness\(")),
-    ("↳ parse_http_date (Date, Last-Modified, Expires: strptime)", re.compile(r"^spe::parse_http_date\(")),
+    ("↳ parse_http_date (Date, Last-Modified, Expires; once per fetch)", re.compile(r"^spe::parse_http_date\(")),
     ("↳ parse_cache_control", re.compile(r"^spe::parse_cache_control\(")),
-    ("CacheJudge::note_reply (as each reply arrives)", re.compile(r"^spe::CacheJudge::note_reply\(")),
     ("take_cache_headers (copying the fields off each reply)", re.compile(r"^spe::take_cache_headers\(")),
     ("writing the `cache` objects into the record", re.compile(r"cache_object\(")),
 )

@@ -101,8 +101,8 @@ def test_the_judges_own_functions_are_those_of_its_files_most_first():
 def test_an_entry_point_counts_once_with_its_main_row():
     costs = cache_judge.entry_point_costs(ROWS)
     assert costs["CacheJudge::judge (at the end of each fan-out: every verdict)"] == 8000
-    assert costs["↳ parse_http_date (Date, Last-Modified, Expires: strptime)"] == 900
-    assert costs["CacheJudge::note_reply (as each reply arrives)"] == 0
+    assert costs["↳ parse_http_date (Date, Last-Modified, Expires; once per fetch)"] == 900
+    assert costs["take_cache_headers (copying the fields off each reply)"] == 0  # not in these rows
 
 
 def test_the_log_check_counts_what_the_judge_saw(tmp_path):
