@@ -35,7 +35,9 @@ COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" for c
            "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "body_bytes", "collector_requests", "hit_ratio",
            "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent",
            # how far to trust the row (analysis/noise.py, analysis/bypass.py)
-           "mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct", "bypassed_replies"]
+           "mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct", "bypassed_replies",
+           # what the cache-rule judge found (analysis/cache_rules.py); empty for a log without its verdicts
+           "cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories"]
 
 
 @dataclass
@@ -86,6 +88,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
     progress("tallying the cache-rule verdicts")
     cache_rules = cache_rule_sections(verdicts, records.proxies, find_log(run), capture_dir)
+    add_cache_rule_columns(rows, cache_rules)
     progress("drawing figures")
     figures = {
         "latency_cdf.png": plots.latency_cdf(records.results, records.proxies),
@@ -215,6 +218,16 @@ def html_report(rep: Report, out: Path | None = None) -> str:
         judge_noise=judge_noise(rep.cache_rules, rep.noise), capture_link=_capture_link(out),
         warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),
         figures={name: _png_b64(fig) for name, fig in rep.figures.items()})
+
+
+def add_cache_rule_columns(rows: list[dict], sections: list[dict]) -> None:
+    """The flat columns of summary.csv / summary.json from each source's cache-rule tally."""
+    tallies = {s["name"]: s["summary"] for s in sections}
+    for row in rows:
+        if t := tallies.get(row["name"]):
+            row.update(cache_reused=t["reused"], cache_violations=sum(t["violations"].values()),
+                       cache_violation_rules=" ".join(f"{rule}:{n}" for rule, n in t["violations"].items()),
+                       cache_advisories=sum(t["advisories"].values()))
 
 
 def cache_rules_summary(rep: Report, rows: list[dict]) -> dict:

@@ -4,6 +4,7 @@ row, and logs written before the judge (no section, no error)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -196,6 +197,13 @@ def test_summary_json_per_proxy_and_for_the_collector(tmp_path):
     assert summary["collector_cache_rules"]["exercised"] == {"age": 1, "stale": 1}
     assert summary["bad_cache_lines"] == 0
     assert '<h2 id="cache-rules">' in (run / "report/report.html").read_text()
+    with (run / "report/summary.csv").open() as f:  # the same tallies as flat columns
+        csv_rows = {r["name"]: r for r in csv.DictReader(f)}
+    assert csv_rows["varnish"]["cache_violations"] == "1"
+    assert csv_rows["varnish"]["cache_violation_rules"] == "head-body:1"
+    assert csv_rows["squid"]["cache_reused"] == str(SQUID_SUMMARY["reused"])
+    assert csv_rows[COLLECTOR]["cache_violation_rules"] == "stale:1"
+    assert rows["varnish"]["cache_violations"] == 1  # summary.json rows carry them too
 
 
 def test_a_log_without_cache_objects_gives_no_section(tmp_path):
