@@ -65,23 +65,34 @@ CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
     return h;
 }
 
-std::optional<std::string> find_field(std::string_view block, std::string_view name) {
-    std::optional<std::string> out;
-    std::size_t pos = block.find("\r\n");  // skip the start line
+namespace {
+
+/// Calls each(name, value) for every field line of a serialized header block
+/// (the start line skipped, values trimmed).
+template <class Each>
+void for_each_field(std::string_view block, Each each) {
+    std::size_t pos = block.find("\r\n");
     while (pos != std::string_view::npos && pos + 2 < block.size()) {
         const auto start = pos + 2;
         const auto end = block.find("\r\n", start);
         const auto line = block.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-        const auto colon = line.find(':');
-        if (colon != std::string_view::npos && boost::beast::iequals(line.substr(0, colon), name)) {
-            if (out)
-                *out += ", ";
-            else
-                out.emplace();
-            *out += trim(line.substr(colon + 1));
-        }
         pos = end;
+        if (const auto colon = line.find(':'); colon != std::string_view::npos)
+            each(line.substr(0, colon), trim(line.substr(colon + 1)));
     }
+}
+
+}  // namespace
+
+std::optional<std::string> find_field(std::string_view block, std::string_view name) {
+    std::optional<std::string> out;
+    for_each_field(block, [&](std::string_view field, std::string_view value) {
+        if (!boost::beast::iequals(field, name)) return;
+        if (out)
+            out->append(", ").append(value);
+        else
+            out.emplace(value);
+    });
     return out;
 }
 
@@ -119,24 +130,16 @@ RequestFacts request_facts(std::string method, std::string url, std::string_view
     r.url = std::move(url);
     r.header_block = block;
     std::vector<std::pair<std::string, std::string>> found;
-    std::size_t pos = block.find("\r\n");  // skip the start line
-    while (pos != std::string_view::npos && pos + 2 < block.size()) {
-        const auto start = pos + 2;
-        const auto end = block.find("\r\n", start);
-        const auto line = block.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-        pos = end;
-        const auto colon = line.find(':');
-        if (colon == std::string_view::npos) continue;
-        const auto name = line.substr(0, colon);
+    for_each_field(block, [&](std::string_view name, std::string_view value) {
         // Every judged name starts with one of these letters: most fields (Host, User-Agent, X-...) stop here.
         const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(name.empty() ? ' ' : name[0])));
-        if (first != 'c' && first != 'p' && first != 'i' && first != 'r' && first != 'a') continue;
+        if (first != 'c' && first != 'p' && first != 'i' && first != 'r' && first != 'a') return;
         for (auto known : kRequestFields)
             if (known[0] == first && boost::beast::iequals(name, known)) {
-                add_value(found, known, trim(line.substr(colon + 1)));
+                add_value(found, known, value);
                 break;
             }
-    }
+    });
     if (auto cc = value_of(found, "cache-control")) {
         r.has_cache_control = true;
         r.cc = parse_cache_control(*cc);

@@ -11,10 +11,6 @@ bool is_unsafe_method(std::string_view method) {
     return method != "GET" && method != "HEAD" && method != "OPTIONS" && method != "TRACE";
 }
 
-double unix_seconds() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 namespace {
 
 // The Collector's clock stamps in milliseconds; a fetch made for a request
@@ -205,7 +201,7 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
         const StoredFor* stored = stored_for(*fetch, memory);
         const ReuseQuestion q{*fetch,    request,        stored,      served_at,
                               record.ts, v.validated_at, invalidated, h.content_encoding};
-        judge_reuse(v, q, reply, request);
+        judge_reuse(v, q, reply);
         if (!v.violations.empty()) {
             v.evidence_served = judged_fields(fetch->headers);
             v.evidence_served.emplace_back("age (as served)", h.age.value_or("(none)"));
@@ -236,9 +232,7 @@ bool CacheJudge::is_reuse(const RequestRecord& record, const Measure& reply, con
     return stamp.time < record.ts - kClockSlack;
 }
 
-void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply,
-                             const RequestFacts& request) {
-    (void)request;
+void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply) {
     for (auto& f : reuse_barriers(q, &v.advisories)) {
         add_exercised(v, f.rule);
         v.violations.push_back(std::move(f));

@@ -11,6 +11,7 @@
 #include "cache_rules.hpp"
 #include "cache_verdict.hpp"
 #include "measurement.hpp"
+#include "wall_clock.hpp"
 
 #include <deque>
 #include <mutex>
@@ -22,9 +23,6 @@ namespace spe {
 
 /// A method whose success invalidates stored copies of its URI (RFC 9111 4.4; RFC 9110 9.2.1).
 bool is_unsafe_method(std::string_view method);
-
-/// Unix time now, in seconds.
-double unix_seconds();
 
 class CacheJudge {
 public:
@@ -73,7 +71,7 @@ private:
                              CacheMemory& memory, double served_at, double sent_at);
     static bool is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
                          const FetchStamp& stamp);
-    void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply, const RequestFacts& request);
+    void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
     void judge_candidate(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request, CacheMemory& memory,
                          double served_at, std::optional<double> invalidated, const FetchStamp& served);
     void remember_copy(CacheMemory& memory, const std::string& url, std::uint64_t fetch, bool reused);

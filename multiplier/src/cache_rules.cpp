@@ -128,15 +128,10 @@ bool accepts_coding(const std::optional<std::string>& request_ae, std::string_vi
     return coding.empty() || boost::beast::iequals(coding, "identity");  // identity is acceptable unless refused
 }
 
-/// Whether the facts of the request the copy was stored for are known.
-bool request_known(const ReuseQuestion& q) {
-    return q.stored_for || q.fetch.request_known;
-}
-
 std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     const auto& f = q.fetch;
-    if (!request_known(q) || !f.headers.vary) return std::nullopt;
-    for (const auto& [name, stored] : q.stored_for ? q.stored_for->vary : f.vary) {
+    if (!q.stored_for || !f.headers.vary) return std::nullopt;
+    for (const auto& [name, stored] : q.stored_for->vary) {
         if (name == "*") return Finding{"vary", "4.1", "the stored reply has Vary: *, which never matches"};
         if (name == "accept-encoding") {
             // Caches may normalize Accept-Encoding (Varnish does): what counts
@@ -208,12 +203,11 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
     const auto& f = q.fetch;
     const auto& cc = f.facts().cc;
     if (cc.no_store) out.push_back({"no-store", "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
-    if (request_known(q) && (q.stored_for ? q.stored_for->no_store : f.request_no_store))
+    if (q.stored_for && q.stored_for->no_store)
         request_rules.push_back({"request-no-store", "5.2.1.5", "stored from a request that said no-store"});
     if (cc.private_)
         out.push_back({"private", "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
-    const bool authorization = q.stored_for ? q.stored_for->authorization : f.authorization;
-    if (request_known(q) && authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
+    if (q.stored_for && q.stored_for->authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
         out.push_back({"authorization", "3.5",
                        "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
     if (auto v = vary_finding(q)) out.push_back(std::move(*v));

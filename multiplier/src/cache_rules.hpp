@@ -39,18 +39,13 @@ struct StoredFor {
     VaryValues vary;  // that request's values of the fields the reply's Vary names
 };
 
-/// An origin fetch as the judge knows it: the stamp, the origin's reply
-/// header (as first seen) and, when known, the request the judged cache
-/// received it for (which is what that cache stored it under).
+/// An origin fetch as the judge knows it: the stamp and the origin's reply
+/// header (as first seen).
 struct KnownFetch {
     FetchStamp stamp;
     unsigned status = 0;
     CacheHeaders headers;
-    double first_seen = 0;       // when the Multiplier first saw a reply with this stamp
-    bool request_known = false;  // false: the request facts below are unknown, their rules not judged
-    bool authorization = false;  // that request had Authorization
-    bool request_no_store = false;
-    VaryValues vary;          // that request's values of the fields the reply's Vary names
+    double first_seen = 0;    // when the Multiplier first saw a reply with this stamp
     bool seen_fresh = false;  // first seen as a fetch made for the request it answered
 
     /// `headers` parsed, on first use (the header must not change after).
@@ -64,8 +59,9 @@ private:
 struct ReuseQuestion {
     const KnownFetch& fetch;
     const RequestFacts& request;
-    /// The request the judged cache received this copy for; nullptr: the
-    /// fetch's own request fields apply (known or not).
+    /// The request the judged cache received this copy for; nullptr: unknown,
+    /// and the rules that depend on it (Authorization, Vary, request no-store)
+    /// are not judged.
     const StoredFor* stored_for = nullptr;
     double at = 0;                         // when the reply was served (unix s)
     double request_at = 0;                 // when the client's request arrived

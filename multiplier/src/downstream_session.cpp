@@ -1,4 +1,5 @@
 #include "downstream_session.hpp"
+#include "wall_clock.hpp"
 
 #include "connect_tunnel.hpp"
 #include "fanout.hpp"
@@ -17,11 +18,6 @@
 
 namespace spe {
 namespace {
-
-double unix_now() {
-    using namespace std::chrono;
-    return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
-}
 
 std::string address_of(const tcp::socket& s) {
     error_code ec;
@@ -112,7 +108,7 @@ awaitable<void> DownstreamSession::run() {
 
 RequestRecord DownstreamSession::new_record(const Request& req) {
     RequestRecord r;
-    r.ts = unix_now();
+    r.ts = unix_seconds();
     r.id = ctx_->next_request_id();
     r.client = client_address_;
     r.method = req.method_string().empty() ? "-" : std::string(req.method_string());

@@ -33,7 +33,6 @@ KnownFetch fetch(std::string cache_control, unsigned status = 200) {
     if (!cache_control.empty()) f.headers.cache_control = std::move(cache_control);
     f.headers.date = http_date(kFetchedAt);
     f.first_seen = kFetchedAt;
-    f.request_known = true;
     return f;
 }
 
@@ -41,10 +40,11 @@ KnownFetch fetch(std::string cache_control, unsigned status = 200) {
 std::vector<std::string> barriers(const KnownFetch& f, const std::string& request = kRequest, double after = 1,
                                   std::optional<double> validated_at = std::nullopt,
                                   std::optional<double> invalidated_at = std::nullopt,
-                                  std::optional<std::string> coding = std::nullopt) {
+                                  std::optional<std::string> coding = std::nullopt,
+                                  const spe::StoredFor& stored_for = {}) {
     const auto facts = spe::request_facts("GET", "http://o/x", request);
     const spe::ReuseQuestion q{
-        f, facts, nullptr, kFetchedAt + after, kFetchedAt + after - 0.01, validated_at, invalidated_at, coding};
+        f, facts, &stored_for, kFetchedAt + after, kFetchedAt + after - 0.01, validated_at, invalidated_at, coding};
     std::vector<std::string> out;
     std::vector<spe::Finding> advisories;
     for (const auto& b : spe::reuse_barriers(q, &advisories))
@@ -105,17 +105,12 @@ TEST_CASE("what a shared cache must not store is flagged when reused, by rule") 
     CHECK(barriers(fetch("no-store, max-age=600")) == V{"no-store"});
     CHECK(barriers(fetch("private, max-age=600")) == V{"private"});
     CHECK(barriers(fetch("private=\"Set-Cookie\", max-age=600")).empty());  // the qualified form allows storing
-    auto with_auth = fetch("max-age=600");
-    with_auth.authorization = true;
-    CHECK(barriers(with_auth) == V{"authorization"});
-    for (auto cc : {"public, max-age=600", "s-maxage=600", "must-revalidate, max-age=600"}) {
-        auto allowed = fetch(cc);
-        allowed.authorization = true;
-        CHECK(barriers(allowed).empty());
-    }
-    auto request_no_store = fetch("max-age=600");
-    request_no_store.request_no_store = true;
-    CHECK(barriers(request_no_store) == V{"advisory:request-no-store"});
+    const spe::StoredFor for_authorization{.authorization = true, .no_store = false, .vary = {}};
+    CHECK(barriers(fetch("max-age=600"), kRequest, 1, {}, {}, {}, for_authorization) == V{"authorization"});
+    for (auto cc : {"public, max-age=600", "s-maxage=600", "must-revalidate, max-age=600"})
+        CHECK(barriers(fetch(cc), kRequest, 1, {}, {}, {}, for_authorization).empty());
+    const spe::StoredFor for_no_store{.authorization = false, .no_store = true, .vary = {}};
+    CHECK(barriers(fetch("max-age=600"), kRequest, 1, {}, {}, {}, for_no_store) == V{"advisory:request-no-store"});
 }
 
 TEST_CASE("stale copies: the rule named is the strictest directive that forbade it") {
@@ -181,24 +176,28 @@ TEST_CASE("validation the reply or the request demands") {
 TEST_CASE("Vary: the stored variant must match this request's selecting fields") {
     auto f = fetch("max-age=600");
     f.headers.vary = "Accept-Language";
-    f.vary = spe::vary_values(kRequest, spe::vary_names(*f.headers.vary));
-    CHECK(barriers(f).empty());
-    CHECK(barriers(f, "GET http://o/x HTTP/1.1\r\nAccept-Language:  EN \r\n\r\n").empty());  // normalized
-    CHECK(barriers(f, "GET http://o/x HTTP/1.1\r\nAccept-Language: de\r\n\r\n") == V{"vary"});
-    CHECK(barriers(f, "GET http://o/x HTTP/1.1\r\n\r\n") == V{"vary"});
+    const spe::StoredFor en{.vary = spe::vary_values(kRequest, spe::vary_names(*f.headers.vary))};
+    auto vary = [&](const spe::KnownFetch& fetch, const std::string& request, const spe::StoredFor& stored,
+                    std::optional<std::string> coding = std::nullopt) {
+        return barriers(fetch, request, 1, {}, {}, std::move(coding), stored);
+    };
+    CHECK(vary(f, kRequest, en).empty());
+    CHECK(vary(f, "GET http://o/x HTTP/1.1\r\nAccept-Language:  EN \r\n\r\n", en).empty());  // normalized
+    CHECK(vary(f, "GET http://o/x HTTP/1.1\r\nAccept-Language: de\r\n\r\n", en) == V{"vary"});
+    CHECK(vary(f, "GET http://o/x HTTP/1.1\r\n\r\n", en) == V{"vary"});
     auto star = fetch("max-age=600");
     star.headers.vary = "*";
-    star.vary = spe::vary_values(kRequest, spe::vary_names("*"));
-    CHECK(barriers(star) == V{"vary"});
+    CHECK(vary(star, kRequest, {.vary = spe::vary_values(kRequest, spe::vary_names("*"))}) == V{"vary"});
     // Accept-Encoding: judged by whether this request accepts the coding served.
     auto ae = fetch("max-age=600");
     ae.headers.vary = "Accept-Encoding";
-    ae.vary = spe::vary_values("GET / HTTP/1.1\r\nAccept-Encoding: gzip, br\r\n\r\n", {"accept-encoding"});
+    const spe::StoredFor gzip_br{
+        .vary = spe::vary_values("GET / HTTP/1.1\r\nAccept-Encoding: gzip, br\r\n\r\n", {"accept-encoding"})};
     const auto gzip_deflate = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n";
-    CHECK(barriers(ae, gzip_deflate, 1, {}, {}, "gzip").empty());
+    CHECK(vary(ae, gzip_deflate, gzip_br, "gzip").empty());
     const auto identity_only = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: identity\r\n\r\n";
-    CHECK(barriers(ae, identity_only, 1, {}, {}, "gzip") == V{"vary"});
-    CHECK(barriers(ae, identity_only, 1, {}, {}, std::nullopt).empty());
+    CHECK(vary(ae, identity_only, gzip_br, "gzip") == V{"vary"});
+    CHECK(vary(ae, identity_only, gzip_br).empty());
 }
 
 TEST_CASE("a copy stored before a successful unsafe request is invalid after it") {
