@@ -1,0 +1,162 @@
+"""The cache-rule judge on the real Debian proxies: Squid 5.7, Traffic Server 9.2, nginx 1.22, Varnish 7.1
+and Apache 2.4 mod_cache, side by side behind the patched Collector, with tests/fixtures/cache_origin.py as
+the origin (each URL's query says which caching headers it answers with). Each case runs on a URL of its
+own; its judged request is its last, sent WAIT_S after the others. The judged record must flag exactly
+the proxies that broke the case's rule, by rule, and nothing for the others or the Collector.
+
+The cases (RFC 9111 section: the requests):
+- fresh (a control, 4.2): max-age=600, twice;
+- authorization (3.5): max-age=100000 (no public, s-maxage or must-revalidate) to a GET with
+  Authorization, then the same GET without it;
+- stale (4.2, 4.2.3): max-age=3600 arriving with Age: 7200, twice;
+- invalidation (4.4): GET (max-age=600), POST to the same URL (200), GET;
+- no-store (5.2.2.5): no-store, twice;
+- private (5.2.2.7): private, max-age=600, twice.
+
+What each proxy does with the judged request ("fwd": asked the Collector; "hit": served its stored copy;
+then the rules the judge flags):
+
+| case | squid | trafficserver | nginx | varnish | apache |
+|---|---|---|---|---|---|
+| fresh | hit | hit | hit: age | hit | hit |
+| authorization | fwd | hit: authorization | hit: authorization, age | fwd | fwd |
+| stale | fwd | fwd | hit: stale, age | fwd | fwd |
+| invalidation | fwd | fwd | hit: invalidation, age | hit: invalidation | fwd |
+| no-store | fwd | fwd | fwd | fwd | fwd |
+| private | fwd | fwd | fwd | fwd | fwd |
+
+The Collector (patched Squid 5.7) breaks none of them. nginx never generates Age (RFC 9111 4), so each
+copy it reuses WAIT_S after the fetch also breaks `age`: the wait makes that certain rather than a matter
+of timing (the judge flags an Age more than 2.5 s low). "fwd" and "hit" are checked independently of the
+judge too, in the Collector's access log: a proxy that forwarded asked its Collector port. In every case
+each proxy had the chance to break the case's rule (`cache.exercised`), so an empty set means it
+behaved, not that the rule was never put to it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import multiplier_binary
+from labsupport import lab_session
+
+from spe_tools import collector
+from spe_tools.lab.kinds import KINDS
+from spe_tools.process import ProcessGroup, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_KINDS = ("squid", "trafficserver", "nginx", "varnish", "apache")  # each proxy is named after its kind
+AUTH = {"Authorization": "Basic YWxpY2U6c2VjcmV0"}
+WAIT_S = 4  # between a case's first requests and its judged one: more than nginx's missing Age may hide
+
+# case -> (path, requests before the wait, the judged request's headers, the rule the case exercises)
+CASES = {
+    "fresh": ("/real/fresh?cc=max-age%3D600", [("GET", {})], {}, "age"),
+    "authorization": ("/real/auth?cc=max-age%3D100000", [("GET", AUTH)], {}, "authorization"),
+    "stale": ("/real/stale?cc=max-age%3D3600&age=7200", [("GET", {})], {}, "stale"),
+    "invalidation": ("/real/inval?cc=max-age%3D600", [("GET", {}), ("POST", {})], {}, "invalidation"),
+    "no-store": ("/real/no-store?cc=no-store", [("GET", {})], {}, "no-store"),
+    "private": ("/real/private?cc=private%2C%20max-age%3D600", [("GET", {})], {}, "private"),
+}
+# case -> proxy -> the rules it broke on the judged request; a proxy left out broke none
+EXPECTED = {
+    "fresh": {"nginx": {"age"}},
+    "authorization": {"trafficserver": {"authorization"}, "nginx": {"authorization", "age"}},
+    "stale": {"nginx": {"stale", "age"}},
+    "invalidation": {"varnish": {"invalidation"}, "nginx": {"invalidation", "age"}},
+    "no-store": {},
+    "private": {},
+}
+# case -> the proxies that served the judged request from their store
+REUSED = {"fresh": set(REAL_KINDS), "authorization": {"trafficserver", "nginx"}, "stale": {"nginx"},
+          "invalidation": {"varnish", "nginx"}, "no-store": set(), "private": set()}
+
+
+class Judged:
+    """The lab, the kinds in it, and each case's judged record."""
+
+    def __init__(self, lab, kinds: list[str], records: dict[str, dict]):
+        self.lab, self.kinds, self.records = lab, kinds, records
+
+    def proxy(self, case: str, kind: str) -> dict:
+        return next(p for p in self.records[case]["proxies"] if p["name"] == kind)
+
+
+def send(lab, origin: str, method: str, path: str, headers: dict[str, str]) -> dict:
+    """One request through the Multiplier; its record once every leg is in."""
+    before = len(lab.records(path, 0))
+    lab.conn.request(method, origin + path, body=b"x" if method == "POST" else None, headers=headers)
+    reply = lab.conn.getresponse()
+    reply.read()
+    assert reply.status == 200, (method, path, reply.status)
+    records = lab.records(path, before + 1)
+    assert len(records) == before + 1, f"no record for {method} {path}"
+    return records[-1]
+
+
+@pytest.fixture(scope="module")
+def judged():
+    if problems := collector.missing("spe"):
+        pytest.skip("the patched Collector is unavailable: " + "; ".join(problems))
+    kinds = [k for k in REAL_KINDS if not KINDS[k].missing(multiplier_binary())]
+    if not kinds:
+        pytest.skip("none of the real proxies is installed")
+    origin_port = free_port()
+
+    def text(_workdir: Path) -> str:
+        t = 'name = "real"\n[collector]\nkind = "spe"\n[origin]\nkind = "none"\n[multiplier]\ntimeout_s = 20\n'
+        for kind in kinds:
+            t += f'[[proxy]]\nname = "{kind}"\nkind = "{kind}"\ncache_mb = 16\n'
+            if kind == "apache":  # mod_cache caches one origin port per CacheEnable line
+                t += f"cache_ports = [{origin_port}]\n"
+        return t
+
+    def origin(group: ProcessGroup) -> None:
+        group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/cache_origin.py"), str(origin_port)],
+                    port=origin_port)
+
+    with lab_session(text, origin) as lab:
+        url = f"http://localhost:{origin_port}"  # not 127.0.0.1: Traffic Server would bypass its parent
+        for path, first, _, _ in CASES.values():
+            for method, headers in first:
+                send(lab, url, method, path, headers)
+        time.sleep(WAIT_S)  # one wait for every case
+        records = {case: send(lab, url, "GET", path, headers) for case, (path, _, headers, _) in CASES.items()}
+        yield Judged(lab, kinds, records)
+
+
+def rules_broken(cache: dict | None) -> set[str]:
+    return {v["rule"] for v in (cache or {}).get("violations", [])}
+
+
+@pytest.mark.parametrize("kind", REAL_KINDS)
+@pytest.mark.parametrize("case", CASES)
+def test_each_case_is_flagged_for_exactly_the_proxies_that_broke_its_rule(judged, case, kind):
+    if kind not in judged.kinds:
+        pytest.skip(f"{kind}: {'; '.join(KINDS[kind].missing(multiplier_binary()))}")
+    mine = judged.proxy(case, kind)
+    cache = mine.get("cache")
+    assert cache is not None, f"{kind} has no cache verdict on {case}: {mine}"
+    assert rules_broken(cache) == EXPECTED[case].get(kind, set()), cache
+    assert CASES[case][3] in cache["exercised"], f"{kind} never had the chance to break {CASES[case][3]}: {cache}"
+    assert cache["reused"] is (kind in REUSED[case]), cache
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_collector_breaks_none_of_the_rules(judged, case):
+    cache = judged.records[case]["collector"]["cache"]
+    assert rules_broken(cache) == set(), cache
+    assert CASES[case][3] in cache["exercised"], cache
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_proxies_that_forwarded_are_those_the_judge_says_did_not_reuse(judged, case):
+    """The Collector's access log, independent of the provenance headers: each proxy asked its Collector
+    port once per request of the case, except for the judged request when it reused its copy."""
+    path, first, _, _ = CASES[case]
+    asked = judged.lab.collector_lines(path)
+    for kind in judged.kinds:
+        assert asked[kind] == len(first) + 1 - (kind in REUSED[case]), (kind, dict(asked))
