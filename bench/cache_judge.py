@@ -233,24 +233,38 @@ def start_multiplier(group: ProcessGroup, name: str, port: int, upstream_ports: 
     return bench.start_server(group, name, argv, port, bench.SERVER_CPU, deadline_s=deadline_s).pid
 
 
+def kernel_events(pid: int) -> dict[str, int]:
+    """The process's minor page faults and context switches so far (/proc/PID/stat, /proc/PID/status):
+    kernel time that is not the system calls' own."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    minflt = int(stat[stat.rindex(")") + 2:].split()[7])  # field 10, counted after "(comm)"
+    status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":\t" in line)
+    return {"minflt": minflt, "voluntary": int(status["voluntary_ctxt_switches"]),
+            "involuntary": int(status["nonvoluntary_ctxt_switches"])}
+
+
 def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], script: Path,
                    workdir: Path) -> list[dict]:
     runs = []
     for rnd in range(args.rounds):
         for build in BUILDS if rnd % 2 == 0 else BUILDS[::-1]:
             pid, url = mults[build]
-            (u0, s0), b0 = bench.cpu_times([pid]), bench.busy_seconds()
+            (u0, s0), b0, k0 = bench.cpu_times([pid]), bench.busy_seconds(), kernel_events(pid)
             result = bench.run_wrk(url, script, args.seconds, 10, workdir, latency=True)
-            (u1, s1), b1 = bench.cpu_times([pid]), bench.busy_seconds()
+            (u1, s1), b1, k1 = bench.cpu_times([pid]), bench.busy_seconds(), kernel_events(pid)
             n = max(result["requests"], 1)
             cpu = (u1 - u0) + (s1 - s0)
             runs.append({"build": build, "round": rnd, "rps": result["rps"], "requests": result["requests"],
                          "cpu_us": cpu / n * 1e6, "user_us": (u1 - u0) / n * 1e6, "sys_us": (s1 - s0) / n * 1e6,
                          "p50": result["p50"], "p99": result["p99"], "errors": result["errors"],
-                         "foreign": (b1 - b0) - cpu - result["wrk_cpu"]})
+                         "foreign": (b1 - b0) - cpu - result["wrk_cpu"],
+                         **{name: (k1[name] - k0[name]) / n for name in k0}})
             r = runs[-1]
             print(f"round {rnd + 1}/{args.rounds} {build:8s} {r['rps']:7.0f} req/s  {r['cpu_us']:6.1f} µs/req  "
-                  f"p50 {r['p50']:7.0f} µs  p99 {r['p99']:7.0f} µs  {r['errors']}", flush=True)
+                  f"p50 {r['p50']:7.0f} µs  p99 {r['p99']:7.0f} µs  {r['errors']}  "
+                  f"faults/req {r['minflt']:.3f}  switches/req {r['voluntary']:.2f} + {r['involuntary']:.2f}",
+                  flush=True)
     return runs
 
 
@@ -389,15 +403,17 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              "judge's fetch table gains 1 or 2 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
              "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n",
              f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
-             "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run |",
-             "|---|---|---|---|---|---|---|"]
+             "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run "
+             "| page faults/req | context switches/req (voluntary + involuntary) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         lines.append(f"| {r['round'] + 1} | {r['build']} | {r['rps']:.0f} | {r['cpu_us']:.1f} ({r['user_us']:.1f} "
-                     f"+ {r['sys_us']:.1f}) | {r['p50']:.0f} | {r['p99']:.0f} | {r['foreign']:.2f} |")
+                     f"+ {r['sys_us']:.1f}) | {r['p50']:.0f} | {r['p99']:.0f} | {r['foreign']:.2f} "
+                     f"| {r['minflt']:.3f} | {r['voluntary']:.2f} + {r['involuntary']:.2f} |")
     for b in BUILDS:
         m = med[b]
         lines.append(f"| **median** | **{b}** | **{m['rps']:.0f}** | **{m['cpu_us']:.1f}** ({m['user_us']:.1f} + "
-                     f"{m['sys_us']:.1f}) | **{m['p50']:.0f}** | **{m['p99']:.0f}** | {m['foreign']:.2f} |")
+                     f"{m['sys_us']:.1f}) | **{m['p50']:.0f}** | **{m['p99']:.0f}** | {m['foreign']:.2f} | | |")
     lines += ["", "With judge / without, per round (pairs from the same round) and their median:\n",
               "| figure | per round | median |", "|---|---|---|"]
     names = {"cpu_us": "CPU per request", "rps": "requests/s", "p50": "p50 latency", "p99": "p99 latency"}
@@ -416,7 +432,8 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
 
     if counts:
         lines += [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
-                  "a 3 s warm-up, a fresh Multiplier each)\n",
+                  "a 3 s warm-up, a fresh Multiplier each; its tables are then not yet full, so evictions, and "
+                  "the cache misses of tables larger than the CPU's caches, are not in these counts)\n",
                   "| build | requests counted | instructions per request | of which the judge's own code |",
                   "|---|---|---|---|"]
         for b, c in counts.items():

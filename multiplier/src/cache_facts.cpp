@@ -3,65 +3,97 @@
 #include "header_policy.hpp"
 
 #include <boost/beast/core/string.hpp>
+#include <boost/container/static_vector.hpp>
 
 #include <array>
 #include <cctype>
 
 namespace spe {
-namespace {}  // namespace
+void CacheHeaders::set(CacheField f, std::string_view value) {
+    auto& s = spans_[index(f)];
+    s = {static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(value.size()), true};
+    text_.append(value);
+}
+
+void CacheHeaders::append(CacheField f, std::string_view value) {
+    auto& s = spans_[index(f)];
+    if (!s.present) return set(f, value);
+    if (s.offset + s.length != text_.size()) {  // not the last value written: move it to the end first
+        const auto at = static_cast<std::uint32_t>(text_.size());
+        text_.append(text_, s.offset, s.length);
+        s.offset = at;
+    }
+    text_.append(", ").append(value);
+    s.length = static_cast<std::uint32_t>(text_.size() - s.offset);
+}
+
+namespace {
+
+char ascii_lower(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+/// Field names compared as HTTP does (length first: most differ there).
+bool same_name(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && boost::beast::iequals(a, b);
+}
+
+/// The judged field an unknown-to-Beast name is, if any (compared by first letter, then in full).
+std::optional<CacheField> extension_field(std::string_view name) {
+    if (name.empty()) return std::nullopt;
+    const char first = ascii_lower(name[0]);
+    if (first == 'c' && same_name(name, "Cache-Status")) return CacheField::cache_status;
+    if (first != 'x') return std::nullopt;
+    if (same_name(name, "X-Cache")) return CacheField::x_cache;
+    if (same_name(name, kValidationStampHeader)) return CacheField::validated;
+    if (same_name(name, kReplyToHeader)) return CacheField::reply_to;
+    return std::nullopt;
+}
+
+std::optional<CacheField> judged_field(const boost::beast::http::fields::value_type& f) {
+    namespace http = boost::beast::http;
+    switch (f.name()) {
+        case http::field::cache_control:
+            return CacheField::cache_control;
+        case http::field::expires:
+            return CacheField::expires;
+        case http::field::date:
+            return CacheField::date;
+        case http::field::last_modified:
+            return CacheField::last_modified;
+        case http::field::etag:
+            return CacheField::etag;
+        case http::field::vary:
+            return CacheField::vary;
+        case http::field::age:
+            return CacheField::age;
+        case http::field::content_encoding:
+            return CacheField::content_encoding;
+        case http::field::unknown:
+            return extension_field(f.name_string());
+        default:
+            return std::nullopt;
+    }
+}
+
+}  // namespace
 
 CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
-    namespace http = boost::beast::http;
     CacheHeaders h;
-    auto add = [](std::optional<std::string>& to, std::string_view value) {
-        if (to)
-            to->append(", ").append(value);
-        else
-            to.emplace(value);
-    };
-    // One pass over the fields (a lookup per name costs a dozen tree searches per reply).
+    // One pass over the fields (a lookup per name costs a dozen tree searches
+    // per reply), then one allocation for all the values.
+    boost::container::static_vector<std::pair<CacheField, std::string_view>, 32> found;
+    std::size_t size = 0;
     for (const auto& f : fields) {
-        switch (f.name()) {
-            case http::field::cache_control:
-                add(h.cache_control, f.value());
-                break;
-            case http::field::expires:
-                add(h.expires, f.value());
-                break;
-            case http::field::date:
-                add(h.date, f.value());
-                break;
-            case http::field::last_modified:
-                add(h.last_modified, f.value());
-                break;
-            case http::field::etag:
-                add(h.etag, f.value());
-                break;
-            case http::field::vary:
-                add(h.vary, f.value());
-                break;
-            case http::field::age:
-                add(h.age, f.value());
-                break;
-            case http::field::content_encoding:
-                add(h.content_encoding, f.value());
-                break;
-            case http::field::set_cookie:
-                h.set_cookie = true;
-                break;
-            default: {
-                const auto name = f.name_string();
-                if (boost::beast::iequals(name, "Cache-Status"))
-                    add(h.cache_status, f.value());
-                else if (boost::beast::iequals(name, "X-Cache"))
-                    add(h.x_cache, f.value());
-                else if (boost::beast::iequals(name, kValidationStampHeader))
-                    add(h.validated, f.value());
-                else if (boost::beast::iequals(name, kReplyToHeader))
-                    add(h.reply_to, f.value());
-            }
+        if (f.name() == boost::beast::http::field::set_cookie) h.set_cookie = true;
+        if (const auto which = judged_field(f); which && found.size() < found.capacity()) {
+            found.emplace_back(*which, f.value());
+            size += f.value().size() + 2;
         }
     }
+    h.reserve(size);
+    for (const auto& [which, value] : found)
+        h.append(which, value);
     return h;
 }
 
@@ -104,56 +136,78 @@ constexpr std::array<std::string_view, 13> kRequestFields = {
     "if-range",      "range",  "accept-language", "accept-encoding",   "accept",   "authorization",
     "cookie"};
 
-/// Appends `value` to field `name` of `fields` (repeated fields joined with ", ").
-void add_value(std::vector<std::pair<std::string, std::string>>& fields, std::string_view name,
-               std::string_view value) {
-    for (auto& [n, v] : fields)
-        if (n == name) {
-            v.append(", ").append(value);
-            return;
-        }
-    fields.emplace_back(std::string(name), std::string(value));
+bool is_credential(std::string_view lower_name) {
+    return lower_name == "authorization" || lower_name == "cookie";
 }
 
-std::optional<std::string> value_of(const std::vector<std::pair<std::string, std::string>>& fields,
-                                    std::string_view name) {
-    for (const auto& [n, v] : fields)
-        if (n == name) return v;
-    return std::nullopt;
+/// The index of a lowercase name in kRequestFields, or -1.
+constexpr int known_index(std::string_view lower_name) {
+    for (std::size_t i = 0; i < kRequestFields.size(); ++i)
+        if (kRequestFields[i] == lower_name) return static_cast<int>(i);
+    return -1;
+}
+
+/// A judged field's slot, found at compile time.
+consteval std::size_t slot_of(std::string_view lower_name) {
+    const int i = known_index(lower_name);
+    if (i < 0) throw "not a judged request field";
+    return static_cast<std::size_t>(i);
+}
+
+/// A received field name's index in kRequestFields, or -1 (most fields, Host, User-Agent,
+/// X-..., stop at the first letter).
+int request_field_index(std::string_view name) {
+    const char first = ascii_lower(name.empty() ? ' ' : name[0]);
+    if (first != 'c' && first != 'p' && first != 'i' && first != 'r' && first != 'a') return -1;
+    for (std::size_t i = 0; i < kRequestFields.size(); ++i)
+        if (kRequestFields[i][0] == first && same_name(name, kRequestFields[i])) return static_cast<int>(i);
+    return -1;
 }
 
 }  // namespace
 
-RequestFacts request_facts(std::string method, std::string url, std::string_view block) {
+RequestFacts request_facts(std::string_view method, std::string_view url, std::string_view block) {
     RequestFacts r;
-    r.method = std::move(method);
-    r.url = std::move(url);
+    r.method = method;
+    r.url = url;
     r.header_block = block;
-    std::vector<std::pair<std::string, std::string>> found;
+    // One slot per judged field (repeated fields joined): the record lists them in kRequestFields' order.
+    std::array<std::optional<std::string>, kRequestFields.size()> found;
     for_each_field(block, [&](std::string_view name, std::string_view value) {
-        // Every judged name starts with one of these letters: most fields (Host, User-Agent, X-...) stop here.
-        const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(name.empty() ? ' ' : name[0])));
-        if (first != 'c' && first != 'p' && first != 'i' && first != 'r' && first != 'a') return;
-        for (auto known : kRequestFields)
-            if (known[0] == first && boost::beast::iequals(name, known)) {
-                add_value(found, known, value);
-                break;
-            }
+        const int i = request_field_index(name);
+        if (i < 0) return;
+        auto& slot = found[static_cast<std::size_t>(i)];
+        if (slot)
+            slot->append(", ").append(value);
+        else
+            slot.emplace(value);
     });
-    if (auto cc = value_of(found, "cache-control")) {
+    if (const auto& cc = found[slot_of("cache-control")]) {
         r.has_cache_control = true;
         r.cc = parse_cache_control(*cc);
         r.no_store = r.cc.no_store;
     }
-    if (auto pragma = value_of(found, "pragma")) r.pragma_no_cache = has_token(*pragma, "no-cache");
-    r.authorization = value_of(found, "authorization").has_value();
-    r.if_none_match = value_of(found, "if-none-match");
-    r.if_modified_since = value_of(found, "if-modified-since");
-    for (auto known : kRequestFields)  // in the fixed order; credentials and cookies only as present
-        if (auto v = value_of(found, known))
-            r.fields.emplace_back(std::string(known),
-                                  known == "authorization" || known == "cookie" ? std::string("(present)") : *v);
+    if (const auto& pragma = found[slot_of("pragma")]) r.pragma_no_cache = has_token(*pragma, "no-cache");
+    r.authorization = found[slot_of("authorization")].has_value();
+    r.if_none_match = found[slot_of("if-none-match")];
+    r.if_modified_since = found[slot_of("if-modified-since")];
+    r.fields.reserve(4);
+    for (std::size_t i = 0; i < found.size(); ++i)  // credentials and cookies only as present
+        if (found[i])
+            r.fields.emplace_back(std::string(kRequestFields[i]),
+                                  is_credential(kRequestFields[i]) ? std::string("(present)") : std::move(*found[i]));
     return r;
+}
+
+std::optional<std::string> request_field(const RequestFacts& request, std::string_view lower_name) {
+    // The judged fields were read in one pass; only credentials (kept as
+    // "(present)") and other names need the header block again.
+    if (known_index(lower_name) >= 0 && !is_credential(lower_name)) {
+        for (const auto& [name, value] : request.fields)
+            if (name == lower_name) return value;
+        return std::nullopt;
+    }
+    return find_field(request.header_block, lower_name);
 }
 
 std::vector<std::string> vary_names(std::string_view vary) {
@@ -168,22 +222,31 @@ std::vector<std::string> vary_names(std::string_view vary) {
     return names;
 }
 
-std::optional<std::string> selecting_value(std::string_view block, std::string_view lower_name) {
-    auto value = find_field(block, lower_name);
+std::optional<std::string> selecting_value(const RequestFacts& request, std::string_view lower_name) {
+    auto value = request_field(request, lower_name);
     if (!value) return value;
+    // Comma-separated items, trimmed and lowercased, joined by ",": in place.
     std::string out;
-    for (auto part : vary_names(*value)) {  // comma-separated items, trimmed and lowercased
-        if (!out.empty()) out += ',';
-        out += part;
+    out.reserve(value->size());
+    std::string_view rest = *value;
+    while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        if (const auto item = trim(rest.substr(0, comma)); !item.empty()) {
+            if (!out.empty()) out += ',';
+            for (char c : item)
+                out += ascii_lower(c);
+        }
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
     }
     return out;
 }
 
-VaryValues vary_values(std::string_view block, const std::vector<std::string>& names) {
+VaryValues vary_values(const RequestFacts& request, const std::vector<std::string>& names) {
     VaryValues out;
     out.reserve(names.size());
     for (const auto& n : names)
-        out.emplace_back(n, n == "*" ? std::nullopt : selecting_value(block, n));
+        out.emplace_back(n, n == "*" ? std::nullopt : selecting_value(request, n));
     return out;
 }
 

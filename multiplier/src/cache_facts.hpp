@@ -8,6 +8,8 @@
 
 #include <boost/beast/http/fields.hpp>
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,21 +18,65 @@
 
 namespace spe {
 
-/// The reply fields RFC 9111 decisions depend on, as received (absent: nullopt).
-struct CacheHeaders {
-    std::optional<std::string> cache_control;
-    std::optional<std::string> expires;
-    std::optional<std::string> date;
-    std::optional<std::string> last_modified;
-    std::optional<std::string> etag;
-    std::optional<std::string> vary;
-    std::optional<std::string> age;
-    std::optional<std::string> content_encoding;
-    std::optional<std::string> cache_status;  // RFC 9211
-    std::optional<std::string> x_cache;
-    std::optional<std::string> validated;  // X-SPE-Validated
-    std::optional<std::string> reply_to;   // X-SPE-Reply-To: the client request (tag) the copy was fetched for
+/// The reply fields the judge reads.
+enum class CacheField : std::uint8_t {
+    cache_control,
+    expires,
+    date,
+    last_modified,
+    etag,
+    vary,
+    age,
+    content_encoding,
+    cache_status,  // RFC 9211
+    x_cache,
+    validated,  // X-SPE-Validated
+    reply_to,   // X-SPE-Reply-To: the client request (tag) the copy was fetched for
+    count
+};
+
+/// The reply fields RFC 9111 decisions depend on, as received (absent:
+/// nullopt). The values share one buffer: every reply's fields are taken and
+/// thousands of fetches' are kept, so one allocation each instead of a dozen.
+class CacheHeaders {
+public:
+    std::optional<std::string_view> get(CacheField f) const {
+        const auto& s = spans_[index(f)];
+        if (!s.present) return std::nullopt;
+        return std::string_view(text_).substr(s.offset, s.length);
+    }
+    /// Sets the field's value (replacing any).
+    void set(CacheField f, std::string_view value);
+    /// Adds a repeated field's value (joined with ", ", as RFC 9110 5.3 allows).
+    void append(CacheField f, std::string_view value);
+    void clear(CacheField f) { spans_[index(f)] = {}; }
+    void reserve(std::size_t bytes) { text_.reserve(bytes); }
+
+    std::optional<std::string_view> cache_control() const { return get(CacheField::cache_control); }
+    std::optional<std::string_view> expires() const { return get(CacheField::expires); }
+    std::optional<std::string_view> date() const { return get(CacheField::date); }
+    std::optional<std::string_view> last_modified() const { return get(CacheField::last_modified); }
+    std::optional<std::string_view> etag() const { return get(CacheField::etag); }
+    std::optional<std::string_view> vary() const { return get(CacheField::vary); }
+    std::optional<std::string_view> age() const { return get(CacheField::age); }
+    std::optional<std::string_view> content_encoding() const { return get(CacheField::content_encoding); }
+    std::optional<std::string_view> cache_status() const { return get(CacheField::cache_status); }
+    std::optional<std::string_view> x_cache() const { return get(CacheField::x_cache); }
+    std::optional<std::string_view> validated() const { return get(CacheField::validated); }
+    std::optional<std::string_view> reply_to() const { return get(CacheField::reply_to); }
+
     bool set_cookie = false;
+
+private:
+    struct Span {
+        std::uint32_t offset = 0;
+        std::uint32_t length = 0;
+        bool present = false;
+    };
+    static std::size_t index(CacheField f) { return static_cast<std::size_t>(f); }
+
+    std::string text_;
+    std::array<Span, static_cast<std::size_t>(CacheField::count)> spans_{};
 };
 
 /// Takes the judged fields of a reply header (repeated fields joined with ", ").
@@ -42,8 +88,8 @@ std::optional<std::string> find_field(std::string_view header_block, std::string
 
 /// What a request asks of caches.
 struct RequestFacts {
-    std::string method;
-    std::string url;
+    std::string_view method;  // the views: valid while the request lives
+    std::string_view url;
     CacheControl cc;
     bool has_cache_control = false;
     bool pragma_no_cache = false;
@@ -51,7 +97,7 @@ struct RequestFacts {
     bool no_store = false;
     std::optional<std::string> if_none_match;
     std::optional<std::string> if_modified_since;
-    std::string_view header_block;  // for the fields a Vary names; valid while the request lives
+    std::string_view header_block;  // for the fields a Vary names
     /// The fields caches decide by, lowercase names, as received (Authorization
     /// and Cookie only as "(present)"): the record's request_headers.
     std::vector<std::pair<std::string, std::string>> fields;
@@ -61,17 +107,20 @@ struct RequestFacts {
 };
 
 /// One pass over a serialized request header (the judge reads a dozen fields of every request).
-RequestFacts request_facts(std::string method, std::string url, std::string_view header_block);
+RequestFacts request_facts(std::string_view method, std::string_view url, std::string_view header_block);
+
+/// A request field's value (lowercase name; repeated fields joined), or nullopt.
+std::optional<std::string> request_field(const RequestFacts& request, std::string_view lower_name);
 
 /// The lowercase names a Vary value lists ("*" stays "*").
 std::vector<std::string> vary_names(std::string_view vary);
 
 /// A selecting header's value, normalized as RFC 9111 4.1 allows (whitespace
 /// around commas and at the ends removed, lowercased), or nullopt when absent.
-std::optional<std::string> selecting_value(std::string_view header_block, std::string_view lower_name);
+std::optional<std::string> selecting_value(const RequestFacts& request, std::string_view lower_name);
 
 /// The selecting values of `names` in a request: what a stored variant was chosen by.
 using VaryValues = std::vector<std::pair<std::string, std::optional<std::string>>>;
-VaryValues vary_values(std::string_view header_block, const std::vector<std::string>& names);
+VaryValues vary_values(const RequestFacts& request, const std::vector<std::string>& names);
 
 }  // namespace spe

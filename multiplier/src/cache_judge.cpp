@@ -19,47 +19,39 @@ constexpr double kClockSlack = 0.005;
 // A stamp from the future by more than this is not the Collector's.
 constexpr double kFutureSlack = 5.0;
 
-template <class Map>
-void bounded_insert(Map& map, std::deque<typename Map::key_type>& order, std::size_t capacity,
-                    const typename Map::key_type& key, typename Map::mapped_type value) {
-    auto [it, inserted] = map.insert_or_assign(key, std::move(value));
-    if (!inserted) return;
-    order.push_back(key);
-    while (order.size() > capacity) {
-        map.erase(order.front());
-        order.pop_front();
-    }
+void add_field(CacheVerdict::Fields& out, std::string name, const std::optional<std::string>& value) {
+    if (value) out.emplace_back(std::move(name), *value);
 }
 
-void add_field(CacheVerdict::Fields& out, std::string name, const std::optional<std::string>& value) {
+void add_field(CacheVerdict::Fields& out, std::string name, std::optional<std::string_view> value) {
     if (value) out.emplace_back(std::move(name), *value);
 }
 
 CacheVerdict::Fields judged_fields(const CacheHeaders& h) {
     CacheVerdict::Fields out;
-    add_field(out, "cache-control", h.cache_control);
-    add_field(out, "expires", h.expires);
-    add_field(out, "date", h.date);
-    add_field(out, "last-modified", h.last_modified);
-    add_field(out, "etag", h.etag);
-    add_field(out, "vary", h.vary);
-    add_field(out, "age", h.age);
-    add_field(out, "x-spe-validated", h.validated);
+    add_field(out, "cache-control", h.cache_control());
+    add_field(out, "expires", h.expires());
+    add_field(out, "date", h.date());
+    add_field(out, "last-modified", h.last_modified());
+    add_field(out, "etag", h.etag());
+    add_field(out, "vary", h.vary());
+    add_field(out, "age", h.age());
+    add_field(out, "x-spe-validated", h.validated());
     return out;
 }
 
 CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stored_for) {
     CacheVerdict::Fields out;
     out.emplace_back("method", r.method);
-    add_field(out, "cache-control", find_field(r.header_block, "Cache-Control"));
-    add_field(out, "pragma", find_field(r.header_block, "Pragma"));
+    add_field(out, "cache-control", request_field(r, "cache-control"));
+    add_field(out, "pragma", request_field(r, "pragma"));
     if (r.authorization) out.emplace_back("authorization", "(present)");
     add_field(out, "if-none-match", r.if_none_match);
     add_field(out, "if-modified-since", r.if_modified_since);
     if (stored_for)
         for (const auto& [name, stored] : stored_for->vary) {
             if (name == "*" || name == "authorization") continue;
-            add_field(out, name, find_field(r.header_block, name));
+            add_field(out, name, request_field(r, name));
             add_field(out, "stored variant's " + name, stored);
         }
     return out;
@@ -77,7 +69,7 @@ void add_exercised(CacheVerdict& v, std::string_view rule) {
 std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
     if (r.if_none_match || r.if_modified_since) return "conditional request";
     if (cand.headers.set_cookie) return "set-cookie";
-    if (cand.headers.vary) return "vary";
+    if (cand.headers.vary()) return "vary";
     if (r.authorization) return "authorization";
     if (cand.status != 200) return fmt::format("status {}", cand.status);
     if (r.url.find('?') != std::string::npos) return "query string";
@@ -87,76 +79,74 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
 }  // namespace
 
 CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
-    : capacity_(capacity), names_(std::move(caches)), caches_(names_.size()) {}
+    : names_(std::move(caches)),
+      fetches_(capacity),
+      caches_(names_.size(), CacheMemory(capacity)),
+      collector_(capacity) {}
 
 const KnownFetch* CacheJudge::find_fetch(std::uint64_t serial) const {
-    const auto it = fetches_.find(serial);
-    return it == fetches_.end() ? nullptr : &it->second;
+    return fetches_.find(serial);
 }
 
 const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at) {
-    if (auto it = fetches_.find(stamp.serial); it != fetches_.end())
-        return it->second.stamp.collector == stamp.collector ? &it->second : nullptr;
+    if (const auto* known = fetches_.find(stamp.serial))
+        return known->stamp.collector() == stamp.collector() ? known : nullptr;
     KnownFetch f;
     f.stamp = stamp;
     f.status = reply.status.value_or(0);
     f.headers = reply.cache_headers;
     // What judging reads later; the rest of the reply's fields only cost memory here.
-    f.headers.cache_status.reset();
-    f.headers.x_cache.reset();
-    f.headers.validated.reset();
-    f.headers.reply_to.reset();
+    for (auto unread : {CacheField::cache_status, CacheField::x_cache, CacheField::validated, CacheField::reply_to})
+        f.headers.clear(unread);
     f.first_seen = at;
     f.seen_fresh = seen_fresh;
-    bounded_insert(fetches_, fetch_order_, capacity_, stamp.serial, std::move(f));
-    return find_fetch(stamp.serial);
+    return &fetches_.insert_or_assign(stamp.serial, std::move(f));
 }
 
 const StoredFor* CacheJudge::stored_for(const KnownFetch& fetch, const CacheMemory& memory) {
-    const auto d = memory.deliveries.find(fetch.stamp.serial);
-    return d == memory.deliveries.end() ? nullptr : &d->second;
+    return memory.deliveries.find(fetch.stamp.serial);
 }
 
 void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request) {
     StoredFor d{request.authorization, request.no_store, {}};
-    if (fetch.headers.vary) d.vary = vary_values(request.header_block, vary_names(*fetch.headers.vary));
-    bounded_insert(memory.deliveries, memory.delivery_order, capacity_, fetch.stamp.serial, std::move(d));
+    if (fetch.headers.vary()) d.vary = vary_values(request, fetch.facts().vary);
+    memory.deliveries.insert_or_assign(fetch.stamp.serial, std::move(d));
 }
 
 void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status, double at) {
     if (status < 200 || status >= 400) return;
     std::lock_guard lock(mutex_);
     auto& m = memory_of(cache);
-    bounded_insert(m.invalidated, m.invalidation_order, capacity_, url_key(url), at);
+    m.invalidated.insert_or_assign(url_key(url), at);
 }
 
 void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     auto request = request_facts(record.method, record.url, header_block);
-    std::lock_guard lock(mutex_);
     Measure& ref = record.collector;
+    // The Collector's own X-Cache entries: not a proxy's claim.
+    const Case c{record, request, url_key(record.url), claim_names(ref.cache_headers)};
+    std::lock_guard lock(mutex_);
     if (ref.status) {
         const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
-        ref.cache = judge_reply(record, request, ref, nullptr, {}, collector_, served_at, record.ts);
+        ref.cache = judge_reply(c, ref, nullptr, collector_, served_at, record.ts);
     }
-    const auto upstream_claims = claim_names(ref.cache_headers);  // the Collector's own X-Cache entries
     for (std::size_t i = 0; i < record.proxies.size() && i < caches_.size(); ++i) {
         auto& p = record.proxies[i];
         if (!p.measure.status) continue;
         const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
-        p.measure.cache =
-            judge_reply(record, request, p.measure, &ref, upstream_claims, caches_[i], served_at, p.sent_at);
+        p.measure.cache = judge_reply(c, p.measure, &ref, caches_[i], served_at, p.sent_at);
     }
     record.request_headers = std::move(request.fields);
 }
 
-CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
-                                     const Measure* reference, const std::vector<std::string>& upstream_claims,
-                                     CacheMemory& memory, double served_at, double sent_at) {
+CacheVerdict CacheJudge::judge_reply(const Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
+                                     double served_at, double sent_at) {
+    const auto& [record, request, url, upstream_claims] = c;
     CacheVerdict v;
     const auto& h = reply.cache_headers;
-    v.claim = cache_claim(h, upstream_claims);
-    if (h.validated)
-        if (auto vs = parse_fetch_stamp(*h.validated)) v.validated_at = vs->time;
+    v.claim = cache_claim(h, reference ? upstream_claims : std::vector<std::string>{});
+    if (const auto validated = h.validated())
+        if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
     if (record.method == "HEAD") {
         add_exercised(v, "head-body");
         // The leg reads no body for HEAD: bytes after the header are a body (RFC 9110 9.3.2).
@@ -165,8 +155,8 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
     }
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
         add_exercised(v, "not-modified");
-        const auto copy = memory.last_copy.find(url_key(record.url));
-        const KnownFetch* stored = copy == memory.last_copy.end() ? nullptr : find_fetch(copy->second.fetch);
+        const auto* copy = memory.last_copy.find(url);
+        const KnownFetch* stored = copy ? find_fetch(copy->fetch) : nullptr;
         const CacheHeaders* held = stored ? &stored->headers : nullptr;
         if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
     }
@@ -178,10 +168,10 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
 
     const auto stamp = parse_fetch_stamp(*reply.fetch);
     if (stamp && !reference &&
-        std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector) == collector_ids_.end())
-        collector_ids_.push_back(stamp->collector);  // the reference names the Collector
+        std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) == collector_ids_.end())
+        collector_ids_.emplace_back(stamp->collector());  // the reference names the Collector
     const bool ours =
-        stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector) != collector_ids_.end();
+        stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) != collector_ids_.end();
     if (!stamp || !ours || stamp->time > served_at + kFutureSlack) {
         v.provenance = "corrupt";
         return v;
@@ -193,29 +183,28 @@ CacheVerdict CacheJudge::judge_reply(const RequestRecord& record, const RequestF
 
     v.reused = is_reuse(record, reply, reference, *stamp);
     std::optional<double> invalidated;
-    if (auto it = memory.invalidated.find(url_key(record.url)); it != memory.invalidated.end() && it->second <= sent_at)
-        invalidated = it->second;
+    if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
     if (!reference && !v.reused) v.origin = judged_fields(h);
     if (fetch && v.reused) {
         const StoredFor* stored = stored_for(*fetch, memory);
         const ReuseQuestion q{*fetch,    request,        stored,      served_at,
-                              record.ts, v.validated_at, invalidated, h.content_encoding};
+                              record.ts, v.validated_at, invalidated, h.content_encoding()};
         judge_reuse(v, q, reply);
         if (!v.violations.empty()) {
             v.evidence_served = judged_fields(fetch->headers);
-            v.evidence_served.emplace_back("age (as served)", h.age.value_or("(none)"));
+            v.evidence_served.emplace_back("age (as served)", h.age().value_or("(none)"));
             if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
             v.evidence_request = request_fields(request, stored);
         }
     }
-    judge_candidate(v, record, request, memory, served_at, invalidated, *stamp);
+    judge_candidate(v, c, memory, served_at, invalidated, *stamp);
     if (v.claim == "hit" && !v.reused && stamp->time >= record.ts - kClockSlack)
         v.claim_conflict = "claimed a hit, but served a fetch made for this request";
     else if (v.claim == "miss" && v.reused)
         v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
                                        record.ts - stamp->time);
-    if (record.method == "GET") remember_copy(memory, record.url, stamp->serial, v.reused);
+    if (record.method == "GET") remember_copy(memory, url, stamp->serial, v.reused);
     return v;
 }
 
@@ -226,9 +215,9 @@ bool CacheJudge::is_reuse(const RequestRecord& record, const Measure& reply, con
     // A proxy: the Collector names the client request each of its replies
     // answers; a copy that names another one was kept by the proxy. Without
     // that note, only a fetch older than the reference's tells.
-    if (const auto& to = reply.cache_headers.reply_to; to && !record.tag.empty()) return *to != record.tag;
+    if (const auto to = reply.cache_headers.reply_to(); to && !record.tag.empty()) return *to != record.tag;
     const auto ref = reference->fetch ? parse_fetch_stamp(*reference->fetch) : std::nullopt;
-    if (ref && ref->collector == stamp.collector) return stamp.serial < ref->serial;
+    if (ref && ref->collector() == stamp.collector()) return stamp.serial < ref->serial;
     return stamp.time < record.ts - kClockSlack;
 }
 
@@ -240,18 +229,18 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
     for (const auto& a : v.advisories)
         add_exercised(v, a.rule);
     add_exercised(v, "age");
-    if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age))
+    if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age()))
         v.violations.push_back(std::move(*age));
     v.age_s = freshness(q).age;
 }
 
-void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request,
-                                 CacheMemory& memory, double served_at, std::optional<double> invalidated,
-                                 const FetchStamp& served) {
+void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
+                                 std::optional<double> invalidated, const FetchStamp& served) {
+    const auto& [record, request, url, upstream_claims] = c;
     if (record.method != "GET" && record.method != "HEAD") return;
-    const auto copy = memory.last_copy.find(url_key(record.url));
-    if (copy == memory.last_copy.end() || (v.reused && copy->second.fetch == served.serial)) return;
-    const KnownFetch* cand = find_fetch(copy->second.fetch);
+    const auto* copy = memory.last_copy.find(url);
+    if (!copy || (v.reused && copy->fetch == served.serial)) return;
+    const KnownFetch* cand = find_fetch(copy->fetch);
     if (!cand || cand->stamp.serial > served.serial) return;
     // The copy this cache last passed on for the URL: had it kept it, would
     // serving it now have broken a rule? Those rules were exercised (passed);
@@ -268,17 +257,15 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const RequestRecord& record, c
     const auto fr = freshness(q);
     if (!v.reused && barriers.empty() && !request_asked && fr.source != "heuristic" && fr.source != "none" &&
         fr.age < fr.lifetime)
-        v.conservative = fmt::format("{}: {}", copy->second.reused ? "held" : "passed on", miss_cause(request, *cand));
+        v.conservative = fmt::format("{}: {}", copy->reused ? "held" : "passed on", miss_cause(request, *cand));
 }
 
-void CacheJudge::remember_copy(CacheMemory& memory, const std::string& url, std::uint64_t fetch, bool reused) {
-    const auto key = url_key(url);
-    auto it = memory.last_copy.find(key);
-    if (it != memory.last_copy.end() && it->second.fetch == fetch) {
-        it->second.reused = it->second.reused || reused;
+void CacheJudge::remember_copy(CacheMemory& memory, UrlKey key, std::uint64_t fetch, bool reused) {
+    if (auto* copy = memory.last_copy.find(key); copy && copy->fetch == fetch) {
+        copy->reused = copy->reused || reused;
         return;
     }
-    bounded_insert(memory.last_copy, memory.copy_order, capacity_, key, LastCopy{fetch, reused});
+    memory.last_copy.insert_or_assign(key, LastCopy{fetch, reused});
 }
 
 }  // namespace spe

@@ -11,12 +11,11 @@
 #include "cache_rules.hpp"
 #include "cache_verdict.hpp"
 #include "measurement.hpp"
+#include "recent_table.hpp"
 #include "wall_clock.hpp"
 
-#include <deque>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace spe {
@@ -47,17 +46,23 @@ private:
     /// What one cache did, as far as a verdict needs it. Fetches are named by
     /// their serial (one Collector; a stamp of another is corrupt).
     struct CacheMemory {
+        explicit CacheMemory(std::size_t capacity) : deliveries(capacity), last_copy(capacity), invalidated(capacity) {}
         // The request it received each fetch for (when it passed it on, not
         // from its own store): what it stored the copy under. A proxy's forward
         // may differ from the client's request, so the request that made the
         // Collector fetch tells nothing about what the proxy was asked.
-        std::unordered_map<std::uint64_t, StoredFor> deliveries;
-        std::deque<std::uint64_t> delivery_order;
+        RecentTable<StoredFor> deliveries;  // by fetch serial
         // Keyed by a 64-bit hash of the URL (UrlKey): no copy of the URL per entry.
-        std::unordered_map<UrlKey, LastCopy> last_copy;  // url -> the fetch it last served
-        std::deque<UrlKey> copy_order;
-        std::unordered_map<UrlKey, double> invalidated;  // url -> when
-        std::deque<UrlKey> invalidation_order;
+        RecentTable<LastCopy> last_copy;  // url -> the fetch it last served
+        RecentTable<double> invalidated;  // url -> when
+    };
+
+    /// One record being judged: what every reply's verdict reads.
+    struct Case {
+        const RequestRecord& record;
+        const RequestFacts& request;
+        UrlKey url;
+        std::vector<std::string> upstream_claims;  // the Collector's names in claim headers
     };
 
     const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at);
@@ -66,22 +71,19 @@ private:
     static const StoredFor* stored_for(const KnownFetch& fetch, const CacheMemory& memory);
     void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request);
     /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
-    CacheVerdict judge_reply(const RequestRecord& record, const RequestFacts& request, const Measure& reply,
-                             const Measure* reference, const std::vector<std::string>& upstream_claims,
-                             CacheMemory& memory, double served_at, double sent_at);
+    CacheVerdict judge_reply(const Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
+                             double served_at, double sent_at);
     static bool is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
                          const FetchStamp& stamp);
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
-    void judge_candidate(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request, CacheMemory& memory,
-                         double served_at, std::optional<double> invalidated, const FetchStamp& served);
-    void remember_copy(CacheMemory& memory, const std::string& url, std::uint64_t fetch, bool reused);
+    void judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
+                         std::optional<double> invalidated, const FetchStamp& served);
+    void remember_copy(CacheMemory& memory, UrlKey url, std::uint64_t fetch, bool reused);
     CacheMemory& memory_of(int cache) { return cache < 0 ? collector_ : caches_[static_cast<std::size_t>(cache)]; }
 
     std::mutex mutex_;
-    std::size_t capacity_;
     std::vector<std::string> names_;
-    std::unordered_map<std::uint64_t, KnownFetch> fetches_;  // by serial
-    std::deque<std::uint64_t> fetch_order_;
+    RecentTable<KnownFetch> fetches_;         // by serial
     std::vector<std::string> collector_ids_;  // the Collector processes seen on references
     std::vector<CacheMemory> caches_;
     CacheMemory collector_;

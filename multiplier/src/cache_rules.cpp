@@ -40,17 +40,17 @@ bool heuristically_cacheable(unsigned status) {
     }
 }
 
-std::optional<double> seconds_value(const std::optional<std::string>& v) {
+std::optional<double> seconds_value(std::optional<std::string_view> v) {
     if (!v) return std::nullopt;
     std::int64_t n = 0;
-    auto s = std::string_view(*v);
+    const auto s = *v;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
     if (ec != std::errc() || n < 0) return std::nullopt;
     (void)end;
     return static_cast<double>(n);
 }
 
-std::optional<double> date_value(const std::optional<std::string>& v) {
+std::optional<double> date_value(std::optional<std::string_view> v) {
     if (!v) return std::nullopt;
     if (auto t = parse_http_date(*v)) return static_cast<double>(*t);
     return std::nullopt;
@@ -130,13 +130,13 @@ bool accepts_coding(const std::optional<std::string>& request_ae, std::string_vi
 
 std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     const auto& f = q.fetch;
-    if (!q.stored_for || !f.headers.vary) return std::nullopt;
+    if (!q.stored_for || !f.headers.vary()) return std::nullopt;
     for (const auto& [name, stored] : q.stored_for->vary) {
         if (name == "*") return Finding{"vary", "4.1", "the stored reply has Vary: *, which never matches"};
         if (name == "accept-encoding") {
             // Caches may normalize Accept-Encoding (Varnish does): what counts
             // is whether this request accepts the coding it was served.
-            const auto ae = find_field(q.request.header_block, "Accept-Encoding");
+            const auto ae = request_field(q.request, "accept-encoding");
             const auto coding = q.content_encoding.value_or("");
             if (!accepts_coding(ae, coding))
                 return Finding{"vary", "4.1",
@@ -144,7 +144,7 @@ std::optional<Finding> vary_finding(const ReuseQuestion& q) {
                                            coding.empty() ? "identity" : coding, ae.value_or("(none)"))};
             continue;
         }
-        const auto now = selecting_value(q.request.header_block, name);
+        const auto now = selecting_value(q.request, name);
         if (now != stored)
             return Finding{"vary", "4.1",
                            fmt::format("the stored variant was selected by {}: '{}', this request has '{}'", name,
@@ -173,12 +173,13 @@ bool stale_permitted(const ReuseQuestion& q, const CacheControl& cc, double stal
 const OriginFacts& KnownFetch::facts() const {
     if (!facts_) {
         OriginFacts o;
-        o.cc = parse_cache_control(headers.cache_control.value_or(""));
-        o.date = date_value(headers.date);
-        o.has_expires = headers.expires.has_value();
-        o.expires = date_value(headers.expires);
-        o.last_modified = date_value(headers.last_modified);
-        o.age = seconds_value(headers.age);
+        o.cc = parse_cache_control(headers.cache_control().value_or(""));
+        o.date = date_value(headers.date());
+        o.has_expires = headers.expires().has_value();
+        o.expires = date_value(headers.expires());
+        o.last_modified = date_value(headers.last_modified());
+        o.age = seconds_value(headers.age());
+        if (const auto vary = headers.vary()) o.vary = vary_names(*vary);
         facts_ = std::move(o);
     }
     return *facts_;
@@ -232,7 +233,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
                  fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
         const double staleness = fr.age - fr.lifetime;
         if (fr.source == "heuristic") {
-            if (advisories && f.headers.last_modified && staleness > kSlack)
+            if (advisories && f.headers.last_modified() && staleness > kSlack)
                 advisories->push_back({"heuristic", "4.2.2",
                                        fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
                                                    "Last-Modified) is {}",
@@ -249,7 +250,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
 }
 
 std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
-                                   const std::optional<std::string>& reply_age) {
+                                   std::optional<std::string_view> reply_age) {
     if (reply_status == 304) return std::nullopt;
     const auto fr = freshness(q);
     // A missing Age on a copy younger than the clocks' resolution reads as the
@@ -266,7 +267,7 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
 
 std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
                                             const CacheHeaders* fetch) {
-    const auto& etag = reply.etag ? reply.etag : fetch ? fetch->etag : std::nullopt;
+    const auto etag = reply.etag() ? reply.etag() : fetch ? fetch->etag() : std::nullopt;
     if (request.if_none_match) {
         if (trim(*request.if_none_match) == "*") return std::nullopt;
         if (!etag) return Finding{"not-modified", "4.3.2", "a 304 to If-None-Match for a reply without ETag"};
@@ -282,7 +283,9 @@ std::optional<Finding> not_modified_finding(const RequestFacts& request, const C
     }
     if (request.if_modified_since) {
         const auto since = date_value(request.if_modified_since);
-        const auto& lm_text = reply.last_modified ? reply.last_modified : fetch ? fetch->last_modified : std::nullopt;
+        const auto lm_text = reply.last_modified() ? reply.last_modified()
+                             : fetch               ? fetch->last_modified()
+                                                   : std::nullopt;
         const auto lm = date_value(lm_text);
         if (since && lm && *lm > *since)
             return Finding{"not-modified", "4.3.2",
@@ -322,19 +325,19 @@ bool contains(const std::vector<std::string>& names, std::string_view n) {
 
 std::vector<std::string> claim_names(const CacheHeaders& reply) {
     std::vector<std::string> out;
-    if (reply.cache_status)
-        for (auto m : members(*reply.cache_status))
+    if (const auto cache_status = reply.cache_status())
+        for (auto m : members(*cache_status))
             out.emplace_back(member_name(m, true));
-    if (reply.x_cache)
-        for (auto m : members(*reply.x_cache))
+    if (const auto x_cache = reply.x_cache())
+        for (auto m : members(*x_cache))
             if (auto n = member_name(m, false); !n.empty()) out.emplace_back(n);
     return out;
 }
 
 std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
     // The member nearest the client is the last one (RFC 9211 2): the proxy's own.
-    if (reply.cache_status) {
-        const auto ms = members(*reply.cache_status);
+    if (const auto cache_status = reply.cache_status()) {
+        const auto ms = members(*cache_status);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
             if (contains(upstream_names, member_name(*it, true))) continue;
             const auto params = it->substr(std::min(it->size(), it->find(';')));
@@ -343,8 +346,8 @@ std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::s
             return "miss";
         }
     }
-    if (reply.x_cache) {
-        const auto ms = members(*reply.x_cache);
+    if (const auto x_cache = reply.x_cache()) {
+        const auto ms = members(*x_cache);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
             if (contains(upstream_names, member_name(*it, false))) continue;
             if (boost::beast::iequals(it->substr(0, 3), "HIT")) return "hit";

@@ -29,7 +29,8 @@ struct OriginFacts {
     std::optional<double> expires;  // nullopt with has_expires: invalid, already expired (RFC 9111 5.3)
     bool has_expires = false;
     std::optional<double> last_modified;
-    std::optional<double> age;  // the Age the first copy seen carried
+    std::optional<double> age;      // the Age the first copy seen carried
+    std::vector<std::string> vary;  // the lowercase names its Vary lists
 };
 
 /// The request a cache received a copy for (what it stored it under).
@@ -69,7 +70,7 @@ struct ReuseQuestion {
     std::optional<double> invalidated_at;  // this cache's last successful unsafe request to the URI
     /// The served reply's Content-Encoding (for Vary: Accept-Encoding, judged by
     /// whether this request accepts it).
-    std::optional<std::string> content_encoding;
+    std::optional<std::string_view> content_encoding;
 };
 
 /// How old and how long-lived a stored copy is, per RFC 9111 4.2.
@@ -91,7 +92,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
 
 /// What a reused reply itself must carry: Age (RFC 9111 4, 5.1).
 std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
-                                   const std::optional<std::string>& reply_age);
+                                   std::optional<std::string_view> reply_age);
 
 /// A 304 sent to a conditional request must match its validators (RFC 9111
 /// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.

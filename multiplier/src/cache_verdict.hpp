@@ -20,7 +20,7 @@ struct CacheVerdict {
     /// without a stamp (no body from any fetch); "corrupt": a stamp that does
     /// not parse or names another Collector or an impossible time.
     std::string_view provenance = "none";
-    std::optional<std::string> fetch;  // the stamp's id
+    boost::static_strings::static_string<FetchStamp::kMaxId> fetch;  // the stamp's id; empty: none
     std::optional<double> fetched_at;
     std::optional<double> validated_at;
     bool reused = false;

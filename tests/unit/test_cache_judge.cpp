@@ -14,9 +14,9 @@ spe::Measure reply(const std::string& stamp, const std::string& cache_control, c
     m.status = 200;
     m.ttfb_us = 1000;
     m.fetch = stamp;
-    m.cache_headers.cache_control = cache_control;
-    if (!reply_to.empty()) m.cache_headers.reply_to = reply_to;
-    m.cache_headers.age = "0";
+    m.cache_headers.set(spe::CacheField::cache_control, cache_control);
+    if (!reply_to.empty()) m.cache_headers.set(spe::CacheField::reply_to, reply_to);
+    m.cache_headers.set(spe::CacheField::age, "0");
     return m;
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the fi
     // The Collector fetches again (no-store); the proxy serves its own copy of fetch 1.
     auto second = record(2, kT0 + 5, reply(stamp(2, kT0 + 5.001), "no-store", "tag-2"),
                          reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"));
-    second.proxies[0].measure.cache_headers.age = "5";
+    second.proxies[0].measure.cache_headers.set(spe::CacheField::age, "5");
     judge.judge(second, kRequest);
     const auto& v = *second.proxies[0].measure.cache;
     CHECK(v.reused);
@@ -108,7 +108,7 @@ TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") 
     judge.note_unsafe(0, "http://o/x", 200, kT0 + 2);
     auto after = record(3, kT0 + 4, reply(stamp(3, kT0 + 4.001), "max-age=600", "tag-3"),
                         reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
-    after.proxies[0].measure.cache_headers.age = "4";
+    after.proxies[0].measure.cache_headers.set(spe::CacheField::age, "4");
     judge.judge(after, kRequest);
     const auto& v = *after.proxies[0].measure.cache;
     REQUIRE(v.violations.size() == 1);
@@ -125,7 +125,7 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
     judge.judge(first, no_store);
     auto reuse_after_no_store = record(2, kT0 + 1, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
                                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
-    reuse_after_no_store.proxies[0].measure.cache_headers.age = "1";
+    reuse_after_no_store.proxies[0].measure.cache_headers.set(spe::CacheField::age, "1");
     judge.judge(reuse_after_no_store, kRequest);
     // Request directives are advisory (RFC 9111 5.2.1): reported as such, not as violations.
     CHECK(reuse_after_no_store.proxies[0].measure.cache->violations.empty());
@@ -137,7 +137,7 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
     judge.judge(plain, kRequest);
     auto reuse = record(4, kT0 + 3, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-4"),
                         reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
-    reuse.proxies[0].measure.cache_headers.age = "3";
+    reuse.proxies[0].measure.cache_headers.set(spe::CacheField::age, "3");
     judge.judge(reuse, kRequest);
     CHECK(reuse.proxies[0].measure.cache->reused);
     CHECK(reuse.proxies[0].measure.cache->violations.empty());

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 
 namespace {
@@ -30,8 +31,8 @@ KnownFetch fetch(std::string cache_control, unsigned status = 200) {
     KnownFetch f;
     f.stamp = *spe::parse_fetch_stamp("65f1-1c2.7; t=1700000000.000");
     f.status = status;
-    if (!cache_control.empty()) f.headers.cache_control = std::move(cache_control);
-    f.headers.date = http_date(kFetchedAt);
+    if (!cache_control.empty()) f.headers.set(spe::CacheField::cache_control, cache_control);
+    f.headers.set(spe::CacheField::date, http_date(kFetchedAt));
     f.first_seen = kFetchedAt;
     return f;
 }
@@ -91,13 +92,28 @@ TEST_CASE("fetch stamps parse, and anything else does not") {
     const auto s = spe::parse_fetch_stamp("65f1a2b3-1c2.42; t=1732412345.123");
     REQUIRE(s);
     CHECK(s->id == "65f1a2b3-1c2.42");
-    CHECK(s->collector == "65f1a2b3-1c2");
+    CHECK(s->collector() == "65f1a2b3-1c2");
     CHECK(s->serial == 42);
     CHECK(s->time == Approx(1732412345.123));
     CHECK_FALSE(spe::parse_fetch_stamp("forged"));
     CHECK_FALSE(spe::parse_fetch_stamp("65f1a2b3-1c2.x; t=1"));
     CHECK_FALSE(spe::parse_fetch_stamp("zz-1.4; t=1"));
     CHECK_FALSE(spe::parse_fetch_stamp("65f1-1c2.4; t=-5"));
+    CHECK_FALSE(spe::parse_fetch_stamp("65f1-1c2.4; t=1.5x"));
+    CHECK_FALSE(spe::parse_fetch_stamp(std::string(60, 'a') + "-1.4; t=1"));  // longer than any Collector's id
+}
+
+TEST_CASE("stamp times read as the same double as a general decimal parse") {
+    for (std::string_view t : {"1732412345.123", "1795495153.071", "1700000000.000", "1700000000.1", "1732412345",
+                               "1732412345.999999", "1732412345.1234567", "0.001", "12345678901.5"}) {
+        double general = 0;
+        std::from_chars(t.data(), t.data() + t.size(), general);
+        REQUIRE(spe::parse_unix_seconds(t));
+        CHECK(*spe::parse_unix_seconds(t) == general);
+    }
+    CHECK_FALSE(spe::parse_unix_seconds("1e9"));
+    CHECK_FALSE(spe::parse_unix_seconds(".5"));
+    CHECK_FALSE(spe::parse_unix_seconds("5."));
 }
 
 TEST_CASE("what a shared cache must not store is flagged when reused, by rule") {
@@ -124,15 +140,15 @@ TEST_CASE("stale copies: the rule named is the strictest directive that forbade 
     CHECK(barriers(fetch("max-age=10"), max_stale, 20).empty());
     // Arrived with an Age beyond its lifetime: stale from the start.
     auto aged = fetch("max-age=3600");
-    aged.headers.age = "7200";
+    aged.headers.set(spe::CacheField::age, "7200");
     CHECK(barriers(aged, kRequest, 1) == V{"stale"});
     // Expires: invalid means already expired; a future one gives the lifetime.
     auto bad_expires = fetch("");
     bad_expires.status = 302;
-    bad_expires.headers.expires = "0";
+    bad_expires.headers.set(spe::CacheField::expires, "0");
     CHECK(barriers(bad_expires, kRequest, 5) == V{"stale"});
     auto expires = fetch("");
-    expires.headers.expires = http_date(kFetchedAt + 100);
+    expires.headers.set(spe::CacheField::expires, http_date(kFetchedAt + 100));
     CHECK(barriers(expires, kRequest, 50).empty());
     CHECK(barriers(expires, kRequest, 150) == V{"stale"});
     // A validation the origin confirmed restarts the clock, from the validation's own Date.
@@ -147,7 +163,7 @@ TEST_CASE("stale copies: the rule named is the strictest directive that forbade 
     CHECK(barriers(fetch("", 302), kRequest, 5) == V{"stale"});
     // Heuristic freshness is a MAY: an advisory beyond 10 %, not a violation.
     auto heuristic = fetch("");
-    heuristic.headers.last_modified = http_date(kFetchedAt - 100);
+    heuristic.headers.set(spe::CacheField::last_modified, http_date(kFetchedAt - 100));
     const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
     std::vector<spe::Finding> advisories;
     CHECK(spe::reuse_barriers({heuristic, facts, nullptr, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}}, &advisories)
@@ -175,8 +191,9 @@ TEST_CASE("validation the reply or the request demands") {
 
 TEST_CASE("Vary: the stored variant must match this request's selecting fields") {
     auto f = fetch("max-age=600");
-    f.headers.vary = "Accept-Language";
-    const spe::StoredFor en{.vary = spe::vary_values(kRequest, spe::vary_names(*f.headers.vary))};
+    f.headers.set(spe::CacheField::vary, "Accept-Language");
+    const spe::StoredFor en{
+        .vary = spe::vary_values(spe::request_facts("GET", "u", kRequest), spe::vary_names(*f.headers.vary()))};
     auto vary = [&](const spe::KnownFetch& fetch, const std::string& request, const spe::StoredFor& stored,
                     std::optional<std::string> coding = std::nullopt) {
         return barriers(fetch, request, 1, {}, {}, std::move(coding), stored);
@@ -186,13 +203,16 @@ TEST_CASE("Vary: the stored variant must match this request's selecting fields")
     CHECK(vary(f, "GET http://o/x HTTP/1.1\r\nAccept-Language: de\r\n\r\n", en) == V{"vary"});
     CHECK(vary(f, "GET http://o/x HTTP/1.1\r\n\r\n", en) == V{"vary"});
     auto star = fetch("max-age=600");
-    star.headers.vary = "*";
-    CHECK(vary(star, kRequest, {.vary = spe::vary_values(kRequest, spe::vary_names("*"))}) == V{"vary"});
+    star.headers.set(spe::CacheField::vary, "*");
+    CHECK(vary(star, kRequest,
+               {.vary = spe::vary_values(spe::request_facts("GET", "u", kRequest), spe::vary_names("*"))}) ==
+          V{"vary"});
     // Accept-Encoding: judged by whether this request accepts the coding served.
     auto ae = fetch("max-age=600");
-    ae.headers.vary = "Accept-Encoding";
+    ae.headers.set(spe::CacheField::vary, "Accept-Encoding");
     const spe::StoredFor gzip_br{
-        .vary = spe::vary_values("GET / HTTP/1.1\r\nAccept-Encoding: gzip, br\r\n\r\n", {"accept-encoding"})};
+        .vary = spe::vary_values(spe::request_facts("GET", "u", "GET / HTTP/1.1\r\nAccept-Encoding: gzip, br\r\n\r\n"),
+                                 {"accept-encoding"})};
     const auto gzip_deflate = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n";
     CHECK(vary(ae, gzip_deflate, gzip_br, "gzip").empty());
     const auto identity_only = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: identity\r\n\r\n";
@@ -220,13 +240,13 @@ TEST_CASE("a reused reply must carry its true Age") {
 
 TEST_CASE("a 304 must match the request's validators") {
     CacheHeaders reply;
-    reply.etag = "\"v2\"";
+    reply.set(spe::CacheField::etag, "\"v2\"");
     auto inm = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\", W/\"v2\"\r\n\r\n");
     CHECK_FALSE(spe::not_modified_finding(inm, reply, nullptr));
     auto other = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n");
     CHECK(spe::not_modified_finding(other, reply, nullptr)->rule == "not-modified");
     CacheHeaders modified;
-    modified.last_modified = "Sun, 06 Nov 1994 08:49:37 GMT";
+    modified.set(spe::CacheField::last_modified, "Sun, 06 Nov 1994 08:49:37 GMT");
     auto ims =
         spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n\r\n");
     CHECK(spe::not_modified_finding(ims, modified, nullptr)->rule == "not-modified");
@@ -234,14 +254,14 @@ TEST_CASE("a 304 must match the request's validators") {
 
 TEST_CASE("a cache's own claim, apart from the Collector's") {
     CacheHeaders h;
-    h.x_cache = "MISS from collector, HIT from squid";
+    h.set(spe::CacheField::x_cache, "MISS from collector, HIT from squid");
     CHECK(spe::cache_claim(h, {"collector"}) == "hit");
-    h.x_cache = "MISS from collector";
+    h.set(spe::CacheField::x_cache, "MISS from collector");
     CHECK(spe::cache_claim(h, {"collector"}).empty());
     CacheHeaders cs;
-    cs.cache_status = "collector; fwd=uri-miss, ExampleCache; hit; ttl=30";
+    cs.set(spe::CacheField::cache_status, "collector; fwd=uri-miss, ExampleCache; hit; ttl=30");
     CHECK(spe::cache_claim(cs, {"collector"}) == "hit");
-    cs.cache_status = "ExampleCache; fwd=stale; stored";
+    cs.set(spe::CacheField::cache_status, "ExampleCache; fwd=stale; stored");
     CHECK(spe::cache_claim(cs, {}) == "miss");
     CHECK(spe::claim_names(h) == std::vector<std::string>{"collector"});
 }
@@ -256,12 +276,28 @@ TEST_CASE("the judged reply fields are taken in one pass, repeated ones joined")
     f.insert("Set-Cookie", "a=b");
     f.insert("Age", "3");
     const auto h = spe::take_cache_headers(f);
-    CHECK(h.cache_control == "max-age=60, public");
-    CHECK(h.x_cache == "MISS from collector, HIT from squid");
-    CHECK(h.reply_to == "abc-1");
+    CHECK(h.cache_control() == "max-age=60, public");
+    CHECK(h.x_cache() == "MISS from collector, HIT from squid");
+    CHECK(h.reply_to() == "abc-1");
     CHECK(h.set_cookie);
-    CHECK(h.age == "3");
-    CHECK_FALSE(h.expires);
+    CHECK(h.age() == "3");
+    CHECK_FALSE(h.expires());
+}
+
+TEST_CASE("judged fields share one buffer; a value repeated after another field is joined whole") {
+    spe::CacheHeaders h;
+    h.set(spe::CacheField::cache_control, "max-age=60");
+    h.set(spe::CacheField::age, "3");
+    h.append(spe::CacheField::cache_control, "public");
+    h.append(spe::CacheField::age, "4");
+    CHECK(h.cache_control() == "max-age=60, public");
+    CHECK(h.age() == "3, 4");
+    h.clear(spe::CacheField::age);
+    CHECK_FALSE(h.age());
+    h.set(spe::CacheField::etag, "");
+    CHECK(h.etag() == "");  // present but empty is not absent
+    const auto copy = h;
+    CHECK(copy.cache_control() == "max-age=60, public");
 }
 
 TEST_CASE("a request's cache fields are read in one pass; credentials only as present") {

@@ -98,7 +98,7 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
     };
     // Empty and null members are left out.
     nlohmann::json j = {{"provenance", v.provenance}, {"reused", v.reused}};
-    if (v.fetch) j["fetch"] = *v.fetch;
+    if (!v.fetch.empty()) j["fetch"] = std::string(v.fetch.data(), v.fetch.size());
     if (v.fetched_at) j["fetched_at"] = *v.fetched_at;
     if (v.validated_at) j["validated_at"] = *v.validated_at;
     if (v.age_s) j["age_s"] = std::round(*v.age_s * 1000) / 1000;
