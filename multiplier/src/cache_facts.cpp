@@ -185,7 +185,6 @@ RequestFacts request_facts(std::string_view method, std::string_view url, std::s
     if (const auto& cc = found[slot_of("cache-control")]) {
         r.has_cache_control = true;
         r.cc = parse_cache_control(*cc);
-        r.no_store = r.cc.no_store;
     }
     if (const auto& pragma = found[slot_of("pragma")]) r.pragma_no_cache = has_token(*pragma, "no-cache");
     r.authorization = found[slot_of("authorization")].has_value();

@@ -94,7 +94,6 @@ struct RequestFacts {
     bool has_cache_control = false;
     bool pragma_no_cache = false;
     bool authorization = false;
-    bool no_store = false;
     std::optional<std::string> if_none_match;
     std::optional<std::string> if_modified_since;
     std::string_view header_block;  // for the fields a Vary names

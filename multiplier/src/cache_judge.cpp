@@ -19,10 +19,6 @@ constexpr double kClockSlack = 0.005;
 // A stamp from the future by more than this is not the Collector's.
 constexpr double kFutureSlack = 5.0;
 
-void add_field(CacheVerdict::Fields& out, std::string name, const std::optional<std::string>& value) {
-    if (value) out.emplace_back(std::move(name), *value);
-}
-
 void add_field(CacheVerdict::Fields& out, std::string name, std::optional<std::string_view> value) {
     if (value) out.emplace_back(std::move(name), *value);
 }
@@ -108,7 +104,7 @@ const StoredFor* CacheJudge::stored_for(const KnownFetch& fetch, const CacheMemo
 }
 
 void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request) {
-    StoredFor d{request.authorization, request.no_store, {}};
+    StoredFor d{request.authorization, request.cc.no_store, {}};
     if (fetch.headers.vary()) d.vary = vary_values(request, fetch.facts().vary);
     memory.deliveries.insert_or_assign(fetch.stamp.serial, std::move(d));
 }
@@ -142,9 +138,11 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
 CacheVerdict CacheJudge::judge_reply(const Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
                                      double served_at, double sent_at) {
     const auto& [record, request, url, upstream_claims] = c;
+    static const std::vector<std::string> kNoNames;
     CacheVerdict v;
     const auto& h = reply.cache_headers;
-    v.claim = cache_claim(h, reference ? upstream_claims : std::vector<std::string>{});
+    // The Collector's own claim counts; in a proxy's reply, the Collector's entries are not the proxy's.
+    v.claim = cache_claim(h, reference ? upstream_claims : kNoNames);
     if (const auto validated = h.validated())
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
     if (record.method == "HEAD") {
@@ -236,9 +234,10 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
 
 void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
                                  std::optional<double> invalidated, const FetchStamp& served) {
-    const auto& [record, request, url, upstream_claims] = c;
+    const auto& record = c.record;
+    const auto& request = c.request;
     if (record.method != "GET" && record.method != "HEAD") return;
-    const auto* copy = memory.last_copy.find(url);
+    const auto* copy = memory.last_copy.find(c.url);
     if (!copy || (v.reused && copy->fetch == served.serial)) return;
     const KnownFetch* cand = find_fetch(copy->fetch);
     if (!cand || cand->stamp.serial > served.serial) return;

@@ -1,6 +1,5 @@
 #include "fetch_stamp.hpp"
 
-#include <algorithm>
 #include <array>
 #include <charconv>
 
