@@ -15,6 +15,36 @@ void CacheHeaders::set(CacheField f, std::string_view value) {
     text_.append(value);
 }
 
+void CacheHeaders::assign(std::span<const std::pair<CacheField, std::string_view>> values) {
+    // Sized once and written in place: one allocation and one copy per value
+    // (this runs for every reply). Repeats follow their field, as Beast keeps them.
+    std::size_t size = 0;
+    for (const auto& [field, value] : values)
+        size += value.size() + 2;
+    text_.resize(size);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const auto& [field, value] = values[i];
+        auto& s = spans_[index(field)];
+        if (s.present && s.offset + s.length != at) {  // a repeat after another field: the general way
+            text_.resize(at);
+            for (; i < values.size(); ++i)
+                append(values[i].first, values[i].second);
+            return;
+        }
+        if (s.present) {
+            text_.replace(at, 2, ", ");
+            at += 2;
+            s.length += static_cast<std::uint32_t>(value.size() + 2);
+        } else {
+            s = {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(value.size()), true};
+        }
+        value.copy(text_.data() + at, value.size());
+        at += value.size();
+    }
+    text_.resize(at);
+}
+
 void CacheHeaders::append(CacheField f, std::string_view value) {
     auto& s = spans_[index(f)];
     if (!s.present) return set(f, value);
@@ -81,19 +111,14 @@ std::optional<CacheField> judged_field(const boost::beast::http::fields::value_t
 CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
     CacheHeaders h;
     // One pass over the fields (a lookup per name costs a dozen tree searches
-    // per reply), then one allocation for all the values.
+    // per reply), then the values in one buffer.
     boost::container::static_vector<std::pair<CacheField, std::string_view>, 32> found;
-    std::size_t size = 0;
     for (const auto& f : fields) {
         if (f.name() == boost::beast::http::field::set_cookie) h.set_cookie = true;
-        if (const auto which = judged_field(f); which && found.size() < found.capacity()) {
+        if (const auto which = judged_field(f); which && found.size() < found.capacity())
             found.emplace_back(*which, f.value());
-            size += f.value().size() + 2;
-        }
     }
-    h.reserve(size);
-    for (const auto& [which, value] : found)
-        h.append(which, value);
+    h.assign({found.data(), found.size()});
     return h;
 }
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,8 +50,9 @@ public:
     void set(CacheField f, std::string_view value);
     /// Adds a repeated field's value (joined with ", ", as RFC 9110 5.3 allows).
     void append(CacheField f, std::string_view value);
+    /// Sets the fields of an empty header from values in arrival order (repeats joined).
+    void assign(std::span<const std::pair<CacheField, std::string_view>> values);
     void clear(CacheField f) { spans_[index(f)] = {}; }
-    void reserve(std::size_t bytes) { text_.reserve(bytes); }
 
     std::optional<std::string_view> cache_control() const { return get(CacheField::cache_control); }
     std::optional<std::string_view> expires() const { return get(CacheField::expires); }
@@ -78,6 +80,19 @@ private:
     std::string text_;
     std::array<Span, static_cast<std::size_t>(CacheField::count)> spans_{};
 };
+
+/// The judged fields a record shows (a violation's evidence, the origin's
+/// reply), by lowercase name, in name order (as the record writes them).
+inline constexpr std::array<std::pair<std::string_view, CacheField>, 8> kShownFields = {{
+    {"age", CacheField::age},
+    {"cache-control", CacheField::cache_control},
+    {"date", CacheField::date},
+    {"etag", CacheField::etag},
+    {"expires", CacheField::expires},
+    {"last-modified", CacheField::last_modified},
+    {"vary", CacheField::vary},
+    {"x-spe-validated", CacheField::validated},
+}};
 
 /// Takes the judged fields of a reply header (repeated fields joined with ", ").
 CacheHeaders take_cache_headers(const boost::beast::http::fields& fields);

@@ -25,14 +25,8 @@ void add_field(CacheVerdict::Fields& out, std::string name, std::optional<std::s
 
 CacheVerdict::Fields judged_fields(const CacheHeaders& h) {
     CacheVerdict::Fields out;
-    add_field(out, "cache-control", h.cache_control());
-    add_field(out, "expires", h.expires());
-    add_field(out, "date", h.date());
-    add_field(out, "last-modified", h.last_modified());
-    add_field(out, "etag", h.etag());
-    add_field(out, "vary", h.vary());
-    add_field(out, "age", h.age());
-    add_field(out, "x-spe-validated", h.validated());
+    for (const auto& [name, field] : kShownFields)
+        add_field(out, std::string(name), h.get(field));
     return out;
 }
 
@@ -120,7 +114,8 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     auto request = request_facts(record.method, record.url, header_block);
     Measure& ref = record.collector;
     // The Collector's own X-Cache entries: not a proxy's claim.
-    const Case c{record, request, url_key(record.url), claim_names(ref.cache_headers)};
+    Case c{record, request, url_key(record.url), claim_names(ref.cache_headers),
+           ref.fetch ? parse_fetch_stamp(*ref.fetch) : std::nullopt};
     std::lock_guard lock(mutex_);
     if (ref.status) {
         const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
@@ -135,14 +130,25 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     record.request_headers = std::move(request.fields);
 }
 
-CacheVerdict CacheJudge::judge_reply(const Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
+std::optional<FetchStamp> CacheJudge::Case::stamp(std::string_view text) {
+    if (const auto& ref = record.collector.fetch; ref && *ref == text) return reference_stamp;
+    if (text != last_text || last_text.empty()) {
+        last_text = text;
+        last_stamp = parse_fetch_stamp(text);
+    }
+    return last_stamp;
+}
+
+CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
                                      double served_at, double sent_at) {
-    const auto& [record, request, url, upstream_claims] = c;
+    const auto& record = c.record;
+    const auto& request = c.request;
+    const auto url = c.url;
     static const std::vector<std::string> kNoNames;
     CacheVerdict v;
     const auto& h = reply.cache_headers;
     // The Collector's own claim counts; in a proxy's reply, the Collector's entries are not the proxy's.
-    v.claim = cache_claim(h, reference ? upstream_claims : kNoNames);
+    v.claim = cache_claim(h, reference ? c.upstream_claims : kNoNames);
     if (const auto validated = h.validated())
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
     if (record.method == "HEAD") {
@@ -164,7 +170,7 @@ CacheVerdict CacheJudge::judge_reply(const Case& c, const Measure& reply, const 
         return v;
     }
 
-    const auto stamp = parse_fetch_stamp(*reply.fetch);
+    const auto stamp = c.stamp(*reply.fetch);
     if (stamp && !reference &&
         std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) == collector_ids_.end())
         collector_ids_.emplace_back(stamp->collector());  // the reference names the Collector
@@ -179,11 +185,11 @@ CacheVerdict CacheJudge::judge_reply(const Case& c, const Measure& reply, const 
     const KnownFetch* fetch = remember(*stamp, reply, stamp->time >= record.ts - kClockSlack, served_at);
     v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
 
-    v.reused = is_reuse(record, reply, reference, *stamp);
+    v.reused = is_reuse(c, reply, reference, *stamp);
     std::optional<double> invalidated;
     if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
-    if (!reference && !v.reused) v.origin = judged_fields(h);
+    if (!reference && !v.reused) v.origin = h;
     if (fetch && v.reused) {
         const StoredFor* stored = stored_for(*fetch, memory);
         const ReuseQuestion q{*fetch,    request,        stored,      served_at,
@@ -206,16 +212,16 @@ CacheVerdict CacheJudge::judge_reply(const Case& c, const Measure& reply, const 
     return v;
 }
 
-bool CacheJudge::is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
-                          const FetchStamp& stamp) {
+bool CacheJudge::is_reuse(const Case& c, const Measure& reply, const Measure* reference, const FetchStamp& stamp) {
+    const auto& record = c.record;
     // The Collector: a fetch older than the request came from its store.
     if (!reference) return stamp.time < record.ts - kClockSlack;
     // A proxy: the Collector names the client request each of its replies
     // answers; a copy that names another one was kept by the proxy. Without
     // that note, only a fetch older than the reference's tells.
     if (const auto to = reply.cache_headers.reply_to(); to && !record.tag.empty()) return *to != record.tag;
-    const auto ref = reference->fetch ? parse_fetch_stamp(*reference->fetch) : std::nullopt;
-    if (ref && ref->collector() == stamp.collector()) return stamp.serial < ref->serial;
+    if (const auto& ref = c.reference_stamp; ref && ref->collector() == stamp.collector())
+        return stamp.serial < ref->serial;
     return stamp.time < record.ts - kClockSlack;
 }
 

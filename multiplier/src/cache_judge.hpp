@@ -62,7 +62,14 @@ private:
         const RequestRecord& record;
         const RequestFacts& request;
         UrlKey url;
-        std::vector<std::string> upstream_claims;  // the Collector's names in claim headers
+        std::vector<std::string> upstream_claims;   // the Collector's names in claim headers
+        std::optional<FetchStamp> reference_stamp;  // the Collector's reply's
+
+        /// The stamp `text` names, parsed once per record for the reference's
+        /// and for consecutive replies with the same one (proxies serving one fetch).
+        std::optional<FetchStamp> stamp(std::string_view text);
+        std::string_view last_text = {};  // the last stamp stamp() parsed
+        std::optional<FetchStamp> last_stamp = {};
     };
 
     const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at);
@@ -71,10 +78,9 @@ private:
     static const StoredFor* stored_for(const KnownFetch& fetch, const CacheMemory& memory);
     void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request);
     /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
-    CacheVerdict judge_reply(const Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
+    CacheVerdict judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
                              double served_at, double sent_at);
-    static bool is_reuse(const RequestRecord& record, const Measure& reply, const Measure* reference,
-                         const FetchStamp& stamp);
+    static bool is_reuse(const Case& c, const Measure& reply, const Measure* reference, const FetchStamp& stamp);
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
     void judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
                          std::optional<double> invalidated, const FetchStamp& served);

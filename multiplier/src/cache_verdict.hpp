@@ -37,8 +37,9 @@ struct CacheVerdict {
     using Fields = std::vector<std::pair<std::string, std::string>>;
     Fields evidence_served, evidence_reference, evidence_request;
     /// The Collector's reply only, when it was a fresh origin fetch: the origin's
-    /// judged header fields (what `./spe repro` has a stand-in origin answer).
-    Fields origin;
+    /// judged header fields, kShownFields (what `./spe repro` has a stand-in
+    /// origin answer). Kept as taken (one buffer): written for every request.
+    std::optional<CacheHeaders> origin;
 };
 
 }  // namespace spe

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -27,48 +26,52 @@ public:
     explicit RecentTable(std::size_t capacity) : sets_(std::bit_ceil(std::max(capacity, kWays)) / kWays) {}
 
     const Value* find(std::uint64_t key) const {
-        if (entries_.empty()) return nullptr;
-        for (const auto& e : set_of(key))
-            if (e.tick != 0 && e.key == key) return &e.value;
+        if (tags_.empty()) return nullptr;
+        const std::size_t first = set_start(key);
+        for (std::size_t i = first; i < first + kWays; ++i)
+            if (tags_[i].tick != 0 && tags_[i].key == key) return &values_[i];
         return nullptr;
     }
     Value* find(std::uint64_t key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
 
     /// Sets `key`'s value, taking the place of the set's oldest entry if the key is new and the set full.
     Value& insert_or_assign(std::uint64_t key, Value value) {
-        if (entries_.empty()) entries_.resize(sets_ * kWays);  // on first use: most tables of a run stay empty
-        auto set = set_of(key);
-        Entry* slot = &set[0];
-        for (auto& e : set) {
-            if (e.tick != 0 && e.key == key) {
-                slot = &e;
+        if (tags_.empty()) {  // on first use: most tables of a run stay empty
+            tags_.resize(sets_ * kWays);
+            values_.resize(sets_ * kWays);
+        }
+        const std::size_t first = set_start(key);
+        std::size_t slot = first;
+        for (std::size_t i = first; i < first + kWays; ++i) {
+            if (tags_[i].tick != 0 && tags_[i].key == key) {
+                slot = i;
                 break;
             }
-            if (e.tick < slot->tick) slot = &e;  // an empty entry (tick 0) or an older one
+            if (tags_[i].tick < tags_[slot].tick) slot = i;  // an empty entry (tick 0) or an older one
         }
-        if (slot->tick == 0 || slot->key != key) slot->tick = ++tick_;
-        slot->key = key;
-        slot->value = std::move(value);
-        return slot->value;
+        auto& tag = tags_[slot];
+        if (tag.tick == 0 || tag.key != key) tag = {key, ++tick_};
+        auto& stored = values_[slot];
+        stored = std::move(value);
+        return stored;
     }
 
     std::size_t capacity() const { return sets_ * kWays; }
 
 private:
-    struct Entry {
+    // Keys and ages apart from the values: a set's four tags share one cache
+    // line, so a lookup reads one line before the value it finds.
+    struct Tag {
         std::uint64_t key = 0;
         std::uint64_t tick = 0;  // when the key was inserted; 0: empty
-        Value value{};
     };
 
-    std::span<Entry> set_of(std::uint64_t key) { return {entries_.data() + (key & (sets_ - 1)) * kWays, kWays}; }
-    std::span<const Entry> set_of(std::uint64_t key) const {
-        return {entries_.data() + (key & (sets_ - 1)) * kWays, kWays};
-    }
+    std::size_t set_start(std::uint64_t key) const { return (key & (sets_ - 1)) * kWays; }
 
     std::size_t sets_;
     std::uint64_t tick_ = 0;
-    std::vector<Entry> entries_;
+    std::vector<Tag> tags_;
+    std::vector<Value> values_;
 };
 
 }  // namespace spe

@@ -86,18 +86,13 @@ public:
         const auto ms = static_cast<std::uint64_t>(std::llround(v * 1000));
         if (static_cast<double>(ms) / 1000 != v) return number(v);  // not a whole number of ms: the general form
         integer(ms / 1000);
-        unsigned frac = static_cast<unsigned>(ms % 1000), digits = 3;
-        while (frac != 0 && frac % 10 == 0)
-            frac /= 10, --digits;
-        out_ += '.';
-        if (frac == 0) {
-            out_ += '0';
-        } else {
-            std::array<char, 4> buf{};
-            auto res = std::to_chars(buf.data(), buf.data() + buf.size(), frac);
-            out_.append(digits - static_cast<unsigned>(res.ptr - buf.data()), '0');
-            out_.append(buf.data(), res.ptr);
-        }
+        // The fraction's digits, trailing zeros trimmed ("0" when whole).
+        const auto frac = static_cast<unsigned>(ms % 1000);
+        const std::array<char, 4> digits = {'.', static_cast<char>('0' + frac / 100),
+                                            static_cast<char>('0' + frac / 10 % 10),
+                                            static_cast<char>('0' + frac % 10)};
+        const std::size_t length = frac == 0 ? 2 : frac % 10 != 0 ? 4 : frac % 100 != 0 ? 3 : 2;
+        out_.append(digits.data(), length);
         first_ = false;
     }
     void string(std::string_view s);
@@ -213,6 +208,24 @@ void fields_object(JsonWriter& w, const CacheVerdict::Fields& fields) {
     w.close();
 }
 
+/// A reply's shown judged fields as a JSON object (names in order), or
+/// nothing when it has none.
+void shown_fields_object(JsonWriter& w, const CacheHeaders& h) {
+    w.open();
+    for (const auto& [name, field] : kShownFields)
+        if (const auto value = h.get(field)) {
+            w.element();
+            w.string(name);
+            w.colon();
+            w.string(*value);
+        }
+    w.close();
+}
+
+bool has_shown_fields(const CacheHeaders& h) {
+    return std::any_of(kShownFields.begin(), kShownFields.end(), [&](const auto& f) { return h.get(f.second); });
+}
+
 /// The cache-rule judge's verdict: the record's `cache` object. Members
 /// that are empty or null are left out: most replies have no finding, and the
 /// object is written five times per request at 4-way fan-out.
@@ -248,9 +261,9 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
     }
     if (!v.fetch.empty()) w.key<"fetch">().string({v.fetch.data(), v.fetch.size()});
     if (v.fetched_at) w.key<"fetched_at">().number_ms(*v.fetched_at);
-    if (!v.origin.empty()) {
+    if (v.origin && has_shown_fields(*v.origin)) {
         w.key<"origin">();
-        fields_object(w, v.origin);
+        shown_fields_object(w, *v.origin);
     }
     w.key<"provenance">().string(v.provenance);
     w.key<"reused">().boolean(v.reused);

@@ -298,6 +298,19 @@ TEST_CASE("judged fields share one buffer; a value repeated after another field 
     CHECK(h.etag() == "");  // present but empty is not absent
     const auto copy = h;
     CHECK(copy.cache_control() == "max-age=60, public");
+
+    // Filled at once from a reply's values in arrival order, repeats adjacent or not.
+    using V = std::pair<spe::CacheField, std::string_view>;
+    spe::CacheHeaders all;
+    const std::array<V, 5> values = {V{spe::CacheField::cache_control, "max-age=60"},
+                                     V{spe::CacheField::cache_control, "public"}, V{spe::CacheField::age, "3"},
+                                     V{spe::CacheField::cache_control, "s-maxage=5"},
+                                     V{spe::CacheField::etag, "\"e\""}};
+    all.assign(values);
+    CHECK(all.cache_control() == "max-age=60, public, s-maxage=5");
+    CHECK(all.age() == "3");
+    CHECK(all.etag() == "\"e\"");
+    CHECK_FALSE(all.vary());
 }
 
 TEST_CASE("a request's cache fields are read in one pass; credentials only as present") {

@@ -113,7 +113,12 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
         j["evidence"] = {{"served", reference_fields(v.evidence_served)},
                          {"reference", reference_fields(v.evidence_reference)},
                          {"request", reference_fields(v.evidence_request)}};
-    if (!v.origin.empty()) j["origin"] = reference_fields(v.origin);
+    if (v.origin) {
+        nlohmann::json origin = nlohmann::json::object();
+        for (const auto& [name, field] : spe::kShownFields)
+            if (auto value = v.origin->get(field)) origin[std::string(name)] = std::string(*value);
+        if (!origin.empty()) j["origin"] = origin;
+    }
     return j;
 }
 
@@ -205,7 +210,10 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.proxies[0].measure.cache = v;
         spe::CacheVerdict ref;
         ref.fetch = "65f1-1c2.9";
-        ref.origin = {{"etag", "\"x\""}, {"cache-control", "max-age=60"}};
+        ref.origin.emplace();
+        ref.origin->set(spe::CacheField::etag, "\"x\"");
+        ref.origin->set(spe::CacheField::cache_control, "max-age=60");
+        ref.origin->set(spe::CacheField::x_cache, "MISS from collector");  // not a shown field
         ref.conservative = "held: vary";
         r.collector.cache = ref;
         r.request_headers = {{"pragma", "no-cache"}, {"authorization", "(present)"}};
