@@ -335,6 +335,29 @@ def test_a_revalidated_copy_keeps_its_fetch_and_names_its_validation(bed):
     assert bed.origin_counts()[path] == 2
 
 
+def test_a_request_joining_a_revalidation_gets_a_304_when_its_own_if_none_match_holds(bed):
+    """Two proxies of one client request ask for a stale copy, the second one conditionally on the
+    copy's ETag while the first one's revalidation is under way, so it joins it (collapsed
+    forwarding). The origin confirms the copy: the second proxy's condition holds, and it must get a
+    304, as a hit would. Stock Squid, answering the requests of a revalidation, evaluates
+    If-Modified-Since only: one with If-None-Match got the whole stored reply (in a lab run the
+    dummy got 200 where the client had 304)."""
+    path = "/obj/joins-revalidation?cc=public,max-age=1&etag=j1&think=600"
+    target = bed.url(path)
+    stored = fetch(bed.spe["direct"], target, tag())
+    time.sleep(2.5)  # stale now
+    client = tag()
+    with ThreadPoolExecutor(2) as pool:
+        plain = pool.submit(fetch, bed.spe["p1"], target, client)
+        time.sleep(0.2)  # the revalidation is waiting for the origin when the conditional request arrives
+        conditional = pool.submit(fetch, bed.spe["p2"], target, {**client, "If-None-Match": '"j1"'})
+        plain, conditional = plain.result(), conditional.result()
+    assert plain.status == 200 and plain.body == stored.body  # revalidated, not fetched again
+    assert conditional.status == 304, conditional.headers
+    assert conditional.headers.get("ETag") == '"j1"' and not conditional.body
+    assert bed.origin_counts()[path] == 2  # the fetch, one revalidation
+
+
 def test_a_304_from_the_cache_says_when_the_origin_last_confirmed_the_copy(bed):
     """Never revalidated, the copy was last confirmed by the fetch that brought it. The 304 carries no
     X-SPE-Fetch: a proxy that merges it into its own copy keeps the stamp of its own body."""
