@@ -39,6 +39,7 @@ class CollectorOptions:
     cache_mb: int = 256
     max_object_kb: int = 4096
     allowed_destinations: tuple[str, ...] = ()  # empty: any destination
+    origin_ca_files: tuple[str, ...] = ()  # trusted for https origins, beside the system store
 
 
 def binary(kind: str) -> Path:
@@ -76,6 +77,20 @@ def destination_rules(allowed: tuple[str, ...]) -> str:
             "dns_nameservers 127.0.0.1\n")
 
 
+def tls_outgoing(ca_files: tuple[str, ...]) -> str:
+    """How the Collector verifies https origins: the system store plus the lab's CA files.
+
+    A failed verification is never waved through (sslproxy_cert_error's default, deny): the client
+    gets the Collector's error reply naming the reason.
+    """
+    words = ["tls_outgoing_options", "default-ca=on", "min-version=1.2"]
+    for path in ca_files:
+        if any(c.isspace() for c in str(path)):
+            raise ValueError(f"origin CA file {path}: Squid cannot name a path with spaces in tls_outgoing_options")
+        words.append(f"cafile={path}")
+    return " ".join(words) + "\n"
+
+
 def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: dict[str, int], *,
                      name: str = "spe-collector", options: CollectorOptions | None = None, **overrides) -> str:
     """squid.conf text for a Collector writing its logs and pid file into `directory`."""
@@ -90,6 +105,7 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         # the patched build leaves out ICMP and HTCP; Debian's Squid must be told not to use them
         stock_only="" if kind == "spe" else "netdb_filename none\nhtcp_port 0\npinger_enable off\n",
         collector_directives=collector_directives(kind, options),
+        tls_outgoing=tls_outgoing(tuple(options.origin_ca_files)),
         destination_rules=destination_rules(tuple(options.allowed_destinations))), str(TEMPLATE.relative_to(ROOT)))
 
 

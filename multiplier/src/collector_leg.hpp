@@ -3,6 +3,7 @@
 // The client is answered here; the measure becomes the fan-out's reference.
 #pragma once
 
+#include "client_stream.hpp"
 #include "header_policy.hpp"
 #include "measurement.hpp"
 #include "server_context.hpp"
@@ -14,7 +15,7 @@ namespace spe {
 
 /// How the reply must be framed for this client.
 struct ClientSide {
-    TimedStream& stream;
+    ClientStream& stream;
     bool head_request = false;
     bool http11 = true;      // the client spoke HTTP/1.1 (may get chunked)
     bool keep_alive = true;  // the client wants the connection kept

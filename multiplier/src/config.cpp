@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string_view>
@@ -115,6 +116,14 @@ po::options_description describe_options() {
         "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")(
         "connect-port", po::value<std::vector<unsigned>>()->composing(),
         "port CONNECT may tunnel to (repeatable; default 443)")(
+        "intercept-tls", po::bool_switch(),
+        "read HTTPS inside CONNECT tunnels: answer the client's TLS with a certificate signed by SPE's CA (see "
+        "--ca-dir) and treat each request in it like a plain HTTP one (Collector, fan-out, record)")(
+        "ca-dir", po::value<std::string>(),
+        "directory of SPE's CA, spe-ca.pem and spe-ca.key (default $SPE_CA_DIR, else "
+        "$XDG_DATA_HOME/spe/ca, else ~/.local/share/spe/ca; ./spe ca creates it)")(
+        "no-intercept", po::value<std::vector<std::string>>()->composing(),
+        "with --intercept-tls, tunnel CONNECTs to hosts matching this pattern unread ('*.example.com'; repeatable)")(
         "compare-header", po::value<std::vector<std::string>>()->composing(),
         "compare only these headers (repeatable; default: all end-to-end headers not ignored)")(
         "ignore-header", po::value<std::vector<std::string>>()->composing(),
@@ -146,6 +155,14 @@ po::options_description describe_options() {
         "parent", po::value<std::string>(), "HOST:PORT of the parent in --dummy mode")("version",
                                                                                        "print the version and exit");
     return o;
+}
+
+/// Where ./spe ca puts the CA (spe_tools/ca.py default_dir: the same rule).
+std::string default_ca_dir() {
+    if (const char* dir = std::getenv("SPE_CA_DIR"); dir && *dir) return dir;
+    if (const char* data = std::getenv("XDG_DATA_HOME"); data && *data) return std::string(data) + "/spe/ca";
+    const char* home = std::getenv("HOME");
+    return std::string(home && *home ? home : ".") + "/.local/share/spe/ca";
 }
 
 template <class T>
@@ -215,6 +232,13 @@ Config build_config(const po::variables_map& vm) {
             c.connect_ports.push_back(static_cast<std::uint16_t>(p));
         }
     }
+    c.intercept_tls = vm["intercept-tls"].as<bool>();
+    c.ca_dir = vm.count("ca-dir") ? vm["ca-dir"].as<std::string>() : default_ca_dir();
+    c.no_intercept = list_of<std::string>(vm, "no-intercept");
+    if (c.intercept_tls && c.dummy)
+        throw ConfigError("--intercept-tls is for the Multiplier; a --dummy proxy gets intercepted requests as http");
+    if (!c.intercept_tls && (vm.count("ca-dir") || !c.no_intercept.empty()))
+        throw ConfigError("--ca-dir and --no-intercept only apply with --intercept-tls");
     c.compare_headers = list_of<std::string>(vm, "compare-header");
     c.ignore_headers = list_of<std::string>(vm, "ignore-header");
     c.max_header_bytes = vm["max-header-bytes"].as<std::size_t>();

@@ -51,6 +51,9 @@ struct Config {
 
     AllowList allow;
     std::vector<std::uint16_t> connect_ports{443};
+    bool intercept_tls = false;             // read HTTPS inside CONNECT tunnels (tls_interceptor.hpp)
+    std::string ca_dir;                     // SPE's CA (spe-ca.pem, spe-ca.key), made by ./spe ca
+    std::vector<std::string> no_intercept;  // host patterns whose tunnels stay opaque
     std::vector<std::string> compare_headers;
     std::vector<std::string> ignore_headers;  // added to the default ignore list
 

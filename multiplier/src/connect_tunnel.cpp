@@ -66,23 +66,17 @@ awaitable<bool> flush_ahead(ReadBuffer& buffer, TimedStream& to, std::chrono::mi
 
 }  // namespace
 
-awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const Request& req,
+std::string connection_established(const std::string& via_name) {
+    return "HTTP/1.1 200 Connection established\r\nVia: 1.1 " + via_name + "\r\n\r\n";
+}
+
+awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const TunnelRequest& tunnel,
                                             ServerContext& ctx, RequestRecord& record) {
     const auto& cfg = ctx.config();
-    const std::string target(req.target());
-    auto colon = target.rfind(':');
-    unsigned long port = 0;
-    if (colon != std::string::npos && colon + 1 < target.size() &&
-        target.find_first_not_of("0123456789", colon + 1) == std::string::npos && target.size() - colon <= 6)
-        port = std::stoul(target.substr(colon + 1));
-    if (port == 0 || port > 65535) co_return TunnelOutcome{400, "CONNECT needs a HOST:PORT target"};
-    if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), port) == cfg.connect_ports.end())
-        co_return TunnelOutcome{403,
-                                "CONNECT to port " + std::to_string(port) + " is not allowed (see --connect-port)"};
-
+    const auto target = tunnel.target.host + ":" + std::to_string(tunnel.target.port);
     Request message{http::verb::connect, target, 11};
     message.set(http::field::host, target);
-    append_via(message, req.version(), cfg.via_name);
+    append_via(message, tunnel.client_version, cfg.via_name);
     const WireRequest connect(std::move(message));
     UpstreamConnection upstream(client.get_executor(), ctx.collector(), read_buffer_limit(cfg));
     Measure& m = record.collector;
@@ -107,9 +101,11 @@ awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& cli
         co_return TunnelOutcome{*m.status, "the Collector refused the tunnel: " + std::to_string(*m.status) + " " +
                                                std::string(parser.get().reason())};
 
-    std::string established = "HTTP/1.1 200 Connection established\r\nVia: 1.1 " + cfg.via_name + "\r\n\r\n";
-    client.expires_after(cfg.client_timeout);
-    co_await asio::async_write(client, asio::buffer(established), with_ec(ec));
+    if (!tunnel.established) {
+        const auto established = connection_established(cfg.via_name);
+        client.expires_after(cfg.client_timeout);
+        co_await asio::async_write(client, asio::buffer(established), with_ec(ec));
+    }
     record.client_status = 200;
     std::uint64_t up_bytes = 0, down_bytes = 0;
     if (ec || !co_await flush_ahead(upstream.buffer(), client, cfg.client_timeout, down_bytes) ||
@@ -131,8 +127,8 @@ awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& cli
     m.bytes = down_bytes + co_await pump(upstream.stream(), client, idle);
     if (up_running) co_await up_done.async_wait(with_ec(ec));
     m.total_us = micros_since(t0);
-    record.note = "CONNECT tunnel (not multiplied): " + std::to_string(up_bytes) + " bytes up, " +
-                  std::to_string(m.bytes) + " bytes down";
+    record.note = "CONNECT tunnel (not multiplied" + (tunnel.why.empty() ? "" : ": " + tunnel.why) +
+                  "): " + std::to_string(up_bytes) + " bytes up, " + std::to_string(m.bytes) + " bytes down";
     co_return TunnelOutcome{};
 }
 

@@ -1,5 +1,5 @@
-// CONNECT: a tunnel to the Collector, logged but not multiplied (the bytes are
-// TLS the Multiplier cannot read or replay).
+// CONNECT without interception: a tunnel to the Collector, logged but not
+// multiplied (the bytes are TLS the Multiplier does not read or replay).
 #pragma once
 
 #include "measurement.hpp"
@@ -7,6 +7,7 @@
 #include "timed_stream.hpp"
 
 #include "read_buffer.hpp"
+#include "request_policy.hpp"
 
 namespace spe {
 
@@ -17,7 +18,20 @@ struct TunnelOutcome {
     std::string reason;
 };
 
-awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const Request& req,
+/// `why` says, for the record, why the tunnel is not intercepted. With
+/// `established`, the client already has its 200 (an interception that found
+/// no TLS): the Collector's refusal can then only close the connection.
+struct TunnelRequest {
+    ConnectTarget target;
+    unsigned client_version = 11;
+    std::string why;
+    bool established = false;
+};
+
+awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const TunnelRequest& tunnel,
                                             ServerContext& ctx, RequestRecord& record);
+
+/// The client's answer once a tunnel is open (to the Collector, or to the Multiplier itself when intercepted).
+std::string connection_established(const std::string& via_name);
 
 }  // namespace spe

@@ -7,14 +7,18 @@
 #include "md5_digest.hpp"
 #include "request_policy.hpp"
 #include "result_log.hpp"
+#include "tls_interceptor.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include <algorithm>
 
 namespace spe {
 namespace {
@@ -43,6 +47,7 @@ RequestProblem read_problem(const error_code& ec) {
 DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx)
     : ctx_(std::move(ctx)),
       client_(std::move(socket)),
+      io_(client_),
       buffer_(read_buffer_limit(ctx_->config())),
       client_address_(address_of(client_.socket())),
       collector_(client_.get_executor(), *ctx_),
@@ -100,6 +105,12 @@ awaitable<void> DownstreamSession::run() {
         const LingerLimits limits{std::min<Clock::duration>(ctx_->config().client_timeout, std::chrono::seconds(5))};
         co_await lingering_close(client_, limits);
     } else {
+        if (auto* tls = io_.tls_stream(); tls && client_.socket().is_open()) {
+            // close_notify, so the client knows the stream was not cut short; bounded, the client may not answer.
+            error_code ignored;
+            client_.expires_after(std::min<Clock::duration>(ctx_->config().client_timeout, std::chrono::seconds(2)));
+            co_await tls->async_shutdown(with_ec(ignored));
+        }
         error_code ignored;
         client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     }
@@ -113,6 +124,10 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
     r.client = client_address_;
     r.method = req.method_string().empty() ? "-" : std::string(req.method_string());
     r.url = req.target().empty() ? "-" : std::string(req.target());
+    if (intercepted_) {
+        r.intercepted = true;
+        if (auto t = intercepted_target(req.target(), *intercepted_)) r.url = std::move(t->url);
+    }
     r.version = req.version() == 10 ? "HTTP/1.0"
                 : req.version() == 11
                     ? "HTTP/1.1"
@@ -126,6 +141,9 @@ awaitable<bool> DownstreamSession::wait_for_request() {
     idle_ = true;
     if (ctx_->stopping()) co_return false;
     buffer_.shrink_to_fit();
+    // Inside TLS the engine may hold a whole request already read from the
+    // socket, which then shows nothing: the read itself waits (serve_one).
+    if (io_.tls()) co_return true;
     error_code ec;
     client_.expires_after(ctx_->config().client_timeout);
     co_await client_.async_wait_readable(with_ec(ec));
@@ -142,7 +160,7 @@ awaitable<bool> DownstreamSession::serve_one() {
 
     error_code ec;
     client_.expires_after(cfg.client_timeout);
-    co_await http::async_read_header(client_, buffer_, parser, with_ec(ec));
+    co_await http::async_read_header(io_, buffer_, parser, with_ec(ec));
     idle_ = false;
     if (ec) {
         // A connection that closes or times out between requests is normal.
@@ -160,10 +178,10 @@ awaitable<bool> DownstreamSession::serve_one() {
         // RFC 9110 10.1.1: never to an HTTP/1.0 client, which may not understand it.
         if (parser.get().version() >= 11 && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
             static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-            co_await asio::async_write(client_, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
+            co_await asio::async_write(io_, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
         }
         client_.expires_after(cfg.client_timeout);
-        co_await http::async_read(client_, buffer_, parser, with_ec(ec));
+        co_await http::async_read(io_, buffer_, parser, with_ec(ec));
         if (ec) {
             auto problem = read_problem(ec);
             co_await refuse(problem.status, problem.reason, std::move(record), head_request);
@@ -173,14 +191,8 @@ awaitable<bool> DownstreamSession::serve_one() {
     Request req = parser.release();
     const bool keep_alive = client_wants_keep_alive(req) && !ctx_->stopping();
 
-    if (req.method() == http::verb::connect) {
-        auto outcome = co_await run_connect_tunnel(client_, buffer_, req, *ctx_, record);
-        if (outcome.refused_status)
-            co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
-        else
-            ctx_->log().write(record);
-        co_return false;
-    }
+    if (req.method() == http::verb::connect) co_return co_await connect(req, std::move(record));
+    if (intercepted_ && !co_await adopt_intercepted(req, record)) co_return false;
     if (auto problem = check_request(req, cfg)) {
         co_await refuse(problem->status, problem->reason, std::move(record), head_request);
         co_return false;
@@ -193,12 +205,13 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     const bool head_request = req.method() == http::verb::head;
     auto upstream_request = make_upstream_request(req, cfg.via_name, keep_alive);
     if (!cfg.dummy) set_request_tag(upstream_request, ctx_->request_tag(record.id));
+    if (intercepted_) upstream_request.set(kSchemeHeader, "https");
     record.tag = upstream_request[kRequestTagHeader];
     auto upstream = std::make_shared<const WireRequest>(std::move(upstream_request));
     auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
     fanout->begin();
 
-    auto out = co_await collector_.relay(*upstream, ClientSide{client_, head_request, req.version() >= 11, keep_alive});
+    auto out = co_await collector_.relay(*upstream, ClientSide{io_, head_request, req.version() >= 11, keep_alive});
     if (!out.client_answered) {
         const auto status = client_status_for(out.measure.error);
         const auto reason = "the Collector at " + cfg.collector->to_string() +
@@ -264,9 +277,9 @@ awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, con
     client_.expires_after(ctx_->config().client_timeout);
     if (head_request) {
         http::response_serializer<http::string_body> sr(res);
-        co_await http::async_write_header(client_, sr, with_ec(ec));
+        co_await http::async_write_header(io_, sr, with_ec(ec));
     } else {
-        co_await http::async_write(client_, res, with_ec(ec));
+        co_await http::async_write(io_, res, with_ec(ec));
     }
     if (ec) sent.error = classify(ec, true);
     co_return sent;
@@ -280,6 +293,136 @@ awaitable<void> DownstreamSession::refuse(unsigned status, const std::string& re
     record.client_status = status;
     record.note = reason;
     ctx_->log().write(record);
+}
+
+std::string DownstreamSession::client_ip() const {
+    return client_address_.substr(0, client_address_.rfind(':'));
+}
+
+awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord record) {
+    const auto& cfg = ctx_->config();
+    auto target = parse_connect_target(req.target());
+    // The reasons are named, not temporaries in the co_await: GCC 12 mishandles those.
+    std::optional<RequestProblem> problem;
+    if (intercepted_)
+        problem = RequestProblem{400, "CONNECT inside an intercepted tunnel"};
+    else if (!target)
+        problem = RequestProblem{400, "CONNECT needs a HOST:PORT target"};
+    else if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), target->port) == cfg.connect_ports.end())
+        problem = RequestProblem{
+            403, "CONNECT to port " + std::to_string(target->port) + " is not allowed (see --connect-port)"};
+    if (problem) {
+        co_await refuse(problem->status, problem->reason, std::move(record), false);
+        co_return false;
+    }
+    TunnelRequest plain{*target, req.version(), "", false};
+    if (auto* interceptor = ctx_->interceptor()) {
+        plain.why = interceptor->tunnel_reason(client_ip(), target->bare_host());
+        if (plain.why.empty()) co_return co_await intercept(*target, req.version(), std::move(record));
+    }
+    co_await tunnel(plain, std::move(record));
+    co_return false;
+}
+
+awaitable<void> DownstreamSession::tunnel(const TunnelRequest& request, RequestRecord record) {
+    auto outcome = co_await run_connect_tunnel(client_, buffer_, request, *ctx_, record);
+    if (!outcome.refused_status) {
+        ctx_->log().write(record);
+    } else if (!request.established) {
+        co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
+    } else {
+        // The client has its 200 already: closing is all that is left to tell it.
+        record.note = "CONNECT (" + request.why + "): " + outcome.reason + "; the connection was closed";
+        ctx_->log().write(record);
+    }
+}
+
+awaitable<std::optional<bool>> DownstreamSession::client_speaks_tls() {
+    constexpr unsigned char kTlsHandshakeRecord = 0x16;  // RFC 8446 5.1: a ClientHello comes in one
+    if (buffer_.size() > 0)
+        co_return static_cast<unsigned char>(*static_cast<const char*>(buffer_.data().data())) == kTlsHandshakeRecord;
+    error_code ec;
+    client_.expires_after(ctx_->config().client_timeout);
+    co_await client_.async_wait_readable(with_ec(ec));
+    unsigned char first = 0;
+    if (!ec) client_.socket().receive(asio::buffer(&first, 1), tcp::socket::message_peek, ec);
+    if (ec) co_return std::nullopt;
+    co_return first == kTlsHandshakeRecord;
+}
+
+awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsigned client_version,
+                                             RequestRecord record) {
+    const auto& cfg = ctx_->config();
+    auto& interceptor = *ctx_->interceptor();
+    error_code ec;
+    const auto established = connection_established(cfg.via_name);
+    client_.expires_after(cfg.client_timeout);
+    co_await asio::async_write(client_, asio::buffer(established), with_ec(ec));
+    record.client_status = 200;
+    if (ec) {
+        record.note = "CONNECT intercepted: the client went away before the TLS handshake";
+        ctx_->log().write(record);
+        co_return false;
+    }
+    const auto tls = co_await client_speaks_tls();
+    if (!tls) {
+        record.note = "CONNECT intercepted: the client sent nothing before it closed or timed out";
+        ctx_->log().write(record);
+        co_return false;
+    }
+    if (!*tls) {
+        // Named, not a temporary in the co_await: GCC 12 destroys such a temporary twice.
+        const TunnelRequest fallback{target, client_version, "the client's first bytes are not TLS", true};
+        co_await tunnel(fallback, std::move(record));
+        co_return false;
+    }
+
+    std::string already_read(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    buffer_.consume(buffer_.size());
+    auto& stream = io_.start_tls(interceptor.context(), std::move(already_read));
+    HandshakeFacts facts;
+    facts.connect_host = target.bare_host();
+    TlsInterceptor::attach(stream.native_handle(), &facts);
+    client_.expires_after(cfg.client_timeout);
+    co_await stream.async_handshake(asio::ssl::stream_base::server, with_ec(ec));
+    TlsInterceptor::attach(stream.native_handle(), nullptr);
+    if (ec) {
+        std::string why;
+        if (!facts.problem.empty()) {
+            why = facts.problem;
+        } else if (TlsInterceptor::client_refused_certificate(ec)) {
+            interceptor.remember_refusal(client_ip(), facts.connect_host);
+            why = "the client refused SPE's certificate (" + ec.message() + "); later CONNECTs to " +
+                  facts.connect_host + " from this client are tunnelled for a while";
+        } else if (ec == beast::error::timeout) {
+            why = "the client did not finish the handshake in time";
+        } else if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
+                   ec == asio::error::connection_reset || ec == asio::error::broken_pipe) {
+            why = "the client closed the connection during the handshake";
+        } else {
+            why = ec.message();
+        }
+        record.note = "CONNECT intercepted: TLS handshake failed: " + why;
+        spdlog::debug("client {}: {}", client_address_, record.note);
+        ctx_->log().write(record);
+        co_return false;
+    }
+    record.note = "CONNECT intercepted: " + std::string(SSL_get_version(stream.native_handle())) +
+                  ", certificate for " + facts.leaf_name + (facts.sni.empty() ? " (no SNI)" : "");
+    ctx_->log().write(record);
+    intercepted_ = target;
+    co_return true;
+}
+
+awaitable<bool> DownstreamSession::adopt_intercepted(Request& req, RequestRecord& record) {
+    auto target = intercepted_target(req.target(), *intercepted_);
+    if (!target) {
+        const std::string reason = "a request in an intercepted tunnel must have an origin-form target (/path)";
+        co_await refuse(400, reason, std::move(record), req.method() == http::verb::head);
+        co_return false;
+    }
+    req.target(target->upstream_target);
+    co_return true;
 }
 
 }  // namespace spe

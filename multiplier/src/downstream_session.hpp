@@ -2,15 +2,20 @@
 // order from the Collector, hand it to the fan-out, then read the next one.
 // Pipelined requests wait in the read buffer, so replies keep request order.
 // Between requests only the socket and a small wait remain: no buffer, no parser.
+// A CONNECT is tunnelled, or, with --intercept-tls, answered with TLS: the
+// session then reads the tunnel's requests as https ones (tls_interceptor.hpp).
 #pragma once
 
+#include "client_stream.hpp"
 #include "collector_leg.hpp"
+#include "connect_tunnel.hpp"
 #include "proxy_pools.hpp"
 #include "server_context.hpp"
 
 #include "read_buffer.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace spe {
 
@@ -33,6 +38,14 @@ private:
     awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
+    /// CONNECT: a plain tunnel, or the start of an intercepted one (true: read its requests next).
+    awaitable<bool> connect(const Request& req, RequestRecord record);
+    awaitable<bool> intercept(const ConnectTarget& target, unsigned client_version, RequestRecord record);
+    /// After the 200 of an interception: whether the client's first byte starts a TLS record.
+    awaitable<std::optional<bool>> client_speaks_tls();
+    awaitable<void> tunnel(const TunnelRequest& tunnel, RequestRecord record);
+    /// A request read in an intercepted tunnel gets its upstream http form; false: refused.
+    awaitable<bool> adopt_intercepted(Request& req, RequestRecord& record);
     /// Waits for the fan-out when it has fallen behind this connection.
     awaitable<void> keep_pace_with_fanout();
     /// Sends a short text reply from the Multiplier itself; returns what the client got.
@@ -40,10 +53,13 @@ private:
                                              bool keep_alive);
     awaitable<void> refuse(unsigned status, const std::string& reason, RequestRecord record, bool head_request);
     RequestRecord new_record(const Request& req);
+    std::string client_ip() const;  // client_address_ without its port
     void close();
 
     std::shared_ptr<ServerContext> ctx_;
     TimedStream client_;
+    ClientStream io_;                           // client_, or TLS over it once a tunnel is intercepted
+    std::optional<ConnectTarget> intercepted_;  // the tunnel's target, once intercepted
     ReadBuffer buffer_;
     std::string client_address_;
     CollectorLeg collector_;

@@ -26,6 +26,9 @@ inline constexpr std::string_view kRequestTagHeader = "X-SPE-Request";
 /// The Collector's stamp on every reply: which origin fetch it came from. Recorded, never
 /// compared, not relayed to the client unless --client-fetch-stamp.
 inline constexpr std::string_view kFetchStampHeader = "X-SPE-Fetch";
+/// On the upstream copy of a request read inside an intercepted TLS tunnel: its
+/// http URL stands for the https one (the Collector's patch 0014 turns it back).
+inline constexpr std::string_view kSchemeHeader = "X-SPE-Scheme";
 /// The Collector's note on each reply to a tagged request: the tag of the client request it answers.
 inline constexpr std::string_view kReplyToHeader = "X-SPE-Reply-To";
 /// The Collector's stamp on a 304 and on the copies it refreshes: when the origin last confirmed a stored copy.

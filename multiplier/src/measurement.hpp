@@ -87,8 +87,9 @@ struct RequestRecord {
     std::string client;
     std::string method;
     std::string url;
-    std::string version;      // "HTTP/1.1"
-    bool validation = false;  // conditional request (ROPE's "validation")
+    std::string version;       // "HTTP/1.1"
+    bool validation = false;   // conditional request (ROPE's "validation")
+    bool intercepted = false;  // read inside an intercepted TLS tunnel (the url is https)
     Measure collector;
     unsigned client_status = 0;
     std::string note;  // e.g. why there was no fan-out

@@ -91,6 +91,33 @@ bool names_this_multiplier(const std::string& host, const Endpoint& listen) {
 }
 }  // namespace
 
+std::string ConnectTarget::bare_host() const {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
+    return host;
+}
+
+std::optional<ConnectTarget> parse_connect_target(std::string_view target) {
+    const auto colon = target.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == target.size() || target.size() - colon > 6)
+        return std::nullopt;
+    const auto digits = target.substr(colon + 1);
+    if (digits.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    const auto port = std::stoul(std::string(digits));
+    if (port == 0 || port > 65535) return std::nullopt;
+    const auto host = target.substr(0, colon);
+    if (host.find_first_of("/@ \t") != std::string_view::npos) return std::nullopt;
+    return ConnectTarget{std::string(host), static_cast<std::uint16_t>(port)};
+}
+
+std::optional<InterceptedTarget> intercepted_target(std::string_view target, const ConnectTarget& tunnel) {
+    if (target.empty() || target.front() != '/') return std::nullopt;
+    const auto port = std::to_string(tunnel.port);
+    InterceptedTarget out;
+    out.upstream_target = "http://" + tunnel.host + ":" + port + std::string(target);
+    out.url = "https://" + tunnel.host + (tunnel.port == 443 ? "" : ":" + port) + std::string(target);
+    return out;
+}
+
 std::optional<RequestProblem> check_request(const Request& req, const Config& config) {
     // Beast rejects most framing attacks while parsing; a request carrying both
     // lengths is refused here too, whatever the parser made of it (RFC 9112 6.3).
@@ -167,6 +194,7 @@ void set_request_tag(Request& upstream, std::string_view tag) {
     upstream.erase(kFetchStampHeader);
     upstream.erase(kValidationStampHeader);
     upstream.erase(kReplyToHeader);
+    upstream.erase(kSchemeHeader);
     upstream.set(kRequestTagHeader, tag);
 }
 

@@ -18,6 +18,25 @@ struct RequestProblem {
     std::string reason;
 };
 
+/// The target of a CONNECT request: "host:port" (an IPv6 host in brackets).
+struct ConnectTarget {
+    std::string host;  // as written, brackets included
+    std::uint16_t port = 0;
+    /// The host without IPv6 brackets: the name a certificate is made for.
+    std::string bare_host() const;
+};
+std::optional<ConnectTarget> parse_connect_target(std::string_view target);
+
+/// A request read inside an intercepted tunnel: the target its upstream copy
+/// gets (http, port always written, so https://h/x is http://h:443/x, an
+/// object of its own in every cache), and its https URL for the record.
+struct InterceptedTarget {
+    std::string upstream_target;
+    std::string url;
+};
+/// nullopt when the target is not origin-form (an absolute URL or "*" has no place in a tunnel).
+std::optional<InterceptedTarget> intercepted_target(std::string_view target, const ConnectTarget& tunnel);
+
 /// Checks a complete client request (not CONNECT). nullopt means acceptable.
 std::optional<RequestProblem> check_request(const Request& req, const Config& config);
 
@@ -33,8 +52,8 @@ bool is_validation(const Request& req);
 Request make_upstream_request(const Request& client_request, const std::string& via_name, bool keep_alive);
 
 /// Marks the upstream copy with this Multiplier's request tag (X-SPE-Request),
-/// first removing any X-SPE-Request, X-SPE-Fetch, X-SPE-Validated or
-/// X-SPE-Reply-To the client sent: a client must not choose another request's
+/// first removing any X-SPE-Request, X-SPE-Fetch, X-SPE-Validated,
+/// X-SPE-Reply-To or X-SPE-Scheme the client sent: a client must not choose another request's
 /// tag nor the Collector's stamps. Not used in --dummy mode, where these
 /// headers pass untouched.
 void set_request_tag(Request& upstream, std::string_view tag);

@@ -331,6 +331,7 @@ std::string to_json_line(const RequestRecord& r) {
     measure_members(w, r.collector, [] {});
     w.close();
     w.key<"id">().integer(r.id);
+    if (r.intercepted) w.key<"intercepted">().boolean(true);
     w.key<"method">().string(r.method);
     w.key<"note">().string_or_null(r.note);
     w.key<"proxies">();

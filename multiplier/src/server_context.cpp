@@ -3,6 +3,7 @@
 #include "cache_judge.hpp"
 
 #include "request_policy.hpp"
+#include "tls_interceptor.hpp"
 
 #include <boost/asio/strand.hpp>
 
@@ -33,6 +34,9 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
             names.push_back(p.name);
         cache_judge_ = std::make_unique<CacheJudge>(std::move(names));
     }
+    if (config_.intercept_tls)
+        interceptor_ = std::make_unique<TlsInterceptor>(CertificateAuthority::load(config_.ca_dir),
+                                                        config_.no_intercept, LeafLimits{});
 }
 
 ServerContext::~ServerContext() = default;

@@ -18,6 +18,7 @@ namespace spe {
 
 class CacheJudge;
 class ResultLog;
+class TlsInterceptor;
 
 struct ResolvedProxy {
     std::string name;
@@ -49,6 +50,8 @@ public:
     ResultLog& log() { return log_; }
     /// The cache-rule judge, or nullptr with --no-cache-judge.
     CacheJudge* cache_judge() { return cache_judge_.get(); }
+    /// HTTPS interception (leaf certificates, which tunnels stay opaque), or nullptr without --intercept-tls.
+    TlsInterceptor* interceptor() { return interceptor_.get(); }
 
     /// Where the proxy legs of the client connection on `client` run: an
     /// io_context apart from the clients', so a fan-out's work (connects to a
@@ -91,6 +94,7 @@ private:
     std::vector<ResolvedProxy> proxies_;
     ResultLog& log_;
     std::unique_ptr<CacheJudge> cache_judge_;
+    std::unique_ptr<TlsInterceptor> interceptor_;
     asio::io_context& fanout_;
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};

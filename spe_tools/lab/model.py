@@ -36,6 +36,7 @@ class CollectorSpec:
     replay_timing: bool = CollectorOptions.replay_timing
     cache_mb: int = CollectorOptions.cache_mb
     port: int = 0  # the "direct" port the Multiplier uses; 0 = a free port
+    origin_ca_files: tuple[Path, ...] = ()  # trusted for https origins beside the system store
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ class MultiplierSpec:
     compare_headers: tuple[str, ...] = ()
     ignore_headers: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
+    intercept_tls: bool = False  # read HTTPS inside CONNECT tunnels with SPE's CA (docs/https.md)
+    no_intercept: tuple[str, ...] = ()  # host patterns whose tunnels stay opaque
+    ca_dir: Path | None = None  # SPE's CA; None: ./spe ca's default directory
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class OriginSpec:
     think_mean_ms: float | None = None  # first-byte delay per miss; None: the model's (300 ms)
     think_sd_ms: float | None = None
     seed: int = 1
+    tls: bool = False  # also serve HTTPS (a test CA the lab hands to the Collector)
+    tls_port: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ class WorkloadSpec:
     pages: int = 0  # browse: pages to visit; 0: as many as fit in duration_s at think_s each
     think_s: float = 2.0  # browse: mean think time between pages
     seed: int = 1
+    https_share: float = 0.5  # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
     args: tuple[str, ...] = ()  # extra arguments for the workload's program
 
 
@@ -114,9 +121,10 @@ def _relative_to(source: Path | None, path: str) -> Path:
     return source.parent / path if source else Path(path)
 
 
-def _collector(data: dict) -> CollectorSpec:
+def _collector(data: dict, source: Path | None) -> CollectorSpec:
     t = Table("[collector]", data, CollectorSpec())
     spec = CollectorSpec(
+        origin_ca_files=tuple(_relative_to(source, path) for path in t.strings("origin_ca_files")),
         kind=t.choice("kind", COLLECTOR_KINDS),
         uncacheable_ttl_s=t.number("uncacheable_ttl_s", 0, 86400, integer=True),
         replay_timing=t.get("replay_timing", bool),
@@ -150,7 +158,7 @@ def _proxy(data: Any, index: int) -> ProxySpec:
     return ProxySpec(**values)
 
 
-def _multiplier(data: dict) -> MultiplierSpec:
+def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
     t = Table("[multiplier]", data, MultiplierSpec())
     host, port = parse_address(t.get("listen", str, "127.0.0.1:0"), "[multiplier].listen")
     spec = MultiplierSpec(
@@ -163,8 +171,13 @@ def _multiplier(data: dict) -> MultiplierSpec:
         compare_headers=t.strings("compare_headers"),
         ignore_headers=t.strings("ignore_headers"),
         extra_args=t.strings("extra_args"),
+        intercept_tls=t.get("intercept_tls", bool),
+        no_intercept=t.strings("no_intercept"),
+        ca_dir=_relative_to(source, ca_dir) if (ca_dir := t.get("ca_dir", str, None)) else None,
     )
     t.finish()
+    if not spec.intercept_tls and (spec.no_intercept or spec.ca_dir):
+        raise LabFileError("[multiplier]: no_intercept and ca_dir need intercept_tls = true")
     return spec
 
 
@@ -176,8 +189,11 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
                       model=_relative_to(source, model) if model else None,
                       think_mean_ms=t.number("think_mean_ms", 0, 600000),
                       think_sd_ms=t.number("think_sd_ms", 0, 600000),
-                      seed=t.get("seed", int))
+                      seed=t.get("seed", int), tls=t.get("tls", bool),
+                      tls_port=t.number("tls_port", 0, 65535, integer=True))
     t.finish()
+    if spec.tls and spec.kind != "synthetic":
+        raise LabFileError("[origin].tls: only the synthetic origin serves HTTPS")
     if spec.host == "127.0.0.1" and spec.kind == "synthetic":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
                            "the literal 127.0.0.1 straight to the origin, bypassing its Collector port")
@@ -197,6 +213,7 @@ def _workload(data: dict) -> WorkloadSpec:
         pages=t.number("pages", 0, 1_000_000, integer=True),
         think_s=t.number("think_s", 0, 3600),
         seed=t.get("seed", int),
+        https_share=t.number("https_share", 0, 1),
         args=t.strings("args"),
     )
     t.finish()
@@ -210,7 +227,7 @@ def _workload(data: dict) -> WorkloadSpec:
 def _fixed_ports(lab: Lab) -> list[tuple[str, int]]:
     """Every port the file pins (0 = chosen at start, never a clash), with what uses it."""
     ports = [("[collector].port", lab.collector.port), ("[multiplier].listen", lab.multiplier.port),
-             ("[origin].port", lab.origin.port)]
+             ("[origin].port", lab.origin.port), ("[origin].tls_port", lab.origin.tls_port)]
     for p in lab.proxies:
         if p.kind != "external":
             ports.append((f"[[proxy]] {p.name!r}.port", p.port))
@@ -261,9 +278,9 @@ def _parse(data: dict, source: Path | None) -> Lab:
         raise LabFileError("no proxies under test: add at least one [[proxy]] table with a name and a kind")
     lab = Lab(
         name=name, source=source,
-        collector=_collector(tables["collector"]),
+        collector=_collector(tables["collector"], source),
         proxies=tuple(_proxy(p, i) for i, p in enumerate(proxies)),
-        multiplier=_multiplier(tables["multiplier"]),
+        multiplier=_multiplier(tables["multiplier"], source),
         origin=_origin(tables["origin"], source),
         workload=_workload(tables["workload"]),
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,

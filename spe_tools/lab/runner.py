@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from spe_tools import ca as spe_ca
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.labfile import write_run_lab_file
@@ -52,6 +53,7 @@ class Ports:
     multiplier: int
     proxies: dict[str, int]  # where each proxy under test listens
     collector: dict[str, int]  # each proxy's Collector port
+    origin_tls: int = 0  # the synthetic origin's HTTPS port ([origin] tls)
 
 
 def _pick(taken: set[int]) -> int:
@@ -66,7 +68,7 @@ def assign_ports(lab: Lab) -> Ports:
     """Fixed ports from the file (which must be free now), free ones for the rest, none twice."""
     taken: set[int] = set()
     fixed = [("[origin].port", lab.origin.port), ("[collector].port", lab.collector.port),
-             ("[multiplier].listen", lab.multiplier.port)]
+             ("[multiplier].listen", lab.multiplier.port), ("[origin].tls_port", lab.origin.tls_port)]
     fixed += [(f"proxy {p.name!r} port", p.port) for p in lab.proxies if p.kind != "external"]
     fixed += [(f"proxy {p.name!r} collector_port", p.collector_port) for p in lab.proxies]
     for what, port in fixed:
@@ -80,7 +82,8 @@ def assign_ports(lab: Lab) -> Ports:
     return Ports(origin=get(lab.origin.port) if lab.origin.kind != "none" else 0,
                  direct=get(lab.collector.port), multiplier=get(lab.multiplier.port),
                  proxies={p.name: p.port if p.kind == "external" else get(p.port) for p in lab.proxies},
-                 collector={p.name: get(p.collector_port) for p in lab.proxies})
+                 collector={p.name: get(p.collector_port) for p in lab.proxies},
+                 origin_tls=get(lab.origin.tls_port) if lab.origin.tls else 0)
 
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
@@ -95,6 +98,7 @@ def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
         seen.add(p.kind)
         problems += [f"[[proxy]] {p.name!r} (kind {p.kind}): {m}" for m in KINDS[p.kind].missing(multiplier)]
     problems += _origin_and_workload_problems(lab)
+    problems += _https_problems(lab)
     try:
         assign_ports(lab)
     except LabError as e:
@@ -113,6 +117,28 @@ def _origin_and_workload_problems(lab: Lab) -> list[str]:
         problems.append(f"[workload] kind 'browse' needs Chromium ({browse.CHROMIUM}): apt-get install chromium "
                         "(./spe setup does)")
     return problems
+
+
+def ca_dir(lab: Lab) -> Path:
+    """SPE's CA for this lab: the file's ca_dir, else ./spe ca's (resolved here: the Multiplier's HOME is the run)."""
+    return Path(lab.multiplier.ca_dir or spe_ca.default_dir()).resolve()
+
+
+def _https_problems(lab: Lab) -> list[str]:
+    problems = []
+    for path in lab.collector.origin_ca_files:
+        if not Path(path).is_file():
+            problems.append(f"[collector].origin_ca_files: {path} is not a file")
+    if lab.multiplier.intercept_tls and (ca_dir(lab) / spe_ca.CERT_NAME).exists():
+        try:
+            spe_ca.check_spe_ca(spe_ca.CaFiles(ca_dir(lab)))
+        except spe_ca.CaError as e:
+            problems.append(f"[multiplier].intercept_tls: {e}")
+    return problems
+
+
+def origin_tls_dir(rundir: Path) -> Path:
+    return rundir / "origin-tls"
 
 
 def make_run_dir(lab: Lab, base: Path | None = None) -> Path:
@@ -185,16 +211,26 @@ def _env(home: Path) -> dict[str, str]:
 def start_origin(run: RunningLab) -> None:
     if run.lab.origin.kind == "none":
         return
-    child = run.group.start("origin", origin_argv(run.lab, run.ports), port=run.ports.origin, deadline_s=20,
-                            env=_env(run.rundir))
+    if run.lab.origin.tls:
+        spe_ca.test_origin_tls(origin_tls_dir(run.rundir), [run.lab.origin.host, "localhost", "127.0.0.1"])
+    child = run.group.start("origin", origin_argv(run.lab, run.ports, run.rundir), port=run.ports.origin,
+                            deadline_s=20, env=_env(run.rundir))
     run.record(child)
+    end = time.monotonic() + 20  # the HTTPS port opens right after the HTTP one
+    while run.ports.origin_tls and not port_open("127.0.0.1", run.ports.origin_tls):
+        if time.monotonic() > end or not child.alive():
+            raise LabError(f"the origin did not serve HTTPS on 127.0.0.1:{run.ports.origin_tls}:\n{tail(child.log)}")
+        time.sleep(0.05)
 
 
-def origin_argv(lab: Lab, ports: Ports) -> list[str]:
-    """The synthetic origin (spe_tools.workload.origin) on the loopback, the lab file's model and think time."""
+def origin_argv(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
+    """The synthetic origin (spe_tools.workload.origin) on the loopback, the lab file's model and think time,
+    and with [origin] tls its HTTPS port, with a test CA made for this run (handed to the Collector)."""
     o = lab.origin
     argv = [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{ports.origin}",
             "--seed", str(o.seed)]
+    if ports.origin_tls:
+        argv += ["--tls", f"127.0.0.1:{ports.origin_tls}", "--tls-dir", str(origin_tls_dir(rundir))]
     if o.model is not None:
         argv += ["--model", str(Path(o.model).resolve())]
     if o.think_mean_ms is not None:
@@ -224,15 +260,24 @@ def start_collector(run: RunningLab) -> None:
         child = collector.start_collector(
             run.group, "collector", spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
-            allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else ())
+            allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
+            origin_ca_files=origin_ca_files(run))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
     run.record(child)
 
 
+def origin_ca_files(run: RunningLab) -> tuple[str, ...]:
+    """The lab's CA files for https origins, and the synthetic origin's test CA when it serves HTTPS."""
+    files = [str(Path(path).resolve()) for path in run.lab.collector.origin_ca_files]
+    if run.ports.origin_tls:
+        files.append(str(origin_tls_dir(run.rundir) / "origin-ca.pem"))
+    return tuple(files)
+
+
 def proxy_context(run: RunningLab, name: str) -> Context:
     spec = run.lab.proxy(name)
-    origin_ports = [run.ports.origin] if run.ports.origin else []
+    origin_ports = [port for port in (run.ports.origin, run.ports.origin_tls) if port]
     return Context(spec=spec, dir=run.rundir / "proxies" / name, port=run.ports.proxies[name],
                    collector_port=run.ports.collector[name], origin_host=run.lab.origin.host,
                    origin_ports=origin_ports)
@@ -271,6 +316,12 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     synthetic = ("X-Origin-Count",) if lab.origin.kind == "synthetic" else ()
     for h in (*synthetic, *m.ignore_headers):
         argv += ["--ignore-header", h]
+    if m.intercept_tls:
+        argv += ["--intercept-tls", "--ca-dir", str(ca_dir(lab))]
+        for port in dict.fromkeys((443, ports.origin_tls or 443)):
+            argv += ["--connect-port", str(port)]
+        for pattern in m.no_intercept:
+            argv += ["--no-intercept", pattern]
     return [*argv, *m.extra_args]
 
 
@@ -280,7 +331,12 @@ def multiplier_host(lab: Lab) -> str:
     return "127.0.0.1" if lab.multiplier.host == "0.0.0.0" else lab.multiplier.host
 
 
-def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER) -> None:
+def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) -> None:
+    if run.lab.multiplier.intercept_tls:
+        files, created = spe_ca.create_spe_ca(ca_dir(run.lab))
+        if created:
+            say(f"spe lab: created SPE's CA for HTTPS interception in {files.directory} (./spe ca says how to "
+                "trust it)")
     argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
     try:
         child = run.group.start("multiplier", argv, port=run.ports.multiplier, ready=False, env=_env(run.rundir))
@@ -321,11 +377,15 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
         "multiplier": {"host": lab.multiplier.host, "port": ports.multiplier, "mode": lab.multiplier.mode,
                        "legs": lab.multiplier.legs,
                        "version": _version([str(multiplier), "--version"]), "log": "multiplier.jsonl",
+                       "intercept_tls": lab.multiplier.intercept_tls,
+                       "ca_cert": str(ca_dir(lab) / spe_ca.CERT_NAME) if lab.multiplier.intercept_tls else None,
                        "rope_log": "multiplier.rope.log", "captures": "captures"},
         "origin": {"kind": lab.origin.kind, "host": lab.origin.host, "port": ports.origin,
                    "model": str(lab.origin.model) if lab.origin.model else None,
                    "think_mean_ms": lab.origin.think_mean_ms, "think_sd_ms": lab.origin.think_sd_ms,
-                   "seed": lab.origin.seed, "stdout": "origin.out"},
+                   "seed": lab.origin.seed, "stdout": "origin.out",
+                   "tls_port": ports.origin_tls or None,
+                   "tls_ca": "origin-tls/origin-ca.pem" if ports.origin_tls else None},
         "workload": asdict(lab.workload),
         "noise_pairs": [list(pair) for pair in noise_pairs(lab)],  # identical proxies (analysis/noise.py)
     }
@@ -354,7 +414,7 @@ def bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path = MUL
         say(f"spe lab: {p.name} ({p.kind}) on 127.0.0.1:{run.ports.proxies[p.name]}"
             if p.kind != "external" else f"spe lab: {p.name} (external) at {p.host}:{p.port}, its Collector "
             f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
-    start_multiplier(run, multiplier)
+    start_multiplier(run, multiplier, say)
     (rundir / "lab.json").write_text(json.dumps(topology(run, multiplier), indent=2) + "\n")
     return run
 
@@ -363,7 +423,20 @@ def _reachability(host: str, port: int) -> str:
     return "" if port_open(host, port, timeout=2) else " (NOT answering yet)"
 
 
-def workload_argv(lab: Lab, ports: Ports, duration_s: float) -> list[str] | None:
+def workload_tls_args(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
+    """With an HTTPS origin: its address, the share asked over HTTPS, and what the client trusts: SPE's
+    CA when the Multiplier intercepts, else the origin's own certificate (the tunnel is opaque)."""
+    if not ports.origin_tls:
+        return []
+    if lab.multiplier.intercept_tls:
+        trust = ca_dir(lab) / spe_ca.CERT_NAME
+    else:
+        trust = origin_tls_dir(rundir) / ("origin-cert.pem" if lab.workload.kind == "browse" else "origin-ca.pem")
+    return ["--tls-origin", f"{lab.origin.host}:{ports.origin_tls}", "--https-share", f"{lab.workload.https_share:g}",
+            "--ca-cert", str(trust)]
+
+
+def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None = None) -> list[str] | None:
     """The workload's command line (None for kind "none"): the load client or headless Chromium,
     both through the Multiplier, both asking the synthetic origin by its lab name."""
     w = lab.workload
@@ -371,21 +444,22 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float) -> list[str] | None
     origin = f"{lab.origin.host}:{ports.origin}"
     model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
     conformance = ["--conformance", f"{w.conformance:g}"] if w.conformance else []
+    tls = workload_tls_args(lab, ports, rundir) if rundir is not None else []
     if w.kind == "load":
         return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
                 "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
-                "--json", "workload.json", *conformance, *model, *w.args]
+                "--json", "workload.json", *conformance, *model, *tls, *w.args]
     if w.kind == "browse":
         pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
         return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
                 "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--seed", str(w.seed),
-                "--json", "workload.json", *w.args]
+                "--json", "workload.json", *tls, *w.args]
     return None
 
 
 def start_workload(run: RunningLab, duration_s: float) -> Child | None:
-    argv = workload_argv(run.lab, run.ports, duration_s)
+    argv = workload_argv(run.lab, run.ports, duration_s, run.rundir)
     if argv is None:
         return None
     child = run.group.start("workload", argv, ready=False, env=_env(run.rundir))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import websockets
 
+from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, tail
 from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
@@ -51,7 +52,8 @@ GOOGLE_HOSTS = ["*.google.com", "*.googleapis.com", "*.gstatic.com", "*.gvt1.com
                 "*.googleusercontent.com", "*.doubleclick.net", "*.google-analytics.com"]
 
 
-def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: bool = False) -> list[str]:
+def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: bool = False,
+                  trust_spki: str | None = None) -> list[str]:
     """The command line: the proxy for loopback URLs (<-loopback> undoes Chromium's implicit bypass),
     a private profile, DevTools on a port Chromium picks.
 
@@ -63,6 +65,8 @@ def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: boo
     argv = [binary, *QUIET_FLAGS, f"--proxy-server=http://{proxy}", f"--proxy-bypass-list={';'.join(bypass)}",
             "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
             f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"]
+    if trust_spki:  # SPE's CA, for an intercepting Multiplier: trusted by its key, this profile only
+        argv.append(f"--ignore-certificate-errors-spki-list={trust_spki}")
     if os.geteuid() == 0:  # Chromium refuses to run as root with its sandbox
         argv.append("--no-sandbox")
     return argv + ["about:blank"]
@@ -203,15 +207,29 @@ class Browser:
         self.process.stop(deadline_s=5)  # the whole session: Chromium's helpers are in it
 
 
-def next_page(links: list[str], origin: str, rng: random.Random) -> str | None:
-    """A random link to another page of the synthetic origin (a user clicking on)."""
-    pages = [u for u in links if u.startswith(f"http://{origin}/page/")]
+def next_page(links: list[str], origins: list[str], rng: random.Random) -> str | None:
+    """A random link to another page of the synthetic origin (a user clicking on); `origins` are its
+    base URLs (http://host:port, and https://host:port when it serves HTTPS). Links are relative, so
+    a page keeps the scheme it was loaded with."""
+    pages = [u for u in links if any(u.startswith(f"{base}/page/") for base in origins)]
     return rng.choice(pages) if pages else None
+
+
+def origin_bases(args: argparse.Namespace) -> list[str]:
+    return [f"http://{args.origin}"] + ([f"https://{args.tls_origin}"] if args.tls_origin else [])
+
+
+def random_page(args: argparse.Namespace, rng: random.Random) -> str:
+    """A new start page: over HTTPS with probability --https-share."""
+    base = f"https://{args.tls_origin}" if args.tls_origin and rng.random() < args.https_share else \
+        f"http://{args.origin}"
+    return f"{base}/page/{rng.randrange(args.start_pages)}.html"
 
 
 async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list[PageResult]:
     proxy = f"{args.proxy[0]}:{args.proxy[1]}"
-    argv = chromium_argv(args.chromium, proxy, profile, args.all_through_proxy)
+    trust = spe_ca.spki_sha256(Path(args.ca_cert)) if args.ca_cert else None
+    argv = chromium_argv(args.chromium, proxy, profile, args.all_through_proxy, trust)
     browser = Browser(argv, profile, scratch)
     rng = random.Random(args.seed)
     results: list[PageResult] = []
@@ -221,7 +239,7 @@ async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list
             await browser.no_cache()
         urls = list(args.urls)
         if args.pages:
-            urls = [f"http://{args.origin}/page/{rng.randrange(args.start_pages)}.html"]
+            urls = [random_page(args, rng)]
         while urls and len(results) < max(args.pages, len(args.urls)):
             url = urls.pop(0)
             result = await browser.load(url, args.timeout)
@@ -229,8 +247,8 @@ async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list
             print(f"browse: {url}: {'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
                   f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
             if args.pages and len(results) < args.pages:
-                following = next_page(await browser.links(), args.origin, rng)
-                urls.append(following or f"http://{args.origin}/page/{rng.randrange(args.start_pages)}.html")
+                following = next_page(await browser.links(), origin_bases(args), rng)
+                urls.append(following or random_page(args, rng))
             if urls and args.think_s > 0:
                 await asyncio.sleep(rng.expovariate(1 / args.think_s))
     finally:
@@ -254,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pages", type=int, default=0, help="browse N pages of the synthetic origin (needs --origin)")
     p.add_argument("--origin", help="HOST:PORT of the synthetic origin (for --pages)")
     p.add_argument("--start-pages", type=int, default=1000, help="first page drawn from /page/0..N-1.html")
+    p.add_argument("--tls-origin", help="HOST:PORT where the synthetic origin serves HTTPS (for --pages)")
+    p.add_argument("--https-share", type=float, default=0.5,
+                   help="with --tls-origin: share of start pages loaded over HTTPS (links keep the scheme)")
+    p.add_argument("--ca-cert", help="trust this CA (SPE's, ./spe ca --path) for HTTPS through an intercepting "
+                                     "Multiplier; default: SPE's CA when it exists and HTTPS is browsed")
     p.add_argument("--think-s", type=parse_duration, default=2.0, help="mean think time between pages, exponential (s)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--timeout", type=parse_duration, default=60.0, help="per page load (s)")
@@ -279,6 +302,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give URLs or --pages N")
     if args.pages and not args.origin:
         parser.error("--pages needs --origin HOST:PORT")
+    if args.tls_origin:
+        try:
+            parse_hostport(args.tls_origin)
+        except ValueError as e:
+            parser.error(str(e))
+    if not 0 <= args.https_share <= 1:
+        parser.error("--https-share must be between 0 and 1")
+    browses_https = bool(args.tls_origin) or any(u.startswith("https://") for u in args.urls)
+    if args.ca_cert is None and browses_https and (spe_ca.default_dir() / spe_ca.CERT_NAME).exists():
+        args.ca_cert = str(spe_ca.default_dir() / spe_ca.CERT_NAME)
+    if args.ca_cert and not Path(args.ca_cert).is_file():
+        parser.error(f"--ca-cert {args.ca_cert}: no such file (./spe ca creates SPE's CA)")
     if not Path(args.chromium).exists():
         parser.error(f"{args.chromium} not found: install Debian's chromium (./spe setup does)")
     scratch = Path(tempfile.mkdtemp(prefix="spe-browse-"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from dataclasses import dataclass, field
 
 from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, read_reply
@@ -40,12 +41,34 @@ class Connection:
         self.writer.close()
 
 
+@dataclass(frozen=True)
+class TlsTarget:
+    """HTTPS on a pooled connection: through a proxy's CONNECT tunnel to host:port (`tunnel`), or
+    straight to the origin; then TLS for host with `context` (which trusts the CA that signs what
+    answers: SPE's behind an intercepting Multiplier, the origin's own otherwise)."""
+
+    host: str
+    port: int
+    context: ssl.SSLContext
+    tunnel: bool = True
+
+    async def start(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.tunnel:
+            authority = f"{self.host}:{self.port}"
+            writer.write(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = head.split(b" ", 2)[1] if head.count(b" ") >= 1 else b""
+            if status != b"200":
+                raise HttpError(f"CONNECT {authority} refused: {head.splitlines()[0].decode(errors='replace')}")
+        await writer.start_tls(self.context, server_hostname=self.host)
+
+
 class Pool:
     """Keep-alive connections to one address: an idle one is reused, else a new one is opened,
     up to `max_conns`; past that a request waits (and is reported late)."""
 
-    def __init__(self, host: str, port: int, max_conns: int = 8):
-        self.host, self.port, self.max_conns = host, port, max_conns
+    def __init__(self, host: str, port: int, max_conns: int = 8, tls: TlsTarget | None = None):
+        self.host, self.port, self.max_conns, self.tls = host, port, max_conns, tls
         self.idle: list[Connection] = []
         self.open = 0
         self.freed = asyncio.Condition()
@@ -65,6 +88,13 @@ class Pool:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls:
+            try:
+                await self.tls.start(reader, writer)
+            except BaseException:
+                writer.close()
+                await self._gone()
+                raise
         return Connection(reader, writer)
 
     async def release(self, conn: Connection, reusable: bool) -> None:
@@ -103,7 +133,7 @@ async def fetch(pool: Pool, data: bytes, method: str, result: Exchange, timeout:
     loop = asyncio.get_running_loop()
     try:
         conn = await asyncio.wait_for(pool.acquire(), timeout)
-    except (TimeoutError, OSError) as e:
+    except (TimeoutError, OSError, HttpError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
         result.error = f"connect: {type(e).__name__}: {e}"
         result.sent = result.done = loop.time()
         return result

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import os
 import random
+import ssl
 import sys
 import time
 from collections import Counter
@@ -24,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from spe_tools.duration import parse_duration
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
-from spe_tools.workload.client import Exchange, Pool, fetch
+from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
 from spe_tools.workload.conformance_mix import ConformanceMix
 from spe_tools.workload.http11 import format_date, request_bytes
 from spe_tools.workload.plan import Planned
@@ -200,20 +203,39 @@ class LoadRun:
                                random.Random(f"conformance-share/{args.seed}"))
         target = args.proxy or args.origin
         self.pools = [Pool(target[0], target[1], args.max_conns) for _ in range(args.robots)]
+        self.tls_pools: list[Pool] = []
+        if args.tls_origin:
+            context = ssl.create_default_context(cafile=args.ca_cert)
+            tls = TlsTarget(args.tls_origin[0], args.tls_origin[1], context, tunnel=bool(args.proxy))
+            tls_target = args.proxy or args.tls_origin
+            self.tls_pools = [Pool(tls_target[0], tls_target[1], args.max_conns, tls) for _ in range(args.robots)]
+        self.tls_authority = f"{args.tls_origin[0]}:{args.tls_origin[1]}" if args.tls_origin else ""
         self.robots = [RobotState() for _ in range(args.robots)]
         self.origin_authority = f"{args.origin[0]}:{args.origin[1]}"
         self.tally, self.window = Tally(), Tally()  # the whole run; since the last progress line
         self.checks = Checks()
         self.categories: Counter = Counter()
+        self.schemes: Counter = Counter()
         self.in_flight: set[asyncio.Task] = set()
 
-    def request_bytes(self, plan: Planned) -> bytes:
+    def over_https(self, path: str) -> bool:
+        """A path's scheme is fixed by its hash: every repeat of a URL uses the scheme it was first
+        asked with, so the offered hit ratio holds with part of the traffic over HTTPS."""
+        if not self.tls_pools:
+            return False
+        return int(hashlib.md5(path.encode()).hexdigest()[:8], 16) < self.args.https_share * 2**32
+
+    def request_bytes(self, plan: Planned, https: bool = False) -> bytes:
+        if https:  # inside the tunnel (or straight to the origin's TLS port): origin-form
+            return request_bytes(plan.method, plan.path, self.tls_authority, plan.headers, plan.body)
         target = f"http://{self.origin_authority}{plan.path}" if self.args.proxy else plan.path
         return request_bytes(plan.method, target, self.origin_authority, plan.headers, plan.body)
 
     async def one(self, robot: int, plan: Planned, scheduled: float) -> None:
-        ex = await fetch(self.pools[robot], self.request_bytes(plan), plan.method, Exchange(scheduled),
-                         self.args.timeout)
+        https = self.over_https(plan.path)
+        self.schemes["https" if https else "http"] += 1
+        pool = self.tls_pools[robot] if https else self.pools[robot]
+        ex = await fetch(pool, self.request_bytes(plan, https), plan.method, Exchange(scheduled), self.args.timeout)
         self.checks.check(plan, ex)
         if self.conformance and plan.category == "conformance":
             self.conformance.completed(plan)
@@ -278,6 +300,7 @@ class LoadRun:
             "reply_rate": round(tally.completed / self.args.duration, 3),
             "offered_hit_ratio": round(hits_offered / sent, 4) if sent else None,
             "categories": dict(self.categories),
+            "schemes": dict(self.schemes),
             "statuses": {str(k): v for k, v in sorted(tally.statuses.items())},
             "response_ms": tally.response_ms.summary(), "first_byte_ms": tally.first_byte_ms.summary(),
             "late_ms": tally.late_ms.summary(), "bytes": tally.bytes,
@@ -318,6 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--proxy", type=hostport, help="HOST:PORT of the proxy (absolute-form requests); "
                    "without it, straight to the origin")
     p.add_argument("--origin", type=hostport, required=True, help="HOST:PORT of the synthetic origin (./spe origin)")
+    p.add_argument("--tls-origin", type=hostport,
+                   help="HOST:PORT where the origin serves HTTPS (./spe origin --tls): part of the requests go "
+                        "there, through a CONNECT tunnel when there is a --proxy")
+    p.add_argument("--https-share", type=float, default=0.5,
+                   help="with --tls-origin: share of URLs asked over HTTPS (by a hash of the path, so a URL "
+                        "keeps its scheme; default 0.5)")
+    p.add_argument("--ca-cert", help="CA file trusted for HTTPS: SPE's (./spe ca --path) through an intercepting "
+                                     "Multiplier, the origin's test CA straight to it (default: the system store)")
     p.add_argument("--rate", type=float, required=True, help="mean requests per second (Poisson arrivals)")
     p.add_argument("--duration", type=parse_duration, required=True, help="e.g. 60s, 5m")
     p.add_argument("--robots", type=int, default=4, help="robots, each with its own persistent connections")
@@ -358,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
         model = cm.Model.load(args.model)
     except (OSError, ValueError) as e:
         parser.error(str(e))
+    if not 0 <= args.https_share <= 1:
+        parser.error("--https-share must be between 0 and 1")
+    if args.ca_cert and not os.path.isfile(args.ca_cert):
+        parser.error(f"--ca-cert {args.ca_cert}: no such file")
     if args.rate <= 0 or args.robots < 1:
         parser.error("--rate must be positive and --robots at least 1")
     run = LoadRun(args, model, mix)

@@ -2,7 +2,8 @@
 
 Run: python -m spe_tools.workload.origin --listen 127.0.0.1:PORT [--model FILE] [--seed N]
          [--think-mean-ms X] [--think-sd-ms Y]
-Prints `origin listening on HOST:PORT` once ready; SIGTERM or SIGINT stops it (exit 0).
+Prints `origin listening on HOST:PORT` once ready (with --tls, then also
+`origin listening with TLS on HOST:PORT (test CA PATH)`); SIGTERM or SIGINT stops it (exit 0).
 
 Query parameters on any object URL override the model for that request (docs/workloads.md):
 think=MS (first-byte delay), size=BYTES, chunks=N and gap=MS (body in N writes, MS apart),
@@ -20,11 +21,14 @@ import json
 import random
 import signal
 import socket
+import ssl
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from spe_tools.ca import test_origin_tls
 from spe_tools.workload import conformance
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date, parse_date
@@ -314,21 +318,42 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-async def serve(host: str, port: int, origin: Origin) -> None:
+def tls_context(directory: Path) -> tuple[ssl.SSLContext, Path]:
+    """The server side of --tls: a certificate for localhost and 127.0.0.1 from a test CA kept in
+    `directory` (made there on first use). Returns the context and the CA certificate's path."""
+    ca, cert, key = directory / "origin-ca.pem", directory / "origin-cert.pem", directory / "origin-key.pem"
+    if not (ca.exists() and cert.exists() and key.exists()):
+        ca, cert, key = test_origin_tls(directory)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context, ca
+
+
+async def serve(host: str, port: int, origin: Origin, tls: tuple[str, int, Path] | None = None) -> None:
     server_side = Server(origin)
     server = await asyncio.start_server(server_side.connection, host, port, limit=MAX_HEAD, backlog=1024)
     bound = server.sockets[0].getsockname()
+    servers = [server]
     print(f"origin listening on {bound[0]}:{bound[1]}", flush=True)
+    if tls:
+        context, ca = tls_context(tls[2])
+        tls_server = await asyncio.start_server(server_side.connection, tls[0], tls[1], limit=MAX_HEAD, backlog=1024,
+                                                ssl=context, ssl_handshake_timeout=10)
+        servers.append(tls_server)
+        tls_bound = tls_server.sockets[0].getsockname()
+        print(f"origin listening with TLS on {tls_bound[0]}:{tls_bound[1]} (test CA {ca})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    server.close()
+    for each in servers:
+        each.close()
     for task in list(server_side.tasks):
         task.cancel()
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(server.wait_closed(), 2)
+        await asyncio.wait_for(asyncio.gather(*(each.wait_closed() for each in servers)), 2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,13 +364,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of the per-request think times")
     parser.add_argument("--think-mean-ms", type=float, help="think time mean (default: the model's, 300)")
     parser.add_argument("--think-sd-ms", type=float, help="think time deviation (default: the model's, 150)")
+    parser.add_argument("--tls", type=parse_listen, metavar="HOST:PORT",
+                        help="also serve the same content over HTTPS here (port 0: any free port, printed)")
+    parser.add_argument("--tls-dir", type=Path, default=Path("origin-tls"),
+                        help="where --tls keeps its test CA (origin-ca.pem: hand it to the Collector) and its "
+                             "certificate for localhost and 127.0.0.1; made on first use (default ./origin-tls)")
     args = parser.parse_args(argv)
     try:
         model = cm.Model.load(args.model)
     except (OSError, ValueError, TypeError) as e:
         parser.error(f"--model: {e}")
     origin = Origin(model, args.seed, args.think_mean_ms, args.think_sd_ms)
-    asyncio.run(serve(args.listen[0], args.listen[1], origin))
+    tls = (args.tls[0], args.tls[1], args.tls_dir) if args.tls else None
+    asyncio.run(serve(args.listen[0], args.listen[1], origin, tls))
     return 0
 
 

@@ -268,3 +268,39 @@ def test_the_run_lab_file_is_the_lab_as_it_ran(tmp_path):
     assert again.collector.kind == "squid" and [p.name for p in again.proxies] == ["ext"]
     assert again.origin.model == tmp_path / "m.json" and again.multiplier.ignore_headers == ("X-A\\b",)
     assert ran(again) == ran(adapted)
+
+
+def test_https_keys_reach_the_origin_collector_multiplier_and_workload(tmp_path):
+    source = tmp_path / "labs" / "tls.toml"
+    source.parent.mkdir()
+    (tmp_path / "labs" / "extra-ca.pem").write_text("")
+    lab = parse_lab('[origin]\ntls = true\n[collector]\norigin_ca_files = ["extra-ca.pem"]\n'
+                    '[multiplier]\nintercept_tls = true\nca_dir = "ca"\nno_intercept = ["*.bank.example"]\n'
+                    '[workload]\nkind = "load"\nhttps_share = 0.25\n' + MINIMAL, source)
+    assert lab.collector.origin_ca_files == (source.parent / "extra-ca.pem",)
+    assert lab.multiplier.ca_dir == source.parent / "ca"
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5}, origin_tls=6)
+    argv = multiplier_argv(lab, ports, tmp_path)
+    assert "--intercept-tls" in argv and argv[argv.index("--ca-dir") + 1] == str((source.parent / "ca").resolve())
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--connect-port"] == ["443", "6"]
+    assert argv[argv.index("--no-intercept") + 1] == "*.bank.example"
+    load = workload_argv(lab, ports, 10, tmp_path)
+    assert load[load.index("--tls-origin") + 1] == "localhost:6"
+    assert load[load.index("--https-share") + 1] == "0.25"
+    assert load[load.index("--ca-cert") + 1] == str((source.parent / "ca" / "spe-ca.pem").resolve())
+    # Without interception the tunnels are opaque: the client trusts the origin's own test CA.
+    opaque = replace(lab, multiplier=replace(lab.multiplier, intercept_tls=False, ca_dir=None, no_intercept=()))
+    assert "--intercept-tls" not in multiplier_argv(opaque, ports, tmp_path)
+    load = workload_argv(opaque, ports, 10, tmp_path)
+    assert load[load.index("--ca-cert") + 1] == str(tmp_path / "origin-tls" / "origin-ca.pem")
+
+
+def test_https_keys_are_checked():
+    assert "need intercept_tls = true" in error('[multiplier]\nno_intercept = ["x"]\n' + MINIMAL)
+    assert "only the synthetic origin serves HTTPS" in error('[origin]\nkind = "none"\ntls = true\n' + MINIMAL)
+    assert "out of range" in error('[workload]\nhttps_share = 1.5\n' + MINIMAL)
+
+
+def test_the_default_lab_serves_part_of_its_pages_over_https_and_intercepts_them():
+    lab = load_lab(ROOT / "configs/labs/default.toml")
+    assert lab.origin.tls and lab.multiplier.intercept_tls and 0 < lab.workload.https_share < 1

@@ -37,8 +37,18 @@ def test_command_line_keeps_chromium_quiet_and_on_the_proxy(tmp_path):
 def test_next_page_follows_a_page_link():
     links = ["http://127.0.0.1:9/page/3.html", "http://127.0.0.1:9/seq/3/0.jpg", "http://other/page/1.html"]
     import random
-    assert next_page(links, "127.0.0.1:9", random.Random(1)) == "http://127.0.0.1:9/page/3.html"
-    assert next_page(links[1:], "127.0.0.1:9", random.Random(1)) is None
+    assert next_page(links, ["http://127.0.0.1:9"], random.Random(1)) == "http://127.0.0.1:9/page/3.html"
+    assert next_page(links[1:], ["http://127.0.0.1:9"], random.Random(1)) is None
+
+
+def test_a_page_loaded_over_https_keeps_its_scheme_and_trusts_spes_ca_by_key(tmp_path):
+    import random
+    links = ["https://localhost:8443/page/7.html", "http://other/page/1.html"]
+    bases = ["http://localhost:80", "https://localhost:8443"]
+    assert next_page(links, bases, random.Random(1)) == "https://localhost:8443/page/7.html"
+    argv = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path, trust_spki="abc=")
+    assert "--ignore-certificate-errors-spki-list=abc=" in argv
+    assert not [a for a in chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path) if "spki" in a]
 
 
 @pytest.fixture(scope="module")

@@ -106,3 +106,19 @@ TEST_CASE("dummy mode uses the parent as its only upstream") {
     CHECK(c->collector->port == 3128);
     CHECK(c->proxies.empty());
 }
+
+TEST_CASE("interception flags: CA directory, patterns; nonsense combinations are refused") {
+    auto c = parse({"--collector", "h:1", "--intercept-tls", "--ca-dir", "/x/ca", "--no-intercept", "*.bank.example",
+                    "--no-intercept", "pinned.example"});
+    REQUIRE(c);
+    CHECK(c->intercept_tls);
+    CHECK(c->ca_dir == "/x/ca");
+    CHECK(c->no_intercept == std::vector<std::string>{"*.bank.example", "pinned.example"});
+    auto plain = parse({"--collector", "h:1"});
+    REQUIRE(plain);
+    CHECK_FALSE(plain->intercept_tls);
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--no-intercept", "a.example"}),
+                      Catch::Contains("only apply with --intercept-tls"));
+    CHECK_THROWS_WITH(parse({"--dummy", "--parent", "h:1", "--intercept-tls"}),
+                      Catch::Contains("--intercept-tls is for the Multiplier"));
+}

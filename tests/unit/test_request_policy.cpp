@@ -227,3 +227,42 @@ TEST_CASE("request tags: 16 random hex digits per process, then the record id") 
     CHECK(spe::random_process_tag() != a);
     CHECK(spe::request_tag(a, 7) == a + "-7");
 }
+
+TEST_CASE("a client cannot mark its request as an intercepted https one") {
+    auto r = get("http://a/");
+    r.insert("X-SPE-Scheme", "https");
+    auto up = spe::make_upstream_request(r, "m", true);
+    spe::set_request_tag(up, "0123456789abcdef-1");
+    CHECK(up.count("X-SPE-Scheme") == 0);
+}
+
+TEST_CASE("CONNECT targets: host:port, IPv6 in brackets; anything else is refused") {
+    auto t = spe::parse_connect_target("example.org:443");
+    REQUIRE(t);
+    CHECK(t->host == "example.org");
+    CHECK(t->port == 443);
+    CHECK(t->bare_host() == "example.org");
+    auto v6 = spe::parse_connect_target("[::1]:8443");
+    REQUIRE(v6);
+    CHECK(v6->host == "[::1]");
+    CHECK(v6->bare_host() == "::1");
+    for (const char* bad : {"example.org", "example.org:", ":443", "example.org:0", "example.org:65536",
+                            "example.org:44x", "a/b:443", "user@host:443", "h:1234567"})
+        CHECK_FALSE(spe::parse_connect_target(bad));
+}
+
+TEST_CASE("a request in an intercepted tunnel: an http target with its port upstream, its https URL in the record") {
+    const spe::ConnectTarget standard{"example.org", 443};
+    auto t = spe::intercepted_target("/a/b?c=d", standard);
+    REQUIRE(t);
+    // The port stays written: http://example.org/a/b is another object in every cache.
+    CHECK(t->upstream_target == "http://example.org:443/a/b?c=d");
+    CHECK(t->url == "https://example.org/a/b?c=d");
+    auto odd = spe::intercepted_target("/", spe::ConnectTarget{"[::1]", 8443});
+    REQUIRE(odd);
+    CHECK(odd->upstream_target == "http://[::1]:8443/");
+    CHECK(odd->url == "https://[::1]:8443/");
+    CHECK_FALSE(spe::intercepted_target("http://other.example/", standard));
+    CHECK_FALSE(spe::intercepted_target("*", standard));
+    CHECK_FALSE(spe::intercepted_target("", standard));
+}
