@@ -8,6 +8,7 @@
 #include "request_policy.hpp"
 #include "result_log.hpp"
 #include "tls_interceptor.hpp"
+#include "upgrade_tunnel.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
@@ -197,6 +198,10 @@ awaitable<bool> DownstreamSession::serve_one() {
         co_await refuse(problem->status, problem->reason, std::move(record), head_request);
         co_return false;
     }
+    if (is_upgrade_request(req)) {
+        co_await upgrade(std::move(req), std::move(record));
+        co_return false;
+    }
     co_return co_await forward(std::move(req), std::move(record), keep_alive);
 }
 
@@ -293,6 +298,19 @@ awaitable<void> DownstreamSession::refuse(unsigned status, const std::string& re
     record.client_status = status;
     record.note = reason;
     ctx_->log().write(record);
+}
+
+awaitable<void> DownstreamSession::upgrade(Request req, RequestRecord record) {
+    const auto& cfg = ctx_->config();
+    auto upstream = make_upstream_request(req, cfg.via_name, true);
+    if (!cfg.dummy) set_request_tag(upstream, ctx_->request_tag(record.id));
+    if (intercepted_) upstream.set(kSchemeHeader, "https");
+    record.tag = upstream[kRequestTagHeader];
+    auto outcome = co_await run_upgrade_tunnel(io_, buffer_, req, std::move(upstream), *ctx_, record);
+    if (outcome.refused_status)
+        co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
+    else
+        ctx_->log().write(record);
 }
 
 std::string DownstreamSession::client_ip() const {

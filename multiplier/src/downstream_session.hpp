@@ -44,6 +44,8 @@ private:
     /// After the 200 of an interception: whether the client's first byte starts a TLS record.
     awaitable<std::optional<bool>> client_speaks_tls();
     awaitable<void> tunnel(const TunnelRequest& tunnel, RequestRecord record);
+    /// An Upgrade (WebSocket): through the Collector, then tunnelled, not multiplied (upgrade_tunnel.hpp).
+    awaitable<void> upgrade(Request req, RequestRecord record);
     /// A request read in an intercepted tunnel gets its upstream http form; false: refused.
     awaitable<bool> adopt_intercepted(Request& req, RequestRecord& record);
     /// Waits for the fan-out when it has fallen behind this connection.

@@ -32,15 +32,34 @@ KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "dum
 NOT_INTERCEPTED = "127.0.0.1"  # [multiplier] no_intercept; the origin's certificate names it too
 
 
-def lab_text(workdir: Path, untrusted_port: int) -> str:
+def lab_text(workdir: Path, untrusted_port: int, ws_port: int) -> str:
     model = workdir / "model.json"
     model.write_text(json.dumps(ALL_CACHEABLE))
     proxies = "".join(f'[[proxy]]\nname = "{k}"\nkind = "{k}"\n' + ("cache_mb = 16\n" if k != "dummy" else "")
                       for k in KINDS_UNDER_TEST)
     return (f'name = "https"\n[origin]\nthink_mean_ms = 0\nmodel = "{model}"\ntls = true\n'
             f'[multiplier]\ntimeout_s = 20\nintercept_tls = true\nca_dir = "{workdir / "ca"}"\n'
-            f'no_intercept = ["{NOT_INTERCEPTED}"]\nextra_args = ["--connect-port", "{untrusted_port}"]\n'
+            f'no_intercept = ["{NOT_INTERCEPTED}"]\n'
+            f'extra_args = ["--connect-port", "{untrusted_port}", "--connect-port", "{ws_port}"]\n'
             + proxies)
+
+
+WS_ECHO = """\
+import asyncio, ssl, sys
+import websockets
+
+async def echo(ws):
+    async for message in ws:
+        await ws.send(message)
+
+async def main(port, cert, key):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    async with websockets.serve(echo, "127.0.0.1", port, ssl=context):
+        await asyncio.Future()
+
+asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3]))
+"""
 
 
 def untrusted_origin(group: ProcessGroup, workdir: Path, port: int) -> None:
@@ -66,19 +85,24 @@ def lab():
     for kind in KINDS_UNDER_TEST:
         if KINDS[kind].missing():
             pytest.skip("; ".join(KINDS[kind].missing()))
-    untrusted_port = free_port()
+    untrusted_port, ws_port = free_port(), free_port()
     workdir_holder: list[Path] = []
 
     def text(workdir: Path) -> str:
         workdir_holder.append(workdir)
-        return lab_text(workdir, untrusted_port)
+        return lab_text(workdir, untrusted_port, ws_port)
 
     with lab_session(text, before=lambda users: untrusted_origin(users, workdir_holder[0], untrusted_port)) as lab:
         lab.tls_port = lab.run.ports.origin_tls
         lab.spe_ca = workdir_holder[0] / "ca" / "spe-ca.pem"
         lab.origin_ca = lab.rundir / "origin-tls" / "origin-ca.pem"
         lab.untrusted_port = untrusted_port
-        yield lab
+        lab.ws_port = ws_port
+        with ProcessGroup(lab.workdir) as websocket:  # a WebSocket echo server with the origin's certificate
+            tls = lab.rundir / "origin-tls"
+            websocket.start("ws-echo", [sys.executable, "-c", WS_ECHO, str(ws_port), str(tls / "origin-cert.pem"),
+                                        str(tls / "origin-key.pem")], port=ws_port)
+            yield lab
 
 
 def curl(lab, url: str, *extra: str, cacert: Path | None = None, interface: str | None = None
@@ -302,3 +326,43 @@ def test_headless_chromium_loads_an_https_page_and_its_objects_every_request_mul
         assert records[0].get("intercepted") is True
         assert {p["name"]: p["result"] for p in records[0]["proxies"]} == dict.fromkeys(KINDS_UNDER_TEST, "OK"), \
             (url, records[0])
+
+
+
+def ws_frame(text: str) -> bytes:
+    """A client's text frame: FIN, masked (RFC 6455 5.3), a short payload."""
+    payload, mask = text.encode(), b"\x01\x02\x03\x04"
+    return bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def test_a_websocket_in_an_intercepted_tunnel_is_tunnelled_through_the_collector_not_multiplied(lab):
+    target = f"localhost:{lab.ws_port}"
+    raw = open_tunnel(lab, target)
+    client = f"127.0.0.1:{raw.getsockname()[1]}"
+    tls = ssl.create_default_context(cafile=str(lab.spe_ca)).wrap_socket(raw, server_hostname="localhost")
+    tls.sendall(f"GET /chat HTTP/1.1\r\nHost: {target}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += tls.recv(4096)
+    head, _, rest = head.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    assert b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in head  # RFC 6455 1.3: that key's answer
+    tls.sendall(ws_frame("hello through SPE"))
+    echo = rest
+    while len(echo) < 2 + len("hello through SPE"):
+        echo += tls.recv(4096)
+    assert echo[:2] == bytes([0x81, len("hello through SPE")]) and echo[2:] == b"hello through SPE"
+    tls.close()
+    end = time.monotonic() + 10
+    while True:
+        found = [r for r in lab.records(target, 0) if r["method"] == "GET" and r["client"] == client]
+        if found or time.monotonic() > end:
+            break
+        time.sleep(0.1)
+    assert found, "no record of the upgrade"
+    record = found[0]
+    assert record["url"] == f"https://{target}/chat" and record.get("intercepted") is True
+    assert record["client_status"] == 101 and record["collector"]["status"] == 101
+    assert record["proxies"] == []  # tunnelled, never multiplied
+    assert "upgraded to websocket, tunnelled (not multiplied)" in record["note"]

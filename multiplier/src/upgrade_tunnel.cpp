@@ -1,0 +1,68 @@
+#include "upgrade_tunnel.hpp"
+
+#include "byte_pump.hpp"
+#include "header_policy.hpp"
+#include "upstream_connection.hpp"
+#include "wire_request.hpp"
+
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace spe {
+bool is_upgrade_request(const Request& req) {
+    return req.count(http::field::upgrade) && has_token(req[http::field::connection], "upgrade");
+}
+
+awaitable<UpgradeOutcome> run_upgrade_tunnel(ClientStream& client, ReadBuffer& client_buffer,
+                                             const Request& client_request, Request upstream, ServerContext& ctx,
+                                             RequestRecord& record) {
+    const auto& cfg = ctx.config();
+    upstream.set(http::field::upgrade, client_request[http::field::upgrade]);
+    upstream.set(http::field::connection, "Upgrade");
+    const WireRequest wire(std::move(upstream));
+    UpstreamConnection conn(client.get_executor(), ctx.collector(), read_buffer_limit(cfg));
+    Measure& m = record.collector;
+    const auto t0 = Clock::now();
+    if (auto e = co_await conn.send(wire, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
+        m.error = e;
+        co_return UpgradeOutcome{client_status_for(e),
+                                 "the Collector could not be reached: " + std::string(to_string(e))};
+    }
+    http::response_parser<http::empty_body> parser;
+    parser.skip(true);  // only a 101 is relayed, and it has no body
+    error_code ec;
+    conn.stream().expires_after(cfg.client_timeout);
+    m.header_bytes = co_await http::async_read_header(conn.stream(), conn.buffer(), parser, with_ec(ec));
+    if (ec) {
+        m.error = classify(ec, false);
+        co_return UpgradeOutcome{502, "the Collector's reply to the upgrade was unreadable: " + ec.message()};
+    }
+    m.status = parser.get().result_int();
+    m.version = parser.get().version();
+    if (*m.status != 101)
+        co_return UpgradeOutcome{502, "the upgrade to " + std::string(client_request[http::field::upgrade]) +
+                                          " was not accepted upstream: " + std::to_string(*m.status) + " " +
+                                          std::string(parser.get().reason())};
+
+    http::response<http::empty_body> switching = parser.release();
+    append_via(switching, switching.version(), cfg.via_name);
+    http::response_serializer<http::empty_body> serializer(switching);
+    client.expires_after(cfg.client_timeout);
+    co_await http::async_write_header(client, serializer, with_ec(ec));
+    record.client_status = 101;
+    std::uint64_t up = 0, down = 0;
+    if (ec || !co_await flush_ahead(conn.buffer(), client, client.transport(), cfg.client_timeout, down) ||
+        !co_await flush_ahead(client_buffer, conn.stream(), conn.stream(), cfg.client_timeout, up))
+        co_return UpgradeOutcome{};
+    const auto pumped = co_await pump_both_ways(client, client.transport(), conn.stream(), cfg.client_timeout);
+    m.bytes = down + pumped.down;
+    m.total_us = micros_since(t0);
+    record.note = "upgraded to " + std::string(client_request[http::field::upgrade]) +
+                  ", tunnelled (not multiplied): " + std::to_string(up + pumped.up) + " bytes up, " +
+                  std::to_string(m.bytes) + " bytes down";
+    co_return UpgradeOutcome{};
+}
+
+}  // namespace spe
