@@ -37,6 +37,7 @@ class Records:
     requests: int
     bad_lines: int
     skipped: dict[str, int] = field(default_factory=dict)  # fan-outs that did not happen, by reason (note)
+    https: dict[str, int] = field(default_factory=dict)  # what went through CONNECT (https_counts)
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], int]:
@@ -128,11 +129,35 @@ def skip_reason(note: str) -> str:
     return re.sub(r": \d+ bytes up, \d+ bytes down$", "", note)
 
 
+# The note of a CONNECT the Multiplier intercepted (--intercept-tls): its requests are records of their own.
+INTERCEPTED = "CONNECT intercepted: TLSv"  # then the version: the handshake succeeded
+
+
+def intercepted_tunnel(note: pl.Expr) -> pl.Expr:
+    return note.str.starts_with(INTERCEPTED).fill_null(False)
+
+
 def skipped_fanouts(df: pl.DataFrame) -> dict[str, int]:
     """Requests no proxy was asked about (no proxy entries; the note says why: a refused request, the
-    client gone, the Collector failed, a CONNECT tunnel), counted by reason, most frequent first."""
-    skipped = df.filter(pl.col("proxies").list.len().fill_null(0).eq(0) & pl.col("note").is_not_null())
+    client gone, the Collector failed, a CONNECT tunnel), counted by reason, most frequent first. An
+    intercepted CONNECT is not one: the requests read inside it were fanned out themselves."""
+    skipped = df.filter(pl.col("proxies").list.len().fill_null(0).eq(0) & pl.col("note").is_not_null()
+                        & ~intercepted_tunnel(pl.col("note")))
     return dict(Counter(skip_reason(note) for note in skipped["note"].to_list()).most_common())
+
+
+def https_counts(df: pl.DataFrame) -> dict[str, int]:
+    """HTTPS in the run: requests read inside intercepted tunnels (their URLs are https://), the tunnels
+    intercepted, and the CONNECT tunnels passed unread (no --intercept-tls, a --no-intercept host, a client
+    that refused SPE's certificate, not TLS). Empty when the run had no CONNECT."""
+    connects = df.filter(pl.col("method") == "CONNECT")
+    if connects.height == 0:
+        return {}
+    notes = connects["note"].fill_null("")
+    return {"requests": int(df["url"].str.starts_with("https://").fill_null(False).sum()),
+            "intercepted_tunnels": int(notes.str.starts_with(INTERCEPTED).sum()),
+            "opaque_tunnels": int(notes.str.starts_with("CONNECT tunnel").sum()),
+            "failed_handshakes": int(notes.str.contains("TLS handshake failed", literal=True).sum())}
 
 
 def records_from_frame(df: pl.DataFrame, bad_lines: int) -> Records:
@@ -141,7 +166,7 @@ def records_from_frame(df: pl.DataFrame, bad_lines: int) -> Records:
         return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad_lines)
     results = _results_table(df)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
-    return Records(results, names, df.height, bad_lines, skipped_fanouts(df))
+    return Records(results, names, df.height, bad_lines, skipped_fanouts(df), https_counts(df))
 
 
 def load_jsonl(path: Path) -> Records:

@@ -51,6 +51,7 @@ class Report:
     figures: dict
     collector_ports: dict  # port name -> PortUsage (empty without lab.json / access.log)
     skipped: dict = field(default_factory=dict)  # requests with no fan-out, by reason (the records' note)
+    https: dict = field(default_factory=dict)  # what went through CONNECT (analysis/records.py https_counts)
     noise: dict = field(default_factory=dict)  # the noise floor SPE measured (analysis/noise.py)
     bypass: dict = field(default_factory=dict)  # proxy -> evidence it bypassed its Collector port
     # what the cache-rule judge found, per source (analysis/cache_rules.py); empty for a log without it
@@ -97,7 +98,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
                   mismatch_summary(records.results, capture_dir, run_collector(run)), figures,
-                  usage[0] if usage else {}, skipped=records.skipped, noise=noise, bypass=bypass,
+                  usage[0] if usage else {}, skipped=records.skipped, https=records.https, noise=noise, bypass=bypass,
                   cache_rules=cache_rules, bad_cache_lines=bad_cache_lines)
 
 
@@ -107,6 +108,16 @@ def skipped_text(rep: Report) -> str:
         return ""
     reasons = "; ".join(f"{n} {reason}" for reason, n in rep.skipped.items())
     return f"{sum(rep.skipped.values())} fan-outs skipped, so no proxy saw them ({reasons})"
+
+
+def https_text(rep: Report) -> str:
+    """HTTPS in the run, when it had CONNECTs: how much was read inside intercepted tunnels and multiplied."""
+    h = rep.https
+    if not h:
+        return ""
+    text = (f"HTTPS: {h['requests']:,} requests read inside {h['intercepted_tunnels']:,} intercepted TLS tunnels, "
+            f"multiplied like HTTP; {h['opaque_tunnels']:,} CONNECT tunnels passed unread")
+    return text + (f"; {h['failed_handshakes']:,} TLS handshakes failed" if h["failed_handshakes"] else "")
 
 
 def trust_columns(run: Path, records, usage: dict | None, rows: list[dict]) -> tuple[dict, dict]:
@@ -175,7 +186,8 @@ def text_table(rows: list[dict]) -> str:
 def text_report(rep: Report) -> str:
     out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
            + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
-           + (f"; {skipped_text(rep)}" if rep.skipped else ""), "", text_table(rep.rows),
+           + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else []), "",
+           text_table(rep.rows),
            *trust_text(rep), "", f"Mismatches: {rep.mismatches['total']}"]
     for name, counts in rep.mismatches["by_proxy"].items():
         out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
@@ -214,7 +226,8 @@ def _capture_link(out: Path | None):
 
 def html_report(rep: Report, out: Path | None = None) -> str:
     return HTML.get_template("report.html.j2").render(
-        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep), evidence_rows=evidence_rows,
+        rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep), https=https_text(rep),
+        evidence_rows=evidence_rows,
         judge_noise=judge_noise(rep.cache_rules, rep.noise), capture_link=_capture_link(out),
         warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),
         figures={name: _png_b64(fig) for name, fig in rep.figures.items()})
@@ -258,7 +271,7 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
                    "proxies": summary_rows, "mismatches": rep.mismatches,
                    "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines,
-                   "skipped_fanouts": rep.skipped, "noise_floor": rep.noise, "bypass": rep.bypass,
+                   "skipped_fanouts": rep.skipped, "https": rep.https, "noise_floor": rep.noise, "bypass": rep.bypass,
                    **cache_rules_summary(rep, summary_rows)}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         written.append(out / "summary.json")

@@ -180,13 +180,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(rundir: Path) -> int:
     try:
         from analysis.cache_rules import cache_rules_text
-        from analysis.report import build_report, text_table, trust_text
+        from analysis.report import build_report, https_text, text_table, trust_text
         from analysis.report import write_report as write
     except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
         print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
         return 0
     report = build_report(rundir)
     written = write(report, rundir / "report", {"html", "csv", "json", "text"})
+    if report.https:  # how much went through TLS, intercepted and multiplied
+        say(https_text(report))
     say(text_table(report.rows))
     for line in trust_text(report):  # the noise floor, and proxies that bypassed their Collector port
         say(line)

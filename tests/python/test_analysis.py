@@ -240,3 +240,28 @@ def test_skipped_fan_outs_are_counted_by_reason(tmp_path):
 def test_no_skipped_fan_outs_line_when_every_request_fanned_out(run):
     rep = build_report(run)
     assert rep.skipped == {} and "fan-outs skipped" not in text_report(rep) + html_report(rep)
+
+
+def test_https_is_counted_and_an_intercepted_connect_is_no_skipped_fan_out(tmp_path):
+    connect = {**record(1, measure(status=None), [], url="localhost:8443"), "method": "CONNECT",
+               "note": "CONNECT intercepted: TLSv1.3, certificate for localhost"}
+    opaque = {**record(2, measure(status=200), [], url="bank.example:443"), "method": "CONNECT",
+              "note": "CONNECT tunnel (not multiplied: --no-intercept *.example): 10 bytes up, 20 bytes down"}
+    failed = {**record(3, measure(status=None), [], url="localhost:8443"), "method": "CONNECT",
+              "note": "CONNECT intercepted: TLS handshake failed: the client closed the connection during the "
+                      "handshake"}
+    lines = [connect, opaque, failed, {**record(4, measure(), [proxy("good")], url="https://localhost:8443/a"),
+                                       "intercepted": True},
+             record(5, measure(), [proxy("good")], url="http://localhost:8080/b")]
+    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rep = build_report(tmp_path)
+    assert rep.https == {"requests": 1, "intercepted_tunnels": 1, "opaque_tunnels": 1, "failed_handshakes": 1}
+    assert set(rep.skipped) == {"CONNECT tunnel (not multiplied: --no-intercept *.example)",
+                                "CONNECT intercepted: TLS handshake failed: the client closed the connection "
+                                "during the handshake"}
+    text = text_report(rep)
+    assert ("HTTPS: 1 requests read inside 1 intercepted TLS tunnels, multiplied like HTTP; 1 CONNECT tunnels "
+            "passed unread; 1 TLS handshakes failed") in text
+    assert "intercepted TLS tunnels" in html_report(rep)
+    assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["https"] == rep.https
