@@ -425,8 +425,12 @@ awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsign
         ctx_->log().write(record);
         co_return false;
     }
-    record.note = "CONNECT intercepted: " + std::string(SSL_get_version(stream.native_handle())) +
-                  ", certificate for " + facts.leaf_name + (facts.sni.empty() ? " (no SNI)" : "");
+    SSL* ssl = stream.native_handle();
+    const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    // A resumed session (a browser's further connections to a host) chose no certificate this time.
+    record.note = "CONNECT intercepted: " + std::string(SSL_get_version(ssl)) +
+                  (SSL_session_reused(ssl) ? ", resumed session for " : ", certificate for ") +
+                  (sni ? std::string(sni) : facts.connect_host + " (no SNI)");
     ctx_->log().write(record);
     intercepted_ = target;
     co_return true;

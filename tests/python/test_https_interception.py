@@ -366,3 +366,24 @@ def test_a_websocket_in_an_intercepted_tunnel_is_tunnelled_through_the_collector
     assert record["client_status"] == 101 and record["collector"]["status"] == 101
     assert record["proxies"] == []  # tunnelled, never multiplied
     assert "upgraded to websocket, tunnelled (not multiplied)" in record["note"]
+
+
+def test_a_resumed_tls_session_is_intercepted_and_named_as_such(lab):
+    target = f"localhost:{lab.tls_port}"
+    context = ssl.create_default_context(cafile=str(lab.spe_ca))
+    notes, session = [], None
+    for attempt in range(2):
+        raw = open_tunnel(lab, target)
+        client = f"127.0.0.1:{raw.getsockname()[1]}"
+        with context.wrap_socket(raw, server_hostname="localhost", session=session) as tls:
+            tls.sendall(f"GET /obj/resume-{attempt}?size=10 HTTP/1.1\r\nHost: {target}\r\n"
+                        "Connection: close\r\n\r\n".encode())
+            reply = b""
+            while chunk := tls.recv(65536):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 200 "), reply[:100]
+            session = tls.session  # TLS 1.3: the ticket came after the handshake
+            assert tls.session_reused == (attempt == 1)
+        notes.append(connect_note_of(lab, target, client))
+    assert notes[0] == "CONNECT intercepted: TLSv1.3, certificate for localhost"
+    assert notes[1] == "CONNECT intercepted: TLSv1.3, resumed session for localhost"
