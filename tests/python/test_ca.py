@@ -12,6 +12,7 @@ import pytest
 from cryptography import x509
 
 from spe_tools import ca as spe_ca
+from spe_tools.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,3 +66,20 @@ def test_the_test_origin_certificate_names_localhost_and_the_address_also_as_a_d
     assert set(san.get_values_for_type(x509.DNSName)) == {"localhost", "127.0.0.1"}  # Squid 5 reads only these
     assert [str(a) for a in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_the_multiplier_refuses_to_start_without_its_ca_naming_the_file_and_the_command(tmp_path):
+    from conftest import multiplier_binary
+
+    def start(ca_dir: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([str(multiplier_binary()), "--collector", "127.0.0.1:9", "--listen",
+                               f"127.0.0.1:{free_port()}", "--intercept-tls", "--ca-dir", str(ca_dir)],
+                              capture_output=True, text=True, timeout=30)
+
+    result = start(tmp_path / "no-ca")
+    assert result.returncode == 1
+    assert str(tmp_path / "no-ca" / "spe-ca.pem") in result.stderr and "./spe ca" in result.stderr
+    files, _ = spe_ca.create_spe_ca(tmp_path / "ca")
+    files.key.write_text("not a key\n")
+    result = start(tmp_path / "ca")
+    assert result.returncode == 1 and "is not an unencrypted PEM private key" in result.stderr
