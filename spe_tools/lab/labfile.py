@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import Lab, LabFileError, ProxySpec, load_lab
+from spe_tools.lab.model import Lab, LabFileError, ProxySpec, load_lab, parse_lab
 
 
 def _value(value: object) -> str:
@@ -59,18 +59,20 @@ def lab_toml(lab: Lab) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _as_given(lab: Lab) -> bool:
-    """True when the lab is exactly what its file describes."""
+def _as_given(lab: Lab, path: Path) -> bool:
+    """True when the lab is exactly what its file describes, and the file read from `path` still is:
+    a relative path in it (a model, CA files, the CA directory) would name another file there."""
     if lab.source is None:
         return False
     try:
-        return load_lab(lab.source) == lab
-    except LabFileError:
+        text = lab.source.read_text()
+        return load_lab(lab.source) == lab and replace(parse_lab(text, path), source=lab.source) == lab
+    except (LabFileError, OSError):
         return False
 
 
 def write_run_lab_file(lab: Lab, path: Path) -> None:
-    if _as_given(lab):
+    if _as_given(lab, path):
         shutil.copyfile(lab.source, path)
     else:
         path.write_text(lab_toml(lab))

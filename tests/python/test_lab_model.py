@@ -304,3 +304,18 @@ def test_https_keys_are_checked():
 def test_the_default_lab_serves_part_of_its_pages_over_https_and_intercepts_them():
     lab = load_lab(ROOT / "configs/labs/default.toml")
     assert lab.origin.tls and lab.multiplier.intercept_tls and 0 < lab.workload.https_share < 1
+
+
+def test_a_run_lab_file_elsewhere_keeps_the_lab_files_relative_paths_pointing_at_the_same_files(tmp_path):
+    """The run directory is not where the lab file was: copied as is, `model = "m.json"` (or CA files)
+    would name files beside the run's lab.toml. Such a lab is written from the model, paths absolute."""
+    (tmp_path / "labs").mkdir()
+    given = tmp_path / "labs" / "given.toml"
+    given.write_text('[origin]\nmodel = "m.json"\n[collector]\norigin_ca_files = ["ca.pem"]\n' + MINIMAL)
+    lab = load_lab(given)
+    run_copy = tmp_path / "run" / "lab.toml"
+    run_copy.parent.mkdir()
+    write_run_lab_file(lab, run_copy)
+    again = load_lab(run_copy)
+    assert again.origin.model == tmp_path / "labs" / "m.json"
+    assert again.collector.origin_ca_files == (tmp_path / "labs" / "ca.pem",)
