@@ -138,9 +138,12 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
             _status_loop(run, None)
         else:
             workload = start_workload(run, duration)
-            _status_loop(run, time.monotonic() + duration + (60 if workload else 0), workload)
+            # The project's workloads end by themselves at the duration (a minute's grace); a user's
+            # command is stopped there, or ends the run earlier by ending.
+            command = lab.workload.kind == "command"
+            _status_loop(run, time.monotonic() + duration + (60 if workload and not command else 0), workload)
             if workload is not None:
-                check_workload(workload, rundir)
+                check_workload(workload, rundir, command)
         return 0, rundir
     except Stop as e:
         say(f"spe lab: {e}: stopping")

@@ -22,7 +22,22 @@ from spe_tools.workload.popularity import parse_popularity
 PROXY_KINDS = tuple(kinds.KINDS)
 COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
 ORIGIN_KINDS = ("synthetic", "none")
-WORKLOAD_KINDS = ("none", "load", "browse")
+WORKLOAD_KINDS = ("none", "load", "browse", "command")
+# What a `command` workload's arguments may name, each as {name} (docs/lab-file.md).
+COMMAND_PLACEHOLDERS = ("proxy", "proxy_host", "proxy_port", "proxy_url", "origin", "origin_url", "tls_origin",
+                        "duration_s", "rundir", "ca_cert")
+# {name} is a placeholder; {{ and }} stand for literal braces (as in Python's str.format).
+_COMMAND_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_]*)\}")
+
+
+def command_placeholders(word: str) -> list[str]:
+    """The placeholders a command word names ({{ and }} are literal braces, not placeholders)."""
+    return [m.group(1) for m in _COMMAND_TOKEN.finditer(word) if m.group(1) is not None]
+
+
+def expand_command(word: str, values: dict[str, str]) -> str:
+    """The word with each {name} replaced by its value and {{ }} by single braces."""
+    return _COMMAND_TOKEN.sub(lambda m: values[m.group(1)] if m.group(1) is not None else m.group(0)[0], word)
 MULTIPLIER_MODES = ("sequential", "concurrent")
 MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
@@ -99,6 +114,7 @@ class WorkloadSpec:
     seed: int = 1
     https_share: float = 0.5  # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
     args: tuple[str, ...] = ()  # extra arguments for the workload's program
+    command: tuple[str, ...] = ()  # kind "command": the user's own load generator, argv with {placeholders}
 
 
 @dataclass(frozen=True)
@@ -215,8 +231,20 @@ def _workload(data: dict) -> WorkloadSpec:
         seed=t.get("seed", int),
         https_share=t.number("https_share", 0, 1),
         args=t.strings("args"),
+        command=t.strings("command"),
     )
     t.finish()
+    if spec.kind == "command" and not spec.command:
+        raise LabFileError("[workload].command: kind \"command\" needs the program and its arguments, "
+                           "e.g. [\"wrk\", \"-d{duration_s}\", \"{origin_url}/\"]")
+    if spec.command and spec.kind != "command":
+        raise LabFileError("[workload].command: only for kind = \"command\"")
+    for word in spec.command:
+        for name in command_placeholders(word):
+            if name not in COMMAND_PLACEHOLDERS:
+                raise LabFileError(f"[workload].command: unknown placeholder {{{name}}} in {word!r} "
+                                   f"(known: {', '.join('{' + p + '}' for p in COMMAND_PLACEHOLDERS)}; "
+                                   "write {{ and }} for literal braces)")
     try:
         parse_popularity(spec.popularity)
     except ValueError as e:
@@ -246,8 +274,16 @@ def check_consistency(lab: Lab) -> None:
         if port in ports:
             raise LabFileError(f"port clash: {what} and {ports[port]} both use port {port}")
         ports[port] = what
-    if lab.workload.kind != "none" and lab.origin.kind == "none":
+    if lab.workload.kind in ("load", "browse") and lab.origin.kind == "none":
         raise LabFileError("[workload].kind: a generated workload needs [origin].kind = \"synthetic\"")
+    named = {n for word in lab.workload.command for n in command_placeholders(word)}
+    if lab.origin.kind == "none" and named & {"origin", "origin_url", "tls_origin"}:
+        raise LabFileError("[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = "
+                           "\"synthetic\"")
+    if "tls_origin" in named and not lab.origin.tls:
+        raise LabFileError("[workload].command: {tls_origin} needs [origin].tls = true")
+    if "ca_cert" in named and not lab.multiplier.intercept_tls:
+        raise LabFileError("[workload].command: {ca_cert} needs [multiplier].intercept_tls = true")
 
 
 def parse_lab(text: str, source: Path | None = None) -> Lab:

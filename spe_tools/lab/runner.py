@@ -23,7 +23,7 @@ from spe_tools import ca as spe_ca
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.labfile import write_run_lab_file
-from spe_tools.lab.model import Lab
+from spe_tools.lab.model import Lab, expand_command
 from spe_tools.lab.noise import noise_pairs
 from spe_tools.process import (
     Child,
@@ -436,6 +436,31 @@ def workload_tls_args(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
             "--ca-cert", str(trust)]
 
 
+def command_values(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict[str, str]:
+    """What a `command` workload's {placeholders} stand for; also its SPE_* environment variables."""
+    host = multiplier_host(lab)
+    values = {"proxy": f"{host}:{ports.multiplier}", "proxy_host": host, "proxy_port": str(ports.multiplier),
+              "proxy_url": f"http://{host}:{ports.multiplier}", "duration_s": f"{duration_s:g}", "rundir": str(rundir)}
+    if lab.origin.kind != "none":
+        values |= {"origin": f"{lab.origin.host}:{ports.origin}", "origin_url": origin_url(lab, ports)}
+    if ports.origin_tls:
+        values["tls_origin"] = f"{lab.origin.host}:{ports.origin_tls}"
+    if lab.multiplier.intercept_tls:
+        values["ca_cert"] = str(ca_dir(lab) / spe_ca.CERT_NAME)
+    return values
+
+
+def command_env(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict[str, str]:
+    """The run's environment plus SPE_<PLACEHOLDER> for each value, and the usual proxy variables naming
+    the Multiplier, so that tools which honour them (curl, wget, k6, Python's urllib) go through it."""
+    values = command_values(lab, ports, duration_s, rundir)
+    proxy_url = values["proxy_url"]
+    # The user's PATH: their tool may live anywhere (the lab's own processes get a fixed one).
+    return {**_env(rundir), "PATH": os.environ.get("PATH", _env(rundir)["PATH"]),
+            **{f"SPE_{k.upper()}": v for k, v in values.items()},
+            "http_proxy": proxy_url, "HTTP_PROXY": proxy_url, "https_proxy": proxy_url, "HTTPS_PROXY": proxy_url}
+
+
 def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None = None) -> list[str] | None:
     """The workload's command line (None for kind "none"): the load client or headless Chromium,
     both through the Multiplier, both asking the synthetic origin by its lab name."""
@@ -450,6 +475,9 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
                 "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
                 "--json", "workload.json", *conformance, *model, *tls, *w.args]
+    if w.kind == "command":
+        values = command_values(lab, ports, duration_s, rundir or Path("."))
+        return [expand_command(word, values) for word in w.command]
     if w.kind == "browse":
         pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
         return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
@@ -462,13 +490,19 @@ def start_workload(run: RunningLab, duration_s: float) -> Child | None:
     argv = workload_argv(run.lab, run.ports, duration_s, run.rundir)
     if argv is None:
         return None
-    child = run.group.start("workload", argv, ready=False, env=_env(run.rundir))
+    env = command_env(run.lab, run.ports, duration_s, run.rundir) if run.lab.workload.kind == "command" \
+        else _env(run.rundir)
+    child = run.group.start("workload", argv, ready=False, env=env)
     run.record(child)
     return child
 
 
-def check_workload(workload: Child, rundir: Path) -> None:
-    """A workload that failed, or never finished, makes the run fail: its numbers are not the run's."""
+def check_workload(workload: Child, rundir: Path, command: bool = False) -> None:
+    """A workload that failed, or never finished, makes the run fail: its numbers are not the run's.
+    A user's `command` still running at the duration is stopped: the duration is its end."""
+    if command and workload.alive():
+        workload.stop(deadline_s=10)
+        return
     if workload.alive():
         raise LabError(f"the workload did not finish in time (see {rundir}/workload.out)")
     code = workload.popen.returncode
