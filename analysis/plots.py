@@ -71,6 +71,25 @@ def latency_over_time(results: pl.DataFrame, names: list[str], buckets: int = 60
     return fig
 
 
+def bandwidth_vs_latency(rows: list[dict]) -> Figure:
+    """ROPE's trade-off: each proxy as a point, the bandwidth it used (bytes it fetched from its
+    Collector port, relative to the direct path's) against its mean response time. A prefetcher buys
+    latency with bandwidth; a proxy below and left of another serves users better for less."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for row in rows:
+        if row.get("rel_bandwidth_received") is None or row.get("latency_mean_ms") is None:
+            continue
+        ax.scatter(row["rel_bandwidth_received"], row["latency_mean_ms"])
+        ax.annotate(row["name"], (row["rel_bandwidth_received"], row["latency_mean_ms"]), textcoords="offset points",
+                    xytext=(5, 5), fontsize="small")
+    ax.set_xlabel("bandwidth used (relative to the direct path)")
+    ax.set_ylabel("mean response time (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Bandwidth versus latency")
+    fig.tight_layout()
+    return fig
+
+
 def hit_ratio_vs_latency(rows: list[dict]) -> Figure:
     """Each proxy as a point: hit ratio against median response time."""
     fig, ax = plt.subplots(figsize=(6, 4.5))

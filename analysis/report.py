@@ -24,6 +24,7 @@ from analysis.cache_records import load_judged_run
 from analysis.cache_rules import cache_rule_sections, cache_rules_text, evidence_rows, judge_noise
 from analysis.mismatches import mismatch_summary
 from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
+from analysis.paired import pairs, pairs_text, ranking, ranking_line
 from analysis.records import COLLECTOR, find_log
 from analysis.run_collector import run_collector
 from analysis.stats import RESULT_CLASSES, proxy_table
@@ -57,6 +58,8 @@ class Report:
     # what the cache-rule judge found, per source (analysis/cache_rules.py); empty for a log without it
     cache_rules: list[dict] = field(default_factory=list)
     bad_cache_lines: int = 0  # lines naming a `cache` object that could not be read
+    pairs: list[dict] = field(default_factory=list)  # paired differences per pair of proxies (analysis/paired.py)
+    ranking: list[list[str]] = field(default_factory=list)  # tiers, fastest first; a tier is a tie
 
 
 class Progress:
@@ -90,16 +93,19 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     progress("tallying the cache-rule verdicts")
     cache_rules = cache_rule_sections(verdicts, records.proxies, find_log(run), capture_dir)
     add_cache_rule_columns(rows, cache_rules)
+    pair_list = pairs(records.results, records.proxies)
+    tiers = ranking(rows, pair_list)
     progress("drawing figures")
     figures = {
         "latency_cdf.png": plots.latency_cdf(records.results, records.proxies),
         "latency_over_time.png": plots.latency_over_time(records.results, records.proxies),
         "hit_ratio_vs_latency.png": plots.hit_ratio_vs_latency(rows[1:]),
+        "bandwidth_vs_latency.png": plots.bandwidth_vs_latency(rows[1:]),
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
                   mismatch_summary(records.results, capture_dir, run_collector(run)), figures,
                   usage[0] if usage else {}, skipped=records.skipped, https=records.https, noise=noise, bypass=bypass,
-                  cache_rules=cache_rules, bad_cache_lines=bad_cache_lines)
+                  cache_rules=cache_rules, bad_cache_lines=bad_cache_lines, pairs=pair_list, ranking=tiers)
 
 
 def skipped_text(rep: Report) -> str:
@@ -197,6 +203,8 @@ def text_report(rep: Report) -> str:
         for e in items:
             if e.get("hint"):
                 out.append(f"  {cls} request {e['id']} ({e['proxy']}): {e['hint']}")
+    if rep.pairs:
+        out += ["", *pairs_text(rep.pairs, rep.ranking)]
     if rep.cache_rules:
         out += ["", *cache_rules_text(rep.cache_rules), *judge_noise(rep.cache_rules, rep.noise)]
     if port_text(rep):
@@ -227,6 +235,7 @@ def _capture_link(out: Path | None):
 def html_report(rep: Report, out: Path | None = None) -> str:
     return HTML.get_template("report.html.j2").render(
         rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep), https=https_text(rep),
+        ranking=ranking_line(rep.ranking) if rep.ranking else "",
         evidence_rows=evidence_rows,
         judge_noise=judge_noise(rep.cache_rules, rep.noise), capture_link=_capture_link(out),
         warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),
@@ -271,7 +280,8 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
                    "proxies": summary_rows, "mismatches": rep.mismatches,
                    "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines,
-                   "skipped_fanouts": rep.skipped, "https": rep.https, "noise_floor": rep.noise, "bypass": rep.bypass,
+                   "skipped_fanouts": rep.skipped, "https": rep.https, "pairs": rep.pairs, "ranking": rep.ranking,
+                   "noise_floor": rep.noise, "bypass": rep.bypass,
                    **cache_rules_summary(rep, summary_rows)}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         written.append(out / "summary.json")

@@ -183,6 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(rundir: Path) -> int:
     try:
         from analysis.cache_rules import cache_rules_text
+        from analysis.paired import ranking_line
         from analysis.report import build_report, https_text, text_table, trust_text
         from analysis.report import write_report as write
     except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
@@ -195,6 +196,8 @@ def write_report(rundir: Path) -> int:
     say(text_table(report.rows))
     for line in trust_text(report):  # the noise floor, and proxies that bypassed their Collector port
         say(line)
+    if report.ranking:  # paired over the same requests: only significant differences order proxies
+        say(ranking_line(report.ranking))
     for line in cache_rules_text(report.cache_rules):  # what the cache-rule judge found, per proxy
         say(line)
     say(f"spe lab: report {written[-1]}")

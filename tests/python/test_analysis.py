@@ -265,3 +265,44 @@ def test_https_is_counted_and_an_intercepted_connect_is_no_skipped_fan_out(tmp_p
     assert "intercepted TLS tunnels" in html_report(rep)
     assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["https"] == rep.https
+
+
+def test_paired_comparison_finds_a_known_difference_and_calls_the_rest_a_tie(tmp_path):
+    """slow = base + 10 ms on every request, twin = base + noise of mean 0 (-0.5 to +0.5 ms), base spread
+    over 1..300 ms: unpaired
+    the spread hides 10 ms; paired it is exact. The ranking puts base and twin in one tier, slow after."""
+    lines = []
+    for i in range(1, 301):
+        base = float((i * 37) % 300 + 1)
+        lines.append(record(i, measure(total_ms=base), [proxy("base", total_ms=base),
+                                                        proxy("slow", total_ms=base + 10),
+                                                        proxy("twin", total_ms=base + ((i * 7919) % 11 - 5) / 10)]))
+    lines[5]["proxies"][1] = proxy("slow", status=None, error="timeout")  # one failed leg: left out of its pairs
+    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rep = build_report(tmp_path)
+    by_pair = {(p["a"], p["b"]): p for p in rep.pairs}
+    slow = by_pair[("base", "slow")]
+    assert slow["n"] == 299 and slow["mean_ms"] == pytest.approx(-10) and slow["median_ms"] == pytest.approx(-10)
+    assert slow["mean_ci_low_ms"] == pytest.approx(-10) and slow["significant"] and slow["faster"] == "base"
+    twin = by_pair[("base", "twin")]
+    assert twin["n"] == 300 and not twin["significant"] and twin["faster"] is None
+    assert twin["mean_ci_low_ms"] < 0 < twin["mean_ci_high_ms"]
+    assert [set(tier) for tier in rep.ranking] == [{"base", "twin"}, {"slow"}]
+    text = text_report(rep)
+    assert "Ranking (paired, 95 %; '=' a tie the run cannot split): " + " = ".join(rep.ranking[0]) + " > slow" in text
+    assert "base - slow: mean -10.00 [-10.00, -10.00], median -10.00 [-10.00, -10.00], n 299: base faster" in text
+    assert "Paired comparison" in html_report(rep) and "base faster" in html_report(rep)
+    assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["ranking"] == rep.ranking and len(summary["pairs"]) == 3
+
+
+def test_the_ranking_only_orders_what_is_significant_across_tiers():
+    from analysis.paired import ranking
+    rows = [{"name": n, "latency_mean_ms": m} for n, m in (("a", 1.0), ("b", 2.0), ("c", 3.0))]
+    # a beats c, but b ties both: nobody can be put after anyone for certain
+    pairs = [{"a": "a", "b": "b", "faster": None}, {"a": "a", "b": "c", "faster": "a"},
+             {"a": "b", "b": "c", "faster": None}]
+    assert ranking(rows, pairs) == [["a", "b", "c"]]
+    pairs[1:] = [{"a": "a", "b": "c", "faster": "a"}, {"a": "b", "b": "c", "faster": "b"}]
+    assert ranking(rows, pairs) == [["a", "b"], ["c"]]

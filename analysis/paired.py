@@ -1,0 +1,100 @@
+"""Paired comparison of the proxies under test: each answered the same client requests, so they are
+compared request by request. The paired difference (A's latency minus B's on the same request) removes
+the spread between requests (a 1 MB miss and a small hit), which swamps any difference between proxies
+in an unpaired table. Each pair gets the mean and the median difference with 95 % confidence
+intervals, and the ranking orders proxies only where the difference is significant: the rest are ties.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.records import COLLECTOR
+from analysis.stats import mean_ci, median, median_ci
+
+
+def latency_by_request(results: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """One row per request id, one column per proxy: its response time in ms (null where it failed)."""
+    delivered = results.filter((pl.col("name") != COLLECTOR) & pl.col("status").is_not_null()
+                               & pl.col("error").is_null() & pl.col("name").is_in(names))
+    if delivered.height == 0:
+        return pl.DataFrame({"id": []}, schema={"id": pl.Int64})
+    wide = delivered.select("id", "name", (pl.col("total_us") / 1000).alias("ms")).pivot(
+        on="name", index="id", values="ms", aggregate_function="first")
+    return wide
+
+
+def pair(wide: pl.DataFrame, a: str, b: str) -> dict:
+    """A's latency minus B's over the requests both answered: n, mean and median with 95 % CIs.
+    Significant when the mean's interval excludes 0; `faster` names the faster proxy then, else None."""
+    out = {"a": a, "b": b, "n": 0, "mean_ms": None, "mean_ci_low_ms": None, "mean_ci_high_ms": None,
+           "median_ms": None, "median_ci_low_ms": None, "median_ci_high_ms": None, "significant": False,
+           "faster": None}
+    if a not in wide.columns or b not in wide.columns:
+        return out
+    diff = wide.select((pl.col(a) - pl.col(b)).alias("d")).drop_nulls()["d"]
+    out["n"] = diff.len()
+    if diff.len() == 0:
+        return out
+    mci, dci = mean_ci(diff), median_ci(diff)
+    out.update(mean_ms=diff.mean(), median_ms=median(diff),
+               mean_ci_low_ms=mci[0] if mci else None, mean_ci_high_ms=mci[1] if mci else None,
+               median_ci_low_ms=dci[0] if dci else None, median_ci_high_ms=dci[1] if dci else None)
+    if mci and (mci[0] > 0 or mci[1] < 0):
+        out["significant"] = True
+        out["faster"] = a if mci[1] < 0 else b
+    return out
+
+
+def pairs(results: pl.DataFrame, names: list[str]) -> list[dict]:
+    """Every unordered pair of proxies once, in the log's order (A before B)."""
+    wide = latency_by_request(results, names)
+    return [pair(wide, a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+
+
+def ranking(rows: list[dict], pair_list: list[dict]) -> list[list[str]]:
+    """Tiers of proxies, fastest first, such that every proxy of a tier was significantly faster than
+    every proxy of each later tier on the same requests; proxies the run could not tell apart share a
+    tier (a tie). Taken by mean latency: a proxy that some member of a tier does not significantly beat
+    joins that tier, and the tiers after it join too."""
+    by_pair = {(p["a"], p["b"]): p for p in pair_list}
+
+    def beats(x: str, y: str) -> bool:
+        p = by_pair.get((x, y)) or by_pair.get((y, x))
+        return bool(p and p["faster"] == x)
+
+    proxies = sorted((r for r in rows if r["name"] != COLLECTOR and r.get("latency_mean_ms") is not None),
+                     key=lambda r: r["latency_mean_ms"])
+    tiers: list[list[str]] = []
+    for name in (r["name"] for r in proxies):
+        tie = next((i for i, tier in enumerate(tiers) if not all(beats(other, name) for other in tier)), None)
+        if tie is None:
+            tiers.append([name])
+        else:
+            tiers[tie:] = [[n for tier in tiers[tie:] for n in tier] + [name]]
+    return tiers
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return f"[{low:+.2f}, {high:+.2f}]" if low is not None and high is not None else "[-]"
+
+
+def ranking_line(tiers: list[list[str]]) -> str:
+    return "Ranking (paired, 95 %; '=' a tie the run cannot split): " + " > ".join(" = ".join(t) for t in tiers)
+
+
+def pairs_text(pair_list: list[dict], tiers: list[list[str]]) -> list[str]:
+    """The verdict section of the text report."""
+    if not pair_list:
+        return []
+    out = ["Paired comparison (the same requests; A - B response time, ms, with 95 % intervals):",
+           "  " + ranking_line(tiers)]
+    for p in pair_list:
+        if not p["n"]:
+            out.append(f"  {p['a']} - {p['b']}: no request both answered")
+            continue
+        verdict = f"{p['faster']} faster" if p["significant"] else "no significant difference"
+        out.append(f"  {p['a']} - {p['b']}: mean {p['mean_ms']:+.2f} {_ci(p['mean_ci_low_ms'], p['mean_ci_high_ms'])}, "
+                   f"median {p['median_ms']:+.2f} {_ci(p['median_ci_low_ms'], p['median_ci_high_ms'])}, "
+                   f"n {p['n']:,}: {verdict}")
+    return out
