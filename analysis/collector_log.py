@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SPE_LOGFORMAT = "%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st"
+# The last field is the Multiplier's request tag (X-SPE-Request, "-" without one): which client
+# request a proxy's request came from (analysis/prefetch.py).
+SPE_LOGFORMAT = "%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st %{X-SPE-Request}>h"
 
 
 @dataclass

@@ -25,6 +25,7 @@ from analysis.cache_rules import cache_rule_sections, cache_rules_text, evidence
 from analysis.mismatches import mismatch_summary
 from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
 from analysis.paired import pairs, pairs_text, ranking, ranking_line
+from analysis.prefetch import PREFETCH_COLUMNS, prefetch_columns, prefetch_text
 from analysis.records import COLLECTOR, find_log
 from analysis.run_collector import run_collector
 from analysis.stats import RESULT_CLASSES, proxy_table
@@ -38,7 +39,9 @@ COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" for c
            # how far to trust the row (analysis/noise.py, analysis/bypass.py)
            "mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct", "bypassed_replies",
            # what the cache-rule judge found (analysis/cache_rules.py); empty for a log without its verdicts
-           "cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories"]
+           "cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories",
+           # prefetching seen from the proxy's Collector port (analysis/prefetch.py)
+           *PREFETCH_COLUMNS]
 
 
 @dataclass
@@ -93,6 +96,9 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     progress("tallying the cache-rule verdicts")
     cache_rules = cache_rule_sections(verdicts, records.proxies, find_log(run), capture_dir)
     add_cache_rule_columns(rows, cache_rules)
+    if run.is_dir():
+        for row in rows[1:]:
+            row.update(prefetch_columns(run, records.proxies).get(row["name"], {}))
     pair_list = pairs(records.results, records.proxies)
     tiers = ranking(rows, pair_list)
     progress("drawing figures")
@@ -205,6 +211,8 @@ def text_report(rep: Report) -> str:
                 out.append(f"  {cls} request {e['id']} ({e['proxy']}): {e['hint']}")
     if rep.pairs:
         out += ["", *pairs_text(rep.pairs, rep.ranking)]
+    if prefetch_text(rep.rows):
+        out += ["", *prefetch_text(rep.rows)]
     if rep.cache_rules:
         out += ["", *cache_rules_text(rep.cache_rules), *judge_noise(rep.cache_rules, rep.noise)]
     if port_text(rep):

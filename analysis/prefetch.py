@@ -1,0 +1,161 @@
+"""Prefetching measured from outside the proxy: the requests a proxy under test sent to its Collector port
+that no client request caused, and what became of them.
+
+Attribution. The Multiplier tags every client request (X-SPE-Request) and every proxy forwards the tag
+with the requests the client's request makes it send; the Collector logs it (SPE_LOGFORMAT). A line on a
+proxy's port is that proxy's own doing (a prefetch) unless its tag names a client request for the same
+URL (the method may differ: Varnish and nginx fetch a client's HEAD with a GET, to fill their caches).
+An untagged line (a proxy that drops the header, an older log) is the client's when a client request for
+that URL could have had a leg to that proxy in flight while the Collector served it: the Collector's
+transaction lies inside the leg that caused it, since its reply passes through the proxy before the leg
+ends, and a leg runs between the client request's arrival (`ts`) and, at the latest, the Collector's
+reply time plus the leg's own (`collector.total_us` + the leg's `total_us`: in sequential mode the leg
+starts when the Collector's reply is complete). Both clocks are this machine's wall clock;
+WINDOW_SLACK_S allows for the access log's millisecond resolution. Everything else is a prefetch.
+
+What became of a prefetch: the first client request for its URL after the prefetch started, within
+HORIZON_S of its end. Found: used, its lead time is the client request's arrival minus the prefetch's
+end (negative: late, the client asked before the prefetch finished). Not found: wasted, its reply bytes
+wasted bandwidth. Precision is the share of prefetches used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.stats import median
+
+PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_bytes", "prefetch_precision", "prefetch_wasted_bytes",
+                    "prefetch_lead_ms_p50", "prefetch_late", "prefetch_horizon_s"]
+HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
+WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
+
+
+@dataclass(frozen=True)
+class PortLine:
+    """One request a proxy sent to its Collector port (from the Collector's access.log)."""
+
+    start: float  # unix seconds: end minus the transaction's elapsed time
+    end: float
+    method: str
+    url: str
+    bytes: int  # reply bytes the Collector sent
+    tag: str  # X-SPE-Request, "" when the request carried none
+
+
+@dataclass(frozen=True)
+class ClientRequest:
+    ts: float  # when the Multiplier read it
+    method: str
+    url: str
+    legs: dict[str, tuple[float, float]] = field(default_factory=dict)  # proxy -> when its leg may have run
+
+
+def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, list[PortLine]]:
+    """Lines per Collector port name (SPE_LOGFORMAT: the tag is field 12, '-' when absent)."""
+    out: dict[str, list[PortLine]] = defaultdict(list)
+    for line in access_log.read_text(errors="replace").splitlines():
+        f = line.split()
+        if len(f) < 12 or f[3].endswith("/000"):
+            continue
+        try:
+            end, elapsed_ms, sent, port = float(f[0]), int(f[1]), int(f[4]), int(f[10])
+        except ValueError:
+            continue
+        tag = f[12] if len(f) > 12 and f[12] != "-" else ""
+        out[port_names.get(port, str(port))].append(PortLine(end - elapsed_ms / 1000, end, f[5], f[6], sent, tag))
+    return out
+
+
+def client_requests(log: Path) -> dict[str, ClientRequest]:
+    """The Multiplier's records by request tag (records without a tag made no upstream request)."""
+    out = {}
+    with open(log) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not r.get("tag"):
+                continue
+            reference_s = ((r.get("collector") or {}).get("total_us") or 0) / 1e6
+            legs = {p["name"]: (r["ts"], r["ts"] + reference_s + (p.get("total_us") or 0) / 1e6)
+                    for p in r.get("proxies", [])}
+            out[r["tag"]] = ClientRequest(r["ts"], r["method"], upstream_url(r), legs)
+    return out
+
+
+def upstream_url(record: dict) -> str:
+    """The URL as the Collector logs it: the record's (an intercepted https request is logged by the
+    Collector under its https URL too, patch 0014)."""
+    return record["url"]
+
+
+def caused_by_client(line: PortLine, proxy: str, tagged: dict[str, ClientRequest],
+                     in_flight: dict[str, list[tuple[float, float]]]) -> bool:
+    if line.tag:
+        req = tagged.get(line.tag)
+        return req is not None and req.url == line.url
+    return any(start - WINDOW_SLACK_S <= line.start and line.end <= end + WINDOW_SLACK_S
+               for start, end in in_flight.get(line.url, ()))
+
+
+def prefetches(lines: list[PortLine], proxy: str, requests: dict[str, ClientRequest]) -> list[PortLine]:
+    """The lines on this proxy's port that no client request caused."""
+    in_flight: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for req in requests.values():
+        if proxy in req.legs:
+            in_flight[req.url].append(req.legs[proxy])
+    return [line for line in lines if not caused_by_client(line, proxy, requests, in_flight)]
+
+
+def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], horizon_s: float = HORIZON_S) -> dict:
+    """The prefetch columns of one proxy."""
+    asked: dict[str, list[float]] = defaultdict(list)
+    for req in requests.values():
+        asked[req.url].append(req.ts)
+    for times in asked.values():
+        times.sort()
+    leads, late, used, wasted_bytes = [], 0, 0, 0
+    for p in prefetched:
+        first = next((t for t in asked.get(p.url, ()) if p.start <= t <= p.end + horizon_s), None)
+        if first is None:
+            wasted_bytes += p.bytes
+            continue
+        used += 1
+        leads.append((first - p.end) * 1000)
+        late += first < p.end
+    n = len(prefetched)
+    return {"prefetch_requests": n, "prefetch_bytes": sum(p.bytes for p in prefetched),
+            "prefetch_precision": used / n if n else None, "prefetch_wasted_bytes": wasted_bytes,
+            "prefetch_lead_ms_p50": median(leads) if leads else None, "prefetch_late": late,
+            "prefetch_horizon_s": horizon_s}
+
+
+def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
+    """Per proxy, its prefetch columns; empty without the run's lab.json, access.log or log."""
+    lab_json, access, log = run / "lab.json", run / "collector" / "access.log", run / "multiplier.jsonl"
+    if not (lab_json.exists() and access.exists() and log.exists()):
+        return {}
+    ports = json.loads(lab_json.read_text())["collector"]["ports"]
+    lines = parse_port_lines(access, {port: name for name, port in ports.items()})
+    requests = client_requests(log)
+    return {name: account(prefetches(lines.get(name, []), name, requests), requests) for name in proxies}
+
+
+def prefetch_text(rows: list[dict]) -> list[str]:
+    """The report's prefetch lines: every proxy that sent requests of its own."""
+    active = [r for r in rows if r.get("prefetch_requests")]
+    if not active:
+        return []
+    out = [f"Prefetching (requests a proxy sent that no client request caused; used = asked for within "
+           f"{active[0]['prefetch_horizon_s']:g} s):"]
+    for r in active:
+        lead = r["prefetch_lead_ms_p50"]
+        out.append(f"  {r['name']}: {r['prefetch_requests']:,} prefetches, {r['prefetch_bytes']:,} bytes; precision "
+                   f"{100 * r['prefetch_precision']:.1f} %; wasted {r['prefetch_wasted_bytes']:,} bytes; lead time "
+                   f"median {'-' if lead is None else f'{lead:,.0f} ms'}; {r['prefetch_late']:,} late")
+    return out

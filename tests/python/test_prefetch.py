@@ -1,0 +1,90 @@
+"""Prefetch accounting (analysis/prefetch.py) on a hand-made run whose prefetches, uses, waste and lead
+times are known: which requests on a proxy's Collector port no client request caused, and what became
+of them; the window that keeps an untagged client request from being called a prefetch, at its edge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.prefetch import HORIZON_S, prefetch_columns
+
+PORTS = {"direct": 5000, "ats": 5001, "pf": 5002}
+
+
+def record(tag: str, ts: float, url: str) -> dict:
+    leg = {"status": 200, "total_us": 10_000, "result": "OK"}
+    return {"ts": ts, "id": int(tag[1:]), "tag": tag, "method": "GET", "url": url,
+            "collector": {"status": 200, "total_us": 50_000},
+            "proxies": [{**leg, "name": "ats"}, {**leg, "name": "pf"}]}
+
+
+def line(end: float, elapsed_ms: int, nbytes: int, url: str, port: str, tag: str = "-") -> str:
+    return (f"{end:.3f} {elapsed_ms:6d} 127.0.0.1 TCP_MISS/200 {nbytes} GET {url} - HIER_DIRECT/127.0.0.1 "
+            f"image/jpeg {PORTS[port]} 200 {tag}")
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    records = [record("T1", 100.0, "http://o/seq/1.jpg"), record("T2", 110.0, "http://o/seq/2.jpg"),
+               record("T3", 120.0, "http://o/seq/3.jpg"), record("T4", 200.0, "http://o/other"),
+               {**record("T5", 210.0, "http://o/head"), "method": "HEAD"}]
+    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (tmp_path / "lab.json").write_text(json.dumps({"collector": {"ports": PORTS}}))
+    lines = [line(r["ts"] + 0.05, 50, 1000, r["url"], "direct", r["tag"]) for r in records]
+    lines += [line(r["ts"] + 0.055, 5, 1000, r["url"], "ats", r["tag"]) for r in records]  # ats: no prefetch
+    lines += [
+        line(100.050, 50, 1000, "http://o/seq/1.jpg", "pf", "T1"),  # the client's own request
+        line(210.050, 50, 1000, "http://o/head", "pf", "T5"),  # the client's HEAD, fetched as a GET: its own
+        line(100.070, 10, 1000, "http://o/seq/2.jpg", "pf", "T1"),  # A: the tag of T1, another URL: prefetch
+        line(120.500, 600, 1500, "http://o/seq/3.jpg", "pf"),  # B: untagged, ends after T3's leg: late
+        line(121.000, 10, 2000, "http://o/seq/9.jpg", "pf"),  # C: never asked for: wasted
+        # Untagged requests for seq/2 around T2 (ts 110.000; its leg ends by 110.060 at the latest):
+        line(110.061, 60, 777, "http://o/seq/2.jpg", "pf"),  # inside the window (slack 2 ms): the client's
+        line(110.075, 25, 500, "http://o/seq/2.jpg", "pf"),  # past it: a prefetch nobody asks for after
+        line(130.000, 0, 0, "error:transaction-end-before-headers", "pf").replace("TCP_MISS/200", "NONE/000"),
+    ]
+    (tmp_path / "collector").mkdir()
+    (tmp_path / "collector" / "access.log").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_prefetches_their_use_waste_and_lead_time(run):
+    columns = prefetch_columns(run, ["ats", "pf"])
+    pf = columns["pf"]
+    assert pf["prefetch_requests"] == 4  # A, B, C and the one past the window
+    assert pf["prefetch_bytes"] == 1000 + 1500 + 2000 + 500
+    assert pf["prefetch_precision"] == pytest.approx(2 / 4)  # A (by T2) and B (by T3) were asked for
+    assert pf["prefetch_wasted_bytes"] == 2000 + 500
+    # A ended at 100.070, T2 came at 110.000: 9,930 ms ahead; B ended at 120.500, T3 came at 120.000: late.
+    assert pf["prefetch_late"] == 1
+    assert pf["prefetch_lead_ms_p50"] == pytest.approx((9930 - 500) / 2)
+    assert pf["prefetch_horizon_s"] == HORIZON_S
+    assert columns["ats"]["prefetch_requests"] == 0 and columns["ats"]["prefetch_precision"] is None
+
+
+def test_the_window_edge_for_an_untagged_client_request(run):
+    """An untagged request for T2's URL that ends 1 ms inside T2's leg window is the client's; moved
+    3 ms past the window's end (the 2 ms slack included) it becomes a prefetch."""
+    access = run / "collector" / "access.log"
+    text = access.read_text()
+    assert prefetch_columns(run, ["pf"])["pf"]["prefetch_requests"] == 4
+    access.write_text(text.replace("110.061     60 ", "110.065     60 "))
+    assert prefetch_columns(run, ["pf"])["pf"]["prefetch_requests"] == 5
+
+
+def test_no_columns_without_the_collector_log(tmp_path):
+    (tmp_path / "multiplier.jsonl").write_text("")
+    assert prefetch_columns(tmp_path, ["pf"]) == {}
+
+
+def test_the_report_lines_name_only_proxies_that_prefetched(run):
+    from analysis.prefetch import prefetch_text
+    columns = prefetch_columns(run, ["ats", "pf"])
+    lines = prefetch_text([{"name": name, **c} for name, c in columns.items()])
+    assert lines[0].startswith("Prefetching (requests a proxy sent that no client request caused; used = asked "
+                               "for within 300 s)")
+    assert lines[1:] == ["  pf: 4 prefetches, 5,000 bytes; precision 50.0 %; wasted 2,500 bytes; lead time median "
+                         "4,715 ms; 1 late"]
