@@ -26,10 +26,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.stats import median
+from analysis.stats import mean_ci, median
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_bytes", "prefetch_precision", "prefetch_wasted_bytes",
-                    "prefetch_lead_ms_p50", "prefetch_late", "prefetch_horizon_s"]
+                    "prefetch_lead_ms_p50", "prefetch_late", "prefetch_horizon_s", "twin_of", "twin_gain_requests",
+                    "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms"]
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
 
@@ -52,6 +53,7 @@ class ClientRequest:
     method: str
     url: str
     legs: dict[str, tuple[float, float]] = field(default_factory=dict)  # proxy -> when its leg may have run
+    latency_ms: dict[str, float] = field(default_factory=dict)  # proxy -> its response time, delivered legs only
 
 
 def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, list[PortLine]]:
@@ -84,7 +86,9 @@ def client_requests(log: Path) -> dict[str, ClientRequest]:
             reference_s = ((r.get("collector") or {}).get("total_us") or 0) / 1e6
             legs = {p["name"]: (r["ts"], r["ts"] + reference_s + (p.get("total_us") or 0) / 1e6)
                     for p in r.get("proxies", [])}
-            out[r["tag"]] = ClientRequest(r["ts"], r["method"], upstream_url(r), legs)
+            latency = {p["name"]: p["total_us"] / 1000 for p in r.get("proxies", [])
+                       if p.get("status") is not None and not p.get("error") and p.get("total_us") is not None}
+            out[r["tag"]] = ClientRequest(r["ts"], r["method"], upstream_url(r), legs, latency)
     return out
 
 
@@ -112,22 +116,25 @@ def prefetches(lines: list[PortLine], proxy: str, requests: dict[str, ClientRequ
     return [line for line in lines if not caused_by_client(line, proxy, requests, in_flight)]
 
 
-def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], horizon_s: float = HORIZON_S) -> dict:
-    """The prefetch columns of one proxy."""
-    asked: dict[str, list[float]] = defaultdict(list)
+def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], horizon_s: float = HORIZON_S,
+            served: list[ClientRequest] | None = None) -> dict:
+    """The prefetch columns of one proxy; `served` collects the client requests its prefetches served."""
+    asked: dict[str, list[ClientRequest]] = defaultdict(list)
     for req in requests.values():
-        asked[req.url].append(req.ts)
-    for times in asked.values():
-        times.sort()
+        asked[req.url].append(req)
+    for reqs in asked.values():
+        reqs.sort(key=lambda r: r.ts)
     leads, late, used, wasted_bytes = [], 0, 0, 0
     for p in prefetched:
-        first = next((t for t in asked.get(p.url, ()) if p.start <= t <= p.end + horizon_s), None)
+        first = next((r for r in asked.get(p.url, ()) if p.start <= r.ts <= p.end + horizon_s), None)
         if first is None:
             wasted_bytes += p.bytes
             continue
         used += 1
-        leads.append((first - p.end) * 1000)
-        late += first < p.end
+        leads.append((first.ts - p.end) * 1000)
+        late += first.ts < p.end
+        if served is not None and first not in served:
+            served.append(first)
     n = len(prefetched)
     return {"prefetch_requests": n, "prefetch_bytes": sum(p.bytes for p in prefetched),
             "prefetch_precision": used / n if n else None, "prefetch_wasted_bytes": wasted_bytes,
@@ -140,10 +147,29 @@ def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
     lab_json, access, log = run / "lab.json", run / "collector" / "access.log", run / "multiplier.jsonl"
     if not (lab_json.exists() and access.exists() and log.exists()):
         return {}
-    ports = json.loads(lab_json.read_text())["collector"]["ports"]
+    topology = json.loads(lab_json.read_text())
+    ports = topology["collector"]["ports"]
+    twins = {name: spec.get("twin_of") for name, spec in topology.get("proxies", {}).items() if spec.get("twin_of")}
     lines = parse_port_lines(access, {port: name for name, port in ports.items()})
     requests = client_requests(log)
-    return {name: account(prefetches(lines.get(name, []), name, requests), requests) for name in proxies}
+    out = {}
+    for name in proxies:
+        served: list[ClientRequest] = []
+        out[name] = account(prefetches(lines.get(name, []), name, requests), requests, served=served)
+        if name in twins:
+            out[name] |= twin_gain(served, name, twins[name])
+    return out
+
+
+def twin_gain(served: list[ClientRequest], proxy: str, twin: str) -> dict:
+    """The twin's response time minus the prefetcher's on the client requests a prefetch served (positive:
+    the prefetcher was faster), paired request by request, with its 95 % interval."""
+    gains = [req.latency_ms[twin] - req.latency_ms[proxy] for req in served
+             if proxy in req.latency_ms and twin in req.latency_ms]
+    ci = mean_ci(gains)
+    return {"twin_of": twin, "twin_gain_requests": len(gains),
+            "twin_gain_ms_mean": sum(gains) / len(gains) if gains else None,
+            "twin_gain_ci_low_ms": ci[0] if ci else None, "twin_gain_ci_high_ms": ci[1] if ci else None}
 
 
 def prefetch_text(rows: list[dict]) -> list[str]:
@@ -155,7 +181,13 @@ def prefetch_text(rows: list[dict]) -> list[str]:
            f"{active[0]['prefetch_horizon_s']:g} s):"]
     for r in active:
         lead = r["prefetch_lead_ms_p50"]
-        out.append(f"  {r['name']}: {r['prefetch_requests']:,} prefetches, {r['prefetch_bytes']:,} bytes; precision "
-                   f"{100 * r['prefetch_precision']:.1f} %; wasted {r['prefetch_wasted_bytes']:,} bytes; lead time "
-                   f"median {'-' if lead is None else f'{lead:,.0f} ms'}; {r['prefetch_late']:,} late")
+        text = (f"  {r['name']}: {r['prefetch_requests']:,} prefetches, {r['prefetch_bytes']:,} bytes; precision "
+                f"{100 * r['prefetch_precision']:.1f} %; wasted {r['prefetch_wasted_bytes']:,} bytes; lead time "
+                f"median {'-' if lead is None else f'{lead:,.0f} ms'}; {r['prefetch_late']:,} late")
+        if r.get("twin_gain_ms_mean") is not None:
+            low, high = r["twin_gain_ci_low_ms"], r["twin_gain_ci_high_ms"]
+            interval = f" [{low:+.1f}, {high:+.1f}]" if low is not None else ""
+            text += (f"; {r['twin_gain_ms_mean']:+.1f} ms{interval} faster than its twin {r['twin_of']} on the "
+                     f"{r['twin_gain_requests']:,} requests its prefetches served")
+        out.append(text)
     return out

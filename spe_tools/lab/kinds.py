@@ -31,6 +31,8 @@ MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/s
 # The keys of a [[proxy]] table (docs/lab-file.md); each kind lists those it takes.
 PORT = Option("port", 0, 0, 65535)  # where the proxy listens (0 = a free port)
 COLLECTOR_PORT = Option("collector_port", 0, 0, 65535)  # every kind: its Collector port (0 = a free port)
+# every kind: the proxy it is a twin of (same engine, no prefetching): its prefetching gain is paired against it
+TWIN_OF = Option("twin_of", "")
 CACHE_MB = Option("cache_mb", 64, 1, 65536)
 PREFETCH = Option("prefetch", False)
 PREFETCH_COUNT = Option("prefetch_count", 2, 1, 100)

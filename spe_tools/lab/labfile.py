@@ -35,7 +35,7 @@ def _table(header: str, values: dict) -> list[str]:
 
 def _proxy_values(p: ProxySpec) -> dict:
     """The keys its kind accepts, in the model's field order; an external proxy's address is host:port."""
-    allowed = KINDS[p.kind].keys | {"collector_port"}
+    allowed = KINDS[p.kind].keys | {"collector_port"} | ({"twin_of"} if p.twin_of else set())
     values = {"name": p.name, "kind": p.kind}
     if p.kind == "external":
         values["address"] = f"{p.host}:{p.port}"

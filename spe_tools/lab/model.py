@@ -66,6 +66,7 @@ class ProxySpec:
     cache_ports: tuple[int, ...] = kinds.CACHE_PORTS.default
     host: str = "127.0.0.1"
     collector_port: int = kinds.COLLECTOR_PORT.default  # fix it for an external proxy
+    twin_of: str = kinds.TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/prefetch.py)
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def _proxy(data: Any, index: int) -> ProxySpec:
         raise LabFileError(f"{t.where}: missing key 'kind' (one of: {', '.join(PROXY_KINDS)})")
     kind = t.choice("kind", PROXY_KINDS, "")
     values: dict[str, Any] = {"name": name, "kind": kind}
-    for option in (*kinds.KINDS[kind].options, kinds.COLLECTOR_PORT):
+    for option in (*kinds.KINDS[kind].options, kinds.COLLECTOR_PORT, kinds.TWIN_OF):
         values |= option.read(t)
     t.finish()
     return ProxySpec(**values)
@@ -269,6 +270,9 @@ def check_consistency(lab: Lab) -> None:
         if p.name.lower() in seen:
             raise LabFileError(f"[[proxy]] {p.name!r}: the name is used twice (names are case-insensitive)")
         seen[p.name.lower()] = p.name
+    for p in lab.proxies:
+        if p.twin_of and (p.twin_of == p.name or p.twin_of not in seen.values()):
+            raise LabFileError(f"[[proxy]] {p.name!r}.twin_of: {p.twin_of!r} is not another proxy of this lab")
     ports: dict[int, str] = {}
     for what, port in _fixed_ports(lab):
         if port in ports:

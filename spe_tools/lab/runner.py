@@ -371,6 +371,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
         "proxies": {p.name: {"kind": p.kind, "version": versions[p.kind], "host": p.host,
                              "port": ports.proxies[p.name], "collector_port": ports.collector[p.name],
                              "caches": KINDS[p.kind].caches, "accel": KINDS[p.kind].accel,
+                             **({"twin_of": p.twin_of} if p.twin_of else {}),
                              **({"prefetch": p.prefetch} if p.kind == "trafficserver" else {}),
                              "dir": f"proxies/{p.name}", "stdout": f"{p.name}.out"}
                     for p in lab.proxies},

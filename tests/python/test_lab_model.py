@@ -109,7 +109,7 @@ def test_a_kind_takes_exactly_the_keys_it_declares(kind):
     assert parse_lab(MINIMAL.replace("squid", kind) + given).proxies == (ProxySpec(name="sq", kind=kind),)
     foreign = sorted({o.key for k in KINDS.values() for o in k.options} - KINDS[kind].keys - {"address"})
     for key in foreign:
-        allowed = ", ".join(sorted(KINDS[kind].keys | {"name", "kind", "collector_port"}))
+        allowed = ", ".join(sorted(KINDS[kind].keys | {"name", "kind", "collector_port", "twin_of"}))
         assert error(MINIMAL.replace("squid", kind) + f"{key} = 1\n").endswith(
             f"[[proxy]] 'sq': unknown key {key!r} (allowed: {allowed})")
 
@@ -320,3 +320,11 @@ def test_a_run_lab_file_elsewhere_keeps_the_lab_files_relative_paths_pointing_at
     again = load_lab(run_copy)
     assert again.origin.model == tmp_path / "labs" / "m.json"
     assert again.collector.origin_ca_files == (tmp_path / "labs" / "ca.pem",)
+
+
+def test_twin_of_names_another_proxy_of_the_lab():
+    lab = parse_lab(MINIMAL + '[[proxy]]\nname = "sq2"\nkind = "squid"\ntwin_of = "sq"\n')
+    assert lab.proxy("sq2").twin_of == "sq" and lab.proxy("sq").twin_of == ""
+    assert "is not another proxy" in error(MINIMAL + '[[proxy]]\nname = "sq2"\nkind = "squid"\ntwin_of = "nope"\n')
+    assert "is not another proxy" in error(MINIMAL.replace('kind = "squid"\n', 'kind = "squid"\ntwin_of = "sq"\n'))
+    assert 'twin_of = "sq"' in lab_toml(lab)

@@ -88,3 +88,20 @@ def test_the_report_lines_name_only_proxies_that_prefetched(run):
                                "for within 300 s)")
     assert lines[1:] == ["  pf: 4 prefetches, 5,000 bytes; precision 50.0 %; wasted 2,500 bytes; lead time median "
                          "4,715 ms; 1 late"]
+
+
+def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(run):
+    """pf prefetched seq/2 (used by T2) and seq/3 (used by T3); on those two requests it answered in 2 and
+    4 ms where its twin ats took 40 and 44: +38 and +40 ms, mean +39."""
+    lab = json.loads((run / "lab.json").read_text())
+    (run / "lab.json").write_text(json.dumps({**lab, "proxies": {"pf": {"twin_of": "ats"}, "ats": {}}}))
+    records = [json.loads(line) for line in (run / "multiplier.jsonl").read_text().splitlines()]
+    for r, (pf_ms, ats_ms) in zip(records[1:3], ((2, 40), (4, 44)), strict=True):
+        for p in r["proxies"]:
+            p["total_us"] = 1000 * (pf_ms if p["name"] == "pf" else ats_ms)
+    (run / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    pf = prefetch_columns(run, ["ats", "pf"])["pf"]
+    assert pf["twin_of"] == "ats" and pf["twin_gain_requests"] == 2
+    assert pf["twin_gain_ms_mean"] == pytest.approx(39)
+    assert pf["twin_gain_ci_low_ms"] < 39 < pf["twin_gain_ci_high_ms"]
+    assert "twin_of" not in prefetch_columns(run, ["ats", "pf"])["ats"]
