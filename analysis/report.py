@@ -244,6 +244,7 @@ def html_report(rep: Report, out: Path | None = None) -> str:
     return HTML.get_template("report.html.j2").render(
         rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep), https=https_text(rep),
         ranking=ranking_line(rep.ranking) if rep.ranking else "",
+        prefetchers=[r for r in rep.rows[1:] if r.get("prefetch_requests")],
         evidence_rows=evidence_rows,
         judge_noise=judge_noise(rep.cache_rules, rep.noise), capture_link=_capture_link(out),
         warnings=bypass_lines(rep.bypass), floor=floor_line(rep.noise) if rep.noise else "", ports=port_rows(rep),

@@ -105,3 +105,16 @@ def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(ru
     assert pf["twin_gain_ms_mean"] == pytest.approx(39)
     assert pf["twin_gain_ci_low_ms"] < 39 < pf["twin_gain_ci_high_ms"]
     assert "twin_of" not in prefetch_columns(run, ["ats", "pf"])["ats"]
+
+
+def test_the_report_shows_the_prefetch_columns_in_every_format(run, tmp_path):
+    from analysis.cli import main as report_main
+    from analysis.report import build_report, html_report, text_report
+    rep = build_report(run)
+    assert "Prefetching (requests a proxy sent" in text_report(rep)
+    page = html_report(rep)
+    assert "<h2>Prefetching</h2>" in page and "<th>pf</th><td>4</td><td>5000</td>" in page
+    assert report_main([str(run), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
+    proxies = {p["name"]: p for p in json.loads((tmp_path / "out" / "summary.json").read_text())["proxies"]}
+    assert proxies["pf"]["prefetch_requests"] == 4 and proxies["pf"]["prefetch_precision"] == pytest.approx(0.5)
+    assert proxies["ats"]["prefetch_requests"] == 0
