@@ -28,9 +28,9 @@ from pathlib import Path
 
 from analysis.stats import mean_ci, median
 
-PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_bytes", "prefetch_precision", "prefetch_wasted_bytes",
-                    "prefetch_lead_ms_p50", "prefetch_late", "prefetch_horizon_s", "twin_of", "twin_gain_requests",
-                    "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms"]
+PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
+                    "prefetch_wasted_bytes", "prefetch_lead_ms_p50", "prefetch_late", "prefetch_horizon_s", "twin_of",
+                    "twin_gain_requests", "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms"]
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
 
@@ -136,7 +136,10 @@ def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], hori
         if served is not None and first not in served:
             served.append(first)
     n = len(prefetched)
-    return {"prefetch_requests": n, "prefetch_bytes": sum(p.bytes for p in prefetched),
+    times = [r.ts for r in requests.values()]
+    span = max(times) - min(times) if len(times) > 1 else 0.0
+    return {"prefetch_requests": n, "prefetch_rate_per_s": n / span if span > 0 else None,
+            "prefetch_bytes": sum(p.bytes for p in prefetched),
             "prefetch_precision": used / n if n else None, "prefetch_wasted_bytes": wasted_bytes,
             "prefetch_lead_ms_p50": median(leads) if leads else None, "prefetch_late": late,
             "prefetch_horizon_s": horizon_s}
@@ -181,7 +184,10 @@ def prefetch_text(rows: list[dict]) -> list[str]:
            f"{active[0]['prefetch_horizon_s']:g} s):"]
     for r in active:
         lead = r["prefetch_lead_ms_p50"]
-        text = (f"  {r['name']}: {r['prefetch_requests']:,} prefetches, {r['prefetch_bytes']:,} bytes; precision "
+        rate = r.get("prefetch_rate_per_s")
+        text = (f"  {r['name']}: {r['prefetch_requests']:,} prefetches"
+                + (f" ({rate:.2f}/s over the run)" if rate is not None else "")
+                + f", {r['prefetch_bytes']:,} bytes; precision "
                 f"{100 * r['prefetch_precision']:.1f} %; wasted {r['prefetch_wasted_bytes']:,} bytes; lead time "
                 f"median {'-' if lead is None else f'{lead:,.0f} ms'}; {r['prefetch_late']:,} late")
         if r.get("twin_gain_ms_mean") is not None:

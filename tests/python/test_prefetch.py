@@ -62,6 +62,7 @@ def test_prefetches_their_use_waste_and_lead_time(run):
     assert pf["prefetch_late"] == 1
     assert pf["prefetch_lead_ms_p50"] == pytest.approx((9930 - 500) / 2)
     assert pf["prefetch_horizon_s"] == HORIZON_S
+    assert pf["prefetch_rate_per_s"] == pytest.approx(4 / (210.0 - 100.0))  # over the client requests' span
     assert columns["ats"]["prefetch_requests"] == 0 and columns["ats"]["prefetch_precision"] is None
 
 
@@ -86,8 +87,8 @@ def test_the_report_lines_name_only_proxies_that_prefetched(run):
     lines = prefetch_text([{"name": name, **c} for name, c in columns.items()])
     assert lines[0].startswith("Prefetching (requests a proxy sent that no client request caused; used = asked "
                                "for within 300 s)")
-    assert lines[1:] == ["  pf: 4 prefetches, 5,000 bytes; precision 50.0 %; wasted 2,500 bytes; lead time median "
-                         "4,715 ms; 1 late"]
+    assert lines[1:] == ["  pf: 4 prefetches (0.04/s over the run), 5,000 bytes; precision 50.0 %; wasted 2,500 "
+                         "bytes; lead time median 4,715 ms; 1 late"]
 
 
 def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(run):
