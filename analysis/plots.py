@@ -71,37 +71,34 @@ def latency_over_time(results: pl.DataFrame, names: list[str], buckets: int = 60
     return fig
 
 
+def _proxy_points(rows: list[dict], x: str, y: str, x_scale: float, labels: tuple[str, str, str]) -> Figure:
+    """Each proxy as a labelled point (x_scale times its `x` column, its `y` column); rows lacking
+    either are left out. labels: the x axis, the y axis, the title."""
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for row in rows:
+        if row.get(x) is None or row.get(y) is None:
+            continue
+        point = (row[x] * x_scale, row[y])
+        ax.scatter(*point)
+        ax.annotate(row["name"], point, textcoords="offset points", xytext=(5, 5), fontsize="small")
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.grid(True, alpha=0.3)
+    ax.set_title(labels[2])
+    fig.tight_layout()
+    return fig
+
+
 def bandwidth_vs_latency(rows: list[dict]) -> Figure:
     """ROPE's trade-off: each proxy as a point, the bandwidth it used (bytes it fetched from its
     Collector port, relative to the direct path's) against its mean response time. A prefetcher buys
     latency with bandwidth; a proxy below and left of another serves users better for less."""
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for row in rows:
-        if row.get("rel_bandwidth_received") is None or row.get("latency_mean_ms") is None:
-            continue
-        ax.scatter(row["rel_bandwidth_received"], row["latency_mean_ms"])
-        ax.annotate(row["name"], (row["rel_bandwidth_received"], row["latency_mean_ms"]), textcoords="offset points",
-                    xytext=(5, 5), fontsize="small")
-    ax.set_xlabel("bandwidth used (relative to the direct path)")
-    ax.set_ylabel("mean response time (ms)")
-    ax.grid(True, alpha=0.3)
-    ax.set_title("Bandwidth versus latency")
-    fig.tight_layout()
-    return fig
+    return _proxy_points(rows, "rel_bandwidth_received", "latency_mean_ms", 1,
+                         ("bandwidth used (relative to the direct path)", "mean response time (ms)",
+                          "Bandwidth versus latency"))
 
 
 def hit_ratio_vs_latency(rows: list[dict]) -> Figure:
     """Each proxy as a point: hit ratio against median response time."""
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for row in rows:
-        if row.get("hit_ratio") is None or row.get("latency_median_ms") is None:
-            continue
-        ax.scatter(row["hit_ratio"] * 100, row["latency_median_ms"])
-        ax.annotate(row["name"], (row["hit_ratio"] * 100, row["latency_median_ms"]), textcoords="offset points",
-                    xytext=(5, 5), fontsize="small")
-    ax.set_xlabel("hit ratio (%)")
-    ax.set_ylabel("median response time (ms)")
-    ax.grid(True, alpha=0.3)
-    ax.set_title("Hit ratio versus latency")
-    fig.tight_layout()
-    return fig
+    return _proxy_points(rows, "hit_ratio", "latency_median_ms", 100,
+                         ("hit ratio (%)", "median response time (ms)", "Hit ratio versus latency"))

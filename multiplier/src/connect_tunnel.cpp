@@ -17,6 +17,29 @@ std::string connection_established(const std::string& via_name) {
     return "HTTP/1.1 200 Connection established\r\nVia: 1.1 " + via_name + "\r\n\r\n";
 }
 
+awaitable<std::optional<RequestProblem>> collector_reply_header(UpstreamConnection& conn, const WireRequest& req,
+                                                                http::response_parser<http::empty_body>& parser,
+                                                                const Config& cfg, Measure& m, std::string_view what) {
+    const auto t0 = Clock::now();
+    if (auto e = co_await conn.send(req, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
+        m.error = e;
+        co_return RequestProblem{client_status_for(e),
+                                 "the Collector could not be reached: " + std::string(to_string(e))};
+    }
+    parser.skip(true);
+    error_code ec;
+    conn.stream().expires_after(cfg.client_timeout);
+    m.header_bytes = co_await http::async_read_header(conn.stream(), conn.buffer(), parser, with_ec(ec));
+    if (ec) {
+        m.error = classify(ec, false);
+        co_return RequestProblem{502,
+                                 "the Collector's reply to " + std::string(what) + " was unreadable: " + ec.message()};
+    }
+    m.status = parser.get().result_int();
+    m.version = parser.get().version();
+    co_return std::nullopt;
+}
+
 awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const TunnelRequest& tunnel,
                                             ServerContext& ctx, RequestRecord& record) {
     const auto& cfg = ctx.config();
@@ -28,22 +51,10 @@ awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& cli
     UpstreamConnection upstream(client.get_executor(), ctx.collector(), read_buffer_limit(cfg));
     Measure& m = record.collector;
     const auto t0 = Clock::now();
-    if (auto e = co_await upstream.send(connect, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
-        m.error = e;
-        co_return TunnelOutcome{client_status_for(e),
-                                "the Collector could not be reached: " + std::string(to_string(e))};
-    }
     http::response_parser<http::empty_body> parser;
-    parser.skip(true);  // a 2xx reply to CONNECT has no body: the tunnel starts right after it
+    if (auto problem = co_await collector_reply_header(upstream, connect, parser, cfg, m, "CONNECT"))
+        co_return TunnelOutcome{problem->status, problem->reason};
     error_code ec;
-    upstream.stream().expires_after(cfg.client_timeout);
-    m.header_bytes = co_await http::async_read_header(upstream.stream(), upstream.buffer(), parser, with_ec(ec));
-    if (ec) {
-        m.error = classify(ec, false);
-        co_return TunnelOutcome{502, "the Collector's reply to CONNECT was unreadable: " + ec.message()};
-    }
-    m.status = parser.get().result_int();
-    m.version = parser.get().version();
     if (*m.status / 100 != 2)
         co_return TunnelOutcome{*m.status, "the Collector refused the tunnel: " + std::to_string(*m.status) + " " +
                                                std::string(parser.get().reason())};

@@ -8,6 +8,13 @@
 
 #include "read_buffer.hpp"
 #include "request_policy.hpp"
+#include "upstream_connection.hpp"
+
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include <optional>
+#include <string_view>
 
 namespace spe {
 
@@ -30,6 +37,14 @@ struct TunnelRequest {
 
 awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const TunnelRequest& tunnel,
                                             ServerContext& ctx, RequestRecord& record);
+
+/// The Collector's side of a tunnel (a CONNECT, an upgrade): sends `req` on `conn`, then reads the
+/// reply header into `parser` (which skips any body: the tunnel starts right after the header),
+/// measured into `m`. nullopt once the header is read; else the status and reason for the client
+/// (`what` names the request in it).
+awaitable<std::optional<RequestProblem>> collector_reply_header(UpstreamConnection& conn, const WireRequest& req,
+                                                                http::response_parser<http::empty_body>& parser,
+                                                                const Config& cfg, Measure& m, std::string_view what);
 
 /// The client's answer once a tunnel is open (to the Collector, or to the Multiplier itself when intercepted).
 std::string connection_established(const std::string& via_name);

@@ -1,6 +1,7 @@
 #include "upgrade_tunnel.hpp"
 
 #include "byte_pump.hpp"
+#include "connect_tunnel.hpp"
 #include "header_policy.hpp"
 #include "upstream_connection.hpp"
 #include "wire_request.hpp"
@@ -25,22 +26,10 @@ awaitable<UpgradeOutcome> run_upgrade_tunnel(ClientStream& client, ReadBuffer& c
     UpstreamConnection conn(client.get_executor(), ctx.collector(), read_buffer_limit(cfg));
     Measure& m = record.collector;
     const auto t0 = Clock::now();
-    if (auto e = co_await conn.send(wire, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
-        m.error = e;
-        co_return UpgradeOutcome{client_status_for(e),
-                                 "the Collector could not be reached: " + std::string(to_string(e))};
-    }
-    http::response_parser<http::empty_body> parser;
-    parser.skip(true);  // only a 101 is relayed, and it has no body
+    http::response_parser<http::empty_body> parser;  // only a 101 is relayed, and it has no body
+    if (auto problem = co_await collector_reply_header(conn, wire, parser, cfg, m, "the upgrade"))
+        co_return UpgradeOutcome{problem->status, problem->reason};
     error_code ec;
-    conn.stream().expires_after(cfg.client_timeout);
-    m.header_bytes = co_await http::async_read_header(conn.stream(), conn.buffer(), parser, with_ec(ec));
-    if (ec) {
-        m.error = classify(ec, false);
-        co_return UpgradeOutcome{502, "the Collector's reply to the upgrade was unreadable: " + ec.message()};
-    }
-    m.status = parser.get().result_int();
-    m.version = parser.get().version();
     if (*m.status != 101)
         co_return UpgradeOutcome{502, "the upgrade to " + std::string(client_request[http::field::upgrade]) +
                                           " was not accepted upstream: " + std::to_string(*m.status) + " " +
