@@ -1,9 +1,11 @@
 """Hit ratios and bandwidth of each proxy under test, from what reached its Collector port.
 
 A proxy answers a request from its cache (a hit) or forwards it to the Collector. So, per
-proxy: hit ratio = 1 - requests seen on its Collector port / responses it delivered;
-byte hit ratio = 1 - bytes it pulled from the Collector / bytes it delivered (headers and
-bodies); relative bandwidth = bytes it pulled (or sent) / bytes the direct path pulled (sent).
+proxy: hit ratio = 1 - requests its clients' requests caused on its Collector port / responses it
+delivered; byte hit ratio = 1 - bytes those requests pulled from the Collector / bytes it delivered
+(headers and bodies). A prefetcher's own requests (analysis/prefetch.py) are not its clients': a
+request a prefetch served is a hit, and the prefetch's cost shows in the relative bandwidth = all
+bytes it pulled (or sent) / bytes the direct path pulled (sent).
 Ratios are clipped to [0, 1]; they are None without a Collector log or delivered responses.
 """
 
@@ -35,8 +37,10 @@ def _clip(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] | None) -> dict:
-    """hit_ratio, byte_hit_ratio, relative bandwidth received/sent for one proxy (or the direct path)."""
+def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] | None,
+                  prefetch_requests: int = 0, prefetch_bytes: int = 0) -> dict:
+    """hit_ratio, byte_hit_ratio, relative bandwidth received/sent for one proxy (or the direct path);
+    `prefetch_requests` and `prefetch_bytes` are the proxy's own, left out of its hit ratios."""
     empty = {"collector_requests": None, "hit_ratio": None, "byte_hit_ratio": None,
              "rel_bandwidth_received": None, "rel_bandwidth_sent": None}
     if usage is None:
@@ -51,9 +55,9 @@ def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] 
         out["rel_bandwidth_received"] = out["rel_bandwidth_sent"] = 1.0
         return out
     if part.height:
-        out["hit_ratio"] = _clip(1 - mine.requests / part.height)
+        out["hit_ratio"] = _clip(1 - (mine.requests - prefetch_requests) / part.height)
     if delivered:
-        out["byte_hit_ratio"] = _clip(1 - mine.bytes_to_client / delivered)
+        out["byte_hit_ratio"] = _clip(1 - (mine.bytes_to_client - prefetch_bytes) / delivered)
     if direct and direct.bytes_to_client:
         out["rel_bandwidth_received"] = mine.bytes_to_client / direct.bytes_to_client
     if direct and direct.bytes_from_client:

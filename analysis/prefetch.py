@@ -5,7 +5,10 @@ Attribution. The Multiplier tags every client request (X-SPE-Request) and every 
 with the requests the client's request makes it send; the Collector logs it (SPE_LOGFORMAT). A line on a
 proxy's port is that proxy's own doing (a prefetch) unless its tag names a client request for the same
 URL (the method may differ: Varnish and nginx fetch a client's HEAD with a GET, to fill their caches).
-An untagged line (a proxy that drops the header, an older log) is the client's when a client request for
+On a port where the proxy forwards tags (any of its lines has one), an untagged line is its own: the agent
+of a prefetcher sends none, and its request may well overlap the client's (the client's request then joins
+the prefetch in flight: a late prefetch, not a client miss). On a port without any tag (a proxy that
+drops the header, an older log), an untagged line is the client's when a client request for
 that URL could have had a leg to that proxy in flight while the Collector served it: the Collector's
 transaction lies inside the leg that caused it, since its reply passes through the proxy before the leg
 ends, and a leg runs between the client request's arrival (`ts`) and, at the latest, the Collector's
@@ -61,7 +64,7 @@ def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, 
     out: dict[str, list[PortLine]] = defaultdict(list)
     for line in access_log.read_text(errors="replace").splitlines():
         f = line.split()
-        if len(f) < 12 or f[3].endswith("/000"):
+        if len(f) < 12 or (f[3].endswith("/000") and f[5] in ("-", "NONE")):  # as collector_log: no request
             continue
         try:
             end, elapsed_ms, sent, port = float(f[0]), int(f[1]), int(f[4]), int(f[10])
@@ -110,9 +113,10 @@ def caused_by_client(line: PortLine, proxy: str, tagged: dict[str, ClientRequest
 def prefetches(lines: list[PortLine], proxy: str, requests: dict[str, ClientRequest]) -> list[PortLine]:
     """The lines on this proxy's port that no client request caused."""
     in_flight: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for req in requests.values():
-        if proxy in req.legs:
-            in_flight[req.url].append(req.legs[proxy])
+    if not any(line.tag for line in lines):  # the proxy drops the tag: the legs' windows decide
+        for req in requests.values():
+            if proxy in req.legs:
+                in_flight[req.url].append(req.legs[proxy])
     return [line for line in lines if not caused_by_client(line, proxy, requests, in_flight)]
 
 
@@ -146,15 +150,18 @@ def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], hori
 
 
 def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
-    """Per proxy, its prefetch columns; empty without the run's lab.json, access.log or log."""
+    """Per proxy, its prefetch columns; empty without the run's lab.json, access.log or log, or without
+    request tags in the log."""
     lab_json, access, log = run / "lab.json", run / "collector" / "access.log", run / "multiplier.jsonl"
     if not (lab_json.exists() and access.exists() and log.exists()):
         return {}
     topology = json.loads(lab_json.read_text())
     ports = topology["collector"]["ports"]
     twins = {name: spec.get("twin_of") for name, spec in topology.get("proxies", {}).items() if spec.get("twin_of")}
-    lines = parse_port_lines(access, {port: name for name, port in ports.items()})
     requests = client_requests(log)
+    if not requests:  # no record has a tag (a log from before tags): what the clients caused is unknown
+        return {}
+    lines = parse_port_lines(access, {port: name for name, port in ports.items()})
     out = {}
     for name in proxies:
         served: list[ClientRequest] = []

@@ -89,16 +89,18 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
     usage = collector_usage(run) if run.is_dir() else None
     rows = proxy_table(records.results, records.proxies)
+    prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
     for row in rows:
-        row.update(cache_columns(records.results, row["name"], usage[0] if usage else None))
+        own = prefetch.get(row["name"], {})
+        row.update(cache_columns(records.results, row["name"], usage[0] if usage else None,
+                                 own.get("prefetch_requests") or 0, own.get("prefetch_bytes") or 0))
     noise, bypass = trust_columns(run, records, usage[0] if usage else None, rows)
     capture_dir = run / "captures" if run.is_dir() and (run / "captures").is_dir() else None
     progress("tallying the cache-rule verdicts")
     cache_rules = cache_rule_sections(verdicts, records.proxies, find_log(run), capture_dir)
     add_cache_rule_columns(rows, cache_rules)
-    if run.is_dir():
-        for row in rows[1:]:
-            row.update(prefetch_columns(run, records.proxies).get(row["name"], {}))
+    for row in rows[1:]:
+        row.update(prefetch.get(row["name"], {}))
     pair_list = pairs(records.results, records.proxies)
     tiers = ranking(rows, pair_list)
     progress("drawing figures")

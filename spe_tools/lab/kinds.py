@@ -13,6 +13,7 @@ import os
 import pwd
 import re
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from spe_tools.lab.options import Address, Option, PortList
 from spe_tools.lab.render import render_file, render_text
 from spe_tools.squid import service_name
+from spe_tools.squid_prefetch.logline import LOGFORMAT
 
 if TYPE_CHECKING:  # the model reads the kinds' options, so it imports this module
     from spe_tools.lab.model import ProxySpec
@@ -40,8 +42,22 @@ PREFETCH_COUNT = Option("prefetch_count", 2, 1, 100)
 # path without its leading slash. '.' stands where the path has a '/' (no '/' inside the pattern, whose
 # own delimiter it is), and \D keeps the number whole (else a greedy [^.]* would leave only its last digit).
 PREFETCH_PATTERN = Option("prefetch_pattern", r"/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/")
+# squid-prefetch: its agent's limits (spe_tools/squid_prefetch/agent.py)
+PREFETCH_DEPTH = Option("prefetch_depth", 1, 0, 5)  # clicks ahead of the client's page
+PREFETCH_RATE = Option("prefetch_rate", 20.0, 0.1, 10000)  # fetches per second at most
+PREFETCH_BUDGET_KB = Option("prefetch_budget_kb", 2048, 1, 1024 * 1024)  # KiB fetched per client page at most
 CACHE_PORTS = PortList("cache_ports", ())  # apache: extra origin ports to cache (CacheEnable needs each one)
 ADDRESS = Address("address", None)  # external: HOST:PORT of the user's proxy
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A second process of a kind (started once the proxy answers, stopped before it): its name in the run
+    (its output is <name>.out), its command line, and the line it logs when ready."""
+
+    name: str
+    argv: list[str]
+    ready_line: str
 
 
 @dataclass
@@ -126,6 +142,10 @@ class Kind:
     def logs(self, ctx: Context) -> list[Path]:
         return sorted(p for p in ctx.dir.rglob("*.log") if p.is_file())
 
+    def companions(self, ctx: Context) -> list[Companion]:
+        """Processes the proxy needs beside its own (a cache cleaner, a prefetch agent)."""
+        return []
+
 
 def _user_line(ctx: Context, user: str | None, template: str) -> str:
     return render_text(template, {"user": user}) if user and ctx.as_root else "# runs as the invoking user"
@@ -133,13 +153,40 @@ def _user_line(ctx: Context, user: str | None, template: str) -> str:
 
 class Squid(Kind):
     name, package, programs, user = "squid", "squid", ("/usr/sbin/squid",), "proxy"
+    clients = ("127.0.0.1/32",)  # the Multiplier
 
     def render(self, ctx: Context) -> list[Path]:
         line = _user_line(ctx, self.user, "cache_effective_user {{user}}")
-        return [render_file("squid", "squid.conf", ctx.dir / "squid.conf", ctx.values(user_line=line))]
+        values = ctx.values(user_line=line, client_addresses=" ".join(self.clients),
+                            access_log=self.access_log(ctx))
+        return [render_file("squid", "squid.conf", ctx.dir / "squid.conf", values)]
+
+    def access_log(self, ctx: Context) -> str:
+        return f"access_log stdio:{ctx.dir}/access.log squid"
 
     def argv(self, ctx: Context) -> list[str]:
         return [self.programs[0], "-n", service_name(ctx.spec.name), "-N", "-d1", "-f", str(ctx.dir / "squid.conf")]
+
+
+class SquidPrefetch(Squid):
+    """Squid and a link-prefetching agent that follows its access log and warms it with what client pages
+    embed and link to (spe_tools/squid_prefetch): the design of Debian's former squid-prefetch package."""
+
+    name = "squid-prefetch"
+    options = (PORT, CACHE_MB, PREFETCH_DEPTH, PREFETCH_RATE, PREFETCH_BUDGET_KB)
+    agent_address = "127.0.0.2"  # the agent fetches from here: the access log tells its lines from the clients'
+    clients = ("127.0.0.1/32", f"{agent_address}/32")
+
+    def access_log(self, ctx: Context) -> str:
+        return f"logformat prefetch_agent {LOGFORMAT}\naccess_log stdio:{ctx.dir}/access.log prefetch_agent"
+
+    def companions(self, ctx: Context) -> list[Companion]:
+        s = ctx.spec
+        argv = [sys.executable, "-m", "spe_tools.squid_prefetch", "--proxy", f"127.0.0.1:{ctx.port}",
+                "--access-log", str(ctx.dir / "access.log"), "--source-address", self.agent_address,
+                "--depth", str(s.prefetch_depth), "--rate", f"{s.prefetch_rate:g}",
+                "--budget-kb", str(s.prefetch_budget_kb), "--log", str(ctx.dir / "prefetch.jsonl")]
+        return [Companion(f"{s.name}.agent", argv, "squid-prefetch: following")]
 
 
 class TrafficServer(Kind):
@@ -294,6 +341,6 @@ class External(Kind):
         pass
 
 
-KINDS: dict[str, Kind] = {k.name: k for k in (Squid(), TrafficServer(), Varnish(), Apache(), Nginx(), Tinyproxy(),
-                                               Privoxy(), Dummy(), External())}
+KINDS: dict[str, Kind] = {k.name: k for k in (Squid(), SquidPrefetch(), TrafficServer(), Varnish(), Apache(), Nginx(),
+                                               Tinyproxy(), Privoxy(), Dummy(), External())}
 

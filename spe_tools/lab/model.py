@@ -64,6 +64,9 @@ class ProxySpec:
     prefetch_count: int = kinds.PREFETCH_COUNT.default
     prefetch_pattern: str = kinds.PREFETCH_PATTERN.default
     cache_ports: tuple[int, ...] = kinds.CACHE_PORTS.default
+    prefetch_depth: int = kinds.PREFETCH_DEPTH.default
+    prefetch_rate: float = kinds.PREFETCH_RATE.default
+    prefetch_budget_kb: int = kinds.PREFETCH_BUDGET_KB.default
     host: str = "127.0.0.1"
     collector_port: int = kinds.COLLECTOR_PORT.default  # fix it for an external proxy
     twin_of: str = kinds.TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/prefetch.py)
@@ -111,7 +114,9 @@ class WorkloadSpec:
     popularity: str = "zipf:0.8"  # load: uniform | zipf:A
     conformance: float = 0.0  # load: share of requests in RFC 9111 conformance sequences (/c/<case>/<id>)
     pages: int = 0  # browse: pages to visit; 0: as many as fit in duration_s at think_s each
-    think_s: float = 2.0  # browse: mean think time between pages
+    think_s: float = 2.0  # browse, and load's users: mean think time between pages
+    users: int = 0  # load: browsing users in sessions beside the robots (spe_tools/workload/sessions.py)
+    session_pages: float = 5.0  # browse, and load's users: mean pages per session
     seed: int = 1
     https_share: float = 0.5  # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
     args: tuple[str, ...] = ()  # extra arguments for the workload's program
@@ -222,13 +227,15 @@ def _workload(data: dict) -> WorkloadSpec:
     spec = WorkloadSpec(
         kind=t.choice("kind", WORKLOAD_KINDS),
         duration_s=t.number("duration_s", 0, 7 * 86400),
-        rate=t.number("rate", 0.01, 100000),
+        rate=t.number("rate", 0, 100000),
         clients=t.number("clients", 1, 1000, integer=True),
         hit_ratio=t.number("hit_ratio", 0, 1),
         popularity=t.get("popularity", str),
         conformance=t.number("conformance", 0, 1),
         pages=t.number("pages", 0, 1_000_000, integer=True),
         think_s=t.number("think_s", 0, 3600),
+        users=t.number("users", 0, 10000, integer=True),
+        session_pages=t.number("session_pages", 1, 1_000_000),
         seed=t.get("seed", int),
         https_share=t.number("https_share", 0, 1),
         args=t.strings("args"),
@@ -238,6 +245,10 @@ def _workload(data: dict) -> WorkloadSpec:
     if spec.kind == "command" and not spec.command:
         raise LabFileError("[workload].command: kind \"command\" needs the program and its arguments, "
                            "e.g. [\"wrk\", \"-d{duration_s}\", \"{origin_url}/\"]")
+    if spec.kind == "load" and spec.rate == 0 and not spec.users:
+        raise LabFileError("[workload].rate: 0 leaves the load client nothing to do without users")
+    if spec.users and spec.kind != "load":
+        raise LabFileError("[workload].users: only for kind = \"load\" (browse is one user: Chromium)")
     if spec.command and spec.kind != "command":
         raise LabFileError("[workload].command: only for kind = \"command\"")
     for word in spec.command:

@@ -296,6 +296,11 @@ def start_proxy(run: RunningLab, name: str) -> None:
         child = run.group.start(name, kind.argv(ctx), port=ctx.port, ready=False, env=_env(ctx.dir), cwd=ctx.dir)
         run.record(child)
         child.wait_ready(deadline_s=kind.ready_deadline_s)
+        for companion in kind.companions(ctx):
+            helper = run.group.start(companion.name, companion.argv, ready=False, env=_env(ctx.dir), cwd=ctx.dir,
+                                     ready_line=companion.ready_line)
+            run.record(helper)
+            helper.wait_ready(deadline_s=kind.ready_deadline_s)
     except ProcessError as e:
         raise LabError(f"proxy {name!r} ({spec.kind}) failed to start: {e}") from e
 
@@ -471,18 +476,21 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
     model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
     conformance = ["--conformance", f"{w.conformance:g}"] if w.conformance else []
     tls = workload_tls_args(lab, ports, rundir) if rundir is not None else []
+    users = ["--users", str(w.users), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}"] \
+        if w.users else []
     if w.kind == "load":
         return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
                 "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
-                "--json", "workload.json", *conformance, *model, *tls, *w.args]
+                "--json", "workload.json", *conformance, *users, *model, *tls, *w.args]
     if w.kind == "command":
         values = command_values(lab, ports, duration_s, rundir or Path("."))
         return [expand_command(word, values) for word in w.command]
     if w.kind == "browse":
         pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
         return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
-                "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--seed", str(w.seed),
+                "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}",
+                "--seed", str(w.seed),
                 "--json", "workload.json", *tls, *w.args]
     return None
 

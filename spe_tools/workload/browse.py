@@ -3,13 +3,15 @@ embedded objects like a user with think times, page load times reported.
 
 Run: python -m spe_tools.workload.browse --proxy HOST:PORT URL... [--think-s S] [--json FILE]
      python -m spe_tools.workload.browse --proxy HOST:PORT --origin HOST:PORT --pages N [--seed N]
-         [--think-s S] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache] [--all-through-proxy]
-         [--json FILE]
-With --pages N it starts at a random /page/<k>.html of the synthetic origin and follows a random
-link of each page, N pages in all. Chromium is driven over the DevTools protocol (websockets);
-its own background traffic is kept down by flags, and what remains (a few Google hosts, see
-docs/workloads.md) fails inside Chromium without a DNS query; with --all-through-proxy it goes to
-the proxy instead, which must then refuse destinations outside the lab.
+         [--think-s S] [--session-pages N] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache]
+         [--all-through-proxy] [--json FILE]
+With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/sessions.py):
+a session starts at a random /page/<k>.html and, after each page and a think time, follows a random link
+of the page to another page, or with probability 1/--session-pages ends; N pages in all.
+Chromium is driven over the DevTools protocol (websockets); its own background traffic is kept down
+by flags, and what remains (a few Google hosts, see docs/workloads.md) fails inside Chromium without a
+DNS query; with --all-through-proxy it goes to the proxy instead, which must then refuse destinations
+outside the lab.
 """
 
 from __future__ import annotations
@@ -247,7 +249,8 @@ async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list
             print(f"browse: {url}: {'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
                   f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
             if args.pages and len(results) < args.pages:
-                following = next_page(await browser.links(), origin_bases(args), rng)
+                session_goes_on = rng.random() >= 1 / args.session_pages
+                following = next_page(await browser.links(), origin_bases(args), rng) if session_goes_on else None
                 urls.append(following or random_page(args, rng))
             if urls and args.think_s > 0:
                 await asyncio.sleep(rng.expovariate(1 / args.think_s))
@@ -278,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca-cert", help="trust this CA (SPE's, ./spe ca --path) for HTTPS through an intercepting "
                                      "Multiplier; default: SPE's CA when it exists and HTTPS is browsed")
     p.add_argument("--think-s", type=parse_duration, default=2.0, help="mean think time between pages, exponential (s)")
+    p.add_argument("--session-pages", type=float, default=5.0,
+                   help="mean pages per session (geometric): then a new session starts at a random page (default 5)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--timeout", type=parse_duration, default=60.0, help="per page load (s)")
     p.add_argument("--no-cache", action="store_true", help="disable Chromium's own cache")
@@ -309,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(e))
     if not 0 <= args.https_share <= 1:
         parser.error("--https-share must be between 0 and 1")
+    if args.session_pages < 1:
+        parser.error("--session-pages must be at least 1")
     browses_https = bool(args.tls_origin) or any(u.startswith("https://") for u in args.urls)
     if args.ca_cert is None and browses_https and (spe_ca.default_dir() / spe_ca.CERT_NAME).exists():
         args.ca_cert = str(spe_ca.default_dir() / spe_ca.CERT_NAME)

@@ -1,10 +1,12 @@
 """The load client: Poisson arrivals at a constant mean rate, robots with persistent connections,
 a target offered hit ratio, shares of IMS, reload, HEAD and POST requests, and a share of conformance
-sequences (RFC 9111 rules, conformance_mix.py).
+sequences (RFC 9111 rules, conformance_mix.py); beside the robots, --users browsing users in sessions
+(sessions.py: a page and its embedded objects, think time, a link followed).
 
 Run: python -m spe_tools.workload.load --proxy HOST:PORT --origin HOST:PORT --rate R --duration D
          [--robots N] [--hit-ratio H] [--popularity uniform|zipf:A] [--launch-win S] [--ims S] [--reload S]
          [--head S] [--post S] [--page S] [--seq S] [--conformance S] [--model FILE] [--world ID] [--seed N]
+         [--users N] [--think-s S] [--session-pages N]
          [--max-requests N] [--timeout S] [--report-every S] [--json FILE]
 Without --proxy it talks to the origin directly. Prints a progress line every --report-every
 seconds (stderr) and a summary at the end (stdout); --json writes the summary as JSON.
@@ -32,6 +34,7 @@ from spe_tools.workload.conformance_mix import ConformanceMix
 from spe_tools.workload.http11 import format_date, request_bytes
 from spe_tools.workload.plan import Planned
 from spe_tools.workload.popularity import History, parse_popularity
+from spe_tools.workload.sessions import PARALLEL, SessionModel, user
 from spe_tools.workload.stats import Histogram, fmt_ms, parse_hostport
 
 
@@ -202,13 +205,17 @@ class LoadRun:
         self.planner = Planner(model, mix, self.history, args.world, self.rng, self.conformance,
                                random.Random(f"conformance-share/{args.seed}"))
         target = args.proxy or args.origin
-        self.pools = [Pool(target[0], target[1], args.max_conns) for _ in range(args.robots)]
+        # robots' pools, then the users' (a browser's few connections each)
+        sizes = [args.max_conns] * args.robots + [PARALLEL] * args.users
+        self.pools = [Pool(target[0], target[1], size) for size in sizes]
         self.tls_pools: list[Pool] = []
         if args.tls_origin:
             context = ssl.create_default_context(cafile=args.ca_cert)
             tls = TlsTarget(args.tls_origin[0], args.tls_origin[1], context, tunnel=bool(args.proxy))
             tls_target = args.proxy or args.tls_origin
-            self.tls_pools = [Pool(tls_target[0], tls_target[1], args.max_conns, tls) for _ in range(args.robots)]
+            self.tls_pools = [Pool(tls_target[0], tls_target[1], size, tls) for size in sizes]
+        self.sessions = SessionModel(args.think_s, args.session_pages, popularity, alpha)
+        self.session_counts: dict = {}
         self.tls_authority = f"{args.tls_origin[0]}:{args.tls_origin[1]}" if args.tls_origin else ""
         self.robots = [RobotState() for _ in range(args.robots)]
         self.origin_authority = f"{args.origin[0]}:{args.origin[1]}"
@@ -232,18 +239,42 @@ class LoadRun:
         return request_bytes(plan.method, target, self.origin_authority, plan.headers, plan.body)
 
     async def one(self, robot: int, plan: Planned, scheduled: float) -> None:
-        https = self.over_https(plan.path)
-        self.schemes["https" if https else "http"] += 1
-        pool = self.tls_pools[robot] if https else self.pools[robot]
-        ex = await fetch(pool, self.request_bytes(plan, https), plan.method, Exchange(scheduled), self.args.timeout)
-        self.checks.check(plan, ex)
+        ex = await self.send(robot, plan, self.over_https(plan.path), scheduled)
         if self.conformance and plan.category == "conformance":
             self.conformance.completed(plan)
         if (ex.status == 200 and plan.method == "GET" and plan.category == "new" and plan.spec
                 and plan.spec.cacheable):
             self.history.add(plan.path)
+
+    async def send(self, pool_index: int, plan: Planned, https: bool, scheduled: float) -> Exchange:
+        self.schemes["https" if https else "http"] += 1
+        pool = self.tls_pools[pool_index] if https else self.pools[pool_index]
+        ex = await fetch(pool, self.request_bytes(plan, https), plan.method, Exchange(scheduled), self.args.timeout)
+        self.checks.check(plan, ex)
         self.tally.add(ex)
         self.window.add(ex)
+        return ex
+
+    async def session_fetch(self, user_index: int, path: str, category: str, https: bool) -> bool:
+        """One request of a browsing user (sessions.py), on that user's own connections."""
+        kind, oid = cm.parse_path(path)
+        plan = Planned("GET", path, category, spec=cm.object_spec(self.model, kind, oid) if kind else None)
+        self.categories[category] += 1
+        ex = await self.send(self.args.robots + user_index, plan, https, asyncio.get_running_loop().time())
+        return ex.status == 200
+
+    def start_users(self) -> list[asyncio.Task]:
+        loop = asyncio.get_running_loop()
+        end = self.start + self.args.duration
+
+        async def run_user(index: int) -> None:
+            rng = random.Random(f"user/{self.args.seed}/{index}")
+            await asyncio.sleep(rng.uniform(0, self.args.think_s))  # users arrive spread out, not in a burst
+            await user(self.model, self.sessions, rng,
+                       lambda path, category, https: self.session_fetch(index, path, category, https),
+                       self.over_https, lambda: loop.time() >= end, self.session_counts)
+
+        return [asyncio.create_task(run_user(i)) for i in range(self.args.users)]
 
     async def run(self) -> float:
         loop = asyncio.get_running_loop()
@@ -251,6 +282,7 @@ class LoadRun:
                          self.args.max_requests)
         self.start = loop.time()
         reporter = asyncio.create_task(self.report_progress())
+        self.in_flight.update(self.start_users())
         for i, offset in enumerate(times):
             at = self.start + offset
             delay = at - loop.time()
@@ -291,6 +323,7 @@ class LoadRun:
         tally = self.tally
         sent = sum(self.categories.values())
         hits_offered = self.categories["repeat"] + self.categories["ims"]
+        robots_sent = sent - self.categories["session-page"] - self.categories["session-object"]
         return {
             "tool": "load", "config": config_dict(self.args, self.mix),
             "duration_s": round(self.args.duration, 3), "elapsed_s": round(elapsed, 3),
@@ -298,7 +331,8 @@ class LoadRun:
             "error_kinds": dict(tally.error_kinds),
             "rate_configured": self.args.rate, "rate_achieved": round(sent / self.args.duration, 3),
             "reply_rate": round(tally.completed / self.args.duration, 3),
-            "offered_hit_ratio": round(hits_offered / sent, 4) if sent else None,
+            "offered_hit_ratio": round(hits_offered / robots_sent, 4) if robots_sent else None,  # the robots'
+            "sessions": self.session_counts.get("sessions", 0), "page_views": self.session_counts.get("page_views", 0),
             "categories": dict(self.categories),
             "schemes": dict(self.schemes),
             "statuses": {str(k): v for k, v in sorted(tally.statuses.items())},
@@ -327,6 +361,9 @@ def print_summary(s: dict) -> None:
     print(f"load: first byte {fmt_ms(s['first_byte_ms'])}; sent late {fmt_ms(s['late_ms'])}")
     print(f"load: {s['bytes']} body bytes; proxy-reported hits {s['proxy_reported_hits']}; "
           f"uncacheable served twice {s['stale_uncacheable']}; wrong sizes {s['size_mismatches']}")
+    if s["sessions"]:
+        print(f"load: users: {s['sessions']} sessions, {s['page_views']} page views "
+              f"({s['page_views'] / s['sessions']:.1f} per session)")
 
 
 def hostport(text: str) -> tuple[str, int]:
@@ -349,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "keeps its scheme; default 0.5)")
     p.add_argument("--ca-cert", help="CA file trusted for HTTPS: SPE's (./spe ca --path) through an intercepting "
                                      "Multiplier, the origin's test CA straight to it (default: the system store)")
-    p.add_argument("--rate", type=float, required=True, help="mean requests per second (Poisson arrivals)")
+    p.add_argument("--rate", type=float, required=True,
+                   help="mean requests per second of the robots (Poisson arrivals); 0: users only")
     p.add_argument("--duration", type=parse_duration, required=True, help="e.g. 60s, 5m")
     p.add_argument("--robots", type=int, default=4, help="robots, each with its own persistent connections")
     p.add_argument("--max-conns", type=int, default=16, help="connections per robot at most (default 16)")
@@ -364,6 +402,12 @@ def build_parser() -> argparse.ArgumentParser:
                                 ("conformance", 0.0, "requests in conformance sequences on /c/<case>/<id> URLs "
                                  "(RFC 9111 rules, docs/workloads.md)")):
         p.add_argument(f"--{name}", type=float, default=default, help=f"share of {text} (default {default})")
+    p.add_argument("--users", type=int, default=0, help="browsing users beside the robots, each in sessions: a "
+                   "page and its embedded objects, think time, a link followed (docs/workloads.md; default 0)")
+    p.add_argument("--think-s", type=parse_duration, default=2.0,
+                   help="users: mean think time between page views, exponential (default 2s)")
+    p.add_argument("--session-pages", type=float, default=5.0,
+                   help="users: mean page views per session, geometric (default 5)")
     p.add_argument("--model", help="the origin's content-model file (to know which objects are cacheable)")
     p.add_argument("--world", default=None, help="object id prefix (default: random, so each run has new objects)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
@@ -393,8 +437,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--https-share must be between 0 and 1")
     if args.ca_cert and not os.path.isfile(args.ca_cert):
         parser.error(f"--ca-cert {args.ca_cert}: no such file")
-    if args.rate <= 0 or args.robots < 1:
-        parser.error("--rate must be positive and --robots at least 1")
+    if args.rate < 0 or args.robots < 1 or args.users < 0 or (args.rate == 0 and not args.users):
+        parser.error("--rate must be positive (or 0 with --users), --robots at least 1, --users 0 or more")
+    if args.session_pages < 1 or args.think_s < 0:
+        parser.error("--session-pages must be at least 1 and --think-s not negative")
     run = LoadRun(args, model, mix)
     elapsed = asyncio.run(run.run())
     summary = run.summary(elapsed)

@@ -61,7 +61,7 @@ def test_the_conformance_share_reaches_the_load_client_and_the_default_lab_uses_
 
 
 @pytest.mark.parametrize("text, expected", [
-    ('[[proxy]]\nname = "x"\nkind = "squidd"\n', "unknown kind 'squidd' (known: squid, trafficserver"),
+    ('[[proxy]]\nname = "x"\nkind = "squidd"\n', "unknown kind 'squidd' (known: squid, squid-prefetch, trafficserver"),
     ('[[proxy]]\nname = "x"\n', "[[proxy]] 'x': missing key 'kind'"),
     ('[[proxy]]\nkind = "squid"\n', "[[proxy]] #1: missing key 'name'"),
     ('[[proxy]]\nname = "direct"\nkind = "squid"\n', "'direct' is reserved"),
@@ -217,7 +217,8 @@ def test_accel_ports_for_origin_form_proxies(tmp_path):
 
 def test_templates_use_only_known_placeholders():
     known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
-             "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports"}
+             "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports",
+             "client_addresses", "access_log"}
     for path in TEMPLATES.rglob("*"):
         if path.is_file():
             assert placeholders(path.read_text()) <= known, path

@@ -1,6 +1,7 @@
 """Prefetch accounting (analysis/prefetch.py) on a hand-made run whose prefetches, uses, waste and lead
 times are known: which requests on a proxy's Collector port no client request caused, and what became
-of them; the window that keeps an untagged client request from being called a prefetch, at its edge."""
+of them; on a proxy that forwards tags, an untagged request is its own even inside a client's leg; on one that
+drops them, the window that keeps an untagged client request from being called a prefetch, at its edge."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import pytest
 
 from analysis.prefetch import HORIZON_S, prefetch_columns
 
-PORTS = {"direct": 5000, "ats": 5001, "pf": 5002}
+PORTS = {"direct": 5000, "ats": 5001, "pf": 5002, "old": 5003}  # old: a proxy that drops X-SPE-Request
 
 
 def record(tag: str, ts: float, url: str) -> dict:
     leg = {"status": 200, "total_us": 10_000, "result": "OK"}
     return {"ts": ts, "id": int(tag[1:]), "tag": tag, "method": "GET", "url": url,
             "collector": {"status": 200, "total_us": 50_000},
-            "proxies": [{**leg, "name": "ats"}, {**leg, "name": "pf"}]}
+            "proxies": [{**leg, "name": name} for name in ("ats", "pf", "old")]}
 
 
 def line(end: float, elapsed_ms: int, nbytes: int, url: str, port: str, tag: str = "-") -> str:
@@ -41,10 +42,15 @@ def run(tmp_path: Path) -> Path:
         line(100.070, 10, 1000, "http://o/seq/2.jpg", "pf", "T1"),  # A: the tag of T1, another URL: prefetch
         line(120.500, 600, 1500, "http://o/seq/3.jpg", "pf"),  # B: untagged, ends after T3's leg: late
         line(121.000, 10, 2000, "http://o/seq/9.jpg", "pf"),  # C: never asked for: wasted
+        # D: untagged, inside T2's leg: pf forwards tags (T1, T5), so it is pf's own, and nobody asks after it
+        line(110.061, 60, 777, "http://o/seq/2.jpg", "pf"),
+        line(130.000, 0, 0, "error:transaction-end-before-headers", "pf").replace("TCP_MISS/200 0 GET",
+                                                                                "NONE_NONE/000 0 -"),
+        # old forwards no tag: an untagged line is the client's when it lies in a client's leg for its URL
+        line(100.055, 5, 1000, "http://o/seq/1.jpg", "old"),  # in T1's leg: the client's
         # Untagged requests for seq/2 around T2 (ts 110.000; its leg ends by 110.060 at the latest):
-        line(110.061, 60, 777, "http://o/seq/2.jpg", "pf"),  # inside the window (slack 2 ms): the client's
-        line(110.075, 25, 500, "http://o/seq/2.jpg", "pf"),  # past it: a prefetch nobody asks for after
-        line(130.000, 0, 0, "error:transaction-end-before-headers", "pf").replace("TCP_MISS/200", "NONE/000"),
+        line(110.061, 60, 777, "http://o/seq/2.jpg", "old"),  # inside the window (slack 2 ms): the client's
+        line(110.075, 25, 500, "http://o/seq/2.jpg", "old"),  # past it: a prefetch nobody asks for after
     ]
     (tmp_path / "collector").mkdir()
     (tmp_path / "collector" / "access.log").write_text("\n".join(lines) + "\n")
@@ -54,10 +60,10 @@ def run(tmp_path: Path) -> Path:
 def test_prefetches_their_use_waste_and_lead_time(run):
     columns = prefetch_columns(run, ["ats", "pf"])
     pf = columns["pf"]
-    assert pf["prefetch_requests"] == 4  # A, B, C and the one past the window
-    assert pf["prefetch_bytes"] == 1000 + 1500 + 2000 + 500
+    assert pf["prefetch_requests"] == 4  # A, B, C and D
+    assert pf["prefetch_bytes"] == 1000 + 1500 + 2000 + 777
     assert pf["prefetch_precision"] == pytest.approx(2 / 4)  # A (by T2) and B (by T3) were asked for
-    assert pf["prefetch_wasted_bytes"] == 2000 + 500
+    assert pf["prefetch_wasted_bytes"] == 2000 + 777
     # A ended at 100.070, T2 came at 110.000: 9,930 ms ahead; B ended at 120.500, T3 came at 120.000: late.
     assert pf["prefetch_late"] == 1
     assert pf["prefetch_lead_ms_p50"] == pytest.approx((9930 - 500) / 2)
@@ -71,9 +77,13 @@ def test_the_window_edge_for_an_untagged_client_request(run):
     3 ms past the window's end (the 2 ms slack included) it becomes a prefetch."""
     access = run / "collector" / "access.log"
     text = access.read_text()
-    assert prefetch_columns(run, ["pf"])["pf"]["prefetch_requests"] == 4
-    access.write_text(text.replace("110.061     60 ", "110.065     60 "))
-    assert prefetch_columns(run, ["pf"])["pf"]["prefetch_requests"] == 5
+    assert prefetch_columns(run, ["old"])["old"]["prefetch_requests"] == 1
+    moved = text.replace("110.061     60 127.0.0.1 TCP_MISS/200 777 GET http://o/seq/2.jpg - HIER_DIRECT/127.0.0.1 "
+                         "image/jpeg 5003", "110.065     60 127.0.0.1 TCP_MISS/200 777 GET http://o/seq/2.jpg - "
+                         "HIER_DIRECT/127.0.0.1 image/jpeg 5003")
+    assert moved != text
+    access.write_text(moved)
+    assert prefetch_columns(run, ["old"])["old"]["prefetch_requests"] == 2
 
 
 def test_no_columns_without_the_collector_log(tmp_path):
@@ -87,7 +97,7 @@ def test_the_report_lines_name_only_proxies_that_prefetched(run):
     lines = prefetch_text([{"name": name, **c} for name, c in columns.items()])
     assert lines[0].startswith("Prefetching (requests a proxy sent that no client request caused; used = asked "
                                "for within 300 s)")
-    assert lines[1:] == ["  pf: 4 prefetches (0.04/s over the run), 5,000 bytes; precision 50.0 %; wasted 2,500 "
+    assert lines[1:] == ["  pf: 4 prefetches (0.04/s over the run), 5,277 bytes; precision 50.0 %; wasted 2,777 "
                          "bytes; lead time median 4,715 ms; 1 late"]
 
 
@@ -114,8 +124,20 @@ def test_the_report_shows_the_prefetch_columns_in_every_format(run, tmp_path):
     rep = build_report(run)
     assert "Prefetching (requests a proxy sent" in text_report(rep)
     page = html_report(rep)
-    assert "<h2>Prefetching</h2>" in page and "<th>pf</th><td>4</td><td>5000</td>" in page
+    assert "<h2>Prefetching</h2>" in page and "<th>pf</th><td>4</td><td>5277</td>" in page
     assert report_main([str(run), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
     proxies = {p["name"]: p for p in json.loads((tmp_path / "out" / "summary.json").read_text())["proxies"]}
     assert proxies["pf"]["prefetch_requests"] == 4 and proxies["pf"]["prefetch_precision"] == pytest.approx(0.5)
     assert proxies["ats"]["prefetch_requests"] == 0
+
+
+def test_a_prefetchers_hit_ratio_counts_only_what_its_clients_caused(run):
+    """pf's port saw 6 requests (T1, T5 and its 4 prefetches) for 5 responses: its clients caused 2 of them,
+    so its hit ratio is 1 - 2/5; the prefetches' bytes stay in its bandwidth."""
+    from analysis.report import build_report
+    rows = {r["name"]: r for r in build_report(run).rows}
+    assert rows["pf"]["collector_requests"] == 6
+    assert rows["pf"]["hit_ratio"] == pytest.approx(1 - 2 / 5)
+    assert rows["pf"]["byte_hit_ratio"] is None or rows["pf"]["byte_hit_ratio"] <= 1
+    assert rows["ats"]["hit_ratio"] == pytest.approx(0.0)  # every request of ats reached its port
+    assert rows["pf"]["rel_bandwidth_received"] == pytest.approx((2 * 1000 + 5277) / (5 * 1000))
