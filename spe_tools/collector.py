@@ -40,6 +40,7 @@ class CollectorOptions:
     max_object_kb: int = 4096
     allowed_destinations: tuple[str, ...] = ()  # empty: any destination
     origin_ca_files: tuple[str, ...] = ()  # trusted for https origins, beside the system store
+    port_limits: tuple[tuple[str, int], ...] = ()  # (proxy port name, KiB/s): a delay pool each
 
 
 def binary(kind: str) -> Path:
@@ -77,6 +78,21 @@ def destination_rules(allowed: tuple[str, ...]) -> str:
             "dns_nameservers 127.0.0.1\n")
 
 
+def port_limit_rules(limits: tuple[tuple[str, int], ...]) -> str:
+    """One Squid delay pool per limited proxy port: what the Collector sends on that port is paced to its
+    KiB/s (a one-second bucket), so a proxy that floods it (a prefetcher) cannot starve the direct port,
+    which is never limited. A pool paces the reads from the origin for that port's requests too."""
+    if not limits:
+        return ""
+    lines = [f"delay_pools {len(limits)}"]
+    for pool, (name, kib) in enumerate(limits, start=1):
+        rate = kib * 1024
+        lines += [f"acl spe_limited_{pool} myportname {name}", f"delay_class {pool} 1",
+                  f"delay_parameters {pool} {rate}/{rate}", f"delay_access {pool} allow spe_limited_{pool}",
+                  f"delay_access {pool} deny all"]
+    return "\n".join(lines) + "\n"
+
+
 def tls_outgoing(ca_files: tuple[str, ...]) -> str:
     """How the Collector verifies https origins: the system store plus the lab's CA files.
 
@@ -106,6 +122,7 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         stock_only="" if kind == "spe" else "netdb_filename none\nhtcp_port 0\npinger_enable off\n",
         collector_directives=collector_directives(kind, options),
         tls_outgoing=tls_outgoing(tuple(options.origin_ca_files)),
+        port_limits=port_limit_rules(tuple(options.port_limits)),
         destination_rules=destination_rules(tuple(options.allowed_destinations))), str(TEMPLATE.relative_to(ROOT)))
 
 
@@ -131,13 +148,22 @@ def missing(kind: str) -> list[str]:
     return [f"{exe} is not installed (Debian package squid; ./spe setup installs it)"]
 
 
-def version(kind: str) -> str:
+def _build_info(kind: str) -> str:
+    """`squid -v`: the version and the configure options."""
     try:
-        out = subprocess.run([str(binary(kind)), "-v"], capture_output=True, text=True, timeout=10).stdout
+        return subprocess.run([str(binary(kind)), "-v"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    match = re.search(r"Version (\S+)", out)
+        return ""
+
+
+def version(kind: str) -> str:
+    match = re.search(r"Version (\S+)", _build_info(kind))
     return match.group(1) if match else "unknown"
+
+
+def has_delay_pools(kind: str) -> bool:
+    """Whether this Collector can pace a port (without delay pools Squid ignores delay_pools silently)."""
+    return "--enable-delay-pools" in _build_info(kind)
 
 
 def parse_check(kind: str, conf: Path) -> tuple[int, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -33,9 +34,14 @@ MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/s
 # The keys of a [[proxy]] table (docs/lab-file.md); each kind lists those it takes.
 PORT = Option("port", 0, 0, 65535)  # where the proxy listens (0 = a free port)
 COLLECTOR_PORT = Option("collector_port", 0, 0, 65535)  # every kind: its Collector port (0 = a free port)
+# every kind: the Collector sends on its port at most this many KiB/s (0: no limit), a bound on a prefetcher
+COLLECTOR_LIMIT_KBPS = Option("collector_limit_kbps", 0, 0, 10 * 1024 * 1024)
 # every kind: the proxy it is a twin of (same engine, no prefetching): its prefetching gain is paired against it
 TWIN_OF = Option("twin_of", "")
 CACHE_MB = Option("cache_mb", 64, 1, 65536)
+# Traffic Server 9.2 (Debian 12) crashed (SIGSEGV) at its first request with a 4 or an 8 MB
+# disk cache; 16 MB runs
+TS_CACHE_MB = Option("cache_mb", 64, 16, 65536)
 PREFETCH = Option("prefetch", False)
 PREFETCH_COUNT = Option("prefetch_count", 2, 1, 100)
 # The synthetic origin's numbered sequences: seq/<s>/<n>.jpg -> seq/<s>/<n+1>.jpg, matched against the
@@ -191,7 +197,7 @@ class SquidPrefetch(Squid):
 
 class TrafficServer(Kind):
     name, package, programs, user = "trafficserver", "trafficserver", ("/usr/bin/traffic_server",), "trafficserver"
-    options = (PORT, CACHE_MB, PREFETCH, PREFETCH_COUNT, PREFETCH_PATTERN)
+    options = (PORT, TS_CACHE_MB, PREFETCH, PREFETCH_COUNT, PREFETCH_PATTERN)
     version_args = ("-V",)
     EMPTY = ("cache.config", "hosting.config", "volume.config", "socks.config", "splitdns.config", "sni.yaml",
              "ssl_multicert.config", "strategies.yaml")
@@ -241,8 +247,12 @@ class Varnish(Kind):
 
 
 class Apache(Kind):
-    name, package, programs, user = "apache", "apache2", ("/usr/sbin/apache2",), "www-data"
+    """mod_cache_disk has no size limit of its own: Apache's htcacheclean keeps the disk cache under cache_mb,
+    run every CLEAN_EVERY_S as a companion (as an operator runs it from cron or with -d)."""
+
+    name, package, programs, user = "apache", "apache2", ("/usr/sbin/apache2", "/usr/bin/htcacheclean"), "www-data"
     options = (PORT, CACHE_MB, CACHE_PORTS)
+    CLEAN_EVERY_S = 5
 
     def render(self, ctx: Context) -> list[Path]:
         for sub in ("run", "logs", "cache"):
@@ -255,6 +265,13 @@ class Apache(Kind):
 
     def argv(self, ctx: Context) -> list[str]:
         return [self.programs[0], "-f", str(ctx.dir / "httpd.conf"), "-DFOREGROUND"]
+
+    def companions(self, ctx: Context) -> list[Companion]:
+        # -t: empty directories go too; without -d it runs once, so the loop is ours and stops with the lab
+        clean = shlex.join([self.programs[1], "-t", "-p", str(ctx.dir / "cache"), "-l", f"{ctx.spec.cache_mb}M"])
+        every = self.CLEAN_EVERY_S
+        script = f"echo 'htcacheclean: every {every} s'; while :; do {clean}; sleep {every}; done"
+        return [Companion(f"{ctx.spec.name}.htcacheclean", ["/bin/sh", "-c", script], "htcacheclean: every")]
 
 
 class Nginx(Kind):

@@ -35,7 +35,8 @@ def _table(header: str, values: dict) -> list[str]:
 
 def _proxy_values(p: ProxySpec) -> dict:
     """The keys its kind accepts, in the model's field order; an external proxy's address is host:port."""
-    allowed = KINDS[p.kind].keys | {"collector_port"} | ({"twin_of"} if p.twin_of else set())
+    allowed = KINDS[p.kind].keys | {"collector_port"} | ({"twin_of"} if p.twin_of else set()) | \
+        ({"collector_limit_kbps"} if p.collector_limit_kbps else set())
     values = {"name": p.name, "kind": p.kind}
     if p.kind == "external":
         values["address"] = f"{p.host}:{p.port}"

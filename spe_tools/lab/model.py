@@ -70,6 +70,7 @@ class ProxySpec:
     host: str = "127.0.0.1"
     collector_port: int = kinds.COLLECTOR_PORT.default  # fix it for an external proxy
     twin_of: str = kinds.TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/prefetch.py)
+    collector_limit_kbps: int = kinds.COLLECTOR_LIMIT_KBPS.default  # its Collector port's pace (0: none)
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def _proxy(data: Any, index: int) -> ProxySpec:
         raise LabFileError(f"{t.where}: missing key 'kind' (one of: {', '.join(PROXY_KINDS)})")
     kind = t.choice("kind", PROXY_KINDS, "")
     values: dict[str, Any] = {"name": name, "kind": kind}
-    for option in (*kinds.KINDS[kind].options, kinds.COLLECTOR_PORT, kinds.TWIN_OF):
+    for option in (*kinds.KINDS[kind].options, kinds.COLLECTOR_PORT, kinds.TWIN_OF, kinds.COLLECTOR_LIMIT_KBPS):
         values |= option.read(t)
     t.finish()
     return ProxySpec(**values)

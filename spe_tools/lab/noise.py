@@ -22,7 +22,7 @@ def settings(spec: ProxySpec) -> tuple | None:
     """The kind and its behaviour-changing settings; None for an external proxy (its config is the user's)."""
     if spec.kind == "external":
         return None
-    keys = sorted(KINDS[spec.kind].keys - PLACEMENT_KEYS)
+    keys = sorted(KINDS[spec.kind].keys - PLACEMENT_KEYS) + ["collector_limit_kbps"]  # a paced port differs
     return (spec.kind, *((key, getattr(spec, key)) for key in keys))
 
 

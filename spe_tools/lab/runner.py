@@ -89,6 +89,10 @@ def assign_ports(lab: Lab) -> Ports:
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
     """Everything that would stop this lab from starting here, as messages (empty = ready)."""
     problems = [f"[collector] kind {lab.collector.kind!r}: {m}" for m in collector.missing(lab.collector.kind)]
+    limited = [p.name for p in lab.proxies if p.collector_limit_kbps]
+    if limited and not problems and not collector.has_delay_pools(lab.collector.kind):
+        problems.append(f"[[proxy]] {limited[0]!r}.collector_limit_kbps: this Collector was built without delay "
+                        "pools (./spe setup rebuilds the patched one with them)")
     if not multiplier.exists():
         problems.append(f"the Multiplier {multiplier} is not built (./spe setup builds it)")
     seen: set[str] = set()
@@ -261,7 +265,8 @@ def start_collector(run: RunningLab) -> None:
             run.group, "collector", spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
-            origin_ca_files=origin_ca_files(run))
+            origin_ca_files=origin_ca_files(run),
+            port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
     run.record(child)
@@ -377,6 +382,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
                              "port": ports.proxies[p.name], "collector_port": ports.collector[p.name],
                              "caches": KINDS[p.kind].caches, "accel": KINDS[p.kind].accel,
                              **({"twin_of": p.twin_of} if p.twin_of else {}),
+                             **({"collector_limit_kbps": p.collector_limit_kbps} if p.collector_limit_kbps else {}),
                              **({"prefetch": p.prefetch} if p.kind == "trafficserver" else {}),
                              "dir": f"proxies/{p.name}", "stdout": f"{p.name}.out"}
                     for p in lab.proxies},

@@ -63,6 +63,9 @@ def test_the_conformance_share_reaches_the_load_client_and_the_default_lab_uses_
 @pytest.mark.parametrize("text, expected", [
     ('[[proxy]]\nname = "x"\nkind = "squidd"\n', "unknown kind 'squidd' (known: squid, squid-prefetch, trafficserver"),
     ('[[proxy]]\nname = "x"\n', "[[proxy]] 'x': missing key 'kind'"),
+    # Traffic Server 9.2 crashes at its first request with a disk cache under 16 MB
+    ('[[proxy]]\nname = "t"\nkind = "trafficserver"\ncache_mb = 8\n', "'t'.cache_mb: 8 is out of range (16 to 65536)"),
+    ('[[proxy]]\nname = "a"\nkind = "squid"\ncollector_limit_kbps = -1\n', "collector_limit_kbps: -1 is out of range"),
     ('[[proxy]]\nkind = "squid"\n', "[[proxy]] #1: missing key 'name'"),
     ('[[proxy]]\nname = "direct"\nkind = "squid"\n', "'direct' is reserved"),
     ('[[proxy]]\nname = "a b"\nkind = "squid"\n', "use a letter then"),
@@ -109,7 +112,8 @@ def test_a_kind_takes_exactly_the_keys_it_declares(kind):
     assert parse_lab(MINIMAL.replace("squid", kind) + given).proxies == (ProxySpec(name="sq", kind=kind),)
     foreign = sorted({o.key for k in KINDS.values() for o in k.options} - KINDS[kind].keys - {"address"})
     for key in foreign:
-        allowed = ", ".join(sorted(KINDS[kind].keys | {"name", "kind", "collector_port", "twin_of"}))
+        every_kinds = {"name", "kind", "collector_port", "twin_of", "collector_limit_kbps"}
+        allowed = ", ".join(sorted(KINDS[kind].keys | every_kinds))
         assert error(MINIMAL.replace("squid", kind) + f"{key} = 1\n").endswith(
             f"[[proxy]] 'sq': unknown key {key!r} (allowed: {allowed})")
 
