@@ -29,10 +29,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.stats import mean_ci, median
+from analysis.stats import mean_ci, percentile
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
-                    "prefetch_wasted_bytes", "prefetch_lead_ms_p50", "prefetch_late", "prefetch_horizon_s", "twin_of",
+                    "prefetch_wasted_bytes", "prefetch_lead_ms_p10", "prefetch_lead_ms_p50", "prefetch_lead_ms_p90",
+                    "prefetch_late", "prefetch_horizon_s", "twin_of",
                     "twin_gain_requests", "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms"]
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
@@ -145,7 +146,8 @@ def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], hori
     return {"prefetch_requests": n, "prefetch_rate_per_s": n / span if span > 0 else None,
             "prefetch_bytes": sum(p.bytes for p in prefetched),
             "prefetch_precision": used / n if n else None, "prefetch_wasted_bytes": wasted_bytes,
-            "prefetch_lead_ms_p50": median(leads) if leads else None, "prefetch_late": late,
+            "prefetch_lead_ms_p10": percentile(leads, 0.1), "prefetch_lead_ms_p50": percentile(leads, 0.5),
+            "prefetch_lead_ms_p90": percentile(leads, 0.9), "prefetch_late": late,
             "prefetch_horizon_s": horizon_s}
 
 
@@ -182,6 +184,11 @@ def twin_gain(served: list[ClientRequest], proxy: str, twin: str) -> dict:
             "twin_gain_ci_low_ms": ci[0] if ci else None, "twin_gain_ci_high_ms": ci[1] if ci else None}
 
 
+def _lead_spread(row: dict) -> str:
+    low, high = row.get("prefetch_lead_ms_p10"), row.get("prefetch_lead_ms_p90")
+    return "" if low is None or high is None else f" (p10 {low:,.0f}, p90 {high:,.0f})"
+
+
 def prefetch_text(rows: list[dict]) -> list[str]:
     """The report's prefetch lines: every proxy that sent requests of its own."""
     active = [r for r in rows if r.get("prefetch_requests")]
@@ -196,7 +203,7 @@ def prefetch_text(rows: list[dict]) -> list[str]:
                 + (f" ({rate:.2f}/s over the run)" if rate is not None else "")
                 + f", {r['prefetch_bytes']:,} bytes; precision "
                 f"{100 * r['prefetch_precision']:.1f} %; wasted {r['prefetch_wasted_bytes']:,} bytes; lead time "
-                f"median {'-' if lead is None else f'{lead:,.0f} ms'}; {r['prefetch_late']:,} late")
+                f"median {'-' if lead is None else f'{lead:,.0f} ms'}{_lead_spread(r)}; {r['prefetch_late']:,} late")
         if r.get("twin_gain_ms_mean") is not None:
             low, high = r["twin_gain_ci_low_ms"], r["twin_gain_ci_high_ms"]
             interval = f" [{low:+.1f}, {high:+.1f}]" if low is not None else ""

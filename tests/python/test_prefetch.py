@@ -67,6 +67,8 @@ def test_prefetches_their_use_waste_and_lead_time(run):
     # A ended at 100.070, T2 came at 110.000: 9,930 ms ahead; B ended at 120.500, T3 came at 120.000: late.
     assert pf["prefetch_late"] == 1
     assert pf["prefetch_lead_ms_p50"] == pytest.approx((9930 - 500) / 2)
+    # linear between the two: -500 + q * (9930 + 500)
+    assert pf["prefetch_lead_ms_p10"] == pytest.approx(543) and pf["prefetch_lead_ms_p90"] == pytest.approx(8887)
     assert pf["prefetch_horizon_s"] == HORIZON_S
     assert pf["prefetch_rate_per_s"] == pytest.approx(4 / (210.0 - 100.0))  # over the client requests' span
     assert columns["ats"]["prefetch_requests"] == 0 and columns["ats"]["prefetch_precision"] is None
@@ -98,7 +100,7 @@ def test_the_report_lines_name_only_proxies_that_prefetched(run):
     assert lines[0].startswith("Prefetching (requests a proxy sent that no client request caused; used = asked "
                                "for within 300 s)")
     assert lines[1:] == ["  pf: 4 prefetches (0.04/s over the run), 5,277 bytes; precision 50.0 %; wasted 2,777 "
-                         "bytes; lead time median 4,715 ms; 1 late"]
+                         "bytes; lead time median 4,715 ms (p10 543, p90 8,887); 1 late"]
 
 
 def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(run):
