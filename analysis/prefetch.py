@@ -34,7 +34,9 @@ from analysis.stats import mean_ci, percentile
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
                     "prefetch_wasted_bytes", "prefetch_lead_ms_p10", "prefetch_lead_ms_p50", "prefetch_lead_ms_p90",
                     "prefetch_late", "prefetch_horizon_s", "twin_of",
-                    "twin_gain_requests", "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms"]
+                    "twin_gain_requests", "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms",
+                    "prefetch_agent_fetches", "prefetch_agent_bytes"]
+AGENT_LOG = "prefetch.jsonl"  # squid-prefetch's agent writes one line per fetch in the proxy's directory
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
 
@@ -170,7 +172,25 @@ def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
         out[name] = account(prefetches(lines.get(name, []), name, requests), requests, served=served)
         if name in twins:
             out[name] |= twin_gain(served, name, twins[name])
+        spec = topology.get("proxies", {}).get(name, {})
+        out[name] |= agent_counts(run / spec["dir"] / AGENT_LOG if spec.get("dir") else None)
     return out
+
+
+def agent_counts(path: Path | None) -> dict:
+    """What a prefetcher's own log says it fetched (squid-prefetch's agent: one JSON line per fetch), as extra
+    evidence beside SPE's count: its fetches include the client pages it refetches to parse (hits in its own
+    cache, which never reach the Collector) and fetches its cache answered, so it counts more than SPE does."""
+    if path is None or not path.exists():
+        return {}
+    fetches, fetched = 0, 0
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            fetched += int(json.loads(line).get("bytes") or 0)
+        except (ValueError, AttributeError):
+            continue
+        fetches += 1
+    return {"prefetch_agent_fetches": fetches, "prefetch_agent_bytes": fetched}
 
 
 def twin_gain(served: list[ClientRequest], proxy: str, twin: str) -> dict:
@@ -209,5 +229,8 @@ def prefetch_text(rows: list[dict]) -> list[str]:
             interval = f" [{low:+.1f}, {high:+.1f}]" if low is not None else ""
             text += (f"; {r['twin_gain_ms_mean']:+.1f} ms{interval} faster than its twin {r['twin_of']} on the "
                      f"{r['twin_gain_requests']:,} requests its prefetches served")
+        if r.get("prefetch_agent_fetches") is not None:
+            text += (f" (its own log: {r['prefetch_agent_fetches']:,} fetches, {r['prefetch_agent_bytes']:,} bytes, "
+                     "counting those its cache answered)")
         out.append(text)
     return out

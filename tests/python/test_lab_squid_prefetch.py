@@ -78,7 +78,7 @@ def test_the_link_prefetcher_prefetches_ahead_of_its_users_and_beats_its_twin(ru
     pf, plain = proxies["linkpf"], proxies["plain"]
     # The agent's log is evidence only: SPE counts prefetches on the Collector port, and finds at least the
     # agent's fetches that missed its Squid (its pages' second fetch, and repeats, are hits there).
-    assert 0 < pf["prefetch_requests"] <= len(fetched)
+    assert 0 < pf["prefetch_requests"] <= len(fetched) == pf["prefetch_agent_fetches"]
     assert pf["prefetch_precision"] > 0 and pf["prefetch_lead_ms_p50"] is not None
     assert pf["prefetch_bytes"] > 0 and pf["prefetch_wasted_bytes"] < pf["prefetch_bytes"]
     assert plain["prefetch_requests"] == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.prefetch import HORIZON_S, prefetch_columns
+from analysis.prefetch import HORIZON_S, prefetch_columns, prefetch_text
 
 PORTS = {"direct": 5000, "ats": 5001, "pf": 5002, "old": 5003}  # old: a proxy that drops X-SPE-Request
 
@@ -94,7 +94,6 @@ def test_no_columns_without_the_collector_log(tmp_path):
 
 
 def test_the_report_lines_name_only_proxies_that_prefetched(run):
-    from analysis.prefetch import prefetch_text
     columns = prefetch_columns(run, ["ats", "pf"])
     lines = prefetch_text([{"name": name, **c} for name, c in columns.items()])
     assert lines[0].startswith("Prefetching (requests a proxy sent that no client request caused; used = asked "
@@ -143,3 +142,19 @@ def test_a_prefetchers_hit_ratio_counts_only_what_its_clients_caused(run):
     assert rows["pf"]["byte_hit_ratio"] is None or rows["pf"]["byte_hit_ratio"] <= 1
     assert rows["ats"]["hit_ratio"] == pytest.approx(0.0)  # every request of ats reached its port
     assert rows["pf"]["rel_bandwidth_received"] == pytest.approx((2 * 1000 + 5277) / (5 * 1000))
+
+
+def test_a_prefetchers_own_log_is_shown_as_evidence_beside_spes_count(run):
+    """squid-prefetch's agent logs each fetch (prefetch.jsonl in the proxy's directory): its count is shown
+    beside SPE's, never used for it."""
+    (run / "lab.json").write_text(json.dumps({"collector": {"ports": PORTS},
+                                              "proxies": {"pf": {"dir": "proxies/pf"}, "ats": {"dir": "proxies/ats"}}}))
+    (run / "proxies/pf").mkdir(parents=True)
+    (run / "proxies/pf/prefetch.jsonl").write_text('{"url": "a", "bytes": 10}\n{"url": "b", "bytes": 20}\n'
+                                                   '{"url": "c", "bytes": null, "status": null}\nnot json\n')
+    columns = prefetch_columns(run, ["ats", "pf"])
+    assert columns["pf"]["prefetch_agent_fetches"] == 3 and columns["pf"]["prefetch_agent_bytes"] == 30
+    assert columns["pf"]["prefetch_requests"] == 4  # SPE's own count is unchanged by it
+    assert "prefetch_agent_fetches" not in columns["ats"]
+    lines = prefetch_text([{"name": name, **c} for name, c in columns.items()])
+    assert lines[1].endswith("(its own log: 3 fetches, 30 bytes, counting those its cache answered)")
