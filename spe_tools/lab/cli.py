@@ -111,8 +111,12 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
                            f"(see {run.rundir}/{core[0]}.out" + (f" and {run.rundir}/collector/cache.log"
                                                                    if "collector" in core else "") + ")")
         for name in sorted(set(dead) - down):
-            say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes "
-                f"on and counts its requests as failures (see {run.rundir}/{name}.out)")
+            if name in names:
+                say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes "
+                    f"on and counts its requests as failures (see {run.rundir}/{name}.out)")
+            else:  # a companion (kinds.Companion: a prefetch agent, a cache cleaner): its proxy runs on without it
+                say(f"spe lab: {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); its proxy runs on "
+                    f"without it (see {run.rundir}/{name}.out)")
             down.add(name)
         if workload is not None and not workload.alive():
             return

@@ -1,12 +1,14 @@
 """Lab kind "squid-prefetch": Squid with its link-prefetching agent, beside a plain Squid as its twin, under
 browsing users. The report shows, from the Collector's ports alone, that the prefetcher prefetched, that some
 of its prefetches were used (precision > 0) ahead of the user (a measured lead time), and what it gained over
-its twin; the agent is started with its Squid, listed in pids.json, and stopped with it."""
+its twin; the agent is started with its Squid, listed in pids.json, and stopped with it; an agent that dies
+is reported as such while its Squid runs on."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -87,3 +89,22 @@ def test_the_link_prefetcher_prefetches_ahead_of_its_users_and_beats_its_twin(ru
     assert pf["hit_ratio"] > plain["hit_ratio"]  # the users' requests it answered without the Collector
     assert pf["rel_bandwidth_received"] > plain["rel_bandwidth_received"]  # and what that cost
     assert not (rundir / "pids.json").exists()  # everything, the agent too, was stopped
+
+
+KILL_THE_AGENT = """\
+import json, os, signal, sys, time
+pids = json.load(open(os.path.join(sys.argv[1], "pids.json")))["processes"]
+os.kill(next(p["pid"] for p in pids if p["name"] == "linkpf.agent"), signal.SIGKILL)
+time.sleep(4)
+"""
+
+
+def test_an_agent_that_dies_is_reported_and_its_squid_runs_on(runs, capsys):
+    workload = ('[workload]\nkind = "command"\ncommand = ' + json.dumps([sys.executable, "-c", KILL_THE_AGENT,
+                                                                       "{rundir}"]) + "\n")
+    lab = LAB[:LAB.index("[workload]")] + workload + LAB[LAB.index("[[proxy]]"):]
+    rc, rundir = cli.run_lab(parse_lab(lab), 20, runs)
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "spe lab: 'linkpf.agent' stopped unexpectedly" in out and "its proxy runs on without it" in out
+    assert "proxy 'linkpf' stopped" not in out
