@@ -34,8 +34,9 @@ PORT_NAMES = ("direct", "p1", "p2")
 
 
 class Bed:
-    def __init__(self, workdir: Path, origin: int, spe: dict[str, int], stock: dict[str, int]):
+    def __init__(self, workdir: Path, origin: int, spe: dict[str, int], stock: dict[str, int], synthetic: int):
         self.workdir, self.origin, self.spe, self.stock = workdir, origin, spe, stock
+        self.synthetic = synthetic  # the lab's synthetic origin: Range, the conformance cases
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.origin}{path}"
@@ -76,12 +77,16 @@ def bed():
     with ProcessGroup(workdir) as group:
         origin = free_port()
         group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
+        synthetic = free_port()
+        group.start("synthetic", [sys.executable, "-m", "spe_tools.workload.origin", "--listen",
+                                  f"127.0.0.1:{synthetic}", "--think-mean-ms", "0"], port=synthetic,
+                    env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
         spe = {name: free_port() for name in PORT_NAMES}
         stock = {name: free_port() for name in PORT_NAMES}
         start_collector(group, "collector", "spe", spe["direct"], {"p1": spe["p1"], "p2": spe["p2"]},
                         uncacheable_ttl_s=TTL_S)
         start_collector(group, "stock", "squid", stock["direct"], {"p1": stock["p1"], "p2": stock["p2"]})
-        yield Bed(workdir, origin, spe, stock)
+        yield Bed(workdir, origin, spe, stock, synthetic)
     shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -356,6 +361,44 @@ def test_a_request_joining_a_revalidation_gets_a_304_when_its_own_if_none_match_
     assert conditional.status == 304, conditional.headers
     assert conditional.headers.get("ETag") == '"j1"' and not conditional.body
     assert bed.origin_counts()[path] == 2  # the fetch, one revalidation
+
+
+def test_an_unconditional_request_never_joins_a_conditional_miss(bed):
+    """A caching proxy revalidates its own copy (If-None-Match) on its port, a miss at the Collector that
+    forwards the validator; the origin answers 304, for that request only. Another proxy's plain request
+    for the same client request, arriving meanwhile, must get the object, not that 304. Squid made every
+    miss joinable at once, conditional or not: in lab runs the dummy's, nginx's and Varnish's plain Range
+    requests got 304s beside the client's 206 (patch 0017)."""
+    path = "/obj/conditional-miss?cc=public,max-age=3600&etag=c1&think=600&size=3000"
+    target = bed.url(path)
+    client = tag()
+    with ThreadPoolExecutor(2) as pool:
+        conditional = pool.submit(fetch, bed.spe["p1"], target, {**client, "If-None-Match": '"c1"'})
+        time.sleep(0.2)  # the conditional miss is waiting for the origin when the plain request arrives
+        plain = pool.submit(fetch, bed.spe["p2"], target, client)
+        conditional, plain = conditional.result(), plain.result()
+    assert conditional.status == 304 and not conditional.body
+    assert plain.status == 200 and len(plain.body) == 3000, (plain.status, plain.headers)
+    assert bed.origin_counts()[path] == 2  # each went to the origin: the 304 was that request's alone
+
+
+def test_a_proxys_whole_fetch_keeps_set_cookie_for_the_other_proxies_of_its_client_request(bed):
+    """The client asks for a range (a 206, never stored); one proxy (nginx, Varnish) fetches the whole object
+    for that client request, and another (the dummy) passes the range on: served from the first proxy's
+    copy, it must carry the Set-Cookie the client's 206 carried. The Collector removed it, since no request
+    of the direct port had fetched that copy (patch 0018). Another client request's proxy gets the copy
+    without Set-Cookie, as Squid serves every stored copy."""
+    target = f"http://127.0.0.1:{bed.synthetic}/c/set-cookie/range-cookie"
+    client = tag()
+    direct = fetch(bed.spe["direct"], target, {**client, "Range": "bytes=0-99"})
+    assert direct.status == 206 and direct.headers.get("Set-Cookie"), direct.headers
+    whole = fetch(bed.spe["p1"], target, client)
+    assert whole.status == 200 and whole.headers.get("Set-Cookie") == direct.headers["Set-Cookie"]
+    ranged = fetch(bed.spe["p2"], target, {**client, "Range": "bytes=0-99"})
+    assert ranged.status == 206 and ranged.body == direct.body
+    assert ranged.headers.get("Set-Cookie") == direct.headers["Set-Cookie"], ranged.headers
+    other = fetch(bed.spe["p2"], target, {**tag(), "Range": "bytes=0-99"})
+    assert other.status == 206 and "Set-Cookie" not in other.headers
 
 
 def test_a_304_from_the_cache_says_when_the_origin_last_confirmed_the_copy(bed):
