@@ -250,6 +250,12 @@ TEST_CASE("a 304 must match the request's validators") {
     auto ims =
         spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n\r\n");
     CHECK(spe::not_modified_finding(ims, modified, nullptr)->rule == "not-modified");
+    // A 304 without ETag (Squid 5.7 sends none): wrong only if the stored fetch is known to have had none.
+    const CacheHeaders bare;
+    CHECK_FALSE(spe::not_modified_finding(other, bare, nullptr));
+    CHECK(spe::not_modified_finding(other, bare, &modified)->reason ==
+          "a 304 to If-None-Match for a reply without ETag");
+    CHECK_FALSE(spe::not_modified_finding(other, bare, &reply) == std::nullopt);  // the fetch's "v2" is not "v1"
 }
 
 TEST_CASE("a cache's own claim, apart from the Collector's") {
