@@ -117,7 +117,8 @@ class Agent:
         with self.cond:
             self.recent.add(url, now)  # the Squid has it (if it could keep it): no need to prefetch it
         if line.is_html_page():
-            self.counts["triggers"] += 1
+            with self.cond:
+                self.counts["triggers"] += 1
             self.enqueue([Job(url, 0, True, Trigger(url, self.args.budget_kb * 1024))])
 
     def enqueue(self, jobs: list[Job]) -> None:
@@ -192,10 +193,10 @@ class Agent:
             error, size = f"{type(e).__name__}: {e}", len(body)
             conn.close()
             conn = None
-        with self.cond:
+        with self.cond:  # the workers share the trigger's budget and the counts
             job.trigger.spent += size
-        self.counts["fetches"] += 1
-        self.counts["bytes"] += size
+            self.counts["fetches"] += 1
+            self.counts["bytes"] += size
         self.record(job, started, status, size, error)
         if job.page and status == 200 and "html" in ctype.lower() and body:
             self.follow(job, body)
