@@ -34,6 +34,11 @@ class PortUsage:
         return self.requests - self.hits
 
 
+def sent_no_request(fields: list[str]) -> bool:
+    """A connection that sent no request (status 000 and no method: a readiness probe, a client gone)."""
+    return fields[3].endswith("/000") and fields[5] in ("-", "NONE")
+
+
 def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int, str]) -> bool | None:
     """Counts one access.log line into the usage of its port (by name; unnamed ports by number).
     True: counted; None: nothing to count (a blank line, a connection that sent no request, e.g. a
@@ -41,7 +46,7 @@ def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int
     fields = line.split()
     if len(fields) < 12:
         return False if line.strip() else None
-    if fields[3].endswith("/000") and fields[5] in ("-", "NONE"):
+    if sent_no_request(fields):
         return None
     try:
         code = fields[3].split("/")[0]

@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.collector_log import sent_no_request
 from analysis.stats import mean_ci, percentile
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
@@ -67,7 +68,7 @@ def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, 
     out: dict[str, list[PortLine]] = defaultdict(list)
     for line in access_log.read_text(errors="replace").splitlines():
         f = line.split()
-        if len(f) < 12 or (f[3].endswith("/000") and f[5] in ("-", "NONE")):  # as collector_log: no request
+        if len(f) < 12 or sent_no_request(f):
             continue
         try:
             end, elapsed_ms, sent, port = float(f[0]), int(f[1]), int(f[4]), int(f[10])

@@ -34,6 +34,7 @@ import websockets
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, tail
+from spe_tools.workload.sessions import SessionModel
 from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
 
 CHROMIUM = "/usr/bin/chromium"
@@ -234,6 +235,7 @@ async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list
     argv = chromium_argv(args.chromium, proxy, profile, args.all_through_proxy, trust)
     browser = Browser(argv, profile, scratch)
     rng = random.Random(args.seed)
+    sessions = SessionModel(args.think_s, args.session_pages)  # when a session goes on (sessions.py)
     results: list[PageResult] = []
     try:
         await browser.connect()
@@ -249,8 +251,7 @@ async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list
             print(f"browse: {url}: {'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
                   f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
             if args.pages and len(results) < args.pages:
-                session_goes_on = rng.random() >= 1 / args.session_pages
-                following = next_page(await browser.links(), origin_bases(args), rng) if session_goes_on else None
+                following = next_page(await browser.links(), origin_bases(args), rng) if sessions.go_on(rng) else None
                 urls.append(following or random_page(args, rng))
             if urls and args.think_s > 0:
                 await asyncio.sleep(rng.expovariate(1 / args.think_s))

@@ -258,7 +258,7 @@ class LoadRun:
     async def session_fetch(self, user_index: int, path: str, category: str, https: bool) -> bool:
         """One request of a browsing user (sessions.py), on that user's own connections."""
         kind, oid = cm.parse_path(path)
-        plan = Planned("GET", path, category, spec=cm.object_spec(self.model, kind, oid) if kind else None)
+        plan = Planned("GET", path, category, spec=cm.object_spec(self.model, kind, oid))
         self.categories[category] += 1
         ex = await self.send(self.args.robots + user_index, plan, https, asyncio.get_running_loop().time())
         return ex.status == 200
