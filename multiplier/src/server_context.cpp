@@ -1,4 +1,5 @@
 #include "server_context.hpp"
+#include "replay_store.hpp"
 
 #include "cache_judge.hpp"
 
@@ -37,6 +38,8 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
     if (config_.intercept_tls)
         interceptor_ = std::make_unique<TlsInterceptor>(CertificateAuthority::load(config_.ca_dir),
                                                         config_.no_intercept, LeafLimits{});
+    if (config_.unsafe_requests == UnsafeRequests::replay)
+        replay_store_ = std::make_shared<ReplayStore>(config_.replay_ttl, config_.replay_store_bytes);
 }
 
 ServerContext::~ServerContext() = default;
