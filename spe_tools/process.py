@@ -278,7 +278,9 @@ def stop_recorded(entries: list[dict], deadline_s: float = 10.0, by_group: bool 
         if alive(pid, started):
             _signal_recorded(pid, entry.get("signal", signal.SIGTERM), by_group)
             end = time.monotonic() + deadline_s
-            while alive(pid, started) and time.monotonic() < end:
+            # The whole group got the signal: its forked helpers get the same time to finish as the main
+            # process (on a loaded machine a helper may still be in its handler when the main one is gone).
+            while (alive(pid, started) or (by_group and session_members(pid))) and time.monotonic() < end:
                 time.sleep(0.05)
             if alive(pid, started):
                 _signal_recorded(pid, signal.SIGKILL, by_group)
