@@ -115,7 +115,8 @@ po::options_description describe_options() {
         "allow", po::value<std::vector<std::string>>()->composing(),
         "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")(
         "connect-port", po::value<std::vector<unsigned>>()->composing(),
-        "port CONNECT may tunnel to (repeatable; default 443)")(
+        "port CONNECT may tunnel to (repeatable; default 443). A CONNECT target must be host:port, IPv4:port or "
+        "[IPv6]:port (RFC 9110 9.3.6); anything else is refused with 400")(
         "intercept-tls", po::bool_switch(),
         "read HTTPS inside CONNECT tunnels: answer the client's TLS with a certificate signed by SPE's CA (see "
         "--ca-dir) and treat each request in it like a plain HTTP one (Collector, fan-out, record)")(

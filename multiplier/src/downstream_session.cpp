@@ -319,13 +319,14 @@ std::string DownstreamSession::client_ip() const {
 
 awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord record) {
     const auto& cfg = ctx_->config();
-    auto target = parse_connect_target(req.target());
+    std::string bad_target;
+    auto target = parse_connect_target(req.target(), &bad_target);
     // The reasons are named, not temporaries in the co_await: GCC 12 mishandles those.
     std::optional<RequestProblem> problem;
     if (intercepted_)
         problem = RequestProblem{400, "CONNECT inside an intercepted tunnel"};
     else if (!target)
-        problem = RequestProblem{400, "CONNECT needs a HOST:PORT target"};
+        problem = RequestProblem{400, bad_target};
     else if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), target->port) == cfg.connect_ports.end())
         problem = RequestProblem{
             403, "CONNECT to port " + std::to_string(target->port) + " is not allowed (see --connect-port)"};

@@ -257,6 +257,20 @@ def lab_destinations(lab: Lab) -> tuple[str, ...]:
     return tuple(dict.fromkeys((lab.origin.host, "localhost", "127.0.0.1")))
 
 
+def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
+    """The ports CONNECT may reach, the Multiplier's --connect-port list (multiplier_argv): 443, with
+    interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
+    replaces the default 443 when it is the only one). The Collector refuses CONNECT to any other."""
+    listed = [443, ports.origin_tls or 443] if lab.multiplier.intercept_tls else []
+    args = list(lab.multiplier.extra_args)
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--connect-port" and i + 1 < len(args) else \
+            arg.partition("=")[2] if arg.startswith("--connect-port=") else ""
+        if value.isdigit():
+            listed.append(int(value))
+    return tuple(dict.fromkeys(listed or [443]))
+
+
 def start_collector(run: RunningLab) -> None:
     try:
         spec = run.lab.collector
@@ -265,7 +279,7 @@ def start_collector(run: RunningLab) -> None:
             run.group, "collector", spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
-            origin_ca_files=origin_ca_files(run),
+            origin_ca_files=origin_ca_files(run), connect_ports=connect_ports(run.lab, run.ports),
             port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
