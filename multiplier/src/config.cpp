@@ -125,8 +125,11 @@ po::options_description describe_options() {
         "$XDG_DATA_HOME/spe/ca, else ~/.local/share/spe/ca; ./spe ca creates it)")(
         "no-intercept", po::value<std::vector<std::string>>()->composing(),
         "with --intercept-tls, tunnel CONNECTs to hosts matching this pattern unread ('*.example.com'; repeatable)")(
-        "compare-header", po::value<std::vector<std::string>>()->composing(),
-        "compare only these headers (repeatable; default: all end-to-end headers not ignored)")(
+        "leaf-validity", po::value<std::string>(),
+        "with --intercept-tls, how long each leaf certificate is valid when made (default 30 days; a duration as "
+        "--timeout, at least 1s and at most 24h, for tests); a cached leaf is renewed once less than a third of its "
+        "validity remains")("compare-header", po::value<std::vector<std::string>>()->composing(),
+                            "compare only these headers (repeatable; default: all end-to-end headers not ignored)")(
         "ignore-header", po::value<std::vector<std::string>>()->composing(),
         "never compare this header (repeatable, added to the default list; 'X-Foo*' matches a prefix)")(
         "max-header-bytes", po::value<std::size_t>()->default_value(64 * 1024),
@@ -238,8 +241,13 @@ Config build_config(const po::variables_map& vm) {
     c.no_intercept = list_of<std::string>(vm, "no-intercept");
     if (c.intercept_tls && c.dummy)
         throw ConfigError("--intercept-tls is for the Multiplier; a --dummy proxy gets intercepted requests as http");
-    if (!c.intercept_tls && (vm.count("ca-dir") || !c.no_intercept.empty()))
-        throw ConfigError("--ca-dir and --no-intercept only apply with --intercept-tls");
+    if (!c.intercept_tls && (vm.count("ca-dir") || !c.no_intercept.empty() || vm.count("leaf-validity")))
+        throw ConfigError("--ca-dir, --no-intercept and --leaf-validity only apply with --intercept-tls");
+    if (vm.count("leaf-validity")) {
+        const auto validity = parse_duration(vm["leaf-validity"].as<std::string>());
+        if (validity < std::chrono::seconds(1)) throw ConfigError("--leaf-validity must be at least 1s");
+        c.leaf_validity = std::chrono::duration_cast<std::chrono::seconds>(validity);
+    }
     c.compare_headers = list_of<std::string>(vm, "compare-header");
     c.ignore_headers = list_of<std::string>(vm, "ignore-header");
     c.max_header_bytes = vm["max-header-bytes"].as<std::size_t>();

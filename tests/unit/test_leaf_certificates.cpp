@@ -1,12 +1,14 @@
 #include "leaf_certificates.hpp"
 #include "tls_interceptor.hpp"
 
+#include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -160,4 +162,63 @@ TEST_CASE("which tunnels stay opaque: --no-intercept patterns, and a client that
     CHECK_THAT(interceptor.tunnel_reason("127.0.0.2", "shop.example"), Catch::Contains("refused"));
     // Another client may trust SPE's CA: it is still intercepted.
     CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example").empty());
+}
+
+namespace {
+std::string serial_of(X509* x) {
+    std::unique_ptr<BIGNUM, decltype(&BN_free)> bn(ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), nullptr), BN_free);
+    std::unique_ptr<char, void (*)(void*)> hex(BN_bn2hex(bn.get()), [](void* p) { OPENSSL_free(p); });
+    return hex.get();
+}
+/// notAfter - notBefore, in seconds.
+long validity_of(X509* x) {
+    int days = 0, seconds = 0;
+    ASN1_TIME_diff(&days, &seconds, X509_get0_notBefore(x), X509_get0_notAfter(x));
+    return days * 86400L + seconds;
+}
+constexpr long kBackdate = 86400;  // notBefore is a day back
+}  // namespace
+
+TEST_CASE("a cached leaf is renewed once less than a third of its validity remains (never handed out expired)") {
+    using namespace std::chrono_literals;
+    TestCa ca;
+    spe::LeafCertificates leaves(ca.load(), roomy());  // 30 days
+    const auto t0 = spe::LeafCertificates::Clock::now();
+    std::string why;
+    auto first = leaves.leaf_for("shop.example", why, t0);
+    REQUIRE(first);
+    CHECK(validity_of(first->get()) == kBackdate + 30L * 86400);
+    auto day19 = leaves.leaf_for("shop.example", why, t0 + 24h * 19);
+    REQUIRE(day19);
+    CHECK(serial_of(day19->get()) == serial_of(first->get()));
+    auto day21 = leaves.leaf_for("shop.example", why, t0 + 24h * 21);  // less than 10 days left: a new one
+    REQUIRE(day21);
+    CHECK(serial_of(day21->get()) != serial_of(first->get()));
+    CHECK(verifies_for(day21->get(), ca.cert.get(), "shop.example"));
+    CHECK(leaves.made() == 2);
+    CHECK(leaves.renewed() == 1);
+    CHECK(leaves.cached() == 1);
+    // The new leaf's own clock starts at day 21: kept until day 41.
+    auto day40 = leaves.leaf_for("shop.example", why, t0 + 24h * 40);
+    REQUIRE(day40);
+    CHECK(serial_of(day40->get()) == serial_of(day21->get()));
+    CHECK(leaves.made() == 2);
+}
+
+TEST_CASE("the leaf validity is configurable (--leaf-validity) and a renewal past the rate keeps the old leaf") {
+    using namespace std::chrono_literals;
+    TestCa ca;
+    spe::LeafLimits limits{8, 0, 1, 3s};  // one leaf, then no more tokens ever
+    spe::LeafCertificates leaves(ca.load(), limits);
+    const auto t0 = spe::LeafCertificates::Clock::now();
+    std::string why;
+    auto first = leaves.leaf_for("a.example", why, t0);
+    REQUIRE(first);
+    CHECK(validity_of(first->get()) == kBackdate + 3);
+    auto due = leaves.leaf_for("a.example", why, t0 + 2500ms);  // renewal due, but no token: still valid
+    REQUIRE(due);
+    CHECK(serial_of(due->get()) == serial_of(first->get()));
+    CHECK_FALSE(leaves.leaf_for("a.example", why, t0 + 3s));  // expired, and none can be made
+    CHECK_THAT(why, Catch::Contains("per second"));
+    CHECK(leaves.made() == 1);
 }
