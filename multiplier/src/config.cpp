@@ -124,7 +124,8 @@ po::options_description describe_options() {
         "directory of SPE's CA, spe-ca.pem and spe-ca.key (default $SPE_CA_DIR, else "
         "$XDG_DATA_HOME/spe/ca, else ~/.local/share/spe/ca; ./spe ca creates it)")(
         "no-intercept", po::value<std::vector<std::string>>()->composing(),
-        "with --intercept-tls, tunnel CONNECTs to hosts matching this pattern unread ('*.example.com'; repeatable)")(
+        "with --intercept-tls, tunnel unread the CONNECTs whose host, or whose TLS SNI (read from the ClientHello "
+        "before deciding), matches this pattern ('*.example.com'; repeatable)")(
         "leaf-validity", po::value<std::string>(),
         "with --intercept-tls, how long each leaf certificate is valid when made (default 30 days; a duration as "
         "--timeout, at least 1s and at most 24h, for tests); a cached leaf is renewed once less than a third of its "

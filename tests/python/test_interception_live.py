@@ -165,3 +165,159 @@ def test_a_leaf_is_renewed_before_it_expires(bed, start):
     assert not_after - ssl.cert_time_to_seconds(first["notBefore"]) == 86400 + 3  # backdated a day, 3 s ahead
     assert ssl.cert_time_to_seconds(renewed["notAfter"]) >= not_after + 2
     assert all("certificate for localhost" in n for n in connect_notes(m, target, 3))
+
+
+def get_records(multiplier: Multiplier, path: str) -> list[dict]:
+    return [r for r in multiplier.records(0, deadline_s=0) if r["method"] == "GET" and r["url"].endswith(path)]
+
+
+def issuer_name(tls: ssl.SSLSocket) -> str:
+    return dict(pair[0] for pair in tls.getpeercert()["issuer"])["commonName"]
+
+
+def test_no_intercept_matches_the_sni_of_a_connect_by_address(bed, start):
+    """CONNECT 127.0.0.1:PORT with SNI www.bank.example under --no-intercept '*.bank.example': the tunnel is
+    passed unread (the ClientHello the Multiplier read to learn the SNI reaches the origin whole), and the
+    client sees the origin's own certificate."""
+    m = start("--no-intercept", "*.bank.example")
+    target = f"127.0.0.1:{bed.origin_port}"
+    with handshake(m, target, "www.bank.example", client_context(bed.origin_ca)) as tls:
+        assert issuer_name(tls) == "SPE test origin CA"
+        assert get(tls, "/bank", "www.bank.example").endswith(b"origin:/bank")
+    note = connect_notes(m, target, 1)[0]
+    assert note.startswith("CONNECT tunnel (not multiplied: --no-intercept *.bank.example (SNI www.bank.example)): ")
+    # The same CONNECT naming another host in its SNI is intercepted: the leaf follows the SNI.
+    with handshake(m, target, "localhost", client_context(bed.spe_ca)) as tls:
+        assert issuer_name(tls) != "SPE test origin CA"
+        assert get(tls, "/shop", "localhost").endswith(b"origin:/shop")
+    assert "CONNECT intercepted: TLSv1.3, certificate for localhost" in connect_notes(m, target, 2)[1]
+    time.sleep(0.3)
+    assert not get_records(m, "/bank")
+    assert [r["intercepted"] for r in get_records(m, "/shop")] == [True]
+
+
+def test_a_refusal_is_remembered_for_that_client_not_for_its_address(bed, start):
+    """Two clients on 127.0.0.1: a tool that does not trust SPE's CA refuses its certificate, and is given plain
+    tunnels to that host for a minute; the browser beside it, which trusts SPE's CA, is still intercepted."""
+    m = start()
+    target = f"localhost:{bed.origin_port}"
+    tool = client_context(bed.origin_ca, other_stack=True)
+    browser = client_context(bed.spe_ca)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(m, target, "localhost", tool)
+    with handshake(m, target, "localhost", tool) as tls:  # again, from a new port: a plain tunnel
+        assert issuer_name(tls) == "SPE test origin CA"
+        assert get(tls, "/tool", target).endswith(b"origin:/tool")
+    with handshake(m, target, "localhost", browser) as tls:
+        assert issuer_name(tls) != "SPE test origin CA"
+        assert get(tls, "/browser", target).endswith(b"origin:/browser")
+    refused, tunnelled, intercepted = connect_notes(m, target, 3)[:3]
+    assert "TLS handshake failed: the client refused SPE's certificate" in refused
+    assert "(the same address and TLS fingerprint" in refused and "tunnelled for the next 60 s" in refused
+    assert "not multiplied: this client refused SPE's certificate for localhost in the last 60 s (the same " \
+           "address 127.0.0.1 and TLS fingerprint " in tunnelled
+    assert intercepted.startswith("CONNECT intercepted: TLSv1.3, certificate for localhost")
+    time.sleep(0.3)
+    assert not get_records(m, "/tool")
+    assert [r["intercepted"] for r in get_records(m, "/browser")] == [True]
+
+
+class BioClient:
+    """A TLS client over memory BIOs, so that the test chooses how its bytes reach the socket."""
+
+    def __init__(self, sock: socket.socket, sni: str, cafile: Path):
+        self.sock, self.incoming, self.outgoing = sock, ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ssl.create_default_context(cafile=str(cafile)).wrap_bio(self.incoming, self.outgoing,
+                                                                            server_hostname=sni)
+
+    def first_flight(self) -> bytes:
+        with pytest.raises(ssl.SSLWantReadError):
+            self.tls.do_handshake()
+        return self.outgoing.read()
+
+    def flush(self) -> None:
+        if data := self.outgoing.read():
+            self.sock.sendall(data)
+
+    def receive(self) -> bool:
+        chunk = self.sock.recv(65536)
+        if chunk:
+            self.incoming.write(chunk)
+        else:
+            self.incoming.write_eof()
+        return bool(chunk)
+
+    def finish_handshake(self) -> None:
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.flush()
+                assert self.receive(), "closed during the handshake"
+        self.flush()
+
+    def get(self, path: str, host: str) -> bytes:
+        self.tls.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        self.flush()
+        data = b""
+        while True:
+            try:
+                chunk = self.tls.read(65536)
+            except ssl.SSLWantReadError:
+                if not self.receive():
+                    return data
+                continue
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                return data
+            if not chunk:
+                return data
+            data += chunk
+
+
+@pytest.mark.parametrize("sni, intercepted", [("www.bank.example", False), ("localhost", True)])
+def test_a_client_hello_in_pieces_and_records_is_read_whole(bed, start, sni, intercepted):
+    """A ClientHello in two TLS records (legal, RFC 8446 5.1), sent in three pieces with the first record's
+    header cut in two: the Multiplier reads all of it before deciding, then hands every byte on, to its own
+    TLS (intercepted) or through the plain tunnel to the origin (the SNI matches --no-intercept)."""
+    m = start("--no-intercept", "*.bank.example")
+    target = f"127.0.0.1:{bed.origin_port}"
+    with tunnel(m, target) as sock:
+        client = BioClient(sock, sni, bed.spe_ca if intercepted else bed.origin_ca)
+        hello = client.first_flight()
+        assert hello[0] == 22 and len(hello) == 5 + int.from_bytes(hello[3:5], "big")  # one record
+        body = hello[5:]
+        records = b"".join(hello[:3] + len(part).to_bytes(2, "big") + part for part in (body[:40], body[40:]))
+        for piece in (records[:3], records[3:60], records[60:]):
+            sock.sendall(piece)
+            time.sleep(0.1)
+        client.finish_handshake()
+        issuer = dict(pair[0] for pair in client.tls.getpeercert()["issuer"])["commonName"]
+        assert (issuer != "SPE test origin CA") == intercepted
+        assert client.get("/pieces", sni).endswith(b"origin:/pieces")
+    note = connect_notes(m, target, 1)[0]
+    if intercepted:
+        assert note.startswith(f"CONNECT intercepted: TLSv1.3, certificate for {sni}")
+    else:
+        assert note.startswith("CONNECT tunnel (not multiplied: --no-intercept *.bank.example (SNI www.bank.")
+
+
+@pytest.mark.parametrize("cut", [1, 3, 5, 40, -1])
+def test_a_client_hello_cut_short_ends_at_once(bed, start, cut):
+    """A client that closes mid-ClientHello is closed at once with a record, not after --client-timeout."""
+    m = start("--client-timeout", "30")
+    target = f"localhost:{bed.origin_port}"
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    hello = outgoing.read()
+    with tunnel(m, target) as sock:
+        sock.sendall(hello[:cut])
+        sock.shutdown(socket.SHUT_WR)
+        t0 = time.monotonic()
+        sock.settimeout(10)
+        assert sock.recv(4096) == b""
+        assert time.monotonic() - t0 < 2
+    assert connect_notes(m, target, 1)[0] == ("CONNECT intercepted: TLS handshake failed: the client closed the "
+                                               "connection during the handshake")

@@ -152,16 +152,45 @@ TEST_CASE("a missing or mismatched CA is a clear error naming the file and the c
     CHECK_THROWS_WITH(one.load(), Catch::Contains("is not the key of"));
 }
 
-TEST_CASE("which tunnels stay opaque: --no-intercept patterns, and a client that refused SPE's certificate") {
+TEST_CASE("which tunnels stay opaque: --no-intercept patterns on the CONNECT host or on the SNI") {
     TestCa ca;
     spe::TlsInterceptor interceptor(ca.load(), {"*.bank.example", "pinned.example"}, roomy());
-    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example").empty());
-    CHECK_THAT(interceptor.tunnel_reason("127.0.0.1", "www.BANK.example"), Catch::Contains("*.bank.example"));
-    CHECK_THAT(interceptor.tunnel_reason("127.0.0.1", "pinned.example"), Catch::Contains("pinned.example"));
-    interceptor.remember_refusal("127.0.0.2", "shop.example");
-    CHECK_THAT(interceptor.tunnel_reason("127.0.0.2", "shop.example"), Catch::Contains("refused"));
-    // Another client may trust SPE's CA: it is still intercepted.
-    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example").empty());
+    CHECK(interceptor.tunnel_reason("shop.example").empty());
+    CHECK_THAT(interceptor.tunnel_reason("www.BANK.example"), Catch::Contains("*.bank.example"));
+    CHECK_THAT(interceptor.tunnel_reason("pinned.example"), Catch::Contains("pinned.example"));
+    // An app that CONNECTs by address and names its host in the SNI only.
+    const spe::ClientHello bank{"www.bank.example", "0123456789abcdef"};
+    CHECK(interceptor.tunnel_reason("192.0.2.7").empty());
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", bank) ==
+          "--no-intercept *.bank.example (SNI www.bank.example)");
+    const spe::ClientHello shop{"shop.example", "0123456789abcdef"};
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", shop).empty());
+    const spe::ClientHello no_sni{"", "0123456789abcdef"};
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", no_sni).empty());
+}
+
+TEST_CASE("a refusal is remembered per client address, TLS fingerprint and name, for a minute") {
+    using namespace std::chrono_literals;
+    TestCa ca;
+    spe::TlsInterceptor interceptor(ca.load(), {}, roomy());
+    const auto t0 = spe::TlsInterceptor::Clock::now();
+    const spe::ClientHello tool{"shop.example", "aaaaaaaaaaaaaaaa"};
+    const spe::ClientHello browser{"shop.example", "bbbbbbbbbbbbbbbb"};
+    interceptor.remember_refusal("127.0.0.1", tool, "shop.example", t0);
+    const auto again = interceptor.tunnel_reason("127.0.0.1", "shop.example", tool, t0 + 1s);
+    CHECK_THAT(again, Catch::Contains("this client refused SPE's certificate for shop.example in the last 60 s") &&
+                          Catch::Contains("127.0.0.1") && Catch::Contains("aaaaaaaaaaaaaaaa"));
+    // The browser beside the tool, on the same address: still intercepted.
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example", browser, t0 + 1s).empty());
+    CHECK(interceptor.tunnel_reason("127.0.0.2", "shop.example", tool, t0 + 1s).empty());
+    const spe::ClientHello tool_elsewhere{"other.example", "aaaaaaaaaaaaaaaa"};
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example", tool_elsewhere, t0 + 1s).empty());
+    CHECK_FALSE(interceptor.tunnel_reason("127.0.0.1", "shop.example", tool, t0 + 59s).empty());
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example", tool, t0 + 60s).empty());  // forgotten
+    // Without SNI the name is the CONNECT host (what the leaf was made for).
+    const spe::ClientHello no_sni{"", "cccccccccccccccc"};
+    interceptor.remember_refusal("127.0.0.1", no_sni, spe::TlsInterceptor::leaf_name("192.0.2.7", no_sni), t0);
+    CHECK_FALSE(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", no_sni, t0 + 1s).empty());
 }
 
 namespace {
