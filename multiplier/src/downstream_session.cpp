@@ -380,6 +380,7 @@ awaitable<std::optional<bool>> DownstreamSession::client_speaks_tls() {
 
 awaitable<DownstreamSession::HelloRead> DownstreamSession::read_client_hello() {
     HelloRead out;
+    client_.expires_after(ctx_->config().client_timeout);  // for the whole ClientHello, however it trickles in
     for (;;) {
         auto scan = scan_client_hello({static_cast<const char*>(buffer_.data().data()), buffer_.size()});
         if (scan.status == ClientHelloScan::Status::complete) {
@@ -389,7 +390,6 @@ awaitable<DownstreamSession::HelloRead> DownstreamSession::read_client_hello() {
         const auto room = buffer_.max_size() - buffer_.size();
         if (scan.status == ClientHelloScan::Status::not_client_hello || room == 0) co_return out;
         error_code ec;
-        client_.expires_after(ctx_->config().client_timeout);
         const auto want = std::min(room, std::max<std::size_t>(scan.wanted - buffer_.size(), 16 * 1024));
         const auto n = co_await client_.async_read_some(buffer_.prepare(want), with_ec(ec));
         buffer_.commit(n);

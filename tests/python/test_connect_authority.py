@@ -118,7 +118,11 @@ def bed(request):
                                     ["--collector", f"127.0.0.1:{direct}",
                                      "--connect-port", "443", "--connect-port", str(allowed.port)])
             yield Bed(kind, child, proxy_port, multiplier, banner, allowed)
-            multiplier.stop()
+            code = multiplier.stop()
+            output = multiplier.child.log.read_text(errors="replace")
+            assert code in (0, None), output[-2000:]
+            for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):  # the ASan build
+                assert marker not in output, output[-3000:]
     finally:
         banner.close()
         allowed.close()

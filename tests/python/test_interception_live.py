@@ -93,7 +93,10 @@ def start(bed):
     yield run
     for m in started:
         code = m.stop()
-        assert code in (0, None), m.child.log.read_text(errors="replace")[-2000:]
+        output = m.child.log.read_text(errors="replace")
+        assert code in (0, None), output[-2000:]
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):  # the ASan build
+            assert marker not in output, output[-3000:]
 
 
 def tunnel(multiplier: Multiplier, target: str) -> socket.socket:
