@@ -324,3 +324,26 @@ def test_a_client_hello_cut_short_ends_at_once(bed, start, cut):
         assert time.monotonic() - t0 < 2
     assert connect_notes(m, target, 1)[0] == ("CONNECT intercepted: TLS handshake failed: the client closed the "
                                                "connection during the handshake")
+
+
+def test_a_client_hello_that_trickles_in_is_bounded_by_one_deadline(bed, start):
+    """A byte every 0.3 s never lets a per-read deadline pass; the whole ClientHello has --client-timeout."""
+    m = start("--client-timeout", "1.5")
+    target = f"localhost:{bed.origin_port}"
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    hello = outgoing.read()
+    t0 = time.monotonic()
+    with tunnel(m, target) as sock:
+        try:
+            for byte in hello:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.3)
+                assert time.monotonic() - t0 < 10, "still reading after 10 s"
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed by the Multiplier
+    assert time.monotonic() - t0 < 5
+    assert connect_notes(m, target, 1)[0] == ("CONNECT intercepted: TLS handshake failed: the client did not "
+                                               "finish the handshake in time")
