@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.collector_log import PortUsage
+from analysis.collector_log import PortUsage, as_logged
 from analysis.records import COLLECTOR
 
 # What a bypassing proxy's row must not show (they would be computed from a port it did not use).
@@ -44,25 +44,35 @@ def stamp_evidence(results: pl.DataFrame, name: str) -> tuple[int, int]:
     return part.filter(pl.col("fetch").is_null()).height, part.height
 
 
-def silent_port_evidence(results: pl.DataFrame, name: str, usage: dict[str, PortUsage]) -> int:
+def silent_port_evidence(results: pl.DataFrame, name: str, usage: dict[str, PortUsage],
+                         strip_query_terms: bool = False) -> int:
     """Replies to requests the Collector fetched from the origin, answered with the reference's status,
     while this proxy's Collector port saw no request at all (0 when it saw one, or when lab.json names
-    no port for it: then nothing says where its requests would have arrived)."""
+    no port for it: then nothing says where its requests would have arrived). URLs are compared as the
+    Collector logs them (without their query when it strips them)."""
     direct = usage.get("direct")
     if direct is None or not direct.origin_urls or name not in usage or usage[name].requests:
         return 0
     part = _with_reference(results, name).filter(
         _delivered() & (pl.col("status") == pl.col("ref_status")) & (pl.col("status") < 500)
-        & pl.col("url").is_in(list(direct.origin_urls)))
+        & logged_urls(strip_query_terms).is_in(list(direct.origin_urls)))
     return part.height
 
 
-def find_bypasses(results: pl.DataFrame, names: list[str], usage: dict[str, PortUsage] | None) -> dict[str, dict]:
+def logged_urls(strip_query_terms: bool) -> pl.Expr:
+    """The records' URLs as the Collector's access.log shows them (collector_log.as_logged)."""
+    if not strip_query_terms:
+        return pl.col("url")
+    return pl.col("url").map_elements(lambda url: as_logged(url, True), return_dtype=pl.Utf8)
+
+
+def find_bypasses(results: pl.DataFrame, names: list[str], usage: dict[str, PortUsage] | None,
+                  strip_query_terms: bool = False) -> dict[str, dict]:
     """Per proxy with evidence of a bypass: the counts and what to tell the user."""
     found = {}
     for name in names:
         unstamped, checked = stamp_evidence(results, name)
-        silent = silent_port_evidence(results, name, usage) if usage else 0
+        silent = silent_port_evidence(results, name, usage, strip_query_terms) if usage else 0
         messages = []
         if unstamped:
             messages.append(f"{name}: {unstamped:,} of {checked:,} replies did not come through its Collector port "

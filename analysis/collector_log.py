@@ -34,6 +34,21 @@ class PortUsage:
         return self.requests - self.hits
 
 
+def as_logged(url: str, strip_query_terms: bool) -> str:
+    """A URL as the Collector's access.log shows it. With strip_query_terms on (a lab on live traffic,
+    lab.json's collector.strip_query_terms) Squid logs it cut after its '?': `http://h/p?a=1` as `http://h/p?`.
+    Whoever joins the Multiplier's URLs with the log's compares this form: URLs that differ only in their
+    query are then one."""
+    if strip_query_terms and "?" in url:
+        return url[:url.index("?") + 1]
+    return url
+
+
+def strips_query_terms(lab_json: dict | None) -> bool:
+    """Whether the run's Collector logged URLs without their query (lab.json; older runs: no)."""
+    return bool((lab_json or {}).get("collector", {}).get("strip_query_terms"))
+
+
 def sent_no_request(fields: list[str]) -> bool:
     """A connection that sent no request (status 000 and no method: a readiness probe, a client gone)."""
     return fields[3].endswith("/000") and fields[5] in ("-", "NONE")

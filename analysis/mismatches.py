@@ -11,7 +11,8 @@ import polars as pl
 from analysis.records import COLLECTOR
 from analysis.run_collector import RunCollector
 
-MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR"]
+MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
+                    "REPLAY_REFUSED"]
 
 
 UNCACHEABLE = re.compile(r"^cache-control:.*\b(no-store|private|no-cache)\b", re.I | re.M)

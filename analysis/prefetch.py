@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.collector_log import sent_no_request
+from analysis.collector_log import as_logged, sent_no_request, strips_query_terms
 from analysis.stats import mean_ci, percentile
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
@@ -79,8 +79,9 @@ def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, 
     return out
 
 
-def client_requests(log: Path) -> dict[str, ClientRequest]:
-    """The Multiplier's records by request tag (records without a tag made no upstream request)."""
+def client_requests(log: Path, strip_query_terms: bool = False) -> dict[str, ClientRequest]:
+    """The Multiplier's records by request tag (records without a tag made no upstream request), each URL
+    in the form the Collector logs it (without its query when it strips them)."""
     out = {}
     with open(log) as f:
         for line in f:
@@ -95,14 +96,14 @@ def client_requests(log: Path) -> dict[str, ClientRequest]:
                     for p in r.get("proxies", [])}
             latency = {p["name"]: p["total_us"] / 1000 for p in r.get("proxies", [])
                        if p.get("status") is not None and not p.get("error") and p.get("total_us") is not None}
-            out[r["tag"]] = ClientRequest(r["ts"], r["method"], upstream_url(r), legs, latency)
+            out[r["tag"]] = ClientRequest(r["ts"], r["method"], upstream_url(r, strip_query_terms), legs, latency)
     return out
 
 
-def upstream_url(record: dict) -> str:
+def upstream_url(record: dict, strip_query_terms: bool = False) -> str:
     """The URL as the Collector logs it: the record's (an intercepted https request is logged by the
-    Collector under its https URL too, patch 0014)."""
-    return record["url"]
+    Collector under its https URL too, patch 0014), cut after its '?' when the Collector strips queries."""
+    return as_logged(record["url"], strip_query_terms)
 
 
 def caused_by_client(line: PortLine, proxy: str, tagged: dict[str, ClientRequest],
@@ -163,7 +164,7 @@ def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
     topology = json.loads(lab_json.read_text())
     ports = topology["collector"]["ports"]
     twins = {name: spec.get("twin_of") for name, spec in topology.get("proxies", {}).items() if spec.get("twin_of")}
-    requests = client_requests(log)
+    requests = client_requests(log, strips_query_terms(topology))
     if not requests:  # no record has a tag (a log from before tags): what the clients caused is unknown
         return {}
     lines = parse_port_lines(access, {port: name for name, port in ports.items()})

@@ -115,6 +115,8 @@ def _results_table(df: pl.DataFrame) -> pl.DataFrame:
     if proxies.height:
         proxies = proxies.with_columns(pl.col("proxies").struct.field(
             "name", *measure_cols, "result", "error", "mismatched_headers")).drop("proxies")
+        # A leg never sent (an unsafe request withheld from the proxies) measured nothing.
+        proxies = proxies.filter(pl.col("result").ne_missing("NOT_SENT"))
     else:
         proxies = pl.DataFrame(schema=RESULT_SCHEMA)
     columns = list(RESULT_SCHEMA)

@@ -22,6 +22,7 @@ from analysis.bypass import bypass_lines, find_bypasses, withhold_cache_figures
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.cache_records import load_judged_run
 from analysis.cache_rules import cache_rule_sections, cache_rules_text, evidence_rows, judge_noise
+from analysis.collector_log import strips_query_terms
 from analysis.mismatches import mismatch_summary
 from analysis.noise import beside_floor, floor_line, floor_text, load_lab_json, mismatch_pct, noise_floor, pair_pct
 from analysis.paired import pairs, pairs_text, ranking, ranking_line
@@ -137,8 +138,9 @@ def https_text(rep: Report) -> str:
 def trust_columns(run: Path, records, usage: dict | None, rows: list[dict]) -> tuple[dict, dict]:
     """The noise floor beside every proxy's mismatch rate, and no cache figures for a proxy that
     bypassed its Collector port (they would come from a port it did not use)."""
-    noise = noise_floor(records.results, load_lab_json(run) if run.is_dir() else None)
-    bypass = find_bypasses(records.results, records.proxies, usage)
+    lab_json = load_lab_json(run) if run.is_dir() else None
+    noise = noise_floor(records.results, lab_json)
+    bypass = find_bypasses(records.results, records.proxies, usage, strips_query_terms(lab_json))
     withhold_cache_figures(rows, bypass)
     for row in rows[1:]:
         found = bypass.get(row["name"], {})

@@ -20,7 +20,10 @@ import polars as pl
 
 from analysis.records import COLLECTOR
 
-RESULT_CLASSES = ["OK", "STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR"]
+# REPLAY_REFUSED: the proxy's copy of an unsafe request did not match the client's (kept from the origin).
+# NOT_SENT legs (unsafe requests withheld from the proxies) are no result: analysis/records.py drops them.
+RESULT_CLASSES = ["OK", "STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
+                  "REPLAY_REFUSED"]
 
 Values = pl.Series | Iterable[float]
 

@@ -114,7 +114,8 @@ def main() -> int:
             proxy_flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")]
             mult = group.start("multiplier", [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector",
                                               f"127.0.0.1:{ports['direct']}", "--log", str(workdir / "m.jsonl"),
-                                              *proxy_flags], port=port)
+                                              # its origin is a fixture: the proxies get the POSTs as before
+                                              "--unsafe-requests", "send", *proxy_flags], port=port)
             start = time.monotonic()
             threads = clients(port, f"http://127.0.0.1:{origin}", args.rate, start + total, latencies, errors)
             seen = 0

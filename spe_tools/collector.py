@@ -41,6 +41,8 @@ class CollectorOptions:
     allowed_destinations: tuple[str, ...] = ()  # empty: any destination
     origin_ca_files: tuple[str, ...] = ()  # trusted for https origins, beside the system store
     port_limits: tuple[tuple[str, int], ...] = ()  # (proxy port name, KiB/s): a delay pool each
+    replay_port: int | None = None  # the Multiplier's --replay-listen port: the proxies' unsafe copies go there
+    strip_query_terms: bool = False  # log URLs without their query (live traffic: queries hold private data)
     connect_ports: tuple[int, ...] = (443,)  # CONNECT only to these: the Multiplier's --connect-port list
 
 
@@ -114,6 +116,30 @@ def port_limit_rules(limits: tuple[tuple[str, int], ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def unsafe_replay_rules(replay_port: int | None) -> str:
+    """Route every unsafe request on a proxy's port to the Multiplier's replay port, never to the origin.
+
+    The client's own request (on "direct") goes to the origin once; each proxy's copy of it arrives on
+    that proxy's port and goes to the replay port (a parent, never direct), which answers it from the
+    client's reply, tag and body checked, or refuses it with 502. Safe methods and "direct" always go
+    direct: the replay port is never asked for anything else. The tag travels to the replay port only.
+    Without a replay port, the Multiplier sends the proxies no unsafe request at all.
+    """
+    if replay_port is None:
+        return "# (no replay port: the Multiplier withholds unsafe requests from the proxies)\n"
+    return (
+        "acl spe_safe_methods method GET HEAD OPTIONS TRACE\n"
+        f"cache_peer 127.0.0.1 parent {int(replay_port)} 0 no-query no-digest no-netdb-exchange "
+        "default name=spe_replay\n"
+        "cache_peer_access spe_replay deny spe_direct_port\n"
+        "cache_peer_access spe_replay deny spe_safe_methods\n"
+        "cache_peer_access spe_replay allow all\n"
+        "always_direct allow spe_direct_port\n"
+        "always_direct allow spe_safe_methods\n"
+        "never_direct allow !spe_direct_port !spe_safe_methods\n"
+        "request_header_access X-SPE-Request allow !spe_direct_port !spe_safe_methods\n")
+
+
 def tls_outgoing(ca_files: tuple[str, ...]) -> str:
     """How the Collector verifies https origins: the system store plus the lab's CA files.
 
@@ -145,6 +171,8 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         collector_directives=collector_directives(kind, options),
         tls_outgoing=tls_outgoing(tuple(options.origin_ca_files)),
         port_limits=port_limit_rules(tuple(options.port_limits)),
+        unsafe_replay=unsafe_replay_rules(options.replay_port),
+        strip_query_terms="on" if options.strip_query_terms else "off",
         destination_rules=destination_rules(tuple(options.allowed_destinations))), str(TEMPLATE.relative_to(ROOT)))
 
 

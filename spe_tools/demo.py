@@ -16,9 +16,10 @@ from pathlib import Path
 
 from spe_tools import collector
 from spe_tools.duration import parse_duration
-from spe_tools.lab.cli import run_lab, say, write_report
+from spe_tools.lab.cli import run_lab, say, with_share_group, write_report
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import Lab, LabFileError, load_lab
+from spe_tools.lab.runner import LabError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_LAB = ROOT / "configs/labs/default.toml"
@@ -47,16 +48,22 @@ def main() -> int:
     parser.add_argument("--duration", type=parse_duration,
                         help="workload duration, e.g. 45s, 10m (default: the lab file's, 120 s)")
     parser.add_argument("--runs-dir", type=Path, help="where to create the run directory (default: runs/)")
+    parser.add_argument("--share-group", metavar="GROUP",
+                        help="let this group read the run directory (default: only you can)")
     args = parser.parse_args()
     try:
-        lab, notes = adapt(load_lab(args.lab))
+        lab, notes = adapt(with_share_group(load_lab(args.lab), args.share_group))
     except LabFileError as e:
         print(f"spe demo: {e}", file=sys.stderr)
         return 2
     for note in notes:
         say(f"spe demo: note: {note}")
     duration = args.duration if args.duration is not None else lab.workload.duration_s
-    rc, rundir = run_lab(lab, duration, args.runs_dir)
+    try:
+        rc, rundir = run_lab(lab, duration, args.runs_dir)
+    except LabError as e:  # before the run directory exists (e.g. a share group that cannot be used)
+        print(f"spe demo: error: {e}", file=sys.stderr)
+        return 1
     if rc != 0:
         print(f"spe demo: the lab failed; its logs are in {rundir}", file=sys.stderr)
         return rc

@@ -13,6 +13,7 @@ psutil.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -207,6 +208,23 @@ class Child:
             time.sleep(0.05)
 
 
+def _placed(fds: dict[int, int]) -> dict:
+    """Popen arguments that give the child our descriptors at the numbers it expects (its fd: ours).
+
+    Popen keeps a passed descriptor at its own number only, so the child moves them in place just before
+    exec: first each to a free number above them all (a target may be another's source), then onto its
+    target, which dup2 leaves open across exec. Nothing else leaks: Python's descriptors are not
+    inheritable (PEP 446), so with close_fds off the child still gets only these and its stdio."""
+    above = max(*fds, *fds.values()) + 1
+
+    def place() -> None:
+        moved = {target: fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, above) for target, source in fds.items()}
+        for target, fd in moved.items():
+            os.dup2(fd, target)
+
+    return {"preexec_fn": place, "close_fds": False}
+
+
 @dataclass
 class ProcessGroup:
     """Children started together and stopped together, in reverse order; logs in workdir/<name>.out."""
@@ -216,15 +234,17 @@ class ProcessGroup:
 
     def start(self, name: str, argv: list[str], port: int | None = None, ready: bool = True,
               deadline_s: float = 10.0, env: dict[str, str] | None = None, cwd: Path | None = None,
-              ready_line: str | None = None) -> Child:
+              ready_line: str | None = None, fds: dict[int, int] | None = None, umask: int | None = None) -> Child:
         """Start argv in a session of its own (in `cwd`, default workdir) and, with `ready`, wait for
         its port or its `ready_line`. The child joins the group before it is ready, so a failed start
-        is stopped with the rest."""
+        is stopped with the rest. `fds` hands it descriptors at fixed numbers (its number: ours), e.g.
+        Chromium's DevTools pipe on 3 and 4; `umask` replaces ours in the child."""
         log = self.workdir / f"{name}.out"
         with open(log, "wb") as out:
             try:
                 popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=cwd or self.workdir, env=env, start_new_session=True)
+                                         cwd=cwd or self.workdir, env=env, start_new_session=True,
+                                         umask=-1 if umask is None else umask, **(_placed(fds) if fds else {}))
             except OSError as e:
                 raise ProcessError(f"cannot start {name} ({argv[0]}): {e.strerror}") from e
         child = Child(name, popen, log, port, ready_line)

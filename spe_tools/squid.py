@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from analysis.collector_log import SPE_LOGFORMAT
+from spe_tools.lab.access import hand_over
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
 
@@ -74,8 +75,7 @@ def hand_to_proxy_user(directory: Path) -> None:
         if not ancestor.stat().st_mode & stat.S_IXOTH:
             raise PermissionError(f"Squid runs as user 'proxy', which cannot reach {directory}: "
                                   f"{ancestor} is not searchable by others (chmod o+x, or use another directory)")
-    for path in [directory, *directory.rglob("*")]:
-        os.chown(path, user.pw_uid, user.pw_gid)
+    hand_over(directory, user.pw_name)  # its own, 0700 (or the run's share group's: spe_tools/lab/access.py)
 
 
 def service_name(name: str) -> str:

@@ -53,10 +53,36 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
         reply.set(http::field::connection, "keep-alive");
 }
 
+void ReplayRecording::header(const http::response_header<>& h) {
+    reply_.header = h;
+    strip_hop_by_hop(reply_.header);
+    for (auto field : {http::field::content_length, http::field::transfer_encoding, http::field::via})
+        reply_.header.erase(field);
+    // The Collector stamps what it relays from the replay port as it does an origin's reply.
+    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader})
+        reply_.header.erase(name);
+}
+
+void ReplayRecording::body(const char* data, std::size_t n) {
+    body_bytes_ += n;
+    if (too_large_) return;
+    if (body_bytes_ > max_body_) {
+        too_large_ = true;
+        std::string().swap(reply_.body);
+        return;
+    }
+    reply_.body.append(data, n);
+}
+
+std::shared_ptr<const StoredReply> ReplayRecording::take(std::int64_t delay_us) {
+    reply_.delay_us = delay_us;
+    return std::make_shared<const StoredReply>(std::move(reply_));
+}
+
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
     : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 
-awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide client) {
+awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide client, ReplayRecording* replay) {
     RelayOutcome out;
     Measure& m = out.measure;
     const auto& cfg = ctx_.config();
@@ -94,6 +120,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     auto& upstream = parser->get();
     take_header(m, upstream.base(), ctx_.policy(), ctx_.config().cache_judge);
     if (capture) m.raw_header = header_text(upstream.base());
+    if (replay) replay->header(upstream.base());
     const bool has_body = !client.head_request && !no_body_status(*m.status);
     const bool upstream_keep_alive = upstream.keep_alive();
 
@@ -153,6 +180,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         // Digested after it is sent: the client does not wait for the MD5 of
         // the piece it is getting (of the whole body, when it fits one buffer).
         digest.update(chunk, filled);
+        if (replay) replay->body(chunk, filled);
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
             m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         if (ec) {

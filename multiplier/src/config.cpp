@@ -117,6 +117,20 @@ po::options_description describe_options() {
         "connect-port", po::value<std::vector<unsigned>>()->composing(),
         "port CONNECT may tunnel to (repeatable; default 443). A CONNECT target must be host:port, IPv4:port or "
         "[IPv6]:port (RFC 9110 9.3.6); anything else is refused with 400")(
+        "unsafe-requests", po::value<std::string>(),
+        "what the proxies get of an unsafe request (a method other than GET, HEAD, OPTIONS, TRACE): replay (the "
+        "default with --replay-listen): sent, and the Collector must route their copies to --replay-listen, "
+        "which answers each from the client's own reply, so the origin gets the request once; withhold (the "
+        "default without it): not sent, each leg recorded NOT_SENT; send: sent with nothing to stop each copy "
+        "reaching the origin (only for a synthetic origin)")(
+        "replay-listen", po::value<std::string>(),
+        "HOST:PORT where the Collector sends the proxies' copies of unsafe requests (its template routes them "
+        "there): each is answered from the reply the client got, or refused with 502 and X-SPE-Replay-Refused")(
+        "replay-ttl", po::value<std::string>()->default_value("180"),
+        "how long a client's reply to an unsafe request is kept for the proxies' copies (a duration)")(
+        "replay-store-bytes", po::value<std::uint64_t>()->default_value(256ull << 20),
+        "bodies of kept replies to unsafe requests, together, at most (the oldest go first; a reply larger "
+        "than this is not kept, and the proxies' copies are refused)")(
         "intercept-tls", po::bool_switch(),
         "read HTTPS inside CONNECT tunnels: answer the client's TLS with a certificate signed by SPE's CA (see "
         "--ca-dir) and treat each request in it like a plain HTTP one (Collector, fan-out, record)")(
@@ -185,6 +199,28 @@ Enum one_of(const po::variables_map& vm, const char* key, const std::pair<std::s
                       std::string(words[1].first) + ", got '" + value + "'");
 }
 
+/// --unsafe-requests and the replay port it needs: the safe choice unless told otherwise.
+void set_unsafe_requests(Config& c, const po::variables_map& vm) {
+    if (vm.count("replay-listen")) c.replay_listen = parse_endpoint(vm["replay-listen"].as<std::string>());
+    c.replay_ttl = parse_duration(vm["replay-ttl"].as<std::string>());
+    c.replay_store_bytes = vm["replay-store-bytes"].as<std::uint64_t>();
+    c.unsafe_requests = c.replay_listen ? UnsafeRequests::replay : UnsafeRequests::withhold;
+    if (vm.count("unsafe-requests")) {
+        const auto& word = vm["unsafe-requests"].as<std::string>();
+        if (word == "replay")
+            c.unsafe_requests = UnsafeRequests::replay;
+        else if (word == "withhold")
+            c.unsafe_requests = UnsafeRequests::withhold;
+        else if (word == "send")
+            c.unsafe_requests = UnsafeRequests::send;
+        else
+            throw ConfigError("--unsafe-requests must be replay, withhold or send, got '" + word + "'");
+    }
+    if (c.unsafe_requests == UnsafeRequests::replay && !c.replay_listen)
+        throw ConfigError("--unsafe-requests replay needs --replay-listen HOST:PORT (where the Collector sends them)");
+    if (c.dummy && c.replay_listen) throw ConfigError("--replay-listen is for the Multiplier, not a --dummy proxy");
+}
+
 Config build_config(const po::variables_map& vm) {
     Config c;
     c.listen = parse_endpoint(vm["listen"].as<std::string>());
@@ -237,6 +273,7 @@ Config build_config(const po::variables_map& vm) {
             c.connect_ports.push_back(static_cast<std::uint16_t>(p));
         }
     }
+    set_unsafe_requests(c, vm);
     c.intercept_tls = vm["intercept-tls"].as<bool>();
     c.ca_dir = vm.count("ca-dir") ? vm["ca-dir"].as<std::string>() : default_ca_dir();
     c.no_intercept = list_of<std::string>(vm, "no-intercept");

@@ -27,6 +27,11 @@ struct ProxyTarget {
 enum class FanoutMode { sequential, concurrent };
 /// Whether the proxies get a request all at once or one after the other.
 enum class LegOrder { parallel, serial };
+/// What becomes of the proxies' copies of an unsafe request (any method but GET, HEAD, OPTIONS, TRACE).
+/// replay: sent; the Collector routes them to --replay-listen, which answers each from the client's own
+/// reply, so the origin sees the request once. withhold: not sent (no replay port: each copy would reach
+/// the origin). send: sent, with nothing to stop them reaching the origin (a synthetic origin only).
+enum class UnsafeRequests { replay, withhold, send };
 
 struct Config {
     Endpoint listen{"127.0.0.1", 8080};
@@ -51,9 +56,13 @@ struct Config {
 
     AllowList allow;
     std::vector<std::uint16_t> connect_ports{443};
-    bool intercept_tls = false;             // read HTTPS inside CONNECT tunnels (tls_interceptor.hpp)
-    std::string ca_dir;                     // SPE's CA (spe-ca.pem, spe-ca.key), made by ./spe ca
-    std::vector<std::string> no_intercept;  // host patterns whose tunnels stay opaque
+    UnsafeRequests unsafe_requests = UnsafeRequests::withhold;
+    std::optional<Endpoint> replay_listen;            // where the Collector sends the proxies' unsafe copies
+    std::chrono::milliseconds replay_ttl{180'000};    // how long a client's reply is kept for them
+    std::uint64_t replay_store_bytes = 256ull << 20;  // the kept replies' bodies together, at most
+    bool intercept_tls = false;                       // read HTTPS inside CONNECT tunnels (tls_interceptor.hpp)
+    std::string ca_dir;                               // SPE's CA (spe-ca.pem, spe-ca.key), made by ./spe ca
+    std::vector<std::string> no_intercept;            // host patterns whose tunnels stay opaque
     std::chrono::seconds leaf_validity{std::chrono::hours(24 * 30)};  // of each leaf certificate when made
     std::vector<std::string> compare_headers;
     std::vector<std::string> ignore_headers;  // added to the default ignore list

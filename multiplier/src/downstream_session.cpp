@@ -1,6 +1,7 @@
 #include "downstream_session.hpp"
 #include "wall_clock.hpp"
 
+#include "cache_judge.hpp"
 #include "connect_tunnel.hpp"
 #include "fanout.hpp"
 #include "lingering_close.hpp"
@@ -222,10 +223,18 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     if (intercepted_) upstream_request.set(kSchemeHeader, "https");
     record.tag = upstream_request[kRequestTagHeader];
     auto upstream = std::make_shared<const WireRequest>(std::move(upstream_request));
+    const auto& store = ctx_->replay_store();
+    std::optional<ReplayRecording> replay;
+    if (store && !record.tag.empty() && is_unsafe_method(record.method)) replay.emplace(store->max_bytes());
+    const std::string tag = record.tag;
     auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
     fanout->begin();
 
-    auto out = co_await collector_.relay(*upstream, ClientSide{io_, head_request, req.version() >= 11, keep_alive});
+    auto out = co_await collector_.relay(*upstream, ClientSide{io_, head_request, req.version() >= 11, keep_alive},
+                                         replay ? &*replay : nullptr);
+    // Kept before the fan-out starts (set_reference): the proxies' copies will ask for it.
+    if (replay && out.client_answered && !out.client_failed && out.measure.error == LegError::none)
+        keep_for_replay(*store, tag, req, *replay, out.measure);
     if (!out.client_answered) {
         const auto status = client_status_for(out.measure.error);
         const auto reason = "the Collector at " + cfg.collector->to_string() +
@@ -247,6 +256,16 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     if (!whole) co_return false;
     co_await keep_pace_with_fanout();
     co_return out.keep_alive && !ctx_->stopping();
+}
+
+void DownstreamSession::keep_for_replay(ReplayStore& store, const std::string& tag, const Request& req,
+                                        ReplayRecording& replay, const Measure& collector) {
+    UnsafeRequestFacts facts{std::string(req.method_string()), md5_hex(req.body().data(), req.body().size()),
+                             req.body().size()};
+    if (replay.too_large())
+        store.put_too_large(tag, std::move(facts), replay.body_bytes());
+    else
+        store.put(tag, std::move(facts), replay.take(collector.ttfb_us.value_or(0)));
 }
 
 awaitable<void> DownstreamSession::keep_pace_with_fanout() {

@@ -34,6 +34,10 @@ std::string_view to_string(LegError e) {
             return "busy";
         case LegError::extra_data:
             return "extra data";
+        case LegError::not_sent:
+            return "not sent";
+        case LegError::replay_refused:
+            return "replay refused";
     }
     return "unknown";
 }

@@ -24,6 +24,8 @@ enum class LegError {
     aborted,           // the Multiplier stopped the leg (shutdown)
     busy,              // no connection slot left for this proxy
     extra_data,        // bytes followed the end of the reply (e.g. a body on a HEAD reply)
+    not_sent,          // an unsafe request withheld from the proxies (--unsafe-requests withhold)
+    replay_refused,    // the replay port refused this proxy's copy of an unsafe request (X-SPE-Replay-Refused)
 };
 
 std::string_view to_string(LegError e);

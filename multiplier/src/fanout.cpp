@@ -18,6 +18,7 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
       record_(std::move(record)),
       request_(std::move(request)),
       head_request_(head_request),
+      unsafe_(is_unsafe_method(record_.method)),
       work_(*ctx_),
       request_count_(*ctx_) {
     record_.proxies.resize(ctx_->proxies().size());
@@ -42,8 +43,16 @@ bool Fanout::sequential() const {
     return ctx_->config().mode == FanoutMode::sequential;
 }
 
+bool Fanout::legs_wait_for_reference() const {
+    return sequential() || (unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::replay);
+}
+
+bool Fanout::withheld() const {
+    return unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::withhold;
+}
+
 void Fanout::begin() {
-    if (sequential()) return;
+    if (legs_wait_for_reference()) return;
     pools_->fanout_handed_over();
     on_fanout_executor([](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body); });
 }
@@ -52,7 +61,7 @@ void Fanout::set_reference(Reference reference) {
     // Sequential: the proxies' turn comes once the reference is whole. Their
     // reads then stop past its length: more bytes can only confirm a
     // mismatch, so an endless body costs one byte more.
-    const bool legs_now = sequential() && reference.shortfall.empty();
+    const bool legs_now = legs_wait_for_reference() && reference.shortfall.empty();
     if (legs_now) pools_->fanout_handed_over();
     on_fanout_executor([reference = std::move(reference), legs_now](Fanout& f) mutable {
         f.take_reference(std::move(reference));
@@ -68,11 +77,11 @@ void Fanout::take_reference(Reference reference) {
     if (auto* judge = ctx_->cache_judge(); judge && is_unsafe_method(record_.method) && record_.collector.status)
         judge->note_unsafe(-1, record_.url, *record_.collector.status, unix_seconds());
     if (!reference.shortfall.empty()) {
-        if (sequential()) {  // no fan-out: the record is logged with the reason
+        if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();
             started_ = true;
         }
-        if (sequential() || !own_reply_) record_.note = std::move(reference.shortfall);
+        if (legs_wait_for_reference() || !own_reply_) record_.note = std::move(reference.shortfall);
     }
     maybe_finish();
 }
@@ -80,6 +89,10 @@ void Fanout::take_reference(Reference reference) {
 void Fanout::start_legs(std::uint64_t body_cap) {
     pools_->fanout_started();
     started_ = true;
+    if (withheld()) {
+        record_withheld();
+        return;
+    }
     body_cap_ = body_cap;
     const auto n = record_.proxies.size();
     pending_ = n;
@@ -95,6 +108,16 @@ void Fanout::start_legs(std::uint64_t body_cap) {
     else
         for (auto proxy : order)
             spawn(run_leg(proxy), proxy);
+    maybe_finish();
+}
+
+void Fanout::record_withheld() {
+    for (auto& p : record_.proxies) {
+        p.measure.error = LegError::not_sent;
+        p.measure.error_detail =
+            "unsafe method: not sent to the proxies, since without a replay port (--replay-listen) each copy "
+            "would reach the origin";
+    }
     maybe_finish();
 }
 

@@ -60,6 +60,12 @@ private:
     template <class Step>
     void on_fanout_executor(Step step);
     bool sequential() const;
+    /// The legs start once the reference is whole: sequential mode, and an unsafe request whose copies
+    /// the replay port answers from the client's reply (it must be kept before they arrive).
+    bool legs_wait_for_reference() const;
+    /// An unsafe request the proxies do not get (--unsafe-requests withhold): each leg is recorded as such.
+    bool withheld() const;
+    void record_withheld();
     /// `body_cap`: a proxy's body read ends past this many bytes.
     void start_legs(std::uint64_t body_cap);
     void take_reference(Reference reference);
@@ -78,6 +84,7 @@ private:
     RequestRecord record_;
     std::shared_ptr<const WireRequest> request_;
     bool head_request_;
+    bool unsafe_;
     WorkGuard work_;
     RequestCount request_count_;
     std::optional<Measure> own_reply_;

@@ -33,6 +33,8 @@ inline constexpr std::string_view kSchemeHeader = "X-SPE-Scheme";
 inline constexpr std::string_view kReplyToHeader = "X-SPE-Reply-To";
 /// The Collector's stamp on a 304 and on the copies it refreshes: when the origin last confirmed a stored copy.
 inline constexpr std::string_view kValidationStampHeader = "X-SPE-Validated";
+/// On the replay port's 502 for a proxy's copy of an unsafe request it would not answer: why.
+inline constexpr std::string_view kReplayRefusedHeader = "X-SPE-Replay-Refused";
 
 /// True for headers that describe one connection only and never travel on.
 bool is_hop_by_hop(std::string_view name);

@@ -2,6 +2,7 @@
 #include "config.hpp"
 #include "listener.hpp"
 #include "memory_trim.hpp"
+#include "replay_server.hpp"
 #include "result_log.hpp"
 #include "server_context.hpp"
 
@@ -90,6 +91,36 @@ private:
     std::vector<std::jthread> threads_;  // joined after the destructor's body has stopped the io_context
 };
 
+/// The replay port (--unsafe-requests replay): the Collector's parent for the proxies' unsafe copies.
+std::shared_ptr<ReplayServer> start_replay_port(asio::io_context& ioc, ServerContext& ctx) {
+    const auto& config = ctx.config();
+    if (!ctx.replay_store()) {
+        if (config.unsafe_requests == UnsafeRequests::withhold && !config.dummy && !config.proxies.empty())
+            spdlog::warn(
+                "no --replay-listen: unsafe requests (POST, PUT, PATCH, DELETE...) go to the Collector only; the "
+                "proxies under test do not get them (each leg recorded NOT_SENT), since each copy would reach the "
+                "origin");
+        else if (config.unsafe_requests == UnsafeRequests::send && !config.proxies.empty())
+            spdlog::warn(
+                "--unsafe-requests send: every proxy's copy of an unsafe request may reach the origin (only for a "
+                "synthetic origin)");
+        return nullptr;
+    }
+    const auto& at = *config.replay_listen;
+    ReplayLimits limits{config.max_header_bytes, config.max_request_body, config.client_timeout};
+    std::shared_ptr<ReplayServer> server;
+    try {
+        const auto endpoints = resolve(ioc, at, "replay port");
+        server = std::make_shared<ReplayServer>(ioc, endpoints.front(), ctx.replay_store(), limits);
+    } catch (const boost::system::system_error& e) {
+        throw std::runtime_error("cannot listen on --replay-listen " + at.to_string() + ": " + e.code().message());
+    }
+    server->start();
+    spdlog::info("replay port on {}: the proxies' copies of unsafe requests are answered from the client's reply",
+                 at.to_string());
+    return server;
+}
+
 /// Runs the server until the drain has ended. Returns when every session,
 /// fan-out and pending coroutine is gone (the io_context with them), so every
 /// record has been handed to `log`.
@@ -115,6 +146,7 @@ void serve(const Config& config, ResultLog& log) {
         throw std::runtime_error("cannot listen on " + config.listen.to_string() + ": " + e.code().message());
     }
     listener->start();
+    auto replay = start_replay_port(ioc, *ctx);
     asio::co_spawn(ioc, trim_memory_after_bursts(ctx, fanout_ioc), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
     spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {})", config.listen.to_string(),
@@ -135,6 +167,7 @@ void serve(const Config& config, ResultLog& log) {
         spdlog::info("signal {}: no new connections; finishing in-flight requests", sig);
         ctx->set_stopping();
         listener->stop();
+        if (replay) replay->stop();
         asio::co_spawn(ioc, drain(ioc, ctx), asio::detached);
         signals.async_wait(on_signal);
     };

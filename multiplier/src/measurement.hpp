@@ -50,6 +50,8 @@ enum class ResultClass {
     body_mismatch,
     no_response,
     protocol_error,
+    replay_refused,  // the proxy's copy of an unsafe request did not match the client's: kept from the origin
+    not_sent,        // an unsafe request the proxies did not get (no replay port): nothing to compare
 };
 
 /// The name the log gives a result class.
@@ -67,6 +69,10 @@ constexpr std::string_view to_string(ResultClass r) {
             return "NO_RESPONSE";
         case ResultClass::protocol_error:
             return "PROTOCOL_ERROR";
+        case ResultClass::replay_refused:
+            return "REPLAY_REFUSED";
+        case ResultClass::not_sent:
+            return "NOT_SENT";
     }
     return "PROTOCOL_ERROR";
 }

@@ -1,4 +1,5 @@
 #include "server_context.hpp"
+#include "replay_store.hpp"
 
 #include "cache_judge.hpp"
 
@@ -40,6 +41,8 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
         interceptor_ =
             std::make_unique<TlsInterceptor>(CertificateAuthority::load(config_.ca_dir), config_.no_intercept, leaves);
     }
+    if (config_.unsafe_requests == UnsafeRequests::replay)
+        replay_store_ = std::make_shared<ReplayStore>(config_.replay_ttl, config_.replay_store_bytes);
 }
 
 ServerContext::~ServerContext() = default;

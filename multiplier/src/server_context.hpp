@@ -17,6 +17,7 @@
 namespace spe {
 
 class CacheJudge;
+class ReplayStore;
 class ResultLog;
 class TlsInterceptor;
 
@@ -52,6 +53,8 @@ public:
     CacheJudge* cache_judge() { return cache_judge_.get(); }
     /// HTTPS interception (leaf certificates, which tunnels stay opaque), or nullptr without --intercept-tls.
     TlsInterceptor* interceptor() { return interceptor_.get(); }
+    /// The client's replies to unsafe requests, for the proxies' copies; nullptr unless --unsafe-requests replay.
+    const std::shared_ptr<ReplayStore>& replay_store() const { return replay_store_; }
 
     /// Where the proxy legs of the client connection on `client` run: an
     /// io_context apart from the clients', so a fan-out's work (connects to a
@@ -95,6 +98,7 @@ private:
     ResultLog& log_;
     std::unique_ptr<CacheJudge> cache_judge_;
     std::unique_ptr<TlsInterceptor> interceptor_;
+    std::shared_ptr<ReplayStore> replay_store_;
     asio::io_context& fanout_;
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};

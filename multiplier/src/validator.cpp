@@ -53,6 +53,9 @@ ResultClass error_class(LegError e) {
 /// reference's length (sequential mode) or broken later (truncated, reset)
 /// gets the same class as the whole body read in concurrent mode would.
 ResultClass classify_reply(const Measure& reference, const Measure& m, bool headers_differ) {
+    // SPE's own answers, not the proxy's: they come before anything compared.
+    if (m.error == LegError::not_sent) return ResultClass::not_sent;
+    if (m.error == LegError::replay_refused) return ResultClass::replay_refused;
     if (!m.status) return error_class(m.error);  // no reply header: nothing to compare
     if (!reference.status || *m.status != *reference.status) return ResultClass::status_code_mismatch;
     // The read was cut because the body ran past the reference's length.

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.collector_log import PortUsage, add_access_line
+from analysis.collector_log import PortUsage, add_access_line, as_logged
 from spe_tools.lab.model import Lab
 from spe_tools.lab.tail import LogTail
 
@@ -43,6 +43,7 @@ class CollectorPorts:
 
     log: Path
     port_names: dict[int, str]  # Collector port -> "direct" or the proxy's name
+    strip_query_terms: bool = False  # the log's URLs are cut after their '?' (live traffic)
     usage: dict[str, PortUsage] = field(default_factory=dict)
     _tail: LogTail = field(init=False)
 
@@ -80,7 +81,8 @@ class BypassWatch:
             self.unstamped[name] += unstamped(reference, reply)
             if self.ports is not None and not self.ports.requests(name) and not self.silent_port_replies[name] \
                     and same_answer(reference, reply):
-                self._answered.setdefault(name, set()).add(record.get("url", ""))
+                url = as_logged(record.get("url", ""), self.ports.strip_query_terms)  # as the access.log has it
+                self._answered.setdefault(name, set()).add(url)
 
     def check_ports(self) -> None:
         """Read the access.log, then judge the replies seen before this call."""

@@ -12,9 +12,11 @@ import argparse
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from spe_tools.duration import parse_duration
+from spe_tools.lab import access
 from spe_tools.lab.bypass import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.model import Lab, LabFileError, load_lab
 from spe_tools.lab.noise import noise_pairs
@@ -27,6 +29,7 @@ from spe_tools.lab.runner import (
     down,
     make_run_dir,
     start_workload,
+    strip_query_terms,
 )
 from spe_tools.lab.status import StatusTracker, format_status
 from spe_tools.process import ProcessError, ProcessGroup, describe_exit
@@ -71,7 +74,8 @@ def _noise_note(lab: Lab) -> str:
 def _bypass_watch(run: RunningLab) -> BypassWatch:
     """Watches the Collector's access.log per port, named as in lab.json."""
     names = {run.ports.direct: "direct", **{port: name for name, port in run.ports.collector.items()}}
-    return BypassWatch(CollectorPorts(run.rundir / "collector" / "access.log", names))
+    return BypassWatch(CollectorPorts(run.rundir / "collector" / "access.log", names,
+                                      strip_query_terms=strip_query_terms(run.lab)))
 
 
 # Without these the run measures nothing: the lab stops when one of them dies.
@@ -124,9 +128,15 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
 
 def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> tuple[int, Path]:
     """Bring the lab up; with a duration, run the workload that long, else until a signal. Stops everything.
+    Everything written meanwhile, by the lab and the processes it starts, is private (or its share group's).
 
     Returns (exit code, run directory).
     """
+    with access.umask(lab.share_group):
+        return _run_lab(lab, duration, runs_dir)
+
+
+def _run_lab(lab: Lab, duration: float | None, runs_dir: Path | None) -> tuple[int, Path]:
     rundir = make_run_dir(lab, runs_dir)
     say(f"spe lab: run directory {rundir}")
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -171,12 +181,17 @@ def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> t
             signal.signal(s, handler)
 
 
+def with_share_group(lab: Lab, share_group: str | None) -> Lab:
+    """--share-group overrides the lab file's share_group."""
+    return replace(lab, share_group=share_group) if share_group else lab
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    return run_lab(load_lab(args.labfile), None, args.runs_dir)[0]
+    return run_lab(with_share_group(load_lab(args.labfile), args.share_group), None, args.runs_dir)[0]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    lab = load_lab(args.labfile)
+    lab = with_share_group(load_lab(args.labfile), args.share_group)
     duration = args.duration if args.duration is not None else lab.workload.duration_s
     rc, rundir = run_lab(lab, duration, args.runs_dir)
     if rc == 0 and not args.no_report:
@@ -194,7 +209,8 @@ def write_report(rundir: Path) -> int:
         print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
         return 0
     report = build_report(rundir)
-    written = write(report, rundir / "report", {"html", "csv", "json", "text"})
+    with access.umask(access.is_shared(rundir)):  # as private as the run it reports on
+        written = write(report, rundir / "report", {"html", "csv", "json", "text"})
     if report.https:  # how much went through TLS, intercepted and multiplied
         say(https_text(report))
     say(text_table(report.rows))
@@ -229,6 +245,9 @@ def parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=text)
         s.add_argument("labfile", type=Path)
         s.add_argument("--runs-dir", type=Path, help="where to create the run directory (default: runs/)")
+        s.add_argument("--share-group", metavar="GROUP",
+                       help="let this group read the run directory (default: the lab file's share_group; without "
+                            "one only you can)")
         s.set_defaults(func=func)
     r = sub.choices["run"]
     r.add_argument("--duration", type=parse_duration,
@@ -247,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     except LabFileError as e:
         print(f"spe lab: {e}", file=sys.stderr)
         return 2
+    except LabError as e:  # before the run directory exists (e.g. a share group that cannot be used)
+        print(f"spe lab: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spe_tools.lab.access import hand_over
 from spe_tools.lab.options import Address, Option, PortList
 from spe_tools.lab.render import render_file, render_text
 from spe_tools.squid import service_name
@@ -99,6 +100,7 @@ class Kind:
     version_args: tuple[str, ...] = ("-v",)
     version_re = r"(\d+\.\d+(?:\.\d+)?)"
     ready_deadline_s = 30.0
+    umask: int | None = None  # its own, where the lab's (077, spe_tools/lab/access.py) would stop it
 
     @property
     def keys(self) -> set[str]:
@@ -114,13 +116,11 @@ class Kind:
         raise NotImplementedError
 
     def prepare(self, ctx: Context) -> None:
-        """Hand the directory to the user the proxy drops to (root only)."""
+        """Hand the directory to the user the proxy drops to (root only): its own, 0700 (access.py)."""
         user = self.run_user(ctx)
         if user is None:
             return
-        entry = pwd.getpwnam(user)
-        for path in [ctx.dir, *ctx.dir.rglob("*")]:
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+        hand_over(ctx.dir, user)
 
     def missing(self, multiplier: Path = MULTIPLIER) -> list[str]:
         """Programs (or users) this kind needs that are not on this machine, as messages."""
@@ -231,6 +231,8 @@ class Varnish(Kind):
     name, package, programs, user = "varnish", "varnish", ("/usr/sbin/varnishd",), "varnish"
     accel = True
     version_args = ("-V",)
+    # its users share their files through group varnish (the compiler writes, vcache loads): group-readable
+    umask = 0o027
 
     def render(self, ctx: Context) -> list[Path]:
         return [render_file("varnish", "default.vcl", ctx.dir / "default.vcl", ctx.values())]
@@ -243,7 +245,11 @@ class Varnish(Kind):
         return argv if ctx.as_root else [*argv, "-j", "none"]
 
     def prepare(self, ctx: Context) -> None:
-        pass  # as root, varnishd runs its own jail (users varnish and vcache) and sets up -n itself
+        """As root, varnishd runs its own jail and sets up -n itself: its compiler (user varnish) reads the
+        VCL here, its worker (vcache, group varnish) uses the work directory: theirs, 0750 to group varnish."""
+        user = self.run_user(ctx)
+        if user is not None:
+            hand_over(ctx.dir, user, service_group=True)
 
 
 class Apache(Kind):

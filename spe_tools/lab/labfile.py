@@ -46,7 +46,7 @@ def _proxy_values(p: ProxySpec) -> dict:
 
 def lab_toml(lab: Lab) -> str:
     """Lab-file text that parses to `lab` (apart from its source)."""
-    head = {"name": lab.name, "runs_dir": lab.runs_dir}
+    head = {"name": lab.name, "runs_dir": lab.runs_dir, "share_group": lab.share_group}
     m = asdict(lab.multiplier)
     multiplier = {"listen": f"{m.pop('host')}:{m.pop('port')}", **m}
     lines = [f"# The lab as it ran (from {lab.source or 'a lab given in code'})",

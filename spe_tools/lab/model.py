@@ -43,6 +43,7 @@ MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
 RESERVED_NAMES = ("direct", "collector", "origin", "multiplier", "workload", "report", "captures", "lab")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+GROUP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")  # a Unix group name (useradd's rule, roughly)
 
 @dataclass(frozen=True)
 class CollectorSpec:
@@ -134,6 +135,7 @@ class Lab:
     origin: OriginSpec
     workload: WorkloadSpec
     runs_dir: Path | None = None
+    share_group: str | None = None  # the run directory readable by this group too (never by every user)
 
     def proxy(self, name: str) -> ProxySpec:
         return next(p for p in self.proxies if p.name == name)
@@ -325,7 +327,10 @@ def _parse(data: dict, source: Path | None) -> Lab:
         tables[key] = top.get(key, dict, {})
     proxies = top.get("proxy", list, [])
     runs_dir = top.get("runs_dir", str, None)
+    share_group = top.get("share_group", str, None)
     top.finish()
+    if share_group is not None and not GROUP_RE.match(share_group):
+        raise LabFileError(f"share_group: {share_group!r} is not a group name")
     if not proxies:
         raise LabFileError("no proxies under test: add at least one [[proxy]] table with a name and a kind")
     lab = Lab(
@@ -336,6 +341,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         origin=_origin(tables["origin"], source),
         workload=_workload(tables["workload"]),
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
+        share_group=share_group,
     )
     check_consistency(lab)
     return lab

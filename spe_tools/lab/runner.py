@@ -21,6 +21,7 @@ from pathlib import Path
 
 from spe_tools import ca as spe_ca
 from spe_tools import collector
+from spe_tools.lab import access
 from spe_tools.lab.kinds import KINDS, MULTIPLIER, Context
 from spe_tools.lab.labfile import write_run_lab_file
 from spe_tools.lab.model import Lab, expand_command
@@ -54,6 +55,7 @@ class Ports:
     proxies: dict[str, int]  # where each proxy under test listens
     collector: dict[str, int]  # each proxy's Collector port
     origin_tls: int = 0  # the synthetic origin's HTTPS port ([origin] tls)
+    replay: int = 0  # the Multiplier's replay port: the Collector's parent for the proxies' unsafe copies
 
 
 def _pick(taken: set[int]) -> int:
@@ -83,7 +85,7 @@ def assign_ports(lab: Lab) -> Ports:
                  direct=get(lab.collector.port), multiplier=get(lab.multiplier.port),
                  proxies={p.name: p.port if p.kind == "external" else get(p.port) for p in lab.proxies},
                  collector={p.name: get(p.collector_port) for p in lab.proxies},
-                 origin_tls=get(lab.origin.tls_port) if lab.origin.tls else 0)
+                 origin_tls=get(lab.origin.tls_port) if lab.origin.tls else 0, replay=get(0))
 
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
@@ -103,6 +105,11 @@ def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
         problems += [f"[[proxy]] {p.name!r} (kind {p.kind}): {m}" for m in KINDS[p.kind].missing(multiplier)]
     problems += _origin_and_workload_problems(lab)
     problems += _https_problems(lab)
+    if lab.share_group:
+        try:
+            access.group_id(lab.share_group)
+        except access.AccessError as e:
+            problems.append(str(e))
     try:
         assign_ports(lab)
     except LabError as e:
@@ -133,6 +140,9 @@ def _https_problems(lab: Lab) -> list[str]:
     for path in lab.collector.origin_ca_files:
         if not Path(path).is_file():
             problems.append(f"[collector].origin_ca_files: {path} is not a file")
+        elif any(c.isspace() for c in str(Path(path).resolve())):  # else a ValueError from collector.tls_outgoing
+            problems.append(f"[collector].origin_ca_files: {Path(path).resolve()}: Squid cannot name a file whose "
+                            "path has spaces (copy it elsewhere)")
     if lab.multiplier.intercept_tls and (ca_dir(lab) / spe_ca.CERT_NAME).exists():
         try:
             spe_ca.check_spe_ca(spe_ca.CaFiles(ca_dir(lab)))
@@ -146,19 +156,30 @@ def origin_tls_dir(rundir: Path) -> Path:
 
 
 def make_run_dir(lab: Lab, base: Path | None = None) -> Path:
+    """A new run directory under `base`, readable by its owner only (or the lab's share group: access.py),
+    that the proxies' own users can pass through."""
     base = Path(base or lab.runs_dir or DEFAULT_RUNS)
+    try:
+        if lab.share_group:
+            access.group_id(lab.share_group)  # before anything is made
+    except access.AccessError as e:
+        raise LabError(str(e)) from None
+    access.make_passable_dirs(base)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(100):
         path = base / (f"{stamp}-{lab.name}" + (f"-{n}" if n else ""))
         try:
-            path.mkdir(parents=True)
+            path.mkdir(mode=0o700)
             break
         except FileExistsError:
             continue
     else:
         raise LabError(f"cannot create a run directory under {base}")
     # Proxies started as root drop to their own users, who must reach their directories.
-    path.chmod(0o755)
+    try:
+        access.open_for_services(path, lab.share_group)
+    except access.AccessError as e:
+        raise LabError(str(e)) from None
     if os.geteuid() == 0:
         for ancestor in path.resolve().parents:
             if not ancestor.stat().st_mode & stat.S_IXOTH:
@@ -203,6 +224,7 @@ class RunningLab:
         left = sorted({pid for child in self.group.children for pid in [child.pid, *child.members()] if alive(pid)})
         if not left:
             (self.rundir / "pids.json").unlink(missing_ok=True)
+            access.seal(self.rundir, self.lab.share_group)  # nothing runs in it any more
         return left
 
 
@@ -257,6 +279,13 @@ def lab_destinations(lab: Lab) -> tuple[str, ...]:
     return tuple(dict.fromkeys((lab.origin.host, "localhost", "127.0.0.1")))
 
 
+def strip_query_terms(lab: Lab) -> bool:
+    """Whether the Collector's access.log leaves out URLs' queries: on with live traffic (origin "none": real
+    users' queries carry search terms, session ids, tokens), off with the synthetic origin (its queries are
+    the lab's own: think, size, cc...)."""
+    return lab.origin.kind == "none"
+
+
 def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
     """The ports CONNECT may reach, the Multiplier's --connect-port list (multiplier_argv): 443, with
     interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
@@ -279,7 +308,8 @@ def start_collector(run: RunningLab) -> None:
             run.group, "collector", spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
-            origin_ca_files=origin_ca_files(run), connect_ports=connect_ports(run.lab, run.ports),
+            origin_ca_files=origin_ca_files(run), strip_query_terms=strip_query_terms(run.lab),
+            replay_port=run.ports.replay, connect_ports=connect_ports(run.lab, run.ports),
             port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
@@ -312,7 +342,8 @@ def start_proxy(run: RunningLab, name: str) -> None:
     kind.render(ctx)
     kind.prepare(ctx)
     try:
-        child = run.group.start(name, kind.argv(ctx), port=ctx.port, ready=False, env=_env(ctx.dir), cwd=ctx.dir)
+        child = run.group.start(name, kind.argv(ctx), port=ctx.port, ready=False, env=_env(ctx.dir), cwd=ctx.dir,
+                                umask=kind.umask)
         run.record(child)
         child.wait_ready(deadline_s=kind.ready_deadline_s)
         for companion in kind.companions(ctx):
@@ -328,7 +359,7 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     m = lab.multiplier
     argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
             "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
-            "--fanout-threads", str(m.fanout_threads),
+            "--fanout-threads", str(m.fanout_threads), "--replay-listen", f"127.0.0.1:{ports.replay}",
             "--log", str(rundir / "multiplier.jsonl"), "--rope-log", str(rundir / "multiplier.rope.log"),
             "--capture-dir", str(rundir / "captures")]
     for p in lab.proxies:
@@ -391,7 +422,11 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
         "collector": {"kind": lab.collector.kind, "version": collector.version(lab.collector.kind),
                       "ports": collector_ports, "accel": [p.name for p in lab.proxies if KINDS[p.kind].accel],
                       "access_log": "collector/access.log", "cache_log": "collector/cache.log",
-                      **{k: v for k, v in asdict(lab.collector).items() if k not in ("kind", "port")}},
+                      **{k: v for k, v in asdict(lab.collector).items()
+                         if k not in ("kind", "port", "origin_ca_files")},
+                      # paths as strings (a Path is no JSON value), absolute: lab.json is read from the run directory
+                      "origin_ca_files": [str(Path(path).resolve()) for path in lab.collector.origin_ca_files],
+                      "strip_query_terms": strip_query_terms(lab)},
         "proxies": {p.name: {"kind": p.kind, "version": versions[p.kind], "host": p.host,
                              "port": ports.proxies[p.name], "collector_port": ports.collector[p.name],
                              "caches": KINDS[p.kind].caches, "accel": KINDS[p.kind].accel,
@@ -401,7 +436,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
                              "dir": f"proxies/{p.name}", "stdout": f"{p.name}.out"}
                     for p in lab.proxies},
         "multiplier": {"host": lab.multiplier.host, "port": ports.multiplier, "mode": lab.multiplier.mode,
-                       "legs": lab.multiplier.legs,
+                       "legs": lab.multiplier.legs, "replay_port": ports.replay,
                        "version": _version([str(multiplier), "--version"]), "log": "multiplier.jsonl",
                        "intercept_tls": lab.multiplier.intercept_tls,
                        "ca_cert": str(ca_dir(lab) / spe_ca.CERT_NAME) if lab.multiplier.intercept_tls else None,
@@ -427,12 +462,18 @@ def bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path = MUL
     problems = check(lab, multiplier)
     if problems:
         raise LabError("the lab cannot start:\n  " + "\n  ".join(problems))
+    with access.umask(lab.share_group):  # what is written meanwhile, and every process started, is private
+        return _bring_up(lab, rundir, group, multiplier, say)
+
+
+def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say) -> RunningLab:
+    access.open_for_services(rundir, lab.share_group)
     run = RunningLab(lab, rundir, group)
     run._write_pids()
     write_run_lab_file(lab, rundir / "lab.toml")  # the lab as it runs, which may not be its file
     run.ports = assign_ports(lab)
     (rundir / "proxies").mkdir(exist_ok=True)
-    (rundir / "proxies").chmod(0o755)
+    access.open_for_services(rundir / "proxies", lab.share_group)
     start_origin(run)
     start_collector(run)
     for p in lab.proxies:

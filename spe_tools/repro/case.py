@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from spe_tools.lab import access
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, load_lab
 
@@ -224,8 +225,8 @@ def default_dir(case: Case) -> Path:
 def write_case(case: Case, out: Path | None = None) -> Path:
     """DIR/case.json and DIR/README.txt (DIR: `out`, default RUN/repro/<ID>-<NAME>/); returns DIR."""
     out = Path(out) if out is not None else default_dir(case)
-    out.mkdir(parents=True, exist_ok=True)
-    out.chmod(0o755)  # a replay's proxy drops to its own user, who must reach its directory in replay/
+    access.make_passable_dirs(out)  # a replay's proxy drops to its own user, who must pass through to replay/
+    access.open_for_services(out, None)  # 0711: passable, not listable; case.json is private (./spe repro's umask)
     (out / "case.json").write_text(json.dumps({"format": FORMAT, **asdict(case)}, indent=2) + "\n")
     (out / "README.txt").write_text(readme(case, out))
     return out

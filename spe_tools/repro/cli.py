@@ -18,6 +18,7 @@ import signal
 import sys
 from pathlib import Path
 
+from spe_tools.lab import access
 from spe_tools.lab.runner import LabError
 from spe_tools.process import ProcessError
 from spe_tools.repro.case import CaseError, extract_case, write_case
@@ -78,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     if not writing and (args.out or args.no_replay):
         p.error("--out and --no-replay go with --proxy and --request (writing a case)")
     try:
-        case_dir = _write(args) if writing else args.path
-        return 0 if args.no_replay else _replay(case_dir)
+        with access.umask(None):  # the case (headers, URLs) and the replay's run directory are private
+            case_dir = _write(args) if writing else args.path
+            return 0 if args.no_replay else _replay(case_dir)
     except (CaseError, ReplayError, LabError, ProcessError, OSError) as e:
         print(f"spe repro: error: {e}", file=sys.stderr)
         return ERROR

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from spe_tools.lab import access
 from spe_tools.lab.kinds import CACHE_PORTS, KINDS, MULTIPLIER
 from spe_tools.lab.model import Lab, LabFileError, parse_lab
 from spe_tools.lab.runner import ROOT, RunningLab, bring_up, make_run_dir
@@ -161,7 +162,7 @@ def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     lab = replay_lab(case, origin_port)
     base = case_dir / "replay"
     base.mkdir(exist_ok=True)
-    base.chmod(0o755)  # the proxy drops to its own user, who must reach its directory
+    access.open_for_services(base, None)  # the proxy drops to its own user, who must pass through (0711)
     rundir = make_run_dir(lab, base)
     say(f"spe repro: replay in {rundir}")
     group = ProcessGroup(rundir)

@@ -8,7 +8,8 @@ Run: python -m spe_tools.workload.browse --proxy HOST:PORT URL... [--think-s S] 
 With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/sessions.py):
 a session starts at a random /page/<k>.html and, after each page and a think time, follows a random link
 of the page to another page, or with probability 1/--session-pages ends; N pages in all.
-Chromium is driven over the DevTools protocol (websockets); its own background traffic is kept down
+Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: no port that another
+local user could connect to); its own background traffic is kept down
 by flags, and what remains (a few Google hosts, see docs/workloads.md) fails inside Chromium without a
 DNS query; with --all-through-proxy it goes to the proxy instead, which must then refuse destinations
 outside the lab.
@@ -28,8 +29,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import websockets
 
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
@@ -58,7 +57,8 @@ GOOGLE_HOSTS = ["*.google.com", "*.googleapis.com", "*.gstatic.com", "*.gvt1.com
 def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: bool = False,
                   trust_spki: str | None = None) -> list[str]:
     """The command line: the proxy for loopback URLs (<-loopback> undoes Chromium's implicit bypass),
-    a private profile, DevTools on a port Chromium picks.
+    a private profile, DevTools on the pipe of file descriptors 3 and 4 (`Browser` sets it up): a DevTools
+    port, even on 127.0.0.1, would let any local user drive the browser.
 
     By default Chromium's own requests to Google hosts never reach the proxy: they bypass it and
     the resolver rules fail every name but loopback without asking DNS. With all_through_proxy
@@ -67,7 +67,7 @@ def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: boo
     bypass = ["<-loopback>"] if all_through_proxy else ["<-loopback>", *GOOGLE_HOSTS]
     argv = [binary, *QUIET_FLAGS, f"--proxy-server=http://{proxy}", f"--proxy-bypass-list={';'.join(bypass)}",
             "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
-            f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"]
+            f"--user-data-dir={profile}", "--remote-debugging-pipe"]
     if trust_spki:  # SPE's CA, for an intercepting Multiplier: trusted by its key, this profile only
         argv.append(f"--ignore-certificate-errors-spki-list={trust_spki}")
     if os.geteuid() == 0:  # Chromium refuses to run as root with its sandbox
@@ -75,17 +75,67 @@ def chromium_argv(binary: str, proxy: str, profile: Path, all_through_proxy: boo
     return argv + ["about:blank"]
 
 
+# Chromium's ends of the DevTools pipe (--remote-debugging-pipe): it reads commands on 3, writes on 4.
+PIPE_IN_FD, PIPE_OUT_FD = 3, 4
+MAX_MESSAGE = 64 << 20  # a DevTools message (a page's evaluated value, a big event) at most
+
+
+class DevToolsPipe:
+    """Chromium's DevTools pipe: JSON messages, each ended by a NUL byte, sent on one pipe and read from
+    the other. Only the process that holds the pipes can talk to the browser."""
+
+    def __init__(self, reader: asyncio.StreamReader, incoming: asyncio.ReadTransport,
+                 transport: asyncio.WriteTransport):
+        self.reader, self.incoming, self.transport = reader, incoming, transport
+
+    @classmethod
+    async def open(cls, to_browser: int, from_browser: int) -> DevToolsPipe:
+        """Our ends of the two pipes (file descriptors), taken over by the running event loop."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_MESSAGE)
+        incoming, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                   os.fdopen(from_browser, "rb", 0))
+        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(to_browser, "wb", 0))
+        return cls(reader, incoming, transport)
+
+    async def send(self, text: str) -> None:
+        if self.transport.is_closing():
+            raise RuntimeError("the DevTools pipe to Chromium is closed")
+        self.transport.write(text.encode() + b"\0")
+
+    async def __aiter__(self):
+        """Chromium's messages until it closes its end (it exited)."""
+        while True:
+            try:
+                message = await self.reader.readuntil(b"\0")
+            except asyncio.IncompleteReadError:
+                return
+            yield message[:-1]
+
+    async def close(self) -> None:
+        self.transport.close()
+        self.incoming.close()
+
+
 class DevTools:
     """A minimal Chrome DevTools Protocol client: commands by id, events to listeners."""
 
     def __init__(self, ws):
-        self.ws = ws
+        self.ws = ws  # a DevToolsPipe (anything with send, close and messages by async iteration)
         self.next_id = 0
         self.pending: dict[int, asyncio.Future] = {}
         self.listeners: list = []
         self.reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
+        try:
+            await self._dispatch()
+        finally:  # Chromium is gone: no reply will come
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(RuntimeError("Chromium closed its DevTools connection"))
+
+    async def _dispatch(self) -> None:
         async for raw in self.ws:
             msg = json.loads(raw)
             if "id" in msg:
@@ -130,24 +180,31 @@ class Browser:
     """One Chromium process and one tab."""
 
     def __init__(self, argv: list[str], profile: Path, workdir: Path):
-        """Chromium in a session of its own (its helpers with it), its output in workdir/chromium.out."""
+        """Chromium in a session of its own (its helpers with it), its output in workdir/chromium.out,
+        DevTools on a pipe only this process holds (`argv` says --remote-debugging-pipe)."""
         self.profile = profile
-        self.process = ProcessGroup(workdir).start("chromium", argv, ready=False)
+        commands_in, self.commands = os.pipe()  # Chromium reads on its fd 3
+        self.replies, replies_out = os.pipe()  # and writes on its fd 4
+        try:
+            self.process = ProcessGroup(workdir).start("chromium", argv, ready=False,
+                                                       fds={PIPE_IN_FD: commands_in, PIPE_OUT_FD: replies_out})
+        except BaseException:
+            for fd in (self.commands, self.replies):
+                os.close(fd)
+            raise
+        finally:  # Chromium's ends are its own now: its exit closes the pipe
+            os.close(commands_in)
+            os.close(replies_out)
         self.log = self.process.log
 
     async def connect(self, deadline_s: float = 30.0) -> None:
-        port_file = self.profile / "DevToolsActivePort"
-        end = time.monotonic() + deadline_s
-        while not port_file.exists() or len(port_file.read_text().splitlines()) < 2:
-            if not self.process.alive():
-                raise RuntimeError(f"chromium exited with {self.process.popen.returncode}: {tail(self.log, 10)}")
-            if time.monotonic() > end:
-                raise RuntimeError(f"chromium did not open DevTools within {deadline_s} s: {tail(self.log, 10)}")
-            await asyncio.sleep(0.1)
-        port, path = port_file.read_text().splitlines()[:2]
-        ws = await websockets.connect(f"ws://127.0.0.1:{port}{path}", max_size=64 << 20, open_timeout=deadline_s)
-        self.cdp = DevTools(ws)
-        target = await self.cdp.call("Target.createTarget", {"url": "about:blank"})
+        self.cdp = DevTools(await DevToolsPipe.open(self.commands, self.replies))
+        try:
+            target = await self.cdp.call("Target.createTarget", {"url": "about:blank"}, timeout=deadline_s)
+        except (TimeoutError, RuntimeError) as e:
+            state = "exited with " + str(self.process.popen.returncode) if not self.process.alive() else "runs"
+            raise RuntimeError(f"chromium answers no DevTools command ({e or 'timeout'}; it {state}): "
+                               f"{tail(self.log, 10)}") from None
         attached = await self.cdp.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
         self.session = attached["sessionId"]
         for method in ("Page.enable", "Network.enable"):

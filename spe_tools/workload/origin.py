@@ -8,6 +8,8 @@ Prints `origin listening on HOST:PORT` once ready (with --tls, then also
 Query parameters on any object URL override the model for that request (docs/workloads.md):
 think=MS (first-byte delay), size=BYTES, chunks=N and gap=MS (body in N writes, MS apart),
 rate=BYTES_PER_S (paced body), te=chunked|length (framing), cc=public|private|no-store|no-cache|VALUE.
+/unsafe/... takes any method and answers status=NNN (default 200) with size=BYTES of body (default: a line
+naming the request); /_stats counts every request by "METHOD path" (by_method_path): exactly-once tests.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from spe_tools.workload import conformance
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date, parse_date
 
-REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-           405: "Method Not Allowed", 501: "Not Implemented"} | conformance.STATUS_REASONS
+REASONS = {200: "OK", 201: "Created", 303: "See Other", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
+           404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 500: "Internal Server Error",
+           501: "Not Implemented"} | conformance.STATUS_REASONS
 CHUNK = 8192  # chunk size of chunked replies without chunks=N
 MAX_OVERRIDE_SIZE = 64 << 20
 
@@ -101,13 +104,14 @@ class Origin:
         self.think_mean_ms, self.think_sd_ms = think_mean_ms, think_sd_ms
         self.by_path: Counter = Counter()
         self.by_method: Counter = Counter()
+        self.by_method_path: Counter = Counter()
         self.by_status: Counter = Counter()
         self.serial = 0
         self.total = 0
 
     def stats(self) -> dict:
         return {"total": self.total, "by_method": dict(self.by_method), "by_status": dict(self.by_status),
-                "by_path": dict(self.by_path), "serial": self.serial}
+                "by_path": dict(self.by_path), "by_method_path": dict(self.by_method_path), "serial": self.serial}
 
     def handle(self, req: Message) -> Reply:
         method, target = req.method, req.target
@@ -128,6 +132,7 @@ class Origin:
         self.by_method[method] += 1
         self.by_status[reply.status] += 1
         self.by_path[path] += 1
+        self.by_method_path[f"{method} {path}"] += 1
         reply.headers.append(("X-Origin-Count", str(self.by_path[path])))
         return reply
 
@@ -149,6 +154,19 @@ class Origin:
                    ("X-Origin-Serial", str(self.serial))]
         return Reply(200, headers, body, Delivery(think_ms=self._think(query)))
 
+    def _unsafe(self, req: Message, method: str, path: str, query: dict) -> Reply:
+        """Any method, the status the query asks for: what a web application answers a form or an API call."""
+        self.serial += 1
+        status = query_int(query, "status", 200, 599) or 200
+        size = query_int(query, "size", 0, MAX_OVERRIDE_SIZE)
+        digest = hashlib.md5(req.body).hexdigest()
+        line = f"spe {method} {path} serial {self.serial} length {len(req.body)} md5 {digest}\n".encode()
+        body = b"" if status in (204, 304) else line if size is None else (line * (size // len(line) + 1))[:size]
+        headers = [("Content-Type", "text/plain"), ("X-Origin-Serial", str(self.serial))]
+        if status in (201, 303):
+            headers.append(("Location", f"/unsafe/created/{self.serial}"))
+        return Reply(status, headers, body, Delivery(think_ms=self._think(query)), method == "HEAD")
+
     def _conformance(self, req: Message, method: str, path: str, query: dict) -> Reply:
         case = conformance.reply(method, path, req.header)
         return Reply(case.status, list(case.headers), case.body, Delivery(think_ms=self._think(query)), case.head_only)
@@ -156,6 +174,8 @@ class Origin:
     def _object(self, req: Message, method: str, path: str, query: dict) -> Reply:
         if path.startswith(conformance.PREFIX):
             return self._conformance(req, method, path, query)
+        if path.startswith("/unsafe/"):
+            return self._unsafe(req, method, path, query)
         if path.startswith("/post/") or path == "/post":
             if method != "POST":
                 return self._error(405, "POST only", [("Allow", "POST")])

@@ -133,6 +133,10 @@ def start_multiplier(lab, request):
 
     def start(*args: str, collector: bool = True, host: str = "127.0.0.1") -> Multiplier:
         base = ["--collector", f"127.0.0.1:{lab.collector_port}"] if collector else []
+        # This test bed's origin is a fixture: the fan-out tests send it the proxies' copies of unsafe
+        # requests as they are (a real lab routes them to the replay port: test_lab_unsafe_requests.py).
+        if not {"--unsafe-requests", "--replay-listen", "--dummy"} & set(args):
+            base += ["--unsafe-requests", "send"]
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
         m = Multiplier(lab.group, lab.workdir, f"mult-{next(SERIAL)}-{safe}", [*base, *args], host=host)
         started.append(m)

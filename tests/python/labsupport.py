@@ -18,6 +18,7 @@ from pathlib import Path
 
 from conftest import multiplier_binary
 
+from analysis.collector_log import as_logged, strips_query_terms
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import RunningLab, bring_up
 from spe_tools.process import ProcessGroup, alive
@@ -57,7 +58,9 @@ class LabUnderTest:
             time.sleep(0.1)
 
     def collector_lines(self, path: str) -> Counter:
-        """Requests for exactly this path per Collector port name."""
+        """Requests for exactly this path per Collector port name (its query cut off as the log has it, when the
+        Collector strips query terms: a lab on live traffic)."""
+        path = as_logged(path, strips_query_terms(self.lab_json))
         counts: Counter = Counter()
         for line in (self.rundir / "collector/access.log").read_text().splitlines():
             fields = line.split()

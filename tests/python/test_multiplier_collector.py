@@ -31,10 +31,10 @@ def bed():
     with ProcessGroup(workdir) as group:
         origin = free_port()
         group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
-        direct, ports = free_port(), {name: free_port() for name in PROXIES}
-        start_collector(group, "collector", "spe", direct, ports)
+        direct, ports, replay = free_port(), {name: free_port() for name in PROXIES}, free_port()
+        start_collector(group, "collector", "spe", direct, ports, replay_port=replay)
         children = [start_squid(group, name, free_port(), parent_port=ports[name]) for name in PROXIES]
-        args = ["--collector", f"127.0.0.1:{direct}"]
+        args = ["--collector", f"127.0.0.1:{direct}", "--replay-listen", f"127.0.0.1:{replay}"]
         for name, child in zip(PROXIES, children, strict=True):
             args += ["--proxy", f"{name}=127.0.0.1:{child.port}"]
         multiplier = Multiplier(group, workdir, "multiplier", args)

@@ -1,9 +1,12 @@
 """The real-browser driver: headless Chromium loads synthetic pages with their images through a real
-Squid, and Squid's access.log shows every object; Chromium's own traffic never reaches the proxy."""
+Squid, and Squid's access.log shows every object; Chromium's own traffic never reaches the proxy, and
+Chromium listens on no port (DevTools is a pipe only the driver holds)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +20,7 @@ import pytest
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 from spe_tools.workload import content_model as cm
-from spe_tools.workload.browse import CHROMIUM, chromium_argv, next_page
+from spe_tools.workload.browse import CHROMIUM, Browser, chromium_argv, next_page
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
@@ -32,6 +35,8 @@ def test_command_line_keeps_chromium_quiet_and_on_the_proxy(tmp_path):
     assert any(a.startswith("--disable-features=NetworkTimeServiceQuerying") for a in argv)
     every = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path, all_through_proxy=True)
     assert "--proxy-bypass-list=<-loopback>" in every
+    # DevTools on a pipe, never on a port another local user could connect to
+    assert "--remote-debugging-pipe" in argv and not [a for a in argv if a.startswith("--remote-debugging-port")]
 
 
 def test_next_page_follows_a_page_link():
@@ -123,3 +128,57 @@ def test_browsing_pages_follows_links(squid_lab):
     for p in s["per_page"]:
         assert all(obj in logged for obj in p["objects"] if "/obj/" in obj)
     assert s["load_ms"]["count"] == 3
+
+
+def listening_tcp_sockets() -> dict[int, str]:
+    """Every TCP socket listening on this machine (IPv4 and IPv6): its inode -> its local address."""
+    sockets = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":  # TCP_LISTEN
+                    sockets[int(fields[9])] = fields[1]
+    return sockets
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets a process has open (its descriptors that name socket:[N])."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def test_chromium_listens_on_no_port_devtools_is_a_pipe(squid_lab, tmp_path):
+    """No local user can drive the browser: while it loads a page, none of Chromium's processes (the
+    browser, its renderers and helpers) has a listening TCP socket, and it wrote no DevToolsActivePort."""
+    workdir, origin_port, squid = squid_lab
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    argv = chromium_argv(CHROMIUM, f"127.0.0.1:{squid.port}", profile)
+
+    async def drive() -> tuple[object, dict[int, dict[int, str]]]:
+        browser = Browser(argv, profile, tmp_path)
+        try:
+            await browser.connect()
+            result = await browser.load(f"http://127.0.0.1:{origin_port}/page/4.html", timeout=60)
+            listening = listening_tcp_sockets()
+            found = {}
+            for pid in browser.process.members():
+                inodes = socket_inodes(pid)
+                found[pid] = {inode: listening[inode] for inode in inodes & listening.keys()}
+            return result, found
+        finally:
+            await browser.close()
+
+    result, found = asyncio.run(drive())
+    assert not result.error and result.requests > 1, result  # DevTools drove it: the page and its images
+    assert len(found) >= 2, found  # the browser and at least one helper were looked at
+    assert not any(found.values()), f"Chromium listens on TCP: {found}"
+    assert not (profile / "DevToolsActivePort").exists()

@@ -123,6 +123,28 @@ TEST_CASE("interception flags: CA directory, patterns; nonsense combinations are
                       Catch::Contains("--intercept-tls is for the Multiplier"));
 }
 
+TEST_CASE("unsafe requests are withheld from the proxies unless a replay port answers them") {
+    auto plain = parse({"--collector", "127.0.0.1:3128", "--proxy", "squid=127.0.0.1:3129"});
+    REQUIRE(plain);
+    CHECK(plain->unsafe_requests == spe::UnsafeRequests::withhold);
+    CHECK_FALSE(plain->replay_listen);
+
+    auto replay = parse({"--collector", "127.0.0.1:3128", "--replay-listen", "127.0.0.1:3200", "--replay-ttl", "2m"});
+    REQUIRE(replay);
+    CHECK(replay->unsafe_requests == spe::UnsafeRequests::replay);
+    CHECK(replay->replay_listen->port == 3200);
+    CHECK(replay->replay_ttl == std::chrono::minutes(2));
+
+    auto send = parse({"--collector", "127.0.0.1:3128", "--unsafe-requests", "send"});
+    REQUIRE(send);
+    CHECK(send->unsafe_requests == spe::UnsafeRequests::send);
+
+    CHECK_THROWS_WITH(parse({"--collector", "127.0.0.1:3128", "--unsafe-requests", "replay"}),
+                      Catch::Contains("needs --replay-listen"));
+    CHECK_THROWS_WITH(parse({"--collector", "127.0.0.1:3128", "--unsafe-requests", "sometimes"}),
+                      Catch::Contains("replay, withhold or send"));
+}
+
 TEST_CASE("the leaf validity flag: 30 days by default; duration forms; at least 1s; only with interception") {
     using namespace std::chrono_literals;
     auto c = parse({"--collector", "h:1", "--intercept-tls"});
