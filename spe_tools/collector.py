@@ -43,6 +43,7 @@ class CollectorOptions:
     port_limits: tuple[tuple[str, int], ...] = ()  # (proxy port name, KiB/s): a delay pool each
     replay_port: int | None = None  # the Multiplier's --replay-listen port: the proxies' unsafe copies go there
     strip_query_terms: bool = False  # log URLs without their query (live traffic: queries hold private data)
+    connect_ports: tuple[int, ...] = (443,)  # CONNECT only to these: the Multiplier's --connect-port list
 
 
 def binary(kind: str) -> Path:
@@ -78,6 +79,26 @@ def destination_rules(allowed: tuple[str, ...]) -> str:
     return (f"acl spe_destinations dstdomain -n {' '.join(allowed)}\n"
             "http_access deny !spe_destinations\n"
             "dns_nameservers 127.0.0.1\n")
+
+
+def connect_rules(allowed: tuple[int, ...], own_ports: tuple[int, ...]) -> str:
+    """CONNECT only to the ports the Multiplier allows (its --connect-port list) and never to the Collector's own
+    ports: Squid's classic `http_access deny CONNECT !SSL_ports`. The Multiplier refuses a target such as
+    `127.0.0.1:22:443` (Squid reads port 22 there); this also refuses one that reaches the Collector by
+    another way, and a CONNECT sent to it directly."""
+    for port in (*allowed, *own_ports):
+        if not 0 < int(port) < 65536:
+            raise ValueError(f"CONNECT port {port} is not 1-65535")
+    lines = ["acl spe_connect method CONNECT"]
+    if allowed:
+        lines += [f"acl spe_connect_ports port {' '.join(str(int(p)) for p in dict.fromkeys(allowed))}",
+                  "http_access deny spe_connect !spe_connect_ports"]
+    else:
+        lines += ["http_access deny spe_connect"]
+    if own_ports:
+        lines += [f"acl spe_collector_ports port {' '.join(str(int(p)) for p in dict.fromkeys(own_ports))}",
+                  "http_access deny spe_connect spe_collector_ports"]
+    return "\n".join(lines) + "\n"
 
 
 def port_limit_rules(limits: tuple[tuple[str, int], ...]) -> str:
@@ -142,6 +163,7 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
     binary(kind)
     return render_text(TEMPLATE.read_text(), dict(
         name=name, dir=directory, client_port=client_port, proxy_ports=port_lines(proxy_ports),
+        connect_rules=connect_rules(tuple(options.connect_ports), (client_port, *proxy_ports.values())),
         cache_mb=options.cache_mb, max_object_kb=options.max_object_kb,
         logformat=SPE_LOGFORMAT, port_name_field=" %ln" if kind == "spe" else "",
         # the patched build leaves out ICMP and HTCP; Debian's Squid must be told not to use them

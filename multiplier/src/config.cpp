@@ -115,7 +115,8 @@ po::options_description describe_options() {
         "allow", po::value<std::vector<std::string>>()->composing(),
         "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)")(
         "connect-port", po::value<std::vector<unsigned>>()->composing(),
-        "port CONNECT may tunnel to (repeatable; default 443)")(
+        "port CONNECT may tunnel to (repeatable; default 443). A CONNECT target must be host:port, IPv4:port or "
+        "[IPv6]:port (RFC 9110 9.3.6); anything else is refused with 400")(
         "unsafe-requests", po::value<std::string>(),
         "what the proxies get of an unsafe request (a method other than GET, HEAD, OPTIONS, TRACE): replay (the "
         "default with --replay-listen): sent, and the Collector must route their copies to --replay-listen, "
@@ -137,9 +138,13 @@ po::options_description describe_options() {
         "directory of SPE's CA, spe-ca.pem and spe-ca.key (default $SPE_CA_DIR, else "
         "$XDG_DATA_HOME/spe/ca, else ~/.local/share/spe/ca; ./spe ca creates it)")(
         "no-intercept", po::value<std::vector<std::string>>()->composing(),
-        "with --intercept-tls, tunnel CONNECTs to hosts matching this pattern unread ('*.example.com'; repeatable)")(
-        "compare-header", po::value<std::vector<std::string>>()->composing(),
-        "compare only these headers (repeatable; default: all end-to-end headers not ignored)")(
+        "with --intercept-tls, tunnel unread the CONNECTs whose host, or whose TLS SNI (read from the ClientHello "
+        "before deciding), matches this pattern ('*.example.com'; repeatable)")(
+        "leaf-validity", po::value<std::string>(),
+        "with --intercept-tls, how long each leaf certificate is valid when made (default 30 days; a duration as "
+        "--timeout, at least 1s and at most 24h, for tests); a cached leaf is renewed once less than a third of its "
+        "validity remains")("compare-header", po::value<std::vector<std::string>>()->composing(),
+                            "compare only these headers (repeatable; default: all end-to-end headers not ignored)")(
         "ignore-header", po::value<std::vector<std::string>>()->composing(),
         "never compare this header (repeatable, added to the default list; 'X-Foo*' matches a prefix)")(
         "max-header-bytes", po::value<std::size_t>()->default_value(64 * 1024),
@@ -274,8 +279,13 @@ Config build_config(const po::variables_map& vm) {
     c.no_intercept = list_of<std::string>(vm, "no-intercept");
     if (c.intercept_tls && c.dummy)
         throw ConfigError("--intercept-tls is for the Multiplier; a --dummy proxy gets intercepted requests as http");
-    if (!c.intercept_tls && (vm.count("ca-dir") || !c.no_intercept.empty()))
-        throw ConfigError("--ca-dir and --no-intercept only apply with --intercept-tls");
+    if (!c.intercept_tls && (vm.count("ca-dir") || !c.no_intercept.empty() || vm.count("leaf-validity")))
+        throw ConfigError("--ca-dir, --no-intercept and --leaf-validity only apply with --intercept-tls");
+    if (vm.count("leaf-validity")) {
+        const auto validity = parse_duration(vm["leaf-validity"].as<std::string>());
+        if (validity < std::chrono::seconds(1)) throw ConfigError("--leaf-validity must be at least 1s");
+        c.leaf_validity = std::chrono::duration_cast<std::chrono::seconds>(validity);
+    }
     c.compare_headers = list_of<std::string>(vm, "compare-header");
     c.ignore_headers = list_of<std::string>(vm, "ignore-header");
     c.max_header_bytes = vm["max-header-bytes"].as<std::size_t>();

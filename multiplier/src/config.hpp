@@ -63,6 +63,7 @@ struct Config {
     bool intercept_tls = false;                       // read HTTPS inside CONNECT tunnels (tls_interceptor.hpp)
     std::string ca_dir;                               // SPE's CA (spe-ca.pem, spe-ca.key), made by ./spe ca
     std::vector<std::string> no_intercept;            // host patterns whose tunnels stay opaque
+    std::chrono::seconds leaf_validity{std::chrono::hours(24 * 30)};  // of each leaf certificate when made
     std::vector<std::string> compare_headers;
     std::vector<std::string> ignore_headers;  // added to the default ignore list
 

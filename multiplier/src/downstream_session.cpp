@@ -44,6 +44,15 @@ RequestProblem read_problem(const error_code& ec) {
     return {400, "malformed request: " + ec.message()};
 }
 
+/// Why a TLS handshake ended that the client broke off (or sent nonsense).
+std::string handshake_ended(const error_code& ec) {
+    if (ec == beast::error::timeout) return "the client did not finish the handshake in time";
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated || ec == asio::error::connection_reset ||
+        ec == asio::error::broken_pipe)
+        return "the client closed the connection during the handshake";
+    return ec.message();
+}
+
 }  // namespace
 
 DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx)
@@ -338,13 +347,14 @@ std::string DownstreamSession::client_ip() const {
 
 awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord record) {
     const auto& cfg = ctx_->config();
-    auto target = parse_connect_target(req.target());
+    std::string bad_target;
+    auto target = parse_connect_target(req.target(), &bad_target);
     // The reasons are named, not temporaries in the co_await: GCC 12 mishandles those.
     std::optional<RequestProblem> problem;
     if (intercepted_)
         problem = RequestProblem{400, "CONNECT inside an intercepted tunnel"};
     else if (!target)
-        problem = RequestProblem{400, "CONNECT needs a HOST:PORT target"};
+        problem = RequestProblem{400, bad_target};
     else if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), target->port) == cfg.connect_ports.end())
         problem = RequestProblem{
             403, "CONNECT to port " + std::to_string(target->port) + " is not allowed (see --connect-port)"};
@@ -354,7 +364,7 @@ awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord rec
     }
     TunnelRequest plain{*target, req.version(), "", false};
     if (auto* interceptor = ctx_->interceptor()) {
-        plain.why = interceptor->tunnel_reason(client_ip(), target->bare_host());
+        plain.why = interceptor->tunnel_reason(target->bare_host());
         if (plain.why.empty()) co_return co_await intercept(*target, req.version(), std::move(record));
     }
     co_await tunnel(plain, std::move(record));
@@ -387,6 +397,28 @@ awaitable<std::optional<bool>> DownstreamSession::client_speaks_tls() {
     co_return first == kTlsHandshakeRecord;
 }
 
+awaitable<DownstreamSession::HelloRead> DownstreamSession::read_client_hello() {
+    HelloRead out;
+    client_.expires_after(ctx_->config().client_timeout);  // for the whole ClientHello, however it trickles in
+    for (;;) {
+        auto scan = scan_client_hello({static_cast<const char*>(buffer_.data().data()), buffer_.size()});
+        if (scan.status == ClientHelloScan::Status::complete) {
+            out.hello = std::move(scan.hello);
+            co_return out;
+        }
+        const auto room = buffer_.max_size() - buffer_.size();
+        if (scan.status == ClientHelloScan::Status::not_client_hello || room == 0) co_return out;
+        error_code ec;
+        const auto want = std::min(room, std::max<std::size_t>(scan.wanted - buffer_.size(), 16 * 1024));
+        const auto n = co_await client_.async_read_some(buffer_.prepare(want), with_ec(ec));
+        buffer_.commit(n);
+        if (ec) {
+            out.ended = ec;
+            co_return out;
+        }
+    }
+}
+
 awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsigned client_version,
                                              RequestRecord record) {
     const auto& cfg = ctx_->config();
@@ -414,6 +446,24 @@ awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsign
         co_return false;
     }
 
+    // The SNI may name a --no-intercept host the CONNECT did not (an app that connects by address), and the
+    // ClientHello tells a client that refused SPE's certificate apart from others on its address.
+    const auto read = co_await read_client_hello();
+    if (read.ended) {
+        // Not handed to TLS: after the end of the stream Asio would wait for more (for --client-timeout).
+        record.note = "CONNECT intercepted: TLS handshake failed: " + handshake_ended(read.ended);
+        ctx_->log().write(record);
+        co_return false;
+    }
+    if (read.hello) {
+        const TunnelRequest opaque{target, client_version,
+                                   interceptor.tunnel_reason(client_ip(), target.bare_host(), *read.hello), true};
+        if (!opaque.why.empty()) {
+            co_await tunnel(opaque, std::move(record));
+            co_return false;
+        }
+    }
+
     std::string already_read(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     buffer_.consume(buffer_.size());
     auto& stream = io_.start_tls(interceptor.context(), std::move(already_read));
@@ -428,16 +478,16 @@ awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsign
         if (!facts.problem.empty()) {
             why = facts.problem;
         } else if (TlsInterceptor::client_refused_certificate(ec)) {
-            interceptor.remember_refusal(client_ip(), facts.connect_host);
-            why = "the client refused SPE's certificate (" + ec.message() + "); later CONNECTs to " +
-                  facts.connect_host + " from this client are tunnelled for a while";
-        } else if (ec == beast::error::timeout) {
-            why = "the client did not finish the handshake in time";
-        } else if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
-                   ec == asio::error::connection_reset || ec == asio::error::broken_pipe) {
-            why = "the client closed the connection during the handshake";
+            const std::string name = facts.leaf_name.empty() ? facts.connect_host : facts.leaf_name;
+            why = "the client refused SPE's certificate (" + ec.message() + ")";
+            if (read.hello) {
+                interceptor.remember_refusal(client_ip(), *read.hello, name);
+                why += "; its CONNECTs to " + name + " (the same address and TLS fingerprint " +
+                       read.hello->fingerprint + ") are tunnelled for the next " +
+                       std::to_string(TlsInterceptor::kRefusalMemory.count()) + " s";
+            }
         } else {
-            why = ec.message();
+            why = handshake_ended(ec);
         }
         record.note = "CONNECT intercepted: TLS handshake failed: " + why;
         spdlog::debug("client {}: {}", client_address_, record.note);

@@ -6,6 +6,7 @@
 // session then reads the tunnel's requests as https ones (tls_interceptor.hpp).
 #pragma once
 
+#include "client_hello.hpp"
 #include "client_stream.hpp"
 #include "collector_leg.hpp"
 #include "connect_tunnel.hpp"
@@ -43,6 +44,14 @@ private:
     awaitable<bool> intercept(const ConnectTarget& target, unsigned client_version, RequestRecord record);
     /// After the 200 of an interception: whether the client's first byte starts a TLS record.
     awaitable<std::optional<bool>> client_speaks_tls();
+    struct HelloRead {
+        std::optional<ClientHello> hello;  // nullopt: not one the scan understands (TLS will say why)
+        error_code ended;                  // the client closed, reset or went silent before it was whole
+    };
+    /// After the first TLS byte: reads into buffer_ (nothing consumed: the
+    /// bytes go to TLS, or to the Collector when the tunnel is passed unread)
+    /// until the ClientHello is whole.
+    awaitable<HelloRead> read_client_hello();
     awaitable<void> tunnel(const TunnelRequest& tunnel, RequestRecord record);
     /// An Upgrade (WebSocket): through the Collector, then tunnelled, not multiplied (upgrade_tunnel.hpp).
     awaitable<void> upgrade(Request req, RequestRecord record);

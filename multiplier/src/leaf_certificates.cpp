@@ -22,8 +22,7 @@ void EvpKeyDeleter::operator()(EVP_PKEY* k) const {
 
 namespace {
 
-constexpr long kLeafValiditySeconds = 30L * 24 * 3600;  // leaves are remade by every Multiplier process
-constexpr long kBackdateSeconds = 24L * 3600;           // a client whose clock is a little behind accepts it
+constexpr long kBackdateSeconds = 24L * 3600;  // a client whose clock is a little behind accepts it
 
 std::string openssl_error() {
     const auto e = ERR_get_error();
@@ -125,39 +124,59 @@ LeafCertificates::LeafCertificates(CertificateAuthority ca, LeafLimits limits)
     limits_.capacity = std::max<std::size_t>(limits_.capacity, 1);
 }
 
-std::optional<X509Ptr> LeafCertificates::leaf_for(std::string_view name, std::string& why) {
+std::optional<X509Ptr> LeafCertificates::leaf_for(std::string_view name, std::string& why, Clock::time_point now) {
     if (!plausible_host_name(name)) {
         why = "no certificate for a name that is not a host name";
         return std::nullopt;
     }
-    std::lock_guard lock(mutex_);
-    if (auto it = index_.find(name); it != index_.end()) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        X509_up_ref(it->second->second.get());
-        return X509Ptr(it->second->second.get());
-    }
-    if (!take_token()) {
+    const auto rate_limited = [&] {
         why = "new leaf certificates are limited to " + std::to_string(static_cast<long>(limits_.per_second)) +
               " per second";
         return std::nullopt;
+    };
+    const auto share = [](const X509Ptr& cert) {
+        X509_up_ref(cert.get());
+        return std::optional<X509Ptr>(X509Ptr(cert.get()));
+    };
+    std::lock_guard lock(mutex_);
+    if (auto it = index_.find(name); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        Leaf& leaf = *it->second;
+        // Renewed before it expires; past the rate, the old one serves while it is valid.
+        if (now >= leaf.renew_at && take_token(now)) {
+            make(leaf, now);
+            ++renewed_;
+        } else if (now >= leaf.expires) {
+            return rate_limited();
+        }
+        return share(leaf.cert);
     }
-    auto leaf = sign(name);
-    ++made_;
+    if (!take_token(now)) return rate_limited();
     if (lru_.size() >= limits_.capacity) {
-        index_.erase(lru_.back().first);
+        index_.erase(lru_.back().name);
         lru_.pop_back();
     }
-    lru_.emplace_front(std::string(name), std::move(leaf));
-    index_.emplace(lru_.front().first, lru_.begin());
-    X509_up_ref(lru_.front().second.get());
-    return X509Ptr(lru_.front().second.get());
+    Leaf fresh{std::string(name), nullptr, {}, {}};
+    make(fresh, now);
+    lru_.push_front(std::move(fresh));
+    index_.emplace(lru_.front().name, lru_.begin());
+    return share(lru_.front().cert);
 }
 
-bool LeafCertificates::take_token() {
-    const auto now = std::chrono::steady_clock::now();
-    const std::chrono::duration<double> elapsed = now - refilled_;
-    refilled_ = now;
-    tokens_ = std::min(limits_.burst, tokens_ + elapsed.count() * limits_.per_second);
+void LeafCertificates::make(Leaf& leaf, Clock::time_point now) {
+    leaf.cert = sign(leaf.name);
+    const auto validity = std::chrono::duration_cast<Clock::duration>(limits_.validity);
+    leaf.renew_at = now + validity * 2 / 3;
+    leaf.expires = now + validity;
+    ++made_;
+}
+
+bool LeafCertificates::take_token(Clock::time_point now) {
+    if (now > refilled_) {
+        const std::chrono::duration<double> elapsed = now - refilled_;
+        refilled_ = now;
+        tokens_ = std::min(limits_.burst, tokens_ + elapsed.count() * limits_.per_second);
+    }
     if (tokens_ < 1) return false;
     tokens_ -= 1;
     return true;
@@ -172,7 +191,7 @@ X509Ptr LeafCertificates::sign(std::string_view name_view) const {
     BN_rand(serial.get(), 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY);
     BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(x));
     X509_gmtime_adj(X509_getm_notBefore(x), -kBackdateSeconds);
-    X509_gmtime_adj(X509_getm_notAfter(x), kLeafValiditySeconds);
+    X509_gmtime_adj(X509_getm_notAfter(x), static_cast<long>(limits_.validity.count()));
     X509_set_pubkey(x, leaf_key_.get());
     X509_NAME* subject = X509_get_subject_name(x);
     X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("SPE"), -1, -1, 0);
@@ -198,6 +217,11 @@ std::size_t LeafCertificates::cached() const {
 std::uint64_t LeafCertificates::made() const {
     std::lock_guard lock(mutex_);
     return made_;
+}
+
+std::uint64_t LeafCertificates::renewed() const {
+    std::lock_guard lock(mutex_);
+    return renewed_;
 }
 
 }  // namespace spe

@@ -6,6 +6,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/string.hpp>
 
+#include <algorithm>
 #include <random>
 
 namespace spe {
@@ -96,17 +97,119 @@ std::string ConnectTarget::bare_host() const {
     return host;
 }
 
-std::optional<ConnectTarget> parse_connect_target(std::string_view target) {
-    const auto colon = target.rfind(':');
-    if (colon == std::string_view::npos || colon == 0 || colon + 1 == target.size() || target.size() - colon > 6)
+namespace {
+constexpr std::size_t kMaxHostLength = 255;
+
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+/// The port of an authority: 1-65535 in decimal, no sign, no leading zero.
+std::optional<std::uint16_t> decimal_port(std::string_view text) {
+    if (text.empty() || text.size() > 5 || text.front() == '0' || !std::all_of(text.begin(), text.end(), is_digit))
         return std::nullopt;
-    const auto digits = target.substr(colon + 1);
-    if (digits.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
-    const auto port = std::stoul(std::string(digits));
-    if (port == 0 || port > 65535) return std::nullopt;
-    const auto host = target.substr(0, colon);
-    if (host.find_first_of("/@ \t") != std::string_view::npos) return std::nullopt;
-    return ConnectTarget{std::string(host), static_cast<std::uint16_t>(port)};
+    const auto port = std::stoul(std::string(text));
+    if (port > 65535) return std::nullopt;
+    return static_cast<std::uint16_t>(port);
+}
+
+/// RFC 3986 IPv4address: four dec-octets (0-255, no leading zero).
+bool is_dotted_quad(std::string_view host) {
+    int octets = 0;
+    for (;;) {
+        const auto dot = host.find('.');
+        const auto octet = host.substr(0, dot);
+        if (octet.empty() || octet.size() > 3 || (octet.size() > 1 && octet.front() == '0') ||
+            !std::all_of(octet.begin(), octet.end(), is_digit) || std::stoi(std::string(octet)) > 255)
+            return false;
+        ++octets;
+        if (dot == std::string_view::npos) break;
+        host.remove_prefix(dot + 1);
+    }
+    return octets == 4;
+}
+
+/// Every dot-separated label a number (decimal, octal or 0x hex): inet_aton's forms of an IPv4 address.
+bool looks_numeric(std::string_view host) {
+    if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+    for (;;) {
+        const auto dot = host.find('.');
+        auto label = host.substr(0, dot);
+        if (label.size() > 1 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X')) label.remove_prefix(2);
+        const bool hex = label.size() < host.substr(0, dot).size();
+        const bool number = std::all_of(label.begin(), label.end(), [hex](char c) {
+            return is_digit(c) || (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
+        });
+        if (!number || (label.empty() && !hex)) return false;
+        if (dot == std::string_view::npos) return true;
+        host.remove_prefix(dot + 1);
+    }
+}
+
+bool is_ipv6(std::string_view text) {
+    boost::system::error_code ec;
+    boost::asio::ip::make_address_v6(std::string(text), ec);
+    return !ec;
+}
+
+bool host_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' || c == '.' || c == '_';
+}
+
+/// Why `target` is not authority-form; empty when it is (host and port then set).
+std::string connect_target_problem(std::string_view target, std::string& host, std::uint16_t& port) {
+    if (target.empty()) return "no target";
+    if (target.find('@') != std::string_view::npos) return "userinfo (user@) is not allowed";
+    if (target.find('%') != std::string_view::npos) return "percent-encoding is not allowed";
+    if (target.find_first_of(" \t\r\n\v\f") != std::string_view::npos) return "whitespace is not allowed";
+    std::string_view port_text;
+    if (target.front() == '[') {
+        const auto close = target.find(']');
+        if (close == std::string_view::npos) return "an IPv6 address without its closing ']'";
+        const auto inside = target.substr(1, close - 1);
+        if (!inside.empty() && (inside.front() == 'v' || inside.front() == 'V'))
+            return "IPvFuture addresses are not supported";
+        if (inside.find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos || !is_ipv6(inside))
+            return "'[...]' must hold an IPv6 address";
+        const auto rest = target.substr(close + 1);
+        if (rest.empty()) return "no port";
+        if (rest.front() != ':') return "only ':port' may follow an IPv6 address";
+        port_text = rest.substr(1);
+        if (port_text.find(':') != std::string_view::npos) return "more than one port";
+        host = std::string(target.substr(0, close + 1));
+    } else {
+        const auto colon = target.find(':');
+        if (colon == std::string_view::npos) return "no port";
+        if (target.find(':', colon + 1) != std::string_view::npos) {
+            if (is_ipv6(target) || is_ipv6(target.substr(0, target.rfind(':'))))
+                return "an IPv6 address must be in brackets: [address]:port";
+            return "more than one ':' (a target has exactly one port)";
+        }
+        const auto name = target.substr(0, colon);
+        if (name.empty()) return "no host";
+        if (name.size() > kMaxHostLength) return "the host is longer than 255 characters";
+        if (!std::all_of(name.begin(), name.end(), host_name_char))
+            return "the host has characters outside a host name (letters, digits, '-', '.', '_')";
+        if (looks_numeric(name) && !is_dotted_quad(name))
+            return "a numeric host must be an IPv4 address in four decimal parts (no 127.1, octal or hex)";
+        port_text = target.substr(colon + 1);
+        host = std::string(name);
+    }
+    if (port_text.empty()) return "no port";
+    const auto parsed = decimal_port(port_text);
+    if (!parsed) return "the port must be a number from 1 to 65535 (digits only, no leading zero)";
+    port = *parsed;
+    return {};
+}
+}  // namespace
+
+std::optional<ConnectTarget> parse_connect_target(std::string_view target, std::string* why) {
+    ConnectTarget out;
+    auto problem = connect_target_problem(target, out.host, out.port);
+    if (problem.empty()) return out;
+    if (why)
+        *why = "bad CONNECT target: " + problem + "; expected host:port, IPv4:port or [IPv6]:port (RFC 9110 9.3.6)";
+    return std::nullopt;
 }
 
 std::optional<InterceptedTarget> intercepted_target(std::string_view target, const ConnectTarget& tunnel) {

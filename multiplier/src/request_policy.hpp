@@ -25,7 +25,16 @@ struct ConnectTarget {
     /// The host without IPv6 brackets: the name a certificate is made for.
     std::string bare_host() const;
 };
-std::optional<ConnectTarget> parse_connect_target(std::string_view target);
+/// A CONNECT target in authority-form only (RFC 9110 9.3.6): `reg-name:port`,
+/// `IPv4address:port` or `[IPv6address]:port`, exactly one port, 1-65535 in
+/// decimal without sign or leading zero. Refused (nullopt, the reason in
+/// `why`): userinfo, a second port, no port, an empty host, IPv6 without
+/// brackets, percent-encoding, whitespace, any character outside a host name
+/// (letters, digits, '-', '.', '_'), and numeric hosts other than a dotted
+/// quad (127.1, 0x7f.1, 0177.0.0.1: resolvers read them differently). The
+/// Collector (Squid) reads "127.0.0.1:22:443" as port 22: a target two
+/// parsers could read differently never passes.
+std::optional<ConnectTarget> parse_connect_target(std::string_view target, std::string* why = nullptr);
 
 /// A request read inside an intercepted tunnel: the target its upstream copy
 /// gets (http, port always written, so https://h/x is http://h:443/x, an

@@ -35,9 +35,12 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
             names.push_back(p.name);
         cache_judge_ = std::make_unique<CacheJudge>(std::move(names));
     }
-    if (config_.intercept_tls)
-        interceptor_ = std::make_unique<TlsInterceptor>(CertificateAuthority::load(config_.ca_dir),
-                                                        config_.no_intercept, LeafLimits{});
+    if (config_.intercept_tls) {
+        LeafLimits leaves;
+        leaves.validity = config_.leaf_validity;
+        interceptor_ =
+            std::make_unique<TlsInterceptor>(CertificateAuthority::load(config_.ca_dir), config_.no_intercept, leaves);
+    }
     if (config_.unsafe_requests == UnsafeRequests::replay)
         replay_store_ = std::make_shared<ReplayStore>(config_.replay_ttl, config_.replay_store_bytes);
 }

@@ -108,27 +108,48 @@ bool TlsInterceptor::client_refused_certificate(const error_code& ec) {
 }
 
 namespace {
-std::string refusal_key(std::string_view client_ip, std::string_view host) {
-    return std::string(client_ip) + " " + std::string(host);
+std::string refusal_key(std::string_view client_ip, const ClientHello& hello, std::string_view name) {
+    return std::string(client_ip) + " " + hello.fingerprint + " " + std::string(name);
 }
 }  // namespace
 
-std::string TlsInterceptor::tunnel_reason(std::string_view client_ip, std::string_view host) {
-    const std::string name(host);
-    for (const auto& pattern : no_intercept_)
-        if (fnmatch(pattern.c_str(), name.c_str(), FNM_CASEFOLD) == 0) return "--no-intercept " + pattern;
-    std::lock_guard lock(refused_mutex_);
-    auto it = refused_.find(refusal_key(client_ip, host));
-    // An expired refusal stays in the table (it is bounded) until the order evicts it.
-    if (it == refused_.end() || it->second < std::chrono::steady_clock::now()) return {};
-    return "this client refused SPE's certificate for " + name + " in the last " +
-           std::to_string(kRefusalMemory.count()) + " minutes";
+std::string_view TlsInterceptor::leaf_name(std::string_view connect_host, const ClientHello& hello) {
+    return hello.sni.empty() ? connect_host : std::string_view(hello.sni);
 }
 
-void TlsInterceptor::remember_refusal(std::string_view client_ip, std::string_view host) {
-    auto key = refusal_key(client_ip, host);
+std::string TlsInterceptor::no_intercept_match(std::string_view name) const {
+    const std::string text(name);
+    for (const auto& pattern : no_intercept_)
+        if (fnmatch(pattern.c_str(), text.c_str(), FNM_CASEFOLD) == 0) return pattern;
+    return {};
+}
+
+std::string TlsInterceptor::tunnel_reason(std::string_view host) const {
+    const auto pattern = no_intercept_match(host);
+    return pattern.empty() ? std::string() : "--no-intercept " + pattern;
+}
+
+std::string TlsInterceptor::tunnel_reason(std::string_view client_ip, std::string_view connect_host,
+                                          const ClientHello& hello, Clock::time_point now) {
+    // An app may CONNECT by address and name its host in the SNI only: the leaf would follow the SNI.
+    if (!hello.sni.empty())
+        if (const auto pattern = no_intercept_match(hello.sni); !pattern.empty())
+            return "--no-intercept " + pattern + " (SNI " + hello.sni + ")";
+    const auto name = leaf_name(connect_host, hello);
     std::lock_guard lock(refused_mutex_);
-    const auto until = std::chrono::steady_clock::now() + kRefusalMemory;
+    auto it = refused_.find(refusal_key(client_ip, hello, name));
+    // An expired refusal stays in the table (it is bounded) until the order evicts it.
+    if (it == refused_.end() || it->second <= now) return {};
+    return "this client refused SPE's certificate for " + std::string(name) + " in the last " +
+           std::to_string(kRefusalMemory.count()) + " s (the same address " + std::string(client_ip) +
+           " and TLS fingerprint " + hello.fingerprint + ")";
+}
+
+void TlsInterceptor::remember_refusal(std::string_view client_ip, const ClientHello& hello, std::string_view name,
+                                      Clock::time_point now) {
+    auto key = refusal_key(client_ip, hello, name);
+    std::lock_guard lock(refused_mutex_);
+    const auto until = now + kRefusalMemory;
     if (auto [it, added] = refused_.try_emplace(key, until); !added) {
         it->second = until;
         return;

@@ -8,6 +8,7 @@
 // only) fails the handshake with no_application_protocol, and it is recorded.
 #pragma once
 
+#include "client_hello.hpp"
 #include "leaf_certificates.hpp"
 #include "net.hpp"
 
@@ -40,13 +41,26 @@ public:
     asio::ssl::context& context() { return context_; }
     LeafCertificates& leaves() { return leaves_; }
 
-    /// Why a CONNECT from `client_ip` to `host` is tunnelled rather than intercepted; empty: intercept it.
-    std::string tunnel_reason(std::string_view client_ip, std::string_view host);
-    /// The client at `client_ip` refused SPE's certificate for `host`: its
-    /// CONNECTs to that host are tunnelled for the next kRefusalMemory (other
-    /// clients, which may trust SPE's CA, are still intercepted).
-    void remember_refusal(std::string_view client_ip, std::string_view host);
-    static constexpr std::chrono::minutes kRefusalMemory{10};
+    using Clock = std::chrono::steady_clock;
+
+    /// Why a CONNECT to `host` is tunnelled rather than intercepted, known
+    /// before any TLS byte (a --no-intercept pattern); empty: look at its ClientHello.
+    std::string tunnel_reason(std::string_view host) const;
+    /// Why, once its ClientHello is read: the SNI matches a --no-intercept
+    /// pattern, or this client (its address and TLS fingerprint) refused SPE's
+    /// certificate for that name in the last kRefusalMemory; empty: intercept it.
+    std::string tunnel_reason(std::string_view client_ip, std::string_view connect_host, const ClientHello& hello,
+                              Clock::time_point now = Clock::now());
+    /// The client at `client_ip` whose TLS stack sent `hello` refused SPE's
+    /// certificate for `name`: its CONNECTs to that name are tunnelled for the
+    /// next kRefusalMemory. Other clients on the same address (a browser
+    /// beside a tool that does not trust SPE's CA) send other ClientHellos and
+    /// are still intercepted; a client's port is no help, a new connection has a new one.
+    void remember_refusal(std::string_view client_ip, const ClientHello& hello, std::string_view name,
+                          Clock::time_point now = Clock::now());
+    static constexpr std::chrono::seconds kRefusalMemory{60};
+    /// The name a leaf is made for: the SNI, else the CONNECT host.
+    static std::string_view leaf_name(std::string_view connect_host, const ClientHello& hello);
 
     /// Ties `facts` to the handshake on `ssl` (the certificate and ALPN callbacks fill it).
     static void attach(SSL* ssl, HandshakeFacts* facts);
@@ -64,9 +78,11 @@ private:
         void operator()(STACK_OF(X509) * chain) const { sk_X509_pop_free(chain, X509_free); }
     };
     std::unique_ptr<STACK_OF(X509), ChainDeleter> chain_;  // sent after the leaf: SPE's CA
+    std::string no_intercept_match(std::string_view name) const;
+
     std::mutex refused_mutex_;
-    // "client ip host" -> until when; bounded, and the oldest refusal is forgotten first
-    std::unordered_map<std::string, std::chrono::steady_clock::time_point> refused_;
+    // "client ip fingerprint name" -> until when; bounded, and the oldest refusal is forgotten first
+    std::unordered_map<std::string, Clock::time_point> refused_;
     std::deque<std::string> refused_order_;
 };
 

@@ -286,6 +286,20 @@ def strip_query_terms(lab: Lab) -> bool:
     return lab.origin.kind == "none"
 
 
+def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
+    """The ports CONNECT may reach, the Multiplier's --connect-port list (multiplier_argv): 443, with
+    interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
+    replaces the default 443 when it is the only one). The Collector refuses CONNECT to any other."""
+    listed = [443, ports.origin_tls or 443] if lab.multiplier.intercept_tls else []
+    args = list(lab.multiplier.extra_args)
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--connect-port" and i + 1 < len(args) else \
+            arg.partition("=")[2] if arg.startswith("--connect-port=") else ""
+        if value.isdigit():
+            listed.append(int(value))
+    return tuple(dict.fromkeys(listed or [443]))
+
+
 def start_collector(run: RunningLab) -> None:
     try:
         spec = run.lab.collector
@@ -295,7 +309,7 @@ def start_collector(run: RunningLab) -> None:
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
             origin_ca_files=origin_ca_files(run), strip_query_terms=strip_query_terms(run.lab),
-            replay_port=run.ports.replay,
+            replay_port=run.ports.replay, connect_ports=connect_ports(run.lab, run.ports),
             port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e

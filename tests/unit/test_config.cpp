@@ -144,3 +144,22 @@ TEST_CASE("unsafe requests are withheld from the proxies unless a replay port an
     CHECK_THROWS_WITH(parse({"--collector", "127.0.0.1:3128", "--unsafe-requests", "sometimes"}),
                       Catch::Contains("replay, withhold or send"));
 }
+
+TEST_CASE("the leaf validity flag: 30 days by default; duration forms; at least 1s; only with interception") {
+    using namespace std::chrono_literals;
+    auto c = parse({"--collector", "h:1", "--intercept-tls"});
+    REQUIRE(c);
+    CHECK(c->leaf_validity == std::chrono::hours(24 * 30));
+    for (auto [text, expected] : {std::pair{"2s", 2s}, std::pair{"10m", 600s}, std::pair{"1h", 3600s},
+                                  std::pair{"90", 90s}, std::pair{"1500ms", 1s}}) {
+        auto v = parse({"--collector", "h:1", "--intercept-tls", "--leaf-validity", text});
+        REQUIRE(v);
+        CHECK(v->leaf_validity == expected);
+    }
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--intercept-tls", "--leaf-validity", "500ms"}),
+                      Catch::Contains("at least 1s"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--intercept-tls", "--leaf-validity", "2d"}),
+                      Catch::Contains("expected a duration"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--leaf-validity", "2s"}),
+                      Catch::Contains("only apply with --intercept-tls"));
+}

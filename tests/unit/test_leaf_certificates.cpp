@@ -1,12 +1,14 @@
 #include "leaf_certificates.hpp"
 #include "tls_interceptor.hpp"
 
+#include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -150,14 +152,102 @@ TEST_CASE("a missing or mismatched CA is a clear error naming the file and the c
     CHECK_THROWS_WITH(one.load(), Catch::Contains("is not the key of"));
 }
 
-TEST_CASE("which tunnels stay opaque: --no-intercept patterns, and a client that refused SPE's certificate") {
+TEST_CASE("which tunnels stay opaque: --no-intercept patterns on the CONNECT host or on the SNI") {
     TestCa ca;
     spe::TlsInterceptor interceptor(ca.load(), {"*.bank.example", "pinned.example"}, roomy());
-    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example").empty());
-    CHECK_THAT(interceptor.tunnel_reason("127.0.0.1", "www.BANK.example"), Catch::Contains("*.bank.example"));
-    CHECK_THAT(interceptor.tunnel_reason("127.0.0.1", "pinned.example"), Catch::Contains("pinned.example"));
-    interceptor.remember_refusal("127.0.0.2", "shop.example");
-    CHECK_THAT(interceptor.tunnel_reason("127.0.0.2", "shop.example"), Catch::Contains("refused"));
-    // Another client may trust SPE's CA: it is still intercepted.
-    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example").empty());
+    CHECK(interceptor.tunnel_reason("shop.example").empty());
+    CHECK_THAT(interceptor.tunnel_reason("www.BANK.example"), Catch::Contains("*.bank.example"));
+    CHECK_THAT(interceptor.tunnel_reason("pinned.example"), Catch::Contains("pinned.example"));
+    // An app that CONNECTs by address and names its host in the SNI only.
+    const spe::ClientHello bank{"www.bank.example", "0123456789abcdef"};
+    CHECK(interceptor.tunnel_reason("192.0.2.7").empty());
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", bank) ==
+          "--no-intercept *.bank.example (SNI www.bank.example)");
+    const spe::ClientHello shop{"shop.example", "0123456789abcdef"};
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", shop).empty());
+    const spe::ClientHello no_sni{"", "0123456789abcdef"};
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", no_sni).empty());
+}
+
+TEST_CASE("a refusal is remembered per client address, TLS fingerprint and name, for a minute") {
+    using namespace std::chrono_literals;
+    TestCa ca;
+    spe::TlsInterceptor interceptor(ca.load(), {}, roomy());
+    const auto t0 = spe::TlsInterceptor::Clock::now();
+    const spe::ClientHello tool{"shop.example", "aaaaaaaaaaaaaaaa"};
+    const spe::ClientHello browser{"shop.example", "bbbbbbbbbbbbbbbb"};
+    interceptor.remember_refusal("127.0.0.1", tool, "shop.example", t0);
+    const auto again = interceptor.tunnel_reason("127.0.0.1", "shop.example", tool, t0 + 1s);
+    CHECK_THAT(again, Catch::Contains("this client refused SPE's certificate for shop.example in the last 60 s") &&
+                          Catch::Contains("127.0.0.1") && Catch::Contains("aaaaaaaaaaaaaaaa"));
+    // The browser beside the tool, on the same address: still intercepted.
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example", browser, t0 + 1s).empty());
+    CHECK(interceptor.tunnel_reason("127.0.0.2", "shop.example", tool, t0 + 1s).empty());
+    const spe::ClientHello tool_elsewhere{"other.example", "aaaaaaaaaaaaaaaa"};
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example", tool_elsewhere, t0 + 1s).empty());
+    CHECK_FALSE(interceptor.tunnel_reason("127.0.0.1", "shop.example", tool, t0 + 59s).empty());
+    CHECK(interceptor.tunnel_reason("127.0.0.1", "shop.example", tool, t0 + 60s).empty());  // forgotten
+    // Without SNI the name is the CONNECT host (what the leaf was made for).
+    const spe::ClientHello no_sni{"", "cccccccccccccccc"};
+    interceptor.remember_refusal("127.0.0.1", no_sni, spe::TlsInterceptor::leaf_name("192.0.2.7", no_sni), t0);
+    CHECK_FALSE(interceptor.tunnel_reason("127.0.0.1", "192.0.2.7", no_sni, t0 + 1s).empty());
+}
+
+namespace {
+std::string serial_of(X509* x) {
+    std::unique_ptr<BIGNUM, decltype(&BN_free)> bn(ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), nullptr), BN_free);
+    std::unique_ptr<char, void (*)(void*)> hex(BN_bn2hex(bn.get()), [](void* p) { OPENSSL_free(p); });
+    return hex.get();
+}
+/// notAfter - notBefore, in seconds.
+long validity_of(X509* x) {
+    int days = 0, seconds = 0;
+    ASN1_TIME_diff(&days, &seconds, X509_get0_notBefore(x), X509_get0_notAfter(x));
+    return days * 86400L + seconds;
+}
+constexpr long kBackdate = 86400;  // notBefore is a day back
+}  // namespace
+
+TEST_CASE("a cached leaf is renewed once less than a third of its validity remains (never handed out expired)") {
+    using namespace std::chrono_literals;
+    TestCa ca;
+    spe::LeafCertificates leaves(ca.load(), roomy());  // 30 days
+    const auto t0 = spe::LeafCertificates::Clock::now();
+    std::string why;
+    auto first = leaves.leaf_for("shop.example", why, t0);
+    REQUIRE(first);
+    CHECK(validity_of(first->get()) == kBackdate + 30L * 86400);
+    auto day19 = leaves.leaf_for("shop.example", why, t0 + 24h * 19);
+    REQUIRE(day19);
+    CHECK(serial_of(day19->get()) == serial_of(first->get()));
+    auto day21 = leaves.leaf_for("shop.example", why, t0 + 24h * 21);  // less than 10 days left: a new one
+    REQUIRE(day21);
+    CHECK(serial_of(day21->get()) != serial_of(first->get()));
+    CHECK(verifies_for(day21->get(), ca.cert.get(), "shop.example"));
+    CHECK(leaves.made() == 2);
+    CHECK(leaves.renewed() == 1);
+    CHECK(leaves.cached() == 1);
+    // The new leaf's own clock starts at day 21: kept until day 41.
+    auto day40 = leaves.leaf_for("shop.example", why, t0 + 24h * 40);
+    REQUIRE(day40);
+    CHECK(serial_of(day40->get()) == serial_of(day21->get()));
+    CHECK(leaves.made() == 2);
+}
+
+TEST_CASE("the leaf validity is configurable (--leaf-validity) and a renewal past the rate keeps the old leaf") {
+    using namespace std::chrono_literals;
+    TestCa ca;
+    spe::LeafLimits limits{8, 0, 1, 3s};  // one leaf, then no more tokens ever
+    spe::LeafCertificates leaves(ca.load(), limits);
+    const auto t0 = spe::LeafCertificates::Clock::now();
+    std::string why;
+    auto first = leaves.leaf_for("a.example", why, t0);
+    REQUIRE(first);
+    CHECK(validity_of(first->get()) == kBackdate + 3);
+    auto due = leaves.leaf_for("a.example", why, t0 + 2500ms);  // renewal due, but no token: still valid
+    REQUIRE(due);
+    CHECK(serial_of(due->get()) == serial_of(first->get()));
+    CHECK_FALSE(leaves.leaf_for("a.example", why, t0 + 3s));  // expired, and none can be made
+    CHECK_THAT(why, Catch::Contains("per second"));
+    CHECK(leaves.made() == 1);
 }

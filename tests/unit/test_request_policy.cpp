@@ -251,6 +251,109 @@ TEST_CASE("CONNECT targets: host:port, IPv6 in brackets; anything else is refuse
         CHECK_FALSE(spe::parse_connect_target(bad));
 }
 
+TEST_CASE("CONNECT targets are authority-form only: reg-name, IPv4 or [IPv6], then exactly one port") {
+    // RFC 9110 9.3.6. Squid reads "127.0.0.1:22:443" as host 127.0.0.1 port 22: a target that
+    // two parsers read differently must never pass.
+    for (const char* good : {"example.org:443", "EXAMPLE.org:443", "a-b_c.example.:1", "x:65535", "127.0.0.1:443",
+                             "255.255.255.255:443", "0.0.0.0:443", "123.example:443", "[::1]:443", "[2001:db8::1]:8443",
+                             "[::ffff:127.0.0.1]:443", "[FE80::1]:443"}) {
+        INFO(good);
+        CHECK(spe::parse_connect_target(good));
+    }
+    auto v4 = spe::parse_connect_target("127.0.0.1:8443");
+    REQUIRE(v4);
+    CHECK(v4->host == "127.0.0.1");
+    CHECK(v4->port == 8443);
+    auto v6 = spe::parse_connect_target("[2001:db8::1]:443");
+    REQUIRE(v6);
+    CHECK(v6->host == "[2001:db8::1]");
+    CHECK(v6->port == 443);
+    for (const char* bad : {
+             "",
+             "127.0.0.1:22:443",         // two ports: Squid would connect to 22
+             "localhost:22:443",         //
+             "127.0.0.1:443:22",         //
+             "[::1]:22:443",             //
+             "user@127.0.0.1:443",       // userinfo
+             "user:pw@example.org:443",  //
+             "@example.org:443",         //
+             "::1:443",                  // IPv6 without brackets
+             "2001:db8::1",              //
+             "::1",                      //
+             "[::1]",                    // no port
+             "[::1]:",                   //
+             "[::1",                     // unterminated
+             "[::1]443",                 //
+             "[]:443",                   // empty
+             "[zz::1]:443",              // not IPv6
+             "[127.0.0.1]:443",          //
+             "[v1.abc]:443",             // IPvFuture
+             "[fe80::1%25eth0]:443",     // zone identifier
+             "[fe80::1%eth0]:443",       //
+             "x[::1]:443",               //
+             "example.org:+443",         // sign
+             "example.org:-1",           //
+             "example.org: 443",         // whitespace
+             "example.org:443 ",         //
+             " example.org:443",         //
+             "exa mple.org:443",         //
+             "example.org\t:443",        //
+             "example.org:0x1bb",        // not decimal
+             "example.org:0443",         // leading zero: not every parser reads it as 443
+             "example.org:00000",        //
+             "exa%6dple.org:443",        // percent-encoding
+             "127.0.0.1%3a22:443",       //
+             "%31%32%37.0.0.1:443",      //
+             "example.org/:443",         // other characters
+             "example.org?:443",         //
+             "example.org#:443",         //
+             "exa!mple.org:443",         //
+             "a,b:443",                  //
+             "exa\x80mple.org:443",      //
+             "127.1:443",                // IPv4 shorthand, octal, hex, overflow: resolvers differ
+             "2130706433:443",           //
+             "0177.0.0.1:443",           //
+             "010.0.0.1:443",            //
+             "0x7f.0.0.1:443",           //
+             "0x7f000001:443",           //
+             "127.0.0.256:443",          //
+             "1.2.3.4.5:443",            //
+             "1.2.3.:443",               //
+         }) {
+        INFO(bad);
+        CHECK_FALSE(spe::parse_connect_target(bad));
+    }
+    CHECK_FALSE(spe::parse_connect_target(std::string(256, 'a') + ":443"));
+    CHECK(spe::parse_connect_target(std::string(255, 'a') + ":443"));
+}
+
+TEST_CASE("a refused CONNECT target says why, and names the form expected") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"127.0.0.1:22:443", "more than one ':'"},
+        {"[::1]:22:443", "more than one port"},
+        {"user@127.0.0.1:443", "userinfo"},
+        {"::1:443", "must be in brackets"},
+        {"[::1]", "no port"},
+        {"example.org", "no port"},
+        {":443", "no host"},
+        {"example.org:+443", "from 1 to 65535"},
+        {"exa%6dple.org:443", "percent-encoding"},
+        {"a b:443", "whitespace"},
+        {"a/b:443", "outside a host name"},
+        {"127.1:443", "four decimal parts"},
+        {"[zz]:443", "IPv6 address"},
+    };
+    for (const auto& [target, reason] : cases) {
+        INFO(target);
+        std::string why;
+        CHECK_FALSE(spe::parse_connect_target(target, &why));
+        CHECK_THAT(why, Catch::Contains(reason) && Catch::Contains("RFC 9110 9.3.6"));
+    }
+    std::string untouched = "unchanged";
+    CHECK(spe::parse_connect_target("example.org:443", &untouched));
+    CHECK(untouched == "unchanged");
+}
+
 TEST_CASE("a request in an intercepted tunnel: an http target with its port upstream, its https URL in the record") {
     const spe::ConnectTarget standard{"example.org", 443};
     auto t = spe::intercepted_target("/a/b?c=d", standard);
