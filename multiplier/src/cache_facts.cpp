@@ -1,6 +1,7 @@
 #include "cache_facts.hpp"
 
 #include "header_policy.hpp"
+#include "secret_digest.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/container/static_vector.hpp>
@@ -161,10 +162,6 @@ constexpr std::array<std::string_view, 13> kRequestFields = {
     "if-range",      "range",  "accept-language", "accept-encoding",   "accept",   "authorization",
     "cookie"};
 
-bool is_credential(std::string_view lower_name) {
-    return lower_name == "authorization" || lower_name == "cookie";
-}
-
 /// The index of a lowercase name in kRequestFields, or -1.
 constexpr int known_index(std::string_view lower_name) {
     for (std::size_t i = 0; i < kRequestFields.size(); ++i)
@@ -219,14 +216,42 @@ RequestFacts request_facts(std::string_view method, std::string_view url, std::s
     for (std::size_t i = 0; i < found.size(); ++i)  // credentials and cookies only as present
         if (found[i])
             r.fields.emplace_back(std::string(kRequestFields[i]),
-                                  is_credential(kRequestFields[i]) ? std::string("(present)") : std::move(*found[i]));
+                                  is_secret_field(kRequestFields[i]) ? std::string("(present)") : std::move(*found[i]));
     return r;
 }
 
+namespace {
+
+/// A field value as Vary matching compares it (RFC 9111 4.1): comma-separated
+/// items trimmed and lowercased, joined by ",".
+std::string normalized(std::string_view value) {
+    std::string out;
+    out.reserve(value.size());
+    while (!value.empty()) {
+        const auto comma = value.find(',');
+        if (const auto item = trim(value.substr(0, comma)); !item.empty()) {
+            if (!out.empty()) out += ',';
+            for (char c : item)
+                out += ascii_lower(c);
+        }
+        if (comma == std::string_view::npos) break;
+        value.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+}  // namespace
+
 std::optional<std::string> request_field(const RequestFacts& request, std::string_view lower_name) {
-    // The judged fields were read in one pass; only credentials (kept as
-    // "(present)") and other names need the header block again.
-    if (known_index(lower_name) >= 0 && !is_credential(lower_name)) {
+    // Credentials and cookies never leave as they are: the keyed digest of the
+    // normalized value stands for them (equal values, equal digests).
+    if (is_secret_field(lower_name)) {
+        const auto value = find_field(request.header_block, lower_name);
+        if (!value) return value;
+        return process_secret_digest().digest(normalized(*value));
+    }
+    // The judged fields were read in one pass; other names need the header block again.
+    if (known_index(lower_name) >= 0) {
         for (const auto& [name, value] : request.fields)
             if (name == lower_name) return value;
         return std::nullopt;
@@ -248,22 +273,8 @@ std::vector<std::string> vary_names(std::string_view vary) {
 
 std::optional<std::string> selecting_value(const RequestFacts& request, std::string_view lower_name) {
     auto value = request_field(request, lower_name);
-    if (!value) return value;
-    // Comma-separated items, trimmed and lowercased, joined by ",": in place.
-    std::string out;
-    out.reserve(value->size());
-    std::string_view rest = *value;
-    while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        if (const auto item = trim(rest.substr(0, comma)); !item.empty()) {
-            if (!out.empty()) out += ',';
-            for (char c : item)
-                out += ascii_lower(c);
-        }
-        if (comma == std::string_view::npos) break;
-        rest.remove_prefix(comma + 1);
-    }
-    return out;
+    if (!value || is_secret_field(lower_name)) return value;  // a secret's digest is of the normalized value already
+    return normalized(*value);
 }
 
 VaryValues vary_values(const RequestFacts& request, const std::vector<std::string>& names) {

@@ -124,13 +124,16 @@ struct RequestFacts {
 RequestFacts request_facts(std::string_view method, std::string_view url, std::string_view header_block);
 
 /// A request field's value (lowercase name; repeated fields joined), or nullopt.
+/// Cookie, Authorization and Proxy-Authorization give the keyed digest of the
+/// value normalized as selecting_value() does (secret_digest.hpp), never the value.
 std::optional<std::string> request_field(const RequestFacts& request, std::string_view lower_name);
 
 /// The lowercase names a Vary value lists ("*" stays "*").
 std::vector<std::string> vary_names(std::string_view vary);
 
 /// A selecting header's value, normalized as RFC 9111 4.1 allows (whitespace
-/// around commas and at the ends removed, lowercased), or nullopt when absent.
+/// around commas and at the ends removed, lowercased), or nullopt when absent;
+/// for a credential or cookie, the keyed digest of that normalized value.
 std::optional<std::string> selecting_value(const RequestFacts& request, std::string_view lower_name);
 
 /// The selecting values of `names` in a request: what a stored variant was chosen by.

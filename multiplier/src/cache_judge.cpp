@@ -30,20 +30,25 @@ CacheVerdict::Fields judged_fields(const CacheHeaders& h) {
     return out;
 }
 
+/// The request's side of a violation's evidence. A field the stored reply's Vary
+/// names is shown beside the stored variant's; credentials and cookies as their
+/// keyed digests (request_field), so that equal values still show as equal.
 CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stored_for) {
     CacheVerdict::Fields out;
     out.emplace_back("method", r.method);
     add_field(out, "cache-control", request_field(r, "cache-control"));
     add_field(out, "pragma", request_field(r, "pragma"));
-    if (r.authorization) out.emplace_back("authorization", "(present)");
     add_field(out, "if-none-match", r.if_none_match);
     add_field(out, "if-modified-since", r.if_modified_since);
+    bool authorization_shown = false;
     if (stored_for)
         for (const auto& [name, stored] : stored_for->vary) {
-            if (name == "*" || name == "authorization") continue;
+            if (name == "*") continue;
+            authorization_shown = authorization_shown || name == "authorization";
             add_field(out, name, request_field(r, name));
             add_field(out, "stored variant's " + name, stored);
         }
+    if (r.authorization && !authorization_shown) out.emplace_back("authorization", "(present)");
     return out;
 }
 

@@ -105,7 +105,12 @@ po::options_description describe_options() {
         "log", po::value<std::string>(), "write one JSON object per client request to FILE (JSON Lines)")(
         "rope-log", po::value<std::string>(), "also write ROPE's text log (one line per proxy) to FILE")(
         "capture-dir", po::value<std::string>(),
-        "save both replies' headers and first body bytes of every mismatch in DIR")(
+        "save both replies' headers and first body bytes of every mismatch in DIR (Cookie, Set-Cookie, "
+        "Authorization and Proxy-Authorization values written as a keyed digest, hmac:..., equal for equal values "
+        "within one run)")(
+        "capture-secrets", po::bool_switch(),
+        "write the Cookie, Set-Cookie, Authorization and Proxy-Authorization values into the captures as received: "
+        "the captures then hold users' cookies and credentials (a warning at start says so)")(
         "capture-max-bytes", po::value<std::uint64_t>()->default_value(100ull << 20),
         "stop capturing once DIR holds this many bytes")(
         "capture-body-bytes", po::value<std::size_t>()->default_value(4096), "body bytes kept per reply in a capture")(
@@ -255,6 +260,7 @@ Config build_config(const po::variables_map& vm) {
     if (vm.count("capture-dir")) c.capture_dir = vm["capture-dir"].as<std::string>();
     c.capture_max_bytes = vm["capture-max-bytes"].as<std::uint64_t>();
     c.capture_body_bytes = vm["capture-body-bytes"].as<std::size_t>();
+    c.capture_secrets = vm["capture-secrets"].as<bool>();
     c.log_queue_bytes = vm["log-queue-bytes"].as<std::uint64_t>();
 
     auto allow = list_of<std::string>(vm, "allow");

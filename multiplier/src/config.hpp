@@ -52,6 +52,7 @@ struct Config {
     std::string capture_dir;
     std::uint64_t capture_max_bytes = 100ull << 20;
     std::size_t capture_body_bytes = 4096;
+    bool capture_secrets = false;  // captures keep Cookie, Set-Cookie, (Proxy-)Authorization values as received
     std::uint64_t log_queue_bytes = 64ull << 20;  // records waiting for the writer thread
 
     AllowList allow;

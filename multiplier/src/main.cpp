@@ -184,6 +184,11 @@ void serve(const Config& config, ResultLog& log) {
 
 int run(const Config& config) {
     ResultLog log(config);
+    if (config.capture_secrets && !config.capture_dir.empty())
+        spdlog::warn(
+            "--capture-secrets: the captures in {} hold users' cookies and credentials (Cookie, Set-Cookie, "
+            "Authorization, Proxy-Authorization values as received)",
+            config.capture_dir);
     serve(config, log);
     log.close();  // the records still queued go to disk
     const auto dropped = log.records_dropped();

@@ -1,6 +1,7 @@
 #include "result_log.hpp"
 
 #include "config.hpp"
+#include "secret_digest.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -395,6 +396,7 @@ std::string to_rope_lines(const RequestRecord& r, long pid) {
 ResultLog::ResultLog(const Config& config)
     : capture_dir_(config.capture_dir),
       capture_max_bytes_(config.capture_max_bytes),
+      capture_secrets_(config.capture_secrets),
       json_(!config.log_path.empty()),
       rope_(!config.rope_log_path.empty()),
       writer_(config.log_path, config.rope_log_path, config.log_queue_bytes) {
@@ -416,15 +418,24 @@ void ResultLog::write(const RequestRecord& record) {
     writer_.submit(std::move(out));
 }
 
-std::optional<CaptureFile> ResultLog::capture(const RequestRecord& r, const ProxyResult& p) {
-    std::string text = fmt::format(
+std::string capture_text(const RequestRecord& r, const ProxyResult& p, bool secrets) {
+    // Redacted here, for a mismatch only: the legs keep the headers as received (no cost per request).
+    auto header = [&](const std::string& text) {
+        return secrets ? text : redact_header_text(text, process_secret_digest());
+    };
+    return fmt::format(
         "# SPE mismatch capture\nrequest: {} {} {} {}\nproxy: {}\nresult: {}\nmismatched headers: {}\nerror: {} {}\n"
         "\n## Collector reply header\n{}\n## Collector body: first {} of {} bytes, md5 {}\n{}\n"
         "\n## Proxy reply header\n{}\n## Proxy body: first {} of {} bytes, md5 {}\n{}\n",
         r.id, r.method, r.url, r.version, p.name, to_string(p.result), fmt::join(p.mismatched_headers, ", "),
-        to_string(p.measure.error), p.measure.error_detail, r.collector.raw_header, r.collector.body_head.size(),
-        r.collector.bytes, r.collector.md5.value_or("-"), r.collector.body_head, p.measure.raw_header,
-        p.measure.body_head.size(), p.measure.bytes, p.measure.md5.value_or("-"), p.measure.body_head);
+        to_string(p.measure.error), p.measure.error_detail, header(r.collector.raw_header),
+        r.collector.body_head.size(), r.collector.bytes, r.collector.md5.value_or("-"), r.collector.body_head,
+        header(p.measure.raw_header), p.measure.body_head.size(), p.measure.bytes, p.measure.md5.value_or("-"),
+        p.measure.body_head);
+}
+
+std::optional<CaptureFile> ResultLog::capture(const RequestRecord& r, const ProxyResult& p) {
+    std::string text = capture_text(r, p, capture_secrets_);
     if (captured_bytes_.fetch_add(text.size()) + text.size() > capture_max_bytes_) return std::nullopt;
     return CaptureFile{(std::filesystem::path(capture_dir_) / fmt::format("{:08}-{}.txt", r.id, p.name)).string(),
                        std::move(text)};

@@ -38,6 +38,7 @@ private:
     std::string capture_dir_;
     std::uint64_t capture_max_bytes_;
     std::atomic<std::uint64_t> captured_bytes_{0};
+    bool capture_secrets_ = false;  // --capture-secrets: secret fields' values as received
     bool json_ = false;
     bool rope_ = false;
     RecordWriter writer_;
@@ -47,5 +48,9 @@ private:
 std::string to_json_line(const RequestRecord& record);
 /// ROPE text lines (the Collector's first, then one per proxy), each ending in '\n'.
 std::string to_rope_lines(const RequestRecord& record, long pid);
+/// A mismatch capture's text: the request, the result, both reply headers and
+/// body heads; with `secrets` false, the values of Cookie, Set-Cookie,
+/// Authorization and Proxy-Authorization as the process's keyed digest.
+std::string capture_text(const RequestRecord& record, const ProxyResult& proxy, bool secrets);
 
 }  // namespace spe

@@ -7,7 +7,8 @@ Prints `origin listening on HOST:PORT` once ready (with --tls, then also
 
 Query parameters on any object URL override the model for that request (docs/workloads.md):
 think=MS (first-byte delay), size=BYTES, chunks=N and gap=MS (body in N writes, MS apart),
-rate=BYTES_PER_S (paced body), te=chunked|length (framing), cc=public|private|no-store|no-cache|VALUE.
+rate=BYTES_PER_S (paced body), te=chunked|length (framing), cc=public|private|no-store|no-cache|VALUE,
+vary=NAMES (a Vary field added; the reply itself does not change).
 /unsafe/... takes any method and answers status=NNN (default 200) with size=BYTES of body (default: a line
 naming the request); /_stats counts every request by "METHOD path" (by_method_path): exactly-once tests.
 """
@@ -202,6 +203,8 @@ class Origin:
             headers.append(("Set-Cookie", f"spe={hashlib.md5(spec.oid.encode()).hexdigest()[:12]}; Path=/"))
         elif spec.cache == "vary":
             headers.append(("Vary", "Accept-Language"))
+        if "vary" in query:
+            headers.append(("Vary", query["vary"][-1]))
         if kind == "seq":
             seq, n = oid.rsplit("/", 1)
             if int(n) + 1 < self.model.seq_length:

@@ -145,6 +145,14 @@ def test_cc_override_makes_any_object_cacheable_or_not(origin):
     assert literal.headers["cache-control"] == "max-age=60" and "etag" in literal.headers
 
 
+def test_vary_override_adds_the_field_and_changes_nothing_else(origin):
+    with Connection(origin.port) as c:
+        plain = c.get(url(origin, "/obj/v?cc=public"))
+        varied = c.get(url(origin, "/obj/v?cc=public&vary=Cookie"), headers={"Cookie": "a=1"})
+    assert "vary" not in plain.headers and varied.headers["vary"] == "Cookie"
+    assert varied.body == plain.body and varied.headers["etag"] == plain.headers["etag"]
+
+
 def test_pages_sequences_and_refusals(origin):
     with Connection(origin.port) as c:
         page = c.get(url(origin, "/page/5.html"))

@@ -1,9 +1,14 @@
 // The cache-rule judge over whole records: provenance, reuse and its state across requests.
 #include "cache_judge.hpp"
+#include "result_log.hpp"
+#include "secret_digest.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
 
 namespace {
 
@@ -155,4 +160,93 @@ TEST_CASE("a body after a reply to HEAD is the head-body rule") {
     REQUIRE(v.violations.size() == 1);
     CHECK(v.violations[0].rule == "head-body");
     CHECK(r.collector.cache->violations.empty());
+}
+
+TEST_CASE("Vary: Cookie is judged by keyed digests; no cookie value reaches a verdict or the record") {
+    spe::CacheJudge judge({"p"});
+    const auto& secrets = spe::process_secret_digest();
+    auto with_cookie = [](std::string_view cookie) {
+        return fmt::format("GET http://o/x HTTP/1.1\r\nHost: o\r\nCookie: {}\r\n\r\n", cookie);
+    };
+    auto varying = [](spe::Measure m) {
+        m.cache_headers.set(spe::CacheField::vary, "Cookie");
+        return m;
+    };
+    auto no_cookie_in = [](const spe::RequestRecord& r) {
+        auto line = spe::to_json_line(r);
+        std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
+        return line.find("alice") == std::string::npos && line.find("bob") == std::string::npos;
+    };
+    // Alice's request: the proxy stores her variant.
+    auto first = record(1, kT0, varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")),
+                        varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
+    judge.judge(first, with_cookie("session=ALICE"));
+    CHECK(no_cookie_in(first));
+
+    // Bob's: the Collector fetches his variant, the proxy serves Alice's.
+    auto second = record(2, kT0 + 1, varying(reply(stamp(2, kT0 + 1.001), "max-age=600", "tag-2")),
+                         varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
+    second.proxies[0].measure.cache_headers.set(spe::CacheField::age, "1");
+    judge.judge(second, with_cookie("session=BOB"));
+    const auto alice = secrets.digest("session=alice");  // of the value as Vary compares it (lowercased)
+    const auto bob = secrets.digest("session=bob");
+    const auto& v = *second.proxies[0].measure.cache;
+    REQUIRE(v.violations.size() == 1);
+    CHECK(v.violations[0].rule == "vary");
+    CHECK(v.violations[0].reason ==
+          fmt::format("the stored variant was selected by cookie: '{}', this request has '{}'", alice, bob));
+    using F = std::pair<std::string, std::string>;
+    auto shown = [](const spe::CacheVerdict& verdict, const std::string& name) -> std::optional<std::string> {
+        for (const auto& [n, value] : verdict.evidence_request)
+            if (n == name) return value;
+        return std::nullopt;
+    };
+    CHECK(shown(v, "cookie") == bob);
+    CHECK(shown(v, "stored variant's cookie") == alice);
+    CHECK(second.request_headers == std::vector<F>{{"cookie", "(present)"}});
+    CHECK(no_cookie_in(second));
+
+    // Alice again, the value written otherwise: her stored variant matches (no vary finding); the copy's
+    // understated Age is a violation, whose evidence shows the two cookies as equal digests.
+    auto third = record(3, kT0 + 10, varying(reply(stamp(3, kT0 + 10.001), "max-age=600", "tag-3")),
+                        varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
+    judge.judge(third, with_cookie("  session=ALICE  "));
+    const auto& again = *third.proxies[0].measure.cache;
+    CHECK(again.reused);
+    REQUIRE(again.violations.size() == 1);
+    CHECK(again.violations[0].rule == "age");
+    CHECK(shown(again, "cookie") == alice);
+    CHECK(shown(again, "stored variant's cookie") == alice);
+    CHECK(no_cookie_in(third));
+}
+
+TEST_CASE("Vary: Authorization shows the credentials' digests, not their presence alone") {
+    spe::CacheJudge judge({"p"});
+    const auto& secrets = spe::process_secret_digest();
+    auto with_token = [](std::string_view token) {
+        return fmt::format("GET http://o/x HTTP/1.1\r\nHost: o\r\nAuthorization: Bearer {}\r\n\r\n", token);
+    };
+    auto varying = [](spe::Measure m) {
+        m.cache_headers.set(spe::CacheField::vary, "Authorization");
+        return m;
+    };
+    auto first = record(1, kT0, varying(reply(stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")),
+                        varying(reply(stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")));
+    judge.judge(first, with_token("SECRETTOKEN456"));
+    auto second = record(2, kT0 + 1, varying(reply(stamp(2, kT0 + 1.001), "public, max-age=600", "tag-2")),
+                         varying(reply(stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")));
+    second.proxies[0].measure.cache_headers.set(spe::CacheField::age, "1");
+    judge.judge(second, with_token("OTHERTOKEN789"));
+    const auto& v = *second.proxies[0].measure.cache;
+    REQUIRE(v.violations.size() == 1);
+    CHECK(v.violations[0].rule == "vary");
+    using F = std::vector<std::pair<std::string, std::string>>;
+    const F request = {{"method", "GET"},
+                       {"authorization", secrets.digest("bearer othertoken789")},
+                       {"stored variant's authorization", secrets.digest("bearer secrettoken456")}};
+    CHECK(v.evidence_request == request);
+    auto line = spe::to_json_line(second);
+    std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
+    CHECK(line.find("secrettoken456") == std::string::npos);
+    CHECK(line.find("othertoken789") == std::string::npos);
 }

@@ -3,6 +3,7 @@
 #include "cache_rules.hpp"
 #include "fetch_stamp.hpp"
 #include "http_date.hpp"
+#include "secret_digest.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -331,4 +332,33 @@ TEST_CASE("a request's cache fields are read in one pass; credentials only as pr
                         {"accept-language", "de, en"},
                         {"authorization", "(present)"},
                         {"cookie", "(present)"}});
+}
+
+TEST_CASE("credentials and cookies are read as the keyed digest of their normalized value") {
+    const auto& secrets = spe::process_secret_digest();
+    const auto r = spe::request_facts("GET", "u",
+                                      "GET u HTTP/1.1\r\nAuthorization: Bearer SECRETTOKEN456\r\n"
+                                      "Proxy-Authorization: Basic eDp5\r\nCookie: s=1 ,  T=2\r\nCookie: u=3\r\n\r\n");
+    const auto token = secrets.digest("bearer secrettoken456");
+    CHECK(spe::request_field(r, "authorization") == token);
+    CHECK(spe::selecting_value(r, "authorization") == token);  // the same digest either way
+    CHECK(spe::request_field(r, "proxy-authorization") == secrets.digest("basic edp5"));
+    CHECK(spe::selecting_value(r, "cookie") == secrets.digest("s=1,t=2,u=3"));  // repeated fields joined, normalized
+    CHECK_FALSE(spe::request_field(r, "set-cookie"));
+    CHECK(spe::vary_values(r, {"cookie", "authorization"}) ==
+          spe::VaryValues{{"cookie", secrets.digest("s=1,t=2,u=3")}, {"authorization", token}});
+
+    // A variant stored for one token, reused for another: the reason names both by digest.
+    auto f = fetch("public, max-age=600");
+    f.headers.set(spe::CacheField::vary, "Authorization");
+    const spe::StoredFor stored{.authorization = true, .vary = spe::vary_values(r, {"authorization"})};
+    const auto other = spe::request_facts("GET", "http://o/x", "GET u HTTP/1.1\r\nAuthorization: Bearer OTHER\r\n\r\n");
+    const spe::ReuseQuestion q{f, other, &stored, kFetchedAt + 1, kFetchedAt + 1, {}, {}, {}};
+    const auto found = spe::reuse_barriers(q, nullptr);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].rule == "vary");
+    CHECK(found[0].reason == "the stored variant was selected by authorization: '" + token + "', this request has '" +
+                                 secrets.digest("bearer other") + "'");
+    const spe::ReuseQuestion same{f, r, &stored, kFetchedAt + 1, kFetchedAt + 1, {}, {}, {}};
+    CHECK(spe::reuse_barriers(same, nullptr).empty());
 }

@@ -43,6 +43,15 @@ TEST_CASE("the flag --client-fetch-stamp keeps the Collector's fetch stamp for t
     CHECK(c->client_fetch_stamp);
 }
 
+TEST_CASE("captures keep secret fields as received only with --capture-secrets") {
+    auto c = parse({"--collector", "127.0.0.1:3128", "--capture-dir", "caps"});
+    REQUIRE(c);
+    CHECK_FALSE(c->capture_secrets);
+    c = parse({"--collector", "127.0.0.1:3128", "--capture-dir", "caps", "--capture-secrets"});
+    REQUIRE(c);
+    CHECK(c->capture_secrets);
+}
+
 TEST_CASE("a config file takes the same keys; flags win") {
     const char* path = "spe-test-config.conf";
     {

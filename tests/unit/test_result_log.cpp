@@ -1,5 +1,7 @@
 #include "result_log.hpp"
 
+#include "secret_digest.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -247,4 +249,31 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.id = std::numeric_limits<std::uint64_t>::max();
         CHECK(spe::to_json_line(r) == reference_json_line(r));
     }
+}
+
+TEST_CASE("a capture writes cookies and credentials as digests, unless asked to keep them") {
+    auto r = sample();
+    r.collector.raw_header =
+        "HTTP/1.1 200 OK\r\nSet-Cookie: session=SECRETCOOKIE123; Path=/\r\nContent-Type: text/plain\r\n\r\n";
+    r.collector.body_head = "hello";
+    auto& p = r.proxies[1];
+    p.measure.raw_header =
+        "HTTP/1.1 200 OK\r\nset-cookie: session=SECRETCOOKIE123; Path=/\r\nContent-Type: text/html\r\n"
+        "Authorization: Bearer SECRETTOKEN456\r\n\r\n";
+    const auto& secrets = spe::process_secret_digest();
+    const auto cookie = secrets.digest("session=SECRETCOOKIE123; Path=/");
+
+    const auto redacted = spe::capture_text(r, p, false);
+    CHECK(redacted.find("SECRET") == std::string::npos);
+    CHECK(redacted.find("## Collector reply header\nHTTP/1.1 200 OK\r\nSet-Cookie: " + cookie +
+                        "\r\nContent-Type: text/plain\r\n\r\n") != std::string::npos);
+    // The same value in both replies: the same digest, so "equal or not" still shows.
+    CHECK(redacted.find("set-cookie: " + cookie + "\r\nContent-Type: text/html\r\nAuthorization: " +
+                        secrets.digest("Bearer SECRETTOKEN456") + "\r\n") != std::string::npos);
+    CHECK(redacted.find("mismatched headers: content-type, etag") != std::string::npos);
+
+    const auto kept = spe::capture_text(r, p, true);  // --capture-secrets
+    CHECK(kept.find(r.collector.raw_header) != std::string::npos);
+    CHECK(kept.find(p.measure.raw_header) != std::string::npos);
+    CHECK(kept.find("hmac:") == std::string::npos);
 }
