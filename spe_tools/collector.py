@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +139,18 @@ def unsafe_replay_rules(replay_port: int | None) -> str:
         "always_direct allow spe_safe_methods\n"
         "never_direct allow !spe_direct_port !spe_safe_methods\n"
         "request_header_access X-SPE-Request allow !spe_direct_port !spe_safe_methods\n")
+
+
+def hold_replay_port(port: int) -> socket.socket:
+    """A socket listening on the replay port until the Multiplier, started after the Collector, takes it over
+    (close it just before). Squid probes each parent once when it starts and sends nothing to one it could
+    not reach until it probes again, which only the first request needing it triggers: that request would
+    fail (502, no route). Held open, the start-up probe finds the port."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", port))
+    holder.listen(16)
+    return holder
 
 
 def tls_outgoing(ca_files: tuple[str, ...]) -> str:

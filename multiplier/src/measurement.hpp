@@ -38,6 +38,9 @@ struct Measure {
     // The request went out a second time on a fresh connection after the kept-alive one
     // failed (GET/HEAD only); the times are those of the second attempt.
     bool retried = false;
+    // The replay port's reason (X-SPE-Replay-Refused) when it refused this proxy's copy of an unsafe
+    // request; the leg is then recorded REPLAY_REFUSED whatever else happened to it.
+    std::string replay_refusal;
     // Filled only when mismatch capture is on.
     std::string raw_header;
     std::string body_head;

@@ -12,10 +12,8 @@ void take_header(Measure& m, const http::response_header<>& h, const HeaderPolic
     m.headers = policy.select(h);
     if (auto stamp = h.find(kFetchStampHeader); stamp != h.end()) m.fetch = std::string(stamp->value());
     // The replay port's refusal of a proxy's copy of an unsafe request, passed on by the proxy.
-    if (auto refused = h.find(kReplayRefusedHeader); refused != h.end()) {
-        m.error = LegError::replay_refused;
-        m.error_detail = std::string(refused->value());
-    }
+    if (auto refused = h.find(kReplayRefusedHeader); refused != h.end())
+        m.replay_refusal = std::string(refused->value());
     if (cache_fields) m.cache_headers = take_cache_headers(h);
 }
 

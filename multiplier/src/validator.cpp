@@ -68,6 +68,12 @@ ResultClass classify_reply(const Measure& reference, const Measure& m, bool head
 }  // namespace
 
 void validate(const Measure& reference, ProxyResult& result) {
+    if (!result.measure.replay_refusal.empty()) {
+        // SPE's refusal, not the proxy's reply: the reason is the record's error, whatever the read of the
+        // 502's body came to (cut at the reference's length in sequential mode).
+        result.measure.error = LegError::replay_refused;
+        result.measure.error_detail = result.measure.replay_refusal;
+    }
     const Measure& m = result.measure;
     result.mismatched_headers.clear();
     // A leg that failed after its header still has its headers (selected as

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -198,6 +199,7 @@ class RunningLab:
     ports: Ports | None = None
     multiplier: Child | None = None
     pids: list[dict] = field(default_factory=list)
+    replay_holder: socket.socket | None = None  # the replay port, held until the Multiplier takes it
 
     def record(self, child: Child) -> None:
         """Add a started process to pids.json (written at once: `down` may run any time)."""
@@ -301,6 +303,7 @@ def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
 
 
 def start_collector(run: RunningLab) -> None:
+    run.replay_holder = collector.hold_replay_port(run.ports.replay)
     try:
         spec = run.lab.collector
         # the patched Collector only refuses destinations outside the lab; stock Squid keeps its own rules
@@ -393,6 +396,9 @@ def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) 
             say(f"spe lab: created SPE's CA for HTTPS interception in {files.directory} (./spe ca says how to "
                 "trust it)")
     argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
+    if run.replay_holder is not None:
+        run.replay_holder.close()  # the Collector has found its parent there: the Multiplier listens now
+        run.replay_holder = None
     try:
         child = run.group.start("multiplier", argv, port=run.ports.multiplier, ready=False, env=_env(run.rundir))
         run.record(child)

@@ -15,7 +15,7 @@ import pytest
 from conftest import Multiplier
 from test_collector import ORIGIN, fetch
 
-from spe_tools.collector import BINARIES, start_collector
+from spe_tools.collector import BINARIES, hold_replay_port, start_collector
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 
@@ -32,7 +32,9 @@ def bed():
         origin = free_port()
         group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
         direct, ports, replay = free_port(), {name: free_port() for name in PROXIES}, free_port()
+        holder = hold_replay_port(replay)  # as the lab does: the Collector finds its parent when it starts
         start_collector(group, "collector", "spe", direct, ports, replay_port=replay)
+        holder.close()
         children = [start_squid(group, name, free_port(), parent_port=ports[name]) for name in PROXIES]
         args = ["--collector", f"127.0.0.1:{direct}", "--replay-listen", f"127.0.0.1:{replay}"]
         for name, child in zip(PROXIES, children, strict=True):

@@ -177,3 +177,19 @@ TEST_CASE("two 304s are compared on the headers RFC 9110 requires of a 304 only"
     auto ok200 = reply(200, "aa", {{"content-type", "image/jpeg"}});
     CHECK(checked(ok200, reply(200, "aa", {})).mismatched_headers == Names{"content-type"});
 }
+
+TEST_CASE("a copy the replay port refused is REPLAY_REFUSED with its reason, whatever its read came to") {
+    auto ref = reply(201, "aa", kRefHeaders);
+    // Sequential mode cuts the 502's body at the reference's length: the refusal still decides.
+    auto refused = failed_after_header(502, LegError::body_too_large);
+    refused.replay_refusal = "the body differs from the client's";
+    auto r = checked(ref, refused);
+    CHECK(r.result == ResultClass::replay_refused);
+    CHECK(r.measure.error == LegError::replay_refused);
+    CHECK(r.measure.error_detail == "the body differs from the client's");
+
+    auto withheld = failed_before_header(LegError::not_sent);
+    CHECK(checked(ref, withheld).result == ResultClass::not_sent);
+    // A proxy's own 502 without the replay port's header is the proxy's mismatch.
+    CHECK(checked(ref, reply(502, "bb", kRefHeaders)).result == ResultClass::status_code_mismatch);
+}
