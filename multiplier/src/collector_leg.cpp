@@ -53,32 +53,6 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
         reply.set(http::field::connection, "keep-alive");
 }
 
-void ReplayRecording::header(const http::response_header<>& h) {
-    reply_.header = h;
-    strip_hop_by_hop(reply_.header);
-    for (auto field : {http::field::content_length, http::field::transfer_encoding, http::field::via})
-        reply_.header.erase(field);
-    // The Collector stamps what it relays from the replay port as it does an origin's reply.
-    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader})
-        reply_.header.erase(name);
-}
-
-void ReplayRecording::body(const char* data, std::size_t n) {
-    body_bytes_ += n;
-    if (too_large_) return;
-    if (body_bytes_ > max_body_) {
-        too_large_ = true;
-        std::string().swap(reply_.body);
-        return;
-    }
-    reply_.body.append(data, n);
-}
-
-std::shared_ptr<const StoredReply> ReplayRecording::take(std::int64_t delay_us) {
-    reply_.delay_us = delay_us;
-    return std::make_shared<const StoredReply>(std::move(reply_));
-}
-
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
     : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 

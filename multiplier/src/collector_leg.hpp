@@ -22,25 +22,6 @@ struct ClientSide {
     bool keep_alive = true;  // the client wants the connection kept
 };
 
-/// The client's reply to an unsafe request, kept as it passes for the proxies' copies (ReplayStore).
-class ReplayRecording {
-public:
-    explicit ReplayRecording(std::uint64_t max_body) : max_body_(max_body) {}
-    /// The Collector's reply header, end-to-end fields only (the replay port frames its own).
-    void header(const http::response_header<>& h);
-    void body(const char* data, std::size_t n);
-    bool too_large() const { return too_large_; }
-    std::uint64_t body_bytes() const { return body_bytes_; }
-    /// The reply, once whole; `delay_us` is the Collector's time to first byte.
-    std::shared_ptr<const StoredReply> take(std::int64_t delay_us);
-
-private:
-    std::uint64_t max_body_;
-    StoredReply reply_;
-    std::uint64_t body_bytes_ = 0;
-    bool too_large_ = false;
-};
-
 struct RelayOutcome {
     Measure measure;               // the Collector's reply as the client got it
     bool client_answered = false;  // a reply header was sent to the client

@@ -194,14 +194,16 @@ std::vector<T> list_of(const po::variables_map& vm, const char* key) {
     return vm.count(key) ? vm[key].as<std::vector<T>>() : std::vector<T>{};
 }
 
-/// The value of an option that is one of two words.
-template <class Enum>
-Enum one_of(const po::variables_map& vm, const char* key, const std::pair<std::string_view, Enum> (&words)[2]) {
+/// The value of an option that is one of a few words ("--mode must be sequential or concurrent").
+template <class Enum, std::size_t N>
+Enum one_of(const po::variables_map& vm, const char* key, const std::pair<std::string_view, Enum> (&words)[N]) {
     const auto& value = vm[key].as<std::string>();
     for (const auto& [word, result] : words)
         if (value == word) return result;
-    throw ConfigError("--" + std::string(key) + " must be " + std::string(words[0].first) + " or " +
-                      std::string(words[1].first) + ", got '" + value + "'");
+    std::string choices;
+    for (std::size_t i = 0; i < N; ++i)
+        choices += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(words[i].first);
+    throw ConfigError("--" + std::string(key) + " must be " + choices + ", got '" + value + "'");
 }
 
 /// --unsafe-requests and the replay port it needs: the safe choice unless told otherwise.
@@ -210,17 +212,11 @@ void set_unsafe_requests(Config& c, const po::variables_map& vm) {
     c.replay_ttl = parse_duration(vm["replay-ttl"].as<std::string>());
     c.replay_store_bytes = vm["replay-store-bytes"].as<std::uint64_t>();
     c.unsafe_requests = c.replay_listen ? UnsafeRequests::replay : UnsafeRequests::withhold;
-    if (vm.count("unsafe-requests")) {
-        const auto& word = vm["unsafe-requests"].as<std::string>();
-        if (word == "replay")
-            c.unsafe_requests = UnsafeRequests::replay;
-        else if (word == "withhold")
-            c.unsafe_requests = UnsafeRequests::withhold;
-        else if (word == "send")
-            c.unsafe_requests = UnsafeRequests::send;
-        else
-            throw ConfigError("--unsafe-requests must be replay, withhold or send, got '" + word + "'");
-    }
+    if (vm.count("unsafe-requests"))
+        c.unsafe_requests = one_of<UnsafeRequests>(vm, "unsafe-requests",
+                                                   {{"replay", UnsafeRequests::replay},
+                                                    {"withhold", UnsafeRequests::withhold},
+                                                    {"send", UnsafeRequests::send}});
     if (c.unsafe_requests == UnsafeRequests::replay && !c.replay_listen)
         throw ConfigError("--unsafe-requests replay needs --replay-listen HOST:PORT (where the Collector sends them)");
     if (c.dummy && c.replay_listen) throw ConfigError("--replay-listen is for the Multiplier, not a --dummy proxy");

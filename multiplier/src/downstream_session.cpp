@@ -234,7 +234,10 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
                                          replay ? &*replay : nullptr);
     // Kept before the fan-out starts (set_reference): the proxies' copies will ask for it.
     if (replay && out.client_answered && !out.client_failed && out.measure.error == LegError::none)
-        keep_for_replay(*store, tag, req, *replay, out.measure);
+        replay->keep(
+            *store, tag,
+            {std::string(req.method_string()), md5_hex(req.body().data(), req.body().size()), req.body().size()},
+            out.measure.ttfb_us.value_or(0));
     if (!out.client_answered) {
         const auto status = client_status_for(out.measure.error);
         const auto reason = "the Collector at " + cfg.collector->to_string() +
@@ -256,16 +259,6 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     if (!whole) co_return false;
     co_await keep_pace_with_fanout();
     co_return out.keep_alive && !ctx_->stopping();
-}
-
-void DownstreamSession::keep_for_replay(ReplayStore& store, const std::string& tag, const Request& req,
-                                        ReplayRecording& replay, const Measure& collector) {
-    UnsafeRequestFacts facts{std::string(req.method_string()), md5_hex(req.body().data(), req.body().size()),
-                             req.body().size()};
-    if (replay.too_large())
-        store.put_too_large(tag, std::move(facts), replay.body_bytes());
-    else
-        store.put(tag, std::move(facts), replay.take(collector.ttfb_us.value_or(0)));
 }
 
 awaitable<void> DownstreamSession::keep_pace_with_fanout() {

@@ -59,9 +59,6 @@ private:
     awaitable<bool> adopt_intercepted(Request& req, RequestRecord& record);
     /// Waits for the fan-out when it has fallen behind this connection.
     awaitable<void> keep_pace_with_fanout();
-    /// The client's reply to an unsafe request, kept for the proxies' copies (the replay port).
-    static void keep_for_replay(ReplayStore& store, const std::string& tag, const Request& req, ReplayRecording& replay,
-                                const Measure& collector);
     /// Sends a short text reply from the Multiplier itself; returns what the client got.
     awaitable<Measure> reply_from_multiplier(unsigned status, const std::string& reason, bool head_request,
                                              bool keep_alive);

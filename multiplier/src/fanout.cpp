@@ -74,7 +74,7 @@ void Fanout::take_reference(Reference reference) {
     record_.client_status = reference.client_status;
     own_reply_ = std::move(reference.own_reply);
     has_reference_ = true;
-    if (auto* judge = ctx_->cache_judge(); judge && is_unsafe_method(record_.method) && record_.collector.status)
+    if (auto* judge = ctx_->cache_judge(); judge && unsafe_ && record_.collector.status)
         judge->note_unsafe(-1, record_.url, *record_.collector.status, unix_seconds());
     if (!reference.shortfall.empty()) {
         if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
@@ -164,7 +164,7 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
 void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {
     // Noted as the reply arrives, not when the record is whole: a later
     // request may meet this cache after the invalidation before then.
-    if (is_unsafe_method(record_.method) && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
+    if (unsafe_ && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
 }
 
 void Fanout::maybe_finish() {

@@ -1,5 +1,7 @@
 #include "replay_store.hpp"
 
+#include "header_policy.hpp"
+
 namespace spe {
 
 ReplayStore::ReplayStore(std::chrono::milliseconds ttl, std::uint64_t max_bytes) : ttl_(ttl), max_bytes_(max_bytes) {}
@@ -58,6 +60,37 @@ std::variant<std::shared_ptr<const StoredReply>, std::string> ReplayStore::find(
         return "the client's reply (" + std::to_string(entry.reply_bytes) +
                " body bytes) is larger than --replay-store-bytes: it was not kept";
     return entry.reply;
+}
+
+void ReplayRecording::header(const http::response_header<>& h) {
+    reply_.header = h;
+    strip_hop_by_hop(reply_.header);
+    for (auto field : {http::field::content_length, http::field::transfer_encoding, http::field::via})
+        reply_.header.erase(field);
+    // The Collector stamps what it relays from the replay port as it does an origin's reply.
+    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader})
+        reply_.header.erase(name);
+}
+
+void ReplayRecording::body(const char* data, std::size_t n) {
+    body_bytes_ += n;
+    if (too_large_) return;
+    if (body_bytes_ > max_body_) {
+        too_large_ = true;
+        std::string().swap(reply_.body);
+        return;
+    }
+    reply_.body.append(data, n);
+}
+
+void ReplayRecording::keep(ReplayStore& store, const std::string& tag, UnsafeRequestFacts request,
+                           std::int64_t delay_us) {
+    if (too_large_) {
+        store.put_too_large(tag, std::move(request), body_bytes_);
+        return;
+    }
+    reply_.delay_us = delay_us;
+    store.put(tag, std::move(request), std::make_shared<const StoredReply>(std::move(reply_)));
 }
 
 std::uint64_t ReplayStore::bytes() const {

@@ -75,4 +75,22 @@ private:
     std::uint64_t bytes_ = 0;
 };
 
+/// The client's reply to an unsafe request, recorded as the Collector leg relays it, then kept in the store.
+class ReplayRecording {
+public:
+    explicit ReplayRecording(std::uint64_t max_body) : max_body_(max_body) {}
+    /// The Collector's reply header, end-to-end fields only (the replay port frames its own).
+    void header(const http::response_header<>& h);
+    void body(const char* data, std::size_t n);
+    /// The whole reply into `store` for the client request tagged `tag` (or, over the body limit, only that
+    /// it was too large); `delay_us`: the Collector's time to first byte.
+    void keep(ReplayStore& store, const std::string& tag, UnsafeRequestFacts request, std::int64_t delay_us);
+
+private:
+    std::uint64_t max_body_;
+    StoredReply reply_;
+    std::uint64_t body_bytes_ = 0;
+    bool too_large_ = false;
+};
+
 }  // namespace spe
