@@ -234,7 +234,7 @@ def observed(request):
         for t in threads:
             t.join(timeout=90)
         found: dict[str, dict[str, set[str]]] = {}
-        assert not errors, errors
+        assert not errors and not any(t.is_alive() for t in threads), errors or "a sequence did not finish in 90 s"
         for name in SEQUENCES:
             path, statuses = sent[name]
             records = lab.records(path, len(statuses))
