@@ -23,7 +23,8 @@ AUTH_ALICE = "Basic YWxpY2U6c3Bl"  # alice:spe
 AUTH_BOB = "Basic Ym9iOnNwZQ=="  # bob:spe
 WRONG_TAG = '"spe-no-such-tag"'
 SCENARIOS = ("repeat", "reload", "request-no-store", "conditional", "auth", "invalidate", "range", "head",
-             "vary")
+             "vary", "reuse-now", "revalidate", "precedence", "conditional-vary", "unsafe-then-get")
+INVALIDATING = (*cf.UNSAFE, *cf.EXTENSION)  # `unsafe-then-get` takes them in turn
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ class Sequence:
 def scenarios_for(case: cf.Case) -> tuple[str, ...]:
     """The scenarios that can show a broken rule for this case; `repeat` first. Conditional and Range
     requests only where the Collector answers them alike for the client and its proxies (see
-    Case.steady_in_the_collector), or the noise floor would rise."""
+    Case.steady_in_the_collector), or the noise floor would rise. Issue 27's cases name their own."""
+    if case.scenarios:
+        return case.scenarios
     if case.vary:
         return ("repeat", "vary", "conditional", "head")
     if case.status != 200:
@@ -91,8 +94,40 @@ def conditional_steps(case_name: str, case: cf.Case, oid: str) -> list[Step]:
     return steps
 
 
+def revalidation_wait(case: cf.Case) -> float:
+    """Until the stored copy must be revalidated: at once for no-cache or a stale-on-arrival reply, else 2 s
+    past its max-age (past the judge's rounding slack: a copy served without revalidation is then surely stale)."""
+    if "no-cache" in case.cache_control or case.max_age is None:
+        return 0
+    return case.max_age + 2
+
+
+def no_pause_steps(scenario: str, case_name: str, case: cf.Case, oid: str, unsafe: str) -> list[Step] | None:
+    """Issue 27's sequences: each dependent request goes the moment the reply it depends on is in."""
+    if scenario == "reuse-now":  # reuse at once (a stale-on-arrival copy is not excused by a slack), and 4 s
+        return [Step(delay_s=0), Step(delay_s=0), Step(delay_s=0), Step(delay_s=4)]  # later (surely stale, no Age)
+    if scenario == "revalidate":  # the 304's updated fields must be in every reuse after it (4.3.4)
+        return [Step(delay_s=0), Step(delay_s=revalidation_wait(case)), Step(delay_s=0), Step(delay_s=1)]
+    if scenario == "precedence":  # If-None-Match decides, If-Modified-Since is ignored (RFC 9110 13.2.2)
+        tag, since = cf.etag(case_name, oid), format_date(cf.last_modified(case_name, oid))
+        return [Step(delay_s=0), Step(headers={"If-None-Match": WRONG_TAG, "If-Modified-Since": since}, delay_s=0),
+                Step(headers={"If-None-Match": tag, "If-Modified-Since": cf.PAST}, delay_s=0)]
+    if scenario == "conditional-vary":  # a 304 carries ETag and Vary (RFC 9110 15.4.5); another variant: 200
+        tag = cf.etag(case_name, oid, cf.variant_of(case, lambda name: "en" if name == "accept-language" else ""))
+        return [Step(headers={"Accept-Language": "en"}, delay_s=0),
+                Step(headers={"Accept-Language": "en", "If-None-Match": tag}, delay_s=0),
+                Step(headers={"Accept-Language": "fr", "If-None-Match": tag}, delay_s=0)]
+    if scenario == "unsafe-then-get":  # stored and reused, the unsafe request, the GET at once (4.4), once more
+        body = None if unsafe in ("DELETE", "M-SEARCH") else f"spe {unsafe} {oid}\n".encode()
+        return [Step(delay_s=0), Step(delay_s=0.5), Step(unsafe, body=body, delay_s=0), Step(delay_s=0),
+                Step(delay_s=3)]
+    return None
+
+
 def scenario_steps(scenario: str, case_name: str, oid: str, unsafe: str) -> list[Step]:
     case = cf.CASES[case_name]
+    if (steps := no_pause_steps(scenario, case_name, case, oid, unsafe)) is not None:
+        return steps
     if scenario == "repeat":  # reuse while fresh, then past max-age=1/2/5
         return [Step(delay_s=0), Step(delay_s=1), Step(delay_s=3), Step(delay_s=4)]
     if scenario == "reload":
@@ -128,6 +163,7 @@ class ConformanceMix:
         self.started = 0
         self.rounds = 0
         self.unsafe_turn = 0
+        self.invalidating_turn = 0
 
     def _round(self, number: int) -> list[tuple[str, str]]:
         """Round 0: `repeat` on every case; round 1 the other (case, scenario) pairs, later rounds all pairs;
@@ -151,6 +187,9 @@ class ConformanceMix:
         unsafe = cf.UNSAFE[self.unsafe_turn % len(cf.UNSAFE)]
         if scenario == "invalidate":
             self.unsafe_turn += 1
+        if scenario == "unsafe-then-get":
+            unsafe = INVALIDATING[self.invalidating_turn % len(INVALIDATING)]
+            self.invalidating_turn += 1
         seq = Sequence(self.started, case_name, scenario, f"{cf.PREFIX}{case_name}/{oid}",
                        scenario_steps(scenario, case_name, oid, unsafe), due=at)
         self.active.append(seq)

@@ -242,8 +242,9 @@ def not_modified(req: Message, spec: cm.ObjectSpec) -> bool:
 
 
 def head_bytes(reply: Reply, close: bool) -> bytes:
-    lines = [f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Unknown')}", f"Date: {http_date()}",
-             "Server: spe-origin"]
+    lines = [f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Unknown')}", "Server: spe-origin"]
+    if not any(name.lower() == "date" for name, _ in reply.headers):  # a conformance case may set its own
+        lines.insert(1, f"Date: {http_date()}")
     lines += [f"{k}: {v}" for k, v in reply.headers]
     if reply.status not in (204, 304):  # neither may have a body nor say its length (RFC 9110 8.6)
         if reply.delivery.chunked:

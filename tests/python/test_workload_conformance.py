@@ -156,6 +156,50 @@ def test_unsafe_methods_succeed_with_a_fixed_uncacheable_reply_and_unknown_cases
     assert get("/c/max-age=2").status == 404  # no id
 
 
+def test_borderline_and_invalid_dates_are_written_as_the_case_says():
+    expires = {case: hdr(get(f"/c/{case}/d"))["expires"] for case in (
+        "expires-double-space", "expires-one-digit-hour", "expires-gMT", "expires-rfc850", "expires-asctime")}
+    assert expires == {"expires-double-space": "Thu, 18  Aug  2050 02:01:18 GMT",
+                       "expires-one-digit-hour": "Thu, 18 Aug 2050 2:01:18 GMT",
+                       "expires-gMT": "Thu, 18 Aug 2050 02:01:18 gMT",
+                       "expires-rfc850": "Thursday, 18-Aug-50 02:01:18 GMT",
+                       "expires-asctime": "Thu Aug 18 02:01:18 2050"}
+    same = get("/c/expires=date/d")
+    assert [v for k, v in same.headers if k == "Date"] == [v for k, v in same.headers if k == "Expires"]
+    assert [v for k, v in get("/c/expires-twice/d").headers if k == "Expires"] == [cf.PAST, cf.FUTURE]
+    assert hdr(get("/c/max-age-twice/d"))["cache-control"] == "max-age=1, max-age=3600"
+    assert hdr(get("/c/max-age=non-integer/d"))["cache-control"] == "max-age=3600.5"
+    assert hdr(get("/c/age=2147483648,max-age=3600/d"))["age"] == "2147483648"
+
+
+@pytest.mark.parametrize("case,updated", [
+    ("no-cache,update", {"x-version": "2", "cache-control": "no-cache"}),
+    ("max-age=1,update", {"x-version": "2", "cache-control": "max-age=3600"}),
+    ("expires-past,update", {"x-version": "2", "expires": cf.FUTURE})])
+def test_a_304_carries_updated_fields_and_every_200_the_old_ones(case, updated):
+    full = get(f"/c/{case}/u")
+    assert hdr(full)["x-version"] == "1"
+    for _ in range(2):  # deterministic: the same 304 each time, and a full fetch is always version 1
+        not_modified = get(f"/c/{case}/u", {"If-None-Match": hdr(full)["etag"]})
+        assert not_modified.status == 304 and {k: hdr(not_modified)[k] for k in updated} == updated
+        assert [k for k, _ in not_modified.headers].count("X-Version") == 1
+        assert hdr(get(f"/c/{case}/u"))["x-version"] == "1"
+
+
+def test_extension_methods_succeed_so_they_invalidate():
+    for method in cf.EXTENSION:
+        r = get("/c/invalidated/m", method=method)
+        assert r.status == 200 and hdr(r)["cache-control"] == "no-store", method
+    assert "M-SEARCH" in hdr(get("/c/invalidated/m", method="OPTIONS"))["allow"]
+
+
+def test_interim_cases_name_their_1xx_responses_for_the_origin_to_send():
+    assert [status for status, _ in get("/c/interim=103/i").interim] == [103]
+    assert dict(get("/c/interim=103/i").interim[0][1])["Link"].endswith("rel=preload; as=style")
+    assert [status for status, _ in get("/c/interim=102/i").interim] == [102]
+    assert get("/c/max-age=3600/i").interim == ()
+
+
 # --- the request sequences (pure) -----------------------------------------------------------------
 
 def drive(mix: ConformanceMix, n: int, gap_s: float = 0.25) -> list:
@@ -230,6 +274,29 @@ def test_the_sequences_give_each_rule_its_chance():
     assert all(set(h) <= {"Accept-Language", "Accept-Encoding"} for h in vary)
 
 
+def test_issue_27_sequences_send_each_dependent_request_without_a_pause():
+    plans = drive(ConformanceMix("w", random.Random(2)), 12000)
+    unsafe = steps_of(plans, "invalidated", "unsafe-then-get")
+    assert [p.method for p in unsafe][:2] == ["GET", "GET"] and [p.method for p in unsafe][3:] == ["GET", "GET"]
+    assert unsafe[3].sequence.steps[3].delay_s == 0  # the GET the moment the unsafe reply is in
+    methods = {p.sequence.steps[2].method for p in plans if p.sequence.scenario == "unsafe-then-get"}
+    assert methods == {"POST", "PUT", "DELETE", "M-SEARCH", "PROPPATCH"}
+    revalidate = steps_of(plans, "max-age=1,update", "revalidate")[0].sequence.steps
+    assert revalidate[1].delay_s > 1 and revalidate[2].delay_s == 0  # stale, revalidated, reused at once
+    assert steps_of(plans, "no-cache,update", "revalidate")[0].sequence.steps[1].delay_s == 0
+    reuse = steps_of(plans, "expires-double-space", "reuse-now")[0].sequence.steps
+    assert [s.delay_s for s in reuse[:3]] == [0, 0, 0]
+    both = steps_of(plans, "validators", "precedence")
+    tag = hdr(get(both[0].path))["etag"]
+    assert both[1].headers["If-None-Match"] != tag and "If-Modified-Since" in both[1].headers
+    assert get(both[1].path, both[1].headers).status == 200  # If-None-Match decides (RFC 9110 13.2.2)
+    assert both[2].headers["If-None-Match"] == tag and get(both[2].path, both[2].headers).status == 304
+    vary = steps_of(plans, "etag,vary", "conditional-vary")
+    assert get(vary[1].path, vary[1].headers).status == 304 and get(vary[2].path, vary[2].headers).status == 200
+    old = {p.sequence.scenario for p in plans if p.sequence.case == "max-age=3600"}
+    assert not old & {"reuse-now", "revalidate", "precedence", "conditional-vary", "unsafe-then-get"}
+
+
 def test_conditional_and_range_only_where_the_collector_answers_client_and_proxies_alike():
     """A Collector copy that goes stale mid-sequence answers the client's matching conditional 200 (refreshed)
     and the proxies' identical one 304 (fresh again): the dummy would differ, raising the noise floor."""
@@ -296,6 +363,8 @@ def test_the_origin_serves_the_cases_over_http(tmp_path):
             after = c.get(f"{base}/c/status=410/h1")
             put = c.get(f"{base}/c/max-age=3600/h1", method="PUT", body=b"new")
             head = c.get(f"{base}/c/max-age=3600/h1", method="HEAD")
+            dated = c.get(f"{base}/c/expires=date/h1")
+            searched = c.get(f"{base}/c/invalidated/h1", method="M-SEARCH")
     assert first.headers["cache-control"] == "no-store" and first.body == second.body
     assert first.headers["x-origin-count"] == "1" and second.headers["x-origin-count"] == "2"
     assert revalidated.status == 304 and revalidated.body == b""
@@ -306,6 +375,8 @@ def test_the_origin_serves_the_cases_over_http(tmp_path):
     assert empty.status == 204 and "content-length" not in empty.headers and after.status == 410
     assert put.status == 200 and put.headers["cache-control"] == "no-store"
     assert head.status == 200 and head.body == b"" and head.headers["etag"] == whole.headers["etag"]
+    assert dated.headers["date"] == dated.headers["expires"]  # the case's Date, not one of the origin's too
+    assert searched.status == 200
 
 
 def test_the_workload_docs_list_every_case_and_scenario():
