@@ -241,7 +241,11 @@ void CacheJudge::add_interim_finding(CacheVerdict& v, const Measure& reference, 
     const bool own_fetch = !v.reused && is_own_fetch(reference, reply, sent_at);
     auto j = judge_interim(reference, reply, own_fetch);
     if (j.exercised) add_exercised(v, "interim");
-    if (j.finding) v.violations.push_back(std::move(*j.finding));
+    if (!j.finding) return;
+    v.violations.push_back(std::move(*j.finding));
+    // What each side received before its final reply (a reuse's evidence, if any, stays as it is).
+    v.evidence_served.emplace_back("interim (as received)", interim_text(reply));
+    v.evidence_reference.emplace_back("interim (as received)", interim_text(reference));
 }
 
 void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply) {

@@ -59,6 +59,13 @@ InterimJudgement judge_interim(const Measure& reference, const Measure& reply, b
     return out;
 }
 
+std::string interim_text(const Measure& m) {
+    std::string out;
+    for (const auto& i : m.interim)
+        out += fmt::format("{}{} at {:.3f} s", out.empty() ? "" : ", ", i.status, static_cast<double>(i.at_us) / 1e6);
+    return out.empty() ? "none" : out;
+}
+
 bool is_own_fetch(const Measure& reference, const Measure& reply, double sent_at) {
     if (!reference.fetch || !reply.fetch) return false;
     const auto ref = parse_fetch_stamp(*reference.fetch);

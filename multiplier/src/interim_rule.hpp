@@ -7,6 +7,7 @@
 #include "measurement.hpp"
 
 #include <optional>
+#include <string>
 
 namespace spe {
 
@@ -21,6 +22,9 @@ struct InterimJudgement {
 /// to it, as it relayed them to the Multiplier); a reply from a store, the
 /// proxy's or its parent's, never had any to forward.
 InterimJudgement judge_interim(const Measure& reference, const Measure& reply, bool own_fetch);
+
+/// A leg's interim replies as the evidence shows them: "103 at 0.004 s, 102 at 0.051 s" ("none").
+std::string interim_text(const Measure& m);
 
 /// Whether `reply` came from an origin fetch made for the request sent at
 /// `sent_at` (unix s): its fetch stamp is the same Collector's as the

@@ -126,4 +126,9 @@ TEST_CASE("the judge names, per proxy, the interim rule on whole records") {
     const auto& exercised = r.proxies[1].measure.cache->exercised;
     CHECK(std::find(exercised.begin(), exercised.end(), "interim") != exercised.end());
     CHECK(r.collector.cache->violations.empty());
+    const auto& evidence = r.proxies[2].measure.cache->evidence_served;
+    REQUIRE(evidence.size() == 1);
+    CHECK(evidence[0] == std::pair<std::string, std::string>{"interim (as received)", "103 at 0.001 s"});
+    CHECK(r.proxies[1].measure.cache->evidence_reference.back().second == "103 at 0.001 s");
+    CHECK(r.proxies[1].measure.cache->evidence_served.back().second == "none");
 }
