@@ -37,6 +37,8 @@ RULES = {
     "age": ("4", "reused reply with no Age, or an Age below the copy's true age"),
     "not-modified": ("4.3.2", "a 304 whose validators do not match the client's request"),
     "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
+    "interim": ("9110 15.2", "dropped an interim (1xx) response its parent relayed, or ended or hung after one "
+                             "without a final response"),
 }
 # SHOULD-level findings and the request's own directives, which RFC 9111 5.2.1 makes advisory
 # ("caches MAY implement them"): reported beside the violations, never counted as violations.

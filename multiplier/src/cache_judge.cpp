@@ -1,5 +1,7 @@
 #include "cache_judge.hpp"
 
+#include "interim_rule.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -128,9 +130,13 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     }
     for (std::size_t i = 0; i < record.proxies.size() && i < caches_.size(); ++i) {
         auto& p = record.proxies[i];
-        if (!p.measure.status) continue;
-        const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
-        p.measure.cache = judge_reply(c, p.measure, &ref, caches_[i], served_at, p.sent_at);
+        if (p.measure.status) {
+            const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
+            p.measure.cache = judge_reply(c, p.measure, &ref, caches_[i], served_at, p.sent_at);
+        } else if (!p.measure.interim.empty()) {
+            p.measure.cache.emplace();  // an interim reply, no final one: judged on that alone
+        }
+        if (p.measure.cache) add_interim_finding(*p.measure.cache, ref, p.measure, p.sent_at);
     }
     record.request_headers = std::move(request.fields);
 }
@@ -228,6 +234,18 @@ bool CacheJudge::is_reuse(const Case& c, const Measure& reply, const Measure* re
     if (const auto& ref = c.reference_stamp; ref && ref->collector() == stamp.collector())
         return stamp.serial < ref->serial;
     return stamp.time < record.ts - kClockSlack;
+}
+
+void CacheJudge::add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at) {
+    // Only a reply the proxy forwarded can owe interim replies: a reused one never went to the origin.
+    const bool own_fetch = !v.reused && is_own_fetch(reference, reply, sent_at);
+    auto j = judge_interim(reference, reply, own_fetch);
+    if (j.exercised) add_exercised(v, "interim");
+    if (!j.finding) return;
+    v.violations.push_back(std::move(*j.finding));
+    // What each side received before its final reply (a reuse's evidence, if any, stays as it is).
+    v.evidence_served.emplace_back("interim (as received)", interim_text(reply));
+    v.evidence_reference.emplace_back("interim (as received)", interim_text(reference));
 }
 
 void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply) {

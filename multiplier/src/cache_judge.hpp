@@ -81,6 +81,8 @@ private:
     CacheVerdict judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
                              double served_at, double sent_at);
     static bool is_reuse(const Case& c, const Measure& reply, const Measure* reference, const FetchStamp& stamp);
+    /// RFC 9110 15.2 on a proxy's leg (interim_rule.hpp).
+    static void add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at);
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
     void judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
                          std::optional<double> invalidated, const FetchStamp& served);

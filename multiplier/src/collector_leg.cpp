@@ -4,6 +4,7 @@
 #include "reply_header.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/serializer.hpp>
@@ -53,6 +54,24 @@ void prepare_client_reply(http::response_header<>& reply, const std::string& via
         reply.set(http::field::connection, "keep-alive");
 }
 
+awaitable<bool> CollectorLeg::relay_interim(const http::response_header<>& interim, ClientSide& client) {
+    // RFC 9110 15.2: a proxy forwards every 1xx it did not ask for itself, but
+    // never to an HTTP/1.0 client. (The Multiplier sends no Expect upstream:
+    // it answered 100-continue itself, so a 100 from upstream was not asked
+    // for either; a second 100 is harmless to a client, which must parse any
+    // number of 1xx before the final reply.)
+    if (!client.http11) co_return true;
+    http::response<http::empty_body> relayed;
+    relayed.base() = interim;
+    strip_hop_by_hop(relayed.base());
+    append_via(relayed.base(), interim.version(), ctx_.config().via_name);
+    relayed.version(11);
+    error_code ec;
+    client.stream.expires_after(ctx_.config().client_timeout);
+    co_await http::async_write(client.stream, relayed, with_ec(ec));
+    co_return !ec;
+}
+
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
     : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 
@@ -70,7 +89,9 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
 
     error_code ec;
     std::optional<RelayParser> parser;
-    for (;;) {  // interim 1xx replies are dropped (we answered Expect ourselves)
+    // Each interim (1xx) reply is a complete header-only message to Beast: the
+    // next one, or the final reply, needs a fresh parser.
+    for (;;) {
         parser.emplace();
         parser->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
         parser->body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed, never held
@@ -89,6 +110,14 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         }
         const unsigned status = parser->get().result_int();
         if (status >= 200 || status == 101) break;
+        note_interim(m, status, conn_.started());
+        if (!co_await relay_interim(parser->get().base(), client)) {
+            out.client_failed = true;
+            out.keep_alive = false;
+            m.total_us = micros_since(conn_.started());
+            conn_.close();
+            co_return out;
+        }
     }
 
     auto& upstream = parser->get();

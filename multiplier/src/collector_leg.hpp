@@ -38,6 +38,9 @@ public:
     void close() { conn_.close(); }
 
 private:
+    /// Relays an interim (1xx) reply to an HTTP/1.1 client; false: writing to the client failed.
+    awaitable<bool> relay_interim(const http::response_header<>& interim, ClientSide& client);
+
     ServerContext& ctx_;
     UpstreamConnection conn_;
 };

@@ -238,7 +238,8 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
             *store, tag,
             {std::string(req.method_string()), md5_hex(req.body().data(), req.body().size()), req.body().size()},
             out.measure.ttfb_us.value_or(0));
-    if (!out.client_answered) {
+    // A client that went away while an interim (1xx) reply was relayed has no final reply to get.
+    if (!out.client_answered && !out.client_failed) {
         const auto status = client_status_for(out.measure.error);
         const auto reason = "the Collector at " + cfg.collector->to_string() +
                             " failed: " + std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail +

@@ -15,6 +15,12 @@
 
 namespace spe {
 
+/// An interim (1xx) response that came before the final one (RFC 9110 15.2).
+struct Interim {
+    unsigned status = 0;
+    std::int64_t at_us = 0;  // from the start of the attempt, as ttfb_us
+};
+
 /// One reply as seen by the Multiplier. Times are microseconds from the start
 /// of the attempt that got the reply (before connecting); connect_us is 0 for
 /// a reused connection.
@@ -41,6 +47,9 @@ struct Measure {
     // The replay port's reason (X-SPE-Replay-Refused) when it refused this proxy's copy of an unsafe
     // request; the leg is then recorded REPLAY_REFUSED whatever else happened to it.
     std::string replay_refusal;
+    // The interim responses before the final one (101 is an upgrade, never here), in order.
+    // Interims and no status: the leg ended (error) after its last interim, without a final reply.
+    std::vector<Interim> interim;
     // Filled only when mismatch capture is on.
     std::string raw_header;
     std::string body_head;

@@ -41,7 +41,9 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
         co_return m;
     }
 
-    // Interim (1xx) replies are skipped: the final reply is what gets compared.
+    // Interim (1xx) replies are recorded (status, time) and the final reply is
+    // what gets compared; each 1xx is a whole message to Beast, so the next
+    // one, or the final reply, is read with a fresh parser, under the same deadline.
     std::optional<ReplyParser> parser;
     error_code ec;
     for (;;) {
@@ -54,6 +56,7 @@ awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& re
         }
         const unsigned status = parser->is_header_done() ? parser->get().result_int() : 0;
         if (ec || status < 100 || status >= 200 || status == 101) break;
+        note_interim(m, status, conn.started());
     }
     // Everything the header tells is kept as soon as it is parsed: a leg that
     // fails in the body is still compared on its status and headers.

@@ -17,6 +17,12 @@ void take_header(Measure& m, const http::response_header<>& h, const HeaderPolic
     if (cache_fields) m.cache_headers = take_cache_headers(h);
 }
 
+void note_interim(Measure& m, unsigned status, Clock::time_point started) {
+    // A peer may send any number of them (a 102 every few seconds keeps a slow
+    // reply alive); the record keeps the first few.
+    if (m.interim.size() < kMaxInterims) m.interim.push_back({status, micros_since(started)});
+}
+
 std::string header_text(const http::response_header<>& h) {
     std::ostringstream out;
     out << h;

@@ -4,6 +4,7 @@
 #include "header_policy.hpp"
 #include "measurement.hpp"
 #include "message_types.hpp"
+#include "net.hpp"
 
 #include <string>
 
@@ -13,6 +14,11 @@ namespace spe {
 /// the Collector's fetch stamp (X-SPE-Fetch), if any; with `cache_fields`, what
 /// the cache-rule judge reads.
 void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy, bool cache_fields);
+
+/// The record keeps at most this many interim (1xx) replies per leg.
+inline constexpr std::size_t kMaxInterims = 8;
+/// Records an interim reply of `status` that arrived now, timed from `started`.
+void note_interim(Measure& m, unsigned status, Clock::time_point started);
 
 /// Serialized reply header, for mismatch captures.
 std::string header_text(const http::response_header<>& h);

@@ -276,6 +276,20 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
     w.close();
 }
 
+/// The interim (1xx) replies before the final one: [{"at_us":N,"status":103}, ...].
+void interim_array(JsonWriter& w, const std::vector<Interim>& interim) {
+    w.key<"interim">();
+    w.open_array();
+    for (const auto& i : interim) {
+        w.element();
+        w.open();
+        w.key<"at_us">().integer(i.at_us);
+        w.key<"status">().integer(i.status);
+        w.close();
+    }
+    w.close_array();
+}
+
 /// The members of a measure every reply has, in key order, around `middle`
 /// (the members that sort between "md5" and "retried").
 template <class Middle>
@@ -294,6 +308,7 @@ void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
     w.key<"header_bytes">().integer(m.header_bytes);
     w.key<"http_version">();
     m.version ? w.string(http_version(m.version)) : w.null();
+    if (!m.interim.empty()) interim_array(w, m.interim);  // left out when there were none
     w.key<"md5">();
     m.md5 ? w.string(*m.md5) : w.null();
     middle();

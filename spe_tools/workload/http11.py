@@ -37,6 +37,7 @@ class Message:
     body: bytes = b""
     length: int = 0  # decoded body bytes seen (also when the body is not kept)
     keep_alive: bool = False  # whether the connection may carry another message after this one
+    version: str = "1.1"  # the HTTP version it was sent with ("1.0", "1.1")
     head_at: float = 0.0  # event-loop time when the head was complete
 
     def header(self, name: str, default: str = "") -> str:
@@ -58,10 +59,14 @@ class _Callbacks:
         self.error = ""
 
     def on_message_begin(self) -> None:
-        if self.one_reply and self.complete:  # bytes after the reply: the connection is spoilt
+        if self.one_reply and self.final_done():  # bytes after the reply: the connection is spoilt
             self.complete[-1].keep_alive = False
         self.current, self.parts, self.head_bytes, self.head_done = Message(), [], 0, False
         self.in_message = True
+
+    def final_done(self) -> bool:
+        """A final reply is complete (an interim one is followed by more)."""
+        return any(not is_interim(m.status) for m in self.complete)
 
     def _count_head(self, size: int) -> None:
         self.head_bytes += size
@@ -86,6 +91,7 @@ class _Callbacks:
         else:
             self.current.status = self.parser.get_status_code()
         self.current.keep_alive = self.parser.should_keep_alive()
+        self.current.version = self.parser.get_http_version()
 
     def on_body(self, body: bytes) -> None:
         self.current.length += len(body)
@@ -108,7 +114,7 @@ def _feed(callbacks: _Callbacks, data: bytes) -> None:
             callbacks.on_message_complete()
         callbacks.complete[-1].keep_alive = False
     except httptools.HttpParserError as e:
-        if callbacks.one_reply and callbacks.complete:  # the reply is whole; what followed is junk
+        if callbacks.one_reply and callbacks.final_done():  # the reply is whole; what followed is junk
             callbacks.complete[-1].keep_alive = False
             return
         raise HttpError(str(e) or type(e).__name__) from e
@@ -136,30 +142,48 @@ class RequestReader:
         return self.callbacks.complete.popleft()
 
 
+def is_interim(status: int) -> bool:
+    """A 1xx other than 101 (an upgrade): an interim response, before the final one (RFC 9110 15.2)."""
+    return 100 <= status < 200 and status != 101
+
+
 async def read_reply(reader: asyncio.StreamReader, method: str, keep_body: bool = False) -> Message:
-    """One reply to a `method` request (the client sends one request at a time on a connection).
-    A body delimited by the connection's close ends at end of stream (and keep_alive is False)."""
+    """One reply to a `method` request (the client sends one request at a time on a connection), after any
+    interim (1xx) responses, which are read and passed over. A body delimited by the connection's close ends at
+    end of stream (and keep_alive is False)."""
+    if method == "HEAD":
+        while True:
+            reply = await _read_head_reply(reader)
+            if not is_interim(reply.status):
+                return reply
     callbacks = _Callbacks(keep_body, one_reply=True)
     callbacks.parser = httptools.HttpResponseParser(callbacks)
-    if method == "HEAD":
-        # llhttp cannot be told that a reply answers a HEAD: parse the head alone, expect no body.
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError as e:
-            where = "inside a head" if e.partial else "before a reply"
-            raise HttpError(f"connection closed {where}") from e
-        except asyncio.LimitOverrunError as e:
-            raise HttpError("head too large") from e
-        _feed(callbacks, head)
-        if not callbacks.head_done:
-            raise HttpError("bad reply head")
-        return callbacks.current
-    while not callbacks.complete:
-        data = await reader.read(READ_SIZE)
-        if not data:
-            return _ended_by_close(callbacks)
-        _feed(callbacks, data)
-    return callbacks.complete[0]
+    while True:  # one parser: llhttp reads the final reply on from where the interim one ended
+        while not callbacks.complete:
+            data = await reader.read(READ_SIZE)
+            if not data:
+                return _ended_by_close(callbacks)
+            _feed(callbacks, data)
+        reply = callbacks.complete.popleft()
+        if not is_interim(reply.status):
+            return reply
+
+
+async def _read_head_reply(reader: asyncio.StreamReader) -> Message:
+    # llhttp cannot be told that a reply answers a HEAD: parse the head alone, expect no body.
+    callbacks = _Callbacks(False, one_reply=True)
+    callbacks.parser = httptools.HttpResponseParser(callbacks)
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as e:
+        where = "inside a head" if e.partial else "before a reply"
+        raise HttpError(f"connection closed {where}") from e
+    except asyncio.LimitOverrunError as e:
+        raise HttpError("head too large") from e
+    _feed(callbacks, head)
+    if not callbacks.head_done:
+        raise HttpError("bad reply head")
+    return callbacks.current
 
 
 def _ended_by_close(callbacks: _Callbacks) -> Message:

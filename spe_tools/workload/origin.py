@@ -8,7 +8,9 @@ Prints `origin listening on HOST:PORT` once ready (with --tls, then also
 Query parameters on any object URL override the model for that request (docs/workloads.md):
 think=MS (first-byte delay), size=BYTES, chunks=N and gap=MS (body in N writes, MS apart),
 rate=BYTES_PER_S (paced body), te=chunked|length (framing), cc=public|private|no-store|no-cache|VALUE,
-vary=NAMES (a Vary field added; the reply itself does not change).
+vary=NAMES (a Vary field added; the reply itself does not change),
+interim=103,102 (those interim responses first, in order, to an HTTP/1.1 client: RFC 9110 15.2; a 103 carries a
+Link field) and interim_ms=MS (a pause before each), on any URL, the /c/ conformance cases included.
 /unsafe/... takes any method and answers status=NNN (default 200) with size=BYTES of body (default: a line
 naming the request); /_stats counts every request by "METHOD path" (by_method_path): exactly-once tests.
 """
@@ -40,6 +42,8 @@ REASONS = {200: "OK", 201: "Created", 303: "See Other", 304: "Not Modified", 400
            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 500: "Internal Server Error",
            501: "Not Implemented"} | conformance.STATUS_REASONS
 CHUNK = 8192  # chunk size of chunked replies without chunks=N
+INTERIM_REASONS = {100: "Continue", 102: "Processing", 103: "Early Hints"}
+MAX_INTERIM = 16  # interim responses one reply may ask for
 MAX_OVERRIDE_SIZE = 64 << 20
 
 
@@ -52,6 +56,8 @@ class Delivery:
     pieces: int = 1  # body writes
     gap_ms: float = 0.0  # pause between writes
     rate: int = 0  # bytes per second; 0: unpaced
+    interim: tuple[int, ...] = ()  # 1xx responses sent before the reply, in order (before the think time)
+    interim_ms: float = 0.0  # pause before each of them
 
 
 @dataclass
@@ -126,7 +132,8 @@ class Origin:
             body = json.dumps(self.stats(), sort_keys=True).encode()
             return Reply(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body,
                          Delivery(), method == "HEAD")
-        return self._count(req, method, path, self._object(req, method, path, parse_qs(parts.query)))
+        query = parse_qs(parts.query)
+        return self._count(req, method, path, with_interim(req, self._object(req, method, path, query), query))
 
     def _count(self, req: Message, method: str, path: str, reply: Reply) -> Reply:
         self.total += 1
@@ -228,6 +235,28 @@ class Origin:
         return Delivery(self._think(query), chunked, pieces, float(gap), self.model.rate if rate is None else rate)
 
 
+def interim_statuses(query: dict) -> tuple[int, ...]:
+    """interim=103,102: the 1xx statuses asked for (101 is an upgrade, not an interim response: never)."""
+    codes = [int(c) for c in ",".join(query.get("interim", [])).split(",") if c.strip().isdigit()]
+    return tuple(c for c in codes if 100 <= c <= 199 and c != 101)[:MAX_INTERIM]
+
+
+def with_interim(req: Message, reply: Reply, query: dict) -> Reply:
+    """The reply preceded by the interim responses the query asks for; none to an HTTP/1.0 client, which a
+    server must not send one (RFC 9110 15.2)."""
+    statuses = interim_statuses(query)
+    if not statuses or req.version == "1.0":
+        return reply
+    pause = query_int(query, "interim_ms", 0, 600_000) or 0
+    return replace(reply, delivery=replace(reply.delivery, interim=statuses, interim_ms=float(pause)))
+
+
+def interim_bytes(status: int) -> bytes:
+    reason = INTERIM_REASONS.get(status, "Interim")
+    link = "Link: </style.css>; rel=preload\r\n" if status == 103 else ""
+    return f"HTTP/1.1 {status} {reason}\r\n{link}\r\n".encode("latin-1")
+
+
 def not_modified(req: Message, spec: cm.ObjectSpec) -> bool:
     """RFC 9110 13.2.2: If-None-Match wins over If-Modified-Since."""
     inm = req.header("if-none-match")
@@ -275,6 +304,11 @@ def frame(piece: bytes, chunked: bool) -> bytes:
 async def send(writer: asyncio.StreamWriter, reply: Reply, close: bool) -> None:
     # Our own writer, not a library's: think time, chunk gaps and pacing decide when each byte leaves.
     d = reply.delivery
+    for status in d.interim:  # each leaves on its own, ahead of the think time (102: "still working")
+        if d.interim_ms > 0:
+            await asyncio.sleep(d.interim_ms / 1000)
+        writer.write(interim_bytes(status))
+        await writer.drain()
     if d.think_ms > 0:
         await asyncio.sleep(d.think_ms / 1000)
     head = head_bytes(reply, close)

@@ -43,6 +43,18 @@ def test_a_short_body_is_an_error_and_bytes_after_a_reply_spoil_the_connection()
     assert (spoilt.body, spoilt.keep_alive) == (b"ok", False)
 
 
+def test_interim_responses_are_passed_over_for_the_final_reply():
+    hints = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+    final = reply(hints + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", eof=False)
+    assert final.status == 200, "an interim response taken for the reply"
+    assert (final.status, final.body, final.keep_alive) == (200, b"ok", True)  # nothing after it: not spoilt
+    head = reply(hints + b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", "HEAD", eof=False)
+    assert head.status == 200, "an interim response taken for the HEAD reply"
+    assert (head.status, head.length) == (200, 0)
+    with pytest.raises(HttpError):  # an interim response and then nothing: no reply
+        reply(hints)
+
+
 def test_pipelined_requests_come_out_in_order_with_their_bodies():
     async def run():
         requests = RequestReader(stream(b"POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"

@@ -135,6 +135,28 @@ def test_think_and_paced_body_overrides(origin):
     assert len(rest.partition(b"\r\n\r\n")[2]) == 4000
 
 
+def test_interim_override_sends_1xx_first_in_order_and_none_to_http10(origin):
+    with Connection(origin.port) as c:
+        c.send(f"GET {url(origin, '/obj/i?interim=103,102&interim_ms=50')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        start = time.monotonic()
+        hints, processing, final = c.read_reply(), c.read_reply(), c.read_reply()
+        elapsed = time.monotonic() - start
+        conformance = c.get(url(origin, "/c/max-age=3600/i?interim=103"))
+        c.send(b"GET " + url(origin, "/c/max-age=3600/i?interim=103").encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        conformance_final = c.read_reply()
+    assert (hints.status, processing.status, final.status) == (103, 102, 200)
+    assert hints.headers["link"] == "</style.css>; rel=preload" and processing.body == b""
+    assert elapsed >= 0.09  # a pause before each
+    assert conformance.status == 103 and conformance_final.status == 200
+    with Connection(origin.port) as c:
+        c.send(f"GET {url(origin, '/obj/i?interim=103')} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
+        assert c.read_reply().status == 200  # RFC 9110 15.2: no 1xx to an HTTP/1.0 client
+    with Connection(origin.port) as c:
+        c.send(f"GET {url(origin, '/obj/i?interim=101,100')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert c.read_reply().status == 100  # 101 is an upgrade, never sent as an interim response
+        assert c.read_reply().status == 200
+
+
 def test_cc_override_makes_any_object_cacheable_or_not(origin):
     with Connection(origin.port) as c:
         public = c.get(url(origin, "/obj/z?cc=public"))

@@ -2,6 +2,7 @@
 // broken or stalled in a known way must give its exact measure and error.
 #include "md5_digest.hpp"
 #include "proxy_leg.hpp"
+#include "reply_header.hpp"
 #include "scripted_server.hpp"
 #include "validator.hpp"
 
@@ -96,6 +97,59 @@ TEST_CASE("interim 100 Continue is skipped, the final reply counts") {
     auto m = leg.run();
     CHECK(m.status == 200u);
     CHECK(m.error == LegError::none);
+}
+
+TEST_CASE("interim replies are recorded in order with their times, each read with a fresh parser") {
+    const std::string hints = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+    SECTION("apart, then the final reply") {
+        Leg leg({{send_bytes(hints), pause_for(30ms), send_bytes("HTTP/1.1 102 Processing\r\n\r\n"), pause_for(30ms),
+                  send_bytes(kHead + kBody)}});
+        auto m = leg.run();
+        CHECK(m.error == LegError::none);
+        CHECK(m.status == 200u);
+        CHECK(m.md5 == md5_hex(kBody.data(), kBody.size()));
+        REQUIRE(m.interim.size() == 2);
+        CHECK(m.interim[0].status == 103u);
+        CHECK(m.interim[1].status == 102u);
+        CHECK(m.interim[0].at_us <= m.interim[1].at_us - 25'000);
+        CHECK(m.interim[1].at_us <= *m.total_us);
+    }
+    SECTION("in one segment with the final reply, split byte by byte") {
+        Leg leg({{send_bytes(hints + hints + kHead + kBody, 1)}});
+        auto m = leg.run();
+        CHECK(m.status == 200u);
+        CHECK(m.bytes == kBody.size());
+        CHECK(m.interim.size() == 2);
+    }
+    SECTION("then silence: the deadline, no status, the interim kept") {
+        Leg leg({{send_bytes(hints), hang_conn()}});
+        auto m = leg.run(false, std::nullopt, 300ms);
+        CHECK(m.error == LegError::timeout);
+        CHECK_FALSE(m.status);
+        REQUIRE(m.interim.size() == 1);
+        CHECK(m.interim[0].status == 103u);
+    }
+    SECTION("then the connection closed: no final reply") {
+        Leg leg({{send_bytes(hints), close_conn()}});
+        auto m = leg.run();
+        CHECK(m.error == LegError::closed);
+        CHECK_FALSE(m.status);
+        CHECK(m.interim.size() == 1);
+    }
+    SECTION("no interim: nothing recorded") {
+        Leg leg({{send_bytes(kHead + kBody)}});
+        CHECK(leg.run().interim.empty());
+    }
+    SECTION("an endless stream of them: the record keeps the first few, the deadline ends the leg") {
+        std::vector<Step> steps;
+        for (int i = 0; i < 40; ++i)
+            steps.push_back(send_bytes("HTTP/1.1 102 Processing\r\n\r\n"));
+        steps.push_back(hang_conn());
+        Leg leg({steps});
+        auto m = leg.run(false, std::nullopt, 300ms);
+        CHECK(m.error == LegError::timeout);
+        CHECK(m.interim.size() == kMaxInterims);
+    }
 }
 
 TEST_CASE("a kept-alive connection is reused: connect time 0 on the second request") {

@@ -143,6 +143,8 @@ nlohmann::json reference_measure(const spe::Measure& m) {
         {"retried", m.retried},
     };
     if (m.cache) j["cache"] = reference_cache(*m.cache);
+    for (const auto& i : m.interim)
+        j["interim"].push_back({{"status", i.status}, {"at_us", i.at_us}});
     return j;
 }
 
@@ -195,6 +197,16 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.proxies[1].measure.fetch = "";
         r.proxies[2].measure.retried = true;
         CHECK(spe::to_json_line(r) == reference_json_line(r));
+    }
+    SECTION("interim replies: in order, only on the legs that had some") {
+        r.collector.interim = {{103, 1200}, {102, 35000}};
+        r.proxies[1].measure.interim = {{103, 900}};
+        const auto line = spe::to_json_line(r);
+        CHECK(line == reference_json_line(r));
+        auto j = nlohmann::json::parse(line);
+        CHECK(j["collector"]["interim"][1]["status"] == 102);
+        CHECK(j["collector"]["interim"][1]["at_us"] == 35000);
+        CHECK_FALSE(j["proxies"][0].contains("interim"));
     }
     SECTION("the cache-rule judge's verdicts and the request's cache fields") {
         spe::CacheVerdict v;
