@@ -28,21 +28,40 @@ int digits(std::string_view s, std::size_t at, std::size_t n) {
     return v;
 }
 
+/// Three letters as one number, lowercased: names are compared as numbers
+/// (this runs several times per reply).
+std::uint32_t packed3(std::string_view s) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(lower(s[0]))) << 16 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(lower(s[1]))) << 8 |
+           static_cast<unsigned char>(lower(s[2]));
+}
+
+constexpr std::uint32_t packed3(const char (&s)[4]) {
+    return static_cast<std::uint32_t>(s[0]) << 16 | static_cast<std::uint32_t>(s[1]) << 8 |
+           static_cast<std::uint32_t>(s[2]);
+}
+
 /// 1-12 for a month name, 0 for anything else.
 unsigned month_of(std::string_view s) {
-    static constexpr std::array<std::string_view, 12> kMonths = {"jan", "feb", "mar", "apr", "may", "jun",
-                                                                 "jul", "aug", "sep", "oct", "nov", "dec"};
+    static constexpr std::array<std::uint32_t, 12> kMonths = {
+        packed3("jan"), packed3("feb"), packed3("mar"), packed3("apr"), packed3("may"), packed3("jun"),
+        packed3("jul"), packed3("aug"), packed3("sep"), packed3("oct"), packed3("nov"), packed3("dec")};
+    const auto p = packed3(s);
     for (unsigned m = 0; m < 12; ++m)
-        if (iequal(s, kMonths[m])) return m + 1;
+        if (kMonths[m] == p) return m + 1;
     return 0;
 }
 
+/// Mon ... Sun (day-name), or Monday ... Sunday (day-name-l, rfc850-date).
 bool is_day_name(std::string_view s, bool long_form) {
-    static constexpr std::array<std::string_view, 7> kShort = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+    static constexpr std::array<std::uint32_t, 7> kShort = {
+        packed3("mon"), packed3("tue"), packed3("wed"), packed3("thu"), packed3("fri"), packed3("sat"), packed3("sun")};
     static constexpr std::array<std::string_view, 7> kLong = {"monday", "tuesday",  "wednesday", "thursday",
                                                               "friday", "saturday", "sunday"};
-    for (const auto& name : long_form ? kLong : kShort)
-        if (iequal(s, name)) return true;
+    if (s.size() < 3) return false;
+    const auto p = packed3(s);
+    for (std::size_t d = 0; d < kShort.size(); ++d)
+        if (kShort[d] == p) return long_form ? iequal(s, kLong[d]) : s.size() == 3;
     return false;
 }
 
