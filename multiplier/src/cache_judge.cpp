@@ -192,6 +192,8 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     if (!reply.fetch) {
         // A 304 has no body from any fetch; anything else unstamped is not from the origin.
         if (reply.status == 304) v.provenance = "not-modified";
+        v.unjudged = reply.status == 304 ? "a 304 without a stamp: only the 304 rules apply"
+                                         : "no X-SPE-Fetch stamp: not from the origin";
         return v;
     }
 
@@ -203,6 +205,9 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
         stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) != collector_ids_.end();
     if (!stamp || !ours || stamp->time > served_at + kFutureSlack) {
         v.provenance = "corrupt";
+        v.unjudged = !stamp  ? "corrupt stamp: X-SPE-Fetch does not parse"
+                     : !ours ? fmt::format("corrupt stamp: names Collector {}, not this run's", stamp->collector())
+                             : fmt::format("corrupt stamp: fetched {:.1f} s after the reply", stamp->time - served_at);
         return v;
     }
     v.fetch = stamp->id;

@@ -90,19 +90,24 @@ TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are
     r.proxies[0].measure.fetch.reset();
     judge.judge(r, kRequest);
     CHECK(r.proxies[0].measure.cache->provenance == "none");
+    CHECK(r.proxies[0].measure.cache->unjudged == "no X-SPE-Fetch stamp: not from the origin");
+    CHECK(r.collector.cache->unjudged.empty());
 
     auto forged = record(2, kT0 + 1, reply(stamp(2, kT0 + 1.001), "max-age=600", "tag-2"),
                          reply("ffff-1.9; t=1700000001.000", "max-age=600", "tag-2"));
     judge.judge(forged, kRequest);
     CHECK(forged.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(forged.proxies[0].measure.cache->unjudged == "corrupt stamp: names Collector ffff-1, not this run's");
     auto garbage = record(3, kT0 + 2, reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
                           reply("not a stamp", "max-age=600", "tag-3"));
     judge.judge(garbage, kRequest);
     CHECK(garbage.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(garbage.proxies[0].measure.cache->unjudged == "corrupt stamp: X-SPE-Fetch does not parse");
     auto future = record(4, kT0 + 3, reply(stamp(4, kT0 + 3.001), "max-age=600", "tag-4"),
                          reply(stamp(5, kT0 + 3600), "max-age=600", "tag-4"));
     judge.judge(future, kRequest);
     CHECK(future.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(future.proxies[0].measure.cache->unjudged.starts_with("corrupt stamp: fetched 3597."));
 }
 
 TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") {
