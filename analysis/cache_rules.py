@@ -39,6 +39,10 @@ RULES = {
     "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
     "interim": ("9110 15.2", "dropped an interim (1xx) response its parent relayed, or ended or hung after one "
                              "without a final response"),
+    "validator-precedence": ("9110 13.2.2", "a 304 that only If-Modified-Since allowed, to a request with a "
+                                            "non-matching If-None-Match"),
+    "not-modified-fields": ("9110 15.4.5", "a 304 without the ETag or Vary the stored reply has"),
+    "framing": ("3.2", "a reused copy whose body disagrees with its Content-Length (e.g. taken from a 304)"),
 }
 # SHOULD-level findings and the request's own directives, which RFC 9111 5.2.1 makes advisory
 # ("caches MAY implement them"): reported beside the violations, never counted as violations.
@@ -48,6 +52,8 @@ ADVISORIES = {
     "request-no-cache": ("5.2.1.4", "request no-cache (or Pragma: no-cache) answered from cache without "
                                     "validating"),
     "request-max-age": ("5.2.1.1", "request max-age=N answered with a copy older than N"),
+    "invalid-freshness": ("4.2.1", "reused a copy whose max-age or s-maxage is invalid (encouraged: stale)"),
+    "duplicate-freshness": ("4.2.1", "reused a copy fresh by the first of repeated max-age, s-maxage or Expires"),
 }
 PROVENANCE = {"origin": "from an origin fetch the Multiplier saw", "none": "no stamp: not from the origin",
               "not-modified": "a 304 without a stamp (no body)", "corrupt": "corrupt or forged stamp",

@@ -45,10 +45,24 @@ void for_each_directive(std::string_view value, Each each) {
     }
 }
 
+/// max-age and s-maxage: the first occurrence counts, an invalid one is absent
+/// (RFC 9111 4.2.1 leaves the reading to the cache; the judge names the choice).
+void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen,
+                         std::optional<std::int64_t> value) {
+    if (seen) {
+        cc.freshness_repeated = true;
+        return;
+    }
+    seen = true;
+    directive = value;
+    cc.freshness_invalid = cc.freshness_invalid || !value;
+}
+
 }  // namespace
 
 CacheControl parse_cache_control(std::string_view value) {
     CacheControl cc;
+    bool max_age_seen = false, s_maxage_seen = false;
     for_each_directive(value, [&](std::string_view name, std::optional<std::string_view> arg) {
         auto is = [&](std::string_view n) { return boost::beast::iequals(name, n); };
         auto seconds = [&] { return arg ? delta_seconds(*arg) : std::nullopt; };
@@ -65,9 +79,9 @@ CacheControl parse_cache_control(std::string_view value) {
         else if (is("proxy-revalidate"))
             cc.proxy_revalidate = true;
         else if (is("max-age"))
-            cc.max_age = seconds().value_or(0);
+            freshness_directive(cc, cc.max_age, max_age_seen, seconds());
         else if (is("s-maxage"))
-            cc.s_maxage = seconds().value_or(0);
+            freshness_directive(cc, cc.s_maxage, s_maxage_seen, seconds());
         else if (is("stale-while-revalidate"))
             cc.stale_while_revalidate = seconds();
         else if (is("stale-if-error"))

@@ -28,6 +28,11 @@ struct CacheControl {
     std::optional<std::int64_t> max_stale;
     std::optional<std::int64_t> min_fresh;
     bool only_if_cached = false;
+    // Freshness information a cache may read more than one way (RFC 9111 4.2.1):
+    // "either the first occurrence should be used or the response should be
+    // considered stale"; invalid values "encouraged" to be read as stale.
+    bool freshness_invalid = false;   // a max-age or s-maxage that is no delta-seconds (left absent)
+    bool freshness_repeated = false;  // max-age or s-maxage given more than once (the first kept)
 };
 
 /// `s` without the optional whitespace (and a stray CR) around it.
@@ -35,8 +40,8 @@ std::string_view trim(std::string_view s);
 
 /// Parses a Cache-Control field value (repeated fields joined with ", ").
 /// Unknown directives are ignored; a delta-seconds that does not parse makes
-/// the directive absent, except max-age, which then counts as 0 (stale), the
-/// safe reading RFC 9111 4.2.1 asks for.
+/// the directive absent. Of a repeated max-age or s-maxage the first counts;
+/// an invalid or repeated one is flagged (freshness_invalid, freshness_repeated).
 CacheControl parse_cache_control(std::string_view value);
 
 }  // namespace spe

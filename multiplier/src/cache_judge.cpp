@@ -73,6 +73,19 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
     return "fresh copy";
 }
 
+/// A stored copy whose body did not end where its header said: the leg read
+/// past the declared length (bytes after it) or the body ended short. A cache
+/// that took Content-Length from a 304 onto its stored reply does this (RFC
+/// 9111 3.2 leaves Content-Length out of the update); the leg's own reason says
+/// what it saw.
+std::optional<Finding> framing_finding(const Measure& reply) {
+    if (reply.error != LegError::extra_data && reply.error != LegError::truncated && reply.error != LegError::bad_body)
+        return std::nullopt;
+    return Finding{"framing", "3.2",
+                   fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
+                               reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
+}
+
 }  // namespace
 
 CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
@@ -174,10 +187,19 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
         const KnownFetch* stored = copy ? find_fetch(copy->fetch) : nullptr;
         const CacheHeaders* held = stored ? &stored->headers : nullptr;
         if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
+        // A proxy's 304 that names this request is its parent's, relayed: the
+        // parent's fields (judged on the Collector's own row), not the proxy's.
+        const bool relayed = reference && h.reply_to() && !record.tag.empty() && *h.reply_to() == record.tag;
+        if (held && !relayed) {
+            add_exercised(v, "not-modified-fields");
+            if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
+        }
     }
     if (!reply.fetch) {
         // A 304 has no body from any fetch; anything else unstamped is not from the origin.
         if (reply.status == 304) v.provenance = "not-modified";
+        v.unjudged = reply.status == 304 ? "a 304 without a stamp: only the 304 rules apply"
+                                         : "no X-SPE-Fetch stamp: not from the origin";
         return v;
     }
 
@@ -189,6 +211,9 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
         stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) != collector_ids_.end();
     if (!stamp || !ours || stamp->time > served_at + kFutureSlack) {
         v.provenance = "corrupt";
+        v.unjudged = !stamp  ? "corrupt stamp: X-SPE-Fetch does not parse"
+                     : !ours ? fmt::format("corrupt stamp: names Collector {}, not this run's", stamp->collector())
+                             : fmt::format("corrupt stamp: fetched {:.1f} s after the reply", stamp->time - served_at);
         return v;
     }
     v.fetch = stamp->id;
@@ -197,6 +222,10 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
 
     v.reused = is_reuse(c, reply, reference, *stamp);
+    if (v.reused && record.method != "HEAD") {
+        add_exercised(v, "framing");
+        if (auto f = framing_finding(reply)) v.violations.push_back(std::move(*f));
+    }
     std::optional<double> invalidated;
     if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
@@ -280,8 +309,10 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& me
     for (const auto& f : barriers)
         add_exercised(v, f.rule);
     bool request_asked = false;  // the request's own directives asked for a forward
-    for (const auto& a : advisories)
-        if (a.rule != "heuristic") add_exercised(v, a.rule), request_asked = true;
+    for (const auto& a : advisories) {
+        if (a.rule != "heuristic") add_exercised(v, a.rule);
+        request_asked = request_asked || a.rule.starts_with("request-");
+    }
     const auto fr = freshness(q);
     if (!v.reused && barriers.empty() && !request_asked && fr.source != "heuristic" && fr.source != "none" &&
         fr.age < fr.lifetime)

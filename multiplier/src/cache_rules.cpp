@@ -153,6 +153,36 @@ std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     return std::nullopt;
 }
 
+/// Whether the copy was stale already when the origin sent (or last confirmed)
+/// it: a lifetime no longer than its age on arrival (RFC 9111 4.2). The
+/// rounding slack is for copies that were fresh then: one that never was has
+/// no fresh moment for Date's and Age's whole seconds to blur.
+bool never_fresh(const KnownFetch& f, double lifetime, std::optional<double> validated_at) {
+    if (lifetime <= 0) return true;
+    if (validated_at && *validated_at > f.stamp.time) return false;  // the 304's own Age and Date are not known
+    const auto& o = f.facts();
+    // Age counts whole seconds rounded down; the time between the fetch and the
+    // copy first seen is taken off again (less than half a second on a fetch).
+    if (o.age && *o.age - std::max(0.0, f.first_seen - f.stamp.time) + 0.5 >= lifetime) return true;
+    // Date is rounded down too: the apparent age overstates by up to a second.
+    return o.date && f.stamp.time - *o.date >= lifetime + 1;
+}
+
+/// RFC 9111 4.2.1 lets a cache read repeated freshness by its first occurrence
+/// and encourages reading invalid freshness as stale: reusing such a copy is
+/// the cache's choice, named as an advisory.
+std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
+    if (o.cc.freshness_invalid)
+        return Finding{"invalid-freshness", "4.2.1",
+                       "reused although its max-age or s-maxage is invalid (caches are encouraged to consider it "
+                       "stale)"};
+    if (o.cc.freshness_repeated || o.expires_repeated)
+        return Finding{"duplicate-freshness", "4.2.1",
+                       fmt::format("reused by the first of repeated {} (the other reading is stale)",
+                                   o.expires_repeated ? "Expires" : "max-age or s-maxage")};
+    return std::nullopt;
+}
+
 std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
     if (cc.must_revalidate) return *section = "5.2.2.2", "must-revalidate";
     if (cc.proxy_revalidate) return *section = "5.2.2.8", "proxy-revalidate";
@@ -177,6 +207,11 @@ const OriginFacts& KnownFetch::facts() const {
         o.date = date_value(headers.date());
         o.has_expires = headers.expires().has_value();
         o.expires = date_value(headers.expires());
+        if (o.has_expires && !o.expires)
+            if (const auto first = parse_first_http_date(*headers.expires())) {
+                o.expires = static_cast<double>(*first);
+                o.expires_repeated = true;
+            }
         o.last_modified = date_value(headers.last_modified());
         o.age = seconds_value(headers.age());
         if (const auto vary = headers.vary()) o.vary = vary_names(*vary);
@@ -232,19 +267,25 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
                 {"request-max-age", "5.2.1.1",
                  fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
         const double staleness = fr.age - fr.lifetime;
+        const auto flagged = out.size();
         if (fr.source == "heuristic") {
             if (advisories && f.headers.last_modified() && staleness > kSlack)
                 advisories->push_back({"heuristic", "4.2.2",
                                        fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
                                                    "Last-Modified) is {}",
                                                    secs(fr.age), secs(fr.lifetime))});
-        } else if (staleness > kSlack && !stale_permitted(q, cc, staleness)) {
+        } else if (const bool unfresh = never_fresh(f, fr.lifetime, q.validated_at);
+                   (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
             std::string_view section;
             const auto rule = stale_rule(cc, fr.source, &section);
             out.push_back({rule, section,
-                           fmt::format("stale: {} old, fresh for {} ({}){}", secs(fr.age), secs(fr.lifetime), fr.source,
+                           fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime),
+                                       fr.source, unfresh ? "; stale on arrival" : "",
                                        q.validated_at ? "" : "; no validation stamped on the copy")});
         }
+        // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
+        if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
+            advisories->push_back(*a);
     }
     return out;
 }
@@ -265,6 +306,21 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
     return std::nullopt;
 }
 
+namespace {
+
+std::optional<std::string_view> last_modified_of(const CacheHeaders& reply, const CacheHeaders* fetch) {
+    return reply.last_modified() ? reply.last_modified() : fetch ? fetch->last_modified() : std::nullopt;
+}
+
+/// The reply is known to be modified since the request's If-Modified-Since.
+bool modified_since(const RequestFacts& request, const CacheHeaders& reply, const CacheHeaders* fetch) {
+    const auto since = date_value(request.if_modified_since);
+    const auto lm = date_value(last_modified_of(reply, fetch));
+    return since && lm && *lm > *since;
+}
+
+}  // namespace
+
 std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
                                             const CacheHeaders* fetch) {
     const auto etag = reply.etag() ? reply.etag() : fetch ? fetch->etag() : std::nullopt;
@@ -272,32 +328,42 @@ std::optional<Finding> not_modified_finding(const RequestFacts& request, const C
         if (trim(*request.if_none_match) == "*") return std::nullopt;
         // Without an ETag in the 304 (Squid 5.7 leaves it out) nor a known stored fetch, whether the reply
         // had one is unknown: only a fetch known to have none shows the 304 wrong.
-        if (!etag)
-            return fetch ? std::optional<Finding>{Finding{"not-modified", "4.3.2",
-                                                          "a 304 to If-None-Match for a reply without ETag"}}
-                         : std::nullopt;
-        std::string_view list = *request.if_none_match;
-        while (!list.empty()) {
-            const auto comma = list.find(',');
-            if (weak_match(trim(list.substr(0, comma)), trim(*etag))) return std::nullopt;
-            if (comma == std::string_view::npos) break;
-            list.remove_prefix(comma + 1);
+        if (!etag && !fetch) return std::nullopt;
+        if (etag) {
+            std::string_view list = *request.if_none_match;
+            while (!list.empty()) {
+                const auto comma = list.find(',');
+                if (weak_match(trim(list.substr(0, comma)), trim(*etag))) return std::nullopt;
+                if (comma == std::string_view::npos) break;
+                list.remove_prefix(comma + 1);
+            }
         }
+        const auto what = etag ? fmt::format("a 304 for ETag {} to If-None-Match: {}", *etag, *request.if_none_match)
+                               : std::string("a 304 to If-None-Match for a reply without ETag");
+        // If-Modified-Since alone would have allowed it: the cache evaluated the date, which
+        // a recipient must ignore when the request has If-None-Match (RFC 9110 13.2.2).
+        if (request.if_modified_since && !modified_since(request, reply, fetch))
+            return Finding{"validator-precedence", "9110 13.2.2",
+                           what + ", judged by If-Modified-Since, which If-None-Match overrides"};
+        return Finding{"not-modified", "4.3.2", what};
+    }
+    if (request.if_modified_since && modified_since(request, reply, fetch))
         return Finding{"not-modified", "4.3.2",
-                       fmt::format("a 304 for ETag {} to If-None-Match: {}", *etag, *request.if_none_match)};
-    }
-    if (request.if_modified_since) {
-        const auto since = date_value(request.if_modified_since);
-        const auto lm_text = reply.last_modified() ? reply.last_modified()
-                             : fetch               ? fetch->last_modified()
-                                                   : std::nullopt;
-        const auto lm = date_value(lm_text);
-        if (since && lm && *lm > *since)
-            return Finding{"not-modified", "4.3.2",
-                           fmt::format("a 304 to If-Modified-Since: {} for a reply Last-Modified {}",
-                                       *request.if_modified_since, *lm_text)};
-    }
+                       fmt::format("a 304 to If-Modified-Since: {} for a reply Last-Modified {}",
+                                   *request.if_modified_since, *last_modified_of(reply, fetch))};
     return std::nullopt;
+}
+
+std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, const CacheHeaders& stored) {
+    const bool etag = stored.etag() && !reply.etag();
+    const bool vary = stored.vary() && !reply.vary();
+    if (!etag && !vary) return std::nullopt;
+    return Finding{"not-modified-fields", "9110 15.4.5",
+                   fmt::format("a 304 without the {} the stored reply has ({})",
+                               etag && vary ? "ETag and Vary"
+                               : etag       ? "ETag"
+                                            : "Vary",
+                               etag ? *stored.etag() : *stored.vary())};
 }
 
 namespace {

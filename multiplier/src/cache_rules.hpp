@@ -28,6 +28,7 @@ struct OriginFacts {
     std::optional<double> date;
     std::optional<double> expires;  // nullopt with has_expires: invalid, already expired (RFC 9111 5.3)
     bool has_expires = false;
+    bool expires_repeated = false;  // several Expires values: `expires` is the first (RFC 9111 4.2.1)
     std::optional<double> last_modified;
     std::optional<double> age;      // the Age the first copy seen carried
     std::vector<std::string> vary;  // the lowercase names its Vary lists
@@ -96,8 +97,14 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
 
 /// A 304 sent to a conditional request must match its validators (RFC 9111
 /// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.
+/// With If-None-Match, If-Modified-Since must be ignored (RFC 9110 13.2.2): a
+/// 304 that only the date would allow is `validator-precedence`.
 std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
                                             const CacheHeaders* fetch);
+
+/// A 304 carries the ETag and Vary a 200 would have had (RFC 9110 15.4.5):
+/// those of the stored reply it stands for.
+std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, const CacheHeaders& stored);
 
 /// A cache's own claim (Cache-Status, RFC 9211, or X-Cache): "hit", "miss" or
 /// empty, ignoring the entries the Collector put there (`upstream_names`).

@@ -24,6 +24,9 @@ struct CacheVerdict {
     std::optional<double> fetched_at;
     std::optional<double> validated_at;
     bool reused = false;
+    /// Why the reply could not be judged as a reuse (no stamp, a corrupt one);
+    /// empty: it was, or it needed no judging. Never a crash, never dropped.
+    std::string unjudged;
     std::optional<double> age_s;
     std::vector<Finding> violations;
     std::vector<Finding> advisories;

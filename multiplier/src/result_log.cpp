@@ -268,6 +268,7 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
     }
     w.key<"provenance">().string(v.provenance);
     w.key<"reused">().boolean(v.reused);
+    if (!v.unjudged.empty()) w.key<"unjudged">().string(v.unjudged);
     if (v.validated_at) w.key<"validated_at">().number_ms(*v.validated_at);
     if (!v.violations.empty()) {
         w.key<"violations">();

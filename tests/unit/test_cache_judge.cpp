@@ -90,19 +90,24 @@ TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are
     r.proxies[0].measure.fetch.reset();
     judge.judge(r, kRequest);
     CHECK(r.proxies[0].measure.cache->provenance == "none");
+    CHECK(r.proxies[0].measure.cache->unjudged == "no X-SPE-Fetch stamp: not from the origin");
+    CHECK(r.collector.cache->unjudged.empty());
 
     auto forged = record(2, kT0 + 1, reply(stamp(2, kT0 + 1.001), "max-age=600", "tag-2"),
                          reply("ffff-1.9; t=1700000001.000", "max-age=600", "tag-2"));
     judge.judge(forged, kRequest);
     CHECK(forged.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(forged.proxies[0].measure.cache->unjudged == "corrupt stamp: names Collector ffff-1, not this run's");
     auto garbage = record(3, kT0 + 2, reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
                           reply("not a stamp", "max-age=600", "tag-3"));
     judge.judge(garbage, kRequest);
     CHECK(garbage.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(garbage.proxies[0].measure.cache->unjudged == "corrupt stamp: X-SPE-Fetch does not parse");
     auto future = record(4, kT0 + 3, reply(stamp(4, kT0 + 3.001), "max-age=600", "tag-4"),
                          reply(stamp(5, kT0 + 3600), "max-age=600", "tag-4"));
     judge.judge(future, kRequest);
     CHECK(future.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(future.proxies[0].measure.cache->unjudged.starts_with("corrupt stamp: fetched 3597."));
 }
 
 TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") {
@@ -249,4 +254,82 @@ TEST_CASE("Vary: Authorization shows the credentials' digests, not their presenc
     std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
     CHECK(line.find("secrettoken456") == std::string::npos);
     CHECK(line.find("othertoken789") == std::string::npos);
+}
+
+namespace {
+
+spe::Measure not_modified(std::optional<std::string> etag, const std::string& reply_to) {
+    spe::Measure m;
+    m.status = 304;
+    m.ttfb_us = 1000;
+    if (etag) m.cache_headers.set(spe::CacheField::etag, *etag);
+    if (!reply_to.empty()) m.cache_headers.set(spe::CacheField::reply_to, reply_to);
+    return m;
+}
+
+std::vector<std::string_view> rules(const spe::Measure& m) {
+    std::vector<std::string_view> out;
+    for (const auto& f : m.cache->violations)
+        out.push_back(f.rule);
+    return out;
+}
+
+using Rules = std::vector<std::string_view>;
+
+}  // namespace
+
+TEST_CASE("a 304 must carry the ETag and Vary the stored reply had (RFC 9110 15.4.5), the Collector's too") {
+    spe::CacheJudge judge({"p"});
+    auto stored = reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1");
+    stored.cache_headers.set(spe::CacheField::etag, "\"v1\"");
+    stored.cache_headers.set(spe::CacheField::vary, "Accept-Language");
+    auto first = record(1, kT0, stored, stored);
+    judge.judge(first, kRequest);
+    const std::string conditional = "GET http://o/x HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n";
+
+    // The proxy answers from its store without the ETag and Vary; the Collector with both.
+    auto with_fields = not_modified("\"v1\"", "tag-2");
+    with_fields.cache_headers.set(spe::CacheField::vary, "Accept-Language");
+    auto second = record(2, kT0 + 1, with_fields, not_modified(std::nullopt, ""));
+    judge.judge(second, conditional);
+    CHECK(rules(second.collector).empty());
+    REQUIRE(rules(second.proxies[0].measure) == Rules{"not-modified-fields"});
+    CHECK(second.proxies[0].measure.cache->violations[0].section == "9110 15.4.5");
+    CHECK(second.proxies[0].measure.cache->violations[0].reason.find("ETag") != std::string::npos);
+    CHECK(second.proxies[0].measure.cache->violations[0].reason.find("Vary") != std::string::npos);
+
+    // The Collector (a Squid 5.7) leaves the ETag out; the proxy relays that 304 (it names this
+    // request): the Collector's omission, not the proxy's.
+    auto third = record(3, kT0 + 2, not_modified(std::nullopt, "tag-3"), not_modified(std::nullopt, "tag-3"));
+    third.collector.cache_headers.set(spe::CacheField::vary, "Accept-Language");
+    third.proxies[0].measure.cache_headers.set(spe::CacheField::vary, "Accept-Language");
+    judge.judge(third, conditional);
+    CHECK(rules(third.collector) == Rules{"not-modified-fields"});
+    CHECK(rules(third.proxies[0].measure).empty());
+}
+
+TEST_CASE("a reused copy whose body disagrees with its Content-Length is named, with the leg's reason") {
+    spe::CacheJudge judge({"p"});
+    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    judge.judge(first, kRequest);
+    for (auto error : {spe::LegError::extra_data, spe::LegError::truncated}) {
+        auto again = record(2, kT0 + 1, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
+                            reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+        auto& m = again.proxies[0].measure;
+        m.cache_headers.set(spe::CacheField::age, "1");
+        m.error = error;
+        m.error_detail = "reading the body after 5 bytes: partial message";
+        m.bytes = 5;
+        judge.judge(again, kRequest);
+        REQUIRE(rules(m) == Rules{"framing"});
+        CHECK(m.cache->violations[0].reason.find("5 bytes") != std::string::npos);
+        CHECK(rules(again.collector).empty());
+    }
+    // A fetch made for this request with a framing error is the origin's or the leg's, not a stored copy's.
+    auto fresh = record(3, kT0 + 2, reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
+                        reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"));
+    fresh.proxies[0].measure.error = spe::LegError::truncated;
+    judge.judge(fresh, kRequest);
+    CHECK(rules(fresh.proxies[0].measure).empty());
 }

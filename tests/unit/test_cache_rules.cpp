@@ -86,7 +86,8 @@ TEST_CASE("HTTP dates in the three forms, and Cache-Control directives") {
     CHECK(cc.no_cache_fields);
     CHECK_FALSE(cc.no_cache);
     CHECK(cc.private_);
-    CHECK(spe::parse_cache_control("max-age=abc").max_age == 0);  // unparseable: stale, the safe reading
+    CHECK_FALSE(spe::parse_cache_control("max-age=abc").max_age);  // unparseable: absent, and flagged
+    CHECK(spe::parse_cache_control("max-age=abc").freshness_invalid);
 }
 
 TEST_CASE("fetch stamps parse, and anything else does not") {
@@ -361,4 +362,99 @@ TEST_CASE("credentials and cookies are read as the keyed digest of their normali
                                  secrets.digest("bearer other") + "'");
     const spe::ReuseQuestion same{f, r, &stored, kFetchedAt + 1, kFetchedAt + 1, {}, {}, {}};
     CHECK(spe::reuse_barriers(same, nullptr).empty());
+}
+
+TEST_CASE("a copy that was never fresh is stale however soon it is reused; the slack is for fresh ones") {
+    auto at_its_lifetime = fetch("max-age=3600");  // Age = max-age on arrival: never fresh (RFC 9111 4.2)
+    at_its_lifetime.headers.set(spe::CacheField::age, "3600");
+    CHECK(barriers(at_its_lifetime, kRequest, 0.2) == V{"stale"});
+    CHECK(barriers(fetch("max-age=0"), kRequest, 0.15) == V{"stale"});
+    auto expires_zero = fetch("");
+    expires_zero.headers.set(spe::CacheField::expires, "0");  // invalid: already expired (5.3)
+    CHECK(barriers(expires_zero, kRequest, 0.3) == V{"stale"});
+    auto expires_at_date = fetch("");
+    expires_at_date.headers.set(spe::CacheField::expires, http_date(kFetchedAt));  // not after Date
+    CHECK(barriers(expires_at_date, kRequest, 0.2) == V{"stale"});
+    auto must_revalidate = fetch("max-age=0, must-revalidate");
+    CHECK(barriers(must_revalidate, kRequest, 0.2) == V{"must-revalidate"});
+    // Fresh on arrival (one second left): the rounding slack still applies to it.
+    auto one_second_left = fetch("max-age=10");
+    one_second_left.headers.set(spe::CacheField::age, "9");
+    CHECK(barriers(one_second_left, kRequest, 2).empty());
+    CHECK(barriers(one_second_left, kRequest, 3) == V{"stale"});
+    // Validated by the origin during this request: no reuse of a stale copy.
+    CHECK(barriers(fetch("max-age=0"), kRequest, 5, kFetchedAt + 5).empty());
+}
+
+TEST_CASE("HTTP dates exactly as RFC 9110 5.6.7, matched case-insensitively as RFC 9111 4.2 asks") {
+    CHECK_FALSE(spe::parse_http_date("Thu, 18  Aug  2050 02:01:18 GMT"));  // double spaces
+    CHECK_FALSE(spe::parse_http_date("Thu, 18 Aug 2050 2:01:18 GMT"));     // one-digit hour
+    CHECK_FALSE(spe::parse_http_date("Thu, 8 Aug 2050 02:01:18 GMT"));     // one-digit day
+    CHECK_FALSE(spe::parse_http_date("Thu,  18 Aug 2050 02:01:18 GMT"));
+    CHECK_FALSE(spe::parse_http_date("Thu, 18 Aug 2050 02:01:18 GMT "));
+    CHECK_FALSE(spe::parse_http_date("Xyz, 18 Aug 2050 02:01:18 GMT"));  // no such day-name
+    CHECK_FALSE(spe::parse_http_date("Thu, 31 Feb 2050 02:01:18 GMT"));  // no such day (RFC 5322 3.3)
+    CHECK_FALSE(spe::parse_http_date("Thu, 18 Aug 2050 02:01:18 +0000"));
+    CHECK_FALSE(spe::parse_http_date("Sunday, 06-Nov-94 8:49:37 GMT"));
+    CHECK_FALSE(spe::parse_http_date("Sun, 06-Nov-94 08:49:37 GMT"));  // rfc850 needs the long day-name
+    CHECK_FALSE(spe::parse_http_date("Sun Nov 6 08:49:37 1994"));      // asctime's day: SP DIGIT or 2DIGIT
+    CHECK_FALSE(spe::parse_http_date("Sun Nov  6 8:49:37 1994"));
+    CHECK_FALSE(spe::parse_http_date("Sun Nov  6 08:49:37 1994 GMT"));
+    CHECK_FALSE(spe::parse_http_date(""));
+    CHECK(spe::parse_http_date("Sun Nov 16 08:49:37 1994") == 784111777 + 10 * 86400);
+    CHECK(spe::parse_http_date("Sun, 06 Nov 1994 08:49:37 gMT") == 784111777);
+    CHECK(spe::parse_http_date("SUN, 06 NOV 1994 08:49:37 GMT") == 784111777);
+    CHECK(spe::parse_http_date("sunday, 06-nov-94 08:49:37 gmt") == 784111777);
+    CHECK(spe::parse_http_date("sun nov  6 08:49:37 1994") == 784111777);
+    // rfc850's two-digit year: more than 50 years ahead means the past century (RFC 9110 5.6.7).
+    CHECK(spe::parse_http_date("Friday, 01-Jan-99 00:00:00 GMT") == 915148800);   // 1999
+    CHECK(spe::parse_http_date("Sunday, 01-Jan-40 00:00:00 GMT") == 2208988800);  // 2040
+    // An Expires that is no date is already expired; a gMT one is a date (no violation to reuse).
+    auto lenient = fetch("");
+    lenient.headers.set(spe::CacheField::expires, "Thu, 18  Aug  2050 02:01:18 GMT");
+    CHECK(barriers(lenient, kRequest, 5) == V{"stale"});
+    auto lower = fetch("");
+    lower.headers.set(spe::CacheField::expires, "Thu, 18 Aug 2050 02:01:18 gMT");
+    CHECK(barriers(lower, kRequest, 5).empty());
+}
+
+TEST_CASE("invalid or repeated freshness information is an advisory where RFC 9111 4.2.1 leaves a choice") {
+    // Invalid max-age: ignored (nothing else makes this 200 fresh, so heuristics, unjudged), an advisory.
+    CHECK(barriers(fetch("max-age=abc"), kRequest, 5) == V{"advisory:invalid-freshness"});
+    CHECK(barriers(fetch("max-age=1.5"), kRequest, 5) == V{"advisory:invalid-freshness"});
+    // ... and the Expires it falls back to decides whether it is stale.
+    auto with_expires = fetch("max-age=\"x\"");
+    with_expires.headers.set(spe::CacheField::expires, http_date(kFetchedAt + 100));
+    CHECK(barriers(with_expires, kRequest, 50) == V{"advisory:invalid-freshness"});
+    CHECK(barriers(with_expires, kRequest, 150) == V{"stale"});
+    // Repeated: judged by the first occurrence; reusing it is an advisory.
+    CHECK(barriers(fetch("max-age=600, max-age=5"), kRequest, 20) == V{"advisory:duplicate-freshness"});
+    CHECK(barriers(fetch("max-age=5, max-age=600"), kRequest, 20) == V{"stale"});
+    auto two_expires = fetch("");
+    two_expires.headers.set(spe::CacheField::expires, http_date(kFetchedAt + 100) + ", " + http_date(kFetchedAt + 1));
+    CHECK(barriers(two_expires, kRequest, 20) == V{"advisory:duplicate-freshness"});
+    CHECK(barriers(two_expires, kRequest, 150) == V{"stale"});
+    // Validated during the request: nothing was reused.
+    CHECK(barriers(fetch("max-age=abc"), kRequest, 5, kFetchedAt + 5).empty());
+    const auto cc = spe::parse_cache_control("max-age=60, s-maxage=x, max-age=5");
+    CHECK(cc.max_age == 60);
+    CHECK_FALSE(cc.s_maxage);
+    CHECK(cc.freshness_invalid);
+    CHECK(cc.freshness_repeated);
+}
+
+TEST_CASE("a 304 to If-None-Match is judged by it alone (RFC 9110 13.2.2), named apart") {
+    CacheHeaders reply;
+    reply.set(spe::CacheField::etag, "\"v2\"");
+    reply.set(spe::CacheField::last_modified, "Sun, 06 Nov 1994 08:49:37 GMT");
+    // If-Modified-Since alone would allow the 304; If-None-Match does not match and takes precedence.
+    auto both = spe::request_facts(
+        "GET", "u",
+        "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\nIf-Modified-Since: Mon, 07 Nov 1994 08:49:37 GMT\r\n\r\n");
+    const auto f = spe::not_modified_finding(both, reply, nullptr);
+    REQUIRE(f);
+    CHECK(f->rule == "validator-precedence");
+    CHECK(f->section == "9110 13.2.2");
+    auto inm_only = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n");
+    CHECK(spe::not_modified_finding(inm_only, reply, nullptr)->rule == "not-modified");
 }

@@ -109,7 +109,8 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
     if (!v.exercised.empty()) j["exercised"] = v.exercised;
     for (auto [key, text] : {std::pair{"conservative", std::string_view(v.conservative)},
                              {"claim", v.claim},
-                             {"claim_conflict", std::string_view(v.claim_conflict)}})
+                             {"claim_conflict", std::string_view(v.claim_conflict)},
+                             {"unjudged", std::string_view(v.unjudged)}})
         if (!text.empty()) j[key] = text;
     if (!v.violations.empty())
         j["evidence"] = {{"served", reference_fields(v.evidence_served)},
@@ -229,6 +230,7 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         ref.origin->set(spe::CacheField::cache_control, "max-age=60");
         ref.origin->set(spe::CacheField::x_cache, "MISS from collector");  // not a shown field
         ref.conservative = "held: vary";
+        ref.unjudged = "corrupt stamp: X-SPE-Fetch does not parse";
         r.collector.cache = ref;
         r.request_headers = {{"pragma", "no-cache"}, {"authorization", "(present)"}};
         CHECK(spe::to_json_line(r) == reference_json_line(r));
