@@ -3,7 +3,9 @@
 A proxy answers a request from its cache (a hit) or forwards it to the Collector. So, per
 proxy: hit ratio = 1 - requests its clients' requests caused on its Collector port / responses it
 delivered; byte hit ratio = 1 - bytes those requests pulled from the Collector / bytes it delivered
-(headers and bodies). A prefetcher's own requests (analysis/prefetch.py) are not its clients': a
+(headers and bodies). Only the requests of responses it delivered count: a Collector request tagged
+(X-SPE-Request) with a client request whose leg at this proxy failed (no reply, a read that failed, e.g. a
+refused PUT) is neither side of the ratio. A prefetcher's own requests (analysis/prefetch.py) are not its clients': a
 request a prefetch served is a hit, and the prefetch's cost shows in the relative bandwidth = all
 bytes it pulled (or sent) / bytes the direct path pulled (sent).
 Ratios are clipped to [0, 1]; they are None without a Collector log or delivered responses.
@@ -19,8 +21,19 @@ import polars as pl
 from analysis.collector_log import PortUsage, parse_access_log
 
 
-def collector_usage(run: Path) -> tuple[dict[str, PortUsage], int] | None:
-    """Usage per port name from the run's lab.json and the Collector's access.log, if present."""
+def failed_legs(results: pl.DataFrame) -> dict[str, set[str]]:
+    """Per proxy, the tags of the client requests whose leg there delivered no response (the rows
+    cache_columns leaves out of the responses)."""
+    failed = results.filter((pl.col("status").is_null() | pl.col("error").is_not_null()) & pl.col("tag").is_not_null())
+    out: dict[str, set[str]] = {}
+    for name, tag in failed.select("name", "tag").iter_rows():
+        out.setdefault(name, set()).add(tag)
+    return out
+
+
+def collector_usage(run: Path, results: pl.DataFrame | None = None) -> tuple[dict[str, PortUsage], int] | None:
+    """Usage per port name from the run's lab.json and the Collector's access.log, if present (with the
+    run's `results`, the requests of failed legs counted apart: failed_legs)."""
     lab_file = Path(run) / "lab.json"
     if not lab_file.exists():
         return None
@@ -30,7 +43,7 @@ def collector_usage(run: Path) -> tuple[dict[str, PortUsage], int] | None:
     if not log.exists():
         return None
     names = {int(port): name for name, port in collector.get("ports", {}).items()}
-    return parse_access_log(log, names)
+    return parse_access_log(log, names, failed_legs(results) if results is not None else None)
 
 
 def _clip(x: float) -> float:
@@ -55,9 +68,10 @@ def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] 
         out["rel_bandwidth_received"] = out["rel_bandwidth_sent"] = 1.0
         return out
     if part.height:
-        out["hit_ratio"] = _clip(1 - (mine.requests - prefetch_requests) / part.height)
+        out["hit_ratio"] = _clip(1 - (mine.requests - mine.failed_leg_requests - prefetch_requests) / part.height)
     if delivered:
-        out["byte_hit_ratio"] = _clip(1 - (mine.bytes_to_client - prefetch_bytes) / delivered)
+        pulled = mine.bytes_to_client - mine.failed_leg_bytes - prefetch_bytes
+        out["byte_hit_ratio"] = _clip(1 - pulled / delivered)
     if direct and direct.bytes_to_client:
         out["rel_bandwidth_received"] = mine.bytes_to_client / direct.bytes_to_client
     if direct and direct.bytes_from_client:

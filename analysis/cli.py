@@ -1,10 +1,12 @@
-"""./spe report RUNDIR [--out DIR] [--format html,csv,json,text]
+"""./spe report RUNDIR [--out DIR] [--format html,csv,json,text] [--fail-on THRESHOLDS]
    ./spe report --compare RUNDIR RUNDIR ... [--out DIR]
 
 Turns a run directory (the Multiplier's multiplier.jsonl or multiplier.rope.log, and when
 present lab.json, the Collector's access.log and captures/) into report.html, summary.csv,
 summary.json, report.txt and PNG figures. A log file may be given instead of a directory.
 With --compare, the same proxies across runs side by side (compare.txt/.csv/.json).
+With --fail-on (e.g. violations>0,mismatches>1%,noise>0), exits 3 when a threshold is crossed
+(spe_tools/thresholds.py, docs/report.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from analysis.compare import compare_rows, compare_text, write_compare
 from analysis.report import Progress, build_report, text_report, write_report
+from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
 
 FORMATS = {"html", "csv", "json", "text"}
 
@@ -33,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", action="store_true", help="compare the runs given, proxy by proxy")
     parser.add_argument("--out", type=Path, help="where to write (default: RUN/report)")
     parser.add_argument("--format", default="html,csv,json,text", help="comma-separated: html, csv, json, text")
+    parser.add_argument("--fail-on", type=parse_thresholds, default=[], metavar="THRESHOLDS",
+                        help="exit 3 when one is crossed, e.g. violations>0,mismatches>1%%,noise>0,"
+                             "violations[squid]>=3 (docs/report.md)")
     args = parser.parse_args(argv)
     formats = {f.strip() for f in args.format.split(",") if f.strip()}
     if not formats <= FORMATS:
@@ -42,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{run} does not exist")
     if len(args.run) > 1 and not args.compare:
         parser.error("several runs need --compare")
+    if args.compare and args.fail_on:
+        parser.error("--fail-on checks one run, not a comparison")
     try:
         reports = [build_report(run, Progress(sys.stderr.isatty() or _big(run))) for run in args.run]
     except FileNotFoundError as e:
@@ -55,11 +63,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Comparison written to {out}/")
         return 0
     rep, run = reports[0], args.run[0]
+    if unknown := unknown_proxies(args.fail_on, [row["name"] for row in rep.rows[1:]]):
+        parser.error(f"--fail-on names proxies this run does not have: {', '.join(unknown)}")
     out = args.out or (run / "report" if run.is_dir() else run.parent / "report")
     write_report(rep, out, formats)
     print(text_report(rep))
     print(f"Report written to {out}/" + (" (open report.html)" if "html" in formats else ""))
-    return 0
+    rc, lines = threshold_lines(args.fail_on, rep.rows, rep.noise)
+    for line in lines:
+        print(f"spe report: {line}", file=sys.stderr if rc else sys.stdout)
+    return rc
 
 
 if __name__ == "__main__":

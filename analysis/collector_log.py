@@ -28,6 +28,10 @@ class PortUsage:
     # URLs this port's requests had fetched from the origin (hierarchy HIER_DIRECT). On the direct port: what
     # a proxy answering them had to get from somewhere, its own Collector port if it used it (bypass.py).
     origin_urls: set[str] = field(default_factory=set)
+    # Requests (and reply bytes) tagged with a client request whose leg at this proxy delivered no response (no
+    # reply, or a read that failed: a refused PUT, a timeout): neither a hit nor a miss of a response it delivered.
+    failed_leg_requests: int = 0
+    failed_leg_bytes: int = 0
 
     @property
     def misses(self) -> int:
@@ -54,8 +58,10 @@ def sent_no_request(fields: list[str]) -> bool:
     return fields[3].endswith("/000") and fields[5] in ("-", "NONE")
 
 
-def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int, str]) -> bool | None:
+def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int, str],
+                    failed_legs: dict[str, set[str]] | None = None) -> bool | None:
     """Counts one access.log line into the usage of its port (by name; unnamed ports by number).
+    `failed_legs`: per port name, the tags of the client requests whose leg there delivered no response.
     True: counted; None: nothing to count (a blank line, a connection that sent no request, e.g. a
     readiness probe); False: the line does not parse."""
     fields = line.split()
@@ -76,17 +82,22 @@ def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int
     u.bytes_to_client += sent
     u.bytes_from_client += received
     u.codes[code] = u.codes.get(code, 0) + 1
+    if failed_legs and len(fields) > 12 and fields[12] in failed_legs.get(port_names.get(port, str(port)), ()):
+        u.failed_leg_requests += 1
+        u.failed_leg_bytes += sent
     if fields[8].startswith("HIER_DIRECT"):
         u.origin_urls.add(fields[6])
     return True
 
 
-def parse_access_log(path: Path, port_names: dict[int, str]) -> tuple[dict[str, PortUsage], int]:
+def parse_access_log(path: Path, port_names: dict[int, str],
+                     failed_legs: dict[str, set[str]] | None = None) -> tuple[dict[str, PortUsage], int]:
     """Usage per port name (ports not in `port_names` are grouped under their number). Every named port
-    is listed, one that saw no request too: a proxy that bypassed its Collector port shows there."""
+    is listed, one that saw no request too: a proxy that bypassed its Collector port shows there.
+    `failed_legs`: as add_access_line's."""
     usage: dict[str, PortUsage] = {name: PortUsage() for name in port_names.values()}
     bad = 0
     for line in Path(path).read_text(errors="replace").splitlines():
-        if add_access_line(usage, line, port_names) is False:
+        if add_access_line(usage, line, port_names, failed_legs) is False:
             bad += 1
     return usage, bad

@@ -11,8 +11,10 @@ import polars as pl
 from analysis.records import COLLECTOR
 from analysis.run_collector import RunCollector
 
+# The classes examples are kept for: every one but OK. OTHER_FETCH is listed for its examples, but counted in
+# no total of mismatches (analysis/stats.py NOT_MISMATCHES).
 MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
-                    "REPLAY_REFUSED"]
+                    "REPLAY_REFUSED", "OTHER_FETCH"]
 
 
 UNCACHEABLE = re.compile(r"^cache-control:.*\b(no-store|private|no-cache)\b", re.I | re.M)
@@ -62,6 +64,9 @@ def likely_cause(cls: str, example: dict, collector: RunCollector) -> str | None
         return "the proxy answered HEAD with a body"
     if cls == "HEADER_MISMATCH" and set(example["mismatched_headers"]) <= {"expires", "last-modified", "etag"}:
         return "validators or expiry differ: the proxy may be serving a stale copy"
+    if cls == "OTHER_FETCH":
+        return ("a faithful copy of another origin fetch than the client's (the first reply a client got from "
+                "it): the headers listed differ between the two fetches, not through the proxy; not a mismatch")
     if cls == "NO_RESPONSE":
         return f"the proxy did not answer ({example.get('error')}): down, overloaded or hanging"
     return None
@@ -93,4 +98,5 @@ def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector:
             example["hint"] = likely_cause(cls, example, collector)
             examples.setdefault(cls, []).append(example)
     return {"by_proxy": by_proxy, "headers": headers.most_common(10), "urls": urls.most_common(10),
-            "examples": examples, "total": bad.height, "collector_kind": collector.kind}
+            "examples": examples, "total": bad.filter(pl.col("result") != "OTHER_FETCH").height,
+            "collector_kind": collector.kind}

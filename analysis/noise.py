@@ -17,6 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.stats import NOT_MISMATCHES
+
 
 def load_lab_json(run: Path) -> dict | None:
     """The run's topology (names, kinds, noise pairs), None for a bare log file or a run without it."""
@@ -29,18 +31,22 @@ def _pct(part: int, whole: int) -> float | None:
 
 
 def dummy_noise(results: pl.DataFrame, name: str) -> dict:
-    """The dummy's replies that differ from the Collector's, out of the requests it had to answer."""
+    """The dummy's replies that differ from the Collector's, out of the requests it had to answer (a faithful
+    copy of another origin fetch, OTHER_FETCH, is the fetches' difference, not SPE's noise)."""
     part = results.filter(pl.col("name") == name)
-    mismatches = part.filter(pl.col("result").ne_missing("OK")).height
+    mismatches = part.filter(~pl.col("result").is_in(NOT_MISMATCHES).fill_null(False)).height
     return {"name": name, "requests": part.height, "mismatches": mismatches, "pct": _pct(mismatches, part.height)}
 
 
 def pair_noise(results: pl.DataFrame, a: str, b: str) -> dict:
-    """How often two identical proxies disagree, over the requests both of them answered."""
+    """How often two identical proxies disagree, over the requests both of them answered (OTHER_FETCH counts as
+    OK: which of two fetches a twin kept is the fetches' difference; their bodies are still compared)."""
     cols = ("result", "md5")
     answered = pl.col("status").is_not_null() & pl.col("error").is_null()
-    left = results.filter((pl.col("name") == a) & answered).select("id", *cols)
-    right = results.filter((pl.col("name") == b) & answered).select("id", *[pl.col(c).alias(f"{c}_b") for c in cols])
+    result = pl.when(pl.col("result") == "OTHER_FETCH").then(pl.lit("OK")).otherwise(pl.col("result")).alias("result")
+    left = results.filter((pl.col("name") == a) & answered).select("id", result, "md5")
+    right = results.filter((pl.col("name") == b) & answered).select("id", result, "md5").select(
+        "id", *[pl.col(c).alias(f"{c}_b") for c in cols])
     both = left.join(right, on="id", how="inner")
     disagree = both.filter(pl.col("result").ne_missing(pl.col("result_b")) | pl.col("md5").ne_missing(pl.col("md5_b")))
     return {"a": a, "b": b, "both_answered": both.height, "disagreements": disagree.height,
@@ -66,8 +72,9 @@ def noise_floor(results: pl.DataFrame, lab: dict | None) -> dict:
 
 
 def mismatch_pct(row: dict) -> float | None:
-    """A proxy row's share of requests whose result was not OK, in % (None for the Collector's row)."""
-    return None if row.get("ok_pct") is None else 100 - row["ok_pct"]
+    """A proxy row's share of requests whose result was a mismatch (not OK, not OTHER_FETCH), in % (None for the
+    Collector's row)."""
+    return None if row.get("ok_pct") is None else 100 - row["ok_pct"] - (row.get("other_fetch_pct") or 0)
 
 
 def pair_pct(floor: dict, name: str) -> float | None:

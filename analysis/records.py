@@ -25,6 +25,7 @@ RESULT_SCHEMA = {
     "header_bytes": pl.Int64, "bytes": pl.Int64, "md5": pl.Utf8, "connect_us": pl.Int64, "ttfb_us": pl.Int64,
     "total_us": pl.Int64, "result": pl.Utf8, "error": pl.Utf8, "mismatched_headers": pl.List(pl.Utf8),
     "fetch": pl.Utf8,  # the Collector's X-SPE-Fetch stamp on the reply (null: none; older logs lack it)
+    "tag": pl.Utf8,  # the request's X-SPE-Request tag, which the Collector's access.log names (null: none)
 }
 
 
@@ -60,7 +61,7 @@ _MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.i
 # What the analysis reads of a record; other fields are ignored (records may carry more).
 LOG_SCHEMA = pa.schema([
     ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
-    ("note", pa.string()), ("collector", pa.struct(_MEASURE)),
+    ("note", pa.string()), ("tag", pa.string()), ("collector", pa.struct(_MEASURE)),
     ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
                                     ("mismatched_headers", pa.list_(pa.string()))]))),
 ])
@@ -105,13 +106,14 @@ def parse_ndjson(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> tuple[pl
 
 def _results_table(df: pl.DataFrame) -> pl.DataFrame:
     measure_cols = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "fetch"]
-    base = df.select("id", "ts", "method", "url")
+    tag = pl.col("tag") if "tag" in df.columns else pl.lit(None, pl.Utf8).alias("tag")
+    base = df.select("id", "ts", "method", "url", tag)
     collector = pl.concat([base, df.select(pl.col("collector").struct.field(*measure_cols))], how="horizontal")
     collector = collector.with_columns(
         pl.lit(COLLECTOR).alias("name"), pl.lit(None, pl.Utf8).alias("result"),
         df.select(pl.col("collector").struct.field("error")).to_series().cast(pl.Utf8).alias("error"),
         pl.lit(None, pl.List(pl.Utf8)).alias("mismatched_headers"))
-    proxies = df.select("id", "ts", "method", "url", "proxies").explode("proxies").drop_nulls("proxies")
+    proxies = df.select("id", "ts", "method", "url", tag, "proxies").explode("proxies").drop_nulls("proxies")
     if proxies.height:
         proxies = proxies.with_columns(pl.col("proxies").struct.field(
             "name", *measure_cols, "result", "error", "mismatched_headers")).drop("proxies")
@@ -208,7 +210,7 @@ def load_rope(path: Path) -> Records:
             "bytes": int(m["bytes"]), "md5": None,
             "connect_us": None, "ttfb_us": irt, "total_us": total,
             "result": None if is_collector else (parts[2] if len(parts) > 2 else None), "error": None,
-            "mismatched_headers": None if is_collector else parts[3:], "fetch": None,
+            "mismatched_headers": None if is_collector else parts[3:], "fetch": None, "tag": None,
         })
     results = pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()

@@ -88,7 +88,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
     records, verdicts, bad_cache_lines = load_judged_run(find_log(run))
     progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
-    usage = collector_usage(run) if run.is_dir() else None
+    usage = collector_usage(run, records.results) if run.is_dir() else None
     rows = proxy_table(records.results, records.proxies)
     prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
     for row in rows:

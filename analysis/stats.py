@@ -21,9 +21,12 @@ import polars as pl
 from analysis.records import COLLECTOR
 
 # REPLAY_REFUSED: the proxy's copy of an unsafe request did not match the client's (kept from the origin).
+# OTHER_FETCH: a faithful copy of another origin fetch than the client's, differing only by what differs between
+# the two fetches: no mismatch (NOT_MISMATCHES), so neither a proxy's mismatch rate nor the noise floor counts it.
 # NOT_SENT legs (unsafe requests withheld from the proxies) are no result: analysis/records.py drops them.
 RESULT_CLASSES = ["OK", "STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
-                  "REPLAY_REFUSED"]
+                  "REPLAY_REFUSED", "OTHER_FETCH"]
+NOT_MISMATCHES = ("OK", "OTHER_FETCH")
 
 Values = pl.Series | Iterable[float]
 

@@ -1,6 +1,7 @@
 #include "fanout.hpp"
 
 #include "cache_judge.hpp"
+#include "fetch_memory.hpp"
 #include "proxy_leg.hpp"
 #include "result_log.hpp"
 #include "validator.hpp"
@@ -74,6 +75,8 @@ void Fanout::take_reference(Reference reference) {
     record_.client_status = reference.client_status;
     own_reply_ = std::move(reference.own_reply);
     has_reference_ = true;
+    // As soon as the client's reply is whole: a proxy may serve this fetch to a later request that ends first.
+    if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
     if (auto* judge = ctx_->cache_judge(); judge && unsafe_ && record_.collector.status)
         judge->note_unsafe(-1, record_.url, *record_.collector.status, unix_seconds());
     if (!reference.shortfall.empty()) {
@@ -171,11 +174,18 @@ void Fanout::maybe_finish() {
     if (started_ && has_reference_ && pending_ == 0 && !logged_) finish();
 }
 
+const Measure& Fanout::compared_reference() const {
+    return own_reply_ ? *own_reply_ : record_.collector;
+}
+
 void Fanout::finish() {
     logged_ = true;
-    const Measure& reference = own_reply_ ? *own_reply_ : record_.collector;
-    for (auto& p : record_.proxies)
-        validate(reference, p);
+    const Measure& reference = compared_reference();
+    for (auto& p : record_.proxies) {
+        const auto other_fetch =
+            record_.method == "GET" ? ctx_->fetch_memory().other_fetch(reference, p.measure) : std::nullopt;
+        validate(reference, p, other_fetch ? &*other_fetch : nullptr);
+    }
     if (auto* judge = ctx_->cache_judge()) judge->judge(record_, request_->header());
     ctx_->log().write(record_);
 }

@@ -78,6 +78,8 @@ private:
     void note_leg(CacheJudge& judge, int proxy, const Measure& m);
     void maybe_finish();
     void finish();
+    /// What the proxies' replies are compared with: the reply as the client got it.
+    const Measure& compared_reference() const;
 
     std::shared_ptr<ServerContext> ctx_;
     std::shared_ptr<ProxyPools> pools_;

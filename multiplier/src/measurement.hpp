@@ -60,6 +60,9 @@ enum class ResultClass {
     status_code_mismatch,
     header_mismatch,
     body_mismatch,
+    // The reply came from another origin fetch than the Collector's, matches that fetch as a client first got
+    // it, and differs from the Collector's reply only by what differs between the two fetches.
+    other_fetch,
     no_response,
     protocol_error,
     replay_refused,  // the proxy's copy of an unsafe request did not match the client's: kept from the origin
@@ -77,6 +80,8 @@ constexpr std::string_view to_string(ResultClass r) {
             return "HEADER_MISMATCH";
         case ResultClass::body_mismatch:
             return "BODY_MISMATCH";
+        case ResultClass::other_fetch:
+            return "OTHER_FETCH";
         case ResultClass::no_response:
             return "NO_RESPONSE";
         case ResultClass::protocol_error:

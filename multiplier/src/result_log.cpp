@@ -400,7 +400,7 @@ std::string to_rope_lines(const RequestRecord& r, long pid) {
     for (const auto& p : r.proxies) {
         std::string validation = fmt::format(
             "{},{},{},", ref_status, p.measure.status ? std::to_string(*p.measure.status) : "-", to_string(p.result));
-        if (p.result == ResultClass::header_mismatch)
+        if (p.result == ResultClass::header_mismatch || p.result == ResultClass::other_fetch)
             for (const auto& h : p.mismatched_headers)
                 validation += h + ",";
         out += fmt::format("{}{}: {} {} {} {{{}}} {}\n", prefix, p.name, seconds_micros(p.measure.ttfb_us),

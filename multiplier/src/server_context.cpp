@@ -2,6 +2,7 @@
 #include "replay_store.hpp"
 
 #include "cache_judge.hpp"
+#include "fetch_memory.hpp"
 
 #include "request_policy.hpp"
 #include "tls_interceptor.hpp"
@@ -29,6 +30,7 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
       log_(log),
       fanout_(fanout),
       process_tag_(random_process_tag()) {
+    fetch_memory_ = std::make_unique<FetchMemory>();
     if (config_.cache_judge) {
         std::vector<std::string> names;
         for (const auto& p : proxies_)

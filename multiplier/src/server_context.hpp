@@ -17,6 +17,7 @@
 namespace spe {
 
 class CacheJudge;
+class FetchMemory;
 class ReplayStore;
 class ResultLog;
 class TlsInterceptor;
@@ -51,6 +52,8 @@ public:
     ResultLog& log() { return log_; }
     /// The cache-rule judge, or nullptr with --no-cache-judge.
     CacheJudge* cache_judge() { return cache_judge_.get(); }
+    /// The first reply a client got from each recent origin fetch, for the validator.
+    FetchMemory& fetch_memory() { return *fetch_memory_; }
     /// HTTPS interception (leaf certificates, which tunnels stay opaque), or nullptr without --intercept-tls.
     TlsInterceptor* interceptor() { return interceptor_.get(); }
     /// The client's replies to unsafe requests, for the proxies' copies; nullptr unless --unsafe-requests replay.
@@ -97,6 +100,7 @@ private:
     std::vector<ResolvedProxy> proxies_;
     ResultLog& log_;
     std::unique_ptr<CacheJudge> cache_judge_;
+    std::unique_ptr<FetchMemory> fetch_memory_;
     std::unique_ptr<TlsInterceptor> interceptor_;
     std::shared_ptr<ReplayStore> replay_store_;
     asio::io_context& fanout_;

@@ -65,21 +65,36 @@ ResultClass classify_reply(const Measure& reference, const Measure& m, bool head
     return headers_differ ? ResultClass::header_mismatch : ResultClass::ok;
 }
 
+/// The class and header list of `m` against `expected` (the reference, or the fetch the reply names).
+void compare(const Measure& expected, ProxyResult& result) {
+    const Measure& m = result.measure;
+    result.mismatched_headers.clear();
+    // A leg that failed after its header still has its headers (selected as
+    // soon as the header was parsed): the list is the true difference.
+    if (m.status && expected.status) result.mismatched_headers = mismatched_headers(expected, m);
+    result.result = classify_reply(expected, m, !result.mismatched_headers.empty());
+}
+
 }  // namespace
 
-void validate(const Measure& reference, ProxyResult& result) {
+void validate(const Measure& reference, ProxyResult& result, const Measure* other_fetch) {
     if (!result.measure.replay_refusal.empty()) {
         // SPE's refusal, not the proxy's reply: the reason is the record's error, whatever the read of the
         // 502's body came to (cut at the reference's length in sequential mode).
         result.measure.error = LegError::replay_refused;
         result.measure.error_detail = result.measure.replay_refusal;
     }
-    const Measure& m = result.measure;
-    result.mismatched_headers.clear();
-    // A leg that failed after its header still has its headers (selected as
-    // soon as the header was parsed): the list is the true difference.
-    if (m.status && reference.status) result.mismatched_headers = mismatched_headers(reference, m);
-    result.result = classify_reply(reference, m, !result.mismatched_headers.empty());
+    compare(reference, result);
+    if (!other_fetch || result.result == ResultClass::ok) return;
+    // Another fetch than the reference's: held to that fetch, the proxy answers for what differs from it,
+    // and only a faithful copy of it is excused what the two fetches' own difference explains.
+    auto against_fetch = result;
+    compare(*other_fetch, against_fetch);
+    if (against_fetch.result != ResultClass::ok) {
+        result = std::move(against_fetch);
+        return;
+    }
+    result.result = ResultClass::other_fetch;  // the list stays the difference from the reference
 }
 
 }  // namespace spe

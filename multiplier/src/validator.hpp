@@ -10,7 +10,13 @@ namespace spe {
 /// Precedence: an error before the reply header, then status, then an error
 /// after it (a body cut at the reference length is a BODY_MISMATCH), then body
 /// MD5, then headers.
-void validate(const Measure& reference, ProxyResult& result);
+/// `other_fetch`: the first reply a client got from the origin fetch the
+/// proxy's reply names, when that is another fetch than the reference's and
+/// is known (FetchMemory). The proxy is then held to that fetch: any
+/// difference from it is the proxy's, as above; a reply that matches it but
+/// not the reference is OTHER_FETCH, listing the headers that differ from the
+/// reference (the two fetches' difference).
+void validate(const Measure& reference, ProxyResult& result, const Measure* other_fetch = nullptr);
 
 /// Names present in only one of the two sets or with different values (sorted).
 std::vector<std::string> differing_headers(const ComparedHeaders& a, const ComparedHeaders& b);

@@ -33,6 +33,7 @@ from spe_tools.lab.runner import (
 )
 from spe_tools.lab.status import StatusTracker, format_status
 from spe_tools.process import ProcessError, ProcessGroup, describe_exit
+from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds, threshold_lines, unknown_proxies
 
 
 class Stop(Exception):  # noqa: N818 (a request to stop, not an error)
@@ -192,14 +193,20 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     lab = with_share_group(load_lab(args.labfile), args.share_group)
+    if args.fail_on and args.no_report:
+        raise LabFileError("--fail-on checks the report: it cannot go with --no-report")
+    if unknown := unknown_proxies(args.fail_on, [p.name for p in lab.proxies]):
+        raise LabFileError(f"--fail-on names proxies {args.labfile} does not have: {', '.join(unknown)}")
     duration = args.duration if args.duration is not None else lab.workload.duration_s
     rc, rundir = run_lab(lab, duration, args.runs_dir)
     if rc == 0 and not args.no_report:
-        rc = write_report(rundir)
+        rc = write_report(rundir, args.fail_on)
     return rc
 
 
-def write_report(rundir: Path) -> int:
+def write_report(rundir: Path, fail_on: list[Threshold] = ()) -> int:
+    """Writes the report and prints its tables; the exit code is CROSSED_EXIT when a --fail-on threshold
+    is crossed (each crossing printed), else 0."""
     try:
         from analysis.cache_rules import cache_rules_text
         from analysis.paired import ranking_line
@@ -207,7 +214,7 @@ def write_report(rundir: Path) -> int:
         from analysis.report import write_report as write
     except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
         print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
-        return 0
+        return 1 if fail_on else 0  # thresholds that cannot be checked must not pass a CI job
     report = build_report(rundir)
     with access.umask(access.is_shared(rundir)):  # as private as the run it reports on
         written = write(report, rundir / "report", {"html", "csv", "json", "text"})
@@ -221,7 +228,10 @@ def write_report(rundir: Path) -> int:
     for line in cache_rules_text(report.cache_rules):  # what the cache-rule judge found, per proxy
         say(line)
     say(f"spe lab: report {written[-1]}")
-    return 0
+    rc, lines = threshold_lines(list(fail_on), report.rows, report.noise)
+    for line in lines:
+        say(f"spe lab: {line}")
+    return rc
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -253,6 +263,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--duration", type=parse_duration,
                    help="workload duration, e.g. 45s, 10m (default: [workload].duration_s)")
     r.add_argument("--no-report", action="store_true", help="do not write the report")
+    r.add_argument("--fail-on", type=parse_thresholds, default=[], metavar="THRESHOLDS",
+                   help=f"exit {CROSSED_EXIT} when the report crosses one, e.g. violations>0,mismatches>1%%,noise>0,"
+                        "violations[squid]>=3 (docs/report.md)")
     d = sub.add_parser("down", help="stop a running lab")
     d.add_argument("rundir", type=Path)
     d.set_defaults(func=cmd_down)

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pytest
 
 from analysis.cli import main as report_main
@@ -106,6 +107,55 @@ def test_the_per_proxy_table(run):
     assert flaky["rel_bandwidth_received"] == pytest.approx(1800 / 4800)
     assert dead["hit_ratio"] is None and dead["byte_hit_ratio"] is None  # delivered nothing: no ratio
     assert direct["rel_bandwidth_received"] == 1.0 and direct["hit_ratio"] is None
+
+
+def conformance_like_run(path: Path, tagged: bool = True) -> Path:
+    """8 requests, tagged as the Multiplier tags them. reuser: 4 GETs answered from its cache (no Collector
+    request), then 4 PUTs it forwarded to its Collector port and whose legs failed (the replay port refused them:
+    a 502 recorded REPLAY_REFUSED, error `replay refused`). missing: every GET a miss, its PUTs answered (OK)."""
+    records = []
+    for i in range(1, 9):
+        put = i > 4
+        reuser = (proxy("reuser", result="REPLAY_REFUSED", status=502, error="replay refused") if put
+                  else proxy("reuser"))
+        rec = record(i, measure(), [reuser, proxy("missing")], url=f"http://o/{i % 4}")
+        rec["method"] = "PUT" if put else "GET"
+        rec["tag"] = f"t-{i}" if tagged else None
+        records.append(rec)
+    (path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (path / "lab.json").write_text(json.dumps({"collector": {"ports": {"direct": 5000, "reuser": 5001,
+                                                                         "missing": 5002}}, "proxies": {}}))
+    (path / "collector").mkdir()
+    log = []
+    for i in range(1, 9):
+        method, tag = ("PUT" if i > 4 else "GET"), (f"t-{i}" if tagged else "-")
+        log.append(f"100.{i} 1 127.0.0.1 TCP_MISS/200 1200 {method} http://o/{i % 4} - HIER_DIRECT/o text/plain "
+                   f"5000 100 {tag}")
+        log.append(f"101.{i} 1 127.0.0.1 TCP_MISS/200 1200 {method} http://o/{i % 4} - HIER_NONE/- text/plain "
+                   f"5002 100 {tag}")
+        if i > 4:  # reuser's PUTs reached its Collector port; its GETs did not
+            log.append(f"102.{i} 1 127.0.0.1 TCP_MISS/502 1200 PUT http://o/{i % 4} - HIER_NONE/- text/plain "
+                       f"5001 100 {tag}")
+    (path / "collector" / "access.log").write_text("\n".join(log) + "\n")
+    return path
+
+
+def test_a_failed_legs_collector_requests_are_no_misses(tmp_path):
+    """The conformance run's defect: every proxy's hit ratio 0.00 while the judge counted hundreds of reuses. The
+    failed legs' Collector requests were counted as misses of the responses delivered, without those legs."""
+    rows = {r["name"]: r for r in build_report(conformance_like_run(tmp_path)).rows}
+    plt.close("all")
+    reuser, missing = rows["reuser"], rows["missing"]
+    assert reuser["responses"] == 4 and reuser["collector_requests"] == 4  # the PUTs' requests, still listed
+    assert reuser["hit_ratio"] == 1.0 and reuser["byte_hit_ratio"] == 1.0  # was 0.00: 4 requests / 4 responses
+    assert missing["hit_ratio"] == 0.0 and missing["responses"] == 8  # its PUTs were answered: misses as ever
+
+
+def test_without_tags_a_failed_legs_requests_cannot_be_told_apart(tmp_path):
+    """A log from before request tags: the Collector requests are counted as before."""
+    rows = {r["name"]: r for r in build_report(conformance_like_run(tmp_path, tagged=False)).rows}
+    plt.close("all")
+    assert rows["reuser"]["hit_ratio"] == 0.0 and rows["missing"]["hit_ratio"] == 0.0
 
 
 def test_collector_ports_and_mismatch_report(run):

@@ -210,3 +210,20 @@ def test_a_proxy_whose_collector_port_is_unknown_is_not_judged_and_a_silent_port
     assert set(rep.bypass) == {"ats"}
     ports = {r["port"]: r for r in port_rows(rep)}
     assert ports["ats"]["requests"] == 0 and ports["squid"]["requests"] == 0 and "mine" not in ports
+
+
+def test_a_copy_of_another_fetch_is_no_noise_and_no_mismatch(tmp_path):
+    """OTHER_FETCH (a faithful copy of another origin fetch than the client's) is the two fetches' difference:
+    the dummy's does not raise the floor, a proxy's does not count in its mismatch rate, and two twins that kept
+    different fetches of the same body do not disagree."""
+    records = [record(i, measure(), [
+        proxy("dummy", result="OTHER_FETCH", headers=["x-xact"]) if i == 1 else proxy("dummy"),
+        proxy("squid", result="OTHER_FETCH", headers=["x-xact"]) if i <= 2 else proxy("squid"),
+        proxy("squid-twin"),
+    ]) for i in range(1, 5)]
+    rep = build_report(write_run(tmp_path, records, topology({"dummy": "dummy", "squid": "squid",
+                                                              "squid-twin": "squid"}, [["squid", "squid-twin"]])))
+    assert rep.noise["zero"] and rep.noise["floor_pct"] == 0
+    rows = {r["name"]: r for r in rep.rows}
+    assert rows["squid"]["other_fetch_pct"] == 50 and rows["squid"]["mismatch_pct"] == 0
+    assert rep.mismatches["total"] == 0 and rep.mismatches["by_proxy"]["squid"] == {"OTHER_FETCH": 2}

@@ -1,4 +1,7 @@
+#include "fetch_memory.hpp"
 #include "validator.hpp"
+
+#include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 
@@ -192,4 +195,96 @@ TEST_CASE("a copy the replay port refused is REPLAY_REFUSED with its reason, wha
     CHECK(checked(ref, withheld).result == ResultClass::not_sent);
     // A proxy's own 502 without the replay port's header is the proxy's mismatch.
     CHECK(checked(ref, reply(502, "bb", kRefHeaders)).result == ResultClass::status_code_mismatch);
+}
+
+namespace {
+const std::string kFetch1 = "5f0a1b2c-1a2b.1; t=1764160000.100";
+const std::string kFetch2 = "5f0a1b2c-1a2b.2; t=1764160000.150";
+/// A reply from one origin fetch of an origin that stamps each transaction (X-Xact) in its header.
+spe::Measure from_fetch(const std::string& fetch, const std::string& xact, std::string md5 = "aa") {
+    auto m = reply(200, std::move(md5), {{"content-type", "text/html"}, {"x-xact", xact}});
+    m.fetch = fetch;
+    return m;
+}
+spe::ProxyResult checked_with_memory(const spe::FetchMemory& memory, const spe::Measure& ref, spe::Measure m) {
+    spe::ProxyResult r{"p", std::move(m), ResultClass::ok, {}};
+    const auto other = memory.other_fetch(ref, r.measure);
+    spe::validate(ref, r, other ? &*other : nullptr);
+    return r;
+}
+}  // namespace
+
+TEST_CASE("a faithful copy of another origin fetch is OTHER_FETCH, listing the fetches' difference") {
+    spe::FetchMemory memory;
+    const auto first = from_fetch(kFetch1, "1");  // the client's reply to the first of two concurrent requests
+    const auto second = from_fetch(kFetch2, "2");
+    memory.remember("GET", first);
+    memory.remember("GET", second);
+    // The proxy kept the first fetch and serves it for the second request.
+    auto r = checked_with_memory(memory, second, first);
+    CHECK(r.result == ResultClass::other_fetch);
+    CHECK(r.mismatched_headers == Names{"x-xact"});
+    // The same fetch as the reference: compared as ever.
+    CHECK(checked_with_memory(memory, second, second).result == ResultClass::ok);
+    CHECK(checked_with_memory(memory, second, from_fetch(kFetch2, "9")).result == ResultClass::header_mismatch);
+}
+
+TEST_CASE("a copy of another fetch is held to that fetch as a client first got it") {
+    spe::FetchMemory memory;
+    const auto first = from_fetch(kFetch1, "1", "body-1");  // an origin that stamps the body too
+    const auto second = from_fetch(kFetch2, "2", "body-2");
+    memory.remember("GET", first);
+    memory.remember("GET", second);
+    SECTION("its body as the fetch had it: the fetches' difference") {
+        CHECK(checked_with_memory(memory, second, first).result == ResultClass::other_fetch);
+    }
+    SECTION("a body changed by the proxy is still its BODY_MISMATCH") {
+        auto r = checked_with_memory(memory, second, from_fetch(kFetch1, "1", "body-1-flipped"));
+        CHECK(r.result == ResultClass::body_mismatch);
+    }
+    SECTION("a header changed by the proxy is its HEADER_MISMATCH, naming only what differs from its fetch") {
+        auto changed = first;
+        changed.headers[0].value = "application/x-fault";
+        auto r = checked_with_memory(memory, second, changed);
+        CHECK(r.result == ResultClass::header_mismatch);
+        CHECK(r.mismatched_headers == Names{"content-type"});
+    }
+    SECTION("the first reply seen counts: a later one naming the same fetch does not replace it") {
+        memory.remember("GET", from_fetch(kFetch1, "1", "body-1-flipped"));
+        CHECK(checked_with_memory(memory, second, first).result == ResultClass::other_fetch);
+    }
+}
+
+TEST_CASE("a fetch SPE never saw whole at a client is compared with the reference as ever") {
+    spe::FetchMemory memory;
+    const auto second = from_fetch(kFetch2, "2");
+    memory.remember("GET", second);
+    SECTION("never remembered") {
+        CHECK(checked_with_memory(memory, second, from_fetch(kFetch1, "1")).result == ResultClass::header_mismatch);
+    }
+    SECTION("a HEAD's reply or a cut body is not the fetch's") {
+        memory.remember("HEAD", from_fetch(kFetch1, "1"));
+        auto cut = from_fetch(kFetch1, "1");
+        cut.error = LegError::truncated;
+        memory.remember("GET", cut);
+        CHECK(checked_with_memory(memory, second, from_fetch(kFetch1, "1")).result == ResultClass::header_mismatch);
+    }
+    SECTION("the same serial from another Collector process is another fetch") {
+        memory.remember("GET", from_fetch("5f0a1b2c-9999.1; t=1764160000.100", "1"));
+        CHECK(checked_with_memory(memory, second, from_fetch(kFetch1, "1")).result == ResultClass::header_mismatch);
+    }
+    SECTION("no stamp on either side") {
+        auto unstamped = from_fetch(kFetch1, "1");
+        unstamped.fetch.reset();
+        CHECK(checked_with_memory(memory, second, unstamped).result == ResultClass::header_mismatch);
+    }
+}
+
+TEST_CASE("the fetch memory keeps the last fetches, within its bound") {
+    spe::FetchMemory memory(16);
+    const auto reference = from_fetch("5f0a1b2c-1a2b.1000; t=1764160001.000", "ref");
+    for (int i = 1; i <= 64; ++i)
+        memory.remember("GET", from_fetch(fmt::format("5f0a1b2c-1a2b.{}; t=1764160000.100", i), std::to_string(i)));
+    CHECK_FALSE(memory.other_fetch(reference, from_fetch("5f0a1b2c-1a2b.1; t=1764160000.100", "1")));
+    CHECK(memory.other_fetch(reference, from_fetch("5f0a1b2c-1a2b.64; t=1764160000.100", "64")));
 }
