@@ -26,6 +26,7 @@ RESULT_SCHEMA = {
     "total_us": pl.Int64, "result": pl.Utf8, "error": pl.Utf8, "mismatched_headers": pl.List(pl.Utf8),
     "fetch": pl.Utf8,  # the Collector's X-SPE-Fetch stamp on the reply (null: none; older logs lack it)
     "tag": pl.Utf8,  # the request's X-SPE-Request tag, which the Collector's access.log names (null: none)
+    "queued_us": pl.Int64,  # a proxy leg's wait inside SPE before it was sent (null: the Collector, older logs)
 }
 
 
@@ -38,6 +39,7 @@ class Records:
     requests: int
     bad_lines: int
     skipped: dict[str, int] = field(default_factory=dict)  # fan-outs that did not happen, by reason (note)
+    held: dict = field(default_factory=dict)  # the client held back for the fan-out (client_holds)
     https: dict[str, int] = field(default_factory=dict)  # what went through CONNECT (https_counts)
 
 
@@ -61,9 +63,9 @@ _MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.i
 # What the analysis reads of a record; other fields are ignored (records may carry more).
 LOG_SCHEMA = pa.schema([
     ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
-    ("note", pa.string()), ("tag", pa.string()), ("collector", pa.struct(_MEASURE)),
+    ("note", pa.string()), ("tag", pa.string()), ("client_held_us", pa.int64()), ("collector", pa.struct(_MEASURE)),
     ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
-                                    ("mismatched_headers", pa.list_(pa.string()))]))),
+                                    ("mismatched_headers", pa.list_(pa.string())), ("queued_us", pa.int64())]))),
 ])
 
 
@@ -112,11 +114,11 @@ def _results_table(df: pl.DataFrame) -> pl.DataFrame:
     collector = collector.with_columns(
         pl.lit(COLLECTOR).alias("name"), pl.lit(None, pl.Utf8).alias("result"),
         df.select(pl.col("collector").struct.field("error")).to_series().cast(pl.Utf8).alias("error"),
-        pl.lit(None, pl.List(pl.Utf8)).alias("mismatched_headers"))
+        pl.lit(None, pl.List(pl.Utf8)).alias("mismatched_headers"), pl.lit(None, pl.Int64).alias("queued_us"))
     proxies = df.select("id", "ts", "method", "url", tag, "proxies").explode("proxies").drop_nulls("proxies")
     if proxies.height:
         proxies = proxies.with_columns(pl.col("proxies").struct.field(
-            "name", *measure_cols, "result", "error", "mismatched_headers")).drop("proxies")
+            "name", *measure_cols, "result", "error", "mismatched_headers", "queued_us")).drop("proxies")
         # A leg never sent (an unsafe request withheld from the proxies) measured nothing.
         proxies = proxies.filter(pl.col("result").ne_missing("NOT_SENT"))
     else:
@@ -164,13 +166,22 @@ def https_counts(df: pl.DataFrame) -> dict[str, int]:
             "failed_handshakes": int(notes.str.contains("TLS handshake failed", literal=True).sum())}
 
 
+def client_holds(df: pl.DataFrame) -> dict:
+    """How often the Multiplier held a client back before reading its next request (the slowest proxy too
+    far behind that connection's requests), and for how long in all; empty for a log without the field."""
+    if "client_held_us" not in df.columns:
+        return {}
+    held = df["client_held_us"].drop_nulls()
+    return {"requests": held.len(), "total_s": float(held.sum() or 0) / 1e6}
+
+
 def records_from_frame(df: pl.DataFrame, bad_lines: int) -> Records:
     """The tables of a log read against LOG_SCHEMA (or a schema naming more)."""
     if df.height == 0:
         return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, bad_lines)
     results = _results_table(df)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()
-    return Records(results, names, df.height, bad_lines, skipped_fanouts(df), https_counts(df))
+    return Records(results, names, df.height, bad_lines, skipped_fanouts(df), client_holds(df), https_counts(df))
 
 
 def load_jsonl(path: Path) -> Records:
@@ -210,7 +221,7 @@ def load_rope(path: Path) -> Records:
             "bytes": int(m["bytes"]), "md5": None,
             "connect_us": None, "ttfb_us": irt, "total_us": total,
             "result": None if is_collector else (parts[2] if len(parts) > 2 else None), "error": None,
-            "mismatched_headers": None if is_collector else parts[3:], "fetch": None, "tag": None,
+            "mismatched_headers": None if is_collector else parts[3:], "fetch": None, "tag": None, "queued_us": None,
         })
     results = pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()

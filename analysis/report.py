@@ -35,7 +35,8 @@ from analysis.stats import RESULT_CLASSES, proxy_table
 COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" for c in RESULT_CLASSES[1:]],
            "latency_mean_ms", "latency_mean_ci_low_ms", "latency_mean_ci_high_ms", "latency_median_ms",
            "latency_median_ci_low_ms", "latency_median_ci_high_ms", "latency_p90_ms", "latency_p99_ms",
-           "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "body_bytes", "collector_requests", "hit_ratio",
+           "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "queued_median_ms", "queued_p99_ms", "body_bytes",
+           "collector_requests", "hit_ratio",
            "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent",
            # how far to trust the row (analysis/noise.py, analysis/bypass.py)
            "mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct", "bypassed_replies",
@@ -56,6 +57,7 @@ class Report:
     figures: dict
     collector_ports: dict  # port name -> PortUsage (empty without lab.json / access.log)
     skipped: dict = field(default_factory=dict)  # requests with no fan-out, by reason (the records' note)
+    held: dict = field(default_factory=dict)  # the client held back for the slowest proxy (records.client_holds)
     https: dict = field(default_factory=dict)  # what went through CONNECT (analysis/records.py https_counts)
     noise: dict = field(default_factory=dict)  # the noise floor SPE measured (analysis/noise.py)
     bypass: dict = field(default_factory=dict)  # proxy -> evidence it bypassed its Collector port
@@ -113,8 +115,9 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     }
     return Report(run, rows, records.requests, records.bad_lines, usage[1] if usage else 0,
                   mismatch_summary(records.results, capture_dir, run_collector(run)), figures,
-                  usage[0] if usage else {}, skipped=records.skipped, https=records.https, noise=noise, bypass=bypass,
-                  cache_rules=cache_rules, bad_cache_lines=bad_cache_lines, pairs=pair_list, ranking=tiers)
+                  usage[0] if usage else {}, skipped=records.skipped, held=records.held, https=records.https,
+                  noise=noise, bypass=bypass, cache_rules=cache_rules, bad_cache_lines=bad_cache_lines,
+                  pairs=pair_list, ranking=tiers)
 
 
 def skipped_text(rep: Report) -> str:
@@ -123,6 +126,21 @@ def skipped_text(rep: Report) -> str:
         return ""
     reasons = "; ".join(f"{n} {reason}" for reason, n in rep.skipped.items())
     return f"{sum(rep.skipped.values())} fan-outs skipped, so no proxy saw them ({reasons})"
+
+
+def queueing_text(rep: Report) -> str:
+    """SPE's own queueing, so the proxies' times are not mistaken for it: how often the client was held back
+    for the slowest proxy, and each proxy's legs' wait inside SPE before they were sent (median / p99)."""
+    waits = [r for r in rep.rows[1:] if r.get("queued_median_ms") is not None]
+    held = rep.held.get("requests", 0)
+    if not held and not waits:  # a log written before the Multiplier recorded either
+        return ""
+    out = (f"SPE's queueing (in no proxy's times): client held back before {held} request(s)"
+           f" ({rep.held.get('total_s', 0):.2f} s in all)")
+    if waits:
+        out += "; legs' wait to be sent, median/p99 ms: " + ", ".join(
+            f"{r['name']} {_fmt(r['queued_median_ms'])}/{_fmt(r['queued_p99_ms'])}" for r in waits)
+    return out
 
 
 def https_text(rep: Report) -> str:
@@ -203,7 +221,7 @@ def text_report(rep: Report) -> str:
     out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
            + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
            + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else []), "",
-           text_table(rep.rows),
+           text_table(rep.rows), *([queueing_text(rep)] if queueing_text(rep) else []),
            *trust_text(rep), "", f"Mismatches: {rep.mismatches['total']}"]
     for name, counts in rep.mismatches["by_proxy"].items():
         out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
@@ -247,7 +265,7 @@ def _capture_link(out: Path | None):
 def html_report(rep: Report, out: Path | None = None) -> str:
     return HTML.get_template("report.html.j2").render(
         rep=rep, columns=TEXT_COLUMNS, fmt=_fmt, skipped=skipped_text(rep), https=https_text(rep),
-        ranking=ranking_line(rep.ranking) if rep.ranking else "",
+        queueing=queueing_text(rep), ranking=ranking_line(rep.ranking) if rep.ranking else "",
         prefetchers=[r for r in rep.rows[1:] if r.get("prefetch_requests")],
         evidence_rows=evidence_rows,
         judge_noise=judge_noise(rep.cache_rules, rep.noise), capture_link=_capture_link(out),
@@ -293,7 +311,8 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
         summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
                    "proxies": summary_rows, "mismatches": rep.mismatches,
                    "collector_ports": port_rows(rep), "bad_collector_lines": rep.bad_collector_lines,
-                   "skipped_fanouts": rep.skipped, "https": rep.https, "pairs": rep.pairs, "ranking": rep.ranking,
+                   "skipped_fanouts": rep.skipped, "client_held": rep.held, "https": rep.https, "pairs": rep.pairs,
+                   "ranking": rep.ranking,
                    "noise_floor": rep.noise, "bypass": rep.bypass,
                    **cache_rules_summary(rep, summary_rows)}
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

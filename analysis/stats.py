@@ -99,6 +99,9 @@ def proxy_table(results: pl.DataFrame, names: list[str]) -> list[dict]:
         row["ttfb_mean_ms"] = _ms(delivered["ttfb_us"].mean())
         row["ttfb_median_ms"] = _ms(median(delivered["ttfb_us"]))
         row["body_bytes"] = int(delivered["bytes"].sum() or 0)
+        # SPE's own queueing before the leg went out (the proxy's turn): none of the times above include it.
+        queued = as_series(part["queued_us"]) / 1000 if "queued_us" in part.columns and name != COLLECTOR else []
+        row["queued_median_ms"], row["queued_p99_ms"] = median(queued), percentile(queued, 0.99)
         rows.append(row)
     return rows
 

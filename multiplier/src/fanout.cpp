@@ -10,7 +10,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace spe {
+
+Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies) {
+    const Clock::duration leg = config.timeout + std::chrono::seconds(1);
+    return config.legs == LegOrder::serial ? leg * static_cast<Clock::rep>(std::max<std::size_t>(proxies, 1)) : leg;
+}
 
 Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
                std::shared_ptr<const WireRequest> request, bool head_request)
@@ -18,6 +25,7 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
       pools_(std::move(pools)),
       record_(std::move(record)),
       request_(std::move(request)),
+      sequence_(pools_->next_sequence()),
       head_request_(head_request),
       unsafe_(is_unsafe_method(record_.method)),
       work_(*ctx_),
@@ -28,6 +36,8 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
 }
 
 Fanout::~Fanout() {
+    // No leg holds this fan-out any more: whatever it did not pass on, the proxies' turns move past it.
+    asio::post(pools_->executor(), [pools = pools_, sequence = sequence_] { pools->pass_all(sequence); });
     if (logged_) return;
     if (record_.note.empty()) record_.note = "fan-out interrupted";
     for (auto& p : record_.proxies)
@@ -54,8 +64,7 @@ bool Fanout::withheld() const {
 
 void Fanout::begin() {
     if (legs_wait_for_reference()) return;
-    pools_->fanout_handed_over();
-    on_fanout_executor([](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body); });
+    on_fanout_executor([due = Clock::now()](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body, due); });
 }
 
 void Fanout::set_reference(Reference reference) {
@@ -63,10 +72,9 @@ void Fanout::set_reference(Reference reference) {
     // reads then stop past its length: more bytes can only confirm a
     // mismatch, so an endless body costs one byte more.
     const bool legs_now = legs_wait_for_reference() && reference.shortfall.empty();
-    if (legs_now) pools_->fanout_handed_over();
-    on_fanout_executor([reference = std::move(reference), legs_now](Fanout& f) mutable {
+    on_fanout_executor([reference = std::move(reference), legs_now, due = Clock::now()](Fanout& f) mutable {
         f.take_reference(std::move(reference));
-        if (legs_now) f.start_legs(f.record_.collector.bytes);
+        if (legs_now) f.start_legs(f.record_.collector.bytes, due);
     });
 }
 
@@ -83,14 +91,14 @@ void Fanout::take_reference(Reference reference) {
         if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();
             started_ = true;
+            pools_->pass_all(sequence_);
         }
         if (legs_wait_for_reference() || !own_reply_) record_.note = std::move(reference.shortfall);
     }
     maybe_finish();
 }
 
-void Fanout::start_legs(std::uint64_t body_cap) {
-    pools_->fanout_started();
+void Fanout::start_legs(std::uint64_t body_cap, Clock::time_point due) {
     started_ = true;
     if (withheld()) {
         record_withheld();
@@ -107,10 +115,10 @@ void Fanout::start_legs(std::uint64_t body_cap) {
         order.push_back(proxy);
     }
     if (ctx_->config().legs == LegOrder::serial && n > 0)
-        spawn(run_legs_in_turn(std::move(order)), std::nullopt);
+        spawn(run_legs_in_turn(std::move(order), due), std::nullopt);
     else
         for (auto proxy : order)
-            spawn(run_leg(proxy), proxy);
+            spawn(run_leg(proxy, due), proxy);
     maybe_finish();
 }
 
@@ -121,6 +129,7 @@ void Fanout::record_withheld() {
             "unsafe method: not sent to the proxies, since without a replay port (--replay-listen) each copy "
             "would reach the origin";
     }
+    pools_->pass_all(sequence_);
     maybe_finish();
 }
 
@@ -137,15 +146,52 @@ void Fanout::spawn(awaitable<void> work, std::optional<std::size_t> proxy) {
     });
 }
 
-awaitable<void> Fanout::run_legs_in_turn(std::vector<std::size_t> order) {
+awaitable<void> Fanout::run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due) {
     auto self = shared_from_this();
-    for (auto proxy : order)
-        co_await run_leg(proxy);
+    for (auto proxy : order) {
+        co_await run_leg(proxy, due);
+        due = Clock::now();  // the next leg's wait for its turn starts as this one ends
+    }
 }
 
-awaitable<void> Fanout::run_leg(std::size_t proxy) {
+awaitable<void> Fanout::run_leg(std::size_t proxy, Clock::time_point due) {
     auto self = shared_from_this();
+    // However this leg ends (an exception included), the proxy's turn passes to the next fan-out.
+    struct PassTurn {
+        ProxyPools& pools;
+        std::size_t proxy;
+        std::uint64_t sequence;
+        ~PassTurn() { pools.pass_turn(proxy, sequence); }
+    };
+    {
+        PassTurn pass{*pools_, proxy, sequence_};
+        co_await send_in_turn(proxy, due);
+    }
+    --pending_;
+    maybe_finish();
+}
+
+awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     auto& result = record_.proxies[proxy];
+    if (const auto ahead = pools_->ahead(proxy, sequence_); ahead > ProxyPools::kMaxAhead) {
+        // A stalled proxy (a hanging one) must not make the legs queue without end, nor hold the client.
+        result.measure.error = LegError::busy;
+        result.measure.error_detail = "not sent: this proxy had not answered the " + std::to_string(ahead) +
+                                      " requests before it on this client connection (it gets them one at a time)";
+        co_return;
+    }
+    const auto bound = fanout_turn_bound(ctx_->config(), record_.proxies.size());
+    const auto turn = co_await pools_->await_turn(proxy, sequence_, bound);
+    result.queued_us = micros_since(due);
+    if (turn != ProxyPools::TurnWait::turn) {
+        const bool aborted = turn == ProxyPools::TurnWait::aborted;
+        result.measure.error = aborted ? LegError::aborted : LegError::timeout;
+        result.measure.error_detail = aborted ? "the Multiplier stopped while the leg waited for its turn"
+                                              : "not sent: the requests before it on this proxy took longer than "
+                                                "their deadlines allow";
+        co_return;
+    }
+    pools_->leg_sent(proxy);
     auto conn = pools_->acquire(proxy);
     if (!conn) {
         result.measure.error = LegError::busy;
@@ -160,8 +206,6 @@ awaitable<void> Fanout::run_leg(std::size_t proxy) {
         pools_->release(proxy, std::move(conn));
         if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
     }
-    --pending_;
-    maybe_finish();
 }
 
 void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {

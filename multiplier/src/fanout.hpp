@@ -4,7 +4,11 @@
 // Lives on the fan-out executor of its client connection (the connection's
 // ProxyPools executor, on the fan-out threads), not on the client's: the
 // session's calls are posted there in call order. Owns the record until it
-// is logged.
+// is logged. Each fan-out has its number in the client's order, and each of
+// its legs waits for its proxy's turn (ProxyPools::await_turn): a proxy gets a
+// connection's requests one at a time, in the order the client sent them. A
+// fan-out that sends a proxy nothing still passes its turn on, at the latest
+// in its destructor.
 #pragma once
 
 #include "measurement.hpp"
@@ -20,6 +24,10 @@
 namespace spe {
 
 class CacheJudge;
+
+/// The longest one fan-out may keep a proxy's turn: its leg's whole deadline (--timeout) and a
+/// second of scheduling, once per proxy with --legs serial (its legs run one after another).
+Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies);
 
 /// The Collector leg's outcome: what the proxies' replies are compared with.
 struct Reference {
@@ -66,12 +74,15 @@ private:
     /// An unsafe request the proxies do not get (--unsafe-requests withhold): each leg is recorded as such.
     bool withheld() const;
     void record_withheld();
-    /// `body_cap`: a proxy's body read ends past this many bytes.
-    void start_legs(std::uint64_t body_cap);
+    /// `body_cap`: a proxy's body read ends past this many bytes; `due`: when the legs were handed over.
+    void start_legs(std::uint64_t body_cap, Clock::time_point due);
     void take_reference(Reference reference);
-    awaitable<void> run_leg(std::size_t proxy);
+    /// Waits for the proxy's turn, sends, measures, passes the turn on. `due`: when the leg could
+    /// have gone out but for SPE (its queued_us counts from there).
+    awaitable<void> run_leg(std::size_t proxy, Clock::time_point due);
+    awaitable<void> send_in_turn(std::size_t proxy, Clock::time_point due);
     /// --legs serial: each leg once the previous one has ended.
-    awaitable<void> run_legs_in_turn(std::vector<std::size_t> order);
+    awaitable<void> run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due);
     /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.
     void spawn(awaitable<void> work, std::optional<std::size_t> proxy);
     /// Tells the cache-rule judge of a proxy's successful unsafe request as soon as its reply arrives.
@@ -85,6 +96,7 @@ private:
     std::shared_ptr<ProxyPools> pools_;
     RequestRecord record_;
     std::shared_ptr<const WireRequest> request_;
+    std::uint64_t sequence_;  // this fan-out's number among its client connection's, in the client's order
     bool head_request_;
     bool unsafe_;
     WorkGuard work_;

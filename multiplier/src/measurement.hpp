@@ -100,7 +100,11 @@ struct ProxyResult {
     ResultClass result = ResultClass::no_response;
     std::vector<std::string> mismatched_headers;
     std::size_t position = 0;  // place in this request's (rotated) fan-out order, from 0
-    double sent_at = 0;        // unix seconds when the leg began
+    double sent_at = 0;        // unix seconds when the leg began (after its wait for the proxy's turn)
+    // Microseconds the leg waited inside SPE before it was sent: the fan-out's executor and this proxy's
+    // turn (it answers a client connection's requests one at a time, in order); none of the
+    // measure's times include it. Unset when the leg never got as far as its turn (withheld, no fan-out).
+    std::optional<std::int64_t> queued_us = std::nullopt;
 };
 
 /// One client request and everything measured for it: one log record.
@@ -115,6 +119,9 @@ struct RequestRecord {
     bool intercepted = false;  // read inside an intercepted TLS tunnel (the url is https)
     Measure collector;
     unsigned client_status = 0;
+    // How long the Multiplier held the client connection back before reading this request, because
+    // the slowest proxy had fallen too far behind it (keep_pace_with_fanout); unset: not held.
+    std::optional<std::int64_t> client_held_us = std::nullopt;
     std::string note;  // e.g. why there was no fan-out
     std::string tag;   // X-SPE-Request of the upstream copy; empty: no upstream request or no tag
     // The request's header fields caches decide by (filled by the cache-rule judge): to replay it.

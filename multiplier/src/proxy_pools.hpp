@@ -1,14 +1,20 @@
 // The connections one client connection holds to each proxy under test. They
 // mirror the client's persistence: kept alive while the client connection
 // lives, at most one outstanding request each (a busy one means a new one,
-// as in ROPE), closed when the client leaves. Used on their own executor (the
-// fan-out's); client_closed() and abort() may be called from anywhere.
+// as in ROPE), closed when the client leaves. Also whose turn it is at each
+// proxy: the client's requests reach each proxy in the client's order, one at
+// a time (proxy_turns.hpp). Used on their own executor (the fan-out's);
+// client_closed(), abort(), next_sequence() and behind() may be called from anywhere.
 #pragma once
 
+#include "proxy_turns.hpp"
 #include "server_context.hpp"
 #include "upstream_connection.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <atomic>
+#include <map>
 #include <memory>
 #include <set>
 #include <vector>
@@ -29,11 +35,33 @@ public:
     void client_closed();
     const asio::any_io_executor& executor() const { return strand_; }
 
-    /// Fan-outs of this connection handed to the executor whose legs have not
-    /// started yet: how far the fan-out lags behind the client (any thread).
-    void fanout_handed_over() { ++fanouts_not_started_; }
-    void fanout_started() { --fanouts_not_started_; }
-    std::size_t fanouts_not_started() const { return fanouts_not_started_.load(); }
+    /// The client's side, once per fan-out in the client's order: its number among this
+    /// connection's fan-outs. Every number given must be passed at every proxy (pass_all).
+    std::uint64_t next_sequence() { return issued_++; }
+    /// How far behind the client the slowest proxy's turn is: this connection's fan-outs that some
+    /// proxy has not yet answered or passed over (any thread). A proxy whose leg has been out for
+    /// `stalled_after` already (it hangs, say) is left out: the client is not held for it.
+    std::uint64_t behind(Clock::duration stalled_after) const;
+    /// The leg of `proxy`'s turn has been sent (strand): from now on it may count as stalled.
+    void leg_sent(std::size_t proxy);
+
+    /// A leg is not queued behind more than this many of its connection's fan-outs at one proxy
+    /// (the one it answers and three waiting): past that the proxy has stalled (the client is no
+    /// longer held back for it, behind()), and the leg is not sent (`busy`).
+    static constexpr std::uint64_t kMaxAhead = 4;
+    /// How many of this connection's fan-outs before `seq` `proxy` is not done with yet.
+    std::uint64_t ahead(std::size_t proxy, std::uint64_t seq) const { return turns_.ahead(proxy, seq); }
+
+    enum class TurnWait { turn, timed_out, aborted };
+    /// Waits until fan-out `seq` may send its leg to `proxy`: woken when the fan-out
+    /// before it passes, never polled. The legs before it end within their own deadlines,
+    /// so the wait is bounded by (earlier fan-outs some proxy is not done with + 1) x `per_fanout`,
+    /// the longest a fan-out may take with this proxy; past that it gives up (timed_out).
+    awaitable<TurnWait> await_turn(std::size_t proxy, std::uint64_t seq, Clock::duration per_fanout);
+    /// Fan-out `seq` is done with `proxy` (its leg ended, or none is sent). Idempotent.
+    void pass_turn(std::size_t proxy, std::uint64_t seq);
+    /// Fan-out `seq` sends no (further) legs: it is done with every proxy.
+    void pass_all(std::uint64_t seq);
     void abort() override;
 
 private:
@@ -47,7 +75,16 @@ private:
     std::size_t buffer_limit_;
     std::vector<Pool> pools_;
     bool client_closed_ = false;
-    std::atomic<std::size_t> fanouts_not_started_{0};
+    bool aborted_ = false;
+    ProxyTurns turns_;
+    // Per proxy, the legs waiting for their turn, by fan-out: observers of timers their
+    // coroutines own (each erases itself before its timer goes); cancelled to wake them.
+    std::vector<std::map<std::uint64_t, asio::steady_timer*>> waiting_;
+    std::atomic<std::uint64_t> issued_{0};  // fan-out numbers given (the client's side)
+    // Published for behind(), per proxy: its turn, and when the leg of that turn was sent (steady
+    // clock, ns since its epoch; 0: not sent yet).
+    std::vector<std::atomic<std::uint64_t>> turn_;
+    std::vector<std::atomic<std::int64_t>> sent_ns_;
 };
 
 }  // namespace spe

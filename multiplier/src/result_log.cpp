@@ -342,6 +342,7 @@ std::string to_json_line(const RequestRecord& r) {
     JsonWriter w(out);
     w.open();
     w.key<"client">().string(r.client);
+    if (r.client_held_us) w.key<"client_held_us">().integer(*r.client_held_us);
     w.key<"client_status">().integer(r.client_status);
     w.key<"collector">();
     w.open();
@@ -366,6 +367,7 @@ std::string to_json_line(const RequestRecord& r) {
             w.close_array();
             w.key<"name">().string(p.name);
             w.key<"position">().integer(p.position);
+            if (p.queued_us) w.key<"queued_us">().integer(*p.queued_us);
             w.key<"result">().string(to_string(p.result));
         });
         w.close();

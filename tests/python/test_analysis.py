@@ -292,6 +292,41 @@ def test_no_skipped_fan_outs_line_when_every_request_fanned_out(run):
     assert rep.skipped == {} and "fan-outs skipped" not in text_report(rep) + html_report(rep)
 
 
+def test_spes_own_queueing_is_reported_apart_from_the_proxies_times(tmp_path):
+    """4 records: the client held back before two of them (0.5 s and 1.5 s); slow's legs waited 0, 100, 200
+    and 300 ms for their turn, fast's never. The report says so, and no latency column includes the wait."""
+    lines = []
+    for i in range(1, 5):
+        r = record(i, measure(), [{**proxy("slow", total_ms=2.0), "queued_us": (i - 1) * 100_000},
+                                  {**proxy("fast", total_ms=1.0), "queued_us": 0}])
+        if i >= 3:
+            r["client_held_us"] = 500_000 if i == 3 else 1_500_000
+        lines.append(r)
+    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rep = build_report(tmp_path)
+    assert rep.held == {"requests": 2, "total_s": 2.0}
+    rows = {r["name"]: r for r in rep.rows}
+    assert rows["slow"]["queued_median_ms"] == pytest.approx(150.0)
+    assert rows["slow"]["queued_p99_ms"] == pytest.approx(297.0)
+    assert rows["slow"]["latency_median_ms"] == pytest.approx(2.0)  # the proxy's own time only
+    assert rows["fast"]["queued_median_ms"] == 0.0 and rows[COLLECTOR]["queued_median_ms"] is None
+    line = "client held back before 2 request(s) (2.00 s in all); legs' wait to be sent, median/p99 ms: " \
+           "slow 150.00/297.00, fast 0.00/0.00"
+    assert line in text_report(rep)
+    assert html.escape(line) in html_report(rep)
+    assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["client_held"] == {"requests": 2, "total_s": 2.0}
+    assert {r["name"]: r["queued_p99_ms"] for r in summary["proxies"]}["slow"] == pytest.approx(297.0)
+
+
+def test_a_log_without_queueing_fields_reports_none(run):
+    rep = build_report(run)
+    assert rep.held == {"requests": 0, "total_s": 0.0}
+    assert all(r["queued_median_ms"] is None for r in rep.rows)
+    assert "SPE's queueing" not in text_report(rep)
+
+
 def test_https_is_counted_and_an_intercepted_connect_is_no_skipped_fan_out(tmp_path):
     connect = {**record(1, measure(status=None), [], url="localhost:8443"), "method": "CONNECT",
                "note": "CONNECT intercepted: TLSv1.3, certificate for localhost"}

@@ -157,6 +157,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
         j["position"] = p.position;
         j["result"] = std::string(to_string(p.result));
         j["mismatched_headers"] = p.mismatched_headers;
+        if (p.queued_us) j["queued_us"] = *p.queued_us;
         proxies.push_back(std::move(j));
     }
     nlohmann::json j = {
@@ -174,6 +175,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
         {"proxies", std::move(proxies)},
     };
     if (!r.request_headers.empty()) j["request_headers"] = reference_fields(r.request_headers);
+    if (r.client_held_us) j["client_held_us"] = *r.client_held_us;
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 }  // namespace
@@ -208,6 +210,17 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         CHECK(j["collector"]["interim"][1]["status"] == 102);
         CHECK(j["collector"]["interim"][1]["at_us"] == 35000);
         CHECK_FALSE(j["proxies"][0].contains("interim"));
+    }
+    SECTION("SPE's own queueing: a leg's wait for its proxy's turn, the client held back") {
+        r.proxies[0].queued_us = 0;
+        r.proxies[1].queued_us = 312'456;
+        r.client_held_us = 1'250'000;
+        const auto line = spe::to_json_line(r);
+        CHECK(line == reference_json_line(r));
+        auto j = nlohmann::json::parse(line);
+        CHECK(j["client_held_us"] == 1'250'000);
+        CHECK(j["proxies"][1]["queued_us"] == 312'456);
+        CHECK_FALSE(j["proxies"][2].contains("queued_us"));  // never reached its turn: absent, not null
     }
     SECTION("the cache-rule judge's verdicts and the request's cache fields") {
         spe::CacheVerdict v;

@@ -1,0 +1,43 @@
+// Whose turn it is at each proxy among one client connection's fan-outs.
+// The fan-outs are numbered in the client's order (0, 1, 2 ...). A proxy gets
+// the leg of fan-out N+1 only once fan-out N is done with it (its leg ended,
+// or it sends none), so each proxy sees the client's requests in the order
+// the client and the Collector saw them (RFC 9111 4.4: an unsafe request
+// invalidates, then the next GET must not overtake it). A fan-out may be done
+// before its turn comes (no leg at all, e.g. no reference): the turn then
+// passes over it when it arrives. Plain data, no I/O: ProxyPools owns one on
+// its strand and does the waking.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace spe {
+
+class ProxyTurns {
+public:
+    explicit ProxyTurns(std::size_t proxies);
+
+    /// Whether fan-out `seq` may send its leg to `proxy` now.
+    bool is_turn(std::size_t proxy, std::uint64_t seq) const;
+    /// How many earlier fan-outs `proxy` still waits for before `seq`'s turn (0: its turn).
+    std::uint64_t ahead(std::size_t proxy, std::uint64_t seq) const;
+    /// Fan-out `seq` is done with `proxy`. Passing twice, or a fan-out the turn already
+    /// passed, changes nothing. Returns the fan-out whose turn it now is when the turn moved.
+    std::optional<std::uint64_t> pass(std::size_t proxy, std::uint64_t seq);
+    /// The slowest proxy's turn: the lowest fan-out some proxy is not done with yet
+    /// (`issued`, the next number to be given, when there are no proxies).
+    std::uint64_t slowest(std::uint64_t issued) const;
+
+private:
+    struct Turn {
+        std::uint64_t current = 0;                 // the fan-out whose leg this proxy gets next (or has now)
+        std::set<std::uint64_t> done_out_of_turn;  // later fan-outs already done with this proxy
+    };
+    std::vector<Turn> turns_;
+};
+
+}  // namespace spe

@@ -1,0 +1,163 @@
+"""Each proxy sees each client connection's requests in the client's order, one at a time, even when every
+proxy is slower than the client (issue 27): the leg of request N+1 goes out once that proxy has answered N."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import random
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+import pytest
+from httpclient import Connection
+
+from spe_tools.process import free_port
+
+REQUESTS = 6  # per client connection, back to back
+CONNECTIONS = ("a", "b")
+
+
+@dataclass
+class Seen:
+    connection: str
+    n: int
+    method: str
+    arrived: float
+    replying: float = 0.0  # when the stand-in began to write its reply: the next request cannot come before
+
+
+class SlowProxy(ThreadingHTTPServer):
+    """A stand-in proxy under test on 127.0.0.1: delays each reply 200-400 ms, then relays the origin's reply.
+    One thread per connection, so requests that overlap are served (and seen) at the same time."""
+
+    daemon_threads = True
+
+    def __init__(self, origin_port: int):
+        self.origin_port, self.lock, self.seen = origin_port, threading.Lock(), []
+        self.random = random.Random(27)
+        super().__init__(("127.0.0.1", 0), SlowHandler)
+
+
+class SlowHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: SlowProxy
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.relay()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.relay()
+
+    def relay(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = urlsplit(self.path)
+        _, connection, n = path.path.rsplit("/", 2)
+        seen = Seen(connection.removeprefix("order-"), int(n), self.command, time.monotonic())
+        with self.server.lock:
+            self.server.seen.append(seen)
+            delay = self.server.random.uniform(0.2, 0.4)
+        time.sleep(delay)
+        origin = http.client.HTTPConnection("127.0.0.1", self.server.origin_port, timeout=10)
+        origin.request(self.command, path.path + (f"?{path.query}" if path.query else ""), body=body)
+        reply = origin.getresponse()
+        data = reply.read()
+        origin.close()
+        seen.replying = time.monotonic()
+        self.send_response(reply.status)
+        for name, value in reply.getheaders():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextlib.contextmanager
+def slow_proxies(origin_port: int, count: int):
+    servers = [SlowProxy(origin_port) for _ in range(count)]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
+    for t in threads:
+        t.start()
+    try:
+        yield servers
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+        for t in threads:
+            t.join(timeout=10)
+
+
+def client(port: int, origin: str, connection: str, run: str, errors: list) -> None:
+    """One client connection: REQUESTS requests back to back, a POST among them (an unsafe request whose
+    invalidation the GET after it must not overtake)."""
+    try:
+        with Connection(port, timeout=30) as c:
+            for n in range(REQUESTS):
+                if n == 2:
+                    reply = c.get(f"{origin}/post/order-{connection}/{n}?run={run}", method="POST", body=b"x" * n)
+                else:
+                    reply = c.get(f"{origin}/c/{run}/order-{connection}/{n}")
+                assert reply.status == 200
+    except Exception as e:  # noqa: BLE001 (reported by the test's thread)
+        errors.append(e)
+
+
+@pytest.mark.parametrize("mode,legs", [("sequential", "parallel"), ("concurrent", "parallel"),
+                                       ("sequential", "serial")])
+def test_each_proxy_sees_each_connection_in_order_when_every_proxy_is_slower(lab, start_multiplier, mode, legs):
+    run = f"{mode}-{legs}-{time.monotonic_ns()}"
+    with slow_proxies(lab.origin_port, 2) as proxies:
+        dead = free_port()  # a proxy that refuses: its failed legs must pass their turn on too
+        slow = [a for i, p in enumerate(proxies) for a in ("--proxy", f"slow{i}=127.0.0.1:{p.server_port}")]
+        m = start_multiplier("--mode", mode, "--legs", legs, "--timeout", "10", *slow,
+                             "--proxy", f"dead=127.0.0.1:{dead}")
+        origin = f"http://127.0.0.1:{lab.origin_port}"
+        errors: list = []
+        threads = [threading.Thread(target=client, args=(m.port, origin, conn, run, errors)) for conn in CONNECTIONS]
+        start = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        client_s = time.monotonic() - start
+        assert not errors
+        records = m.records(REQUESTS * len(CONNECTIONS), deadline_s=30)
+        seen = [list(p.seen) for p in proxies]
+
+    # No record lost, every leg accounted for.
+    assert len(records) == REQUESTS * len(CONNECTIONS)
+    for proxy, server_seen in zip(("slow0", "slow1"), seen, strict=True):
+        for conn in CONNECTIONS:
+            mine = sorted((s for s in server_seen if s.connection == conn), key=lambda s: s.arrived)
+            # In the client's order ...
+            assert [s.n for s in mine] == list(range(REQUESTS)), f"{proxy} saw connection {conn} out of order"
+            # ... and one at a time: each request arrived after the proxy began its reply to the one before.
+            for before, after in zip(mine, mine[1:], strict=False):
+                assert after.arrived >= before.replying, (
+                    f"{proxy}: request {after.n} of connection {conn} arrived "
+                    f"{before.replying - after.arrived:.3f} s before the reply to {before.n}")
+    for r in records:
+        legs_by_name = {p["name"]: p for p in r["proxies"]}
+        assert set(legs_by_name) == {"slow0", "slow1", "dead"}
+        for name in ("slow0", "slow1"):
+            leg = legs_by_name[name]
+            assert leg["status"] == 200, leg
+            assert "queued_us" in leg
+            # The proxy's own times leave SPE's queueing out: its delay is at most 0.4 s.
+            assert leg["ttfb_us"] < 1_500_000, leg
+        assert legs_by_name["dead"]["error"] == "refused"
+        assert "queued_us" in legs_by_name["dead"]
+    queued = [p["queued_us"] for r in records for p in r["proxies"] if p["name"].startswith("slow")]
+    assert max(queued) > 150_000, "the client was faster than the proxies, so some legs waited for their turn"
+    # The client ran ahead of the proxies until the bound held it back, and its records say so.
+    held = [r["client_held_us"] for r in records if "client_held_us" in r]
+    assert held and all(h >= 0 for h in held)
+    assert client_s < 30

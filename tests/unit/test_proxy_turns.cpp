@@ -1,0 +1,179 @@
+// Each proxy gets a client connection's requests one at a time, in the
+// client's order: the turn logic (ProxyTurns) and the waiting on it (ProxyPools).
+#include "proxy_pools.hpp"
+#include "proxy_turns.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+using spe::ProxyPools;
+using spe::ProxyTurns;
+using namespace std::chrono_literals;
+
+TEST_CASE("a proxy's turn moves in order, one fan-out at a time") {
+    ProxyTurns t(2);
+    CHECK(t.is_turn(0, 0));
+    CHECK_FALSE(t.is_turn(0, 1));
+    CHECK(t.ahead(0, 3) == 3);
+    CHECK(t.pass(0, 0) == 1u);
+    CHECK(t.is_turn(0, 1));
+    CHECK(t.is_turn(1, 0));  // each proxy has its own turn
+    CHECK(t.slowest(5) == 0);
+    CHECK(t.pass(1, 0) == 1u);
+    CHECK(t.slowest(5) == 1);
+}
+
+TEST_CASE("a fan-out done before its turn is passed over when the turn reaches it") {
+    ProxyTurns t(1);
+    CHECK_FALSE(t.pass(0, 2));  // fan-out 2 sent nothing (no reference): the turn is still 0's
+    CHECK_FALSE(t.pass(0, 1));
+    CHECK(t.is_turn(0, 0));
+    CHECK(t.ahead(0, 3) == 1);  // only 0 holds 3 up: 1 and 2 are done
+    CHECK(t.pass(0, 0) == 3u);  // 0 ends: 1 and 2 are skipped
+    CHECK(t.is_turn(0, 3));
+}
+
+TEST_CASE("passing twice, or a fan-out already passed, changes nothing") {
+    ProxyTurns t(1);
+    CHECK(t.pass(0, 0) == 1u);
+    CHECK_FALSE(t.pass(0, 0));  // e.g. the leg passed it and then the fan-out's destructor
+    CHECK(t.is_turn(0, 1));
+    CHECK_FALSE(t.pass(0, 4));
+    CHECK_FALSE(t.pass(0, 4));
+    CHECK(t.pass(0, 1) == 2u);
+    CHECK(t.pass(0, 2) == 3u);
+    CHECK(t.pass(0, 3) == 5u);
+}
+
+TEST_CASE("with no proxies nobody is behind") {
+    ProxyTurns t(0);
+    CHECK(t.slowest(7) == 7);
+}
+
+namespace {
+
+struct Bed {
+    boost::asio::io_context io;
+    std::vector<spe::ResolvedProxy> proxies{{"a", {}}, {"b", {}}};
+    std::shared_ptr<ProxyPools> pools = std::make_shared<ProxyPools>(io.get_executor(), proxies, 4, 64 * 1024);
+    std::vector<std::string> sent;  // "proxy:fan-out" in the order the legs got their turn
+    std::vector<ProxyPools::TurnWait> outcomes;
+
+    /// A leg: waits for its turn, "sends", holds the proxy for `busy` (as a slow proxy's reply), passes on.
+    void leg(std::size_t proxy, std::uint64_t seq, std::chrono::milliseconds busy, spe::Clock::duration bound = 10s) {
+        boost::asio::co_spawn(
+            io,
+            [this, proxy, seq, busy, bound]() -> spe::awaitable<void> {
+                const auto turn = co_await pools->await_turn(proxy, seq, bound);
+                outcomes.push_back(turn);
+                if (turn == ProxyPools::TurnWait::turn) pools->leg_sent(proxy);
+                if (turn == ProxyPools::TurnWait::turn)
+                    sent.push_back(std::to_string(proxy) + ":" + std::to_string(seq));
+                boost::asio::steady_timer reply(io, busy);
+                spe::error_code ec;
+                co_await reply.async_wait(spe::with_ec(ec));
+                pools->pass_turn(proxy, seq);
+            },
+            boost::asio::detached);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("legs started out of order reach each proxy in the client's order, woken as the one before ends") {
+    Bed bed;
+    for (std::uint64_t seq = 0; seq < 3; ++seq)
+        CHECK(bed.pools->next_sequence() == seq);
+    // Proxy 0 is slow on the first request; the later legs are spawned first, as a busy executor might run them.
+    bed.leg(0, 2, 1ms);
+    bed.leg(1, 2, 1ms);
+    bed.leg(0, 1, 1ms);
+    bed.leg(1, 1, 1ms);
+    bed.leg(0, 0, 50ms);
+    bed.leg(1, 0, 1ms);
+    CHECK(bed.pools->behind(1h) == 3);
+    const auto start = spe::Clock::now();
+    bed.io.run_for(5s);
+    CHECK(spe::Clock::now() - start < 2s);  // woken, not timed out
+    const std::vector<std::string> proxy0 = [&] {
+        std::vector<std::string> v;
+        for (auto& s : bed.sent)
+            if (s[0] == '0') v.push_back(s);
+        return v;
+    }();
+    CHECK(proxy0 == std::vector<std::string>{"0:0", "0:1", "0:2"});
+    // Proxy 1 is not held up by proxy 0: its three legs went before proxy 0's second.
+    const auto index = [&](const std::string& s) {
+        return std::find(bed.sent.begin(), bed.sent.end(), s) - bed.sent.begin();
+    };
+    CHECK(index("1:2") < index("0:1"));
+    CHECK(bed.pools->behind(1h) == 0);
+}
+
+TEST_CASE("a fan-out that sends nothing still passes its turn on") {
+    Bed bed;
+    for (int i = 0; i < 3; ++i)
+        bed.pools->next_sequence();
+    bed.leg(0, 2, 1ms);
+    bed.leg(0, 0, 20ms);
+    bed.pools->pass_all(1);  // a reference shortfall: fan-out 1 has no legs
+    CHECK(bed.pools->behind(1h) == 3);
+    bed.io.run_for(5s);
+    CHECK(bed.sent == std::vector<std::string>{"0:0", "0:2"});
+    CHECK(bed.pools->behind(1h) == 3);  // proxy 1 still waits for fan-out 0 (its turn never came here)
+    bed.pools->pass_all(0);
+    CHECK(bed.pools->behind(1h) == 1);  // 0 and 1 done everywhere, 2 not at proxy 1
+    bed.pools->pass_all(2);
+    CHECK(bed.pools->behind(1h) == 0);
+}
+
+TEST_CASE("the wait for a turn has a deadline: the legs ahead times the bound per fan-out") {
+    Bed bed;
+    bed.pools->next_sequence();
+    bed.pools->next_sequence();
+    // Fan-out 0 never passes proxy 0 (a bug elsewhere): fan-out 1's leg gives up after 2 x 20 ms.
+    const auto start = spe::Clock::now();
+    bed.leg(0, 1, 1ms, 20ms);
+    bed.io.run_for(5s);
+    const auto waited = spe::Clock::now() - start;
+    REQUIRE(bed.outcomes.size() == 1);
+    CHECK(bed.outcomes[0] == ProxyPools::TurnWait::timed_out);
+    CHECK(waited >= 40ms);
+    CHECK(waited < 2s);
+}
+
+TEST_CASE("abort wakes the legs waiting for their turn") {
+    Bed bed;
+    bed.pools->next_sequence();
+    bed.pools->next_sequence();
+    bed.leg(0, 1, 1ms);
+    boost::asio::post(bed.io, [&] { bed.pools->abort(); });
+    const auto start = spe::Clock::now();
+    bed.io.run_for(5s);
+    REQUIRE(bed.outcomes.size() == 1);
+    CHECK(bed.outcomes[0] == ProxyPools::TurnWait::aborted);
+    CHECK(spe::Clock::now() - start < 2s);
+}
+
+TEST_CASE("the client is not held for a proxy whose leg has been out too long (a hanging one)") {
+    Bed bed;
+    for (int i = 0; i < 5; ++i)
+        bed.pools->next_sequence();
+    bed.pools->pass_all(0);
+    CHECK(bed.pools->behind(1h) == 4);  // 1 to 4 not answered anywhere, nothing sent yet
+    bed.pools->leg_sent(0);             // proxy 0's leg of fan-out 1 is out
+    bed.pools->pass_turn(1, 1);
+    CHECK(bed.pools->behind(1h) == 4);  // proxy 0 is slow but not stalled
+    std::this_thread::sleep_for(5ms);
+    CHECK(bed.pools->behind(1ms) == 3);  // proxy 0 has stalled: only proxy 1 counts
+    bed.pools->pass_turn(0, 1);          // it answers at last: it counts again
+    CHECK(bed.pools->behind(1ms) == 3);
+}
