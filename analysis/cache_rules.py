@@ -37,6 +37,9 @@ RULES = {
     "age": ("4", "reused reply with no Age, or an Age below the copy's true age"),
     "not-modified": ("4.3.2", "a 304 whose validators do not match the client's request"),
     "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
+    "date": ("4, 3.2", "reused a stored reply with another Date than its parent sent"),
+    "stored-fields": ("3.1", "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"),
+    "header-update": ("4.3.4", "served a copy without the fields the origin's 304 changed during this request"),
 }
 # SHOULD-level findings and the request's own directives, which RFC 9111 5.2.1 makes advisory
 # ("caches MAY implement them"): reported beside the violations, never counted as violations.
