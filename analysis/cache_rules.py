@@ -43,6 +43,9 @@ RULES = {
                                             "non-matching If-None-Match"),
     "not-modified-fields": ("9110 15.4.5", "a 304 without the ETag or Vary the stored reply has"),
     "framing": ("3.2", "a reused copy whose body disagrees with its Content-Length (e.g. taken from a 304)"),
+    "date": ("4, 3.2", "reused a stored reply with another Date than its parent sent"),
+    "stored-fields": ("3.1", "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"),
+    "header-update": ("4.3.4", "served a copy without the fields the origin's 304 changed during this request"),
 }
 # SHOULD-level findings and the request's own directives, which RFC 9111 5.2.1 makes advisory
 # ("caches MAY implement them"): reported beside the violations, never counted as violations.

@@ -78,6 +78,7 @@ std::optional<CacheField> extension_field(std::string_view name) {
     if (same_name(name, "X-Cache")) return CacheField::x_cache;
     if (same_name(name, kValidationStampHeader)) return CacheField::validated;
     if (same_name(name, kReplyToHeader)) return CacheField::reply_to;
+    if (same_name(name, kParentStampHeader)) return CacheField::parent;
     return std::nullopt;
 }
 
@@ -107,15 +108,31 @@ std::optional<CacheField> judged_field(const boost::beast::http::fields::value_t
     }
 }
 
+/// Adds a field name to a space-separated list of lowercase names, unless listed already.
+void add_name(std::string& names, std::string_view name) {
+    std::string_view rest = names;
+    while (!rest.empty()) {
+        const auto space = rest.find(' ');
+        if (same_name(rest.substr(0, space), name)) return;
+        if (space == std::string_view::npos) break;
+        rest.remove_prefix(space + 1);
+    }
+    if (!names.empty()) names += ' ';
+    for (const char c : name)
+        names += ascii_lower(c);
+}
+
 }  // namespace
 
 CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
     CacheHeaders h;
+    h.field_names.reserve(256);  // a dozen names or so: one allocation
     // One pass over the fields (a lookup per name costs a dozen tree searches
     // per reply), then the values in one buffer.
     boost::container::static_vector<std::pair<CacheField, std::string_view>, 32> found;
     for (const auto& f : fields) {
         if (f.name() == boost::beast::http::field::set_cookie) h.set_cookie = true;
+        add_name(h.field_names, f.name_string());
         if (const auto which = judged_field(f); which && found.size() < found.capacity())
             found.emplace_back(*which, f.value());
     }

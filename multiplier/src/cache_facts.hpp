@@ -33,6 +33,7 @@ enum class CacheField : std::uint8_t {
     x_cache,
     validated,  // X-SPE-Validated
     reply_to,   // X-SPE-Reply-To: the client request (tag) the copy was fetched for
+    parent,     // X-SPE-Parent: what the Collector sent the proxy (parent_stamp.hpp)
     count
 };
 
@@ -66,8 +67,12 @@ public:
     std::optional<std::string_view> x_cache() const { return get(CacheField::x_cache); }
     std::optional<std::string_view> validated() const { return get(CacheField::validated); }
     std::optional<std::string_view> reply_to() const { return get(CacheField::reply_to); }
+    std::optional<std::string_view> parent() const { return get(CacheField::parent); }
 
     bool set_cookie = false;
+    /// The lowercase names of every field of the reply, each once, space-separated: what a proxy
+    /// kept of the fields its parent sent (X-SPE-Parent's list) is judged by them.
+    std::string field_names;
 
 private:
     struct Span {

@@ -98,7 +98,8 @@ const KnownFetch* CacheJudge::find_fetch(std::uint64_t serial) const {
     return fetches_.find(serial);
 }
 
-const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at) {
+const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, const ParentStamp* parent,
+                                       bool seen_fresh, double at) {
     if (const auto* known = fetches_.find(stamp.serial))
         return known->stamp.collector() == stamp.collector() ? known : nullptr;
     KnownFetch f;
@@ -106,8 +107,21 @@ const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& r
     f.status = reply.status.value_or(0);
     f.headers = reply.cache_headers;
     // What judging reads later; the rest of the reply's fields only cost memory here.
-    for (auto unread : {CacheField::cache_status, CacheField::x_cache, CacheField::validated, CacheField::reply_to})
+    for (auto unread : {CacheField::cache_status, CacheField::x_cache, CacheField::validated, CacheField::reply_to,
+                        CacheField::parent})
         f.headers.clear(unread);
+    std::string().swap(f.headers.field_names);
+    if (parent) {
+        // First seen in a proxy's reply: its Date and Age may be the proxy's own (nginx writes its
+        // Date); the Collector's, as it sent them, are the origin's on a fetch it just made.
+        for (auto [field, value] :
+             {std::pair{CacheField::date, &parent->date}, std::pair{CacheField::age, &parent->age}}) {
+            if (*value)
+                f.headers.set(field, **value);
+            else
+                f.headers.clear(field);
+        }
+    }
     f.first_seen = at;
     f.seen_fresh = seen_fresh;
     return &fetches_.insert_or_assign(stamp.serial, std::move(f));
@@ -218,7 +232,12 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     }
     v.fetch = stamp->id;
     v.fetched_at = stamp->time;
-    const KnownFetch* fetch = remember(*stamp, reply, stamp->time >= record.ts - kClockSlack, served_at);
+    // What the proxy's parent sent it with this copy. Not for the Collector's own reply: its parent is the
+    // origin, whose fields the fetch keeps.
+    std::optional<ParentStamp> parent;
+    if (const auto p = h.parent(); p && reference) parent = parse_parent_stamp(*p);
+    const ParentStamp* sent = parent ? &*parent : nullptr;
+    const KnownFetch* fetch = remember(*stamp, reply, sent, stamp->time >= record.ts - kClockSlack, served_at);
     v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
 
     v.reused = is_reuse(c, reply, reference, *stamp);
@@ -232,12 +251,17 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     if (!reference && !v.reused) v.origin = h;
     if (fetch && v.reused) {
         const StoredFor* stored = stored_for(*fetch, memory);
-        const ReuseQuestion q{*fetch,    request,        stored,      served_at,
-                              record.ts, v.validated_at, invalidated, h.content_encoding()};
+        const ReuseQuestion q{
+            *fetch, request, stored, served_at, record.ts, v.validated_at, invalidated, h.content_encoding(), sent};
         judge_reuse(v, q, reply);
+        if (reference && sent) judge_header_update(v, c, *fetch, reply, *reference);
         if (!v.violations.empty()) {
             v.evidence_served = judged_fields(fetch->headers);
             v.evidence_served.emplace_back("age (as served)", h.age().value_or("(none)"));
+            if (sent) {
+                v.evidence_served.emplace_back("date (as served)", h.date().value_or("(none)"));
+                v.evidence_served.emplace_back("x-spe-parent (as served)", *h.parent());
+            }
             if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
             v.evidence_request = request_fields(request, stored);
         }
@@ -288,6 +312,38 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
     if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age()))
         v.violations.push_back(std::move(*age));
     v.age_s = freshness(q).age;
+    // What the stored reply must carry as it was received: known only from the parent's own note
+    // (a 304 made from the copy carries few of its fields).
+    if (q.parent && reply.status != 304) {
+        if (q.parent->date) {
+            add_exercised(v, "date");
+            if (auto f = date_finding(*q.parent, reply.cache_headers.date())) v.violations.push_back(std::move(*f));
+        }
+        add_exercised(v, "stored-fields");
+        if (auto f = stored_fields_finding(*q.parent, reply.cache_headers.field_names, q.fetch.facts().cc))
+            v.violations.push_back(std::move(*f));
+    }
+}
+
+void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,
+                                     const Measure& reference) {
+    // Only when the origin confirmed this very fetch during this request, with a 304 the Collector
+    // merged (its reply shows it), and the proxy served its copy of that fetch.
+    const auto& ref = reference.cache;
+    if (!ref || !ref->validated_at || *ref->validated_at < c.record.ts - kClockSlack || !c.reference_stamp ||
+        c.reference_stamp->serial != fetch.stamp.serial || reply.status == 304)
+        return;
+    add_exercised(v, "header-update");
+    // Old values are fine on a copy the proxy could still reuse: only one that had to be validated
+    // (a staleness or no-cache finding) shows the 304 was not merged, or not asked for. Either way the
+    // old fields are what the client saw: named as header-update, in place of the staleness finding.
+    const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& f) {
+        return f.rule == "stale" || f.rule == "must-revalidate" || f.rule == "proxy-revalidate" ||
+               f.rule == "s-maxage" || f.rule == "no-cache";
+    });
+    if (needed_validation == v.violations.end()) return;
+    if (auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers))
+        *needed_validation = std::move(*f);
 }
 
 void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,

@@ -72,7 +72,8 @@ private:
         std::optional<FetchStamp> last_stamp = {};
     };
 
-    const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, bool seen_fresh, double at);
+    const KnownFetch* remember(const FetchStamp& stamp, const Measure& reply, const ParentStamp* parent,
+                               bool seen_fresh, double at);
     const KnownFetch* find_fetch(std::uint64_t serial) const;
     /// The request `memory`'s cache received `fetch` for, if known.
     static const StoredFor* stored_for(const KnownFetch& fetch, const CacheMemory& memory);
@@ -84,6 +85,9 @@ private:
     /// RFC 9110 15.2 on a proxy's leg (interim_rule.hpp).
     static void add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at);
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
+    /// A proxy's reuse of the fetch the Collector revalidated for this request (RFC 9111 4.3.4).
+    static void judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,
+                                    const Measure& reference);
     void judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
                          std::optional<double> invalidated, const FetchStamp& served);
     void remember_copy(CacheMemory& memory, UrlKey url, std::uint64_t fetch, bool reused);

@@ -9,6 +9,7 @@
 #include <boost/container/static_vector.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 
@@ -65,17 +66,19 @@ std::string secs(double s) {
 }
 
 /// The lifetime of a stored reply in a shared cache (RFC 9111 4.2.1), and
-/// where it came from.
-std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc) {
+/// where it came from. `date`: the Date the cache received (its parent's), else the origin's.
+std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc,
+                                                std::optional<double> date = std::nullopt) {
     if (cc.s_maxage) return {static_cast<double>(*cc.s_maxage), "s-maxage"};
     if (cc.max_age) return {static_cast<double>(*cc.max_age), "max-age"};
     const auto& o = f.facts();
+    const double received_date = date ? *date : or_stamp(o.date, f);
     if (o.has_expires) {
         if (!o.expires) return {0, "expires"};  // invalid: already expired (5.3)
-        return {std::max(0.0, *o.expires - or_stamp(o.date, f)), "expires"};
+        return {std::max(0.0, *o.expires - received_date), "expires"};
     }
     if (heuristically_cacheable(f.status) || cc.public_) {
-        if (o.last_modified) return {std::max(0.0, 0.1 * (or_stamp(o.date, f) - *o.last_modified)), "heuristic"};
+        if (o.last_modified) return {std::max(0.0, 0.1 * (received_date - *o.last_modified)), "heuristic"};
         return {0, "heuristic"};
     }
     return {0, "none"};
@@ -223,10 +226,21 @@ const OriginFacts& KnownFetch::facts() const {
 Freshness freshness(const ReuseQuestion& q) {
     const auto& cc = q.fetch.facts().cc;
     Freshness fr;
-    std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc);
     const double basis = std::max(q.fetch.stamp.time, q.validated_at.value_or(0));
-    fr.age = initial_age(q.fetch, q.validated_at) + std::max(0.0, q.at - basis);
     fr.validated_now = basis >= q.request_at - 0.005;
+    if (q.parent) {
+        // The copy as it reached this cache (RFC 9111 4.2.3, the parent's reply as received): its
+        // age then, from the parent's Age or Date, plus the time it has been resident since. The
+        // origin's Age and Date do not count: the parent may have answered from its own store.
+        const auto date = date_value(q.parent->date);
+        std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc, date);
+        const double received = seconds_value(q.parent->age).value_or(0);
+        const double apparent = date ? std::max(0.0, q.parent->time - *date) : 0;
+        fr.age = std::max(received, apparent) + std::max(0.0, q.at - q.parent->time);
+        return fr;
+    }
+    std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc);
+    fr.age = initial_age(q.fetch, q.validated_at) + std::max(0.0, q.at - basis);
     return fr;
 }
 
@@ -320,6 +334,89 @@ bool modified_since(const RequestFacts& request, const CacheHeaders& reply, cons
 }
 
 }  // namespace
+
+std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date) {
+    if (!parent.date) return std::nullopt;  // none sent: the cache had to add one (RFC 9110 6.6.1)
+    if (served_date && trim(*served_date) == trim(*parent.date)) return std::nullopt;
+    return Finding{"date", "4, 3.2",
+                   fmt::format("served Date '{}', but the stored reply's Date (its parent's) is '{}'",
+                               served_date.value_or("(none)"), *parent.date)};
+}
+
+bool field_may_differ(std::string_view n) {
+    static constexpr std::array<std::string_view, 19> kNames = {"connection",
+                                                                "keep-alive",
+                                                                "proxy-connection",
+                                                                "te",
+                                                                "trailer",
+                                                                "upgrade",
+                                                                "transfer-encoding",
+                                                                "proxy-authenticate",
+                                                                "proxy-authentication-info",
+                                                                "age",
+                                                                "date",
+                                                                "via",
+                                                                "warning",
+                                                                "server",
+                                                                "content-length",
+                                                                "accept-ranges",
+                                                                "x-cache",
+                                                                "x-cache-lookup",
+                                                                "cache-status"};
+    return n.substr(0, 6) == "x-spe-" || std::find(kNames.begin(), kNames.end(), n) != kNames.end();
+}
+
+std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
+                                             const CacheControl& cc) {
+    if (cc.no_cache_fields || cc.private_fields) return std::nullopt;
+    auto listed = [](std::string_view names, std::string_view name) {
+        while (!names.empty()) {
+            const auto space = names.find(' ');
+            if (names.substr(0, space) == name) return true;
+            if (space == std::string_view::npos) break;
+            names.remove_prefix(space + 1);
+        }
+        return false;
+    };
+    std::string missing;
+    std::string_view sent = parent.fields;
+    while (!sent.empty()) {
+        const auto space = sent.find(' ');
+        const auto name = sent.substr(0, space);
+        if (!name.empty() && !field_may_differ(name) && !listed(served_names, name))
+            missing.append(missing.empty() ? "" : ", ").append(name);
+        if (space == std::string_view::npos) break;
+        sent.remove_prefix(space + 1);
+    }
+    if (missing.empty()) return std::nullopt;
+    return Finding{"stored-fields", "3.1",
+                   fmt::format("its parent sent {}, which the reused reply lacks: a cache stores and sends every "
+                               "end-to-end field it received",
+                               missing)};
+}
+
+std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
+                                             const CacheHeaders& served) {
+    // The fields the judge reads that a 304 may update (Age, Date and the stamps aside).
+    static constexpr std::array<std::pair<std::string_view, CacheField>, 5> kUpdated = {{
+        {"cache-control", CacheField::cache_control},
+        {"expires", CacheField::expires},
+        {"last-modified", CacheField::last_modified},
+        {"etag", CacheField::etag},
+        {"vary", CacheField::vary},
+    }};
+    for (const auto& [name, field] : kUpdated) {
+        const auto before = stored.get(field);
+        const auto after = updated.get(field);
+        if (before == after || served.get(field) != before) continue;
+        return Finding{"header-update", "4.3.4",
+                       fmt::format("the origin's 304 changed {} to '{}' during this request; served the stored "
+                                   "'{}' (the copy had to be validated: it either was and the 304 was not merged, "
+                                   "or it was served stale)",
+                                   name, after.value_or("(none)"), before.value_or("(none)"))};
+    }
+    return std::nullopt;
+}
 
 std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
                                             const CacheHeaders* fetch) {

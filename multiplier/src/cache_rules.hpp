@@ -6,6 +6,7 @@
 
 #include "cache_facts.hpp"
 #include "fetch_stamp.hpp"
+#include "parent_stamp.hpp"
 
 #include <optional>
 #include <string>
@@ -72,6 +73,9 @@ struct ReuseQuestion {
     /// The served reply's Content-Encoding (for Vary: Accept-Encoding, judged by
     /// whether this request accepts it).
     std::optional<std::string_view> content_encoding;
+    /// What the cache's parent sent it with this copy (X-SPE-Parent on the served reply); nullptr:
+    /// unknown (the Collector's own reply, a stock Collector), and the origin's Age and Date count.
+    const ParentStamp* parent = nullptr;
 };
 
 /// How old and how long-lived a stored copy is, per RFC 9111 4.2.
@@ -94,6 +98,29 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
 /// What a reused reply itself must carry: Age (RFC 9111 4, 5.1).
 std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
                                    std::optional<std::string_view> reply_age);
+
+/// A reused reply carries the Date its cache received (RFC 9111 4 and 3.2: stored
+/// fields are sent as stored, Age aside; RFC 9110 6.6.1): judged against its parent's.
+std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date);
+
+/// Whether a cache may leave out or replace a field of a stored reply it reuses: hop-by-hop
+/// fields, the ones each hop writes itself (Age, Date, Via, Warning, Server, Content-Length,
+/// Accept-Ranges), the claims of its parent (X-Cache, Cache-Status) and SPE's stamps.
+bool field_may_differ(std::string_view lower_name);
+
+/// A reused reply keeps every end-to-end field its parent sent and the cache had to store
+/// (RFC 9111 3.1), Set-Cookie included. `served_names`: the served reply's lowercase field
+/// names (CacheHeaders::field_names); `cc`: the stored reply's Cache-Control (no-cache="..."
+/// and private="..." let a cache leave fields out: then nothing is judged).
+std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
+                                             const CacheControl& cc);
+
+/// After a 304, a stored reply's fields are updated from it before it is served (RFC 9111
+/// 4.3.4). `stored`: the fetch's fields as first seen; `updated`: the Collector's reply to this
+/// request, which merged the origin's 304; `served`: the cache's reply of the same fetch.
+/// A finding when a judged field the 304 changed is served with its old value.
+std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
+                                             const CacheHeaders& served);
 
 /// A 304 sent to a conditional request must match its validators (RFC 9111
 /// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.

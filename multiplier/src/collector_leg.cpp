@@ -132,7 +132,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     // The fetch stamp is for the record, not for the client (a --dummy proxy
     // under test passes it on untouched: its client is a Multiplier).
     if (!cfg.dummy && !cfg.client_fetch_stamp)
-        for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader})
+        for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader, kParentStampHeader})
             reply.erase(name);
     prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
     out.keep_alive = client.keep_alive;

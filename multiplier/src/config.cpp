@@ -172,8 +172,9 @@ po::options_description describe_options() {
         "no-cache-judge", po::bool_switch(),
         "do not judge reused replies against RFC 9111's caching rules (no `cache` object in the records)")(
         "client-fetch-stamp", po::bool_switch(),
-        "keep the Collector's X-SPE-Fetch, X-SPE-Validated and X-SPE-Reply-To headers (which origin fetch a "
-        "reply came from, when the origin last confirmed it, which client request fetched it) in the replies to "
+        "keep the Collector's X-SPE-Fetch, X-SPE-Validated, X-SPE-Reply-To and X-SPE-Parent headers (which origin "
+        "fetch a reply came from, when the origin last confirmed it, which client request fetched it, what the "
+        "Collector sent) in the replies to "
         "the clients; by default they are kept from them")(
         "dummy", po::bool_switch(), "run as ROPE's dummy proxy: pass every request to --parent, no fan-out")(
         "parent", po::value<std::string>(), "HOST:PORT of the parent in --dummy mode")("version",

@@ -94,6 +94,7 @@ const std::vector<std::string>& default_ignored_headers() {
                                                    "x-timer",
                                                    "x-forwarded-for",
                                                    "x-spe-fetch",
+                                                   "x-spe-parent",
                                                    "x-spe-reply-to",
                                                    "x-spe-validated"};
     return names;

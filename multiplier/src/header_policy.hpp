@@ -33,6 +33,9 @@ inline constexpr std::string_view kSchemeHeader = "X-SPE-Scheme";
 inline constexpr std::string_view kReplyToHeader = "X-SPE-Reply-To";
 /// The Collector's stamp on a 304 and on the copies it refreshes: when the origin last confirmed a stored copy.
 inline constexpr std::string_view kValidationStampHeader = "X-SPE-Validated";
+/// The Collector's note on every reply (patch 0020): when it sent it, the Age and Date it sent and the
+/// names of its fields. A proxy stores it with its copy: what its parent gave it (parent_stamp.hpp).
+inline constexpr std::string_view kParentStampHeader = "X-SPE-Parent";
 /// On the replay port's 502 for a proxy's copy of an unsafe request it would not answer: why.
 inline constexpr std::string_view kReplayRefusedHeader = "X-SPE-Replay-Refused";
 

@@ -68,7 +68,7 @@ void ReplayRecording::header(const http::response_header<>& h) {
     for (auto field : {http::field::content_length, http::field::transfer_encoding, http::field::via})
         reply_.header.erase(field);
     // The Collector stamps what it relays from the replay port as it does an origin's reply.
-    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader})
+    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader, kParentStampHeader})
         reply_.header.erase(name);
 }
 

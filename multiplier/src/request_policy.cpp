@@ -297,6 +297,7 @@ void set_request_tag(Request& upstream, std::string_view tag) {
     upstream.erase(kFetchStampHeader);
     upstream.erase(kValidationStampHeader);
     upstream.erase(kReplyToHeader);
+    upstream.erase(kParentStampHeader);
     upstream.erase(kSchemeHeader);
     upstream.set(kRequestTagHeader, tag);
 }

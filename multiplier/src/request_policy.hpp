@@ -62,7 +62,7 @@ Request make_upstream_request(const Request& client_request, const std::string& 
 
 /// Marks the upstream copy with this Multiplier's request tag (X-SPE-Request),
 /// first removing any X-SPE-Request, X-SPE-Fetch, X-SPE-Validated,
-/// X-SPE-Reply-To or X-SPE-Scheme the client sent: a client must not choose another request's
+/// X-SPE-Reply-To, X-SPE-Parent or X-SPE-Scheme the client sent: a client must not choose another request's
 /// tag nor the Collector's stamps. Not used in --dummy mode, where these
 /// headers pass untouched.
 void set_request_tag(Request& upstream, std::string_view tag);

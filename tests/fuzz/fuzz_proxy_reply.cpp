@@ -1,9 +1,12 @@
 // libFuzzer: bytes a proxy under test may answer with, through the Multiplier's
 // reply measuring (digesting body, header selection, validation). Properties:
 // no crash or sanitizer report; the digest counts exactly the decoded bytes;
-// validation of a complete reply against itself is OK.
+// validation of a complete reply against itself is OK; the judge's X-SPE-Parent
+// parser (a proxy sends back what it stored) never crashes and gives a positive time.
+#include "cache_facts.hpp"
 #include "digest_body.hpp"
 #include "header_policy.hpp"
+#include "parent_stamp.hpp"
 #include "validator.hpp"
 
 #include <boost/beast/http.hpp>
@@ -35,6 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (!ec && !parser.is_done() && parser.is_header_done() && parser.need_eof()) parser.put_eof(ec);
     if (!parser.is_header_done()) return 0;
+
+    const auto cache = spe::take_cache_headers(parser.get().base());
+    if (const auto parent = cache.parent())
+        if (const auto stamp = spe::parse_parent_stamp(*parent); stamp && !(stamp->time > 0)) std::abort();
 
     static const spe::HeaderPolicy policy;
     spe::Measure m;

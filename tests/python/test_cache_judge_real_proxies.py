@@ -11,7 +11,12 @@ The cases (RFC 9111 section: the requests):
 - stale (4.2, 4.2.3): max-age=3600 arriving with Age: 7200, twice;
 - invalidation (4.4): GET (max-age=600), POST to the same URL (200), GET;
 - no-store (5.2.2.5): no-store, twice;
-- private (5.2.2.7): private, max-age=600, twice.
+- private (5.2.2.7): private, max-age=600, twice;
+- huge-age (4.2.3, judged by the parent's Age): max-age=3600 arriving with Age: 2147483648, twice. The
+  Collector answers the proxies from its store with an Age of its own (a few seconds: Squid's bug, flagged
+  on the Collector as stale and age); the proxies never held a stale copy and are not blamed for it;
+- set-cookie (3.1): max-age=600 with Set-Cookie, twice: a stored Set-Cookie must be sent on reuse;
+- header-update (4.3.4): max-age=1 with an ETag, then 4 s later the origin's 304 says max-age=2.
 
 What each proxy does with the judged request ("fwd": asked the Collector; "hit": served its stored copy;
 then the rules the judge flags):
@@ -24,8 +29,15 @@ then the rules the judge flags):
 | invalidation | fwd | fwd | hit: invalidation, age | hit: invalidation | fwd |
 | no-store | fwd | fwd | fwd | fwd | fwd |
 | private | fwd | fwd | fwd | fwd | fwd |
+| huge-age | hit | hit | hit: age, date | hit | hit |
+| set-cookie | hit: stored-fields | hit: stored-fields | fwd (no store) | fwd (no store) | hit |
+| header-update | fwd | fwd | fwd | hit (grace): header-update | fwd |
 
-The Collector (patched Squid 5.7) breaks none of them. nginx never generates Age (RFC 9111 4), so each
+nginx writes its own Date on every reply, its hits too (`date`). Varnish serves its stale copy in grace
+while it revalidates in the background; the Collector's reply shows that the origin's 304 changed
+Cache-Control during this request, so the old value Varnish serves is named `header-update` (in place of
+`stale`: from outside, a copy revalidated without merging the 304 and one served stale look alike).
+The Collector (patched Squid 5.7) breaks none of them but huge-age. nginx never generates Age (RFC 9111 4), so each
 copy it reuses WAIT_S after the fetch also breaks `age`: the wait makes that certain rather than a matter
 of timing (the judge flags an Age more than 2.5 s low). "fwd" and "hit" are checked independently of the
 judge too, in the Collector's access log: a proxy that forwarded asked its Collector port. In every case
@@ -60,19 +72,36 @@ CASES = {
     "invalidation": ("/real/inval?cc=max-age%3D600", [("GET", {}), ("POST", {})], {}, "invalidation"),
     "no-store": ("/real/no-store?cc=no-store", [("GET", {})], {}, "no-store"),
     "private": ("/real/private?cc=private%2C%20max-age%3D600", [("GET", {})], {}, "private"),
+    "huge-age": ("/real/huge-age?cc=max-age%3D3600&age=2147483648", [("GET", {})], {}, "age"),
+    "set-cookie": ("/real/cookie?cc=max-age%3D600&cookie=c", [("GET", {})], {}, "stored-fields"),
+    "header-update": ("/real/update?cc=max-age%3D1&etag=v1&cc304=max-age%3D2", [("GET", {})], {}, "stale"),
 }
 # case -> proxy -> the rules it broke on the judged request; a proxy left out broke none
 EXPECTED = {
-    "fresh": {"nginx": {"age"}},
-    "authorization": {"trafficserver": {"authorization"}, "nginx": {"authorization", "age"}},
-    "stale": {"nginx": {"stale", "age"}},
-    "invalidation": {"varnish": {"invalidation"}, "nginx": {"invalidation", "age"}},
+    "fresh": {"nginx": {"age", "date"}},
+    "authorization": {"trafficserver": {"authorization"}, "nginx": {"authorization", "age", "date"}},
+    "stale": {"nginx": {"stale", "age", "date"}},
+    "invalidation": {"varnish": {"invalidation"}, "nginx": {"invalidation", "age", "date"}},
     "no-store": {},
     "private": {},
+    "huge-age": {"nginx": {"age", "date"}},
+    "set-cookie": {"squid": {"stored-fields"}, "trafficserver": {"stored-fields"}},
+    "header-update": {"varnish": {"header-update"}},
 }
+# case -> the rules the Collector broke on the judged request (judged by the origin's fields)
+COLLECTOR_EXPECTED = {"huge-age": {"stale", "age"}}
+PROXY_ONLY = {"date", "stored-fields", "header-update"}  # rules judged by X-SPE-Parent
+# case -> the rule the Collector had the chance to break, where not the case's (it validated: never stale)
+COLLECTOR_RULE = {"header-update": "age"}
+# (case, proxy) that also asked its Collector port in the background while serving its stale copy (grace)
+BACKGROUND_FETCH = {("header-update", "varnish")}
 # case -> the proxies that served the judged request from their store
 REUSED = {"fresh": set(REAL_KINDS), "authorization": {"trafficserver", "nginx"}, "stale": {"nginx"},
-          "invalidation": {"varnish", "nginx"}, "no-store": set(), "private": set()}
+          "invalidation": {"varnish", "nginx"}, "no-store": set(), "private": set(), "huge-age": set(REAL_KINDS),
+          "set-cookie": {"squid", "trafficserver", "apache"}, "header-update": {"varnish"}}
+# (case, proxy) without the chance to break the case's rule: nginx and Varnish do not store a reply with
+# Set-Cookie (RFC 9111 3 lets a cache decline to store anything), so they never reuse one
+NOT_EXERCISED = {("set-cookie", "nginx"), ("set-cookie", "varnish")}
 
 
 class Judged:
@@ -141,15 +170,18 @@ def test_each_case_is_flagged_for_exactly_the_proxies_that_broke_its_rule(judged
     cache = mine.get("cache")
     assert cache is not None, f"{kind} has no cache verdict on {case}: {mine}"
     assert rules_broken(cache) == EXPECTED[case].get(kind, set()), cache
-    assert CASES[case][3] in cache["exercised"], f"{kind} never had the chance to break {CASES[case][3]}: {cache}"
+    if (case, kind) not in NOT_EXERCISED:
+        assert CASES[case][3] in cache["exercised"], f"{kind} never had the chance to break {CASES[case][3]}: {cache}"
     assert cache["reused"] is (kind in REUSED[case]), cache
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_collector_breaks_none_of_the_rules(judged, case):
     cache = judged.records[case]["collector"]["cache"]
-    assert rules_broken(cache) == set(), cache
-    assert CASES[case][3] in cache["exercised"], cache
+    assert rules_broken(cache) == COLLECTOR_EXPECTED.get(case, set()), cache
+    rule = COLLECTOR_RULE.get(case, CASES[case][3])
+    if rule not in PROXY_ONLY:  # judged by what a parent sent: the Collector's parent sends no note
+        assert rule in cache["exercised"], cache
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -159,4 +191,5 @@ def test_the_proxies_that_forwarded_are_those_the_judge_says_did_not_reuse(judge
     path, first, _, _ = CASES[case]
     asked = judged.lab.collector_lines(path)
     for kind in judged.kinds:
-        assert asked[kind] == len(first) + 1 - (kind in REUSED[case]), (kind, dict(asked))
+        expected = len(first) + 1 - (kind in REUSED[case]) + ((case, kind) in BACKGROUND_FETCH)
+        assert asked[kind] == expected, (kind, dict(asked))

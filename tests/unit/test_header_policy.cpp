@@ -46,9 +46,10 @@ TEST_CASE("default policy ignores per-hop headers and prefixes, lowercases and j
     f.insert("Set-Cookie", "a=1");
     f.insert("Set-Cookie", "b=2");
     f.set(http::field::etag, "\"x\"");
-    f.set("X-SPE-Fetch", "collector-fetch-12");      // the Collector's stamp: differs per fetch by design
-    f.set("X-SPE-Validated", "collector-fetch-13");  // its validation stamp: differs per 304 by design
-    f.set("X-SPE-Reply-To", "0123456789abcdef-7");   // the client request the copy was fetched for
+    f.set("X-SPE-Fetch", "collector-fetch-12");         // the Collector's stamp: differs per fetch by design
+    f.set("X-SPE-Validated", "collector-fetch-13");     // its validation stamp: differs per 304 by design
+    f.set("X-SPE-Reply-To", "0123456789abcdef-7");      // the client request the copy was fetched for
+    f.set("X-SPE-Parent", "t=1.000; fields=\"etag\"");  // what the Collector sent: differs per reply
     auto selected = policy.select(f);
     REQUIRE(selected.size() == 2);
     CHECK(selected[0] == spe::ComparedHeader{"etag", "\"x\""});

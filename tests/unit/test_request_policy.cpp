@@ -197,6 +197,7 @@ TEST_CASE("the upstream copy carries this Multiplier's request tag, never the cl
     r.insert("X-Spe-Fetch", "fetch-of-another-request");
     r.insert("x-spe-validated", "validation-of-another-request");
     r.insert("X-SPE-Reply-To", "another-client-request");
+    r.insert("X-SPE-Parent", "t=1; fields=\"x\"");
     auto up = spe::make_upstream_request(r, "m", true);
     spe::set_request_tag(up, "0123456789abcdef-42");
     CHECK(up.count("X-SPE-Request") == 1);
@@ -204,6 +205,7 @@ TEST_CASE("the upstream copy carries this Multiplier's request tag, never the cl
     CHECK(up.count("X-SPE-Fetch") == 0);
     CHECK(up.count("X-SPE-Validated") == 0);
     CHECK(up.count("X-SPE-Reply-To") == 0);
+    CHECK(up.count("X-SPE-Parent") == 0);
     const spe::WireRequest wire(std::move(up));
     CHECK_THAT(header_of(wire), Catch::Contains("\r\nX-SPE-Request: 0123456789abcdef-42\r\n"));
     CHECK_THAT(header_of(wire), !Catch::Contains("chosen-by-the-client"));
