@@ -156,13 +156,22 @@ std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     return std::nullopt;
 }
 
-/// Whether the copy was stale already when the origin sent (or last confirmed)
-/// it: a lifetime no longer than its age on arrival (RFC 9111 4.2). The
-/// rounding slack is for copies that were fresh then: one that never was has
-/// no fresh moment for Date's and Age's whole seconds to blur.
-bool never_fresh(const KnownFetch& f, double lifetime, std::optional<double> validated_at) {
+/// Whether the copy was stale already when it reached the cache (as its parent
+/// sent it; without a parent stamp, as the origin sent or last confirmed it):
+/// a lifetime no longer than its age on arrival (RFC 9111 4.2). The rounding
+/// slack is for copies that were fresh then: one that never was has no fresh
+/// moment for Date's and Age's whole seconds to blur.
+bool never_fresh(const ReuseQuestion& q, double lifetime) {
     if (lifetime <= 0) return true;
-    if (validated_at && *validated_at > f.stamp.time) return false;  // the 304's own Age and Date are not known
+    if (q.parent) {
+        // As it reached this cache, from its parent (whose own store may have kept it young or old):
+        // Age in whole seconds rounded down, Date rounded down too (up to a second over).
+        if (const auto age = seconds_value(q.parent->age); age && *age >= lifetime) return true;
+        const auto date = date_value(q.parent->date);
+        return date && q.parent->time - *date >= lifetime + 1;
+    }
+    const auto& f = q.fetch;
+    if (q.validated_at && *q.validated_at > f.stamp.time) return false;  // the 304's own Age and Date are not known
     const auto& o = f.facts();
     // Age counts whole seconds rounded down; the time between the fetch and the
     // copy first seen is taken off again (less than half a second on a fetch).
@@ -288,7 +297,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
                                        fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
                                                    "Last-Modified) is {}",
                                                    secs(fr.age), secs(fr.lifetime))});
-        } else if (const bool unfresh = never_fresh(f, fr.lifetime, q.validated_at);
+        } else if (const bool unfresh = never_fresh(q, fr.lifetime);
                    (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
             std::string_view section;
             const auto rule = stale_rule(cc, fr.source, &section);
