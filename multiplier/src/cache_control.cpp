@@ -49,6 +49,7 @@ void for_each_directive(std::string_view value, Each each) {
 /// (RFC 9111 4.2.1 leaves the reading to the cache; the judge names the choice).
 void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen,
                          std::optional<std::int64_t> value) {
+    if (value) cc.freshness_longest = std::max(cc.freshness_longest.value_or(0), *value);
     if (seen) {
         cc.freshness_repeated = true;
         return;

@@ -31,8 +31,9 @@ struct CacheControl {
     // Freshness information a cache may read more than one way (RFC 9111 4.2.1):
     // "either the first occurrence should be used or the response should be
     // considered stale"; invalid values "encouraged" to be read as stale.
-    bool freshness_invalid = false;   // a max-age or s-maxage that is no delta-seconds (left absent)
-    bool freshness_repeated = false;  // max-age or s-maxage given more than once (the first kept)
+    bool freshness_invalid = false;                 // a max-age or s-maxage that is no delta-seconds (left absent)
+    bool freshness_repeated = false;                // max-age or s-maxage given more than once (the first kept)
+    std::optional<std::int64_t> freshness_longest;  // the longest of every valid max-age / s-maxage given
 };
 
 /// `s` without the optional whitespace (and a stray CR) around it.

@@ -131,8 +131,9 @@ const StoredFor* CacheJudge::stored_for(const KnownFetch& fetch, const CacheMemo
     return memory.deliveries.find(fetch.stamp.serial);
 }
 
-void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request) {
-    StoredFor d{request.authorization, request.cc.no_store, {}};
+void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request,
+                                   double sent_at) {
+    StoredFor d{request.authorization, request.cc.no_store, {}, sent_at};
     if (fetch.headers.vary()) d.vary = vary_values(request, fetch.facts().vary);
     memory.deliveries.insert_or_assign(fetch.stamp.serial, std::move(d));
 }
@@ -209,6 +210,11 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
             if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
         }
     }
+    if (reply.status == 200 && request.if_none_match && request.if_modified_since &&
+        (record.method == "GET" || record.method == "HEAD")) {
+        add_exercised(v, "validator-precedence");
+        if (auto f = full_reply_precedence_finding(request, h)) v.violations.push_back(std::move(*f));
+    }
     if (!reply.fetch) {
         // A 304 has no body from any fetch; anything else unstamped is not from the origin.
         if (reply.status == 304) v.provenance = "not-modified";
@@ -247,7 +253,7 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     }
     std::optional<double> invalidated;
     if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
-    if (fetch && !v.reused) remember_delivery(memory, *fetch, request);
+    if (fetch && !v.reused) remember_delivery(memory, *fetch, request, sent_at);
     if (!reference && !v.reused) v.origin = h;
     if (fetch && v.reused) {
         const StoredFor* stored = stored_for(*fetch, memory);

@@ -77,7 +77,7 @@ private:
     const KnownFetch* find_fetch(std::uint64_t serial) const;
     /// The request `memory`'s cache received `fetch` for, if known.
     static const StoredFor* stored_for(const KnownFetch& fetch, const CacheMemory& memory);
-    void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request);
+    void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request, double sent_at);
     /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
     CacheVerdict judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
                              double served_at, double sent_at);

@@ -270,7 +270,12 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
         out.push_back({"authorization", "3.5",
                        "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
     if (auto v = vary_finding(q)) out.push_back(std::move(*v));
-    const double basis = std::max(f.stamp.time, q.validated_at.value_or(0));
+    // When the cache stored (or last had confirmed) this copy: no earlier than the request it got it for left
+    // for it (the Multiplier's clock, as the unsafe request's), nor than its parent sent it. The origin's fetch
+    // can be older than the cache's copy of it: the Collector may have fetched for the client's request while
+    // this cache's turn still waited behind the unsafe one.
+    const double basis = std::max({f.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
+                                   q.stored_for ? q.stored_for->sent_at : 0.0});
     if (q.invalidated_at && *q.invalidated_at > basis)
         out.push_back({"invalidation", "4.4",
                        fmt::format("stored {} before a successful unsafe request to the same URI",
@@ -299,6 +304,16 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
                                                    secs(fr.age), secs(fr.lifetime))});
         } else if (const bool unfresh = never_fresh(q, fr.lifetime);
                    (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
+            // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
+            // "should" (the first, or stale) leaves the reading to the cache, an advisory.
+            if (cc.freshness_repeated && cc.freshness_longest && advisories &&
+                fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
+                advisories->push_back({"duplicate-freshness", "4.2.1",
+                                       fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
+                                                   "ones; stale by the first ({})",
+                                                   secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
+                return out;
+            }
             std::string_view section;
             const auto rule = stale_rule(cc, fr.source, &section);
             out.push_back({rule, section,
@@ -427,6 +442,22 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
     return std::nullopt;
 }
 
+namespace {
+
+/// Whether an If-None-Match list names `etag` (weak comparison, RFC 9110 13.1.2).
+bool listed_in(std::string_view if_none_match, std::string_view etag) {
+    std::string_view list = if_none_match;
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        if (weak_match(trim(list.substr(0, comma)), trim(etag))) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+}  // namespace
+
 std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
                                             const CacheHeaders* fetch) {
     const auto etag = reply.etag() ? reply.etag() : fetch ? fetch->etag() : std::nullopt;
@@ -435,15 +466,7 @@ std::optional<Finding> not_modified_finding(const RequestFacts& request, const C
         // Without an ETag in the 304 (Squid 5.7 leaves it out) nor a known stored fetch, whether the reply
         // had one is unknown: only a fetch known to have none shows the 304 wrong.
         if (!etag && !fetch) return std::nullopt;
-        if (etag) {
-            std::string_view list = *request.if_none_match;
-            while (!list.empty()) {
-                const auto comma = list.find(',');
-                if (weak_match(trim(list.substr(0, comma)), trim(*etag))) return std::nullopt;
-                if (comma == std::string_view::npos) break;
-                list.remove_prefix(comma + 1);
-            }
-        }
+        if (etag && listed_in(*request.if_none_match, *etag)) return std::nullopt;
         const auto what = etag ? fmt::format("a 304 for ETag {} to If-None-Match: {}", *etag, *request.if_none_match)
                                : std::string("a 304 to If-None-Match for a reply without ETag");
         // If-Modified-Since alone would have allowed it: the cache evaluated the date, which
@@ -532,6 +555,16 @@ std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::s
         }
     }
     return {};
+}
+
+std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request, const CacheHeaders& reply) {
+    if (!request.if_none_match || !request.if_modified_since || !reply.etag()) return std::nullopt;
+    const bool matched = trim(*request.if_none_match) == "*" || listed_in(*request.if_none_match, *reply.etag());
+    if (!matched || !modified_since(request, reply, nullptr)) return std::nullopt;
+    return Finding{"validator-precedence", "9110 13.2.2",
+                   fmt::format("a 200 for ETag {}, which If-None-Match: {} matches (a 304 was due), judged by "
+                               "If-Modified-Since: {}, which If-None-Match overrides",
+                               *reply.etag(), *request.if_none_match, *request.if_modified_since)};
 }
 
 }  // namespace spe

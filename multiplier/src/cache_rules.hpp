@@ -40,6 +40,8 @@ struct StoredFor {
     bool authorization = false;
     bool no_store = false;
     VaryValues vary;  // that request's values of the fields the reply's Vary names
+    /// When that request left for the cache (the Multiplier's clock): the copy was stored no earlier.
+    double sent_at = 0;
 };
 
 /// An origin fetch as the judge knows it: the stamp and the origin's reply
@@ -132,6 +134,10 @@ std::optional<Finding> not_modified_finding(const RequestFacts& request, const C
 /// A 304 carries the ETag and Vary a 200 would have had (RFC 9110 15.4.5):
 /// those of the stored reply it stands for.
 std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, const CacheHeaders& stored);
+
+/// A 200 to a GET with If-None-Match that matches its ETag and an If-Modified-Since it is modified
+/// since: the cache evaluated the date, which beside If-None-Match a recipient must ignore (RFC 9110 13.2.2).
+std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request, const CacheHeaders& reply);
 
 /// A cache's own claim (Cache-Status, RFC 9211, or X-Cache): "hit", "miss" or
 /// empty, ignoring the entries the Collector put there (`upstream_names`).

@@ -207,8 +207,8 @@ class CaseReply:
     headers: list[tuple[str, str]]
     body: bytes
     head_only: bool = False
-    # Interim (1xx) responses to send before this one, in order. HOOK (issue 27): the origin does not send
-    # them yet; the lead engineer wires them into spe_tools/workload/origin.py (branch `interim`).
+    # Interim (1xx) responses the origin sends before this one, in order, each with its own fields (none to an
+    # HTTP/1.0 client: spe_tools/workload/origin.py).
     interim: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
 
 

@@ -29,7 +29,7 @@ import socket
 import ssl
 import sys
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -58,6 +58,7 @@ class Delivery:
     rate: int = 0  # bytes per second; 0: unpaced
     interim: tuple[int, ...] = ()  # 1xx responses sent before the reply, in order (before the think time)
     interim_ms: float = 0.0  # pause before each of them
+    interim_fields: dict[int, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # a status's own fields
 
 
 @dataclass
@@ -177,7 +178,11 @@ class Origin:
 
     def _conformance(self, req: Message, method: str, path: str, query: dict) -> Reply:
         case = conformance.reply(method, path, req.header)
-        return Reply(case.status, list(case.headers), case.body, Delivery(think_ms=self._think(query)), case.head_only)
+        delivery = Delivery(think_ms=self._think(query))
+        if case.interim and req.version != "1.0":  # never to an HTTP/1.0 client (RFC 9110 15.2)
+            delivery = replace(delivery, interim=tuple(status for status, _ in case.interim),
+                               interim_fields=dict(case.interim))
+        return Reply(case.status, list(case.headers), case.body, delivery, case.head_only)
 
     def _object(self, req: Message, method: str, path: str, query: dict) -> Reply:
         if path.startswith(conformance.PREFIX):
@@ -251,10 +256,13 @@ def with_interim(req: Message, reply: Reply, query: dict) -> Reply:
     return replace(reply, delivery=replace(reply.delivery, interim=statuses, interim_ms=float(pause)))
 
 
-def interim_bytes(status: int) -> bytes:
+def interim_bytes(status: int, fields: tuple[tuple[str, str], ...] | None = None) -> bytes:
+    """A 1xx response: its own fields when given (a conformance case's), else a 103's Link a browser preloads."""
     reason = INTERIM_REASONS.get(status, "Interim")
-    link = "Link: </style.css>; rel=preload\r\n" if status == 103 else ""
-    return f"HTTP/1.1 {status} {reason}\r\n{link}\r\n".encode("latin-1")
+    if fields is None:
+        fields = (("Link", "</style.css>; rel=preload"),) if status == 103 else ()
+    lines = "".join(f"{name}: {value}\r\n" for name, value in fields)
+    return f"HTTP/1.1 {status} {reason}\r\n{lines}\r\n".encode("latin-1")
 
 
 def not_modified(req: Message, spec: cm.ObjectSpec) -> bool:
@@ -307,7 +315,7 @@ async def send(writer: asyncio.StreamWriter, reply: Reply, close: bool) -> None:
     for status in d.interim:  # each leaves on its own, ahead of the think time (102: "still working")
         if d.interim_ms > 0:
             await asyncio.sleep(d.interim_ms / 1000)
-        writer.write(interim_bytes(status))
+        writer.write(interim_bytes(status, d.interim_fields.get(status)))
         await writer.drain()
     if d.think_ms > 0:
         await asyncio.sleep(d.think_ms / 1000)

@@ -228,3 +228,30 @@ TEST_CASE("header-update: a copy that had to be validated is served with the fie
         CHECK(rules(third.proxies[0].measure) == Rules{});
     }
 }
+
+TEST_CASE("a copy a proxy stored after its own unsafe request is not invalidated by it") {
+    // The client's GET after its POST reached the Collector (fetch 2) while the proxy's turn still
+    // waited behind the POST's replay; the proxy's POST invalidated, then its GET stored fetch 2,
+    // older than that POST by the origin's clock but sent to the proxy after it (X-SPE-Parent's t).
+    spe::CacheJudge judge({"p"});
+    judge.note_unsafe(0, "http://o/x", 200, kT0 + 0.1);
+    auto stored = reply(2, kT0, "max-age=3600", "tag-1", "0", kT0);
+    auto first =
+        record(1, kT0, reply(2, kT0, "max-age=3600", "tag-1", "0", kT0), from_parent(stored, kT0 + 0.2, "0", kT0));
+    first.proxies[0].sent_at = kT0 + 0.19;
+    judge.judge(first, kRequest);
+    auto reused = reply(2, kT0, "max-age=3600", "tag-1", "1", kT0);
+    auto second =
+        record(2, kT0 + 1, reply(2, kT0, "max-age=3600", "tag-2", "1", kT0), from_parent(reused, kT0 + 0.2, "0", kT0));
+    judge.judge(second, kRequest);
+    CHECK(second.proxies[0].measure.cache->reused);
+    CHECK(rules(second.proxies[0].measure) == Rules{});
+
+    SECTION("a copy it got before the unsafe request is") {
+        judge.note_unsafe(0, "http://o/x", 200, kT0 + 1.5);
+        auto third = record(3, kT0 + 2, reply(2, kT0, "max-age=3600", "tag-3", "2", kT0),
+                            from_parent(reused, kT0 + 0.2, "0", kT0));
+        judge.judge(third, kRequest);
+        CHECK(rules(third.proxies[0].measure) == Rules{"invalidation"});
+    }
+}

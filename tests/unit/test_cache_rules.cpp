@@ -429,7 +429,10 @@ TEST_CASE("invalid or repeated freshness information is an advisory where RFC 91
     CHECK(barriers(with_expires, kRequest, 150) == V{"stale"});
     // Repeated: judged by the first occurrence; reusing it is an advisory.
     CHECK(barriers(fetch("max-age=600, max-age=5"), kRequest, 20) == V{"advisory:duplicate-freshness"});
-    CHECK(barriers(fetch("max-age=5, max-age=600"), kRequest, 20) == V{"stale"});
+    // Stale by the first, fresh by a later one: 4.2.1's lowercase "should" leaves it to the cache, an advisory;
+    // stale by every value given, a violation.
+    CHECK(barriers(fetch("max-age=5, max-age=600"), kRequest, 20) == V{"advisory:duplicate-freshness"});
+    CHECK(barriers(fetch("max-age=5, max-age=10"), kRequest, 20) == V{"stale"});
     auto two_expires = fetch("");
     two_expires.headers.set(spe::CacheField::expires, http_date(kFetchedAt + 100) + ", " + http_date(kFetchedAt + 1));
     CHECK(barriers(two_expires, kRequest, 20) == V{"advisory:duplicate-freshness"});
@@ -457,4 +460,24 @@ TEST_CASE("a 304 to If-None-Match is judged by it alone (RFC 9110 13.2.2), named
     CHECK(f->section == "9110 13.2.2");
     auto inm_only = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n");
     CHECK(spe::not_modified_finding(inm_only, reply, nullptr)->rule == "not-modified");
+}
+
+TEST_CASE("a 200 where If-None-Match matched is If-Modified-Since judged first (RFC 9110 13.2.2)") {
+    CacheHeaders reply;
+    reply.set(spe::CacheField::etag, "\"v1\"");
+    reply.set(spe::CacheField::last_modified, "Sun, 06 Nov 1994 08:49:37 GMT");
+    auto both = spe::request_facts("GET", "u",
+                                   "GET u HTTP/1.1\r\nIf-None-Match: \"v0\", W/\"v1\"\r\nIf-Modified-Since: Sat, 05 "
+                                   "Nov 1994 08:49:37 GMT\r\n\r\n");
+    const auto f = spe::full_reply_precedence_finding(both, reply);
+    REQUIRE(f);
+    CHECK(f->rule == "validator-precedence");
+    // If-None-Match does not match: the 200 is right whatever the date says.
+    auto other = spe::request_facts(
+        "GET", "u",
+        "GET u HTTP/1.1\r\nIf-None-Match: \"v2\"\r\nIf-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n\r\n");
+    CHECK_FALSE(spe::full_reply_precedence_finding(other, reply));
+    // No If-Modified-Since: nothing to put first.
+    auto inm_only = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n");
+    CHECK_FALSE(spe::full_reply_precedence_finding(inm_only, reply));
 }
