@@ -54,6 +54,20 @@ CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stor
     return out;
 }
 
+/// The fetch as a cache holds it after merging a 304 into it: the freshness fields it serves (the 304's,
+/// RFC 9111 3.2) in place of the first header's; Date and the rest as fetched.
+KnownFetch updated_by_304(const KnownFetch& fetch, const CacheHeaders& served) {
+    KnownFetch copy;
+    copy.stamp = fetch.stamp;
+    copy.status = fetch.status;
+    copy.headers = fetch.headers;
+    copy.first_seen = fetch.first_seen;
+    copy.seen_fresh = fetch.seen_fresh;
+    for (auto field : {CacheField::cache_control, CacheField::expires})
+        if (const auto value = served.get(field)) copy.headers.set(field, *value);
+    return copy;
+}
+
 void add_exercised(CacheVerdict& v, std::string_view rule) {
     if (std::find(v.exercised.begin(), v.exercised.end(), rule) == v.exercised.end() &&
         v.exercised.size() < v.exercised.capacity())
@@ -257,8 +271,13 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     if (!reference && !v.reused) v.origin = h;
     if (fetch && v.reused) {
         const StoredFor* stored = stored_for(*fetch, memory);
+        // A copy the cache updated from a 304 (RFC 9111 4.3.4: its X-SPE-Validated is newer than the fetch)
+        // is fresh by the fields that 304 brought, as it serves them, not by the fetch's first header.
+        std::optional<KnownFetch> updated;
+        if (v.validated_at && *v.validated_at > fetch->stamp.time) updated = updated_by_304(*fetch, h);
         const ReuseQuestion q{
-            *fetch, request, stored, served_at, record.ts, v.validated_at, invalidated, h.content_encoding(), sent};
+            updated ? *updated : *fetch, request, stored, served_at, record.ts, v.validated_at, invalidated,
+            h.content_encoding(),        sent};
         judge_reuse(v, q, reply);
         if (reference && sent) judge_header_update(v, c, *fetch, reply, *reference);
         if (!v.violations.empty()) {

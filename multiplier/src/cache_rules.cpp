@@ -367,8 +367,11 @@ std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std
                                served_date.value_or("(none)"), *parent.date)};
 }
 
+/// Fields a hop writes or may change: hop-by-hop ones, its own Age, Date, Via, Server ..., framing, and
+/// Content-Encoding, which a proxy that decodes for a client not accepting the coding drops (a transformation
+/// RFC 9110 7.7 allows without no-transform; Varnish gunzips so).
 bool field_may_differ(std::string_view n) {
-    static constexpr std::array<std::string_view, 19> kNames = {"connection",
+    static constexpr std::array<std::string_view, 20> kNames = {"connection",
                                                                 "keep-alive",
                                                                 "proxy-connection",
                                                                 "te",
@@ -383,6 +386,7 @@ bool field_may_differ(std::string_view n) {
                                                                 "warning",
                                                                 "server",
                                                                 "content-length",
+                                                                "content-encoding",
                                                                 "accept-ranges",
                                                                 "x-cache",
                                                                 "x-cache-lookup",

@@ -163,13 +163,14 @@ TEST_CASE("date: a reused reply keeps the Date it was stored with") {
 
 TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent sent") {
     spe::CacheJudge judge({"p"});
-    const std::string sent = kNames + " set-cookie via x-cache x-cache-lookup connection age server";
+    const std::string sent = kNames + " set-cookie via x-cache x-cache-lookup connection age server content-encoding";
     auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
     auto first = record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
                         from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
     judge.judge(first, kRequest);
 
-    // Via, X-Cache, Connection, Age, Server: a hop's own; Set-Cookie: stored, so sent (RFC 9111 3.1).
+    // Via, X-Cache, Connection, Age, Server: a hop's own; Content-Encoding: a proxy may decode for a client that
+    // does not accept the coding (RFC 9110 7.7; Varnish does); Set-Cookie: stored, so sent (RFC 9111 3.1).
     auto dropped = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
     auto second = record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
                          from_parent(dropped, kT0 + 0.02, "0", kT0, sent));
@@ -253,5 +254,29 @@ TEST_CASE("a copy a proxy stored after its own unsafe request is not invalidated
                             from_parent(reused, kT0 + 0.2, "0", kT0));
         judge.judge(third, kRequest);
         CHECK(rules(third.proxies[0].measure) == Rules{"invalidation"});
+    }
+}
+
+TEST_CASE("a copy updated from a 304 is fresh by the fields the 304 brought (RFC 9111 3.2, 4.3.4)") {
+    // The fetch said max-age=1; 2 s later the cache revalidated and merged the origin's 304, which said
+    // max-age=600 (X-SPE-Validated on the copy); reused 3 s after that, the copy is fresh.
+    spe::CacheJudge judge({"p"});
+    auto fetched = reply(1, kT0, "max-age=1", "tag-1", "0", kT0);
+    auto first = record(1, kT0, reply(1, kT0, "max-age=1", "tag-1", "0", kT0), from_parent(fetched, kT0, "0", kT0));
+    judge.judge(first, kRequest);
+    auto merged = reply(1, kT0, "max-age=600", "tag-1", "3", kT0 + 2);  // the 304's Date, merged
+    merged.cache_headers.set(spe::CacheField::validated, stamp(2, kT0 + 2));
+    auto second =
+        record(3, kT0 + 5, reply(1, kT0, "max-age=600", "tag-3", "3", kT0), from_parent(merged, kT0 + 2, "0", kT0 + 2));
+    judge.judge(second, kRequest);
+    CHECK(second.proxies[0].measure.cache->reused);
+    CHECK(rules(second.proxies[0].measure) == Rules{});
+
+    SECTION("without the merge (no validation on the copy) the first header's max-age=1 decides") {
+        auto old = reply(1, kT0, "max-age=1", "tag-1", "5", kT0);
+        auto third =
+            record(4, kT0 + 5, reply(1, kT0, "max-age=600", "tag-4", "3", kT0), from_parent(old, kT0, "0", kT0));
+        judge.judge(third, kRequest);
+        CHECK(rules(third.proxies[0].measure) == Rules{"stale"});
     }
 }
