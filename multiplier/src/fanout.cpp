@@ -85,8 +85,11 @@ void Fanout::take_reference(Reference reference) {
     has_reference_ = true;
     // As soon as the client's reply is whole: a proxy may serve this fetch to a later request that ends first.
     if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
+    // The Collector invalidated when its reply left, not when this executor got to it: the client's next
+    // request may have reached the Collector (and stored a new copy) before then.
     if (auto* judge = ctx_->cache_judge(); judge && unsafe_ && record_.collector.status)
-        judge->note_unsafe(-1, record_.url, *record_.collector.status, unix_seconds());
+        judge->note_unsafe(-1, record_.url, *record_.collector.status,
+                           record_.ts + static_cast<double>(record_.collector.ttfb_us.value_or(0)) / 1e6);
     if (!reference.shortfall.empty()) {
         if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();

@@ -132,14 +132,18 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
 # Date only within that second (its reuse, never fresh, is `stale`). They are left out of the comparison (both
 # sides); every other rule must match exactly, idle and loaded.
 TIMING: dict[str, dict[str, set[str]]] = {
-    "precedence": {"nginx": {"date"}},
     "expires=date": {"nginx": {"stale", "date"}},
 }
+# nginx's `date` on a reuse within a second of the fetch shows or not by that boundary: left out everywhere but where
+# its reuse comes 1 s or more after the fetch, always (date-stored: there it is pinned down).
+DATE_CERTAIN = ("date-stored",)
 
 
 def settled(found: dict[str, set[str]], name: str) -> dict[str, set[str]]:
     """`found` without the rules TIMING lets show or not, and without the proxies left with none."""
-    loose = TIMING.get(name, {})
+    loose = dict(TIMING.get(name, {}))
+    if name not in DATE_CERTAIN:
+        loose["nginx"] = loose.get("nginx", set()) | {"date"}
     return {who: rules - loose.get(who, set()) for who, rules in found.items() if rules - loose.get(who, set())}
 
 # Issue 27 item 1: on main the Multiplier answers the client from the Collector and then fans out, so a
