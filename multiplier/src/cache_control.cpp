@@ -1,4 +1,5 @@
 #include "cache_control.hpp"
+#include "ascii.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -65,7 +66,7 @@ CacheControl parse_cache_control(std::string_view value) {
     CacheControl cc;
     bool max_age_seen = false, s_maxage_seen = false;
     for_each_directive(value, [&](std::string_view name, std::optional<std::string_view> arg) {
-        auto is = [&](std::string_view n) { return boost::beast::iequals(name, n); };
+        auto is = [&](std::string_view n) { return spe::iequals(name, n); };
         auto seconds = [&] { return arg ? delta_seconds(*arg) : std::nullopt; };
         if (is("no-store"))
             cc.no_store = true;

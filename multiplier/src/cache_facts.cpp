@@ -1,4 +1,5 @@
 #include "cache_facts.hpp"
+#include "ascii.hpp"
 
 #include "header_policy.hpp"
 #include "secret_digest.hpp"
@@ -66,7 +67,7 @@ char ascii_lower(char c) {
 
 /// Field names compared as HTTP does (length first: most differ there).
 bool same_name(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && boost::beast::iequals(a, b);
+    return a.size() == b.size() && spe::iequals(a, b);
 }
 
 /// The judged field an unknown-to-Beast name is, if any (compared by first letter, then in full).
@@ -162,7 +163,7 @@ void for_each_field(std::string_view block, Each each) {
 std::optional<std::string> find_field(std::string_view block, std::string_view name) {
     std::optional<std::string> out;
     for_each_field(block, [&](std::string_view field, std::string_view value) {
-        if (!boost::beast::iequals(field, name)) return;
+        if (!spe::iequals(field, name)) return;
         if (out)
             out->append(", ").append(value);
         else

@@ -1,4 +1,5 @@
 #include "cache_rules.hpp"
+#include "ascii.hpp"
 
 #include "header_policy.hpp"
 #include "http_date.hpp"
@@ -109,7 +110,7 @@ bool weak_match(std::string_view a, std::string_view b) {
 
 /// Whether `request_ae` (Accept-Encoding) accepts `coding` (RFC 9110 12.5.3).
 bool accepts_coding(const std::optional<std::string>& request_ae, std::string_view coding) {
-    if (coding.empty() || boost::beast::iequals(coding, "identity")) {
+    if (coding.empty() || spe::iequals(coding, "identity")) {
         if (!request_ae) return true;
     } else if (!request_ae) {
         return true;  // no Accept-Encoding: any coding is acceptable
@@ -124,11 +125,11 @@ bool accepts_coding(const std::optional<std::string>& request_ae, std::string_vi
         const auto name = trim(item.substr(0, semi));
         const bool zero = semi != std::string_view::npos && item.find("q=0", semi) != std::string_view::npos &&
                           item.find("q=0.", semi) == std::string_view::npos;
-        if (boost::beast::iequals(name, coding.empty() ? "identity" : coding)) return !zero;
+        if (spe::iequals(name, coding.empty() ? "identity" : coding)) return !zero;
         if (name == "*") star = true, star_zero = zero;
     }
     if (star) return !star_zero;
-    return coding.empty() || boost::beast::iequals(coding, "identity");  // identity is acceptable unless refused
+    return coding.empty() || spe::iequals(coding, "identity");  // identity is acceptable unless refused
 }
 
 std::optional<Finding> vary_finding(const ReuseQuestion& q) {
@@ -554,8 +555,8 @@ std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::s
         const auto ms = members(*x_cache);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
             if (contains(upstream_names, member_name(*it, false))) continue;
-            if (boost::beast::iequals(it->substr(0, 3), "HIT")) return "hit";
-            if (boost::beast::iequals(it->substr(0, 4), "MISS")) return "miss";
+            if (spe::iequals(it->substr(0, 3), "HIT")) return "hit";
+            if (spe::iequals(it->substr(0, 4), "MISS")) return "miss";
         }
     }
     return {};

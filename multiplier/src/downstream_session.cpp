@@ -1,4 +1,5 @@
 #include "downstream_session.hpp"
+#include "ascii.hpp"
 #include "wall_clock.hpp"
 
 #include "cache_judge.hpp"
@@ -190,7 +191,7 @@ awaitable<bool> DownstreamSession::serve_one() {
     const bool head_request = parser.get().method() == http::verb::head;
     if (!parser.is_done()) {
         // RFC 9110 10.1.1: never to an HTTP/1.0 client, which may not understand it.
-        if (parser.get().version() >= 11 && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        if (parser.get().version() >= 11 && spe::iequals(parser.get()[http::field::expect], "100-continue")) {
             static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
             co_await asio::async_write(io_, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
         }

@@ -1,4 +1,5 @@
 #include "header_policy.hpp"
+#include "ascii.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
@@ -43,7 +44,7 @@ std::string to_lower(std::string_view s) {
 
 bool has_token(std::string_view list, std::string_view token) {
     for (auto item : split_tokens(list))
-        if (boost::beast::iequals(item, token)) return true;
+        if (spe::iequals(item, token)) return true;
     return false;
 }
 
@@ -55,8 +56,7 @@ void append_via(http::fields& fields, unsigned received_version, const std::stri
 }
 
 bool is_hop_by_hop(std::string_view name) {
-    return std::any_of(kHopByHop.begin(), kHopByHop.end(),
-                       [&](std::string_view h) { return boost::beast::iequals(h, name); });
+    return std::any_of(kHopByHop.begin(), kHopByHop.end(), [&](std::string_view h) { return spe::iequals(h, name); });
 }
 
 void strip_hop_by_hop(http::fields& fields) {
@@ -66,7 +66,7 @@ void strip_hop_by_hop(http::fields& fields) {
             for (auto token : split_tokens(it->value()))
                 named.emplace_back(token);
     for (const auto& name : named)
-        if (!boost::beast::iequals(name, "close") && !boost::beast::iequals(name, "keep-alive")) fields.erase(name);
+        if (!spe::iequals(name, "close") && !spe::iequals(name, "keep-alive")) fields.erase(name);
     for (auto name : kHopByHop)
         fields.erase(name);
 }

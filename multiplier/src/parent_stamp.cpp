@@ -1,4 +1,5 @@
 #include "parent_stamp.hpp"
+#include "ascii.hpp"
 
 #include "fetch_stamp.hpp"
 
@@ -67,16 +68,16 @@ std::optional<ParentStamp> parse_parent_stamp(std::string_view value) {
         value.remove_prefix(eq + 1);
         auto v = take_value(value);
         if (!v) return std::nullopt;
-        if (boost::beast::iequals(name, "t")) {
+        if (spe::iequals(name, "t")) {
             const auto t = parse_unix_seconds(*v);
             if (!t || *t <= 0) return std::nullopt;
             stamp.time = *t;
             timed = true;
-        } else if (boost::beast::iequals(name, "age")) {
+        } else if (spe::iequals(name, "age")) {
             stamp.age = std::move(*v);
-        } else if (boost::beast::iequals(name, "date")) {
+        } else if (spe::iequals(name, "date")) {
             stamp.date = std::move(*v);
-        } else if (boost::beast::iequals(name, "fields")) {
+        } else if (spe::iequals(name, "fields")) {
             stamp.fields = std::move(*v);
         }
         skip_spaces(value);

@@ -1,4 +1,5 @@
 #include "replay_server.hpp"
+#include "ascii.hpp"
 
 #include "digest_body.hpp"
 #include "header_policy.hpp"
@@ -131,7 +132,7 @@ awaitable<bool> ReplayServer::serve_one(TimedStream& stream, beast::flat_buffer&
     if (ec == http::error::body_limit) co_return co_await refuse_too_large(stream);
     if (ec) co_return false;  // the Collector closed an idle connection, or sent no HTTP
     if (!parser.is_done()) {
-        if (parser.get().version() >= 11 && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        if (parser.get().version() >= 11 && spe::iequals(parser.get()[http::field::expect], "100-continue")) {
             static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
             co_await asio::async_write(stream, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
         }

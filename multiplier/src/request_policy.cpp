@@ -1,4 +1,5 @@
 #include "request_policy.hpp"
+#include "ascii.hpp"
 
 #include "header_policy.hpp"
 
@@ -13,7 +14,7 @@ namespace spe {
 
 std::optional<Endpoint> http_authority(std::string_view target) {
     constexpr std::string_view scheme = "http://";
-    if (target.size() <= scheme.size() || !beast::iequals(target.substr(0, scheme.size()), scheme)) return std::nullopt;
+    if (target.size() <= scheme.size() || !spe::iequals(target.substr(0, scheme.size()), scheme)) return std::nullopt;
     auto rest = target.substr(scheme.size());
     auto authority = rest.substr(0, rest.find_first_of("/?#"));
     if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
@@ -58,7 +59,7 @@ bool via_names_hop(std::string_view via, std::string_view name) {
 /// The addresses a target host stands for without a DNS lookup: an address
 /// literal (IPv4-mapped IPv6 as IPv4), or "localhost"; none for other names.
 std::vector<boost::asio::ip::address> literal_addresses(const std::string& host) {
-    if (beast::iequals(host, "localhost"))
+    if (spe::iequals(host, "localhost"))
         return {boost::asio::ip::address_v4::loopback(), boost::asio::ip::address_v6::loopback()};
     boost::system::error_code ec;
     auto address = boost::asio::ip::make_address(host, ec);
@@ -83,7 +84,7 @@ bool reaches(const boost::asio::ip::address& target, const boost::asio::ip::addr
 /// this machine or one of its interface addresses that loops comes back with
 /// this Multiplier's Via entry instead: refused then.
 bool names_this_multiplier(const std::string& host, const Endpoint& listen) {
-    if (beast::iequals(host, listen.host)) return true;
+    if (spe::iequals(host, listen.host)) return true;
     const auto listen_addresses = literal_addresses(listen.host);
     for (const auto& target : literal_addresses(host))
         for (const auto& address : listen_addresses)
@@ -234,14 +235,14 @@ std::optional<RequestProblem> check_request(const Request& req, const Config& co
          it != req.end() && it->name() == http::field::transfer_encoding; ++it) {
         if (!has_token(it->value(), "chunked"))
             return RequestProblem{501, "unsupported Transfer-Encoding '" + std::string(it->value()) + "'"};
-        if (!beast::iequals(it->value(), "chunked"))
+        if (!spe::iequals(it->value(), "chunked"))
             return RequestProblem{400, "Transfer-Encoding '" + std::string(it->value()) +
                                            "': only 'chunked' alone is accepted (possible request smuggling)"};
     }
     if (req.version() != 10 && req.version() != 11)
         return RequestProblem{505, "only HTTP/1.0 and HTTP/1.1 are supported"};
     const auto target = req.target();
-    if (target.size() >= 8 && beast::iequals(target.substr(0, 8), "https://"))
+    if (target.size() >= 8 && spe::iequals(target.substr(0, 8), "https://"))
         return RequestProblem{400, "https:// URLs go through CONNECT; the Multiplier does not speak TLS"};
     auto authority = http_authority(target);
     if (!authority)

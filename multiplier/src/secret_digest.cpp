@@ -1,4 +1,5 @@
 #include "secret_digest.hpp"
+#include "ascii.hpp"
 
 #include "cache_control.hpp"
 
@@ -36,9 +37,7 @@ const SecretDigest& process_secret_digest() {
 }
 
 bool is_secret_field(std::string_view name) {
-    auto is = [&](std::string_view secret) {
-        return name.size() == secret.size() && boost::beast::iequals(name, secret);
-    };
+    auto is = [&](std::string_view secret) { return name.size() == secret.size() && spe::iequals(name, secret); };
     return is("cookie") || is("set-cookie") || is("authorization") || is("proxy-authorization");
 }
 
