@@ -99,7 +99,8 @@ class Recent:
 class Agent:
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # the workers' and the token bucket's: set by run(), never by a handler
+        self.stop_requested = False  # what a signal handler sets: a plain store takes no lock
         self.bucket = TokenBucket(args.rate, max(1.0, args.rate), self.stop)
         self.queue: deque[Job] = deque()
         self.cond = threading.Condition()
@@ -239,7 +240,7 @@ class Agent:
         print(f"squid-prefetch: following {self.args.access_log}, fetching through "
               f"{self.args.proxy[0]}:{self.args.proxy[1]} from {self.args.source_address}", flush=True)
         last_report = time.monotonic()
-        while not self.stop.is_set():
+        while not self.stop_requested:
             for raw in tail.new_lines():
                 line = parse_line(raw.decode("utf-8", errors="replace"))
                 if line is not None:
@@ -247,11 +248,13 @@ class Agent:
             if time.monotonic() - last_report >= self.args.report_every:
                 last_report = time.monotonic()
                 self.report()
-            self.stop.wait(0.05)
+            time.sleep(0.05)
+        self.stop.set()
         with self.cond:
             self.cond.notify_all()
+        deadline = time.monotonic() + self.args.timeout  # one fetch's timeout for all of them, not one each
         for w in workers:
-            w.join(timeout=self.args.timeout)
+            w.join(timeout=max(0.0, deadline - time.monotonic()))
         self.report()
         if self.log is not None:
             self.log.close()
@@ -290,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.depth < 0 or args.rate <= 0 or args.budget_kb < 1 or args.workers < 1 or args.queue < 1:
         parser.error("--depth must be 0 or more; --rate, --budget-kb, --workers and --queue positive")
     agent = Agent(args)
-    signal.signal(signal.SIGTERM, lambda *_: agent.stop.set())
-    signal.signal(signal.SIGINT, lambda *_: agent.stop.set())
+    # Not agent.stop.set(): Event.set takes the lock that the main thread may hold inside Event.wait when
+    # the handler runs, and the agent would never stop.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: setattr(agent, "stop_requested", True))
     agent.run()
     return 0
 
