@@ -16,7 +16,9 @@ The cases (RFC 9111 section: the requests):
   Collector answers the proxies from its store with an Age of its own (a few seconds: Squid's bug, flagged
   on the Collector as stale and age); the proxies never held a stale copy and are not blamed for it;
 - set-cookie (3.1): max-age=600 with Set-Cookie, twice: a stored Set-Cookie must be sent on reuse;
-- header-update (4.3.4): max-age=1 with an ETag, then 4 s later the origin's 304 says max-age=2.
+- header-update (4.3.4): max-age=2 with an ETag, then 4 s later the origin's 304 says max-age=3. Not
+  max-age=1: the Collector's Age is whole seconds, 1 when a second boundary falls between the origin's reply
+  and Varnish's request, and Varnish rightly stores no copy that arrives stale (it would then forward).
 
 What each proxy does with the judged request ("fwd": asked the Collector; "hit": served its stored copy;
 then the rules the judge flags):
@@ -74,7 +76,7 @@ CASES = {
     "private": ("/real/private?cc=private%2C%20max-age%3D600", [("GET", {})], {}, "private"),
     "huge-age": ("/real/huge-age?cc=max-age%3D3600&age=2147483648", [("GET", {})], {}, "age"),
     "set-cookie": ("/real/cookie?cc=max-age%3D600&cookie=c", [("GET", {})], {}, "stored-fields"),
-    "header-update": ("/real/update?cc=max-age%3D1&etag=v1&cc304=max-age%3D2", [("GET", {})], {}, "stale"),
+    "header-update": ("/real/update?cc=max-age%3D2&etag=v1&cc304=max-age%3D3", [("GET", {})], {}, "stale"),
 }
 # case -> proxy -> the rules it broke on the judged request; a proxy left out broke none
 EXPECTED = {
