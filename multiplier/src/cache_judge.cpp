@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
 namespace spe {
@@ -55,15 +56,22 @@ CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stor
 }
 
 /// The fetch as a cache holds it after merging a 304 into it: the freshness fields it serves (the 304's,
-/// RFC 9111 3.2) in place of the first header's; Date and the rest as fetched.
-KnownFetch updated_by_304(const KnownFetch& fetch, const CacheHeaders& served) {
+/// RFC 9111 3.2) in place of the first header's; Date and the rest as fetched. Nothing when the copy serves
+/// the fetch's own: the fetch and its parsed facts then judge it as they are, without a copy to parse.
+std::optional<KnownFetch> updated_by_304(const KnownFetch& fetch, const CacheHeaders& served) {
+    constexpr std::array kFreshness = {CacheField::cache_control, CacheField::expires};
+    const auto changed = [&](CacheField field) {
+        const auto value = served.get(field);
+        return value && value != fetch.headers.get(field);
+    };
+    if (std::none_of(kFreshness.begin(), kFreshness.end(), changed)) return std::nullopt;
     KnownFetch copy;
     copy.stamp = fetch.stamp;
     copy.status = fetch.status;
     copy.headers = fetch.headers;
     copy.first_seen = fetch.first_seen;
     copy.seen_fresh = fetch.seen_fresh;
-    for (auto field : {CacheField::cache_control, CacheField::expires})
+    for (auto field : kFreshness)
         if (const auto value = served.get(field)) copy.headers.set(field, *value);
     return copy;
 }

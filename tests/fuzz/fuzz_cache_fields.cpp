@@ -9,6 +9,7 @@
 #include "cache_judge.hpp"
 #include "fetch_stamp.hpp"
 #include "http_date.hpp"
+#include "judge_records.hpp"
 
 #include <fmt/format.h>
 
@@ -67,22 +68,6 @@ spe::Measure reply(std::span<const std::string_view> f, std::string stamp, unsig
     return m;
 }
 
-spe::RequestRecord record(std::uint64_t id, double ts, spe::Measure ref, spe::Measure proxy) {
-    spe::RequestRecord r;
-    r.id = id;
-    r.ts = ts;
-    r.method = "GET";
-    r.url = "http://o/x";
-    r.tag = fmt::format("tag-{}", id);
-    r.collector = std::move(ref);
-    spe::ProxyResult p;
-    p.name = "p";
-    p.measure = std::move(proxy);
-    p.sent_at = ts + 0.01;
-    r.proxies.push_back(std::move(p));
-    return r;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -104,14 +89,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // The fields as an origin's reply, then the same copy reused by the proxy
     // (its own fields, its own stamp text) for a request with the input's header.
-    constexpr double kT0 = 1'700'000'000.0;
+    using spe::test::kT0;
     spe::CacheJudge judge({"p"}, 16);
-    const std::string first_stamp = fmt::format("65f1-1c2.1; t={:.3f}", kT0 + 0.001);
-    auto fetch = record(1, kT0, reply(f, first_stamp, 200, "tag-1"), reply(f, first_stamp, 200, "tag-1"));
+    const std::string first_stamp = spe::test::fetch_stamp(1, kT0 + 0.001);
+    auto fetch =
+        spe::test::one_proxy_record(1, kT0, reply(f, first_stamp, 200, "tag-1"), reply(f, first_stamp, 200, "tag-1"));
     judge.judge(fetch, "GET http://o/x HTTP/1.1\r\n\r\n");
     const std::string request = std::string(f[9]) + "\r\n\r\n";
-    auto reuse =
-        record(2, kT0 + later, reply(f, first_stamp, status, "tag-2"), reply(f, std::string(f[8]), status, "tag-1"));
+    auto reuse = spe::test::one_proxy_record(2, kT0 + later, reply(f, first_stamp, status, "tag-2"),
+                                             reply(f, std::string(f[8]), status, "tag-1"));
     if (status == 304) reuse.proxies[0].measure.fetch.reset();
     judge.judge(reuse, request);
     for (const auto* r : {&fetch, &reuse})

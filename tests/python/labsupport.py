@@ -1,7 +1,8 @@
 """A lab brought up through the lab code for a test module, and what its tests read from it.
 
 `lab_session` starts the lab from TOML text in a private directory and, however the test ends,
-stops every process (forked helpers included) and fails if one survived.
+stops every process (forked helpers included) and fails if one survived. `run_lab_file` runs a whole
+`./spe lab run` as a user would, in a process of its own.
 """
 
 from __future__ import annotations
@@ -9,19 +10,29 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from conftest import multiplier_binary
 
 from analysis.collector_log import as_logged, strips_query_terms
+from spe_tools import collector
+from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import parse_lab
-from spe_tools.lab.runner import RunningLab, bring_up
-from spe_tools.process import ProcessGroup, alive
+from spe_tools.lab.runner import RunningLab, bring_up, down
+from spe_tools.process import ProcessGroup, alive, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REAL_KINDS = ("squid", "trafficserver", "nginx", "varnish", "apache")  # Debian's caching proxies
 
 # Every object of the synthetic origin cacheable unless a request says otherwise (cc=...), small.
 ALL_CACHEABLE = {"cache_shares": {"public": 1.0, "private": 0.0, "no-store": 0.0, "cookie": 0.0, "vary": 0.0},
@@ -105,3 +116,51 @@ def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], No
         left = [pid for pid in set(pids) if alive(pid)]
         shutil.rmtree(workdir, ignore_errors=True)
         assert not left, f"processes survived the lab: {left}"
+
+
+def run_lab_file(runs: Path, name: str, text: str, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """`./spe lab run` of the lab file `text` (named `name`) in its own session, its run directory in `runs`, and its
+    output. However it ends, the lab stops its components itself (SIGTERM), and whatever it could not stop is
+    stopped by PID, as `./spe lab down` does."""
+    labfile = runs / f"{name}.toml"
+    labfile.write_text(text)
+    run = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(labfile), "--runs-dir", str(runs), *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        out, _ = run.communicate(timeout=timeout)
+    finally:
+        if run.poll() is None:
+            run.terminate()
+            run.wait(timeout=60)
+        for rundir in runs.glob(f"*-{name}"):
+            down(rundir)
+    return subprocess.CompletedProcess(run.args, run.returncode, out)
+
+
+def real_proxies_lab(name: str, collector_kind: str, origin: Callable[[int], list[str]], timeout_s: float,
+                     ) -> tuple[contextlib.AbstractContextManager[LabUnderTest], list[str], str]:
+    """Every one of Debian's caching proxies installed here, each named after its kind, behind the `collector_kind`
+    Collector, with the origin command `origin(port)` started first as a user would start theirs: the lab (to
+    enter), its proxies and the origin's URL. Skips when the Collector or every proxy is missing."""
+    if problems := collector.missing(collector_kind):
+        pytest.skip(f"the {collector_kind} Collector is unavailable: " + "; ".join(problems))
+    kinds = [k for k in REAL_KINDS if not KINDS[k].missing(multiplier_binary())]
+    if not kinds:
+        pytest.skip("none of the real proxies is installed")
+    origin_port = free_port()
+
+    def text(_workdir: Path) -> str:
+        t = (f'name = "{name}"\n[collector]\nkind = "{collector_kind}"\n[origin]\nkind = "none"\n'
+             f"[multiplier]\ntimeout_s = {timeout_s}\n")
+        for kind in kinds:
+            t += f'[[proxy]]\nname = "{kind}"\nkind = "{kind}"\ncache_mb = 16\n'
+            if kind == "apache":  # mod_cache caches one origin port per CacheEnable line
+                t += f"cache_ports = [{origin_port}]\n"
+        return t
+
+    def start_origin(group: ProcessGroup) -> None:
+        group.start("origin", origin(origin_port), port=origin_port)
+
+    # localhost, not 127.0.0.1: Traffic Server would bypass its parent
+    return lab_session(text, start_origin), kinds, f"http://localhost:{origin_port}"

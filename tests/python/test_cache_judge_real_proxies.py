@@ -55,14 +55,11 @@ from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
-from labsupport import lab_session
+from labsupport import REAL_KINDS, real_proxies_lab
 
-from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
-from spe_tools.process import ProcessGroup, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL_KINDS = ("squid", "trafficserver", "nginx", "varnish", "apache")  # each proxy is named after its kind
 AUTH = {"Authorization": "Basic YWxpY2U6c2VjcmV0"}
 WAIT_S = 4  # between a case's first requests and its judged one: more than nginx's missing Age may hide
 
@@ -130,27 +127,9 @@ def send(lab, origin: str, method: str, path: str, headers: dict[str, str]) -> d
 
 @pytest.fixture(scope="module")
 def judged():
-    if problems := collector.missing("spe"):
-        pytest.skip("the patched Collector is unavailable: " + "; ".join(problems))
-    kinds = [k for k in REAL_KINDS if not KINDS[k].missing(multiplier_binary())]
-    if not kinds:
-        pytest.skip("none of the real proxies is installed")
-    origin_port = free_port()
-
-    def text(_workdir: Path) -> str:
-        t = 'name = "real"\n[collector]\nkind = "spe"\n[origin]\nkind = "none"\n[multiplier]\ntimeout_s = 20\n'
-        for kind in kinds:
-            t += f'[[proxy]]\nname = "{kind}"\nkind = "{kind}"\ncache_mb = 16\n'
-            if kind == "apache":  # mod_cache caches one origin port per CacheEnable line
-                t += f"cache_ports = [{origin_port}]\n"
-        return t
-
-    def origin(group: ProcessGroup) -> None:
-        group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/cache_origin.py"), str(origin_port)],
-                    port=origin_port)
-
-    with lab_session(text, origin) as lab:
-        url = f"http://localhost:{origin_port}"  # not 127.0.0.1: Traffic Server would bypass its parent
+    session, kinds, url = real_proxies_lab("real", "spe", lambda port: [
+        sys.executable, str(ROOT / "tests/fixtures/cache_origin.py"), str(port)], timeout_s=20)
+    with session as lab:
         for path, first, _, _ in CASES.values():
             for method, headers in first:
                 send(lab, url, method, path, headers)

@@ -31,41 +31,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import multiplier_binary
 from httpclient import Connection, request_bytes
-from labsupport import lab_session
-
-from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
-from spe_tools.process import ProcessGroup, free_port
+from labsupport import real_proxies_lab
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL_KINDS = ("squid", "trafficserver", "nginx", "varnish", "apache")
 
 
 def start_lab(collector_kind: str):
-    if problems := collector.missing(collector_kind):
-        pytest.skip(f"the {collector_kind} Collector is unavailable: " + "; ".join(problems))
-    kinds = [k for k in REAL_KINDS if not KINDS[k].missing(multiplier_binary())]
-    if not kinds:
-        pytest.skip("none of the real proxies is installed")
-    origin_port = free_port()
-
-    def text(_workdir: Path) -> str:
-        t = (f'name = "interim"\n[collector]\nkind = "{collector_kind}"\n[origin]\nkind = "none"\n'
-             '[multiplier]\ntimeout_s = 5\n')
-        for kind in kinds:
-            t += f'[[proxy]]\nname = "{kind}"\nkind = "{kind}"\ncache_mb = 16\n'
-            if kind == "apache":  # mod_cache caches one origin port per CacheEnable line
-                t += f"cache_ports = [{origin_port}]\n"
-        return t
-
-    def origin(group: ProcessGroup) -> None:
-        group.start("origin", [sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"), "--port",
-                               str(origin_port)], port=origin_port)
-
-    return lab_session(text, origin), kinds, f"http://localhost:{origin_port}"  # not 127.0.0.1: Traffic Server
-    # would bypass its parent
+    return real_proxies_lab("interim", collector_kind, lambda port: [
+        sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"), "--port", str(port)], timeout_s=5)
 
 
 @pytest.fixture(scope="class")

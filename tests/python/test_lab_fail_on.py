@@ -4,19 +4,16 @@ anything starts (the grammar and `./spe report`'s exit codes: test_report_fail_o
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
+from labsupport import run_lab_file
 
 from spe_tools.collector import BINARIES
-from spe_tools.lab.runner import down
 
-ROOT = Path(__file__).resolve().parents[2]
 LAB = """
 name = "failon"
 [collector]
@@ -32,19 +29,7 @@ kind = "dummy"
 
 
 def lab_run(runs: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    (runs / "failon.toml").write_text(LAB)
-    run = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(runs / "failon.toml"), "--runs-dir",
-                            str(runs), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
-    try:
-        out, _ = run.communicate(timeout=timeout)
-    finally:
-        if run.poll() is None:
-            run.terminate()  # the lab stops its components itself
-            run.wait(timeout=60)
-        for rundir in runs.glob("*-failon"):
-            down(rundir)  # by PID, whatever it could not stop
-    return subprocess.CompletedProcess(run.args, run.returncode, out)
+    return run_lab_file(runs, "failon", LAB, *args, timeout=timeout)
 
 
 @pytest.fixture

@@ -13,21 +13,17 @@ proxy is wrongly named as bypassing its Collector port.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
+from labsupport import run_lab_file
 
 from spe_tools.collector import BINARIES
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.runner import down
 
-ROOT = Path(__file__).resolve().parents[2]
 LAB = """
 name = "noise"
 [collector]
@@ -60,22 +56,11 @@ def noise_run():
         pytest.skip("; ".join(KINDS["squid"].missing()))
     runs = Path(tempfile.mkdtemp(prefix="spe-noise-"))
     runs.chmod(0o755)  # Squid drops to user proxy
-    (runs / "noise.toml").write_text(LAB)
-    run = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(runs / "noise.toml"), "--runs-dir",
-                            str(runs)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    done = run_lab_file(runs, "noise", LAB)
     try:
-        out, _ = run.communicate(timeout=240)
-    finally:
-        if run.poll() is None:
-            run.terminate()  # the lab stops its components itself
-            run.wait(timeout=60)
-        for rundir in runs.glob("*-noise"):
-            down(rundir)  # by PID, whatever it could not stop
-    try:
-        assert run.returncode == 0, out[-3000:]
+        assert done.returncode == 0, done.stdout[-3000:]
         (rundir,) = runs.glob("*-noise")
-        yield {"out": out, "rundir": rundir, "lab": json.loads((rundir / "lab.json").read_text()),
+        yield {"out": done.stdout, "rundir": rundir, "lab": json.loads((rundir / "lab.json").read_text()),
                "summary": json.loads((rundir / "report/summary.json").read_text())}
     finally:
         shutil.rmtree(runs, ignore_errors=True)

@@ -1,5 +1,6 @@
 // The cache-rule judge over whole records: provenance, reuse and its state across requests.
 #include "cache_judge.hpp"
+#include "judge_records.hpp"
 #include "result_log.hpp"
 #include "secret_digest.hpp"
 
@@ -12,7 +13,10 @@
 
 namespace {
 
-constexpr double kT0 = 1'700'000'000.0;
+using spe::test::fetch_stamp;
+using spe::test::kRequest;
+using spe::test::kT0;
+using spe::test::one_proxy_record;
 
 spe::Measure reply(const std::string& stamp, const std::string& cache_control, const std::string& reply_to) {
     spe::Measure m;
@@ -25,42 +29,20 @@ spe::Measure reply(const std::string& stamp, const std::string& cache_control, c
     return m;
 }
 
-spe::RequestRecord record(std::uint64_t id, double ts, spe::Measure ref, spe::Measure proxy) {
-    spe::RequestRecord r;
-    r.id = id;
-    r.ts = ts;
-    r.method = "GET";
-    r.url = "http://o/x";
-    r.tag = fmt::format("tag-{}", id);
-    r.collector = std::move(ref);
-    spe::ProxyResult p;
-    p.name = "p";
-    p.measure = std::move(proxy);
-    p.sent_at = ts + 0.01;
-    r.proxies.push_back(std::move(p));
-    return r;
-}
-
-const std::string kRequest = "GET http://o/x HTTP/1.1\r\nHost: o\r\n\r\n";
-
-std::string stamp(int serial, double t) {
-    return fmt::format("65f1-1c2.{}; t={:.3f}", serial, t);
-}
-
 }  // namespace
 
 TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the first fetch's rules") {
     spe::CacheJudge judge({"p"});
-    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"),
-                        reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"));
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "no-store", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "no-store", "tag-1"));
     judge.judge(first, kRequest);
     CHECK_FALSE(first.collector.cache->reused);
     CHECK_FALSE(first.proxies[0].measure.cache->reused);
     CHECK(first.proxies[0].measure.cache->provenance == "origin");
 
     // The Collector fetches again (no-store); the proxy serves its own copy of fetch 1.
-    auto second = record(2, kT0 + 5, reply(stamp(2, kT0 + 5.001), "no-store", "tag-2"),
-                         reply(stamp(1, kT0 + 0.001), "no-store", "tag-1"));
+    auto second = one_proxy_record(2, kT0 + 5, reply(fetch_stamp(2, kT0 + 5.001), "no-store", "tag-2"),
+                                   reply(fetch_stamp(1, kT0 + 0.001), "no-store", "tag-1"));
     second.proxies[0].measure.cache_headers.set(spe::CacheField::age, "5");
     judge.judge(second, kRequest);
     const auto& v = *second.proxies[0].measure.cache;
@@ -72,11 +54,11 @@ TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the fi
 
 TEST_CASE("the same fetch from the Collector's store is no reuse by the proxy when it names this request") {
     spe::CacheJudge judge({"p"});
-    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     judge.judge(first, kRequest);
-    auto second = record(2, kT0 + 5, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
-                         reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"));
+    auto second = one_proxy_record(2, kT0 + 5, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
+                                   reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"));
     judge.judge(second, kRequest);
     CHECK(second.collector.cache->reused);  // the Collector's own hit
     CHECK_FALSE(second.proxies[0].measure.cache->reused);
@@ -86,25 +68,25 @@ TEST_CASE("the same fetch from the Collector's store is no reuse by the proxy wh
 
 TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are named") {
     spe::CacheJudge judge({"p"});
-    auto r = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"), reply("", "", ""));
+    auto r = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"), reply("", "", ""));
     r.proxies[0].measure.fetch.reset();
     judge.judge(r, kRequest);
     CHECK(r.proxies[0].measure.cache->provenance == "none");
     CHECK(r.proxies[0].measure.cache->unjudged == "no X-SPE-Fetch stamp: not from the origin");
     CHECK(r.collector.cache->unjudged.empty());
 
-    auto forged = record(2, kT0 + 1, reply(stamp(2, kT0 + 1.001), "max-age=600", "tag-2"),
-                         reply("ffff-1.9; t=1700000001.000", "max-age=600", "tag-2"));
+    auto forged = one_proxy_record(2, kT0 + 1, reply(fetch_stamp(2, kT0 + 1.001), "max-age=600", "tag-2"),
+                                   reply("ffff-1.9; t=1700000001.000", "max-age=600", "tag-2"));
     judge.judge(forged, kRequest);
     CHECK(forged.proxies[0].measure.cache->provenance == "corrupt");
     CHECK(forged.proxies[0].measure.cache->unjudged == "corrupt stamp: names Collector ffff-1, not this run's");
-    auto garbage = record(3, kT0 + 2, reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
-                          reply("not a stamp", "max-age=600", "tag-3"));
+    auto garbage = one_proxy_record(3, kT0 + 2, reply(fetch_stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
+                                    reply("not a stamp", "max-age=600", "tag-3"));
     judge.judge(garbage, kRequest);
     CHECK(garbage.proxies[0].measure.cache->provenance == "corrupt");
     CHECK(garbage.proxies[0].measure.cache->unjudged == "corrupt stamp: X-SPE-Fetch does not parse");
-    auto future = record(4, kT0 + 3, reply(stamp(4, kT0 + 3.001), "max-age=600", "tag-4"),
-                         reply(stamp(5, kT0 + 3600), "max-age=600", "tag-4"));
+    auto future = one_proxy_record(4, kT0 + 3, reply(fetch_stamp(4, kT0 + 3.001), "max-age=600", "tag-4"),
+                                   reply(fetch_stamp(5, kT0 + 3600), "max-age=600", "tag-4"));
     judge.judge(future, kRequest);
     CHECK(future.proxies[0].measure.cache->provenance == "corrupt");
     CHECK(future.proxies[0].measure.cache->unjudged.starts_with("corrupt stamp: fetched 3597."));
@@ -112,12 +94,12 @@ TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are
 
 TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") {
     spe::CacheJudge judge({"p"});
-    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     judge.judge(first, kRequest);
     judge.note_unsafe(0, "http://o/x", 200, kT0 + 2);
-    auto after = record(3, kT0 + 4, reply(stamp(3, kT0 + 4.001), "max-age=600", "tag-3"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto after = one_proxy_record(3, kT0 + 4, reply(fetch_stamp(3, kT0 + 4.001), "max-age=600", "tag-3"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     after.proxies[0].measure.cache_headers.set(spe::CacheField::age, "4");
     judge.judge(after, kRequest);
     const auto& v = *after.proxies[0].measure.cache;
@@ -130,11 +112,11 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
     // (the Collector stored it from another proxy's forward): the proxy may keep and reuse it.
     spe::CacheJudge judge({"p"});
     const std::string no_store = "GET http://o/x HTTP/1.1\r\nCache-Control: no-store\r\n\r\n";
-    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     judge.judge(first, no_store);
-    auto reuse_after_no_store = record(2, kT0 + 1, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
-                                       reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto reuse_after_no_store = one_proxy_record(2, kT0 + 1, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
+                                                 reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     reuse_after_no_store.proxies[0].measure.cache_headers.set(spe::CacheField::age, "1");
     judge.judge(reuse_after_no_store, kRequest);
     // Request directives are advisory (RFC 9111 5.2.1): reported as such, not as violations.
@@ -142,11 +124,11 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
     REQUIRE(reuse_after_no_store.proxies[0].measure.cache->advisories.size() == 1);
     CHECK(reuse_after_no_store.proxies[0].measure.cache->advisories[0].rule == "request-no-store");
 
-    auto plain = record(3, kT0 + 2, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
+    auto plain = one_proxy_record(3, kT0 + 2, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
     judge.judge(plain, kRequest);
-    auto reuse = record(4, kT0 + 3, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-4"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
+    auto reuse = one_proxy_record(4, kT0 + 3, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-4"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
     reuse.proxies[0].measure.cache_headers.set(spe::CacheField::age, "3");
     judge.judge(reuse, kRequest);
     CHECK(reuse.proxies[0].measure.cache->reused);
@@ -156,8 +138,8 @@ TEST_CASE("request rules follow what each cache was asked when it received the c
 
 TEST_CASE("a body after a reply to HEAD is the head-body rule") {
     spe::CacheJudge judge({"p"});
-    auto r = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                    reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto r = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                              reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     r.method = "HEAD";
     r.proxies[0].measure.error = spe::LegError::extra_data;
     judge.judge(r, "HEAD http://o/x HTTP/1.1\r\n\r\n");
@@ -183,14 +165,14 @@ TEST_CASE("Vary: Cookie is judged by keyed digests; no cookie value reaches a ve
         return line.find("alice") == std::string::npos && line.find("bob") == std::string::npos;
     };
     // Alice's request: the proxy stores her variant.
-    auto first = record(1, kT0, varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")),
-                        varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
+    auto first = one_proxy_record(1, kT0, varying(reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1")),
+                                  varying(reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
     judge.judge(first, with_cookie("session=ALICE"));
     CHECK(no_cookie_in(first));
 
     // Bob's: the Collector fetches his variant, the proxy serves Alice's.
-    auto second = record(2, kT0 + 1, varying(reply(stamp(2, kT0 + 1.001), "max-age=600", "tag-2")),
-                         varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
+    auto second = one_proxy_record(2, kT0 + 1, varying(reply(fetch_stamp(2, kT0 + 1.001), "max-age=600", "tag-2")),
+                                   varying(reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
     second.proxies[0].measure.cache_headers.set(spe::CacheField::age, "1");
     judge.judge(second, with_cookie("session=BOB"));
     const auto alice = secrets.digest("session=alice");  // of the value as Vary compares it (lowercased)
@@ -213,8 +195,8 @@ TEST_CASE("Vary: Cookie is judged by keyed digests; no cookie value reaches a ve
 
     // Alice again, the value written otherwise: her stored variant matches (no vary finding); the copy's
     // understated Age is a violation, whose evidence shows the two cookies as equal digests.
-    auto third = record(3, kT0 + 10, varying(reply(stamp(3, kT0 + 10.001), "max-age=600", "tag-3")),
-                        varying(reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
+    auto third = one_proxy_record(3, kT0 + 10, varying(reply(fetch_stamp(3, kT0 + 10.001), "max-age=600", "tag-3")),
+                                  varying(reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1")));
     judge.judge(third, with_cookie("  session=ALICE  "));
     const auto& again = *third.proxies[0].measure.cache;
     CHECK(again.reused);
@@ -235,11 +217,12 @@ TEST_CASE("Vary: Authorization shows the credentials' digests, not their presenc
         m.cache_headers.set(spe::CacheField::vary, "Authorization");
         return m;
     };
-    auto first = record(1, kT0, varying(reply(stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")),
-                        varying(reply(stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")));
+    auto first = one_proxy_record(1, kT0, varying(reply(fetch_stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")),
+                                  varying(reply(fetch_stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")));
     judge.judge(first, with_token("SECRETTOKEN456"));
-    auto second = record(2, kT0 + 1, varying(reply(stamp(2, kT0 + 1.001), "public, max-age=600", "tag-2")),
-                         varying(reply(stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")));
+    auto second =
+        one_proxy_record(2, kT0 + 1, varying(reply(fetch_stamp(2, kT0 + 1.001), "public, max-age=600", "tag-2")),
+                         varying(reply(fetch_stamp(1, kT0 + 0.001), "public, max-age=600", "tag-1")));
     second.proxies[0].measure.cache_headers.set(spe::CacheField::age, "1");
     judge.judge(second, with_token("OTHERTOKEN789"));
     const auto& v = *second.proxies[0].measure.cache;
@@ -280,17 +263,17 @@ using Rules = std::vector<std::string_view>;
 
 TEST_CASE("a 304 must carry the ETag and Vary the stored reply had (RFC 9110 15.4.5), the Collector's too") {
     spe::CacheJudge judge({"p"});
-    auto stored = reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1");
+    auto stored = reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1");
     stored.cache_headers.set(spe::CacheField::etag, "\"v1\"");
     stored.cache_headers.set(spe::CacheField::vary, "Accept-Language");
-    auto first = record(1, kT0, stored, stored);
+    auto first = one_proxy_record(1, kT0, stored, stored);
     judge.judge(first, kRequest);
     const std::string conditional = "GET http://o/x HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n";
 
     // The proxy answers from its store without the ETag and Vary; the Collector with both.
     auto with_fields = not_modified("\"v1\"", "tag-2");
     with_fields.cache_headers.set(spe::CacheField::vary, "Accept-Language");
-    auto second = record(2, kT0 + 1, with_fields, not_modified(std::nullopt, ""));
+    auto second = one_proxy_record(2, kT0 + 1, with_fields, not_modified(std::nullopt, ""));
     judge.judge(second, conditional);
     CHECK(rules(second.collector).empty());
     REQUIRE(rules(second.proxies[0].measure) == Rules{"not-modified-fields"});
@@ -300,7 +283,7 @@ TEST_CASE("a 304 must carry the ETag and Vary the stored reply had (RFC 9110 15.
 
     // The Collector (a Squid 5.7) leaves the ETag out; the proxy relays that 304 (it names this
     // request): the Collector's omission, not the proxy's.
-    auto third = record(3, kT0 + 2, not_modified(std::nullopt, "tag-3"), not_modified(std::nullopt, "tag-3"));
+    auto third = one_proxy_record(3, kT0 + 2, not_modified(std::nullopt, "tag-3"), not_modified(std::nullopt, "tag-3"));
     third.collector.cache_headers.set(spe::CacheField::vary, "Accept-Language");
     third.proxies[0].measure.cache_headers.set(spe::CacheField::vary, "Accept-Language");
     judge.judge(third, conditional);
@@ -310,12 +293,12 @@ TEST_CASE("a 304 must carry the ETag and Vary the stored reply had (RFC 9110 15.
 
 TEST_CASE("a reused copy whose body disagrees with its Content-Length is named, with the leg's reason") {
     spe::CacheJudge judge({"p"});
-    auto first = record(1, kT0, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                        reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
     judge.judge(first, kRequest);
     for (auto error : {spe::LegError::extra_data, spe::LegError::truncated}) {
-        auto again = record(2, kT0 + 1, reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
-                            reply(stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+        auto again = one_proxy_record(2, kT0 + 1, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
+                                      reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
         auto& m = again.proxies[0].measure;
         m.cache_headers.set(spe::CacheField::age, "1");
         m.error = error;
@@ -327,8 +310,8 @@ TEST_CASE("a reused copy whose body disagrees with its Content-Length is named, 
         CHECK(rules(again.collector).empty());
     }
     // A fetch made for this request with a framing error is the origin's or the leg's, not a stored copy's.
-    auto fresh = record(3, kT0 + 2, reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
-                        reply(stamp(3, kT0 + 2.001), "max-age=600", "tag-3"));
+    auto fresh = one_proxy_record(3, kT0 + 2, reply(fetch_stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
+                                  reply(fetch_stamp(3, kT0 + 2.001), "max-age=600", "tag-3"));
     fresh.proxies[0].measure.error = spe::LegError::truncated;
     judge.judge(fresh, kRequest);
     CHECK(rules(fresh.proxies[0].measure).empty());

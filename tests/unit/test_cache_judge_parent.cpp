@@ -1,32 +1,22 @@
 // The cache-rule judge holds a proxy to what its parent (the Collector) sent it (X-SPE-Parent),
 // and the Collector to what the origin sent: Age, Date, the stored fields, a 304's updates.
 #include "cache_judge.hpp"
+#include "judge_records.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <ctime>
 
 namespace {
 
-constexpr double kT0 = 1'700'000'000.0;
-const std::string kRequest = "GET http://o/x HTTP/1.1\r\nHost: o\r\n\r\n";
+using spe::test::fetch_stamp;
+using spe::test::http_date;
+using spe::test::kRequest;
+using spe::test::kT0;
+using spe::test::one_proxy_record;
 const std::string kNames = "date cache-control content-type x-spe-fetch x-spe-reply-to";
-
-std::string http_date(double t) {
-    const auto secs = static_cast<std::time_t>(t);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char out[40];
-    std::strftime(out, sizeof out, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    return out;
-}
-
-std::string stamp(int serial, double t) {
-    return fmt::format("65f1-1c2.{}; t={:.3f}", serial, t);
-}
 
 /// A reply of fetch `serial`, made at `fetched`, naming the request `reply_to`; origin Date `date`.
 spe::Measure reply(int serial, double fetched, const std::string& cc, const std::string& reply_to,
@@ -34,7 +24,7 @@ spe::Measure reply(int serial, double fetched, const std::string& cc, const std:
     spe::Measure m;
     m.status = 200;
     m.ttfb_us = 1000;
-    m.fetch = stamp(serial, fetched);
+    m.fetch = fetch_stamp(serial, fetched);
     m.cache_headers.set(spe::CacheField::cache_control, cc);
     m.cache_headers.set(spe::CacheField::reply_to, reply_to);
     m.cache_headers.set(spe::CacheField::age, age);
@@ -49,22 +39,6 @@ spe::Measure& from_parent(spe::Measure& m, double t, const std::string& age, dou
     m.cache_headers.set(spe::CacheField::parent,
                         fmt::format(R"(t={:.3f}; age="{}"; date="{}"; fields="{}")", t, age, http_date(date), names));
     return m;
-}
-
-spe::RequestRecord record(std::uint64_t id, double ts, spe::Measure ref, spe::Measure proxy) {
-    spe::RequestRecord r;
-    r.id = id;
-    r.ts = ts;
-    r.method = "GET";
-    r.url = "http://o/x";
-    r.tag = fmt::format("tag-{}", id);
-    r.collector = std::move(ref);
-    spe::ProxyResult p;
-    p.name = "p";
-    p.measure = std::move(proxy);
-    p.sent_at = ts + 0.01;
-    r.proxies.push_back(std::move(p));
-    return r;
 }
 
 std::vector<std::string> rules(const spe::Measure& m) {
@@ -85,14 +59,14 @@ TEST_CASE("a proxy's copy is as old as its parent said, not as the origin said")
     constexpr auto kHuge = "2147483648";
     spe::CacheJudge judge({"p"});
     auto proxy = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "3", kT0);
-    auto first = record(1, kT0, reply(1, kT0 + 0.001, "max-age=3600", "tag-1", kHuge, kT0),
-                        from_parent(proxy, kT0 + 0.02, "3", kT0));
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=3600", "tag-1", kHuge, kT0),
+                                  from_parent(proxy, kT0 + 0.02, "3", kT0));
     judge.judge(first, kRequest);
     CHECK(rules(first.collector) == Rules{});
 
     auto reused = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "7", kT0);
-    auto second = record(2, kT0 + 4, reply(1, kT0 + 0.001, "max-age=3600", "tag-2", "3", kT0),
-                         from_parent(reused, kT0 + 0.02, "3", kT0));
+    auto second = one_proxy_record(2, kT0 + 4, reply(1, kT0 + 0.001, "max-age=3600", "tag-2", "3", kT0),
+                                   from_parent(reused, kT0 + 0.02, "3", kT0));
     judge.judge(second, kRequest);
     // The Collector is judged by the origin's: the copy it served from its store was never fresh,
     // and its Age (3) is far below the origin's.
@@ -105,8 +79,8 @@ TEST_CASE("a proxy's copy is as old as its parent said, not as the origin said")
 
     SECTION("an Age below the one its parent sent, plus its time in store, is the proxy's own") {
         auto low = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0);
-        auto third = record(3, kT0 + 8, reply(1, kT0 + 0.001, "max-age=3600", "tag-3", kHuge, kT0),
-                            from_parent(low, kT0 + 0.02, "3", kT0));
+        auto third = one_proxy_record(3, kT0 + 8, reply(1, kT0 + 0.001, "max-age=3600", "tag-3", kHuge, kT0),
+                                      from_parent(low, kT0 + 0.02, "3", kT0));
         judge.judge(third, kRequest);
         CHECK(rules(third.proxies[0].measure) == Rules{"age"});
     }
@@ -118,15 +92,15 @@ TEST_CASE("a proxy's own Date neither makes its copy younger nor passes for the 
     spe::CacheJudge judge({"p"});
     auto forwarded = reply(2, kT0 + 0.005, "max-age=10", "tag-1", "0", kT0);  // the proxy's Date
     forwarded.cache_headers.clear(spe::CacheField::age);
-    auto first = record(1, kT0, reply(1, kT0 + 0.001, "max-age=10", "tag-1", "0", kT0 - 9),
-                        from_parent(forwarded, kT0 + 0.006, "0", kT0 - 9));
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=10", "tag-1", "0", kT0 - 9),
+                                  from_parent(forwarded, kT0 + 0.006, "0", kT0 - 9));
     first.collector.cache_headers.clear(spe::CacheField::age);
     judge.judge(first, kRequest);
     CHECK_FALSE(first.proxies[0].measure.cache->reused);
 
     auto reused = reply(2, kT0 + 0.005, "max-age=10", "tag-1", "3", kT0 + 3);
-    auto second = record(2, kT0 + 3, reply(3, kT0 + 3.001, "max-age=10", "tag-2", "0", kT0 + 3),
-                         from_parent(reused, kT0 + 0.006, "0", kT0 - 9));
+    auto second = one_proxy_record(2, kT0 + 3, reply(3, kT0 + 3.001, "max-age=10", "tag-2", "0", kT0 + 3),
+                                   from_parent(reused, kT0 + 0.006, "0", kT0 - 9));
     judge.judge(second, kRequest);
     const auto& v = *second.proxies[0].measure.cache;
     CHECK(v.reused);
@@ -138,13 +112,13 @@ TEST_CASE("a proxy's own Date neither makes its copy younger nor passes for the 
 TEST_CASE("date: a reused reply keeps the Date it was stored with") {
     spe::CacheJudge judge({"p"});
     auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
-    auto first = record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
-                        from_parent(proxy, kT0 + 0.02, "0", kT0));
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
+                                  from_parent(proxy, kT0 + 0.02, "0", kT0));
     judge.judge(first, kRequest);
 
     auto kept = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "2", kT0);
-    auto second = record(2, kT0 + 2, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "2", kT0),
-                         from_parent(kept, kT0 + 0.02, "0", kT0));
+    auto second = one_proxy_record(2, kT0 + 2, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "2", kT0),
+                                   from_parent(kept, kT0 + 0.02, "0", kT0));
     judge.judge(second, kRequest);
     CHECK(rules(second.proxies[0].measure) == Rules{});
     const auto& exercised = second.proxies[0].measure.cache->exercised;
@@ -152,8 +126,8 @@ TEST_CASE("date: a reused reply keeps the Date it was stored with") {
     CHECK(std::find(exercised.begin(), exercised.end(), "stored-fields") != exercised.end());
 
     auto regenerated = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "2", kT0 + 2);
-    auto third = record(3, kT0 + 2, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "2", kT0),
-                        from_parent(regenerated, kT0 + 0.02, "0", kT0));
+    auto third = one_proxy_record(3, kT0 + 2, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "2", kT0),
+                                  from_parent(regenerated, kT0 + 0.02, "0", kT0));
     judge.judge(third, kRequest);
     REQUIRE(rules(third.proxies[0].measure) == Rules{"date"});
     CHECK(third.proxies[0].measure.cache->violations[0].section == "4, 3.2");
@@ -165,15 +139,15 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
     spe::CacheJudge judge({"p"});
     const std::string sent = kNames + " set-cookie via x-cache x-cache-lookup connection age server content-encoding";
     auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
-    auto first = record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
-                        from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
+                                  from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
     judge.judge(first, kRequest);
 
     // Via, X-Cache, Connection, Age, Server: a hop's own; Content-Encoding: a proxy may decode for a client that
     // does not accept the coding (RFC 9110 7.7; Varnish does); Set-Cookie: stored, so sent (RFC 9111 3.1).
     auto dropped = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
-    auto second = record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
-                         from_parent(dropped, kT0 + 0.02, "0", kT0, sent));
+    auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
+                                   from_parent(dropped, kT0 + 0.02, "0", kT0, sent));
     judge.judge(second, kRequest);
     const auto& v = *second.proxies[0].measure.cache;
     REQUIRE(rules(second.proxies[0].measure) == Rules{"stored-fields"});
@@ -182,20 +156,22 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
 
     auto kept = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
     kept.cache_headers.field_names += " set-cookie";
-    auto third = record(3, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "1", kT0),
-                        from_parent(kept, kT0 + 0.02, "0", kT0, sent));
+    auto third = one_proxy_record(3, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "1", kT0),
+                                  from_parent(kept, kT0 + 0.02, "0", kT0, sent));
     judge.judge(third, kRequest);
     CHECK(rules(third.proxies[0].measure) == Rules{});
 
     SECTION("no-cache=\"set-cookie\" lets a cache leave the field out") {
         spe::CacheJudge other({"p"});
         auto a = reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "0", kT0);
-        auto r1 = record(1, kT0, reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "0", kT0),
-                         from_parent(a, kT0 + 0.02, "0", kT0, sent));
+        auto r1 =
+            one_proxy_record(1, kT0, reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "0", kT0),
+                             from_parent(a, kT0 + 0.02, "0", kT0, sent));
         other.judge(r1, kRequest);
         auto b = reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "1", kT0);
-        auto r2 = record(2, kT0 + 1, reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-2", "1", kT0),
-                         from_parent(b, kT0 + 0.02, "0", kT0, sent));
+        auto r2 = one_proxy_record(2, kT0 + 1,
+                                   reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-2", "1", kT0),
+                                   from_parent(b, kT0 + 0.02, "0", kT0, sent));
         other.judge(r2, kRequest);
         CHECK(rules(r2.proxies[0].measure) == Rules{});
     }
@@ -204,15 +180,15 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
 TEST_CASE("header-update: a copy that had to be validated is served with the fields the 304 changed") {
     spe::CacheJudge judge({"p"});
     auto proxy = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0);
-    auto first =
-        record(1, kT0, reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0), from_parent(proxy, kT0 + 0.02, "0", kT0));
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0),
+                                  from_parent(proxy, kT0 + 0.02, "0", kT0));
     judge.judge(first, kRequest);
 
     // 5 s later the Collector revalidated fetch 1 during this request: the origin's 304 said max-age=2.
     auto merged = reply(1, kT0 + 0.001, "max-age=2", "tag-2", "0", kT0 + 5);
-    merged.cache_headers.set(spe::CacheField::validated, stamp(9, kT0 + 5.005));
+    merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
     auto old = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "5", kT0);
-    auto second = record(2, kT0 + 5, merged, from_parent(old, kT0 + 0.02, "0", kT0));
+    auto second = one_proxy_record(2, kT0 + 5, merged, from_parent(old, kT0 + 0.02, "0", kT0));
     judge.judge(second, kRequest);
     CHECK(rules(second.collector) == Rules{});
     const auto& v = *second.proxies[0].measure.cache;
@@ -223,8 +199,8 @@ TEST_CASE("header-update: a copy that had to be validated is served with the fie
     SECTION("a copy still fresh for the proxy may keep its fields") {
         auto fresh = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5);
         auto merged3 = reply(1, kT0 + 0.001, "max-age=2", "tag-3", "0", kT0 + 5);
-        merged3.cache_headers.set(spe::CacheField::validated, stamp(9, kT0 + 5.005));
-        auto third = record(3, kT0 + 5, merged3, from_parent(fresh, kT0 + 4.9, "0", kT0 + 5));
+        merged3.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
+        auto third = one_proxy_record(3, kT0 + 5, merged3, from_parent(fresh, kT0 + 4.9, "0", kT0 + 5));
         judge.judge(third, kRequest);
         CHECK(rules(third.proxies[0].measure) == Rules{});
     }
@@ -237,21 +213,21 @@ TEST_CASE("a copy a proxy stored after its own unsafe request is not invalidated
     spe::CacheJudge judge({"p"});
     judge.note_unsafe(0, "http://o/x", 200, kT0 + 0.1);
     auto stored = reply(2, kT0, "max-age=3600", "tag-1", "0", kT0);
-    auto first =
-        record(1, kT0, reply(2, kT0, "max-age=3600", "tag-1", "0", kT0), from_parent(stored, kT0 + 0.2, "0", kT0));
+    auto first = one_proxy_record(1, kT0, reply(2, kT0, "max-age=3600", "tag-1", "0", kT0),
+                                  from_parent(stored, kT0 + 0.2, "0", kT0));
     first.proxies[0].sent_at = kT0 + 0.19;
     judge.judge(first, kRequest);
     auto reused = reply(2, kT0, "max-age=3600", "tag-1", "1", kT0);
-    auto second =
-        record(2, kT0 + 1, reply(2, kT0, "max-age=3600", "tag-2", "1", kT0), from_parent(reused, kT0 + 0.2, "0", kT0));
+    auto second = one_proxy_record(2, kT0 + 1, reply(2, kT0, "max-age=3600", "tag-2", "1", kT0),
+                                   from_parent(reused, kT0 + 0.2, "0", kT0));
     judge.judge(second, kRequest);
     CHECK(second.proxies[0].measure.cache->reused);
     CHECK(rules(second.proxies[0].measure) == Rules{});
 
     SECTION("a copy it got before the unsafe request is") {
         judge.note_unsafe(0, "http://o/x", 200, kT0 + 1.5);
-        auto third = record(3, kT0 + 2, reply(2, kT0, "max-age=3600", "tag-3", "2", kT0),
-                            from_parent(reused, kT0 + 0.2, "0", kT0));
+        auto third = one_proxy_record(3, kT0 + 2, reply(2, kT0, "max-age=3600", "tag-3", "2", kT0),
+                                      from_parent(reused, kT0 + 0.2, "0", kT0));
         judge.judge(third, kRequest);
         CHECK(rules(third.proxies[0].measure) == Rules{"invalidation"});
     }
@@ -262,20 +238,21 @@ TEST_CASE("a copy updated from a 304 is fresh by the fields the 304 brought (RFC
     // max-age=600 (X-SPE-Validated on the copy); reused 3 s after that, the copy is fresh.
     spe::CacheJudge judge({"p"});
     auto fetched = reply(1, kT0, "max-age=1", "tag-1", "0", kT0);
-    auto first = record(1, kT0, reply(1, kT0, "max-age=1", "tag-1", "0", kT0), from_parent(fetched, kT0, "0", kT0));
+    auto first =
+        one_proxy_record(1, kT0, reply(1, kT0, "max-age=1", "tag-1", "0", kT0), from_parent(fetched, kT0, "0", kT0));
     judge.judge(first, kRequest);
     auto merged = reply(1, kT0, "max-age=600", "tag-1", "3", kT0 + 2);  // the 304's Date, merged
-    merged.cache_headers.set(spe::CacheField::validated, stamp(2, kT0 + 2));
-    auto second =
-        record(3, kT0 + 5, reply(1, kT0, "max-age=600", "tag-3", "3", kT0), from_parent(merged, kT0 + 2, "0", kT0 + 2));
+    merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(2, kT0 + 2));
+    auto second = one_proxy_record(3, kT0 + 5, reply(1, kT0, "max-age=600", "tag-3", "3", kT0),
+                                   from_parent(merged, kT0 + 2, "0", kT0 + 2));
     judge.judge(second, kRequest);
     CHECK(second.proxies[0].measure.cache->reused);
     CHECK(rules(second.proxies[0].measure) == Rules{});
 
     SECTION("without the merge (no validation on the copy) the first header's max-age=1 decides") {
         auto old = reply(1, kT0, "max-age=1", "tag-1", "5", kT0);
-        auto third =
-            record(4, kT0 + 5, reply(1, kT0, "max-age=600", "tag-4", "3", kT0), from_parent(old, kT0, "0", kT0));
+        auto third = one_proxy_record(4, kT0 + 5, reply(1, kT0, "max-age=600", "tag-4", "3", kT0),
+                                      from_parent(old, kT0, "0", kT0));
         judge.judge(third, kRequest);
         CHECK(rules(third.proxies[0].measure) == Rules{"stale"});
     }
