@@ -160,6 +160,19 @@ void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch,
     memory.deliveries.insert_or_assign(fetch.stamp.serial, std::move(d));
 }
 
+void CacheJudge::note_collector_unsafe(const RequestRecord& record) {
+    const auto& reply = record.collector;
+    if (!reply.status) return;
+    // Squid purges in the same step in which it stamps the origin's reply: the stamp is the moment, on the
+    // clock of every stamp it compares with. The Multiplier sees the reply later (by milliseconds under load),
+    // and the Collector may meanwhile have stored a new copy for a proxy's request. A reply without a stamp:
+    // when its first byte reached the Multiplier, the latest the invalidation can have been.
+    const auto stamp = reply.fetch ? parse_fetch_stamp(*reply.fetch) : std::nullopt;
+    const double at =
+        stamp ? stamp->time : record.ts + static_cast<double>(reply.ttfb_us.value_or(0)) / 1e6;
+    note_unsafe(-1, record.url, *reply.status, at);
+}
+
 void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status, double at) {
     if (status < 200 || status >= 400) return;
     std::lock_guard lock(mutex_);

@@ -32,6 +32,8 @@ public:
     /// A cache's reply to an unsafe request arrived: a 2xx or 3xx invalidates
     /// its stored copies of the URI (RFC 9111 4.4). `cache`: -1 = the Collector.
     void note_unsafe(int cache, const std::string& url, unsigned status, double at);
+    /// The Collector's reply to the client's unsafe request `record` is in.
+    void note_collector_unsafe(const RequestRecord& record);
     /// Judges the record's replies (collector.cache and every proxies[i].cache).
     void judge(RequestRecord& record, std::string_view header_block);
 

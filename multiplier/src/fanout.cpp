@@ -87,9 +87,7 @@ void Fanout::take_reference(Reference reference) {
     if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
     // The Collector invalidated when its reply left, not when this executor got to it: the client's next
     // request may have reached the Collector (and stored a new copy) before then.
-    if (auto* judge = ctx_->cache_judge(); judge && unsafe_ && record_.collector.status)
-        judge->note_unsafe(-1, record_.url, *record_.collector.status,
-                           record_.ts + static_cast<double>(record_.collector.ttfb_us.value_or(0)) / 1e6);
+    if (auto* judge = ctx_->cache_judge(); judge && unsafe_) judge->note_collector_unsafe(record_);
     if (!reference.shortfall.empty()) {
         if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();

@@ -316,3 +316,41 @@ TEST_CASE("a reused copy whose body disagrees with its Content-Length is named, 
     judge.judge(fresh, kRequest);
     CHECK(rules(fresh.proxies[0].measure).empty());
 }
+
+TEST_CASE("the Collector invalidates when it takes the unsafe request's reply, on the clock of its stamps") {
+    // The POST's reply reached the Collector at kT0 + 1.002 (its stamp) and the Multiplier 4 ms later. In
+    // between, a proxy's request made the Collector fetch again (kT0 + 1.004): a copy stored after the
+    // invalidation, which the client's next GET may reuse.
+    spe::CacheJudge judge({"p"});
+    auto get = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                                reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    judge.judge(get, kRequest);
+    auto post = one_proxy_record(2, kT0 + 1, reply(fetch_stamp(2, kT0 + 1.002), "no-store", "tag-2"),
+                                 reply(fetch_stamp(2, kT0 + 1.002), "no-store", "tag-2"));
+    post.method = "POST";
+    post.collector.ttfb_us = 6000;
+    judge.note_collector_unsafe(post);
+    auto next = one_proxy_record(3, kT0 + 1.010, reply(fetch_stamp(3, kT0 + 1.004), "max-age=600", "tag-3"),
+                                 reply(fetch_stamp(3, kT0 + 1.004), "max-age=600", "tag-3"));
+    judge.judge(next, kRequest);
+    CHECK(next.collector.cache->reused);
+    CHECK(next.collector.cache->violations.empty());
+
+    SECTION("a copy it stored before then and reused after is the Collector's fault") {
+        auto stale = one_proxy_record(4, kT0 + 1.5, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-4"),
+                                      reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-4"));
+        judge.judge(stale, kRequest);
+        REQUIRE(stale.collector.cache->violations.size() == 1);
+        CHECK(stale.collector.cache->violations[0].rule == "invalidation");
+    }
+    SECTION("without a stamp on its reply: when the reply's first byte reached the Multiplier") {
+        auto unstamped = post;
+        unstamped.collector.fetch.reset();
+        judge.note_collector_unsafe(unstamped);
+        auto again = one_proxy_record(5, kT0 + 1.5, reply(fetch_stamp(3, kT0 + 1.004), "max-age=600", "tag-5"),
+                                      reply(fetch_stamp(3, kT0 + 1.004), "max-age=600", "tag-5"));
+        judge.judge(again, kRequest);
+        REQUIRE(again.collector.cache->violations.size() == 1);
+        CHECK(again.collector.cache->violations[0].rule == "invalidation");
+    }
+}
