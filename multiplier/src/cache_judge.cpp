@@ -168,8 +168,7 @@ void CacheJudge::note_collector_unsafe(const RequestRecord& record) {
     // and the Collector may meanwhile have stored a new copy for a proxy's request. A reply without a stamp:
     // when its first byte reached the Multiplier, the latest the invalidation can have been.
     const auto stamp = reply.fetch ? parse_fetch_stamp(*reply.fetch) : std::nullopt;
-    const double at =
-        stamp ? stamp->time : record.ts + static_cast<double>(reply.ttfb_us.value_or(0)) / 1e6;
+    const double at = stamp ? stamp->time : record.ts + static_cast<double>(reply.ttfb_us.value_or(0)) / 1e6;
     note_unsafe(-1, record.url, *reply.status, at);
 }
 
