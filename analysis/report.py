@@ -129,18 +129,20 @@ def skipped_text(rep: Report) -> str:
 
 
 def queueing_text(rep: Report) -> str:
-    """SPE's own queueing, so the proxies' times are not mistaken for it: how often the client was held back
-    for the slowest proxy, and each proxy's legs' wait inside SPE before they were sent (median / p99)."""
+    """SPE's own queueing, so the proxies' times are not mistaken for it: each proxy's legs' wait inside SPE
+    before they were sent (median / p99), and how often the client was held back for the slowest proxy (only
+    in logs of issue 27's first Multiplier, 2026-11-26: today's never holds the client)."""
     waits = [r for r in rep.rows[1:] if r.get("queued_median_ms") is not None]
     held = rep.held.get("requests", 0)
     if not held and not waits:  # a log written before the Multiplier recorded either
         return ""
-    out = (f"SPE's queueing (in no proxy's times): client held back before {held} request(s)"
-           f" ({rep.held.get('total_s', 0):.2f} s in all)")
+    parts = []
+    if held:
+        parts.append(f"client held back before {held} request(s) ({rep.held.get('total_s', 0):.2f} s in all)")
     if waits:
-        out += "; legs' wait to be sent, median/p99 ms: " + ", ".join(
-            f"{r['name']} {_fmt(r['queued_median_ms'])}/{_fmt(r['queued_p99_ms'])}" for r in waits)
-    return out
+        parts.append("legs' wait to be sent, median/p99 ms: " + ", ".join(
+            f"{r['name']} {_fmt(r['queued_median_ms'])}/{_fmt(r['queued_p99_ms'])}" for r in waits))
+    return "SPE's queueing (in no proxy's times): " + "; ".join(parts)
 
 
 def https_text(rep: Report) -> str:

@@ -111,7 +111,6 @@ awaitable<void> DownstreamSession::run() {
     // frame, the size of serve_one's locals) before awaiting the first.
     for (;;) {
         if (!co_await wait_for_request()) break;
-        co_await keep_pace_with_fanout();  // the next request is here: read it once the proxies keep up
         if (!co_await serve_one()) break;
     }
     if (refused_) {
@@ -147,7 +146,6 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
                     ? "HTTP/1.1"
                     : "HTTP/" + std::to_string(req.version() / 10) + "." + std::to_string(req.version() % 10);
     r.validation = is_validation(req);
-    r.client_held_us = std::exchange(held_us_, std::nullopt);
     return r;
 }
 
@@ -263,42 +261,6 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     fanout->set_reference({std::move(out.measure), status, std::nullopt, std::move(shortfall)});
     if (!whole) co_return false;
     co_return out.keep_alive && !ctx_->stopping();
-}
-
-awaitable<void> DownstreamSession::keep_pace_with_fanout() {
-    // The fan-out has threads of its own, so the client does not wait for a
-    // proxy's reply. But each proxy gets this connection's requests one at a
-    // time, in order (proxy_turns.hpp): a client that sends back to back to
-    // proxies slower than it would run ever further ahead of the slowest one,
-    // whose legs would queue inside SPE and go out long after the client's
-    // request. So the slowest proxy may be at most kBehind of this
-    // connection's requests behind (the one it answers and two waiting); then
-    // the next request is read once it has caught up by one, and the proxies
-    // see every request. A proxy whose leg has been out for kStalled already
-    // (it hangs, say) does not count: a misbehaving proxy costs the client at
-    // most kStalled per leg of its, and its legs past ProxyPools::kMaxAhead
-    // are not sent. The legs waited for end within their deadlines; `limit`
-    // makes the bound explicit. Checked with a timer, not a wake-up from the
-    // fan-out's thread: with one client thread its io_context is told no
-    // other thread ever touches it.
-    constexpr std::uint64_t kBehind = 3;
-    constexpr auto kStalled = std::chrono::milliseconds(1500);
-    constexpr auto kFirstRecheck = std::chrono::milliseconds(1);
-    constexpr auto kLastRecheck = std::chrono::milliseconds(8);  // a hold outlasts the proxies' reply by this at most
-    static_assert(ProxyPools::kMaxAhead > kBehind, "a leg is never dropped while the client is held for its proxy");
-    if (pools_->behind(kStalled) <= kBehind) co_return;
-    const auto start = Clock::now();
-    const auto limit = start + fanout_turn_bound(ctx_->config(), ctx_->proxies().size()) *
-                                   static_cast<Clock::rep>(pools_->behind(kStalled));
-    asio::steady_timer pause(client_.get_executor());
-    auto recheck = std::chrono::duration_cast<Clock::duration>(kFirstRecheck);
-    error_code ec;
-    while (pools_->behind(kStalled) > kBehind && !ctx_->stopping() && Clock::now() < limit) {
-        pause.expires_after(recheck);
-        co_await pause.async_wait(with_ec(ec));
-        recheck = std::min<Clock::duration>(recheck * 2, kLastRecheck);
-    }
-    held_us_ = micros_since(start);
 }
 
 awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, const std::string& reason,

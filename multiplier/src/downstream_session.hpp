@@ -57,9 +57,6 @@ private:
     awaitable<void> upgrade(Request req, RequestRecord record);
     /// A request read in an intercepted tunnel gets its upstream http form; false: refused.
     awaitable<bool> adopt_intercepted(Request& req, RequestRecord& record);
-    /// Before a request is read: waits (bounded) while the slowest proxy is too far behind this
-    /// connection's requests; how long goes into held_us_, for that request's record.
-    awaitable<void> keep_pace_with_fanout();
     /// Sends a short text reply from the Multiplier itself; returns what the client got.
     awaitable<Measure> reply_from_multiplier(unsigned status, const std::string& reason, bool head_request,
                                              bool keep_alive);
@@ -77,9 +74,8 @@ private:
     CollectorLeg collector_;
     std::shared_ptr<ProxyPools> pools_;
     WorkGuard work_;
-    bool idle_ = true;                     // waiting for the first byte of a request
-    bool refused_ = false;                 // an error reply was sent: close lingering (lingering_close.hpp)
-    std::optional<std::int64_t> held_us_;  // the hold before the request being read (keep_pace_with_fanout)
+    bool idle_ = true;      // waiting for the first byte of a request
+    bool refused_ = false;  // an error reply was sent: close lingering (lingering_close.hpp)
 };
 
 }  // namespace spe

@@ -6,11 +6,13 @@
 #include "result_log.hpp"
 #include "validator.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 namespace spe {
 
@@ -184,15 +186,20 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     const auto bound = fanout_turn_bound(ctx_->config(), record_.proxies.size());
     const auto turn = co_await pools_->await_turn(proxy, sequence_, bound);
     result.queued_us = micros_since(due);
-    if (turn != ProxyPools::TurnWait::turn) {
-        const bool aborted = turn == ProxyPools::TurnWait::aborted;
-        result.measure.error = aborted ? LegError::aborted : LegError::timeout;
-        result.measure.error_detail = aborted ? "the Multiplier stopped while the leg waited for its turn"
-                                              : "not sent: the requests before it on this proxy took longer than "
-                                                "their deadlines allow";
+    if (turn == ProxyPools::TurnWait::aborted) {
+        result.measure.error = LegError::aborted;
+        result.measure.error_detail = "the Multiplier stopped while the leg waited for its turn";
         co_return;
     }
-    pools_->leg_sent(proxy);
+    if (turn == ProxyPools::TurnWait::timed_out) {
+        // The proxy is still busy with this connection's earlier requests: it has fallen behind the client.
+        result.measure.error = LegError::busy;
+        result.measure.error_detail = fmt::format(
+            "not sent: this proxy was still answering this client connection's earlier requests after {} ms "
+            "(it gets them one at a time; a leg waits for its turn one fan-out's deadline at most)",
+            std::chrono::duration_cast<std::chrono::milliseconds>(bound).count());
+        co_return;
+    }
     auto conn = pools_->acquire(proxy);
     if (!conn) {
         result.measure.error = LegError::busy;

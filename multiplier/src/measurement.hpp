@@ -119,9 +119,6 @@ struct RequestRecord {
     bool intercepted = false;  // read inside an intercepted TLS tunnel (the url is https)
     Measure collector;
     unsigned client_status = 0;
-    // How long the Multiplier held the client connection back before reading this request, because
-    // the slowest proxy had fallen too far behind it (keep_pace_with_fanout); unset: not held.
-    std::optional<std::int64_t> client_held_us = std::nullopt;
     std::string note;  // e.g. why there was no fan-out
     std::string tag;   // X-SPE-Request of the upstream copy; empty: no upstream request or no tag
     // The request's header fields caches decide by (filled by the cache-rule judge): to replay it.

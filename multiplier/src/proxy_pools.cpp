@@ -14,9 +14,7 @@ ProxyPools::ProxyPools(asio::any_io_executor strand, const std::vector<ResolvedP
       buffer_limit_(buffer_limit),
       pools_(proxies.size()),
       turns_(proxies.size()),
-      waiting_(proxies.size()),
-      turn_(proxies.size()),
-      sent_ns_(proxies.size()) {}
+      waiting_(proxies.size()) {}
 
 std::unique_ptr<UpstreamConnection> ProxyPools::acquire(std::size_t proxy) {
     auto& pool = pools_.at(proxy);
@@ -47,33 +45,12 @@ void ProxyPools::client_closed() {
     });
 }
 
-std::uint64_t ProxyPools::behind(Clock::duration stalled_after) const {
-    // issued_ changes only on the client's side (the caller's), and a turn never passes the
-    // fan-outs issued, so the difference is never negative.
-    const auto issued = issued_.load();
-    const auto stalled_before = (Clock::now() - stalled_after).time_since_epoch().count();
-    std::uint64_t most = 0;
-    for (std::size_t proxy = 0; proxy < turn_.size(); ++proxy) {
-        const auto sent = sent_ns_[proxy].load();
-        if (sent != 0 && sent < stalled_before) continue;
-        const auto turn = turn_[proxy].load();
-        most = std::max(most, issued > turn ? issued - turn : 0);
-    }
-    return most;
-}
-
-void ProxyPools::leg_sent(std::size_t proxy) {
-    sent_ns_.at(proxy) = Clock::now().time_since_epoch().count();
-}
-
 awaitable<ProxyPools::TurnWait> ProxyPools::await_turn(std::size_t proxy, std::uint64_t seq,
                                                        Clock::duration per_fanout) {
     if (aborted_) co_return TurnWait::aborted;
     if (turns_.is_turn(proxy, seq)) co_return TurnWait::turn;
     asio::steady_timer wake(strand_);
-    // Every fan-out before `seq` that some proxy is not done with may hold it up (with --legs serial through
-    // another proxy's turn, too); each takes at most `per_fanout`.
-    wake.expires_after(per_fanout * static_cast<Clock::rep>(seq - turns_.slowest(seq) + 1));
+    wake.expires_after(per_fanout);
     auto& waiting = waiting_.at(proxy);
     waiting[seq] = &wake;
     struct Unlist {  // however the wait ends, the observer goes before the timer does
@@ -93,8 +70,6 @@ awaitable<ProxyPools::TurnWait> ProxyPools::await_turn(std::size_t proxy, std::u
 void ProxyPools::pass_turn(std::size_t proxy, std::uint64_t seq) {
     const auto now = turns_.pass(proxy, seq);
     if (!now) return;
-    turn_[proxy] = *now;
-    sent_ns_[proxy] = 0;
     const auto& waiting = waiting_.at(proxy);
     if (auto it = waiting.find(*now); it != waiting.end()) it->second->cancel();
 }

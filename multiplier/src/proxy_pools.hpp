@@ -4,7 +4,10 @@
 // as in ROPE), closed when the client leaves. Also whose turn it is at each
 // proxy: the client's requests reach each proxy in the client's order, one at
 // a time (proxy_turns.hpp). Used on their own executor (the fan-out's);
-// client_closed(), abort(), next_sequence() and behind() may be called from anywhere.
+// client_closed(), abort() and next_sequence() may be called from anywhere.
+// The client is never held back for them (a proxy must not change how fast the
+// client is served): a proxy that falls too far behind gets no more legs until it
+// catches up (kMaxAhead).
 #pragma once
 
 #include "proxy_turns.hpp"
@@ -38,25 +41,20 @@ public:
     /// The client's side, once per fan-out in the client's order: its number among this
     /// connection's fan-outs. Every number given must be passed at every proxy (pass_all).
     std::uint64_t next_sequence() { return issued_++; }
-    /// How far behind the client the slowest proxy's turn is: this connection's fan-outs that some
-    /// proxy has not yet answered or passed over (any thread). A proxy whose leg has been out for
-    /// `stalled_after` already (it hangs, say) is left out: the client is not held for it.
-    std::uint64_t behind(Clock::duration stalled_after) const;
-    /// The leg of `proxy`'s turn has been sent (strand): from now on it may count as stalled.
-    void leg_sent(std::size_t proxy);
-
-    /// A leg is not queued behind more than this many of its connection's fan-outs at one proxy
-    /// (the one it answers and three waiting): past that the proxy has stalled (the client is no
-    /// longer held back for it, behind()), and the leg is not sent (`busy`).
-    static constexpr std::uint64_t kMaxAhead = 4;
+    /// A leg is not queued behind more than this many of its connection's fan-outs at one proxy:
+    /// past that the proxy has fallen too far behind the client, and the leg is not sent (`busy`).
+    /// A bound on memory: a burst of back-to-back requests to a proxy slower than the Collector's
+    /// hits queues this many at most (each also waits at most one fan-out's bound, await_turn).
+    static constexpr std::uint64_t kMaxAhead = 64;
     /// How many of this connection's fan-outs before `seq` `proxy` is not done with yet.
     std::uint64_t ahead(std::size_t proxy, std::uint64_t seq) const { return turns_.ahead(proxy, seq); }
 
     enum class TurnWait { turn, timed_out, aborted };
     /// Waits until fan-out `seq` may send its leg to `proxy`: woken when the fan-out
-    /// before it passes, never polled. The legs before it end within their own deadlines,
-    /// so the wait is bounded by (earlier fan-outs some proxy is not done with + 1) x `per_fanout`,
-    /// the longest a fan-out may take with this proxy; past that it gives up (timed_out).
+    /// before it passes, never polled. It gives up (timed_out) after `per_fanout`, the longest
+    /// one fan-out may take with this proxy, however many legs are ahead of it: a proxy that
+    /// falls behind the client (a hanging one) loses legs, rather than queueing them ever
+    /// longer and holding back the records that wait for them.
     awaitable<TurnWait> await_turn(std::size_t proxy, std::uint64_t seq, Clock::duration per_fanout);
     /// Fan-out `seq` is done with `proxy` (its leg ended, or none is sent). Idempotent.
     void pass_turn(std::size_t proxy, std::uint64_t seq);
@@ -81,10 +79,6 @@ private:
     // coroutines own (each erases itself before its timer goes); cancelled to wake them.
     std::vector<std::map<std::uint64_t, asio::steady_timer*>> waiting_;
     std::atomic<std::uint64_t> issued_{0};  // fan-out numbers given (the client's side)
-    // Published for behind(), per proxy: its turn, and when the leg of that turn was sent (steady
-    // clock, ns since its epoch; 0: not sent yet).
-    std::vector<std::atomic<std::uint64_t>> turn_;
-    std::vector<std::atomic<std::int64_t>> sent_ns_;
 };
 
 }  // namespace spe

@@ -33,11 +33,4 @@ std::optional<std::uint64_t> ProxyTurns::pass(std::size_t proxy, std::uint64_t s
     return turn.current;
 }
 
-std::uint64_t ProxyTurns::slowest(std::uint64_t issued) const {
-    std::uint64_t lowest = issued;
-    for (const auto& turn : turns_)
-        lowest = std::min(lowest, turn.current);
-    return lowest;
-}
-
 }  // namespace spe

@@ -28,9 +28,6 @@ public:
     /// Fan-out `seq` is done with `proxy`. Passing twice, or a fan-out the turn already
     /// passed, changes nothing. Returns the fan-out whose turn it now is when the turn moved.
     std::optional<std::uint64_t> pass(std::size_t proxy, std::uint64_t seq);
-    /// The slowest proxy's turn: the lowest fan-out some proxy is not done with yet
-    /// (`issued`, the next number to be given, when there are no proxies).
-    std::uint64_t slowest(std::uint64_t issued) const;
 
 private:
     struct Turn {

@@ -87,35 +87,37 @@ def test_a_full_reply_where_a_304_was_due_is_a_status_mismatch_in_both_modes(lab
 
 
 def test_a_hanging_proxy_does_not_delay_the_client(lab, good_squid, faulty, start_multiplier):
-    m = start_multiplier("--timeout", "3", "--proxy", f"good=127.0.0.1:{good_squid.port}",
+    m = start_multiplier("--timeout", "2", "--proxy", f"good=127.0.0.1:{good_squid.port}",
                          "--proxy", f"hang=127.0.0.1:{faulty['hang']}")
+    requests = 6
     with Connection(m.port) as c:
-        for i in range(6):
+        for i in range(requests):
             assert c.get(lab.url(f"/c/hang{i}?size=1000")).status == 200
-    # The hanging proxy gets this connection's requests one at a time, in order: each leg once the one
-    # before has timed out (3 s). The records appear as they do.
-    records = m.records(6, deadline_s=30)
-    assert len(records) == 6
+    # The hanging proxy gets this connection's requests one at a time, in order: a leg once the one before
+    # has timed out (2 s), if its own wait for that turn has not ended first (one fan-out's bound, 3 s): a
+    # proxy that falls behind loses legs, and every record is written within about two deadlines.
+    records = m.records(requests, deadline_s=30)
+    assert len(records) == requests
     # By the Multiplier's own clock (each request's arrival): had the client waited for the hanging proxy,
-    # each request would have come a --timeout (3 s) after the one before. It is held back at most 1.5 s,
-    # once, when the proxy falls four requests behind; then the proxy counts as stalled until its turn
-    # moves. How long the client waits is a benchmark's claim (bench/), not asserted here: wall-clock
-    # bounds flake on a loaded machine.
+    # a request would have come a --timeout (2 s) after the one before. The client is never held back.
+    # How long the client waits is a benchmark's claim (bench/tail_isolation.py), not asserted here:
+    # wall-clock bounds flake on a loaded machine.
     arrivals = [r["ts"] for r in records]
-    assert all(later - earlier < 3 for earlier, later in zip(arrivals, arrivals[1:], strict=False)), arrivals
-    assert len([r for r in records if "client_held_us" in r]) <= 1
+    assert all(later - earlier < 2 for earlier, later in zip(arrivals, arrivals[1:], strict=False)), arrivals
+    assert not [r for r in records if "client_held_us" in r]
+    sent = []
     for r in records:
         by_name = {p["name"]: p for p in r["proxies"]}
         assert by_name["good"]["result"] == "OK"
         hang = by_name["hang"]
-        assert hang["result"] == "NO_RESPONSE"
-        if hang["error"] == "timeout":
-            assert hang["total_us"] >= 2_900_000  # its own time: the wait for its turn is queued_us
-            if r["id"] > records[0]["id"]:  # waited for the hanging leg before it
-                assert hang["queued_us"] >= 1_000_000, hang
-        else:  # queued behind four hanging legs already: not sent, so the queue stays bounded
-            assert hang["error"] == "busy" and "not sent" in hang["error_detail"], hang
-    assert [r["proxies"][1]["error"] for r in records][:4] == ["timeout"] * 4
+        assert hang["result"] == "NO_RESPONSE", hang
+        if hang["error"] == "busy":  # its turn did not come within its own wait's bound: not sent
+            assert "not sent" in hang["error_detail"] and 2_900_000 <= hang["queued_us"] < 10_000_000, hang
+        else:
+            assert hang["error"] == "timeout", hang
+            sent.append(r["id"])
+            assert hang["total_us"] >= 1_900_000  # its own time: the wait for its turn is queued_us
+    assert sent[0] == records[0]["id"] and 2 <= len(sent) < requests, sent
 
 
 def test_a_proxy_fails_only_on_every_third_request(lab, start_multiplier):

@@ -26,9 +26,9 @@ TEST_CASE("a proxy's turn moves in order, one fan-out at a time") {
     CHECK(t.pass(0, 0) == 1u);
     CHECK(t.is_turn(0, 1));
     CHECK(t.is_turn(1, 0));  // each proxy has its own turn
-    CHECK(t.slowest(5) == 0);
+    CHECK(t.ahead(1, 5) == 5);
     CHECK(t.pass(1, 0) == 1u);
-    CHECK(t.slowest(5) == 1);
+    CHECK(t.ahead(1, 5) == 4);
 }
 
 TEST_CASE("a fan-out done before its turn is passed over when the turn reaches it") {
@@ -53,11 +53,6 @@ TEST_CASE("passing twice, or a fan-out already passed, changes nothing") {
     CHECK(t.pass(0, 3) == 5u);
 }
 
-TEST_CASE("with no proxies nobody is behind") {
-    ProxyTurns t(0);
-    CHECK(t.slowest(7) == 7);
-}
-
 namespace {
 
 struct Bed {
@@ -74,7 +69,6 @@ struct Bed {
             [this, proxy, seq, busy, bound]() -> spe::awaitable<void> {
                 const auto turn = co_await pools->await_turn(proxy, seq, bound);
                 outcomes.push_back(turn);
-                if (turn == ProxyPools::TurnWait::turn) pools->leg_sent(proxy);
                 if (turn == ProxyPools::TurnWait::turn)
                     sent.push_back(std::to_string(proxy) + ":" + std::to_string(seq));
                 boost::asio::steady_timer reply(io, busy);
@@ -99,7 +93,7 @@ TEST_CASE("legs started out of order reach each proxy in the client's order, wok
     bed.leg(1, 1, 1ms);
     bed.leg(0, 0, 50ms);
     bed.leg(1, 0, 1ms);
-    CHECK(bed.pools->behind(1h) == 3);
+    CHECK(bed.pools->ahead(0, 3) == 3);
     const auto start = spe::Clock::now();
     bed.io.run_for(5s);
     CHECK(spe::Clock::now() - start < 2s);  // woken, not timed out
@@ -115,7 +109,8 @@ TEST_CASE("legs started out of order reach each proxy in the client's order, wok
         return std::find(bed.sent.begin(), bed.sent.end(), s) - bed.sent.begin();
     };
     CHECK(index("1:2") < index("0:1"));
-    CHECK(bed.pools->behind(1h) == 0);
+    CHECK(bed.pools->ahead(0, 3) == 0);
+    CHECK(bed.pools->ahead(1, 3) == 0);
 }
 
 TEST_CASE("a fan-out that sends nothing still passes its turn on") {
@@ -124,29 +119,30 @@ TEST_CASE("a fan-out that sends nothing still passes its turn on") {
         bed.pools->next_sequence();
     bed.leg(0, 2, 1ms);
     bed.leg(0, 0, 20ms);
-    bed.pools->pass_all(1);  // a reference shortfall: fan-out 1 has no legs
-    CHECK(bed.pools->behind(1h) == 3);
+    bed.pools->pass_all(1);              // a reference shortfall: fan-out 1 has no legs
+    CHECK(bed.pools->ahead(1, 3) == 2);  // 0 and 2; 1 is done everywhere
     bed.io.run_for(5s);
     CHECK(bed.sent == std::vector<std::string>{"0:0", "0:2"});
-    CHECK(bed.pools->behind(1h) == 3);  // proxy 1 still waits for fan-out 0 (its turn never came here)
+    CHECK(bed.pools->ahead(0, 3) == 0);
+    CHECK(bed.pools->ahead(1, 3) == 2);  // proxy 1 still waits for fan-out 0 (its turn never came here)
     bed.pools->pass_all(0);
-    CHECK(bed.pools->behind(1h) == 1);  // 0 and 1 done everywhere, 2 not at proxy 1
+    CHECK(bed.pools->ahead(1, 3) == 1);  // 0 and 1 done everywhere, 2 not at proxy 1
     bed.pools->pass_all(2);
-    CHECK(bed.pools->behind(1h) == 0);
+    CHECK(bed.pools->ahead(1, 3) == 0);
 }
 
-TEST_CASE("the wait for a turn has a deadline: the legs ahead times the bound per fan-out") {
+TEST_CASE("the wait for a turn has a deadline: one fan-out's bound, however many legs are ahead") {
     Bed bed;
     bed.pools->next_sequence();
     bed.pools->next_sequence();
-    // Fan-out 0 never passes proxy 0 (a bug elsewhere): fan-out 1's leg gives up after 2 x 20 ms.
+    // Fan-out 0 never passes proxy 0 (it hangs, or a bug elsewhere): fan-out 1's leg gives up after 20 ms.
     const auto start = spe::Clock::now();
     bed.leg(0, 1, 1ms, 20ms);
     bed.io.run_for(5s);
     const auto waited = spe::Clock::now() - start;
     REQUIRE(bed.outcomes.size() == 1);
     CHECK(bed.outcomes[0] == ProxyPools::TurnWait::timed_out);
-    CHECK(waited >= 40ms);
+    CHECK(waited >= 20ms);
     CHECK(waited < 2s);
 }
 
@@ -161,19 +157,4 @@ TEST_CASE("abort wakes the legs waiting for their turn") {
     REQUIRE(bed.outcomes.size() == 1);
     CHECK(bed.outcomes[0] == ProxyPools::TurnWait::aborted);
     CHECK(spe::Clock::now() - start < 2s);
-}
-
-TEST_CASE("the client is not held for a proxy whose leg has been out too long (a hanging one)") {
-    Bed bed;
-    for (int i = 0; i < 5; ++i)
-        bed.pools->next_sequence();
-    bed.pools->pass_all(0);
-    CHECK(bed.pools->behind(1h) == 4);  // 1 to 4 not answered anywhere, nothing sent yet
-    bed.pools->leg_sent(0);             // proxy 0's leg of fan-out 1 is out
-    bed.pools->pass_turn(1, 1);
-    CHECK(bed.pools->behind(1h) == 4);  // proxy 0 is slow but not stalled
-    std::this_thread::sleep_for(5ms);
-    CHECK(bed.pools->behind(1ms) == 3);  // proxy 0 has stalled: only proxy 1 counts
-    bed.pools->pass_turn(0, 1);          // it answers at last: it counts again
-    CHECK(bed.pools->behind(1ms) == 3);
 }
