@@ -111,6 +111,7 @@ awaitable<void> DownstreamSession::run() {
     // frame, the size of serve_one's locals) before awaiting the first.
     for (;;) {
         if (!co_await wait_for_request()) break;
+        co_await keep_pace_with_measuring();
         if (!co_await serve_one()) break;
     }
     if (refused_) {
@@ -261,6 +262,26 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     fanout->set_reference({std::move(out.measure), status, std::nullopt, std::move(shortfall)});
     if (!whole) co_return false;
     co_return out.keep_alive && !ctx_->stopping();
+}
+
+awaitable<void> DownstreamSession::keep_pace_with_measuring() {
+    // The client is never held back for a proxy. But the fan-out executor (validation, the judge, the
+    // record) can fall behind a client that sends faster than SPE measures, and every fan-out it has not
+    // reached holds its record and request: unread, the client's next request waits in the socket instead.
+    // The proxies play no part: a fan-out's reference is taken when the executor reaches it, whatever
+    // its legs are waiting for. Checked with a timer (1 ms, doubling to 8 ms), not a wake-up from the
+    // fan-out's thread: with one client thread its io_context is told no other thread touches it. The
+    // bound is explicit, as every wait's: one fan-out's deadline.
+    if (pools_->backlog() <= ProxyPools::kMaxBacklog) co_return;
+    const auto limit = Clock::now() + fanout_turn_bound(ctx_->config(), ctx_->proxies().size());
+    asio::steady_timer pause(client_.get_executor());
+    Clock::duration recheck = std::chrono::milliseconds(1);
+    error_code ec;
+    while (pools_->backlog() > ProxyPools::kMaxBacklog && !ctx_->stopping() && Clock::now() < limit) {
+        pause.expires_after(recheck);
+        co_await pause.async_wait(with_ec(ec));
+        recheck = std::min<Clock::duration>(recheck * 2, std::chrono::milliseconds(8));
+    }
 }
 
 awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, const std::string& reason,

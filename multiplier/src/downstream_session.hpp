@@ -38,6 +38,9 @@ private:
     /// or request frame. False: the client left, timed out or we are stopping.
     awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
+    /// Before a request is read: waits (bounded) while the fan-out executor is too far behind this
+    /// connection (ProxyPools::backlog), SPE's own overload, never a proxy's.
+    awaitable<void> keep_pace_with_measuring();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
     /// CONNECT: a plain tunnel, or the start of an intercepted one (true: read its requests next).
     awaitable<bool> connect(const Request& req, RequestRecord record);

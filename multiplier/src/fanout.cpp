@@ -40,6 +40,7 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
 Fanout::~Fanout() {
     // No leg holds this fan-out any more: whatever it did not pass on, the proxies' turns move past it.
     asio::post(pools_->executor(), [pools = pools_, sequence = sequence_] { pools->pass_all(sequence); });
+    if (!has_reference_) pools_->reference_taken();  // never reached (the session failed): no backlog left
     if (logged_) return;
     if (record_.note.empty()) record_.note = "fan-out interrupted";
     for (auto& p : record_.proxies)
@@ -85,6 +86,7 @@ void Fanout::take_reference(Reference reference) {
     record_.client_status = reference.client_status;
     own_reply_ = std::move(reference.own_reply);
     has_reference_ = true;
+    pools_->reference_taken();
     // As soon as the client's reply is whole: a proxy may serve this fetch to a later request that ends first.
     if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
     // The Collector invalidated when its reply left, not when this executor got to it: the client's next

@@ -41,6 +41,14 @@ public:
     /// The client's side, once per fan-out in the client's order: its number among this
     /// connection's fan-outs. Every number given must be passed at every proxy (pass_all).
     std::uint64_t next_sequence() { return issued_++; }
+    /// The fan-out executor has taken a fan-out's reference (any thread may ask how far behind it is).
+    void reference_taken() { ++taken_; }
+    /// This connection's fan-outs whose reference the fan-out executor has not taken yet: how far
+    /// SPE's own measuring work (validation, judging) is behind the client, whatever the proxies do.
+    std::uint64_t backlog() const { return issued_.load() - taken_.load(); }
+    /// The client is not read from while the backlog is above this: under overload SPE's memory stays
+    /// bounded by its own pace, never by a proxy's (a hanging proxy does not delay take_reference).
+    static constexpr std::uint64_t kMaxBacklog = 64;
     /// A leg is not queued behind more than this many of its connection's fan-outs at one proxy:
     /// past that the proxy has fallen too far behind the client, and the leg is not sent (`busy`).
     /// A bound on memory: a burst of back-to-back requests to a proxy slower than the Collector's
@@ -79,6 +87,7 @@ private:
     // coroutines own (each erases itself before its timer goes); cancelled to wake them.
     std::vector<std::map<std::uint64_t, asio::steady_timer*>> waiting_;
     std::atomic<std::uint64_t> issued_{0};  // fan-out numbers given (the client's side)
+    std::atomic<std::uint64_t> taken_{0};   // fan-outs whose reference the fan-out executor took
 };
 
 }  // namespace spe
