@@ -13,12 +13,13 @@ Ratios are clipped to [0, 1]; they are None without a Collector log or delivered
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
 
 from analysis.collector_log import PortUsage, parse_access_log
+from spe_tools.rundir.lab_json import LabJson
+from spe_tools.rundir.layout import ACCESS_LOG
 
 
 def failed_legs(results: pl.DataFrame) -> dict[str, set[str]]:
@@ -34,16 +35,13 @@ def failed_legs(results: pl.DataFrame) -> dict[str, set[str]]:
 def collector_usage(run: Path, results: pl.DataFrame | None = None) -> tuple[dict[str, PortUsage], int] | None:
     """Usage per port name from the run's lab.json and the Collector's access.log, if present (with the
     run's `results`, the requests of failed legs counted apart: failed_legs)."""
-    lab_file = Path(run) / "lab.json"
-    if not lab_file.exists():
+    lab_json = LabJson.read(run)
+    if lab_json is None:
         return None
-    lab = json.loads(lab_file.read_text())
-    collector = lab.get("collector", {})
-    log = Path(run) / collector.get("access_log", "collector/access.log")
+    log = Path(run) / (lab_json.collector.access_log or ACCESS_LOG)
     if not log.exists():
         return None
-    names = {int(port): name for name, port in collector.get("ports", {}).items()}
-    return parse_access_log(log, names, failed_legs(results) if results is not None else None)
+    return parse_access_log(log, lab_json.collector.port_names(), failed_legs(results) if results is not None else None)
 
 
 def _clip(x: float) -> float:

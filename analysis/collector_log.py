@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spe_tools.rundir.lab_json import LabJson
+
 # The last field is the Multiplier's request tag (X-SPE-Request, "-" without one): which client
 # request a proxy's request came from (analysis/prefetch.py).
 SPE_LOGFORMAT = "%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st %{X-SPE-Request}>h"
@@ -48,9 +50,9 @@ def as_logged(url: str, strip_query_terms: bool) -> str:
     return url
 
 
-def strips_query_terms(lab_json: dict | None) -> bool:
+def strips_query_terms(lab_json: LabJson | None) -> bool:
     """Whether the run's Collector logged URLs without their query (lab.json; older runs: no)."""
-    return bool((lab_json or {}).get("collector", {}).get("strip_query_terms"))
+    return lab_json is not None and lab_json.collector.strips_query_terms()
 
 
 def sent_no_request(fields: list[str]) -> bool:

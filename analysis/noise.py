@@ -12,18 +12,17 @@ told from SPE's own noise; the goal is a floor of 0.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
 
 from analysis.stats import NOT_MISMATCHES
+from spe_tools.rundir.lab_json import LabJson
 
 
-def load_lab_json(run: Path) -> dict | None:
+def load_lab_json(run: Path) -> LabJson | None:
     """The run's topology (names, kinds, noise pairs), None for a bare log file or a run without it."""
-    path = Path(run) / "lab.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return LabJson.read(run)
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -53,13 +52,13 @@ def pair_noise(results: pl.DataFrame, a: str, b: str) -> dict:
             "pct": _pct(disagree.height, both.height)}
 
 
-def noise_floor(results: pl.DataFrame, lab: dict | None) -> dict:
+def noise_floor(results: pl.DataFrame, lab: LabJson | None) -> dict:
     """The floor a run measured (or why it measured none), from lab.json's proxy kinds and noise pairs."""
     if lab is None:
         return {"measured": False, "reason": "no lab.json: which proxies are dummies or noise pairs is unknown",
                 "dummies": [], "pairs": [], "floor_pct": None, "zero": None}
-    dummies = [dummy_noise(results, n) for n, p in lab.get("proxies", {}).items() if p.get("kind") == "dummy"]
-    pairs = [pair_noise(results, a, b) for a, b in lab.get("noise_pairs", [])]
+    dummies = [dummy_noise(results, n) for n in lab.proxies_of_kind("dummy")]
+    pairs = [pair_noise(results, a, b) for a, b in lab.noise_pairs]
     rates = [m["pct"] for m in dummies + pairs if m["pct"] is not None]
     if not rates:
         reason = ("this lab has no dummy proxy and no noise pair, two proxies of the same kind and settings"

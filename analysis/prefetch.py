@@ -31,13 +31,14 @@ from pathlib import Path
 
 from analysis.collector_log import as_logged, sent_no_request, strips_query_terms
 from analysis.stats import mean_ci, percentile
+from spe_tools.rundir.lab_json import LabJson
+from spe_tools.rundir.layout import PREFETCH_AGENT_LOG, RunDir
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
                     "prefetch_wasted_bytes", "prefetch_lead_ms_p10", "prefetch_lead_ms_p50", "prefetch_lead_ms_p90",
                     "prefetch_late", "prefetch_horizon_s", "twin_of",
                     "twin_gain_requests", "twin_gain_ms_mean", "twin_gain_ci_low_ms", "twin_gain_ci_high_ms",
                     "prefetch_agent_fetches", "prefetch_agent_bytes"]
-AGENT_LOG = "prefetch.jsonl"  # squid-prefetch's agent writes one line per fetch in the proxy's directory
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
 
@@ -158,24 +159,23 @@ def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], hori
 def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
     """Per proxy, its prefetch columns; empty without the run's lab.json, access.log or log, or without
     request tags in the log."""
-    lab_json, access, log = run / "lab.json", run / "collector" / "access.log", run / "multiplier.jsonl"
-    if not (lab_json.exists() and access.exists() and log.exists()):
+    files = RunDir(run)
+    topology = LabJson.read(run)
+    if not (topology is not None and files.access_log.exists() and files.multiplier_log.exists()):
         return {}
-    topology = json.loads(lab_json.read_text())
-    ports = topology["collector"]["ports"]
-    twins = {name: spec.get("twin_of") for name, spec in topology.get("proxies", {}).items() if spec.get("twin_of")}
-    requests = client_requests(log, strips_query_terms(topology))
+    twins = topology.twins()
+    requests = client_requests(files.multiplier_log, strips_query_terms(topology))
     if not requests:  # no record has a tag (a log from before tags): what the clients caused is unknown
         return {}
-    lines = parse_port_lines(access, {port: name for name, port in ports.items()})
+    lines = parse_port_lines(files.access_log, topology.collector.port_names())
     out = {}
     for name in proxies:
         served: list[ClientRequest] = []
         out[name] = account(prefetches(lines.get(name, []), name, requests), requests, served=served)
         if name in twins:
             out[name] |= twin_gain(served, name, twins[name])
-        spec = topology.get("proxies", {}).get(name, {})
-        out[name] |= agent_counts(run / spec["dir"] / AGENT_LOG if spec.get("dir") else None)
+        spec = topology.proxies.get(name)
+        out[name] |= agent_counts(files / spec.dir / PREFETCH_AGENT_LOG if spec and spec.dir else None)
     return out
 
 

@@ -17,6 +17,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.json as pj
 
+from spe_tools.rundir.layout import MULTIPLIER_LOG, ROPE_LOG
+
 COLLECTOR = "Collector (direct)"
 
 # One row per (request, reply): the Collector's reply and each proxy's.
@@ -233,13 +235,13 @@ def find_log(run: Path) -> Path:
     run = Path(run)
     if run.is_file():
         return run
-    for name in ("multiplier.jsonl", "multiplier.rope.log"):
+    for name in (MULTIPLIER_LOG, ROPE_LOG):
         if (run / name).exists():
             return run / name
     found = sorted(run.glob("*.jsonl"))
     if found:
         return found[0]
-    raise FileNotFoundError(f"no Multiplier log (multiplier.jsonl or multiplier.rope.log) in {run}")
+    raise FileNotFoundError(f"no Multiplier log ({MULTIPLIER_LOG} or {ROPE_LOG}) in {run}")
 
 
 def is_rope(log: Path) -> bool:

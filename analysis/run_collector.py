@@ -4,10 +4,12 @@ directives). Whether it shared uncacheable replies decides what a body mismatch 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from spe_tools.rundir.lab_json import DEFAULT_UNCACHEABLE_TTL_S, LabJson
+from spe_tools.rundir.layout import RunDir
 
 NAMES = {"spe": 'the patched Collector (kind "spe")', "squid": 'Debian\'s stock Squid as the Collector (kind "squid")'}
 
@@ -36,10 +38,9 @@ def run_collector(run: Path | None) -> RunCollector:
     """The Collector of run directory `run` (kind None when it is not a directory or records nothing)."""
     if run is None or not Path(run).is_dir():
         return RunCollector(None)
-    lab_file = Path(run) / "lab.json"
-    if lab_file.exists():
-        collector = json.loads(lab_file.read_text()).get("collector", {})
-        if collector.get("kind"):
-            return RunCollector(collector["kind"], int(collector.get("uncacheable_ttl_s", 180)))
-    conf = Path(run) / "collector" / "squid.conf"
+    lab_json = LabJson.read(run)
+    if lab_json is not None and lab_json.collector.kind:
+        ttl = lab_json.collector.uncacheable_ttl_s
+        return RunCollector(lab_json.collector.kind, int(DEFAULT_UNCACHEABLE_TTL_S if ttl is None else ttl))
+    conf = RunDir(run).collector_conf
     return _from_squid_conf(conf) if conf.exists() else RunCollector(None)

@@ -28,6 +28,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CERT_NAME = "spe-ca.pem"
 KEY_NAME = "spe-ca.key"
+# A test origin's files in its directory (test_origin_tls): the CA the Collector trusts, the server's chain and key.
+ORIGIN_CA_NAME, ORIGIN_CERT_NAME, ORIGIN_KEY_NAME = "origin-ca.pem", "origin-cert.pem", "origin-key.pem"
 CA_YEARS = 10
 LEAF_DAYS = 825
 
@@ -197,7 +199,7 @@ def test_origin_tls(directory: Path, names: list[str] | None = None) -> tuple[Pa
     directory.mkdir(parents=True, exist_ok=True)
     ca_cert, ca_key = new_ca("SPE test origin CA")
     cert, key = issue_leaf(ca_cert, ca_key, names)
-    paths = (directory / "origin-ca.pem", directory / "origin-cert.pem", directory / "origin-key.pem")
+    paths = (directory / ORIGIN_CA_NAME, directory / ORIGIN_CERT_NAME, directory / ORIGIN_KEY_NAME)
     paths[0].write_bytes(_cert_pem(ca_cert))
     paths[1].write_bytes(_cert_pem(cert))
     _write_private(paths[2], _key_pem(key))

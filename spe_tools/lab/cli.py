@@ -33,6 +33,9 @@ from spe_tools.lab.runner import (
 )
 from spe_tools.lab.status import StatusTracker, format_status
 from spe_tools.process import ProcessError, ProcessGroup, describe_exit
+from spe_tools.rundir import layout
+from spe_tools.rundir.lab_json import DIRECT_PORT
+from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds, threshold_lines, unknown_proxies
 
 
@@ -74,13 +77,13 @@ def _noise_note(lab: Lab) -> str:
 
 def _bypass_watch(run: RunningLab) -> BypassWatch:
     """Watches the Collector's access.log per port, named as in lab.json."""
-    names = {run.ports.direct: "direct", **{port: name for name, port in run.ports.collector.items()}}
-    return BypassWatch(CollectorPorts(run.rundir / "collector" / "access.log", names,
+    names = {run.ports.direct: DIRECT_PORT, **{port: name for name, port in run.ports.collector.items()}}
+    return BypassWatch(CollectorPorts(RunDir(run.rundir).access_log, names,
                                       strip_query_terms=strip_query_terms(run.lab)))
 
 
 # Without these the run measures nothing: the lab stops when one of them dies.
-CORE = ("origin", "collector", "multiplier")
+CORE = (layout.ORIGIN, layout.COLLECTOR, layout.MULTIPLIER)
 
 
 def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
@@ -89,7 +92,8 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
     A proxy under test that dies is reported once and the run goes on: the Multiplier measures its
     failures, which is what an evaluation should record (ROPE lost a proxy mid-run too). If the
     Collector, the origin or the Multiplier dies, the lab stops with an error naming it."""
-    tracker = StatusTracker(run.rundir / "multiplier.jsonl", watch=_bypass_watch(run))
+    files = RunDir(run.rundir)
+    tracker = StatusTracker(files.multiplier_log, watch=_bypass_watch(run))
     names = [p.name for p in run.lab.proxies]
     started = time.monotonic()
     previous = 0
@@ -108,20 +112,20 @@ def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
         previous = tracker.requests
         # how each dead one ended, e.g. "killed by SIGKILL"
         dead = {c.name: describe_exit(c.popen.returncode) for c in run.group.children
-                if c.name != "workload" and not c.alive()}
+                if c.name != layout.WORKLOAD and not c.alive()}
         core = [name for name in dead if name in CORE]
         if core:
             ended = "; ".join(f"{name} {dead[name]}" for name in core)
             raise LabError(f"{', '.join(core)} stopped unexpectedly after {elapsed:.0f} s ({ended}); the lab stops "
-                           f"(see {run.rundir}/{core[0]}.out" + (f" and {run.rundir}/collector/cache.log"
-                                                                   if "collector" in core else "") + ")")
+                           f"(see {files.output(core[0])}" + (f" and {files.cache_log}"
+                                                              if layout.COLLECTOR in core else "") + ")")
         for name in sorted(set(dead) - down):
             if name in names:
                 say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes "
-                    f"on and counts its requests as failures (see {run.rundir}/{name}.out)")
+                    f"on and counts its requests as failures (see {files.output(name)})")
             else:  # a companion (kinds.Companion: a prefetch agent, a cache cleaner): its proxy runs on without it
                 say(f"spe lab: {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); its proxy runs on "
-                    f"without it (see {run.rundir}/{name}.out)")
+                    f"without it (see {files.output(name)})")
             down.add(name)
         if workload is not None and not workload.alive():
             return
@@ -176,7 +180,7 @@ def _run_lab(lab: Lab, duration: float | None, runs_dir: Path | None) -> tuple[i
             say("spe lab: how they ended: " + ", ".join(f"{c.name} {c.ending}" for c in group.children))
         if left:
             say(f"spe lab: processes {', '.join(map(str, left))} did not stop; they stay listed in "
-                f"{rundir}/pids.json for ./spe lab down {rundir}")
+                f"{RunDir(rundir).pids} for ./spe lab down {rundir}")
         say(f"spe lab: stopped; logs in {rundir}")
         for s, handler in old.items():
             signal.signal(s, handler)
@@ -235,7 +239,7 @@ def write_report(rundir: Path, fail_on: list[Threshold] = ()) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    if not (Path(args.rundir) / "lab.json").exists() and not (Path(args.rundir) / "pids.json").exists():
+    if not RunDir(args.rundir).is_run():
         print(f"spe lab down: {args.rundir} is not a lab run directory", file=sys.stderr)
         return 1
     stopped = down(Path(args.rundir))

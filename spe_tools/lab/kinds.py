@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from spe_tools.lab.access import hand_over
 from spe_tools.lab.options import Address, Option, PortList
 from spe_tools.lab.render import render_file, render_text
+from spe_tools.rundir.layout import PREFETCH_AGENT_LOG
 from spe_tools.squid import service_name
 from spe_tools.squid_prefetch.logline import LOGFORMAT
 
@@ -191,7 +192,7 @@ class SquidPrefetch(Squid):
         argv = [sys.executable, "-m", "spe_tools.squid_prefetch", "--proxy", f"127.0.0.1:{ctx.port}",
                 "--access-log", str(ctx.dir / "access.log"), "--source-address", self.agent_address,
                 "--depth", str(s.prefetch_depth), "--rate", f"{s.prefetch_rate:g}",
-                "--budget-kb", str(s.prefetch_budget_kb), "--log", str(ctx.dir / "prefetch.jsonl")]
+                "--budget-kb", str(s.prefetch_budget_kb), "--log", str(ctx.dir / PREFETCH_AGENT_LOG)]
         return [Companion(f"{s.name}.agent", argv, "squid-prefetch: following")]
 
 

@@ -17,6 +17,8 @@ from typing import Any
 from spe_tools.collector import BINARIES, CollectorOptions
 from spe_tools.lab import kinds
 from spe_tools.lab.options import LabFileError, Table, parse_address
+from spe_tools.rundir import layout
+from spe_tools.rundir.lab_json import DIRECT_PORT
 from spe_tools.workload.popularity import parse_popularity
 
 PROXY_KINDS = tuple(kinds.KINDS)
@@ -41,7 +43,8 @@ def expand_command(word: str, values: dict[str, str]) -> str:
 MULTIPLIER_MODES = ("sequential", "concurrent")
 MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
-RESERVED_NAMES = ("direct", "collector", "origin", "multiplier", "workload", "report", "captures", "lab")
+RESERVED_NAMES = (DIRECT_PORT, layout.COLLECTOR, layout.ORIGIN, layout.MULTIPLIER, layout.WORKLOAD, layout.REPORT,
+                  layout.CAPTURES, layout.LAB)
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 GROUP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")  # a Unix group name (useradd's rule, roughly)
 

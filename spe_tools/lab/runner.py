@@ -38,6 +38,9 @@ from spe_tools.process import (
     stop_recorded,
     tail,
 )
+from spe_tools.rundir import layout
+from spe_tools.rundir.lab_json import DIRECT_PORT, CollectorOfRun, LabJson, MultiplierOfRun, OriginOfRun, ProxyOfRun
+from spe_tools.rundir.layout import RunDir
 from spe_tools.workload import browse, content_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +156,7 @@ def _https_problems(lab: Lab) -> list[str]:
 
 
 def origin_tls_dir(rundir: Path) -> Path:
-    return rundir / "origin-tls"
+    return rundir / layout.ORIGIN_TLS
 
 
 def make_run_dir(lab: Lab, base: Path | None = None) -> Path:
@@ -209,10 +212,12 @@ class RunningLab:
         self._write_pids()
 
     def _write_pids(self) -> None:
-        runner = {"name": "lab", "pid": os.getpid(), "start": start_time(os.getpid()), "signal": int(signal.SIGTERM)}
-        tmp = self.rundir / "pids.json.tmp"
+        runner = {"name": layout.LAB, "pid": os.getpid(), "start": start_time(os.getpid()),
+                  "signal": int(signal.SIGTERM)}
+        pids = RunDir(self.rundir).pids
+        tmp = pids.with_name(pids.name + ".tmp")
         tmp.write_text(json.dumps({"runner": runner, "processes": self.pids}, indent=2))
-        tmp.replace(self.rundir / "pids.json")
+        tmp.replace(pids)
 
     def stop(self) -> list[int]:
         """Stop every process in reverse start order (the Multiplier first, so it flushes its log), each
@@ -225,7 +230,7 @@ class RunningLab:
         self.group.stop_all()
         left = sorted({pid for child in self.group.children for pid in [child.pid, *child.members()] if alive(pid)})
         if not left:
-            (self.rundir / "pids.json").unlink(missing_ok=True)
+            RunDir(self.rundir).pids.unlink(missing_ok=True)
             access.seal(self.rundir, self.lab.share_group)  # nothing runs in it any more
         return left
 
@@ -241,7 +246,7 @@ def start_origin(run: RunningLab) -> None:
         return
     if run.lab.origin.tls:
         spe_ca.test_origin_tls(origin_tls_dir(run.rundir), [run.lab.origin.host, "localhost", "127.0.0.1"])
-    child = run.group.start("origin", origin_argv(run.lab, run.ports, run.rundir), port=run.ports.origin,
+    child = run.group.start(layout.ORIGIN, origin_argv(run.lab, run.ports, run.rundir), port=run.ports.origin,
                             deadline_s=20, env=_env(run.rundir))
     run.record(child)
     end = time.monotonic() + 20  # the HTTPS port opens right after the HTTP one
@@ -308,7 +313,7 @@ def start_collector(run: RunningLab) -> None:
         spec = run.lab.collector
         # the patched Collector only refuses destinations outside the lab; stock Squid keeps its own rules
         child = collector.start_collector(
-            run.group, "collector", spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
+            run.group, layout.COLLECTOR, spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
             origin_ca_files=origin_ca_files(run), strip_query_terms=strip_query_terms(run.lab),
@@ -323,14 +328,14 @@ def origin_ca_files(run: RunningLab) -> tuple[str, ...]:
     """The lab's CA files for https origins, and the synthetic origin's test CA when it serves HTTPS."""
     files = [str(Path(path).resolve()) for path in run.lab.collector.origin_ca_files]
     if run.ports.origin_tls:
-        files.append(str(origin_tls_dir(run.rundir) / "origin-ca.pem"))
+        files.append(str(origin_tls_dir(run.rundir) / spe_ca.ORIGIN_CA_NAME))
     return tuple(files)
 
 
 def proxy_context(run: RunningLab, name: str) -> Context:
     spec = run.lab.proxy(name)
     origin_ports = [port for port in (run.ports.origin, run.ports.origin_tls) if port]
-    return Context(spec=spec, dir=run.rundir / "proxies" / name, port=run.ports.proxies[name],
+    return Context(spec=spec, dir=RunDir(run.rundir).proxy_dir(name), port=run.ports.proxies[name],
                    collector_port=run.ports.collector[name], origin_host=run.lab.origin.host,
                    origin_ports=origin_ports)
 
@@ -363,8 +368,8 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
             "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
             "--fanout-threads", str(m.fanout_threads), "--replay-listen", f"127.0.0.1:{ports.replay}",
-            "--log", str(rundir / "multiplier.jsonl"), "--rope-log", str(rundir / "multiplier.rope.log"),
-            "--capture-dir", str(rundir / "captures")]
+            "--log", str(RunDir(rundir).multiplier_log), "--rope-log", str(RunDir(rundir).rope_log),
+            "--capture-dir", str(RunDir(rundir).captures)]
     for p in lab.proxies:
         argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
     for h in m.compare_headers:
@@ -400,7 +405,7 @@ def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) 
         run.replay_holder.close()  # the Collector has found its parent there: the Multiplier listens now
         run.replay_holder = None
     try:
-        child = run.group.start("multiplier", argv, port=run.ports.multiplier, ready=False, env=_env(run.rundir))
+        child = run.group.start(layout.MULTIPLIER, argv, port=run.ports.multiplier, ready=False, env=_env(run.rundir))
         run.record(child)
         child.wait_ready(host=multiplier_host(run.lab))
     except ProcessError as e:
@@ -416,46 +421,42 @@ def _version(cmd: list[str]) -> str:
         return "unknown"
 
 
-def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> dict:
+def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
     """lab.json: names, kinds, versions, ports and log paths (relative to the run directory)."""
     lab, ports = run.lab, run.ports
-    collector_ports = {"direct": ports.direct, **ports.collector}
     versions = {kind: KINDS[kind].version() for kind in {p.kind for p in lab.proxies}}
-    return {
-        "name": lab.name,
-        "lab_file": "lab.toml",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "collector": {"kind": lab.collector.kind, "version": collector.version(lab.collector.kind),
-                      "ports": collector_ports, "accel": [p.name for p in lab.proxies if KINDS[p.kind].accel],
-                      "access_log": "collector/access.log", "cache_log": "collector/cache.log",
-                      **{k: v for k, v in asdict(lab.collector).items()
-                         if k not in ("kind", "port", "origin_ca_files")},
-                      # paths as strings (a Path is no JSON value), absolute: lab.json is read from the run directory
-                      "origin_ca_files": [str(Path(path).resolve()) for path in lab.collector.origin_ca_files],
-                      "strip_query_terms": strip_query_terms(lab)},
-        "proxies": {p.name: {"kind": p.kind, "version": versions[p.kind], "host": p.host,
-                             "port": ports.proxies[p.name], "collector_port": ports.collector[p.name],
-                             "caches": KINDS[p.kind].caches, "accel": KINDS[p.kind].accel,
-                             **({"twin_of": p.twin_of} if p.twin_of else {}),
-                             **({"collector_limit_kbps": p.collector_limit_kbps} if p.collector_limit_kbps else {}),
-                             **({"prefetch": p.prefetch} if p.kind == "trafficserver" else {}),
-                             "dir": f"proxies/{p.name}", "stdout": f"{p.name}.out"}
-                    for p in lab.proxies},
-        "multiplier": {"host": lab.multiplier.host, "port": ports.multiplier, "mode": lab.multiplier.mode,
-                       "legs": lab.multiplier.legs, "replay_port": ports.replay,
-                       "version": _version([str(multiplier), "--version"]), "log": "multiplier.jsonl",
-                       "intercept_tls": lab.multiplier.intercept_tls,
-                       "ca_cert": str(ca_dir(lab) / spe_ca.CERT_NAME) if lab.multiplier.intercept_tls else None,
-                       "rope_log": "multiplier.rope.log", "captures": "captures"},
-        "origin": {"kind": lab.origin.kind, "host": lab.origin.host, "port": ports.origin,
-                   "model": str(lab.origin.model) if lab.origin.model else None,
-                   "think_mean_ms": lab.origin.think_mean_ms, "think_sd_ms": lab.origin.think_sd_ms,
-                   "seed": lab.origin.seed, "stdout": "origin.out",
-                   "tls_port": ports.origin_tls or None,
-                   "tls_ca": "origin-tls/origin-ca.pem" if ports.origin_tls else None},
-        "workload": asdict(lab.workload),
-        "noise_pairs": [list(pair) for pair in noise_pairs(lab)],  # identical proxies (analysis/noise.py)
-    }
+    return LabJson(
+        name=lab.name, lab_file=layout.LAB_TOML, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        collector=CollectorOfRun(
+            kind=lab.collector.kind, version=collector.version(lab.collector.kind),
+            ports={DIRECT_PORT: ports.direct, **ports.collector},
+            accel=[p.name for p in lab.proxies if KINDS[p.kind].accel],
+            access_log=layout.ACCESS_LOG, cache_log=layout.CACHE_LOG,
+            uncacheable_ttl_s=lab.collector.uncacheable_ttl_s, replay_timing=lab.collector.replay_timing,
+            cache_mb=lab.collector.cache_mb,
+            # paths as strings (a Path is no JSON value), absolute: lab.json is read from the run directory
+            origin_ca_files=[str(Path(path).resolve()) for path in lab.collector.origin_ca_files],
+            strip_query_terms=strip_query_terms(lab)),
+        proxies={p.name: ProxyOfRun(
+            kind=p.kind, version=versions[p.kind], host=p.host, port=ports.proxies[p.name],
+            collector_port=ports.collector[p.name], caches=KINDS[p.kind].caches, accel=KINDS[p.kind].accel,
+            twin_of=p.twin_of or None, collector_limit_kbps=p.collector_limit_kbps or None,
+            prefetch=p.prefetch if p.kind == "trafficserver" else None,
+            dir=layout.proxy_dir(p.name), stdout=layout.output_of(p.name)) for p in lab.proxies},
+        multiplier=MultiplierOfRun(
+            host=lab.multiplier.host, port=ports.multiplier, mode=lab.multiplier.mode, legs=lab.multiplier.legs,
+            replay_port=ports.replay, version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG,
+            intercept_tls=lab.multiplier.intercept_tls,
+            ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if lab.multiplier.intercept_tls else None,
+            rope_log=layout.ROPE_LOG, captures=layout.CAPTURES),
+        origin=OriginOfRun(
+            kind=lab.origin.kind, host=lab.origin.host, port=ports.origin,
+            model=str(lab.origin.model) if lab.origin.model else None, think_mean_ms=lab.origin.think_mean_ms,
+            think_sd_ms=lab.origin.think_sd_ms, seed=lab.origin.seed, stdout=layout.output_of(layout.ORIGIN),
+            tls_port=ports.origin_tls or None,
+            tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None),
+        workload=asdict(lab.workload),
+        noise_pairs=noise_pairs(lab))  # identical proxies (analysis/noise.py)
 
 
 def origin_url(lab: Lab, ports: Ports) -> str:
@@ -476,10 +477,10 @@ def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say
     access.open_for_services(rundir, lab.share_group)
     run = RunningLab(lab, rundir, group)
     run._write_pids()
-    write_run_lab_file(lab, rundir / "lab.toml")  # the lab as it runs, which may not be its file
+    write_run_lab_file(lab, RunDir(rundir).lab_toml)  # the lab as it runs, which may not be its file
     run.ports = assign_ports(lab)
-    (rundir / "proxies").mkdir(exist_ok=True)
-    access.open_for_services(rundir / "proxies", lab.share_group)
+    RunDir(rundir).proxies.mkdir(exist_ok=True)
+    access.open_for_services(RunDir(rundir).proxies, lab.share_group)
     start_origin(run)
     start_collector(run)
     for p in lab.proxies:
@@ -488,7 +489,7 @@ def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say
             if p.kind != "external" else f"spe lab: {p.name} (external) at {p.host}:{p.port}, its Collector "
             f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
     start_multiplier(run, multiplier, say)
-    (rundir / "lab.json").write_text(json.dumps(topology(run, multiplier), indent=2) + "\n")
+    topology(run, multiplier).write(rundir)
     return run
 
 
@@ -504,7 +505,8 @@ def workload_tls_args(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
     if lab.multiplier.intercept_tls:
         trust = ca_dir(lab) / spe_ca.CERT_NAME
     else:
-        trust = origin_tls_dir(rundir) / ("origin-cert.pem" if lab.workload.kind == "browse" else "origin-ca.pem")
+        trust = origin_tls_dir(rundir) / (spe_ca.ORIGIN_CERT_NAME if lab.workload.kind == "browse" else
+                                          spe_ca.ORIGIN_CA_NAME)
     return ["--tls-origin", f"{lab.origin.host}:{ports.origin_tls}", "--https-share", f"{lab.workload.https_share:g}",
             "--ca-cert", str(trust)]
 
@@ -549,7 +551,7 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
         return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
                 "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
-                "--json", "workload.json", *conformance, *users, *model, *tls, *w.args]
+                "--json", layout.WORKLOAD_JSON, *conformance, *users, *model, *tls, *w.args]
     if w.kind == "command":
         values = command_values(lab, ports, duration_s, rundir or Path("."))
         return [expand_command(word, values) for word in w.command]
@@ -558,7 +560,7 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
         return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
                 "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}",
                 "--seed", str(w.seed),
-                "--json", "workload.json", *tls, *w.args]
+                "--json", layout.WORKLOAD_JSON, *tls, *w.args]
     return None
 
 
@@ -568,7 +570,7 @@ def start_workload(run: RunningLab, duration_s: float) -> Child | None:
         return None
     env = command_env(run.lab, run.ports, duration_s, run.rundir) if run.lab.workload.kind == "command" \
         else _env(run.rundir)
-    child = run.group.start("workload", argv, ready=False, env=env)
+    child = run.group.start(layout.WORKLOAD, argv, ready=False, env=env)
     run.record(child)
     return child
 
@@ -580,16 +582,16 @@ def check_workload(workload: Child, rundir: Path, command: bool = False) -> None
         workload.stop(deadline_s=10)
         return
     if workload.alive():
-        raise LabError(f"the workload did not finish in time (see {rundir}/workload.out)")
+        raise LabError(f"the workload did not finish in time (see {RunDir(rundir).output(layout.WORKLOAD)})")
     code = workload.popen.returncode
     if code != 0:
-        raise LabError(f"the workload failed with exit code {code} (see {rundir}/workload.out):\n"
+        raise LabError(f"the workload failed with exit code {code} (see {RunDir(rundir).output(layout.WORKLOAD)}):\n"
                        f"{tail(workload.log, 5)}")
 
 
 def down(rundir: Path, deadline_s: float = 60.0) -> list[str]:
     """Stop a lab started in rundir (by `up` or `run` in another process); returns what was stopped."""
-    pid_file = Path(rundir) / "pids.json"
+    pid_file = RunDir(rundir).pids
     if not pid_file.exists():
         return []
     state = json.loads(pid_file.read_text())

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from spe_tools.lab import access
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, load_lab
+from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun
+from spe_tools.rundir.layout import RunDir
 
 FORMAT = 1
 # The log keeps only that a request had credentials; the case sends fixed stand-ins instead.
@@ -170,32 +172,32 @@ def _steps(sequence: list[dict]) -> tuple[Step, ...]:
 
 def _proxy_of_case(run: Path, name: str) -> ProxyOfCase:
     """Kind from lab.json; options from the run's lab.toml (the lab as it ran) when it is there."""
-    lab_json = json.loads((run / "lab.json").read_text()) if (run / "lab.json").exists() else {}
-    kind = (lab_json.get("proxies", {}).get(name) or {}).get("kind")
-    if kind is None:
-        raise CaseError(f"{run}/lab.json does not name proxy {name!r}: the case needs its kind")
-    allowed = KINDS[kind].keys - set(PORT_KEYS)
+    files = RunDir(run)
+    recorded = (LabJson.read(run) or LabJson()).proxies.get(name)
+    if recorded is None or recorded.kind is None:
+        raise CaseError(f"{files.lab_json} does not name proxy {name!r}: the case needs its kind")
+    allowed = KINDS[recorded.kind].keys - set(PORT_KEYS)
     # lab.json names only some options (prefetch); lab.toml, where a run has it, has them all
-    options: dict[str, object] = {k: v for k, v in lab_json["proxies"][name].items() if k in allowed}
-    if (run / "lab.toml").exists():
+    options: dict[str, object] = {k: v for k, v in recorded.to_json().items() if k in allowed}
+    if files.lab_toml.exists():
         try:
-            spec = load_lab(run / "lab.toml").proxy(name)
+            spec = load_lab(files.lab_toml).proxy(name)
         except (LabFileError, StopIteration) as e:
-            raise CaseError(f"{run}/lab.toml: cannot read proxy {name!r}: {e}") from None
+            raise CaseError(f"{files.lab_toml}: cannot read proxy {name!r}: {e}") from None
         options = {key: getattr(spec, key) for key in sorted(allowed)}
         options = {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}
-    return ProxyOfCase(name, kind, options)
+    return ProxyOfCase(name, recorded.kind, options)
 
 
-def _settings(run: Path, table: str, keys: tuple[str, ...]) -> dict[str, object]:
-    lab_json = json.loads((run / "lab.json").read_text()) if (run / "lab.json").exists() else {}
-    return {k: v for k, v in (lab_json.get(table) or {}).items() if k in keys}
+def _settings(recorded: CollectorOfRun | MultiplierOfRun, keys: tuple[str, ...]) -> dict[str, object]:
+    """The keys of lab.json's table that it has (a run from an older version may lack some)."""
+    return {k: v for k, v in recorded.to_json().items() if k in keys and v is not None}
 
 
 def extract_case(run: Path, proxy: str, request_id: int) -> Case:
     """The case of `proxy`'s violation on request `request_id` of the run in `run`."""
     run = Path(run)
-    log = run / "multiplier.jsonl"
+    log = RunDir(run).multiplier_log
     if not log.exists():
         raise CaseError(f"no run directory with a multiplier.jsonl at {run}")
     records = read_log(log)
@@ -210,16 +212,17 @@ def extract_case(run: Path, proxy: str, request_id: int) -> Case:
     sequence = sorted((r for r in records if r.get("url") == target["url"] and r["ts"] <= target["ts"]
                        and (r["ts"], r["id"]) <= (target["ts"], target["id"])), key=lambda r: (r["ts"], r["id"]))
     parts = urlsplit(target["url"])
+    recorded = LabJson.read(run) or LabJson()
     return Case(source=str(run.resolve()), request_id=request_id, url=target["url"],
                 path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
                 recorded_start=sequence[0]["ts"], proxy=_proxy_of_case(run, proxy),
                 expected=tuple(Finding(v["rule"], v["section"], v["reason"]) for v in leg["cache"]["violations"]),
-                steps=_steps(sequence), collector=_settings(run, "collector", COLLECTOR_KEYS),
-                multiplier=_settings(run, "multiplier", MULTIPLIER_KEYS))
+                steps=_steps(sequence), collector=_settings(recorded.collector, COLLECTOR_KEYS),
+                multiplier=_settings(recorded.multiplier, MULTIPLIER_KEYS))
 
 
 def default_dir(case: Case) -> Path:
-    return Path(case.source) / "repro" / f"{case.request_id}-{case.proxy.name}"
+    return RunDir(case.source).repro(case.request_id, case.proxy.name)
 
 
 def write_case(case: Case, out: Path | None = None) -> Path:

@@ -24,6 +24,8 @@ from spe_tools.lab.runner import ROOT, RunningLab, bring_up, make_run_dir
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log
 from spe_tools.repro.origin import START_PATH
+from spe_tools.rundir import layout
+from spe_tools.rundir.layout import RunDir
 
 # The name clients put in URLs, as in the default lab: Traffic Server never sends a request for the
 # literal 127.0.0.1 to its parent, so it would bypass its Collector port (spe_tools/lab/model.py).
@@ -121,7 +123,7 @@ def send_sequence(case: Case, multiplier_port: int, origin_port: int, timeout_s:
 def last_record(rundir: Path, count: int, deadline_s: float) -> dict:
     """The record of the sequence's last request, once all `count` are in the log."""
     end = time.monotonic() + deadline_s
-    log = rundir / "multiplier.jsonl"
+    log = RunDir(rundir).multiplier_log
     while True:
         records = read_log(log) if log.exists() else []
         if len(records) >= count:
@@ -168,7 +170,7 @@ def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     group = ProcessGroup(rundir)
     run: RunningLab | None = None
     try:
-        origin = group.start("origin", [sys.executable, "-m", "spe_tools.repro.origin", "--case",
+        origin = group.start(layout.ORIGIN, [sys.executable, "-m", "spe_tools.repro.origin", "--case",
                                         str(case_dir.resolve()), "--listen", f"127.0.0.1:{origin_port}"],
                              port=origin_port, deadline_s=20, env=_env(rundir))
         run = bring_up(lab, rundir, group, multiplier=multiplier, say=say)

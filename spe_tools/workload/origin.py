@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from spe_tools.ca import test_origin_tls
+from spe_tools.ca import ORIGIN_CA_NAME, ORIGIN_CERT_NAME, ORIGIN_KEY_NAME, test_origin_tls
 from spe_tools.workload import conformance
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date, parse_date
@@ -387,7 +387,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 def tls_context(directory: Path) -> tuple[ssl.SSLContext, Path]:
     """The server side of --tls: a certificate for localhost and 127.0.0.1 from a test CA kept in
     `directory` (made there on first use). Returns the context and the CA certificate's path."""
-    ca, cert, key = directory / "origin-ca.pem", directory / "origin-cert.pem", directory / "origin-key.pem"
+    ca, cert, key = directory / ORIGIN_CA_NAME, directory / ORIGIN_CERT_NAME, directory / ORIGIN_KEY_NAME
     if not (ca.exists() and cert.exists() and key.exists()):
         ca, cert, key = test_origin_tls(directory)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

@@ -29,6 +29,8 @@ from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import RunningLab, bring_up, down
 from spe_tools.process import ProcessGroup, alive, free_port
+from spe_tools.rundir.lab_json import LabJson
+from spe_tools.rundir.layout import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,8 +46,10 @@ class LabUnderTest:
 
     def __init__(self, run: RunningLab, workdir: Path):
         self.run, self.workdir, self.rundir = run, workdir, run.rundir
-        self.lab_json = json.loads((self.rundir / "lab.json").read_text())
-        self.port_names = {v: k for k, v in self.lab_json["collector"]["ports"].items()}
+        self.files = RunDir(self.rundir)
+        self.lab_json = json.loads(self.files.lab_json.read_text())  # as written: tests check the file itself
+        self.topology = LabJson.from_json(self.lab_json)
+        self.port_names = self.topology.collector.port_names()
         self.multiplier_port = run.ports.multiplier
         self.origin = f"http://localhost:{run.ports.origin}"
         self.conn = http.client.HTTPConnection("127.0.0.1", self.multiplier_port, timeout=30)
@@ -61,7 +65,7 @@ class LabUnderTest:
         """Records of requests whose URL contains url_part, once `count` of them are complete."""
         end = time.monotonic() + deadline_s
         while True:
-            log = self.rundir / "multiplier.jsonl"
+            log = self.files.multiplier_log
             lines = log.read_text().split("\n")[:-1] if log.exists() else []
             found = [r for r in map(json.loads, filter(None, lines)) if url_part in r["url"]]
             if len(found) >= count or time.monotonic() > end:
@@ -71,9 +75,9 @@ class LabUnderTest:
     def collector_lines(self, path: str) -> Counter:
         """Requests for exactly this path per Collector port name (its query cut off as the log has it, when the
         Collector strips query terms: a lab on live traffic)."""
-        path = as_logged(path, strips_query_terms(self.lab_json))
+        path = as_logged(path, strips_query_terms(self.topology))
         counts: Counter = Counter()
-        for line in (self.rundir / "collector/access.log").read_text().splitlines():
+        for line in self.files.access_log.read_text().splitlines():
             fields = line.split()
             if len(fields) >= 12 and fields[6].endswith(path) and fields[6].split("/", 3)[-1] == path.lstrip("/"):
                 counts[self.port_names.get(int(fields[10]), fields[10])] += 1

@@ -14,6 +14,7 @@ from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
 from analysis.report import build_report, html_report, port_rows, text_report
 from analysis.stats import mean_ci, median_ci, percentile
+from spe_tools.rundir.layout import RunDir
 
 
 def measure(status=200, total_ms=1.0, ttfb_ms=0.5, connect_us=0, body=1000, header=200, md5="aa", error=None):
@@ -47,11 +48,11 @@ def run(tmp_path: Path) -> Path:
     text = "\n".join(json.dumps(r) for r in lines[:2]) + "\n{\"id\": oops}\n"  # broken inside the braces
     text += "\n".join(json.dumps(r) for r in lines[2:]) + "\n"
     text += "this is not json\n" + json.dumps(lines[0])[:40]  # garbage, then a truncated last line
-    (tmp_path / "multiplier.jsonl").write_text(text)
-    (tmp_path / "lab.json").write_text(json.dumps({"collector": {"ports": {"direct": 5000, "good": 5001,
+    RunDir(tmp_path).multiplier_log.write_text(text)
+    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": {"direct": 5000, "good": 5001,
                                                                              "flaky": 5003}},
                                                    "proxies": {}}))
-    (tmp_path / "collector").mkdir()
+    RunDir(tmp_path).access_log.parent.mkdir()
     log = [
         # the direct path pulled 4 replies of 1200 bytes and sent 4 requests of 100 bytes
         *[f"100.{i} 1 127.0.0.1 TCP_MISS/200 1200 GET http://o/{i} - HIER_DIRECT/o text/plain 5000 100"
@@ -63,7 +64,7 @@ def run(tmp_path: Path) -> Path:
         "103.0 0 127.0.0.1 NONE_NONE/000 0 - error:transaction-end-before-headers - HIER_NONE/- - 5000 0",
         "garbage line",
     ]
-    (tmp_path / "collector" / "access.log").write_text("\n".join(log) + "\n")
+    RunDir(tmp_path).access_log.write_text("\n".join(log) + "\n")
     return tmp_path
 
 
@@ -79,7 +80,7 @@ def test_percentiles_and_confidence_intervals():
 
 
 def test_jsonl_loader_counts_bad_and_truncated_lines(run):
-    records = load_jsonl(run / "multiplier.jsonl")
+    records = load_jsonl(RunDir(run).multiplier_log)
     assert records.requests == 4
     assert records.bad_lines == 3
     assert records.proxies == ["good", "dead", "flaky"]
@@ -122,10 +123,10 @@ def conformance_like_run(path: Path, tagged: bool = True) -> Path:
         rec["method"] = "PUT" if put else "GET"
         rec["tag"] = f"t-{i}" if tagged else None
         records.append(rec)
-    (path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (path / "lab.json").write_text(json.dumps({"collector": {"ports": {"direct": 5000, "reuser": 5001,
+    RunDir(path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    RunDir(path).lab_json.write_text(json.dumps({"collector": {"ports": {"direct": 5000, "reuser": 5001,
                                                                          "missing": 5002}}, "proxies": {}}))
-    (path / "collector").mkdir()
+    RunDir(path).access_log.parent.mkdir()
     log = []
     for i in range(1, 9):
         method, tag = ("PUT" if i > 4 else "GET"), (f"t-{i}" if tagged else "-")
@@ -136,7 +137,7 @@ def conformance_like_run(path: Path, tagged: bool = True) -> Path:
         if i > 4:  # reuser's PUTs reached its Collector port; its GETs did not
             log.append(f"102.{i} 1 127.0.0.1 TCP_MISS/502 1200 PUT http://o/{i % 4} - HIER_NONE/- text/plain "
                        f"5001 100 {tag}")
-    (path / "collector" / "access.log").write_text("\n".join(log) + "\n")
+    RunDir(path).access_log.write_text("\n".join(log) + "\n")
     return path
 
 
@@ -173,7 +174,7 @@ def test_collector_ports_and_mismatch_report(run):
 
 
 def test_a_run_without_proxies(tmp_path):
-    (tmp_path / "multiplier.jsonl").write_text(json.dumps(record(1, measure(), [])) + "\n")
+    RunDir(tmp_path).multiplier_log.write_text(json.dumps(record(1, measure(), [])) + "\n")
     rows = build_report(tmp_path).rows
     assert [r["name"] for r in rows] == [COLLECTOR]
 
@@ -208,7 +209,7 @@ def test_cli_writes_every_format(run, capsys):
 def test_compare_runs_side_by_side(run, tmp_path, capsys):
     other = tmp_path / "other"
     other.mkdir()
-    (other / "multiplier.jsonl").write_text(json.dumps(record(1, measure(total_ms=5), [proxy("good", total_ms=8)]))
+    RunDir(other).multiplier_log.write_text(json.dumps(record(1, measure(total_ms=5), [proxy("good", total_ms=8)]))
                                             + "\n")
     out = tmp_path / "cmp"
     assert report_main(["--compare", str(run), str(other), "--out", str(out)]) == 0
@@ -223,20 +224,20 @@ def test_compare_runs_side_by_side(run, tmp_path, capsys):
 def uncacheable_body_mismatch_run(path: Path, lab: dict | None, squid_conf: str | None = None) -> Path:
     """One request whose uncacheable Collector reply a proxy answered with another body, and its capture."""
     path.mkdir()
-    (path / "multiplier.jsonl").write_text(json.dumps(record(1, measure(md5="aa"), [
+    RunDir(path).multiplier_log.write_text(json.dumps(record(1, measure(md5="aa"), [
         proxy("squid1", result="BODY_MISMATCH", md5="bb")])) + "\n")
-    (path / "captures").mkdir()
-    (path / "captures" / "00000001-squid1.txt").write_text(
+    RunDir(path).captures.mkdir()
+    (RunDir(path).captures / "00000001-squid1.txt").write_text(
         "# SPE mismatch capture\nrequest: 1 GET http://o/1 HTTP/1.1\nproxy: squid1\nresult: BODY_MISMATCH\n"
         "\n## Collector reply header\nHTTP/1.1 200 OK\r\nCache-Control: private, no-cache\r\n\r\n"
         "\n## Collector body: first 4 of 4 bytes, md5 aa\nspe1\n"
         "\n## Proxy reply header\nHTTP/1.1 200 OK\r\nCache-Control: private, no-cache\r\n\r\n"
         "\n## Proxy body: first 4 of 4 bytes, md5 bb\nspe2\n")
     if lab is not None:
-        (path / "lab.json").write_text(json.dumps(lab))
+        RunDir(path).lab_json.write_text(json.dumps(lab))
     if squid_conf is not None:
-        (path / "collector").mkdir()
-        (path / "collector" / "squid.conf").write_text(squid_conf)
+        RunDir(path).access_log.parent.mkdir()
+        RunDir(path).collector_conf.write_text(squid_conf)
     return path
 
 
@@ -275,7 +276,7 @@ def test_skipped_fan_outs_are_counted_by_reason(tmp_path):
     for i, note in ((3, gone), (4, gone), (5, "no fan-out: the Collector at 127.0.0.1:9 failed: timeout "
                                                "(reading the header: timed out)")):
         lines.append({**record(i, measure(status=None, error="timeout"), []), "note": note})
-    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     rep = build_report(tmp_path)
     assert rep.requests == 5 and {r["name"]: r["requests"] for r in rep.rows}["good"] == 2
     assert rep.skipped == {"the client went away during the reply": 2,
@@ -302,7 +303,7 @@ def test_spes_own_queueing_is_reported_apart_from_the_proxies_times(tmp_path):
         if i >= 3:
             r["client_held_us"] = 500_000 if i == 3 else 1_500_000
         lines.append(r)
-    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     rep = build_report(tmp_path)
     assert rep.held == {"requests": 2, "total_s": 2.0}
     rows = {r["name"]: r for r in rep.rows}
@@ -323,7 +324,7 @@ def test_spes_own_queueing_is_reported_apart_from_the_proxies_times(tmp_path):
 def test_a_log_of_todays_multiplier_has_waits_and_no_holds(tmp_path):
     """The Multiplier no longer holds the client back for a proxy: no hold is reported, the waits are."""
     lines = [record(i, measure(), [{**proxy("slow", total_ms=2.0), "queued_us": i * 100_000}]) for i in range(1, 3)]
-    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     text = text_report(build_report(tmp_path))
     assert "SPE's queueing (in no proxy's times): legs' wait to be sent, median/p99 ms: slow " in text
     assert "held back" not in text
@@ -347,7 +348,7 @@ def test_https_is_counted_and_an_intercepted_connect_is_no_skipped_fan_out(tmp_p
     lines = [connect, opaque, failed, {**record(4, measure(), [proxy("good")], url="https://localhost:8443/a"),
                                        "intercepted": True},
              record(5, measure(), [proxy("good")], url="http://localhost:8080/b")]
-    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     rep = build_report(tmp_path)
     assert rep.https == {"requests": 1, "intercepted_tunnels": 1, "opaque_tunnels": 1, "failed_handshakes": 1}
     assert set(rep.skipped) == {"CONNECT tunnel (not multiplied: --no-intercept *.example)",
@@ -372,7 +373,7 @@ def test_paired_comparison_finds_a_known_difference_and_calls_the_rest_a_tie(tmp
                                                         proxy("slow", total_ms=base + 10),
                                                         proxy("twin", total_ms=base + ((i * 7919) % 11 - 5) / 10)]))
     lines[5]["proxies"][1] = proxy("slow", status=None, error="timeout")  # one failed leg: left out of its pairs
-    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     rep = build_report(tmp_path)
     by_pair = {(p["a"], p["b"]): p for p in rep.pairs}
     slow = by_pair[("base", "slow")]

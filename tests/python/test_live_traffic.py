@@ -23,6 +23,7 @@ from spe_tools.lab.bypass import BypassWatch, CollectorPorts
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import strip_query_terms
 from spe_tools.process import ProcessGroup, free_port
+from spe_tools.rundir.layout import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "token=s3cr3t"
@@ -66,7 +67,7 @@ def logged(rundir: Path, part: str, count: int, deadline_s: float = 15) -> list[
     """The Collector's access.log URLs that contain `part`, once `count` lines have it (Squid writes late)."""
     end = time.monotonic() + deadline_s
     while True:
-        log = rundir / "collector/access.log"
+        log = RunDir(rundir).access_log
         urls = [f[6] for f in (line.split() for line in log.read_text().splitlines()) if len(f) > 6 and part in f[6]]
         if len(urls) >= count or time.monotonic() > end:
             return urls
@@ -80,7 +81,7 @@ def test_a_live_lab_logs_urls_without_their_query_and_the_report_still_joins_the
         assert get_through(lab.multiplier_port, url) == 200
         urls = logged(lab.rundir, "/obj/live-1", 2)  # the direct path's and the dummy's
         assert urls == [f"http://localhost:{port}/obj/live-1?"] * 2, urls
-        assert SECRET not in (lab.rundir / "collector/access.log").read_text()
+        assert SECRET not in RunDir(lab.rundir).access_log.read_text()
         assert lab.lab_json["collector"]["strip_query_terms"] is True
         (record,) = lab.records("/obj/live-1", 1)
         assert record["url"] == url  # the Multiplier's record is the one place with the whole URL
@@ -124,11 +125,11 @@ def test_prefetch_accounting_on_a_stripped_log(tmp_path):
     record = {"ts": 100.0, "id": 1, "tag": "T1", "method": "GET", "url": "http://h/a?q=1",
               "collector": {"status": 200, "total_us": 5000},
               "proxies": [{"name": "p", "status": 200, "total_us": 1000, "result": "OK"}]}
-    (tmp_path / "multiplier.jsonl").write_text(json.dumps(record) + "\n")
-    (tmp_path / "lab.json").write_text(json.dumps({"collector": {"ports": {"direct": 5000, "p": 5001},
+    RunDir(tmp_path).multiplier_log.write_text(json.dumps(record) + "\n")
+    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": {"direct": 5000, "p": 5001},
                                                                  "strip_query_terms": True}}))
-    (tmp_path / "collector").mkdir()
-    (tmp_path / "collector/access.log").write_text(
+    RunDir(tmp_path).access_log.parent.mkdir()
+    RunDir(tmp_path).access_log.write_text(
         "100.005      5 127.0.0.1 TCP_MISS/200 100 GET http://h/a? - HIER_DIRECT/127.0.0.1 t 5000 90 T1\n"
         "100.006      1 127.0.0.1 TCP_HIT/200 100 GET http://h/a? - HIER_NONE/- t 5001 90 T1\n"
         "100.010      1 127.0.0.1 TCP_MISS/200 300 GET http://h/b? - HIER_DIRECT/127.0.0.1 t 5001 90 -\n")

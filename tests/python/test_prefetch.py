@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis.prefetch import HORIZON_S, prefetch_columns, prefetch_text
+from spe_tools.rundir.layout import RunDir
 
 PORTS = {"direct": 5000, "ats": 5001, "pf": 5002, "old": 5003}  # old: a proxy that drops X-SPE-Request
 
@@ -32,8 +33,8 @@ def run(tmp_path: Path) -> Path:
     records = [record("T1", 100.0, "http://o/seq/1.jpg"), record("T2", 110.0, "http://o/seq/2.jpg"),
                record("T3", 120.0, "http://o/seq/3.jpg"), record("T4", 200.0, "http://o/other"),
                {**record("T5", 210.0, "http://o/head"), "method": "HEAD"}]
-    (tmp_path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (tmp_path / "lab.json").write_text(json.dumps({"collector": {"ports": PORTS}}))
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": PORTS}}))
     lines = [line(r["ts"] + 0.05, 50, 1000, r["url"], "direct", r["tag"]) for r in records]
     lines += [line(r["ts"] + 0.055, 5, 1000, r["url"], "ats", r["tag"]) for r in records]  # ats: no prefetch
     lines += [
@@ -52,8 +53,8 @@ def run(tmp_path: Path) -> Path:
         line(110.061, 60, 777, "http://o/seq/2.jpg", "old"),  # inside the window (slack 2 ms): the client's
         line(110.075, 25, 500, "http://o/seq/2.jpg", "old"),  # past it: a prefetch nobody asks for after
     ]
-    (tmp_path / "collector").mkdir()
-    (tmp_path / "collector" / "access.log").write_text("\n".join(lines) + "\n")
+    RunDir(tmp_path).access_log.parent.mkdir()
+    RunDir(tmp_path).access_log.write_text("\n".join(lines) + "\n")
     return tmp_path
 
 
@@ -77,7 +78,7 @@ def test_prefetches_their_use_waste_and_lead_time(run):
 def test_the_window_edge_for_an_untagged_client_request(run):
     """An untagged request for T2's URL that ends 1 ms inside T2's leg window is the client's; moved
     3 ms past the window's end (the 2 ms slack included) it becomes a prefetch."""
-    access = run / "collector" / "access.log"
+    access = RunDir(run).access_log
     text = access.read_text()
     assert prefetch_columns(run, ["old"])["old"]["prefetch_requests"] == 1
     moved = text.replace("110.061     60 127.0.0.1 TCP_MISS/200 777 GET http://o/seq/2.jpg - HIER_DIRECT/127.0.0.1 "
@@ -89,7 +90,7 @@ def test_the_window_edge_for_an_untagged_client_request(run):
 
 
 def test_no_columns_without_the_collector_log(tmp_path):
-    (tmp_path / "multiplier.jsonl").write_text("")
+    RunDir(tmp_path).multiplier_log.write_text("")
     assert prefetch_columns(tmp_path, ["pf"]) == {}
 
 
@@ -105,13 +106,13 @@ def test_the_report_lines_name_only_proxies_that_prefetched(run):
 def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(run):
     """pf prefetched seq/2 (used by T2) and seq/3 (used by T3); on those two requests it answered in 2 and
     4 ms where its twin ats took 40 and 44: +38 and +40 ms, mean +39."""
-    lab = json.loads((run / "lab.json").read_text())
-    (run / "lab.json").write_text(json.dumps({**lab, "proxies": {"pf": {"twin_of": "ats"}, "ats": {}}}))
-    records = [json.loads(line) for line in (run / "multiplier.jsonl").read_text().splitlines()]
+    lab = json.loads(RunDir(run).lab_json.read_text())
+    RunDir(run).lab_json.write_text(json.dumps({**lab, "proxies": {"pf": {"twin_of": "ats"}, "ats": {}}}))
+    records = [json.loads(line) for line in RunDir(run).multiplier_log.read_text().splitlines()]
     for r, (pf_ms, ats_ms) in zip(records[1:3], ((2, 40), (4, 44)), strict=True):
         for p in r["proxies"]:
             p["total_us"] = 1000 * (pf_ms if p["name"] == "pf" else ats_ms)
-    (run / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    RunDir(run).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
     pf = prefetch_columns(run, ["ats", "pf"])["pf"]
     assert pf["twin_of"] == "ats" and pf["twin_gain_requests"] == 2
     assert pf["twin_gain_ms_mean"] == pytest.approx(39)
@@ -147,7 +148,7 @@ def test_a_prefetchers_hit_ratio_counts_only_what_its_clients_caused(run):
 def test_a_prefetchers_own_log_is_shown_as_evidence_beside_spes_count(run):
     """squid-prefetch's agent logs each fetch (prefetch.jsonl in the proxy's directory): its count is shown
     beside SPE's, never used for it."""
-    (run / "lab.json").write_text(json.dumps({"collector": {"ports": PORTS},
+    RunDir(run).lab_json.write_text(json.dumps({"collector": {"ports": PORTS},
                                               "proxies": {"pf": {"dir": "proxies/pf"}, "ats": {"dir": "proxies/ats"}}}))
     (run / "proxies/pf").mkdir(parents=True)
     (run / "proxies/pf/prefetch.jsonl").write_text('{"url": "a", "bytes": 10}\n{"url": "b", "bytes": 20}\n'

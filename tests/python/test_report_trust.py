@@ -15,6 +15,7 @@ from test_analysis import measure, proxy, record
 from analysis.cli import main as report_main
 from analysis.records import load_jsonl
 from analysis.report import build_report, port_rows, text_report, text_table
+from spe_tools.rundir.layout import RunDir
 
 
 @pytest.fixture(autouse=True)
@@ -24,12 +25,12 @@ def close_figures():
 
 
 def write_run(path: Path, records: list[dict], lab: dict | None = None, access_log: list[str] | None = None) -> Path:
-    (path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    RunDir(path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
     if lab is not None:
-        (path / "lab.json").write_text(json.dumps(lab))
+        RunDir(path).lab_json.write_text(json.dumps(lab))
     if access_log is not None:
-        (path / "collector").mkdir()
-        (path / "collector" / "access.log").write_text("".join(line + "\n" for line in access_log))
+        RunDir(path).access_log.parent.mkdir()
+        RunDir(path).access_log.write_text("".join(line + "\n" for line in access_log))
     return path
 
 
@@ -110,7 +111,7 @@ def test_a_run_without_dummy_or_pair_says_the_floor_was_not_measured(tmp_path):
     assert not rep.noise["measured"]
     assert ("Noise floor: not measured (this lab has no dummy proxy and no noise pair, two proxies of the same kind "
             "and settings)") in text_report(rep)
-    bare = build_report(tmp_path / "multiplier.jsonl")  # a log file alone: kinds unknown
+    bare = build_report(RunDir(tmp_path).multiplier_log)  # a log file alone: kinds unknown
     assert "Noise floor: not measured (no lab.json" in text_report(bare)
 
 
@@ -147,7 +148,7 @@ def origin_fetch(i: int, port: int = 5000, hierarchy: str = "HIER_DIRECT/127.0.0
 
 def test_the_fetch_stamp_is_read_from_the_log(tmp_path):
     write_run(tmp_path, [record(1, stamped("f7"), [stamped_proxy("squid", "f3"), stamped_proxy("ats", None)])])
-    results = load_jsonl(tmp_path / "multiplier.jsonl").results
+    results = load_jsonl(RunDir(tmp_path).multiplier_log).results
     assert results.sort("name")["fetch"].to_list() == ["f7", None, "f3"]  # Collector (direct), ats, squid
 
 

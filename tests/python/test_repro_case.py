@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spe_tools.repro.case import DUMMY_AUTHORIZATION, DUMMY_COOKIE, CaseError, extract_case, load_case, write_case
+from spe_tools.rundir.layout import RunDir
 
 URL = "http://localhost:40001/obj?cc=max-age%3D600"
 T0 = 1795000000.25
@@ -38,14 +39,14 @@ ORIGIN_2 = {"cache-control": "max-age=60", "date": "Tue, 24 Nov 2026 02:31:40 GM
 
 def make_run(path: Path, records: list[dict], lab_toml: bool = True) -> Path:
     path.mkdir()
-    (path / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"partial')
+    RunDir(path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"partial')
     lab = {"collector": {"kind": "spe", "uncacheable_ttl_s": 60, "replay_timing": True, "cache_mb": 32},
            "multiplier": {"mode": "sequential", "legs": "parallel"},
            "proxies": {"nginx": {"kind": "nginx", "port": 1234}, "sq": {"kind": "squid", "port": 1235},
                        "ats": {"kind": "trafficserver", "port": 1236, "prefetch": True, "caches": True}}}
-    (path / "lab.json").write_text(json.dumps(lab))
+    RunDir(path).lab_json.write_text(json.dumps(lab))
     if lab_toml:
-        (path / "lab.toml").write_text('name = "x"\n[origin]\nkind = "none"\n'
+        RunDir(path).lab_toml.write_text('name = "x"\n[origin]\nkind = "none"\n'
                                        '[[proxy]]\nname = "nginx"\nkind = "nginx"\ncache_mb = 16\n'
                                        '[[proxy]]\nname = "sq"\nkind = "squid"\n')
     return path
@@ -123,8 +124,8 @@ def test_the_case_is_written_with_a_readme_and_reads_back_equal(run, tmp_path):
 
 
 def test_the_default_directory_is_inside_the_run(run):
-    assert write_case(extract_case(run, "nginx", 6)) == run / "repro" / "6-nginx"
-    assert (run / "repro" / "6-nginx" / "case.json").exists()
+    assert write_case(extract_case(run, "nginx", 6)) == RunDir(run).repro(6, "nginx")
+    assert (RunDir(run).repro(6, "nginx") / "case.json").exists()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -141,9 +142,9 @@ def test_errors_say_what_is_wrong(run, args, message):
 
 
 def test_a_request_with_only_advisories_says_so(run):
-    records = [json.loads(line) for line in (run / "multiplier.jsonl").read_text().splitlines()[:-1]]
+    records = [json.loads(line) for line in RunDir(run).multiplier_log.read_text().splitlines()[:-1]]
     records[5]["proxies"][0]["cache"]["violations"] = []
-    (run / "multiplier.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    RunDir(run).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
     with pytest.raises(CaseError, match=r"no violation on request 6 \(advisories: heuristic\)"):
         extract_case(run, "nginx", 6)
 

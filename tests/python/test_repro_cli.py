@@ -6,6 +6,7 @@ import pytest
 from test_repro_case import ORIGIN_1, T0, leg, make_run, record
 
 from spe_tools.repro.cli import main
+from spe_tools.rundir.layout import RunDir
 
 AGE = {"rule": "age", "section": "4", "reason": "r"}
 
@@ -17,7 +18,7 @@ def run(tmp_path):
 
 def test_no_replay_writes_the_case_says_where_and_exits_0(run, capsys):
     assert main([str(run), "--proxy", "nginx", "--request", "2", "--no-replay"]) == 0
-    assert (run / "repro" / "2-nginx" / "case.json").exists()
+    assert (RunDir(run).repro(2, "nginx") / "case.json").exists()
     assert f"nginx's age (4) on request 2, 2 request(s): {run}/repro/2-nginx" in capsys.readouterr().out
 
 
@@ -41,5 +42,5 @@ def test_usage_errors_exit_2(run, capsys, args, message):
 def test_out_and_no_replay_belong_to_writing(run, capsys):
     assert main([str(run), "--proxy", "nginx", "--request", "2", "--no-replay"]) == 0
     with pytest.raises(SystemExit):
-        main([str(run / "repro" / "2-nginx"), "--no-replay"])
+        main([str(RunDir(run).repro(2, "nginx")), "--no-replay"])
     assert "--out and --no-replay go with" in capsys.readouterr().err

@@ -1,0 +1,66 @@
+"""The run directory's contract (spe_tools/rundir): its layout and lab.json as the lab writes and everyone reads it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+from spe_tools.collector import CollectorOptions
+from spe_tools.lab.model import CollectorSpec, load_lab
+from spe_tools.lab.runner import Ports, RunningLab, topology
+from spe_tools.rundir import layout
+from spe_tools.rundir.lab_json import DEFAULT_UNCACHEABLE_TTL_S, LabJson, ProxyOfRun
+from spe_tools.rundir.layout import RunDir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def lab_json_of(labfile: str) -> LabJson:
+    lab = load_lab(ROOT / "configs/labs" / labfile)
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={p.name: 10 + i for i, p in enumerate(lab.proxies)},
+                  collector={p.name: 100 + i for i, p in enumerate(lab.proxies)}, replay=5)
+    return topology(RunningLab(lab, Path("/nonexistent"), None, ports=ports))  # type: ignore[arg-type]
+
+
+def test_the_layout_names_each_file_relative_to_the_run():
+    run = RunDir(Path("/runs/x"))
+    assert run.lab_json == Path("/runs/x/lab.json") and run.multiplier_log == Path("/runs/x/multiplier.jsonl")
+    assert run.access_log == Path("/runs/x/collector/access.log") and run.output("origin") == Path("/runs/x/origin.out")
+    assert run.proxy_dir("squid") == Path("/runs/x/proxies/squid")
+    assert run.repro(6, "nginx") == Path("/runs/x/repro/6-nginx")
+    assert run / layout.proxy_dir("squid") == run.proxy_dir("squid")
+
+
+def test_lab_json_survives_a_round_trip_key_for_key():
+    written = lab_json_of("default.toml").to_json()
+    assert list(written) == ["name", "lab_file", "started", "collector", "proxies", "multiplier", "origin", "workload",
+                             "noise_pairs"]
+    text = json.dumps(written, indent=2)
+    assert json.dumps(LabJson.from_json(json.loads(text)).to_json(), indent=2) == text
+
+
+def test_lab_json_writes_optional_proxy_keys_only_where_they_apply():
+    proxies = lab_json_of("default.toml").to_json()["proxies"]
+    assert "prefetch" in proxies["ats"] and "prefetch" not in proxies["squid"]
+    assert proxies["ats-prefetch"]["twin_of"] == "ats" and "twin_of" not in proxies["ats"]
+    assert proxies["squid"]["dir"] == "proxies/squid" and proxies["squid"]["stdout"] == "squid.out"
+
+
+def test_every_collector_setting_of_the_lab_file_reaches_lab_json():
+    """The lab file's [collector] keys, but the port (in "ports") and the kind and CA files (written apart)."""
+    written = lab_json_of("default.toml").to_json()["collector"]
+    assert {f.name for f in fields(CollectorSpec)} - {"port"} <= set(written)
+    assert DEFAULT_UNCACHEABLE_TTL_S == CollectorOptions.uncacheable_ttl_s
+
+
+def test_an_old_or_partial_lab_json_still_loads(tmp_path):
+    """Runs from before keep working: unknown keys are ignored, missing ones read as 'not said'."""
+    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": {"direct": 5000, "a": 5001}, "gone": 1},
+                                                     "proxies": {"pf": {"twin_of": "a"}, "a": {}}, "extra": []}))
+    read = LabJson.read(tmp_path)
+    assert read is not None and read.collector.port_names() == {5000: "direct", 5001: "a"}
+    assert read.collector.kind is None and not read.collector.strips_query_terms()
+    assert read.twins() == {"pf": "a"} and read.proxies["a"] == ProxyOfRun() and read.noise_pairs == []
+    assert LabJson.read(tmp_path / "nowhere") is None
+    assert LabJson.from_json("not an object") == LabJson()
