@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.collector_log import PortUsage, as_logged
 from analysis.records import COLLECTOR
+from spe_tools.rundir.access_log import as_logged
+from spe_tools.rundir.port_usage import PortUsage
 
 # What a bypassing proxy's row must not show (they would be computed from a port it did not use).
 CACHE_FIGURES = ("hit_ratio", "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent")
@@ -60,7 +61,7 @@ def silent_port_evidence(results: pl.DataFrame, name: str, usage: dict[str, Port
 
 
 def logged_urls(strip_query_terms: bool) -> pl.Expr:
-    """The records' URLs as the Collector's access.log shows them (collector_log.as_logged)."""
+    """The records' URLs as the Collector's access.log shows them (spe_tools.rundir.access_log.as_logged)."""
     if not strip_query_terms:
         return pl.col("url")
     return pl.col("url").map_elements(lambda url: as_logged(url, True), return_dtype=pl.Utf8)

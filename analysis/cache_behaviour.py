@@ -17,9 +17,9 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.collector_log import PortUsage, parse_access_log
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import ACCESS_LOG
+from spe_tools.rundir.port_usage import PortUsage, parse_access_log
 
 
 def failed_legs(results: pl.DataFrame) -> dict[str, set[str]]:

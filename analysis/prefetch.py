@@ -2,8 +2,8 @@
 that no client request caused, and what became of them.
 
 Attribution. The Multiplier tags every client request (X-SPE-Request) and every proxy forwards the tag
-with the requests the client's request makes it send; the Collector logs it (SPE_LOGFORMAT). A line on a
-proxy's port is that proxy's own doing (a prefetch) unless its tag names a client request for the same
+with the requests the client's request makes it send; the Collector logs it (spe_tools/rundir/access_log.py).
+A line on a proxy's port is that proxy's own doing (a prefetch) unless its tag names a client request for the same
 URL (the method may differ: Varnish and nginx fetch a client's HEAD with a GET, to fill their caches).
 On a port where the proxy forwards tags (any of its lines has one), an untagged line is its own: the agent
 of a prefetcher sends none, and its request may well overlap the client's (the client's request then joins
@@ -29,8 +29,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.collector_log import as_logged, sent_no_request, strips_query_terms
+from analysis.collector_log import strips_query_terms
 from analysis.stats import mean_ci, percentile
+from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import PREFETCH_AGENT_LOG, RunDir
 
@@ -65,18 +66,12 @@ class ClientRequest:
 
 
 def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, list[PortLine]]:
-    """Lines per Collector port name (SPE_LOGFORMAT: the tag is field 12, '-' when absent)."""
+    """Lines per Collector port name (lines that do not parse are left out)."""
     out: dict[str, list[PortLine]] = defaultdict(list)
-    for line in access_log.read_text(errors="replace").splitlines():
-        f = line.split()
-        if len(f) < 12 or sent_no_request(f):
-            continue
-        try:
-            end, elapsed_ms, sent, port = float(f[0]), int(f[1]), int(f[4]), int(f[10])
-        except ValueError:
-            continue
-        tag = f[12] if len(f) > 12 and f[12] != "-" else ""
-        out[port_names.get(port, str(port))].append(PortLine(end - elapsed_ms / 1000, end, f[5], f[6], sent, tag))
+    for r in read_access_log(access_log):
+        if not isinstance(r, BadLineError):
+            out[port_names.get(r.port, str(r.port))].append(PortLine(r.start, r.end, r.method, r.url, r.bytes_sent,
+                                                                      r.tag))
     return out
 
 

@@ -19,9 +19,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.collector_log import SPE_LOGFORMAT
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
+from spe_tools.rundir.access_log import logformat
 from spe_tools.squid import run_squid
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,7 +178,7 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         name=name, dir=directory, client_port=client_port, proxy_ports=port_lines(proxy_ports),
         connect_rules=connect_rules(tuple(options.connect_ports), (client_port, *proxy_ports.values())),
         cache_mb=options.cache_mb, max_object_kb=options.max_object_kb,
-        logformat=SPE_LOGFORMAT, port_name_field=" %ln" if kind == "spe" else "",
+        logformat=logformat(patched=kind == "spe"),
         # the patched build leaves out ICMP and HTCP; Debian's Squid must be told not to use them
         stock_only="" if kind == "spe" else "netdb_filename none\nhtcp_port 0\npinger_enable off\n",
         collector_directives=collector_directives(kind, options),

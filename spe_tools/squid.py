@@ -14,10 +14,10 @@ import shutil
 import stat
 from pathlib import Path
 
-from analysis.collector_log import SPE_LOGFORMAT
 from spe_tools.lab.access import hand_over
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
+from spe_tools.rundir.access_log import SPE_LOGFORMAT
 
 SQUID = "/usr/sbin/squid"
 
@@ -26,7 +26,7 @@ visible_hostname {{name}}
 http_port 127.0.0.1:{{port}}
 {{extra_ports}}pid_filename {{dir}}/squid.pid
 cache_log {{dir}}/cache.log
-# Squid's native format plus the receiving port and the request size (see analysis/collector_log.py)
+# Squid's native format plus the receiving port, the request size and tag (spe_tools/rundir/access_log.py)
 logformat spe {{logformat}}
 access_log stdio:{{dir}}/access.log spe
 coredump_dir {{dir}}

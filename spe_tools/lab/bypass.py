@@ -16,9 +16,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.collector_log import PortUsage, add_access_line, as_logged
 from spe_tools.lab.model import Lab
 from spe_tools.lab.tail import LogTail
+from spe_tools.rundir.access_log import as_logged
+from spe_tools.rundir.port_usage import PortUsage, add_access_line
 
 
 def unstamped(reference: dict, reply: dict) -> bool:
@@ -38,7 +39,7 @@ def same_answer(reference: dict, reply: dict) -> bool:
 @dataclass
 class CollectorPorts:
     """The Collector's access.log read incrementally, counted as the report counts it
-    (analysis/collector_log.py): requests per port name, and the URLs the direct path fetched from the
+    (spe_tools/rundir/port_usage.py): requests per port name, and the URLs the direct path fetched from the
     origin."""
 
     log: Path

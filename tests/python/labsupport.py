@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 from conftest import multiplier_binary
 
-from analysis.collector_log import as_logged, strips_query_terms
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import RunningLab, bring_up, down
 from spe_tools.process import ProcessGroup, alive, free_port
+from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
 
@@ -75,12 +75,12 @@ class LabUnderTest:
     def collector_lines(self, path: str) -> Counter:
         """Requests for exactly this path per Collector port name (its query cut off as the log has it, when the
         Collector strips query terms: a lab on live traffic)."""
-        path = as_logged(path, strips_query_terms(self.topology))
+        path = as_logged(path, self.topology.collector.strips_query_terms())
         counts: Counter = Counter()
-        for line in self.files.access_log.read_text().splitlines():
-            fields = line.split()
-            if len(fields) >= 12 and fields[6].endswith(path) and fields[6].split("/", 3)[-1] == path.lstrip("/"):
-                counts[self.port_names.get(int(fields[10]), fields[10])] += 1
+        for line in read_access_log(self.files.access_log):
+            if not isinstance(line, BadLineError) and line.url.endswith(path) and \
+                    line.url.split("/", 3)[-1] == path.lstrip("/"):
+                counts[self.port_names.get(line.port, str(line.port))] += 1
         return counts
 
     def origin_count(self, path: str) -> int:

@@ -16,14 +16,15 @@ import pytest
 from labsupport import lab_session
 
 from analysis.bypass import silent_port_evidence
-from analysis.collector_log import as_logged, parse_access_log
 from analysis.prefetch import prefetch_columns
 from spe_tools import collector
 from spe_tools.lab.bypass import BypassWatch, CollectorPorts
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import strip_query_terms
 from spe_tools.process import ProcessGroup, free_port
+from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.port_usage import parse_access_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "token=s3cr3t"

@@ -6,12 +6,24 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from spe_tools.collector import CollectorOptions
 from spe_tools.lab.model import CollectorSpec, load_lab
 from spe_tools.lab.runner import Ports, RunningLab, topology
 from spe_tools.rundir import layout
+from spe_tools.rundir.access_log import (
+    FIELDS,
+    SPE_LOGFORMAT,
+    AccessRecord,
+    BadLineError,
+    logformat,
+    parse_line,
+    read_access_log,
+)
 from spe_tools.rundir.lab_json import DEFAULT_UNCACHEABLE_TTL_S, LabJson, ProxyOfRun
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.port_usage import parse_access_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,3 +76,37 @@ def test_an_old_or_partial_lab_json_still_loads(tmp_path):
     assert read.twins() == {"pf": "a"} and read.proxies["a"] == ProxyOfRun() and read.noise_pairs == []
     assert LabJson.read(tmp_path / "nowhere") is None
     assert LabJson.from_json("not an object") == LabJson()
+
+
+def test_the_logformat_and_the_record_come_from_one_field_list():
+    assert SPE_LOGFORMAT == "%ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt %>lp %>st %{X-SPE-Request}>h"
+    assert logformat(patched=True) == SPE_LOGFORMAT + " %ln"
+    assert AccessRecord._fields == tuple(f.name for f in FIELDS)
+
+
+LINE = "1700000000.250    120 127.0.0.1 TCP_MISS/200 5120 GET http://localhost:8080/a - HIER_DIRECT/127.0.0.1 text/html"
+
+
+def test_a_line_reads_by_name():
+    old = parse_line(f"{LINE} 5001 310")  # a log from before the request tag
+    assert old.port == 5001 and old.bytes_received == 310 and old.request_tag is None and old.tag == ""
+    assert old.code == "TCP_MISS" and old.from_origin and old.bytes_sent == 5120
+    assert old.start == pytest.approx(1700000000.130)
+    tagged = parse_line(f"{LINE} 5001 310 42-7 squid")
+    assert tagged.tag == "42-7" and tagged.port_name == "squid" and tagged.url == "http://localhost:8080/a"
+    assert parse_line(f"{LINE} 5001 310 -").tag == ""
+
+
+def test_lines_without_a_request_are_skipped_and_bad_ones_counted(tmp_path):
+    probe = "1700000000.250      0 127.0.0.1 NONE_NONE/000 0 - error:transaction-end-before-headers - HIER_NONE/- -" \
+            " 5000 0 -"
+    assert parse_line("") is None and parse_line(probe) is None
+    for bad in ("too short", LINE + " port 310"):
+        with pytest.raises(BadLineError):
+            parse_line(bad)
+    log = tmp_path / "access.log"
+    log.write_text("\n".join([f"{LINE} 5001 310", probe, "too short", "", f"{LINE} 5000 300 -"]) + "\n")
+    usage, bad = parse_access_log(log, {5000: "direct", 5001: "squid", 5002: "idle"})
+    assert bad == 1 and usage["squid"].requests == 1 and usage["direct"].origin_urls == {"http://localhost:8080/a"}
+    assert usage["idle"].requests == 0
+    assert [type(r) for r in read_access_log(log)] == [AccessRecord, BadLineError, AccessRecord]
