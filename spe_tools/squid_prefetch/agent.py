@@ -28,10 +28,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from spe_tools.duration import parse_duration
+from spe_tools.hostport import parse_hostport
 from spe_tools.lab.tail import LogTail
 from spe_tools.squid_prefetch.links import page_references
 from spe_tools.squid_prefetch.logline import AccessLine, parse_line, presented_url, upstream_form
-from spe_tools.workload.stats import parse_hostport
 
 USER_AGENT = "spe-squid-prefetch/1"
 MAX_PAGE_BYTES = 2 * 1024 * 1024  # a page larger than this is fetched (warmed) but not parsed

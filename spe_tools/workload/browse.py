@@ -32,9 +32,10 @@ from pathlib import Path
 
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
+from spe_tools.hostport import parse_hostport
 from spe_tools.process import ProcessGroup, tail
 from spe_tools.workload.sessions import SessionModel
-from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
+from spe_tools.workload.stats import distribution, fmt_ms
 
 CHROMIUM = "/usr/bin/chromium"
 # Flags that keep Chromium's own traffic down (proxy-lab-notes section 5); what still goes out is

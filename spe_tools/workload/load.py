@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from spe_tools.duration import parse_duration
+from spe_tools.hostport import parse_hostport
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
@@ -35,7 +36,7 @@ from spe_tools.workload.http11 import format_date, request_bytes
 from spe_tools.workload.plan import Planned
 from spe_tools.workload.popularity import History, parse_popularity
 from spe_tools.workload.sessions import PARALLEL, SessionModel, user
-from spe_tools.workload.stats import Histogram, fmt_ms, parse_hostport
+from spe_tools.workload.stats import Histogram, fmt_ms
 
 
 @dataclass

@@ -20,10 +20,11 @@ from collections import Counter
 from urllib.parse import urlsplit
 
 from spe_tools.duration import parse_duration
+from spe_tools.hostport import parse_hostport
 from spe_tools.workload.client import Exchange, Pool, fetch
 from spe_tools.workload.http11 import request_bytes
 from spe_tools.workload.logparse import LogError, is_loopback_host, parse_lines, spread_identical, target_url
-from spe_tools.workload.stats import distribution, fmt_ms, parse_hostport
+from spe_tools.workload.stats import distribution, fmt_ms
 
 SHOWN_WARNINGS = 10
 

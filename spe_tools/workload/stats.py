@@ -1,5 +1,5 @@
-"""Summaries shared by the load client, the replayer and the browser (pure): exact ones of a list
-(analysis/stats.py definitions) and a bounded histogram for long runs."""
+"""Summaries shared by the load client, the replayer and the browser (no polars): exact ones of a list
+(spe_tools/summary_stats.py definitions) and a bounded histogram for long runs."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import math
 
 from hdrh.histogram import HdrHistogram
 
-from analysis.stats import as_series, percentile
+from spe_tools.summary_stats import percentile
 
 HIGHEST_US = 3_600_000_000  # an hour: longer than any request's deadline
 
 
 def distribution(values: list[float]) -> dict:
     """count, mean, p50, p90, p99, max of `values` (rounded for reports)."""
-    series = as_series(values)
-    if not len(series):
+    numbers = [float(v) for v in values if v is not None]
+    if not numbers:
         return {"count": 0}
-    return _rounded(len(series), series.mean(), series.max(), lambda q: percentile(series, q))
+    return _rounded(len(numbers), math.fsum(numbers) / len(numbers), max(numbers), lambda q: percentile(numbers, q))
 
 
 class Histogram:
@@ -57,9 +57,3 @@ def fmt_ms(dist: dict) -> str:
     return f"mean {dist['mean']:.1f} p50 {dist['p50']:.1f} p90 {dist['p90']:.1f} p99 {dist['p99']:.1f} " \
            f"max {dist['max']:.1f} ms"
 
-
-def parse_hostport(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
-    return host, int(port)
