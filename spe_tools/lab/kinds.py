@@ -17,46 +17,31 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from spe_tools.lab.access import hand_over
-from spe_tools.lab.options import Address, Option, PortList
+from spe_tools.lab.options import Option
+from spe_tools.lab.proxy_spec import (
+    ADDRESS,
+    CACHE_MB,
+    CACHE_PORTS,
+    PORT,
+    PREFETCH,
+    PREFETCH_BUDGET_KB,
+    PREFETCH_COUNT,
+    PREFETCH_DEPTH,
+    PREFETCH_PATTERN,
+    PREFETCH_RATE,
+    TS_CACHE_MB,
+    ProxySpec,
+)
 from spe_tools.lab.render import render_file, render_text
 from spe_tools.rundir.layout import PREFETCH_AGENT_LOG
 from spe_tools.squid import service_name
 from spe_tools.squid_prefetch.logline import LOGFORMAT
 
-if TYPE_CHECKING:  # the model reads the kinds' options, so it imports this module
-    from spe_tools.lab.model import ProxySpec
-
 ROOT = Path(__file__).resolve().parents[2]
 # SPE_MULTIPLIER picks another build (./spe test runs the lab tests on the ASan one).
 MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
-
-# The keys of a [[proxy]] table (docs/lab-file.md); each kind lists those it takes.
-PORT = Option("port", 0, 0, 65535)  # where the proxy listens (0 = a free port)
-COLLECTOR_PORT = Option("collector_port", 0, 0, 65535)  # every kind: its Collector port (0 = a free port)
-# every kind: the Collector sends on its port at most this many KiB/s (0: no limit), a bound on a prefetcher
-COLLECTOR_LIMIT_KBPS = Option("collector_limit_kbps", 0, 0, 10 * 1024 * 1024)
-# every kind: the proxy it is a twin of (same engine, no prefetching): its prefetching gain is paired against it
-TWIN_OF = Option("twin_of", "")
-CACHE_MB = Option("cache_mb", 64, 1, 65536)
-# Traffic Server 9.2 (Debian 12) crashed (SIGSEGV) at its first request with a 4 or an 8 MB
-# disk cache; 16 MB runs
-TS_CACHE_MB = Option("cache_mb", 64, 16, 65536)
-PREFETCH = Option("prefetch", False)
-PREFETCH_COUNT = Option("prefetch_count", 2, 1, 100)
-# The synthetic origin's numbered sequences: seq/<s>/<n>.jpg -> seq/<s>/<n+1>.jpg, matched against the
-# path without its leading slash. '.' stands where the path has a '/' (no '/' inside the pattern, whose
-# own delimiter it is), and \D keeps the number whole (else a greedy [^.]* would leave only its last digit).
-PREFETCH_PATTERN = Option("prefetch_pattern", r"/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/")
-# squid-prefetch: its agent's limits (spe_tools/squid_prefetch/agent.py)
-PREFETCH_DEPTH = Option("prefetch_depth", 1, 0, 5)  # clicks ahead of the client's page
-PREFETCH_RATE = Option("prefetch_rate", 20.0, 0.1, 10000)  # fetches per second at most
-PREFETCH_BUDGET_KB = Option("prefetch_budget_kb", 2048, 1, 1024 * 1024)  # KiB fetched per client page at most
-CACHE_PORTS = PortList("cache_ports", ())  # apache: extra origin ports to cache (CacheEnable needs each one)
-ADDRESS = Address("address", None)  # external: HOST:PORT of the user's proxy
-
 
 @dataclass(frozen=True)
 class Companion:

@@ -15,7 +15,8 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import Lab, LabFileError, ProxySpec, load_lab, parse_lab
+from spe_tools.lab.model import Lab, LabFileError, load_lab, parse_lab
+from spe_tools.lab.proxy_spec import ProxySpec
 
 
 def _value(value: object) -> str:

@@ -3,7 +3,8 @@
 Every mistake is reported as a `LabFileError` whose message names the file, the table and the key,
 so `./spe lab check` can print it as is. Reference of every key: docs/lab-file.md. Each default is
 written once: in the spec dataclasses below (the Collector's from spe_tools.collector.CollectorOptions)
-and, for a proxy, in the keys its kind declares (spe_tools.lab.kinds, with their ranges).
+and, for a proxy, in its keys (spe_tools.lab.proxy_spec, with their ranges), which each kind lists
+(spe_tools.lab.kinds).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from spe_tools.collector import BINARIES, CollectorOptions
 from spe_tools.lab import kinds
 from spe_tools.lab.options import LabFileError, Table, parse_address
+from spe_tools.lab.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT
 from spe_tools.workload.popularity import parse_popularity
@@ -56,25 +58,6 @@ class CollectorSpec:
     cache_mb: int = CollectorOptions.cache_mb
     port: int = 0  # the "direct" port the Multiplier uses; 0 = a free port
     origin_ca_files: tuple[Path, ...] = ()  # trusted for https origins beside the system store
-
-
-@dataclass(frozen=True)
-class ProxySpec:
-    name: str
-    kind: str
-    port: int = kinds.PORT.default  # external: taken from address
-    cache_mb: int = kinds.CACHE_MB.default
-    prefetch: bool = kinds.PREFETCH.default
-    prefetch_count: int = kinds.PREFETCH_COUNT.default
-    prefetch_pattern: str = kinds.PREFETCH_PATTERN.default
-    cache_ports: tuple[int, ...] = kinds.CACHE_PORTS.default
-    prefetch_depth: int = kinds.PREFETCH_DEPTH.default
-    prefetch_rate: float = kinds.PREFETCH_RATE.default
-    prefetch_budget_kb: int = kinds.PREFETCH_BUDGET_KB.default
-    host: str = "127.0.0.1"
-    collector_port: int = kinds.COLLECTOR_PORT.default  # fix it for an external proxy
-    twin_of: str = kinds.TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/prefetch.py)
-    collector_limit_kbps: int = kinds.COLLECTOR_LIMIT_KBPS.default  # its Collector port's pace (0: none)
 
 
 @dataclass(frozen=True)
@@ -180,7 +163,7 @@ def _proxy(data: Any, index: int) -> ProxySpec:
         raise LabFileError(f"{t.where}: missing key 'kind' (one of: {', '.join(PROXY_KINDS)})")
     kind = t.choice("kind", PROXY_KINDS, "")
     values: dict[str, Any] = {"name": name, "kind": kind}
-    for option in (*kinds.KINDS[kind].options, kinds.COLLECTOR_PORT, kinds.TWIN_OF, kinds.COLLECTOR_LIMIT_KBPS):
+    for option in (*kinds.KINDS[kind].options, COLLECTOR_PORT, TWIN_OF, COLLECTOR_LIMIT_KBPS):
         values |= option.read(t)
     t.finish()
     return ProxySpec(**values)

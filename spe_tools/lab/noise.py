@@ -12,7 +12,8 @@ from __future__ import annotations
 from itertools import combinations
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import Lab, ProxySpec
+from spe_tools.lab.model import Lab
+from spe_tools.lab.proxy_spec import ProxySpec
 
 # Where a proxy listens or fetches, not how it behaves: twins differ there by necessity.
 PLACEMENT_KEYS = frozenset({"port", "collector_port", "address"})

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spe_tools.lab import access
-from spe_tools.lab.kinds import CACHE_PORTS, KINDS, MULTIPLIER
+from spe_tools.lab.kinds import KINDS, MULTIPLIER
 from spe_tools.lab.model import Lab, LabFileError, parse_lab
+from spe_tools.lab.proxy_spec import CACHE_PORTS
 from spe_tools.lab.runner import ROOT, RunningLab, bring_up, make_run_dir
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log
