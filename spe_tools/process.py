@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import os
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -24,24 +23,13 @@ from pathlib import Path
 
 import psutil
 
+# Where the tests and the benchmarks have always imported them from (spe_tools/ports.py owns them).
+from spe_tools.ports import free_port as free_port
+from spe_tools.ports import port_open
+
 
 class ProcessError(RuntimeError):
     """A child process could not be started or did not become ready."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on `host` that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def tail(path: Path, lines: int = 20) -> str:

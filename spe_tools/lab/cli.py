@@ -9,46 +9,20 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
 from spe_tools.duration import parse_duration
 from spe_tools.lab import access
-from spe_tools.lab.bypass import BypassWatch, CollectorPorts, static_warnings
+from spe_tools.lab.bypass import static_warnings
+from spe_tools.lab.checks import check
+from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab, LabFileError, load_lab
 from spe_tools.lab.noise import noise_pairs
-from spe_tools.lab.runner import (
-    LabError,
-    RunningLab,
-    bring_up,
-    check,
-    check_workload,
-    down,
-    make_run_dir,
-    start_workload,
-    strip_query_terms,
-)
-from spe_tools.lab.status import StatusTracker, format_status
-from spe_tools.process import ProcessError, ProcessGroup, describe_exit
-from spe_tools.rundir import layout
-from spe_tools.rundir.lab_json import DIRECT_PORT
+from spe_tools.lab.run_loop import run_lab, say, with_share_group
+from spe_tools.lab.running import down
 from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds, threshold_lines, unknown_proxies
-
-
-class Stop(Exception):  # noqa: N818 (a request to stop, not an error)
-    """SIGTERM or SIGINT: leave the wait loop and stop everything."""
-
-
-def _raise_stop(signum: int, frame: object) -> None:
-    raise Stop(signal.Signals(signum).name)
-
-
-def say(text: str) -> None:
-    print(text, flush=True)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -73,122 +47,6 @@ def _noise_note(lab: Lab) -> str:
     if not pairs and not dummies:
         return "; no dummy and no noise pair: the noise floor will not be measured"
     return "; noise floor measured by " + ", ".join([*dummies, *(f"noise pair {p}" for p in pairs)])
-
-
-def _bypass_watch(run: RunningLab) -> BypassWatch:
-    """Watches the Collector's access.log per port, named as in lab.json."""
-    names = {run.ports.direct: DIRECT_PORT, **{port: name for name, port in run.ports.collector.items()}}
-    return BypassWatch(CollectorPorts(RunDir(run.rundir).access_log, names,
-                                      strip_query_terms=strip_query_terms(run.lab)))
-
-
-# Without these the run measures nothing: the lab stops when one of them dies.
-CORE = (layout.ORIGIN, layout.COLLECTOR, layout.MULTIPLIER)
-
-
-def _status_loop(run: RunningLab, until: float | None, workload=None) -> None:
-    """One status line per second until `until` (monotonic), the workload ends, or a signal.
-
-    A proxy under test that dies is reported once and the run goes on: the Multiplier measures its
-    failures, which is what an evaluation should record (ROPE lost a proxy mid-run too). If the
-    Collector, the origin or the Multiplier dies, the lab stops with an error naming it."""
-    files = RunDir(run.rundir)
-    tracker = StatusTracker(files.multiplier_log, watch=_bypass_watch(run))
-    names = [p.name for p in run.lab.proxies]
-    started = time.monotonic()
-    previous = 0
-    down: set[str] = set()
-    bypass: set[str] = set()
-    while until is None or time.monotonic() < until:
-        time.sleep(1)
-        tracker.update()
-        elapsed = time.monotonic() - started
-        say(format_status(elapsed, tracker.requests, previous, tracker.results, names, down,
-                          tracker.watch.bypassing))
-        for name in sorted(tracker.watch.bypassing - bypass):
-            say(f"spe lab: proxy {name!r} BYPASS: its replies do not come through its Collector port; its hit "
-                "ratio and bandwidth will not be computed (docs/report.md)")
-        bypass = tracker.watch.bypassing
-        previous = tracker.requests
-        # how each dead one ended, e.g. "killed by SIGKILL"
-        dead = {c.name: describe_exit(c.popen.returncode) for c in run.group.children
-                if c.name != layout.WORKLOAD and not c.alive()}
-        core = [name for name in dead if name in CORE]
-        if core:
-            ended = "; ".join(f"{name} {dead[name]}" for name in core)
-            raise LabError(f"{', '.join(core)} stopped unexpectedly after {elapsed:.0f} s ({ended}); the lab stops "
-                           f"(see {files.output(core[0])}" + (f" and {files.cache_log}"
-                                                              if layout.COLLECTOR in core else "") + ")")
-        for name in sorted(set(dead) - down):
-            if name in names:
-                say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes "
-                    f"on and counts its requests as failures (see {files.output(name)})")
-            else:  # a companion (kinds.Companion: a prefetch agent, a cache cleaner): its proxy runs on without it
-                say(f"spe lab: {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); its proxy runs on "
-                    f"without it (see {files.output(name)})")
-            down.add(name)
-        if workload is not None and not workload.alive():
-            return
-
-
-def run_lab(lab: Lab, duration: float | None, runs_dir: Path | None = None) -> tuple[int, Path]:
-    """Bring the lab up; with a duration, run the workload that long, else until a signal. Stops everything.
-    Everything written meanwhile, by the lab and the processes it starts, is private (or its share group's).
-
-    Returns (exit code, run directory).
-    """
-    with access.umask(lab.share_group):
-        return _run_lab(lab, duration, runs_dir)
-
-
-def _run_lab(lab: Lab, duration: float | None, runs_dir: Path | None) -> tuple[int, Path]:
-    rundir = make_run_dir(lab, runs_dir)
-    say(f"spe lab: run directory {rundir}")
-    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    group = ProcessGroup(rundir)
-    run: RunningLab | None = None
-    try:
-        run = bring_up(lab, rundir, group, say=say)
-        say(f"spe lab: Multiplier on {lab.multiplier.host}:{run.ports.multiplier} (use it as the HTTP proxy); "
-            f"stop with Ctrl-C or ./spe lab down {rundir}")
-        for warning in static_warnings(lab):
-            say(f"spe lab: warning: {warning}")
-        if duration is None:
-            _status_loop(run, None)
-        else:
-            workload = start_workload(run, duration)
-            # The project's workloads end by themselves at the duration (a minute's grace); a user's
-            # command is stopped there, or ends the run earlier by ending.
-            command = lab.workload.kind == "command"
-            _status_loop(run, time.monotonic() + duration + (60 if workload and not command else 0), workload)
-            if workload is not None:
-                check_workload(workload, rundir, command)
-        return 0, rundir
-    except Stop as e:
-        say(f"spe lab: {e}: stopping")
-        return (0 if duration is None else 1), rundir
-    except (LabError, ProcessError, OSError) as e:
-        print(f"spe lab: error: {e}", file=sys.stderr)
-        return 1, rundir
-    finally:
-        # Stopping must not be interrupted by a second Ctrl-C: ignore the signals from here on.
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)
-        # A bring-up that failed part way has no RunningLab yet, but what it started is in the group.
-        left = (run or RunningLab(lab, rundir, group)).stop()
-        if group.children:
-            say("spe lab: how they ended: " + ", ".join(f"{c.name} {c.ending}" for c in group.children))
-        if left:
-            say(f"spe lab: processes {', '.join(map(str, left))} did not stop; they stay listed in "
-                f"{RunDir(rundir).pids} for ./spe lab down {rundir}")
-        say(f"spe lab: stopped; logs in {rundir}")
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-def with_share_group(lab: Lab, share_group: str | None) -> Lab:
-    """--share-group overrides the lab file's share_group."""
-    return replace(lab, share_group=share_group) if share_group else lab
 
 
 def cmd_up(args: argparse.Namespace) -> int:

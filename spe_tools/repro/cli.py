@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from spe_tools.lab import access
-from spe_tools.lab.runner import LabError
+from spe_tools.lab.errors import LabError
 from spe_tools.process import ProcessError
 from spe_tools.repro.case import CaseError, extract_case, write_case
 from spe_tools.repro.replay import ReplayError, replay

@@ -21,8 +21,11 @@ from spe_tools.lab import access
 from spe_tools.lab.kinds import KINDS, MULTIPLIER
 from spe_tools.lab.model import Lab, LabFileError, parse_lab
 from spe_tools.lab.proxy_spec import CACHE_PORTS
-from spe_tools.lab.runner import ROOT, RunningLab, bring_up, make_run_dir
-from spe_tools.process import ProcessGroup, free_port
+from spe_tools.lab.run_directory import make_run_dir
+from spe_tools.lab.runner import bring_up
+from spe_tools.lab.running import ROOT, RunningLab
+from spe_tools.ports import free_port
+from spe_tools.process import ProcessGroup
 from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log
 from spe_tools.repro.origin import START_PATH
 from spe_tools.rundir import layout

@@ -26,7 +26,8 @@ from conftest import multiplier_binary
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import parse_lab
-from spe_tools.lab.runner import RunningLab, bring_up, down
+from spe_tools.lab.runner import bring_up
+from spe_tools.lab.running import RunningLab, down
 from spe_tools.process import ProcessGroup, alive, free_port
 from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson

@@ -25,7 +25,9 @@ from conftest import Multiplier
 
 from spe_tools import collector
 from spe_tools.lab.model import parse_lab
-from spe_tools.lab.runner import Ports, connect_ports, multiplier_argv
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.start_collector import connect_ports
+from spe_tools.lab.start_multiplier import multiplier_argv
 from spe_tools.process import Child, ProcessGroup, free_port
 
 BANNER = b"SSH-2.0-OpenSSH_9.2 banner-server\r\n"

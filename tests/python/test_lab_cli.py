@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from conftest import multiplier_binary
 
+from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import load_lab, parse_lab
-from spe_tools.lab.runner import LabError, bring_up, down
+from spe_tools.lab.runner import bring_up
+from spe_tools.lab.running import down
 from spe_tools.process import Child, ProcessGroup, alive, kill_session, session_members, stop_recorded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -345,7 +347,7 @@ def failing_bring_up(runs: Path, monkeypatch, capsys, sessions: set[int]) -> tup
     the lab adapted on the way as `./spe demo` does (proxy 'gone' left out). Returns the exit code, the
     run directory and stderr; `sessions` gets every component's session id."""
     from spe_tools.lab import runner
-    from spe_tools.lab.cli import run_lab
+    from spe_tools.lab.run_loop import run_lab
 
     original = ProcessGroup.start
 

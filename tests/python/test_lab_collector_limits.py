@@ -78,7 +78,7 @@ def test_the_paced_ports_misses_are_slow_and_the_others_are_not():
 def test_a_collector_without_delay_pools_is_named_before_the_lab_starts(tmp_path, monkeypatch):
     """Squid without delay pools accepts delay_pools and ignores it: the lab must not run unpaced unawares."""
     from spe_tools import collector
-    from spe_tools.lab import runner
+    from spe_tools.lab import checks
     monkeypatch.setattr(collector, "has_delay_pools", lambda kind: False)
-    problems = runner.check(parse_lab(lab_text(tmp_path)))
+    problems = checks.check(parse_lab(lab_text(tmp_path)))
     assert any("'paced'.collector_limit_kbps: this Collector was built without delay pools" in p for p in problems)

@@ -16,9 +16,10 @@ import pytest
 from conftest import multiplier_binary
 
 from spe_tools import collector
-from spe_tools.lab import cli
+from spe_tools.lab import run_loop
 from spe_tools.lab.model import LabFileError, parse_lab
-from spe_tools.lab.runner import Ports, workload_argv
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.start_workload import workload_argv
 
 BASE = '[[proxy]]\nname = "dummy"\nkind = "dummy"\n[origin]\nthink_mean_ms = 0\n'
 
@@ -72,7 +73,7 @@ def runs():
 
 def run(lab_text: str, runs: Path, duration: float) -> tuple[int, Path, float]:
     start = time.monotonic()
-    rc, rundir = cli.run_lab(parse_lab(lab_text), duration, runs)
+    rc, rundir = run_loop.run_lab(parse_lab(lab_text), duration, runs)
     return rc, rundir, time.monotonic() - start
 
 

@@ -29,7 +29,7 @@ from spe_tools import ca as spe_ca
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import load_lab
-from spe_tools.lab.runner import down
+from spe_tools.lab.running import down
 from spe_tools.process import ProcessGroup, alive, free_port, session_members
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,11 +10,15 @@ from pathlib import Path
 import pytest
 
 from spe_tools.collector import port_lines
+from spe_tools.lab.checks import check
 from spe_tools.lab.kinds import KINDS, Context
 from spe_tools.lab.labfile import lab_toml, write_run_lab_file
 from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
+from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
-from spe_tools.lab.runner import Ports, check, collector_port_names, multiplier_argv, workload_argv
+from spe_tools.lab.start_collector import collector_port_names
+from spe_tools.lab.start_multiplier import multiplier_argv
+from spe_tools.lab.start_workload import workload_argv
 from spe_tools.lab.status import StatusTracker, format_status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,7 +209,7 @@ def test_apache_caches_each_origin_port(tmp_path):
 def test_accel_ports_for_origin_form_proxies(tmp_path):
     lab = parse_lab('[[proxy]]\nname = "v"\nkind = "varnish"\n[[proxy]]\nname = "s"\nkind = "squid"\n'
                     '[[proxy]]\nname = "n"\nkind = "nginx"\n')
-    from spe_tools.lab.runner import Ports
+    from spe_tools.lab.port_plan import Ports
 
     ports = Ports(origin=1, direct=2, multiplier=3, proxies={"v": 4, "s": 5, "n": 6},
                   collector={"v": 7, "s": 8, "n": 9})

@@ -16,7 +16,7 @@ import pytest
 from conftest import multiplier_binary
 
 from spe_tools import collector
-from spe_tools.lab import cli
+from spe_tools.lab import cli, run_loop
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, parse_lab
 
@@ -70,7 +70,7 @@ def runs():
 
 
 def test_the_link_prefetcher_prefetches_ahead_of_its_users_and_beats_its_twin(runs):
-    rc, rundir = cli.run_lab(parse_lab(LAB), 30, runs)
+    rc, rundir = run_loop.run_lab(parse_lab(LAB), 30, runs)
     assert rc == 0 and cli.write_report(rundir) == 0
     assert "squid-prefetch: following" in (rundir / "linkpf.agent.out").read_text()
     fetched = [json.loads(line) for line in (rundir / "proxies/linkpf/prefetch.jsonl").read_text().splitlines()]
@@ -103,7 +103,7 @@ def test_an_agent_that_dies_is_reported_and_its_squid_runs_on(runs, capsys):
     workload = ('[workload]\nkind = "command"\ncommand = ' + json.dumps([sys.executable, "-c", KILL_THE_AGENT,
                                                                        "{rundir}"]) + "\n")
     lab = LAB[:LAB.index("[workload]")] + workload + LAB[LAB.index("[[proxy]]"):]
-    rc, rundir = cli.run_lab(parse_lab(lab), 20, runs)
+    rc, rundir = run_loop.run_lab(parse_lab(lab), 20, runs)
     out = capsys.readouterr().out
     assert rc == 0
     assert "spe lab: 'linkpf.agent' stopped unexpectedly" in out and "its proxy runs on without it" in out

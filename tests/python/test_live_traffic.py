@@ -20,7 +20,7 @@ from analysis.prefetch import prefetch_columns
 from spe_tools import collector
 from spe_tools.lab.bypass import BypassWatch, CollectorPorts
 from spe_tools.lab.model import parse_lab
-from spe_tools.lab.runner import strip_query_terms
+from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.layout import RunDir

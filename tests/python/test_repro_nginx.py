@@ -21,7 +21,7 @@ from labsupport import lab_session
 
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.runner import down
+from spe_tools.lab.running import down
 from spe_tools.process import ProcessGroup, alive, free_port
 
 ROOT = Path(__file__).resolve().parents[2]

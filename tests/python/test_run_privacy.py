@@ -22,7 +22,7 @@ import pytest
 from conftest import multiplier_binary
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.runner import down
+from spe_tools.lab.running import down
 from spe_tools.process import alive, session_members
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,9 @@ import pytest
 
 from spe_tools.collector import CollectorOptions
 from spe_tools.lab.model import CollectorSpec, load_lab
-from spe_tools.lab.runner import Ports, RunningLab, topology
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.running import RunningLab
+from spe_tools.lab.topology import topology
 from spe_tools.rundir import layout
 from spe_tools.rundir.access_log import (
     FIELDS,

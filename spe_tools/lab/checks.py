@@ -1,0 +1,75 @@
+"""Everything that would stop a lab from starting here (`./spe lab check`, and `up`/`run` before they start
+anything): missing programs and users, unusable files, a share group that does not exist, a port clash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools import collector
+from spe_tools.lab import access
+from spe_tools.lab.errors import LabError
+from spe_tools.lab.kinds import KINDS, MULTIPLIER
+from spe_tools.lab.model import Lab
+from spe_tools.lab.places import ca_dir
+from spe_tools.lab.port_plan import assign_ports
+from spe_tools.workload import browse, content_model
+
+
+def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
+    """Everything that would stop this lab from starting here, as messages (empty = ready)."""
+    problems = [f"[collector] kind {lab.collector.kind!r}: {m}" for m in collector.missing(lab.collector.kind)]
+    limited = [p.name for p in lab.proxies if p.collector_limit_kbps]
+    if limited and not problems and not collector.has_delay_pools(lab.collector.kind):
+        problems.append(f"[[proxy]] {limited[0]!r}.collector_limit_kbps: this Collector was built without delay "
+                        "pools (./spe setup rebuilds the patched one with them)")
+    if not multiplier.exists():
+        problems.append(f"the Multiplier {multiplier} is not built (./spe setup builds it)")
+    seen: set[str] = set()
+    for p in lab.proxies:
+        if p.kind in seen:
+            continue
+        seen.add(p.kind)
+        problems += [f"[[proxy]] {p.name!r} (kind {p.kind}): {m}" for m in KINDS[p.kind].missing(multiplier)]
+    problems += _origin_and_workload_problems(lab)
+    problems += _https_problems(lab)
+    if lab.share_group:
+        try:
+            access.group_id(lab.share_group)
+        except access.AccessError as e:
+            problems.append(str(e))
+    try:
+        assign_ports(lab)
+    except LabError as e:
+        problems.append(str(e))
+    return problems
+
+
+def _origin_and_workload_problems(lab: Lab) -> list[str]:
+    problems = []
+    if lab.origin.model is not None:
+        try:
+            content_model.Model.load(str(lab.origin.model))
+        except (OSError, ValueError, TypeError) as e:
+            problems.append(f"[origin].model: {lab.origin.model}: {e}")
+    if lab.workload.kind == "browse" and not os.access(browse.CHROMIUM, os.X_OK):
+        problems.append(f"[workload] kind 'browse' needs Chromium ({browse.CHROMIUM}): apt-get install chromium "
+                        "(./spe setup does)")
+    return problems
+
+
+def _https_problems(lab: Lab) -> list[str]:
+    problems = []
+    for path in lab.collector.origin_ca_files:
+        if not Path(path).is_file():
+            problems.append(f"[collector].origin_ca_files: {path} is not a file")
+        elif any(c.isspace() for c in str(Path(path).resolve())):  # else a ValueError from collector.tls_outgoing
+            problems.append(f"[collector].origin_ca_files: {Path(path).resolve()}: Squid cannot name a file whose "
+                            "path has spaces (copy it elsewhere)")
+    if lab.multiplier.intercept_tls and (ca_dir(lab) / spe_ca.CERT_NAME).exists():
+        try:
+            spe_ca.check_spe_ca(spe_ca.CaFiles(ca_dir(lab)))
+        except spe_ca.CaError as e:
+            problems.append(f"[multiplier].intercept_tls: {e}")
+    return problems

@@ -1,0 +1,25 @@
+"""Where the pieces of a lab find each other and their files: SPE's CA, the origin's test CA, the Multiplier's
+address as this machine reaches it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools.lab.model import Lab
+from spe_tools.rundir import layout
+
+
+def ca_dir(lab: Lab) -> Path:
+    """SPE's CA for this lab: the file's ca_dir, else ./spe ca's (resolved here: the Multiplier's HOME is the run)."""
+    return Path(lab.multiplier.ca_dir or spe_ca.default_dir()).resolve()
+
+
+def origin_tls_dir(rundir: Path) -> Path:
+    return rundir / layout.ORIGIN_TLS
+
+
+def multiplier_host(lab: Lab) -> str:
+    """Where this machine reaches the Multiplier: its listen address, which may not be the loopback,
+    or the loopback when it listens on every address."""
+    return "127.0.0.1" if lab.multiplier.host == "0.0.0.0" else lab.multiplier.host

@@ -1,0 +1,39 @@
+"""Which port each piece of a lab gets: the lab file's fixed ones (checked free), free ones for the rest, none
+twice (spe_tools/ports.py picks them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spe_tools.lab.errors import LabError
+from spe_tools.lab.model import Lab
+from spe_tools.ports import FreePorts, port_open
+
+
+@dataclass
+class Ports:
+    origin: int
+    direct: int  # the Collector port the Multiplier uses
+    multiplier: int
+    proxies: dict[str, int]  # where each proxy under test listens
+    collector: dict[str, int]  # each proxy's Collector port
+    origin_tls: int = 0  # the synthetic origin's HTTPS port ([origin] tls)
+    replay: int = 0  # the Multiplier's replay port: the Collector's parent for the proxies' unsafe copies
+
+
+def assign_ports(lab: Lab) -> Ports:
+    """Fixed ports from the file (which must be free now), free ones for the rest, none twice."""
+    free = FreePorts()
+    fixed = [("[origin].port", lab.origin.port), ("[collector].port", lab.collector.port),
+             ("[multiplier].listen", lab.multiplier.port), ("[origin].tls_port", lab.origin.tls_port)]
+    fixed += [(f"proxy {p.name!r} port", p.port) for p in lab.proxies if p.kind != "external"]
+    fixed += [(f"proxy {p.name!r} collector_port", p.collector_port) for p in lab.proxies]
+    for what, port in fixed:
+        if port and port_open("127.0.0.1", port):
+            raise LabError(f"port clash: {what} {port} is already in use on this machine")
+        free.taken.add(port)
+    return Ports(origin=free.get(lab.origin.port) if lab.origin.kind != "none" else 0,
+                 direct=free.get(lab.collector.port), multiplier=free.get(lab.multiplier.port),
+                 proxies={p.name: p.port if p.kind == "external" else free.get(p.port) for p in lab.proxies},
+                 collector={p.name: free.get(p.collector_port) for p in lab.proxies},
+                 origin_tls=free.get(lab.origin.tls_port) if lab.origin.tls else 0, replay=free.get(0))

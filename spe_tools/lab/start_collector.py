@@ -1,0 +1,76 @@
+"""The Collector of a lab: its named ports (one per proxy under test), what it may fetch and from where, which
+CA files it trusts, and its start (spe_tools/collector.py renders and starts it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools import collector
+from spe_tools.lab.errors import LabError
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.model import Lab
+from spe_tools.lab.places import origin_tls_dir
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.running import RunningLab
+from spe_tools.process import ProcessError
+from spe_tools.rundir import layout
+
+
+def start_collector(run: RunningLab) -> None:
+    run.replay_holder = collector.hold_replay_port(run.ports.replay)
+    try:
+        spec = run.lab.collector
+        # the patched Collector only refuses destinations outside the lab; stock Squid keeps its own rules
+        child = collector.start_collector(
+            run.group, layout.COLLECTOR, spec.kind, run.ports.direct, collector_port_names(run.lab, run.ports),
+            uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
+            allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
+            origin_ca_files=origin_ca_files(run), strip_query_terms=strip_query_terms(run.lab),
+            replay_port=run.ports.replay, connect_ports=connect_ports(run.lab, run.ports),
+            port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
+    except (ProcessError, OSError) as e:
+        raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
+    run.record(child)
+
+
+def collector_port_names(lab: Lab, ports: Ports) -> dict[str, int]:
+    """The proxy_ports argument of the Collector: '<name>@accel' for proxies that speak origin-form."""
+    return {(f"{p.name}@accel" if KINDS[p.kind].accel else p.name): ports.collector[p.name] for p in lab.proxies}
+
+
+def lab_destinations(lab: Lab) -> tuple[str, ...]:
+    """Where the Collector may fetch from: with the synthetic origin, only the lab itself (Chromium's
+    own background requests are refused there); with live traffic (origin "none"), anywhere."""
+    if lab.origin.kind == "none":
+        return ()
+    return tuple(dict.fromkeys((lab.origin.host, "localhost", "127.0.0.1")))
+
+
+def strip_query_terms(lab: Lab) -> bool:
+    """Whether the Collector's access.log leaves out URLs' queries: on with live traffic (origin "none": real
+    users' queries carry search terms, session ids, tokens), off with the synthetic origin (its queries are
+    the lab's own: think, size, cc...)."""
+    return lab.origin.kind == "none"
+
+
+def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
+    """The ports CONNECT may reach, the Multiplier's --connect-port list (multiplier_argv): 443, with
+    interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
+    replaces the default 443 when it is the only one). The Collector refuses CONNECT to any other."""
+    listed = [443, ports.origin_tls or 443] if lab.multiplier.intercept_tls else []
+    args = list(lab.multiplier.extra_args)
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--connect-port" and i + 1 < len(args) else \
+            arg.partition("=")[2] if arg.startswith("--connect-port=") else ""
+        if value.isdigit():
+            listed.append(int(value))
+    return tuple(dict.fromkeys(listed or [443]))
+
+
+def origin_ca_files(run: RunningLab) -> tuple[str, ...]:
+    """The lab's CA files for https origins, and the synthetic origin's test CA when it serves HTTPS."""
+    files = [str(Path(path).resolve()) for path in run.lab.collector.origin_ca_files]
+    if run.ports.origin_tls:
+        files.append(str(origin_tls_dir(run.rundir) / spe_ca.ORIGIN_CA_NAME))
+    return tuple(files)

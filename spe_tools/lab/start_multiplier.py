@@ -1,0 +1,62 @@
+"""The Multiplier of a lab: its command line (every proxy, the Collector, the logs in the run directory,
+interception) and its start, last, once everything it sends to answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools.lab.errors import LabError
+from spe_tools.lab.kinds import MULTIPLIER
+from spe_tools.lab.model import Lab
+from spe_tools.lab.places import ca_dir, multiplier_host
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.running import RunningLab, lab_env
+from spe_tools.process import ProcessError
+from spe_tools.rundir import layout
+from spe_tools.rundir.layout import RunDir
+
+
+def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER) -> list[str]:
+    m = lab.multiplier
+    argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
+            "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
+            "--fanout-threads", str(m.fanout_threads), "--replay-listen", f"127.0.0.1:{ports.replay}",
+            "--log", str(RunDir(rundir).multiplier_log), "--rope-log", str(RunDir(rundir).rope_log),
+            "--capture-dir", str(RunDir(rundir).captures)]
+    for p in lab.proxies:
+        argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
+    for h in m.compare_headers:
+        argv += ["--compare-header", h]
+    # The synthetic origin numbers its fetches of each path (X-Origin-Count, a diagnostic): a proxy's
+    # copy from an earlier fetch differs there and nowhere else, which is not a caching error.
+    synthetic = ("X-Origin-Count",) if lab.origin.kind == "synthetic" else ()
+    for h in (*synthetic, *m.ignore_headers):
+        argv += ["--ignore-header", h]
+    if m.intercept_tls:
+        argv += ["--intercept-tls", "--ca-dir", str(ca_dir(lab))]
+        for port in dict.fromkeys((443, ports.origin_tls or 443)):
+            argv += ["--connect-port", str(port)]
+        for pattern in m.no_intercept:
+            argv += ["--no-intercept", pattern]
+    return [*argv, *m.extra_args]
+
+
+def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) -> None:
+    if run.lab.multiplier.intercept_tls:
+        files, created = spe_ca.create_spe_ca(ca_dir(run.lab))
+        if created:
+            say(f"spe lab: created SPE's CA for HTTPS interception in {files.directory} (./spe ca says how to "
+                "trust it)")
+    argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
+    if run.replay_holder is not None:
+        run.replay_holder.close()  # the Collector has found its parent there: the Multiplier listens now
+        run.replay_holder = None
+    try:
+        child = run.group.start(layout.MULTIPLIER, argv, port=run.ports.multiplier, ready=False,
+                                env=lab_env(run.rundir))
+        run.record(child)
+        child.wait_ready(host=multiplier_host(run.lab))
+    except ProcessError as e:
+        raise LabError(f"the Multiplier failed to start: {e}") from e
+    run.multiplier = child

@@ -1,0 +1,50 @@
+"""The synthetic origin of a lab (spe_tools.workload.origin): its command line, and its start (with [origin] tls
+its HTTPS port too, and a test CA made for the run)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools.lab.errors import LabError
+from spe_tools.lab.model import Lab
+from spe_tools.lab.places import origin_tls_dir
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.running import RunningLab, lab_env
+from spe_tools.ports import port_open
+from spe_tools.process import tail
+from spe_tools.rundir import layout
+
+
+def start_origin(run: RunningLab) -> None:
+    if run.lab.origin.kind == "none":
+        return
+    if run.lab.origin.tls:
+        spe_ca.test_origin_tls(origin_tls_dir(run.rundir), [run.lab.origin.host, "localhost", "127.0.0.1"])
+    child = run.group.start(layout.ORIGIN, origin_argv(run.lab, run.ports, run.rundir), port=run.ports.origin,
+                            deadline_s=20, env=lab_env(run.rundir))
+    run.record(child)
+    end = time.monotonic() + 20  # the HTTPS port opens right after the HTTP one
+    while run.ports.origin_tls and not port_open("127.0.0.1", run.ports.origin_tls):
+        if time.monotonic() > end or not child.alive():
+            raise LabError(f"the origin did not serve HTTPS on 127.0.0.1:{run.ports.origin_tls}:\n{tail(child.log)}")
+        time.sleep(0.05)
+
+
+def origin_argv(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
+    """The synthetic origin (spe_tools.workload.origin) on the loopback, the lab file's model and think time,
+    and with [origin] tls its HTTPS port, with a test CA made for this run (handed to the Collector)."""
+    o = lab.origin
+    argv = [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{ports.origin}",
+            "--seed", str(o.seed)]
+    if ports.origin_tls:
+        argv += ["--tls", f"127.0.0.1:{ports.origin_tls}", "--tls-dir", str(origin_tls_dir(rundir))]
+    if o.model is not None:
+        argv += ["--model", str(Path(o.model).resolve())]
+    if o.think_mean_ms is not None:
+        argv += ["--think-mean-ms", f"{o.think_mean_ms:g}"]
+    if o.think_sd_ms is not None:
+        argv += ["--think-sd-ms", f"{o.think_sd_ms:g}"]
+    return argv

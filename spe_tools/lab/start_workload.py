@@ -1,0 +1,114 @@
+"""The workload of a lab: the load client, headless Chromium or the user's own command, all through the
+Multiplier, with their arguments, the values a command's {placeholders} stand for, and its end judged."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools.lab.errors import LabError
+from spe_tools.lab.model import Lab, expand_command
+from spe_tools.lab.places import ca_dir, multiplier_host, origin_tls_dir
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.running import RunningLab, lab_env
+from spe_tools.process import Child, tail
+from spe_tools.rundir import layout
+from spe_tools.rundir.layout import RunDir
+
+
+def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None = None) -> list[str] | None:
+    """The workload's command line (None for kind "none"): the load client or headless Chromium,
+    both through the Multiplier, both asking the synthetic origin by its lab name."""
+    w = lab.workload
+    proxy = f"{multiplier_host(lab)}:{ports.multiplier}"
+    origin = f"{lab.origin.host}:{ports.origin}"
+    model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
+    conformance = ["--conformance", f"{w.conformance:g}"] if w.conformance else []
+    tls = workload_tls_args(lab, ports, rundir) if rundir is not None else []
+    users = ["--users", str(w.users), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}"] \
+        if w.users else []
+    if w.kind == "load":
+        return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
+                "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
+                "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
+                "--json", layout.WORKLOAD_JSON, *conformance, *users, *model, *tls, *w.args]
+    if w.kind == "command":
+        values = command_values(lab, ports, duration_s, rundir or Path("."))
+        return [expand_command(word, values) for word in w.command]
+    if w.kind == "browse":
+        pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
+        return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
+                "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}",
+                "--seed", str(w.seed),
+                "--json", layout.WORKLOAD_JSON, *tls, *w.args]
+    return None
+
+
+def workload_tls_args(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
+    """With an HTTPS origin: its address, the share asked over HTTPS, and what the client trusts: SPE's
+    CA when the Multiplier intercepts, else the origin's own certificate (the tunnel is opaque)."""
+    if not ports.origin_tls:
+        return []
+    if lab.multiplier.intercept_tls:
+        trust = ca_dir(lab) / spe_ca.CERT_NAME
+    else:
+        trust = origin_tls_dir(rundir) / (spe_ca.ORIGIN_CERT_NAME if lab.workload.kind == "browse" else
+                                          spe_ca.ORIGIN_CA_NAME)
+    return ["--tls-origin", f"{lab.origin.host}:{ports.origin_tls}", "--https-share", f"{lab.workload.https_share:g}",
+            "--ca-cert", str(trust)]
+
+
+def command_values(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict[str, str]:
+    """What a `command` workload's {placeholders} stand for; also its SPE_* environment variables."""
+    host = multiplier_host(lab)
+    values = {"proxy": f"{host}:{ports.multiplier}", "proxy_host": host, "proxy_port": str(ports.multiplier),
+              "proxy_url": f"http://{host}:{ports.multiplier}", "duration_s": f"{duration_s:g}", "rundir": str(rundir)}
+    if lab.origin.kind != "none":
+        values |= {"origin": f"{lab.origin.host}:{ports.origin}", "origin_url": origin_url(lab, ports)}
+    if ports.origin_tls:
+        values["tls_origin"] = f"{lab.origin.host}:{ports.origin_tls}"
+    if lab.multiplier.intercept_tls:
+        values["ca_cert"] = str(ca_dir(lab) / spe_ca.CERT_NAME)
+    return values
+
+
+def command_env(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict[str, str]:
+    """The run's environment plus SPE_<PLACEHOLDER> for each value, and the usual proxy variables naming
+    the Multiplier, so that tools which honour them (curl, wget, k6, Python's urllib) go through it."""
+    values = command_values(lab, ports, duration_s, rundir)
+    proxy_url = values["proxy_url"]
+    # The user's PATH: their tool may live anywhere (the lab's own processes get a fixed one).
+    return {**lab_env(rundir), "PATH": os.environ.get("PATH", lab_env(rundir)["PATH"]),
+            **{f"SPE_{k.upper()}": v for k, v in values.items()},
+            "http_proxy": proxy_url, "HTTP_PROXY": proxy_url, "https_proxy": proxy_url, "HTTPS_PROXY": proxy_url}
+
+
+def start_workload(run: RunningLab, duration_s: float) -> Child | None:
+    argv = workload_argv(run.lab, run.ports, duration_s, run.rundir)
+    if argv is None:
+        return None
+    env = command_env(run.lab, run.ports, duration_s, run.rundir) if run.lab.workload.kind == "command" \
+        else lab_env(run.rundir)
+    child = run.group.start(layout.WORKLOAD, argv, ready=False, env=env)
+    run.record(child)
+    return child
+
+
+def check_workload(workload: Child, rundir: Path, command: bool = False) -> None:
+    """A workload that failed, or never finished, makes the run fail: its numbers are not the run's.
+    A user's `command` still running at the duration is stopped: the duration is its end."""
+    if command and workload.alive():
+        workload.stop(deadline_s=10)
+        return
+    if workload.alive():
+        raise LabError(f"the workload did not finish in time (see {RunDir(rundir).output(layout.WORKLOAD)})")
+    code = workload.popen.returncode
+    if code != 0:
+        raise LabError(f"the workload failed with exit code {code} (see {RunDir(rundir).output(layout.WORKLOAD)}):\n"
+                       f"{tail(workload.log, 5)}")
+
+
+def origin_url(lab: Lab, ports: Ports) -> str:
+    return f"http://{lab.origin.host}:{ports.origin}"

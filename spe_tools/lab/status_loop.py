@@ -1,0 +1,49 @@
+"""The lab's second-by-second watch while it runs: a status line, the proxies seen bypassing their Collector
+port, and the liveness of every piece (spe_tools/lab/liveness.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from spe_tools.lab.bypass import BypassWatch, CollectorPorts
+from spe_tools.lab.liveness import check_liveness
+from spe_tools.lab.running import RunningLab
+from spe_tools.lab.start_collector import strip_query_terms
+from spe_tools.lab.status import StatusTracker, format_status
+from spe_tools.process import Child
+from spe_tools.rundir.lab_json import DIRECT_PORT
+from spe_tools.rundir.layout import RunDir
+
+
+def bypass_watch(run: RunningLab) -> BypassWatch:
+    """Watches the Collector's access.log per port, named as in lab.json."""
+    names = {run.ports.direct: DIRECT_PORT, **{port: name for name, port in run.ports.collector.items()}}
+    return BypassWatch(CollectorPorts(RunDir(run.rundir).access_log, names,
+                                      strip_query_terms=strip_query_terms(run.lab)))
+
+
+def status_loop(run: RunningLab, until: float | None, say: Callable[[str], None],
+                workload: Child | None = None) -> None:
+    """One status line per second until `until` (monotonic), the workload ends, or a signal; raises LabError
+    when a core piece dies."""
+    tracker = StatusTracker(RunDir(run.rundir).multiplier_log, watch=bypass_watch(run))
+    names = [p.name for p in run.lab.proxies]
+    started = time.monotonic()
+    previous = 0
+    down: set[str] = set()
+    bypass: set[str] = set()
+    while until is None or time.monotonic() < until:
+        time.sleep(1)
+        tracker.update()
+        elapsed = time.monotonic() - started
+        say(format_status(elapsed, tracker.requests, previous, tracker.results, names, down,
+                          tracker.watch.bypassing))
+        for name in sorted(tracker.watch.bypassing - bypass):
+            say(f"spe lab: proxy {name!r} BYPASS: its replies do not come through its Collector port; its hit "
+                "ratio and bandwidth will not be computed (docs/report.md)")
+        bypass = tracker.watch.bypassing
+        previous = tracker.requests
+        check_liveness(run, elapsed, down, say)
+        if workload is not None and not workload.alive():
+            return

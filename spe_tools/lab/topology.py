@@ -1,0 +1,64 @@
+"""lab.json as the lab writes it once everything is up (spe_tools/rundir/lab_json.py is the file's contract)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from spe_tools import ca as spe_ca
+from spe_tools import collector
+from spe_tools.lab.kinds import KINDS, MULTIPLIER
+from spe_tools.lab.noise import noise_pairs
+from spe_tools.lab.places import ca_dir
+from spe_tools.lab.running import RunningLab
+from spe_tools.lab.start_collector import strip_query_terms
+from spe_tools.rundir import layout
+from spe_tools.rundir.lab_json import DIRECT_PORT, CollectorOfRun, LabJson, MultiplierOfRun, OriginOfRun, ProxyOfRun
+
+
+def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
+    """lab.json: names, kinds, versions, ports and log paths (relative to the run directory)."""
+    lab, ports = run.lab, run.ports
+    versions = {kind: KINDS[kind].version() for kind in {p.kind for p in lab.proxies}}
+    return LabJson(
+        name=lab.name, lab_file=layout.LAB_TOML, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        collector=CollectorOfRun(
+            kind=lab.collector.kind, version=collector.version(lab.collector.kind),
+            ports={DIRECT_PORT: ports.direct, **ports.collector},
+            accel=[p.name for p in lab.proxies if KINDS[p.kind].accel],
+            access_log=layout.ACCESS_LOG, cache_log=layout.CACHE_LOG,
+            uncacheable_ttl_s=lab.collector.uncacheable_ttl_s, replay_timing=lab.collector.replay_timing,
+            cache_mb=lab.collector.cache_mb,
+            # paths as strings (a Path is no JSON value), absolute: lab.json is read from the run directory
+            origin_ca_files=[str(Path(path).resolve()) for path in lab.collector.origin_ca_files],
+            strip_query_terms=strip_query_terms(lab)),
+        proxies={p.name: ProxyOfRun(
+            kind=p.kind, version=versions[p.kind], host=p.host, port=ports.proxies[p.name],
+            collector_port=ports.collector[p.name], caches=KINDS[p.kind].caches, accel=KINDS[p.kind].accel,
+            twin_of=p.twin_of or None, collector_limit_kbps=p.collector_limit_kbps or None,
+            prefetch=p.prefetch if p.kind == "trafficserver" else None,
+            dir=layout.proxy_dir(p.name), stdout=layout.output_of(p.name)) for p in lab.proxies},
+        multiplier=MultiplierOfRun(
+            host=lab.multiplier.host, port=ports.multiplier, mode=lab.multiplier.mode, legs=lab.multiplier.legs,
+            replay_port=ports.replay, version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG,
+            intercept_tls=lab.multiplier.intercept_tls,
+            ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if lab.multiplier.intercept_tls else None,
+            rope_log=layout.ROPE_LOG, captures=layout.CAPTURES),
+        origin=OriginOfRun(
+            kind=lab.origin.kind, host=lab.origin.host, port=ports.origin,
+            model=str(lab.origin.model) if lab.origin.model else None, think_mean_ms=lab.origin.think_mean_ms,
+            think_sd_ms=lab.origin.think_sd_ms, seed=lab.origin.seed, stdout=layout.output_of(layout.ORIGIN),
+            tls_port=ports.origin_tls or None,
+            tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None),
+        workload=asdict(lab.workload),
+        noise_pairs=noise_pairs(lab))  # identical proxies (analysis/noise.py)
+
+
+def _version(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "unknown"
