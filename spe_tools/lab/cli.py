@@ -14,11 +14,11 @@ from pathlib import Path
 
 from spe_tools.duration import parse_duration
 from spe_tools.lab import access
-from spe_tools.lab.bypass import static_warnings
+from spe_tools.lab.bypass_watch import static_warnings
 from spe_tools.lab.checks import check
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab, LabFileError, load_lab
-from spe_tools.lab.noise import noise_pairs
+from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.run_loop import run_lab, say, with_share_group
 from spe_tools.lab.running import down
 from spe_tools.rundir.layout import RunDir

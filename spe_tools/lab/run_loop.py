@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from spe_tools.lab import access
-from spe_tools.lab.bypass import static_warnings
+from spe_tools.lab.bypass_watch import static_warnings
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab
 from spe_tools.lab.run_directory import make_run_dir

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spe_tools.lab.bypass import BypassWatch
+from spe_tools.lab.bypass_watch import BypassWatch
 from spe_tools.lab.tail import LogTail
 
 

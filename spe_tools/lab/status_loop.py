@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from spe_tools.lab.bypass import BypassWatch, CollectorPorts
+from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
 from spe_tools.lab.liveness import check_liveness
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import strip_query_terms

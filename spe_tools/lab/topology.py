@@ -10,7 +10,7 @@ from pathlib import Path
 from spe_tools import ca as spe_ca
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS, MULTIPLIER
-from spe_tools.lab.noise import noise_pairs
+from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.places import ca_dir
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import strip_query_terms

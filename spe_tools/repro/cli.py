@@ -22,7 +22,7 @@ from spe_tools.lab import access
 from spe_tools.lab.errors import LabError
 from spe_tools.process import ProcessError
 from spe_tools.repro.case import CaseError, extract_case, write_case
-from spe_tools.repro.replay import ReplayError, replay
+from spe_tools.repro.replay_case import ReplayError, replay
 
 ERROR = 2
 

@@ -11,7 +11,7 @@ import pytest
 from labsupport import ALL_CACHEABLE, lab_session
 
 from analysis.report import build_report, text_report
-from spe_tools.lab.bypass import BypassWatch, CollectorPorts
+from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.status import StatusTracker
 

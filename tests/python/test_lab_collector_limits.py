@@ -15,7 +15,7 @@ from labsupport import ALL_CACHEABLE, lab_session
 
 from spe_tools.collector import BINARIES, port_limit_rules
 from spe_tools.lab.model import parse_lab
-from spe_tools.lab.noise import noise_pairs
+from spe_tools.lab.noise_pairs import noise_pairs
 
 SIZE = 512 * 1024
 LIMIT_KIB = 64  # 512 KiB at 64 KiB/s, with a one-second bucket: 7 s at least

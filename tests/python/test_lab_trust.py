@@ -7,10 +7,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from spe_tools.lab.bypass import BypassWatch, CollectorPorts, static_warnings
+from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.cli import main as lab_main
 from spe_tools.lab.model import load_lab, parse_lab
-from spe_tools.lab.noise import noise_pairs
+from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.status import StatusTracker, format_status
 
 ROOT = Path(__file__).resolve().parents[2]

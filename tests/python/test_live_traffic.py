@@ -18,7 +18,7 @@ from labsupport import lab_session
 from analysis.bypass import silent_port_evidence
 from analysis.prefetch import prefetch_columns
 from spe_tools import collector
-from spe_tools.lab.bypass import BypassWatch, CollectorPorts
+from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.process import ProcessGroup, free_port

@@ -16,7 +16,7 @@ from test_repro_case import T0, make_run, record
 
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.repro.case import extract_case, write_case
-from spe_tools.repro.origin import START_PATH
+from spe_tools.repro.stand_in_origin import START_PATH
 
 DATE_1 = email.utils.formatdate(T0, usegmt=True)
 ORIGIN_1 = {"cache-control": "max-age=600", "date": DATE_1, "etag": '"v1"', "age": "7",
@@ -38,7 +38,7 @@ def origin(tmp_path_factory):
     case_dir = write_case(extract_case(run, "nginx", 3), base / "case")
     port = free_port()
     with ProcessGroup(base) as group:
-        group.start("stand-in", [sys.executable, "-m", "spe_tools.repro.origin", "--case", str(case_dir),
+        group.start("stand-in", [sys.executable, "-m", "spe_tools.repro.stand_in_origin", "--case", str(case_dir),
                                  "--listen", f"127.0.0.1:{port}"], port=port, env=ENV)
         yield Origin(port)
 

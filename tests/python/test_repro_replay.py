@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spe_tools.repro.case import Case, Finding, OriginReply, ProxyOfCase, Step
-from spe_tools.repro.replay import ReplayError, judge, replay_lab
+from spe_tools.repro.replay_case import ReplayError, judge, replay_lab
 
 AGE = Finding("age", "4", "Age 0 s, but the copy was 2.6 s old")
 STEP = Step(1, 0.0, "GET", {}, OriginReply(200, {"cache-control": "max-age=600"}, 5, 0.0), True)

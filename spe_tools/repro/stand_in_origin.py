@@ -1,6 +1,6 @@
 """The stand-in origin of a repro case: answers the case's path as the recorded origin did.
 
-Run: python -m spe_tools.repro.origin --case DIR --listen 127.0.0.1:PORT
+Run: python -m spe_tools.repro.stand_in_origin --case DIR --listen 127.0.0.1:PORT
 Prints `origin listening on HOST:PORT` once ready; SIGTERM or SIGINT stops it.
 
 The case's clock starts when the origin starts, or when `GET /_spe_repro/start[?at=SECONDS]` sets it

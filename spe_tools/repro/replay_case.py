@@ -27,7 +27,7 @@ from spe_tools.lab.running import ROOT, RunningLab
 from spe_tools.ports import free_port
 from spe_tools.process import ProcessGroup
 from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log
-from spe_tools.repro.origin import START_PATH
+from spe_tools.repro.stand_in_origin import START_PATH
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 
@@ -174,7 +174,7 @@ def replay(case_dir: Path, say=print, multiplier: Path = MULTIPLIER) -> Verdict:
     group = ProcessGroup(rundir)
     run: RunningLab | None = None
     try:
-        origin = group.start(layout.ORIGIN, [sys.executable, "-m", "spe_tools.repro.origin", "--case",
+        origin = group.start(layout.ORIGIN, [sys.executable, "-m", "spe_tools.repro.stand_in_origin", "--case",
                                         str(case_dir.resolve()), "--listen", f"127.0.0.1:{origin_port}"],
                              port=origin_port, deadline_s=20, env=_env(rundir))
         run = bring_up(lab, rundir, group, multiplier=multiplier, say=say)
