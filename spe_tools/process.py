@@ -26,6 +26,7 @@ import psutil
 # Where the tests and the benchmarks have always imported them from (spe_tools/ports.py owns them).
 from spe_tools.ports import free_port as free_port
 from spe_tools.ports import port_open
+from spe_tools.rundir.layout import output_of
 
 
 class ProcessError(RuntimeError):
@@ -227,7 +228,7 @@ class ProcessGroup:
         its port or its `ready_line`. The child joins the group before it is ready, so a failed start
         is stopped with the rest. `fds` hands it descriptors at fixed numbers (its number: ours), e.g.
         Chromium's DevTools pipe on 3 and 4; `umask` replaces ours in the child."""
-        log = self.workdir / f"{name}.out"
+        log = self.workdir / output_of(name)
         with open(log, "wb") as out:
             try:
                 popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

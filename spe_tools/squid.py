@@ -18,6 +18,7 @@ from spe_tools.lab.access import hand_over
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup
 from spe_tools.rundir.access_log import SPE_LOGFORMAT
+from spe_tools.rundir.layout import SQUID_CONF
 
 SQUID = "/usr/sbin/squid"
 
@@ -90,7 +91,7 @@ def run_squid(group: ProcessGroup, name: str, exe: Path | str, conf_text: str, p
     -n service name, the directory handed to `proxy`); ready once `port` answers, stopped with the group."""
     directory = group.workdir / name
     directory.mkdir(parents=True, exist_ok=True)
-    conf = directory / "squid.conf"
+    conf = directory / SQUID_CONF
     conf.write_text(conf_text)
     hand_to_proxy_user(directory)
     return group.start(name, [str(exe), "-n", service_name(name), "-N", "-d1", "-f", str(conf)], port=port,

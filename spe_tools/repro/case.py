@@ -22,6 +22,7 @@ from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun
 from spe_tools.rundir.layout import RunDir
 
 FORMAT = 1
+CASE_JSON = "case.json"  # in the case directory, beside README.txt
 # The log keeps only that a request had credentials; the case sends fixed stand-ins instead.
 DUMMY_AUTHORIZATION = "Basic c3BlOnJlcHJv"  # spe:repro
 DUMMY_COOKIE = "spe-repro=1"
@@ -230,7 +231,7 @@ def write_case(case: Case, out: Path | None = None) -> Path:
     out = Path(out) if out is not None else default_dir(case)
     access.make_passable_dirs(out)  # a replay's proxy drops to its own user, who must pass through to replay/
     access.open_for_services(out, None)  # 0711: passable, not listable; case.json is private (./spe repro's umask)
-    (out / "case.json").write_text(json.dumps({"format": FORMAT, **asdict(case)}, indent=2) + "\n")
+    (out / CASE_JSON).write_text(json.dumps({"format": FORMAT, **asdict(case)}, indent=2) + "\n")
     (out / "README.txt").write_text(readme(case, out))
     return out
 
@@ -270,7 +271,7 @@ def readme(case: Case, where: Path) -> str:
 def load_case(path: Path) -> Case:
     """Read DIR/case.json (or the file itself)."""
     path = Path(path)
-    file = path / "case.json" if path.is_dir() else path
+    file = path / CASE_JSON if path.is_dir() else path
     try:
         data = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as e:

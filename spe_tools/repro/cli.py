@@ -21,7 +21,7 @@ from pathlib import Path
 from spe_tools.lab import access
 from spe_tools.lab.errors import LabError
 from spe_tools.process import ProcessError
-from spe_tools.repro.case import CaseError, extract_case, write_case
+from spe_tools.repro.case import CASE_JSON, CaseError, extract_case, write_case
 from spe_tools.repro.replay_case import ReplayError, replay
 
 ERROR = 2
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     writing = args.proxy is not None or args.request is not None
     if writing and (args.proxy is None or args.request is None):
         p.error("a case is written from a run with both --proxy NAME and --request ID")
-    if not writing and not (args.path / "case.json").exists():
+    if not writing and not (args.path / CASE_JSON).exists():
         p.error(f"{args.path} has no case.json: give a case directory, or a run with --proxy and --request")
     if not writing and (args.out or args.no_replay):
         p.error("--out and --no-replay go with --proxy and --request (writing a case)")

@@ -32,7 +32,8 @@ LAB = "lab"  # the lab itself, the first entry of pids.json
 
 ACCESS_LOG = f"{COLLECTOR}/access.log"  # spe_tools.rundir.access_log reads it
 CACHE_LOG = f"{COLLECTOR}/cache.log"
-COLLECTOR_CONF = f"{COLLECTOR}/squid.conf"
+SQUID_CONF = "squid.conf"  # a Squid's configuration in its directory (spe_tools.squid.run_squid)
+COLLECTOR_CONF = f"{COLLECTOR}/{SQUID_CONF}"
 PREFETCH_AGENT_LOG = "prefetch.jsonl"  # in a squid-prefetch proxy's directory: its agent's fetches
 
 
