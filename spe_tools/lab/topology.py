@@ -10,8 +10,10 @@ from pathlib import Path
 from spe_tools import ca as spe_ca
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS, MULTIPLIER
+from spe_tools.lab.model import Lab
 from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.places import ca_dir
+from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.rundir import layout
@@ -20,40 +22,53 @@ from spe_tools.rundir.lab_json import DIRECT_PORT, CollectorOfRun, LabJson, Mult
 
 def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
     """lab.json: names, kinds, versions, ports and log paths (relative to the run directory)."""
-    lab, ports = run.lab, run.ports
+    lab = run.lab
+    return LabJson(name=lab.name, lab_file=layout.LAB_TOML, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                   collector=_collector(lab, run.ports), proxies=_proxies(lab, run.ports),
+                   multiplier=_multiplier(lab, run.ports, multiplier), origin=_origin(lab, run.ports),
+                   workload=asdict(lab.workload),
+                   noise_pairs=noise_pairs(lab))  # identical proxies (analysis/noise.py)
+
+
+def _collector(lab: Lab, ports: Ports) -> CollectorOfRun:
+    return CollectorOfRun(
+        kind=lab.collector.kind, version=collector.version(lab.collector.kind),
+        ports={DIRECT_PORT: ports.direct, **ports.collector},
+        accel=[p.name for p in lab.proxies if KINDS[p.kind].accel],
+        access_log=layout.ACCESS_LOG, cache_log=layout.CACHE_LOG,
+        uncacheable_ttl_s=lab.collector.uncacheable_ttl_s, replay_timing=lab.collector.replay_timing,
+        cache_mb=lab.collector.cache_mb,
+        # paths as strings (a Path is no JSON value), absolute: lab.json is read from the run directory
+        origin_ca_files=[str(Path(path).resolve()) for path in lab.collector.origin_ca_files],
+        strip_query_terms=strip_query_terms(lab))
+
+
+def _proxies(lab: Lab, ports: Ports) -> dict[str, ProxyOfRun]:
     versions = {kind: KINDS[kind].version() for kind in {p.kind for p in lab.proxies}}
-    return LabJson(
-        name=lab.name, lab_file=layout.LAB_TOML, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        collector=CollectorOfRun(
-            kind=lab.collector.kind, version=collector.version(lab.collector.kind),
-            ports={DIRECT_PORT: ports.direct, **ports.collector},
-            accel=[p.name for p in lab.proxies if KINDS[p.kind].accel],
-            access_log=layout.ACCESS_LOG, cache_log=layout.CACHE_LOG,
-            uncacheable_ttl_s=lab.collector.uncacheable_ttl_s, replay_timing=lab.collector.replay_timing,
-            cache_mb=lab.collector.cache_mb,
-            # paths as strings (a Path is no JSON value), absolute: lab.json is read from the run directory
-            origin_ca_files=[str(Path(path).resolve()) for path in lab.collector.origin_ca_files],
-            strip_query_terms=strip_query_terms(lab)),
-        proxies={p.name: ProxyOfRun(
-            kind=p.kind, version=versions[p.kind], host=p.host, port=ports.proxies[p.name],
-            collector_port=ports.collector[p.name], caches=KINDS[p.kind].caches, accel=KINDS[p.kind].accel,
-            twin_of=p.twin_of or None, collector_limit_kbps=p.collector_limit_kbps or None,
-            prefetch=p.prefetch if p.kind == "trafficserver" else None,
-            dir=layout.proxy_dir(p.name), stdout=layout.output_of(p.name)) for p in lab.proxies},
-        multiplier=MultiplierOfRun(
-            host=lab.multiplier.host, port=ports.multiplier, mode=lab.multiplier.mode, legs=lab.multiplier.legs,
-            replay_port=ports.replay, version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG,
-            intercept_tls=lab.multiplier.intercept_tls,
-            ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if lab.multiplier.intercept_tls else None,
-            rope_log=layout.ROPE_LOG, captures=layout.CAPTURES),
-        origin=OriginOfRun(
-            kind=lab.origin.kind, host=lab.origin.host, port=ports.origin,
-            model=str(lab.origin.model) if lab.origin.model else None, think_mean_ms=lab.origin.think_mean_ms,
-            think_sd_ms=lab.origin.think_sd_ms, seed=lab.origin.seed, stdout=layout.output_of(layout.ORIGIN),
-            tls_port=ports.origin_tls or None,
-            tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None),
-        workload=asdict(lab.workload),
-        noise_pairs=noise_pairs(lab))  # identical proxies (analysis/noise.py)
+    return {p.name: ProxyOfRun(
+        kind=p.kind, version=versions[p.kind], host=p.host, port=ports.proxies[p.name],
+        collector_port=ports.collector[p.name], caches=KINDS[p.kind].caches, accel=KINDS[p.kind].accel,
+        twin_of=p.twin_of or None, collector_limit_kbps=p.collector_limit_kbps or None,
+        prefetch=p.prefetch if p.kind == "trafficserver" else None,
+        dir=layout.proxy_dir(p.name), stdout=layout.output_of(p.name)) for p in lab.proxies}
+
+
+def _multiplier(lab: Lab, ports: Ports, multiplier: Path) -> MultiplierOfRun:
+    m = lab.multiplier
+    return MultiplierOfRun(
+        host=m.host, port=ports.multiplier, mode=m.mode, legs=m.legs, replay_port=ports.replay,
+        version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG, intercept_tls=m.intercept_tls,
+        ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if m.intercept_tls else None,
+        rope_log=layout.ROPE_LOG, captures=layout.CAPTURES)
+
+
+def _origin(lab: Lab, ports: Ports) -> OriginOfRun:
+    o = lab.origin
+    return OriginOfRun(
+        kind=o.kind, host=o.host, port=ports.origin, model=str(o.model) if o.model else None,
+        think_mean_ms=o.think_mean_ms, think_sd_ms=o.think_sd_ms, seed=o.seed,
+        stdout=layout.output_of(layout.ORIGIN), tls_port=ports.origin_tls or None,
+        tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None)
 
 
 def _version(cmd: list[str]) -> str:
