@@ -24,15 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import h11
+import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import psutil  # noqa: E402
-
-from spe_tools.collector import start_collector  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import (  # noqa: E402
+from bench import ROOT
+from spe_tools.collector import start_collector
+from spe_tools.lab.render import render_text
+from spe_tools.process import (
     Child,
     ProcessError,
     ProcessGroup,
@@ -43,7 +40,7 @@ from spe_tools.process import (  # noqa: E402
     rss_kb,
     tail,
 )
-from spe_tools.squid import run_squid, squid_config  # noqa: E402
+from spe_tools.squid import run_squid, squid_config
 
 RESULTS = ROOT / "docs/benchmarks.md"
 
@@ -196,7 +193,7 @@ def command_line(name: str) -> str:
     args = " ".join(shlex.quote(a) for a in sys.argv[1:])
     if str(ROOT / ".venv") in sys.executable:
         return f"./spe bench {name} {args}".rstrip()
-    return f"python3 bench/{name}.py {args}".rstrip()
+    return f"python3 -m bench.{name} {args}".rstrip()
 
 
 def port_is_free(port: int) -> bool:
@@ -413,6 +410,19 @@ def get(port: int, target: str, host: str) -> tuple[int, dict[str, str], bytes]:
         conn.request("GET", target, headers={"Host": host})
         resp = conn.getresponse()
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def timed_get(port: int, target: str) -> float:
+    """Seconds one GET takes on a new connection, from connecting to the last body byte (as a proxy under
+    test fetching a miss would: a client connection of its own per request)."""
+    start = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", target)
+        conn.getresponse().read()
+        return time.monotonic() - start
     finally:
         conn.close()
 

@@ -46,20 +46,14 @@ from pathlib import Path
 
 import h11
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from benchlib import busy_seconds, machine, publish, read_reply  # noqa: E402
-
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
+from bench.benchlib import MULTIPLIER, busy_seconds, machine, publish, read_reply
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Connections and memory"
 
-MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 N_PROXIES = 4
 TARGET_KB_PER_IDLE = 10.0
 NOFILE = 200_000

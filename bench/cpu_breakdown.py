@@ -34,9 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
+from analysis.stats import median
+from bench.benchlib import (
     LOAD_CPU,
     MULTIPLIER,
     SERVER_CPU,
@@ -54,12 +53,10 @@ from benchlib import (  # noqa: E402
     start_server,
     write_objects,
 )
-from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks  # noqa: E402
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from bench.throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB"

@@ -41,9 +41,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
+from analysis.stats import mean_ci, median, median_ci, percentile
+from bench.benchlib import (
     LOAD_CPU,
     SERVER_CPU,
     SQUID,
@@ -66,10 +65,8 @@ from benchlib import (  # noqa: E402
     stderr_problems,
     write_objects,
 )
-
-from analysis.stats import mean_ci, median, median_ci, percentile  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup  # noqa: E402
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Measurement fidelity"

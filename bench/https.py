@@ -33,11 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from benchlib import (  # noqa: E402
+from analysis.stats import median
+from bench import ROOT
+from bench.benchlib import (
     LOAD_CPU,
     SERVER_CPU,
     BenchError,
@@ -53,11 +51,9 @@ from benchlib import (  # noqa: E402
     start_server,
     wait_port,
 )
-
-from analysis.stats import median  # noqa: E402
-from spe_tools import ca as spe_ca  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools import ca as spe_ca
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, free_port
 
 TITLE = "HTTPS interception at 4-way fan-out, 1 KB"
 CLIENT = ROOT / "build/release/bench/tls_load/spe-tls-load"

@@ -37,7 +37,7 @@ client request plus N per fan-out). Exit status 1 if a check failed.
 
 Run: ./spe bench overhead [--quick] [--rounds N] [--seconds S] [--gap-ms MS] [--counts 0,1,2,4,8]
                           [--sizes 1k,13k,1m] [--base-port P] [--no-append] [--keep]
- or: python3 bench/overhead.py ...
+ or: python3 -m bench.overhead ...
 """
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
+from analysis.stats import median
+from bench.benchlib import (
     LOAD_CPU,
     SERVER_CPU,
     SQUID,
@@ -78,11 +77,9 @@ from benchlib import (  # noqa: E402
     stderr_problems,
     write_objects,
 )
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import Child, ProcessGroup  # noqa: E402
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import Child, ProcessGroup
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier overhead on loopback"

@@ -30,11 +30,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
+from analysis.stats import percentile
+from bench import ROOT
+from bench.benchlib import (
     LOAD_CPU,
-    ROOT,
     SERVER_CPU,
     SQUID,
     BenchError,
@@ -57,10 +56,8 @@ from benchlib import (  # noqa: E402
     stderr_problems,
     write_objects,
 )
-
-from analysis.stats import percentile  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup  # noqa: E402
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier scaling: CPU and memory versus request rate and proxies"

@@ -22,21 +22,15 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests/python"))
-
-from benchlib import machine, publish  # noqa: E402
-from httpclient import Connection  # noqa: E402
-
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
-from spe_tools.squid import start_squid  # noqa: E402
+from bench import ROOT
+from bench.benchlib import MULTIPLIER, machine, publish
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb
+from spe_tools.squid import start_squid
+from tests.python.httpclient import Connection
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Soak"
-
-MULTIPLIER = ROOT / "build/release/multiplier/spe-multiplier"
 
 
 def workload(rng: random.Random, origin: str) -> tuple[str, str, bytes]:

@@ -29,11 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from benchlib import (  # noqa: E402
+from analysis.stats import median
+from bench.benchlib import (
     LOAD_CPU,
     MULTIPLIER,
     SERVER_CPU,
@@ -45,11 +42,9 @@ from benchlib import (  # noqa: E402
     publish,
     run_wrk,
 )
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"

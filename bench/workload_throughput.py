@@ -22,13 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchlib import cpu_seconds, machine, publish  # noqa: E402
-
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from bench import ROOT
+from bench.benchlib import cpu_seconds, machine, publish
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Workload throughput"

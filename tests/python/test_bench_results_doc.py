@@ -1,13 +1,10 @@
 """docs/benchmarks.md keeps one section per benchmark: a new run replaces its own section (benchlib)."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import benchlib  # noqa: E402
+from bench import benchlib
 
 DOC = """\
 # Benchmarks
