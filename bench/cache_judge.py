@@ -39,17 +39,21 @@ import datetime
 import json
 import math
 import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 from analysis.stats import median
-from bench import benchlib
-from bench.cpu_breakdown import callgrind, callgrind_costs, lines_in, split_name
+from bench.lib.callgrind import callgrind, inclusive_rows, split_name
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
+from bench.lib.logs import lines_in
+from bench.lib.meters import busy_seconds, rss_and_peak_kb
+from bench.lib.servers import check_alive, start_nginx, start_server, write_objects
+from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
-from spe_tools.process import ProcessGroup, free_port
+from spe_tools.process import ProcessGroup, cpu_times, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Cost of the cache-rule judge"
@@ -176,12 +180,12 @@ JUDGE_ENTRY_POINTS = (
 )
 
 
-def entry_point_costs(inclusive_rows: list[tuple[int, str]]) -> dict[str, int]:
+def entry_point_costs(rows: list[tuple[int, str]]) -> dict[str, int]:
     """label -> inclusive instructions of the first function each rule matches (rows from
     `callgrind_annotate --inclusive=yes`; a function listed twice, e.g. a clone, counts once)."""
     out = {}
     for label, rule in JUDGE_ENTRY_POINTS:
-        costs = [cost for cost, where in inclusive_rows if rule.search(split_name(where)["function"])]
+        costs = [cost for cost, where in rows if rule.search(split_name(where)["function"])]
         out[label] = max(costs, default=0)
     return out
 
@@ -223,11 +227,11 @@ def log_facts(path: Path, limit: int) -> dict:
 
 def start_multiplier(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], log: Path,
                      judge: bool, wrapper: tuple[str, ...] = (), deadline_s: float = 15) -> int:
-    argv = [*wrapper, str(benchlib.MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", "sequential",
+    argv = [*wrapper, str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", "sequential",
             "--collector", f"127.0.0.1:{upstream_ports[0]}", "--log", str(log), "--via-name", f"spe-bench-{port}"]
     argv += [a for i, p in enumerate(upstream_ports[1:], 1) for a in ("--proxy", f"p{i}=127.0.0.1:{p}")]
     argv += [] if judge else ["--no-cache-judge"]
-    return benchlib.start_server(group, name, argv, port, benchlib.SERVER_CPU, deadline_s=deadline_s).pid
+    return start_server(group, name, argv, port, SERVER_CPU, deadline_s=deadline_s).pid
 
 
 def kernel_events(pid: int) -> dict[str, int]:
@@ -247,9 +251,9 @@ def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], 
     for rnd in range(args.rounds):
         for build in BUILDS if rnd % 2 == 0 else BUILDS[::-1]:
             pid, url = mults[build]
-            (u0, s0), b0, k0 = benchlib.cpu_times([pid]), benchlib.busy_seconds(), kernel_events(pid)
-            result = benchlib.run_wrk(url, script, args.seconds, 10, workdir, latency=True)
-            (u1, s1), b1, k1 = benchlib.cpu_times([pid]), benchlib.busy_seconds(), kernel_events(pid)
+            (u0, s0), b0, k0 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
+            result = run_wrk(url, script, args.seconds, 10, workdir, latency=True)
+            (u1, s1), b1, k1 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
             n = max(result["requests"], 1)
             cpu = (u1 - u0) + (s1 - s0)
             runs.append({"build": build, "round": rnd, "rps": result["rps"], "requests": result["requests"],
@@ -265,14 +269,6 @@ def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], 
     return runs
 
 
-def inclusive_rows(workdir: Path, name: str) -> list[tuple[int, str]]:
-    """callgrind's inclusive table (each function with all it calls) of the dump `callgrind` took."""
-    dump = next(workdir.glob(f"callgrind-{name}.*.1"))
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(dump)],
-                          capture_output=True, text=True, check=True, timeout=300).stdout
-    return callgrind_costs(text)[1]
-
-
 def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: dict[str, float],
          workdir: Path) -> int:
     """One wrk run on each Multiplier long enough for `requests` requests at the rate it reached in the
@@ -280,7 +276,7 @@ def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: di
     sent = {}
     for build in BUILDS:
         seconds = math.ceil(requests / max(rps[build], 1.0) * 1.2) + 2  # wrk takes whole seconds
-        done = benchlib.run_wrk(mults[build][1], script, seconds, 10, workdir)
+        done = run_wrk(mults[build][1], script, seconds, 10, workdir)
         sent[build] = min(done["requests"], requests)
         print(f"fill: {build} {done['requests']:,} requests in {seconds:.0f} s {done['errors']}", flush=True)
     return sent["judge"]
@@ -289,7 +285,7 @@ def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: di
 def memory(mults: dict[str, tuple[int, str]], logs: dict[str, Path]) -> dict[str, dict]:
     out = {}
     for build, (pid, _url) in mults.items():
-        rss, peak = benchlib.rss_and_peak_kb(pid)
+        rss, peak = rss_and_peak_kb(pid)
         out[build] = {"rss_kb": rss, "peak_kb": peak, "records": lines_in(logs[build])}
     return out
 
@@ -318,27 +314,27 @@ def main() -> int:
         args.rounds, args.seconds, args.fill_requests, args.callgrind_seconds = 1, 3, 0, 3
     tools = ("wrk", "nginx", "taskset") + (("valgrind", "callgrind_annotate", "callgrind_control")
                                            if args.callgrind_seconds else ())
-    return benchlib.run_main("judge", tools, lambda workdir: run(args, workdir), args.keep)
+    return run_main("judge", tools, lambda workdir: run(args, workdir), args.keep)
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
-    benchlib.write_objects(workdir / "www", {"1k": 1024})
+    write_objects(workdir / "www", {"1k": 1024})
     upstream_ports = [free_port() for _ in range(1 + FANOUT)]
     script = workdir / "urls.lua"
     script.write_text(wrk_script(upstream_ports[0], args.urls))
     logs = {b: workdir / f"{b}.jsonl" for b in BUILDS}
     with ProcessGroup(workdir) as group:
         servers = upstream_servers(upstream_ports, workdir / "www", args.legs)
-        benchlib.start_nginx(group, "upstreams", servers, upstream_ports)
+        start_nginx(group, "upstreams", servers, upstream_ports)
         mults = {}
         for build in BUILDS:
             port = free_port()
             pid = start_multiplier(group, build, port, upstream_ports, logs[build], judge=build == "judge")
             mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
         for build in BUILDS:  # warm-up: keep-alive pools, nginx's file cache
-            benchlib.run_wrk(mults[build][1], script, 2, 10, workdir)
+            run_wrk(mults[build][1], script, 2, 10, workdir)
         runs = measure_rounds(args, mults, script, workdir)
-        benchlib.check_alive(group)
+        check_alive(group)
         mem = {"after the rounds": memory(mults, logs)}
         new_urls = 0
         if args.fill_requests:
@@ -347,7 +343,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             rps = {b: median(r["rps"] for r in runs if r["build"] == b) for b in BUILDS}
             new_urls = fill(mults, fill_script, args.fill_requests, rps, workdir)
             mem[f"after {args.fill_requests:,} more requests, each to a new URL"] = memory(mults, logs)
-        benchlib.check_alive(group)
+        check_alive(group)
         facts = {b: log_facts(logs[b], 20000) for b in BUILDS}
         counts = {}
         if args.callgrind_seconds:
@@ -362,7 +358,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 counts[build]["inclusive"] = inclusive_rows(workdir, f"{build}-cg")
         group.stop_all()
     text = report(args, runs, mem, facts, counts, new_urls)
-    return benchlib.publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
+    return publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
 
 
 def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
@@ -386,11 +382,11 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
            for b in BUILDS}
     cpu_ratio = median(ratios["cpu_us"])
     lines = [f"\n## {TITLE} — {now}\n",
-             f"Machine: {benchlib.machine()}. Command: `{benchlib.command_line('cache_judge')}`.\n",
+             f"Machine: {machine()}. Command: `{command_line('cache_judge')}`.\n",
              f"The same Multiplier binary (release build, sequential mode, JSON log, {FANOUT} proxies) with its "
              "cache-rule judge and with `--no-cache-judge`, both running, measured in turn in interleaved rounds "
-             f"(order alternating). wrk -t1 -c10 on CPU{benchlib.LOAD_CPU}, asking for {args.urls:,} different URLs "
-             f"(`/1k?v=N`) in turn; on CPU{benchlib.SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
+             f"(order alternating). wrk -t1 -c10 on CPU{LOAD_CPU}, asking for {args.urls:,} different URLs "
+             f"(`/1k?v=N`) in turn; on CPU{SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
              "stand-in proxies) and the two Multipliers. Every reply carries the Collector's stamps and caching "
              "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL for the proxies' "
              "copies; `X-SPE-Reply-To`, Cache-Control "

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from analysis.stats import median
 from bench import ROOT
-from bench.benchlib import machine, timed_get, write_section
+from bench.lib.clients import timed_get
+from bench.lib.doc import machine, write_section
 from spe_tools.collector import BINARIES, start_collector
 from spe_tools.process import ProcessGroup, free_port
 

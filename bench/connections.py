@@ -46,7 +46,10 @@ from pathlib import Path
 
 import h11
 
-from bench.benchlib import MULTIPLIER, busy_seconds, machine, publish, read_reply
+from bench.lib.clients import read_reply
+from bench.lib.doc import machine, publish
+from bench.lib.harness import MULTIPLIER
+from bench.lib.meters import busy_seconds
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb

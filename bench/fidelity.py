@@ -42,27 +42,20 @@ import time
 from pathlib import Path
 
 from analysis.stats import mean_ci, median, median_ci, percentile
-from bench.benchlib import (
-    LOAD_CPU,
-    SERVER_CPU,
+from bench.lib.clients import fixed_rate, get
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.logs import fmt_counter, stderr_problems
+from bench.lib.meters import busy_seconds
+from bench.lib.servers import (
     SQUID,
-    BenchError,
     allocate_ports,
-    busy_seconds,
     check_alive,
-    command_line,
-    fixed_rate,
-    fmt_counter,
-    get,
-    machine,
-    publish,
-    run_main,
     start_dummy,
     start_file_server,
     start_multiplier,
     start_squid_pinned,
     start_stock_collector,
-    stderr_problems,
     write_objects,
 )
 from spe_tools.duration import parse_duration

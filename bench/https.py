@@ -35,25 +35,13 @@ from pathlib import Path
 
 from analysis.stats import median
 from bench import ROOT
-from bench.benchlib import (
-    LOAD_CPU,
-    SERVER_CPU,
-    BenchError,
-    check_alive,
-    command_line,
-    cpu_seconds,
-    machine,
-    process_tree,
-    publish,
-    run_main,
-    start_multiplier,
-    start_nginx,
-    start_server,
-    wait_port,
-)
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.meters import cpu_seconds
+from bench.lib.servers import check_alive, start_multiplier, start_nginx, start_server, wait_port
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
-from spe_tools.process import ProcessGroup, free_port
+from spe_tools.process import ProcessGroup, free_port, process_tree
 
 TITLE = "HTTPS interception at 4-way fan-out, 1 KB"
 CLIENT = ROOT / "build/release/bench/tls_load/spe-tls-load"

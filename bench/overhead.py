@@ -52,34 +52,25 @@ import sys
 from pathlib import Path
 
 from analysis.stats import median
-from bench.benchlib import (
-    LOAD_CPU,
-    SERVER_CPU,
+from bench.lib.clients import get
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.logs import fmt_counter, read_multiplier_log, stderr_problems
+from bench.lib.meters import busy_seconds, cpu_seconds
+from bench.lib.servers import (
     SQUID,
-    BenchError,
     allocate_ports,
-    busy_seconds,
     check_alive,
-    command_line,
-    cpu_seconds,
-    fmt_counter,
-    get,
-    machine,
-    process_tree,
-    publish,
-    read_multiplier_log,
-    run_main,
-    run_wrk,
     start_file_server,
     start_hops,
     start_multiplier,
     start_squid_conf,
-    stderr_problems,
     write_objects,
 )
+from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
-from spe_tools.process import Child, ProcessGroup
+from spe_tools.process import Child, ProcessGroup, process_tree
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier overhead on loopback"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from analysis.report import build_report, write_report
-from bench.benchlib import machine, publish
+from bench.lib.doc import machine, publish
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Report speed"

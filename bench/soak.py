@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from bench import ROOT
-from bench.benchlib import MULTIPLIER, machine, publish
+from bench.lib.doc import machine, publish
+from bench.lib.harness import MULTIPLIER
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb
 from spe_tools.squid import start_squid

@@ -44,20 +44,12 @@ from pathlib import Path
 
 from analysis.stats import percentile
 from bench import ROOT
-from bench.benchlib import (
-    BenchError,
-    busy_seconds,
-    command_line,
-    cpu_times,
-    machine,
-    pin,
-    process_tree,
-    publish,
-    run_main,
-    start_multiplier,
-)
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import BenchError, run_main
+from bench.lib.meters import busy_seconds
+from bench.lib.servers import pin, start_multiplier
 from spe_tools.duration import parse_duration
-from spe_tools.process import ProcessGroup, free_port
+from spe_tools.process import ProcessGroup, cpu_times, free_port, process_tree
 from spe_tools.squid import start_squid
 from tests.python.httpclient import Connection
 

@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 from bench import ROOT
-from bench.benchlib import cpu_seconds, machine, publish
+from bench.lib.doc import machine, publish
+from bench.lib.meters import cpu_seconds
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import cache_judge
-from bench.benchlib import NGINX_HEAD
+from bench.lib.servers import NGINX_HEAD
 from spe_tools.lab.render import render_text
 
 

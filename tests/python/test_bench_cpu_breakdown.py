@@ -1,7 +1,8 @@
 """The CPU breakdown benchmark's readers of strace and callgrind output (pure functions, small inputs)."""
 
 
-from bench.cpu_breakdown import OTHER, by_component, callgrind_costs, parse_strace_summary
+from bench.cpu_breakdown import OTHER, by_component, parse_strace_summary
+from bench.lib.callgrind import callgrind_costs
 
 STRACE = """\
 % time     seconds  usecs/call     calls    errors syscall

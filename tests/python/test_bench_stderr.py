@@ -3,7 +3,7 @@ Multiplier's start-up note about a choice every benchmark makes on purpose (no -
 unsafe request), which made every benchmark with proxies exit 1."""
 
 
-from bench.benchlib import stderr_problems
+from bench.lib.logs import stderr_problems
 
 REPLAY_NOTE = ("[2026-11-26 17:42:35.515] [spe] [warning] no --replay-listen: unsafe requests (POST, PUT, PATCH, "
                "DELETE...) go to the Collector only")
