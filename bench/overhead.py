@@ -52,6 +52,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.collector_log import SPE_LOGFORMAT, PortUsage, add_access_line
 from analysis.stats import median
 from bench.lib.clients import get
 from bench.lib.doc import command_line, machine, publish
@@ -90,8 +91,8 @@ http_port 127.0.0.1:{{port}} name=direct
 {{proxy_ports}}workers 1
 pid_filename {{dir}}/squid.pid
 cache_log {{dir}}/cache.log
-logformat bench %>lp %Ss/%03>Hs %<st %ru
-access_log stdio:{{dir}}/access.log bench
+logformat spe {{logformat}}
+access_log stdio:{{dir}}/access.log spe
 cache_store_log none
 logfile_rotate 0
 coredump_dir {{dir}}
@@ -116,9 +117,11 @@ def mult(n: int) -> str:
 # ---------------------------------------------------------------- set-up
 
 def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str, int]) -> Child:
-    """Squid with a short access.log format (receiving port, code, size, URL) for the accounting."""
+    """Squid logging in the Collector's format (analysis/collector_log.py's SPE_LOGFORMAT), which the accounting
+    reads with the analysis's own reader."""
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
-    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra})
+    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra,
+                                    "logformat": SPE_LOGFORMAT})
     return start_squid_conf(group, "collector", conf, port, ports=tuple(accel_ports.values()))
 
 
@@ -161,23 +164,23 @@ def warm_and_check(setup: Setup, bodies: dict[str, bytes]) -> collections.Counte
 
 # ---------------------------------------------------------------- log checks
 
+COLLECTOR_SIDES = {"direct": "collector client port", "chop": "collector hop port"}  # the rest: proxy ports
+
+
 def read_collector_log(path: Path, port_names: dict[int, str]) -> tuple[collections.Counter, collections.Counter, int]:
-    """Squid access.log (format `bench`): requests per port side, result codes, readiness probes."""
+    """The Collector's access.log, read as the analysis reads it (analysis/collector_log.py): requests per port
+    side, result codes, and the connections that sent no request (this script's readiness probes)."""
+    usage: dict[str, PortUsage] = {}
+    probes = 0
+    with contextlib.suppress(OSError):
+        for line in path.read_text(errors="replace").splitlines():
+            # None: nothing to count, which for a line that is not blank means a connection that sent no request
+            probes += add_access_line(usage, line, port_names) is None and bool(line.strip())
     sides: collections.Counter = collections.Counter()
     codes: collections.Counter = collections.Counter()
-    probes = 0
-    with contextlib.suppress(OSError), path.open(errors="replace") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) < 4:
-                continue
-            if parts[1] == "NONE_NONE/000" and parts[3] == "error:transaction-end-before-headers":
-                probes += 1  # a connection closed without a request: this script's port probes
-                continue
-            name = port_names.get(int(parts[0]) if parts[0].isdigit() else -1, parts[0])
-            side = {"direct": "collector client port", "chop": "collector hop port"}.get(name, "collector proxy ports")
-            sides[side] += 1
-            codes[parts[1]] += 1
+    for name, u in usage.items():
+        sides[COLLECTOR_SIDES.get(name, "collector proxy ports")] += u.requests
+        codes.update(u.codes)
     return sides, codes, probes
 
 
