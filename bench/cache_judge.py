@@ -377,10 +377,6 @@ def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
 
 def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, counts: dict, new_urls: int) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    ratios = round_ratios(runs)
-    med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
-           for b in BUILDS}
-    cpu_ratio = median(ratios["cpu_us"])
     lines = [f"\n## {TITLE} — {now}\n",
              f"Machine: {machine()}. Command: `{command_line('cache_judge')}`.\n",
              f"The same Multiplier binary (release build, sequential mode, JSON log, {FANOUT} proxies) with its "
@@ -394,8 +390,20 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              "reference is a fresh origin fetch, every proxy's reply a reuse of a stored copy fetched up to 99 s "
              "before (`X-SPE-Reply-To: some-old-tag`), so every leg gets the full rule evaluation, and the "
              "judge's fetch table gains 1 or 2 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
-             "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n",
-             f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
+             "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n"]
+    lines += rounds_section(args, runs) + memory_section(args, runs, mem, new_urls)
+    lines += instructions_section(args, counts) if counts else []
+    lines += checks_section(facts)
+    return "\n".join(lines) + "\n"
+
+
+def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:
+    """1: CPU per request, req/s and latency of each run and build, the ratios per round and the target."""
+    ratios = round_ratios(runs)
+    med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
+           for b in BUILDS}
+    cpu_ratio = median(ratios["cpu_us"])
+    lines = [f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
              "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run "
              "| page faults/req | context switches/req (voluntary + involuntary) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -415,47 +423,58 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
     verdict = "met" if cpu_ratio <= TARGET_RATIO else "NOT met"
     lines.append(f"\nTarget (issue 16): the judge adds at most {TARGET_RATIO - 1:.0%} to the Multiplier's CPU per "
                  f"request: **{cpu_ratio - 1:+.1%}** (median of the per-round ratios), **{verdict}**.\n")
+    return lines
 
-    lines += ["### 2. Memory\n", "| when | build | records logged | RSS MB | peak RSS MB |", "|---|---|---|---|---|"]
+
+def memory_section(args: argparse.Namespace, runs: list[dict], mem: dict, new_urls: int) -> list[str]:
+    """2: each build's RSS after the rounds (and after the fill), and what the judge's tables then hold."""
+    lines = ["### 2. Memory\n", "| when | build | records logged | RSS MB | peak RSS MB |", "|---|---|---|---|---|"]
     for when, per_build in mem.items():
         for b, m in per_build.items():
             lines.append(f"| {when} | {b} | {m['records']:,} | {m['rss_kb'] / 1024:.1f} | {m['peak_kb'] / 1024:.1f} |")
     distinct_urls = min(args.urls, max(r["requests"] for r in runs)) + new_urls
     lines.append("\n" + memory_summary(mem, distinct_urls))
+    return lines
 
-    if counts:
-        lines += [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
-                  "a 3 s warm-up, a fresh Multiplier each; its tables are then not yet full, so evictions, and "
-                  "the cache misses of tables larger than the CPU's caches, are not in these counts)\n",
-                  "| build | requests counted | instructions per request | of which the judge's own code |",
-                  "|---|---|---|---|"]
-        for b, c in counts.items():
-            own = sum(cost for cost, _ in judge_functions(c["rows"]))
-            lines.append(f"| {b} | {c['requests']} | {c['total'] / c['requests']:,.0f} | "
-                         f"{own / c['requests']:,.0f} |")
-        j, n = counts["judge"], counts["no-judge"]
-        lines.append(f"\nWith judge / without: **{(j['total'] / j['requests']) / (n['total'] / n['requests']):.3f}** "
-                     "in instructions. The judge's own functions (self cost, multiplier/src/cache_*, fetch_stamp, "
-                     "http_date; the rest of the difference is in the allocator, the C++ library, formatting and "
-                     "writing the bigger records):\n")
-        lines += ["| function | instructions per request |", "|---|---|"]
-        for cost, where in judge_functions(j["rows"])[:12]:
-            lines.append(f"| `{short_function(where)}` | {cost / j['requests']:,.0f} |")
-        lines += ["\nThe judge's entry points with everything they call (inclusive; ↳: called within "
-                  "CacheJudge::judge, part of its figure, and overlapping one another), per client request and as "
-                  "a share of the judging build's instructions:\n",
-                  "| function | instructions per request | share |", "|---|---|---|"]
-        for label, cost in entry_point_costs(j["inclusive"]).items():
-            lines.append(f"| {label} | {cost / j['requests']:,.0f} | {cost / max(j['total'], 1):.1%} |")
 
-    lines += ["\n### Checks\n"]
+def instructions_section(args: argparse.Namespace, counts: dict) -> list[str]:
+    """3: instructions per request under callgrind, with and without the judge, and the judge's functions."""
+    lines = [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
+              "a 3 s warm-up, a fresh Multiplier each; its tables are then not yet full, so evictions, and "
+              "the cache misses of tables larger than the CPU's caches, are not in these counts)\n",
+              "| build | requests counted | instructions per request | of which the judge's own code |",
+              "|---|---|---|---|"]
+    for b, c in counts.items():
+        own = sum(cost for cost, _ in judge_functions(c["rows"]))
+        lines.append(f"| {b} | {c['requests']} | {c['total'] / c['requests']:,.0f} | "
+                     f"{own / c['requests']:,.0f} |")
+    j, n = counts["judge"], counts["no-judge"]
+    lines.append(f"\nWith judge / without: **{(j['total'] / j['requests']) / (n['total'] / n['requests']):.3f}** "
+                 "in instructions. The judge's own functions (self cost, multiplier/src/cache_*, fetch_stamp, "
+                 "http_date; the rest of the difference is in the allocator, the C++ library, formatting and "
+                 "writing the bigger records):\n")
+    lines += ["| function | instructions per request |", "|---|---|"]
+    for cost, where in judge_functions(j["rows"])[:12]:
+        lines.append(f"| `{short_function(where)}` | {cost / j['requests']:,.0f} |")
+    lines += ["\nThe judge's entry points with everything they call (inclusive; ↳: called within "
+              "CacheJudge::judge, part of its figure, and overlapping one another), per client request and as "
+              "a share of the judging build's instructions:\n",
+              "| function | instructions per request | share |", "|---|---|---|"]
+    for label, cost in entry_point_costs(j["inclusive"]).items():
+        lines.append(f"| {label} | {cost / j['requests']:,.0f} | {cost / max(j['total'], 1):.1%} |")
+    return lines
+
+
+def checks_section(facts: dict) -> list[str]:
+    """What each build's first records show the judge saw."""
+    lines = ["\n### Checks\n"]
     for b, f in facts.items():
         n = max(f["records"], 1)
         lines.append(f"- {b}: first {f['records']:,} records, mean {f['bytes'] / n:,.0f} bytes each; Collector "
                      f"verdicts {dict(f['collector'])}; proxy legs {dict(f['proxy_reused'])}; proxy results "
                      f"{dict(f['results'])}; violations {dict(f['violations']) or 'none'}; missed hits "
                      f"{dict(f['conservative']) or 'none'}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def memory_summary(mem: dict, distinct_urls: int) -> str:

@@ -8,6 +8,7 @@ import collections
 import http.client
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import h11
 
@@ -59,49 +60,31 @@ def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: floa
     `connections` persistent connections (absolute-form GET of urls(i), as to a proxy). A request that
     finds every connection busy waits and counts as late. Returns the latencies (s, from sending to the
     last body byte), the lateness of each send (s), statuses, errors and the elapsed time."""
-    n = max(1, int(rate * seconds))
-    result: dict = {"latency": [], "late": [], "status": collections.Counter(), "errors": [], "bytes": 0}
+    client = FixedRateClient(port, urls, timeout_s)
+    asyncio.run(client.run(rate, max(1, int(rate * seconds)), connections))
+    return client.result
 
-    async def main() -> None:
+
+@dataclass
+class ClientConnection:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    parser: h11.Connection
+
+
+class FixedRateClient:
+    """fixed_rate's run: a schedule that queues each request when it is due, and workers that each send the
+    queued requests on a persistent connection of their own; result holds what fixed_rate returns."""
+
+    def __init__(self, port: int, urls: Callable[[int], str], timeout_s: float):
+        self.port, self.urls, self.timeout_s = port, urls, timeout_s
+        self.result: dict = {"latency": [], "late": [], "status": collections.Counter(), "errors": [], "bytes": 0}
+
+    async def run(self, rate: float, n: int, connections: int) -> None:
         queue: asyncio.Queue = asyncio.Queue()
         loop = asyncio.get_running_loop()
         start = loop.time() + 0.05
-
-        async def worker() -> None:
-            reader = writer = None
-            while True:
-                item = await queue.get()
-                if item is None:
-                    break
-                i, due = item
-                url = urls(i)
-                host = url.split("/")[2]
-                sent = loop.time()
-                result["late"].append(max(0.0, sent - due))
-                try:
-                    if writer is None:
-                        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout_s)
-                        parser = h11.Connection(h11.CLIENT)
-                    else:
-                        parser.start_next_cycle()
-                    writer.write(parser.send(h11.Request(method="GET", target=url, headers=[("Host", host)])))
-                    parser.send(h11.EndOfMessage())
-                    status, size = await asyncio.wait_for(read_reply(reader, parser), timeout_s)
-                    result["latency"].append(loop.time() - sent)
-                    result["status"][status] += 1
-                    result["bytes"] += size
-                    if parser.their_state is not h11.DONE:  # the server closes the connection
-                        writer.close()
-                        writer = None
-                except (OSError, TimeoutError, h11.ProtocolError) as e:
-                    result["errors"].append(f"{type(e).__name__}: {e}")
-                    if writer is not None:
-                        writer.close()
-                    writer = None
-            if writer is not None:
-                writer.close()
-
-        workers = [asyncio.create_task(worker()) for _ in range(connections)]
+        workers = [asyncio.create_task(self.worker(queue)) for _ in range(connections)]
         for i in range(n):
             due = start + i / rate
             delay = due - loop.time()
@@ -110,8 +93,42 @@ def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: floa
             queue.put_nowait((i, due))
         for _ in workers:
             queue.put_nowait(None)
-        await asyncio.wait_for(asyncio.gather(*workers), timeout_s * 2 + 5)
-        result["elapsed"] = loop.time() - start
+        await asyncio.wait_for(asyncio.gather(*workers), self.timeout_s * 2 + 5)
+        self.result["elapsed"] = loop.time() - start
 
-    asyncio.run(main())
-    return result
+    async def worker(self, queue: asyncio.Queue) -> None:
+        conn = None
+        while (item := await queue.get()) is not None:
+            i, due = item
+            conn = await self.request(conn, self.urls(i), due)
+        if conn is not None:
+            conn.writer.close()
+
+    async def request(self, conn: ClientConnection | None, url: str, due: float) -> ClientConnection | None:
+        """One GET on `conn` (a new connection if None); the connection to use next (None: open a new one)."""
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        self.result["late"].append(max(0.0, sent - due))
+        try:
+            if conn is None:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port),
+                                                        self.timeout_s)
+                conn = ClientConnection(reader, writer, h11.Connection(h11.CLIENT))
+            else:
+                conn.parser.start_next_cycle()
+            request = h11.Request(method="GET", target=url, headers=[("Host", url.split("/")[2])])
+            conn.writer.write(conn.parser.send(request))
+            conn.parser.send(h11.EndOfMessage())
+            status, size = await asyncio.wait_for(read_reply(conn.reader, conn.parser), self.timeout_s)
+        except (OSError, TimeoutError, h11.ProtocolError) as e:
+            self.result["errors"].append(f"{type(e).__name__}: {e}")
+            if conn is not None:
+                conn.writer.close()
+            return None
+        self.result["latency"].append(loop.time() - sent)
+        self.result["status"][status] += 1
+        self.result["bytes"] += size
+        if conn.parser.their_state is not h11.DONE:  # the server closes the connection
+            conn.writer.close()
+            return None
+        return conn
