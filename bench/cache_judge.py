@@ -46,10 +46,10 @@ from pathlib import Path
 from analysis.stats import median
 from bench.lib.callgrind import callgrind, inclusive_rows, split_name
 from bench.lib.doc import command_line, machine, publish
-from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds, rss_and_peak_kb
-from bench.lib.servers import check_alive, start_nginx, start_server, write_objects
+from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, write_objects
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
@@ -225,13 +225,12 @@ def log_facts(path: Path, limit: int) -> dict:
 
 # ---------------------------------------------------------------- processes
 
-def start_multiplier(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], log: Path,
-                     judge: bool, wrapper: tuple[str, ...] = (), deadline_s: float = 15) -> int:
-    argv = [*wrapper, str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", "sequential",
-            "--collector", f"127.0.0.1:{upstream_ports[0]}", "--log", str(log), "--via-name", f"spe-bench-{port}"]
-    argv += [a for i, p in enumerate(upstream_ports[1:], 1) for a in ("--proxy", f"p{i}=127.0.0.1:{p}")]
-    argv += [] if judge else ["--no-cache-judge"]
-    return start_server(group, name, argv, port, SERVER_CPU, deadline_s=deadline_s).pid
+def start_build(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], log: Path,
+                judge: bool, wrapper: tuple[str, ...] = (), deadline_s: float = 15) -> int:
+    """A Multiplier with upstream_ports[0] as its Collector and the rest as its proxies, judging or not."""
+    extra = ("--via-name", f"spe-bench-{port}", *(() if judge else ("--no-cache-judge",)))
+    return start_multiplier(group, name, port, upstream_ports[0], numbered(upstream_ports[1:]), log, extra=extra,
+                            wrapper=wrapper, deadline_s=deadline_s).pid
 
 
 def kernel_events(pid: int) -> dict[str, int]:
@@ -329,7 +328,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         mults = {}
         for build in BUILDS:
             port = free_port()
-            pid = start_multiplier(group, build, port, upstream_ports, logs[build], judge=build == "judge")
+            pid = start_build(group, build, port, upstream_ports, logs[build], judge=build == "judge")
             mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
         for build in BUILDS:  # warm-up: keep-alive pools, nginx's file cache
             run_wrk(mults[build][1], script, 2, 10, workdir)
@@ -351,7 +350,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 port, log = free_port(), workdir / f"{build}-callgrind.jsonl"
                 counts[build] = callgrind(
                     group, f"{build}-cg",
-                    lambda w, build=build, port=port, log=log: start_multiplier(
+                    lambda w, build=build, port=port, log=log: start_build(
                         group, f"{build}-callgrind", port, upstream_ports, log, build == "judge", tuple(w), 120),
                     f"http://127.0.0.1:{port}/1k", script, args.callgrind_seconds, workdir,
                     lambda log=log: lines_in(log))

@@ -39,7 +39,7 @@ from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds
 from bench.lib.nginx_fanout import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks
-from bench.lib.servers import check_alive, start_file_server, start_server, write_objects
+from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, start_server, write_objects
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
@@ -125,11 +125,9 @@ def start_lua(group: ProcessGroup, name: str, port: int, upstream_ports: list[in
 
 def start_mult(group: ProcessGroup, name: str, port: int, origin_ports: list[int], log: Path, wrapper: list[str],
                binary: Path = MULTIPLIER, deadline_s: float = 15) -> int:
-    argv = [*wrapper, str(binary), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{origin_ports[0]}",
-            "--log", str(log), "--via-name", f"spe-bench-{port}"]
-    for i, p in enumerate(origin_ports[1:], 1):
-        argv += ["--proxy", f"p{i}=127.0.0.1:{p}"]
-    return start_server(group, name, argv, port, SERVER_CPU, deadline_s=deadline_s).pid
+    return start_multiplier(group, name, port, origin_ports[0], numbered(origin_ports[1:]), log,
+                            extra=("--via-name", f"spe-bench-{port}"), wrapper=tuple(wrapper), binary=binary,
+                            deadline_s=deadline_s).pid
 
 
 def serving_pid(pid: int) -> int:

@@ -38,7 +38,7 @@ from bench import ROOT
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
 from bench.lib.meters import cpu_seconds
-from bench.lib.servers import check_alive, start_multiplier, start_nginx, start_server, wait_port
+from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, start_server, wait_port
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port, process_tree
@@ -204,7 +204,7 @@ def start_servers(group: ProcessGroup, ports: dict) -> tuple[dict[str, Path], di
     start_nginx(group, "origin", ORIGIN.replace("{{servers}}", origin_servers(
         workdir / "www", ports["origin"], ports["origin_tls"], cert, key)), [*ports["origin"], ports["origin_tls"]])
     mult = start_multiplier(group, "mult", ports["mult"], ports["origin"][0],
-                            {f"p{i}": ports["origin"][i] for i in range(1, PROXIES + 1)}, workdir / "mult.jsonl",
+                            numbered(ports["origin"][1:]), workdir / "mult.jsonl",
                             extra=("--intercept-tls", "--ca-dir", str(spe_files.directory),
                                    "--connect-port", str(ports["origin_tls"])))
     mitm_conf = workdir / "mitm"

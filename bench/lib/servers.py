@@ -174,13 +174,21 @@ def write_objects(www: Path, sizes: dict[str, int]) -> dict[str, bytes]:
 
 def start_multiplier(group: ProcessGroup, name: str, port: int, collector_port: int, proxies: dict[str, int],
                      log: Path | None, mode: str = "sequential", cpu: int | None = SERVER_CPU,
-                     extra: tuple[str, ...] = ()) -> Child:
-    """The release Multiplier with these proxies under test (name -> port on 127.0.0.1)."""
+                     extra: tuple[str, ...] = (), *, wrapper: tuple[str, ...] = (), binary: Path = MULTIPLIER,
+                     deadline_s: float = 15) -> Child:
+    """The Multiplier (the release build, or `binary`) with these proxies under test (name -> port on
+    127.0.0.1), started through `wrapper` (e.g. valgrind) if given."""
     flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")] + list(extra)
     if log is not None:
         flags += ["--log", str(log)]
-    return start_server(group, name, [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", mode,
-                                      "--collector", f"127.0.0.1:{collector_port}", *flags], port, cpu)
+    return start_server(group, name, [*wrapper, str(binary), "--listen", f"127.0.0.1:{port}", "--mode", mode,
+                                      "--collector", f"127.0.0.1:{collector_port}", *flags], port, cpu,
+                        deadline_s=deadline_s)
+
+
+def numbered(ports: list[int]) -> dict[str, int]:
+    """Proxies under test named p1, p2 ... after these ports."""
+    return {f"p{i}": p for i, p in enumerate(ports, 1)}
 
 
 def start_dummy(group: ProcessGroup, name: str, port: int, parent_port: int, cpu: int | None = SERVER_CPU) -> Child:
