@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from analysis import bypass, cache_rules, mismatches, noise, paired, plots, prefetch
 from analysis.section import QUESTIONS, Section
-from analysis.sections import collector_ports
+from analysis.sections import collector_ports, failed_legs
 
 SECTIONS: tuple[Section, ...] = (
     mismatches.SECTION,
@@ -19,6 +19,7 @@ SECTIONS: tuple[Section, ...] = (
     prefetch.SECTION,
     paired.SECTION,
     plots.SECTION,
+    failed_legs.SECTION,
     collector_ports.SECTION,
 )
 

@@ -82,3 +82,27 @@ def test_a_section_added_to_the_registry_shows_in_every_form(tmp_path, monkeypat
     monkeypatch.setattr(sections, "SECTIONS", (*sections.SECTIONS[:-1], replace(extra, applies=lambda rep: False)))
     rep = build_report(tmp_path)
     assert "letters" not in text_report(rep) + html_report(rep)
+
+
+def test_the_legs_without_a_complete_reply_are_counted_by_error(tmp_path):
+    """analysis/sections/failed_legs.py, registered in one line: b timed out twice and sent too large a body
+    once, of 6 requests; a never failed."""
+    legs = {2: proxy("b", result="NO_RESPONSE", status=None, error="timeout"),
+            3: proxy("b", result="NO_RESPONSE", status=None, error="timeout"),
+            5: proxy("b", result="BODY_MISMATCH", error="body too large")}
+    (tmp_path / "multiplier.jsonl").write_text("".join(
+        json.dumps(record(i, measure(), [proxy("a"), legs.get(i, proxy("b"))])) + "\n" for i in range(1, 7)))
+    rep = build_report(tmp_path)
+    rows = {r["name"]: r for r in rep.rows}
+    assert (rows["b"]["failed_legs"], rows["b"]["failed_leg_errors"]) == (3, "timeout 2; body too large 1")
+    assert (rows["a"]["failed_legs"], rows["b"]["responses"] + rows["b"]["failed_legs"]) == (0, 6)
+    text = text_report(rep)
+    trust = text[text.index("Can I trust this run?"):text.index("Per proxy")]
+    assert "Legs without a complete reply (left out of the latency and cache columns): b 3 of 6" in trust
+    assert "\n  b        3  timeout 2; body too large 1\n" in text[text.index("Per proxy"):]
+    write_report(rep, tmp_path / "out", {"json"})
+    assert json.loads((tmp_path / "out/summary.json").read_text())["failed_legs"] == {
+        "b": {"timeout": 2, "body too large": 1}}
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    assert "without a complete reply" not in text_report(build_report(small_run(clean)))
