@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.collector_log import strips_query_terms
 from analysis.records import COLLECTOR
+from analysis.section import TRUST, RunData, Section
 from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.port_usage import PortUsage
 
@@ -96,3 +98,19 @@ def withhold_cache_figures(rows: list[dict], bypasses: dict[str, dict]) -> None:
 
 def bypass_lines(bypasses: dict[str, dict]) -> list[str]:
     return [m for found in bypasses.values() for m in found["messages"]]
+
+
+def _withhold_bypassed(run: RunData) -> dict[str, dict]:
+    """The evidence per proxy; a bypassing proxy's row loses its cache figures and counts the replies shown."""
+    found = find_bypasses(run.records.results, run.records.proxies, run.usage, strips_query_terms(run.lab))
+    withhold_cache_figures(run.rows, found)
+    for row in run.rows[1:]:
+        evidence = found.get(row["name"], {})
+        row["bypassed_replies"] = max(evidence.get("unstamped", 0), evidence.get("silent_port_replies", 0))
+    return found
+
+
+SECTION = Section(
+    "bypass", "Proxies that bypassed their Collector port", question=TRUST, columns=("bypassed_replies",),
+    compute=_withhold_bypassed, applies=lambda rep: bool(rep.bypass), verdict_text=lambda rep: bypass_lines(rep.bypass),
+    template="sections/bypass.html.j2", summary=lambda rep, rows: {"bypass": rep.bypass})

@@ -19,7 +19,10 @@ from pathlib import Path
 import polars as pl
 
 from analysis.cache_records import load_evidence
+from analysis.noise import floor_line
 from analysis.records import COLLECTOR
+from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
+from analysis.section import BUGS, TRUST, RunData, Section
 
 # rule id -> (its section, what breaking it means); the section is RFC 9111's unless it names another RFC.
 RULES = {
@@ -229,11 +232,16 @@ def judge_noise(sections: list[dict], noise: dict) -> list[str]:
     return lines
 
 
+def _standings(section: dict) -> tuple[int, int]:
+    """(rules passed, rules not exercised) of a source."""
+    return (sum(r["standing"].startswith("passed") for r in section["rules"]),
+            sum(r["standing"] == "not exercised" for r in section["rules"]))
+
+
 def _standing_summary(section: dict) -> str:
     violated = [f"{r['rule']} {r['count']:,}" + (f" ({r['share_pct']:.2f} % of reused)" if r["share_pct"] is not None
                                                   else "") for r in section["rules"] if r["count"]]
-    passed = sum(r["standing"].startswith("passed") for r in section["rules"])
-    untried = sum(r["standing"] == "not exercised" for r in section["rules"])
+    passed, untried = _standings(section)
     return f"violations: {', '.join(violated) if violated else 'none'}; {passed} rules passed, {untried} not exercised"
 
 
@@ -250,3 +258,67 @@ def cache_rules_text(sections: list[dict]) -> list[str]:
                    f"{advisories:,} advisories; {sum(t['conservative'].values()):,} conservative misses; "
                    f"{t['claim_conflicts']:,} claim conflicts")
     return out
+
+
+def add_cache_rule_columns(rows: list[dict], sections: list[dict]) -> None:
+    """The flat columns of summary.csv / summary.json from each source's cache-rule tally."""
+    tallies = {s["name"]: s["summary"] for s in sections}
+    for row in rows:
+        if t := tallies.get(row["name"]):
+            row.update(cache_reused=t["reused"], cache_violations=sum(t["violations"].values()),
+                       cache_violation_rules=" ".join(f"{rule}:{n}" for rule, n in t["violations"].items()),
+                       cache_advisories=sum(t["advisories"].values()))
+
+
+def cache_rules_summary(rep, rows: list[dict]) -> dict:
+    """Each proxy row gains its `cache_rules`; the Collector's go top-level. Nothing for a log without them."""
+    if not rep.cache_rules:
+        return {}
+    tallies = {s["name"]: s["summary"] for s in rep.cache_rules}
+    for row in rows:
+        if row["name"] != COLLECTOR and row["name"] in tallies:
+            row["cache_rules"] = tallies[row["name"]]
+    return {"collector_cache_rules": tallies.get(COLLECTOR), "bad_cache_lines": rep.bad_cache_lines}
+
+
+def violated_rules(sections: list[dict]) -> list[dict]:
+    """Every rule some source violated (rule, section, meaning), in the catalogue's order, then rules no catalogue
+    knows."""
+    found = {r["rule"]: r for s in sections for r in s["rules"] if r["count"]}
+    return [found[rule] for rule in [*(r for r in RULES if r in found), *sorted(found.keys() - RULES.keys())]]
+
+
+def _page_context(rep) -> dict:
+    run = repro_run(rep.run)
+
+    def repro(name: str, request: int) -> str | None:
+        return repro_command(run, name, request) if run and name != COLLECTOR else None
+
+    def case(name: str, request: int) -> Path | None:
+        return repro_case(run, name, request) if run and name != COLLECTOR else None
+
+    firsts = [repro(s["name"], r["example"]["id"]) for s in rep.cache_rules for r in s["rules"]
+              if r["count"] and r["example"]]
+    return {"evidence_rows": evidence_rows, "judge_noise": judge_noise(rep.cache_rules, rep.noise),
+            "floor": floor_line(rep.noise) if rep.noise else "", "violated": violated_rules(rep.cache_rules),
+            "by_rule": {s["name"]: {r["rule"]: r for r in s["rules"]} for s in rep.cache_rules},
+            "standings": {s["name"]: _standings(s) for s in rep.cache_rules}, "repro": repro, "repro_case": case,
+            "example_repro": next((command for command in firsts if command), None)}
+
+
+def _tally_sections(run: RunData) -> list[dict]:
+    sections = cache_rule_sections(run.verdicts, run.records.proxies, run.log, run.capture_dir)
+    add_cache_rule_columns(run.rows, sections)
+    return sections
+
+
+SECTION = Section(
+    "cache-rules", "Cache rules (RFC 9111)", question=BUGS,
+    columns=("cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories"),
+    compute=_tally_sections, applies=lambda rep: bool(rep.cache_rules),
+    verdict_text=lambda rep: [*cache_rules_text(rep.cache_rules), *repro_text(rep.cache_rules, repro_run(rep.run))],
+    template="sections/cache_rules.html.j2", context=_page_context, summary=cache_rules_summary)
+# The dummy's reuse and violations: the judge's own noise, a reason to doubt its verdicts.
+JUDGE_NOISE = Section("judge-noise", "The cache-rule judge's own noise", question=TRUST,
+                      applies=lambda rep: bool(judge_noise(rep.cache_rules, rep.noise)),
+                      verdict_text=lambda rep: judge_noise(rep.cache_rules, rep.noise))

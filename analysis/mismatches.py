@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis.records import COLLECTOR
-from analysis.run_collector import RunCollector
+from analysis.run_collector import RunCollector, collector_of_run
+from analysis.section import BUGS, RunData, Section
 
 # The classes examples are kept for: every one but OK. OTHER_FETCH is listed for its examples, but counted in
 # no total of mismatches (analysis/stats.py NOT_MISMATCHES).
@@ -100,3 +101,26 @@ def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector:
     return {"by_proxy": by_proxy, "headers": headers.most_common(10), "urls": urls.most_common(10),
             "examples": examples, "total": bad.filter(pl.col("result") != "OTHER_FETCH").height,
             "collector_kind": collector.kind}
+
+
+def mismatch_text(summary: dict) -> list[str]:
+    """report.txt's mismatches: counts per proxy and class, the headers differing most, the examples' hints."""
+    out = [f"Mismatches: {summary['total']}"]
+    for name, counts in summary["by_proxy"].items():
+        out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if summary["headers"]:
+        out.append("  headers differing most: " + ", ".join(f"{h} ({n})" for h, n in summary["headers"]))
+    for cls, items in summary["examples"].items():
+        for e in items:
+            if e.get("hint"):
+                out.append(f"  {cls} request {e['id']} ({e['proxy']}): {e['hint']}")
+    return out
+
+
+def _summarise(run: RunData) -> dict:
+    return mismatch_summary(run.records.results, run.capture_dir, collector_of_run(run.run))
+
+
+SECTION = Section("mismatches", "Mismatches", question=BUGS, compute=_summarise,
+                  details_text=lambda rep: mismatch_text(rep.mismatches), template="sections/mismatches.html.j2",
+                  summary=lambda rep, rows: {"mismatches": rep.mismatches})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.section import TRUST, RunData, Section
 from analysis.stats import NOT_MISMATCHES
 from spe_tools.rundir.lab_json import LabJson
 
@@ -113,3 +114,21 @@ def floor_text(rows: list[dict], floor: dict) -> list[str]:
     for row, verdict in judged:
         out.append(f"  {row['name']:{width}}{mismatch_pct(row):6.2f} % mismatches, {verdict} the noise floor")
     return out
+
+
+def _beside_each_proxy(run: RunData) -> dict:
+    """The floor, and beside it each proxy row's mismatch rate (the section's columns)."""
+    floor = noise_floor(run.records.results, run.lab)
+    for row in run.rows[1:]:
+        row.update(mismatch_pct=mismatch_pct(row), noise_floor_pct=floor["floor_pct"],
+                   noise_floor=beside_floor(row, floor), noise_pair_disagreement_pct=pair_pct(floor, row["name"]))
+    return floor
+
+
+SECTION = Section(
+    "noise-floor", "Noise floor", question=TRUST,
+    columns=("mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct"),
+    compute=_beside_each_proxy, applies=lambda rep: bool(rep.noise),
+    verdict_text=lambda rep: floor_text(rep.rows, rep.noise), template="sections/noise_floor.html.j2",
+    context=lambda rep: {"line": floor_line(rep.noise)},
+    summary=lambda rep, rows: {"noise_floor": rep.noise})

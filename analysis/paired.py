@@ -3,6 +3,7 @@ compared request by request. The paired difference (A's latency minus B's on the
 the spread between requests (a 1 MB miss and a small hit), which swamps any difference between proxies
 in an unpaired table. Each pair gets the mean and the median difference with 95 % confidence
 intervals, and the ranking orders proxies only where the difference is significant: the rest are ties.
+The report shows the ranking as its answer to "which proxy is best", and the pairs as a matrix, one cell per pair.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.records import COLLECTOR
+from analysis.section import BEST, RunData, Section
 from analysis.stats import mean_ci, median, median_ci
 
 
@@ -84,7 +86,7 @@ def ranking_line(tiers: list[list[str]]) -> str:
 
 
 def pairs_text(pair_list: list[dict], tiers: list[list[str]]) -> list[str]:
-    """The verdict section of the text report."""
+    """Every pair, one line each, under the ranking."""
     if not pair_list:
         return []
     out = ["Paired comparison (the same requests; A - B response time, ms, with 95 % intervals):",
@@ -98,3 +100,76 @@ def pairs_text(pair_list: list[dict], tiers: list[list[str]]) -> list[str]:
                    f"median {p['median_ms']:+.2f} {_ci(p['median_ci_low_ms'], p['median_ci_high_ms'])}, "
                    f"n {p['n']:,}: {verdict}")
     return out
+
+
+def ranked_names(tiers: list[list[str]], names: list[str]) -> list[str]:
+    """The proxies fastest first (the ranking's order), then those it could not rank, in the log's order."""
+    ranked = [name for tier in tiers for name in tier]
+    return ranked + [name for name in names if name not in ranked]
+
+
+def _negated(value: float | None) -> float | None:
+    return None if value is None else -value
+
+
+def mirrored(p: dict) -> dict:
+    """B minus A from A minus B: every difference changes sign and each interval's ends swap."""
+    return {**p, "a": p["b"], "b": p["a"], "mean_ms": _negated(p["mean_ms"]), "median_ms": _negated(p["median_ms"]),
+            "mean_ci_low_ms": _negated(p["mean_ci_high_ms"]), "mean_ci_high_ms": _negated(p["mean_ci_low_ms"]),
+            "median_ci_low_ms": _negated(p["median_ci_high_ms"]), "median_ci_high_ms": _negated(p["median_ci_low_ms"])}
+
+
+def _cell(p: dict | None) -> dict | None:
+    """A pair seen from its A, with `verdict`: "faster" (A significantly faster), "slower", "tie", or "none"
+    (no request both answered)."""
+    if p is None:
+        return None
+    verdict = ("none" if not p["n"] else "tie" if not p["significant"] else
+               "faster" if p["faster"] == p["a"] else "slower")
+    return {**p, "verdict": verdict}
+
+
+def matrix(pair_list: list[dict], tiers: list[list[str]]) -> tuple[list[str], list[list[dict | None]]]:
+    """The proxies in ranking order, and per proxy a row of cells: its pair with each proxy, seen from it
+    (its latency minus the other's); None on the diagonal."""
+    seen = {(p["a"], p["b"]): p for p in pair_list} | {(p["b"], p["a"]): mirrored(p) for p in pair_list}
+    names = ranked_names(tiers, list(dict.fromkeys(name for p in pair_list for name in (p["a"], p["b"]))))
+    return names, [[_cell(seen.get((a, b))) for b in names] for a in names]
+
+
+def matrix_text(pair_list: list[dict], tiers: list[list[str]]) -> list[str]:
+    """The matrix as text: row minus column, mean ms, '*' where the difference is significant."""
+    names, rows = matrix(pair_list, tiers)
+    width = max(len(n) for n in names) + 2
+    column = max(width, 11)
+    out = [f"  {'':{width}}" + "".join(f"{n:>{column}}" for n in names)]
+    for name, cells in zip(names, rows, strict=True):
+        text = [". " if c is None else "- " if c["mean_ms"] is None else
+                f"{c['mean_ms']:+.2f}" + ("*" if c["significant"] else " ") for c in cells]
+        out.append(f"  {name:{width}}" + "".join(f"{t:>{column}}" for t in text))
+    return out
+
+
+def pairs_details(rep) -> list[str]:
+    """report.txt's paired comparison: the ranking, the matrix, then every pair with its intervals."""
+    lines = pairs_text(rep.pairs, rep.ranking)
+    return [*lines[:2], "  Row minus column, mean ms ('*': significant at 95 %):", *matrix_text(rep.pairs, rep.ranking),
+            "  Each pair:", *lines[2:]]
+
+
+def _matrix_context(rep) -> dict:
+    names, cells = matrix(rep.pairs, rep.ranking)
+    return {"names": names, "cells": cells, "ranking": ranking_line(rep.ranking) if rep.ranking else "",
+            "mean_ms": {r["name"]: r.get("latency_mean_ms") for r in rep.rows}}
+
+
+def _pairs_and_ranking(run: RunData) -> dict:
+    pair_list = pairs(run.records.results, run.records.proxies)
+    return {"pairs": pair_list, "ranking": ranking(run.rows, pair_list)}
+
+
+SECTION = Section(
+    "paired", "Paired comparison", question=BEST, compute=_pairs_and_ranking, applies=lambda rep: bool(rep.pairs),
+    verdict_text=lambda rep: [ranking_line(rep.ranking)] if rep.ranking else [], details_text=pairs_details,
+    template="sections/paired.html.j2", context=_matrix_context,
+    summary=lambda rep, rows: {"pairs": rep.pairs, "ranking": rep.ranking})

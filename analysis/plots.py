@@ -1,6 +1,10 @@
-"""Figures of a run. Each function returns a matplotlib Figure; the caller decides where it goes."""
+"""Figures of a run. Each function returns a matplotlib Figure; the caller decides where it goes (the report
+writes each as a PNG file and inlines it in report.html)."""
 
 from __future__ import annotations
+
+import base64
+import io
 
 import matplotlib
 
@@ -10,6 +14,7 @@ import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.records import COLLECTOR  # noqa: E402
+from analysis.section import BEST, RunData, Section  # noqa: E402
 
 CDF_POINTS = 2000
 
@@ -102,3 +107,23 @@ def hit_ratio_vs_latency(rows: list[dict]) -> Figure:
     """Each proxy as a point: hit ratio against median response time."""
     return _proxy_points(rows, "hit_ratio", "latency_median_ms", 100,
                          ("hit ratio (%)", "median response time (ms)", "Hit ratio versus latency"))
+
+
+def draw(run: RunData) -> dict[str, Figure]:
+    """The report's figures by file name (drawn once the per-proxy rows are complete: a proxy that bypassed its
+    Collector port has no hit ratio to plot)."""
+    rows = run.rows[1:]
+    return {"latency_cdf.png": latency_cdf(run.records.results, run.records.proxies),
+            "latency_over_time.png": latency_over_time(run.records.results, run.records.proxies),
+            "hit_ratio_vs_latency.png": hit_ratio_vs_latency(rows),
+            "bandwidth_vs_latency.png": bandwidth_vs_latency(rows)}
+
+
+def png_base64(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+SECTION = Section("figures", "Figures", question=BEST, compute=draw, template="sections/figures.html.j2",
+                  context=lambda rep: {"pngs": {name: png_base64(fig) for name, fig in rep.figures.items()}})

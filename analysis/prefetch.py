@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.collector_log import strips_query_terms
+from analysis.section import Section
 from analysis.stats import mean_ci, percentile
 from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson
@@ -231,3 +232,14 @@ def prefetch_text(rows: list[dict]) -> list[str]:
                      "counting those its cache answered)")
         out.append(text)
     return out
+
+
+def _prefetchers(rep) -> list[dict]:
+    return [r for r in rep.rows[1:] if r.get("prefetch_requests")]
+
+
+# No compute: the report reads the prefetch columns before the per-proxy table's hit ratios, which leave a
+# prefetcher's own requests out (analysis/cache_behaviour.py).
+SECTION = Section("prefetching", "Prefetching", columns=tuple(PREFETCH_COLUMNS),
+                  applies=lambda rep: bool(_prefetchers(rep)), details_text=lambda rep: prefetch_text(rep.rows),
+                  template="sections/prefetching.html.j2", context=lambda rep: {"prefetchers": _prefetchers(rep)})

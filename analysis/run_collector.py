@@ -44,7 +44,3 @@ def collector_of_run(run: Path | None) -> RunCollector:
         return RunCollector(lab_json.collector.kind, int(DEFAULT_UNCACHEABLE_TTL_S if ttl is None else ttl))
     conf = RunDir(run).collector_conf
     return _from_squid_conf(conf) if conf.exists() else RunCollector(None)
-
-
-# The former name, which analysis/report.py (another change's file) still imports: it read as "start the Collector".
-run_collector = collector_of_run

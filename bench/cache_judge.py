@@ -39,20 +39,21 @@ import datetime
 import json
 import math
 import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import benchlib as bench  # noqa: E402
-from cpu_breakdown import callgrind, callgrind_costs, lines_in, split_name  # noqa: E402
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from analysis.stats import median
+from bench.lib.callgrind import callgrind, inclusive_rows, split_name
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
+from bench.lib.logs import lines_in
+from bench.lib.meters import busy_seconds, rss_and_peak_kb
+from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, write_objects
+from bench.lib.wrk import run_wrk
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, cpu_times, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Cost of the cache-rule judge"
@@ -179,12 +180,12 @@ JUDGE_ENTRY_POINTS = (
 )
 
 
-def entry_point_costs(inclusive_rows: list[tuple[int, str]]) -> dict[str, int]:
+def entry_point_costs(rows: list[tuple[int, str]]) -> dict[str, int]:
     """label -> inclusive instructions of the first function each rule matches (rows from
     `callgrind_annotate --inclusive=yes`; a function listed twice, e.g. a clone, counts once)."""
     out = {}
     for label, rule in JUDGE_ENTRY_POINTS:
-        costs = [cost for cost, where in inclusive_rows if rule.search(split_name(where)["function"])]
+        costs = [cost for cost, where in rows if rule.search(split_name(where)["function"])]
         out[label] = max(costs, default=0)
     return out
 
@@ -224,13 +225,12 @@ def log_facts(path: Path, limit: int) -> dict:
 
 # ---------------------------------------------------------------- processes
 
-def start_multiplier(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], log: Path,
-                     judge: bool, wrapper: tuple[str, ...] = (), deadline_s: float = 15) -> int:
-    argv = [*wrapper, str(bench.MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--mode", "sequential",
-            "--collector", f"127.0.0.1:{upstream_ports[0]}", "--log", str(log), "--via-name", f"spe-bench-{port}"]
-    argv += [a for i, p in enumerate(upstream_ports[1:], 1) for a in ("--proxy", f"p{i}=127.0.0.1:{p}")]
-    argv += [] if judge else ["--no-cache-judge"]
-    return bench.start_server(group, name, argv, port, bench.SERVER_CPU, deadline_s=deadline_s).pid
+def start_build(group: ProcessGroup, name: str, port: int, upstream_ports: list[int], log: Path,
+                judge: bool, wrapper: tuple[str, ...] = (), deadline_s: float = 15) -> int:
+    """A Multiplier with upstream_ports[0] as its Collector and the rest as its proxies, judging or not."""
+    extra = ("--via-name", f"spe-bench-{port}", *(() if judge else ("--no-cache-judge",)))
+    return start_multiplier(group, name, port, upstream_ports[0], numbered(upstream_ports[1:]), log, extra=extra,
+                            wrapper=wrapper, deadline_s=deadline_s).pid
 
 
 def kernel_events(pid: int) -> dict[str, int]:
@@ -250,9 +250,9 @@ def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], 
     for rnd in range(args.rounds):
         for build in BUILDS if rnd % 2 == 0 else BUILDS[::-1]:
             pid, url = mults[build]
-            (u0, s0), b0, k0 = bench.cpu_times([pid]), bench.busy_seconds(), kernel_events(pid)
-            result = bench.run_wrk(url, script, args.seconds, 10, workdir, latency=True)
-            (u1, s1), b1, k1 = bench.cpu_times([pid]), bench.busy_seconds(), kernel_events(pid)
+            (u0, s0), b0, k0 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
+            result = run_wrk(url, script, args.seconds, 10, workdir, latency=True)
+            (u1, s1), b1, k1 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
             n = max(result["requests"], 1)
             cpu = (u1 - u0) + (s1 - s0)
             runs.append({"build": build, "round": rnd, "rps": result["rps"], "requests": result["requests"],
@@ -268,14 +268,6 @@ def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], 
     return runs
 
 
-def inclusive_rows(workdir: Path, name: str) -> list[tuple[int, str]]:
-    """callgrind's inclusive table (each function with all it calls) of the dump `callgrind` took."""
-    dump = next(workdir.glob(f"callgrind-{name}.*.1"))
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(dump)],
-                          capture_output=True, text=True, check=True, timeout=300).stdout
-    return callgrind_costs(text)[1]
-
-
 def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: dict[str, float],
          workdir: Path) -> int:
     """One wrk run on each Multiplier long enough for `requests` requests at the rate it reached in the
@@ -283,7 +275,7 @@ def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: di
     sent = {}
     for build in BUILDS:
         seconds = math.ceil(requests / max(rps[build], 1.0) * 1.2) + 2  # wrk takes whole seconds
-        done = bench.run_wrk(mults[build][1], script, seconds, 10, workdir)
+        done = run_wrk(mults[build][1], script, seconds, 10, workdir)
         sent[build] = min(done["requests"], requests)
         print(f"fill: {build} {done['requests']:,} requests in {seconds:.0f} s {done['errors']}", flush=True)
     return sent["judge"]
@@ -292,7 +284,7 @@ def fill(mults: dict[str, tuple[int, str]], script: Path, requests: int, rps: di
 def memory(mults: dict[str, tuple[int, str]], logs: dict[str, Path]) -> dict[str, dict]:
     out = {}
     for build, (pid, _url) in mults.items():
-        rss, peak = bench.rss_and_peak_kb(pid)
+        rss, peak = rss_and_peak_kb(pid)
         out[build] = {"rss_kb": rss, "peak_kb": peak, "records": lines_in(logs[build])}
     return out
 
@@ -321,27 +313,27 @@ def main() -> int:
         args.rounds, args.seconds, args.fill_requests, args.callgrind_seconds = 1, 3, 0, 3
     tools = ("wrk", "nginx", "taskset") + (("valgrind", "callgrind_annotate", "callgrind_control")
                                            if args.callgrind_seconds else ())
-    return bench.run_main("judge", tools, lambda workdir: run(args, workdir), args.keep)
+    return run_main("judge", tools, lambda workdir: run(args, workdir), args.keep)
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
-    bench.write_objects(workdir / "www", {"1k": 1024})
+    write_objects(workdir / "www", {"1k": 1024})
     upstream_ports = [free_port() for _ in range(1 + FANOUT)]
     script = workdir / "urls.lua"
     script.write_text(wrk_script(upstream_ports[0], args.urls))
     logs = {b: workdir / f"{b}.jsonl" for b in BUILDS}
     with ProcessGroup(workdir) as group:
         servers = upstream_servers(upstream_ports, workdir / "www", args.legs)
-        bench.start_nginx(group, "upstreams", servers, upstream_ports)
+        start_nginx(group, "upstreams", servers, upstream_ports)
         mults = {}
         for build in BUILDS:
             port = free_port()
-            pid = start_multiplier(group, build, port, upstream_ports, logs[build], judge=build == "judge")
+            pid = start_build(group, build, port, upstream_ports, logs[build], judge=build == "judge")
             mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
         for build in BUILDS:  # warm-up: keep-alive pools, nginx's file cache
-            bench.run_wrk(mults[build][1], script, 2, 10, workdir)
+            run_wrk(mults[build][1], script, 2, 10, workdir)
         runs = measure_rounds(args, mults, script, workdir)
-        bench.check_alive(group)
+        check_alive(group)
         mem = {"after the rounds": memory(mults, logs)}
         new_urls = 0
         if args.fill_requests:
@@ -350,7 +342,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             rps = {b: median(r["rps"] for r in runs if r["build"] == b) for b in BUILDS}
             new_urls = fill(mults, fill_script, args.fill_requests, rps, workdir)
             mem[f"after {args.fill_requests:,} more requests, each to a new URL"] = memory(mults, logs)
-        bench.check_alive(group)
+        check_alive(group)
         facts = {b: log_facts(logs[b], 20000) for b in BUILDS}
         counts = {}
         if args.callgrind_seconds:
@@ -358,14 +350,14 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 port, log = free_port(), workdir / f"{build}-callgrind.jsonl"
                 counts[build] = callgrind(
                     group, f"{build}-cg",
-                    lambda w, build=build, port=port, log=log: start_multiplier(
+                    lambda w, build=build, port=port, log=log: start_build(
                         group, f"{build}-callgrind", port, upstream_ports, log, build == "judge", tuple(w), 120),
                     f"http://127.0.0.1:{port}/1k", script, args.callgrind_seconds, workdir,
                     lambda log=log: lines_in(log))
                 counts[build]["inclusive"] = inclusive_rows(workdir, f"{build}-cg")
         group.stop_all()
     text = report(args, runs, mem, facts, counts, new_urls)
-    return bench.publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
+    return publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
 
 
 def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
@@ -384,16 +376,12 @@ def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
 
 def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, counts: dict, new_urls: int) -> str:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    ratios = round_ratios(runs)
-    med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
-           for b in BUILDS}
-    cpu_ratio = median(ratios["cpu_us"])
     lines = [f"\n## {TITLE} — {now}\n",
-             f"Machine: {bench.machine()}. Command: `{bench.command_line('cache_judge')}`.\n",
+             f"Machine: {machine()}. Command: `{command_line('cache_judge')}`.\n",
              f"The same Multiplier binary (release build, sequential mode, JSON log, {FANOUT} proxies) with its "
              "cache-rule judge and with `--no-cache-judge`, both running, measured in turn in interleaved rounds "
-             f"(order alternating). wrk -t1 -c10 on CPU{bench.LOAD_CPU}, asking for {args.urls:,} different URLs "
-             f"(`/1k?v=N`) in turn; on CPU{bench.SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
+             f"(order alternating). wrk -t1 -c10 on CPU{LOAD_CPU}, asking for {args.urls:,} different URLs "
+             f"(`/1k?v=N`) in turn; on CPU{SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
              "stand-in proxies) and the two Multipliers. Every reply carries the Collector's stamps and caching "
              "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL for the proxies' "
              "copies; `X-SPE-Reply-To`, Cache-Control "
@@ -401,8 +389,20 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              "reference is a fresh origin fetch, every proxy's reply a reuse of a stored copy fetched up to 99 s "
              "before (`X-SPE-Reply-To: some-old-tag`), so every leg gets the full rule evaluation, and the "
              "judge's fetch table gains 1 or 2 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
-             "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n",
-             f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
+             "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n"]
+    lines += rounds_section(args, runs) + memory_section(args, runs, mem, new_urls)
+    lines += instructions_section(args, counts) if counts else []
+    lines += checks_section(facts)
+    return "\n".join(lines) + "\n"
+
+
+def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:
+    """1: CPU per request, req/s and latency of each run and build, the ratios per round and the target."""
+    ratios = round_ratios(runs)
+    med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
+           for b in BUILDS}
+    cpu_ratio = median(ratios["cpu_us"])
+    lines = [f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
              "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run "
              "| page faults/req | context switches/req (voluntary + involuntary) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -422,47 +422,58 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
     verdict = "met" if cpu_ratio <= TARGET_RATIO else "NOT met"
     lines.append(f"\nTarget (issue 16): the judge adds at most {TARGET_RATIO - 1:.0%} to the Multiplier's CPU per "
                  f"request: **{cpu_ratio - 1:+.1%}** (median of the per-round ratios), **{verdict}**.\n")
+    return lines
 
-    lines += ["### 2. Memory\n", "| when | build | records logged | RSS MB | peak RSS MB |", "|---|---|---|---|---|"]
+
+def memory_section(args: argparse.Namespace, runs: list[dict], mem: dict, new_urls: int) -> list[str]:
+    """2: each build's RSS after the rounds (and after the fill), and what the judge's tables then hold."""
+    lines = ["### 2. Memory\n", "| when | build | records logged | RSS MB | peak RSS MB |", "|---|---|---|---|---|"]
     for when, per_build in mem.items():
         for b, m in per_build.items():
             lines.append(f"| {when} | {b} | {m['records']:,} | {m['rss_kb'] / 1024:.1f} | {m['peak_kb'] / 1024:.1f} |")
     distinct_urls = min(args.urls, max(r["requests"] for r in runs)) + new_urls
     lines.append("\n" + memory_summary(mem, distinct_urls))
+    return lines
 
-    if counts:
-        lines += [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
-                  "a 3 s warm-up, a fresh Multiplier each; its tables are then not yet full, so evictions, and "
-                  "the cache misses of tables larger than the CPU's caches, are not in these counts)\n",
-                  "| build | requests counted | instructions per request | of which the judge's own code |",
-                  "|---|---|---|---|"]
-        for b, c in counts.items():
-            own = sum(cost for cost, _ in judge_functions(c["rows"]))
-            lines.append(f"| {b} | {c['requests']} | {c['total'] / c['requests']:,.0f} | "
-                         f"{own / c['requests']:,.0f} |")
-        j, n = counts["judge"], counts["no-judge"]
-        lines.append(f"\nWith judge / without: **{(j['total'] / j['requests']) / (n['total'] / n['requests']):.3f}** "
-                     "in instructions. The judge's own functions (self cost, multiplier/src/cache_*, fetch_stamp, "
-                     "http_date; the rest of the difference is in the allocator, the C++ library, formatting and "
-                     "writing the bigger records):\n")
-        lines += ["| function | instructions per request |", "|---|---|"]
-        for cost, where in judge_functions(j["rows"])[:12]:
-            lines.append(f"| `{short_function(where)}` | {cost / j['requests']:,.0f} |")
-        lines += ["\nThe judge's entry points with everything they call (inclusive; ↳: called within "
-                  "CacheJudge::judge, part of its figure, and overlapping one another), per client request and as "
-                  "a share of the judging build's instructions:\n",
-                  "| function | instructions per request | share |", "|---|---|---|"]
-        for label, cost in entry_point_costs(j["inclusive"]).items():
-            lines.append(f"| {label} | {cost / j['requests']:,.0f} | {cost / max(j['total'], 1):.1%} |")
 
-    lines += ["\n### Checks\n"]
+def instructions_section(args: argparse.Namespace, counts: dict) -> list[str]:
+    """3: instructions per request under callgrind, with and without the judge, and the judge's functions."""
+    lines = [f"\n### 3. Instructions per client request (callgrind, {args.callgrind_seconds:g} s of load after "
+              "a 3 s warm-up, a fresh Multiplier each; its tables are then not yet full, so evictions, and "
+              "the cache misses of tables larger than the CPU's caches, are not in these counts)\n",
+              "| build | requests counted | instructions per request | of which the judge's own code |",
+              "|---|---|---|---|"]
+    for b, c in counts.items():
+        own = sum(cost for cost, _ in judge_functions(c["rows"]))
+        lines.append(f"| {b} | {c['requests']} | {c['total'] / c['requests']:,.0f} | "
+                     f"{own / c['requests']:,.0f} |")
+    j, n = counts["judge"], counts["no-judge"]
+    lines.append(f"\nWith judge / without: **{(j['total'] / j['requests']) / (n['total'] / n['requests']):.3f}** "
+                 "in instructions. The judge's own functions (self cost, multiplier/src/cache_*, fetch_stamp, "
+                 "http_date; the rest of the difference is in the allocator, the C++ library, formatting and "
+                 "writing the bigger records):\n")
+    lines += ["| function | instructions per request |", "|---|---|"]
+    for cost, where in judge_functions(j["rows"])[:12]:
+        lines.append(f"| `{short_function(where)}` | {cost / j['requests']:,.0f} |")
+    lines += ["\nThe judge's entry points with everything they call (inclusive; ↳: called within "
+              "CacheJudge::judge, part of its figure, and overlapping one another), per client request and as "
+              "a share of the judging build's instructions:\n",
+              "| function | instructions per request | share |", "|---|---|---|"]
+    for label, cost in entry_point_costs(j["inclusive"]).items():
+        lines.append(f"| {label} | {cost / j['requests']:,.0f} | {cost / max(j['total'], 1):.1%} |")
+    return lines
+
+
+def checks_section(facts: dict) -> list[str]:
+    """What each build's first records show the judge saw."""
+    lines = ["\n### Checks\n"]
     for b, f in facts.items():
         n = max(f["records"], 1)
         lines.append(f"- {b}: first {f['records']:,} records, mean {f['bytes'] / n:,.0f} bytes each; Collector "
                      f"verdicts {dict(f['collector'])}; proxy legs {dict(f['proxy_reused'])}; proxy results "
                      f"{dict(f['results'])}; violations {dict(f['violations']) or 'none'}; missed hits "
                      f"{dict(f['conservative']) or 'none'}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def memory_summary(mem: dict, distinct_urls: int) -> str:

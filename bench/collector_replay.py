@@ -21,17 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests/python"))
-
-from benchlib import machine, write_section  # noqa: E402
-from test_collector import ORIGIN, fetch  # noqa: E402
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.collector import BINARIES, start_collector  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from analysis.stats import median
+from bench import ROOT
+from bench.lib.clients import timed_get
+from bench.lib.doc import machine, write_section
+from spe_tools.collector import BINARIES, start_collector
+from spe_tools.process import ProcessGroup, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Collector timing replay: replayed hit vs original miss"
@@ -46,6 +41,7 @@ OBJECTS = [
     ("1 MB, no think, one write", 1024 * 1024, 0, 1, 0),
 ]
 HIT_PORTS = ("p1", "p2")
+ORIGIN = ROOT / "tests/fixtures/collector_origin.py"
 
 
 def measure(repeat: int) -> list[dict]:
@@ -66,8 +62,8 @@ def measure(repeat: int) -> list[dict]:
                     target = f"http://127.0.0.1:{origin}{path}"
                     row = {"label": label}
                     for kind, p in ports.items():
-                        row[f"{kind}_miss"] = fetch(p["direct"], target).seconds
-                        row[f"{kind}_hits"] = [fetch(p[n], target).seconds for n in HIT_PORTS]
+                        row[f"{kind}_miss"] = timed_get(p["direct"], target)
+                        row[f"{kind}_hits"] = [timed_get(p[n], target) for n in HIT_PORTS]
                     rows.append(row)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -46,20 +46,17 @@ from pathlib import Path
 
 import h11
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from benchlib import busy_seconds, machine, publish, read_reply  # noqa: E402
-
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb  # noqa: E402
+from bench.lib.clients import read_reply
+from bench.lib.doc import machine, publish
+from bench.lib.harness import MULTIPLIER, BenchError
+from bench.lib.meters import busy_seconds
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Connections and memory"
 
-MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 N_PROXIES = 4
 TARGET_KB_PER_IDLE = 10.0
 NOFILE = 200_000
@@ -111,10 +108,6 @@ async def main():
         await server.serve_forever()
 asyncio.run(main())
 """
-
-
-class BenchError(RuntimeError):
-    """A clear, user-facing failure."""
 
 
 def settled_rss_kb(pid: int, seconds: float = SETTLE_S) -> int:
@@ -326,6 +319,22 @@ def report(args: argparse.Namespace, rows: list[dict], flight: dict | None, limi
     return text
 
 
+def start_origin(group: ProcessGroup, limit: int) -> list[int]:
+    """One nginx serving /1k on 1 + N_PROXIES ports (the Collector and the proxies' stand-ins), allowed `limit`
+    connections; its ports."""
+    workdir = group.workdir
+    (workdir / "www").mkdir()
+    (workdir / "www/1k").write_bytes(bytes(1024))
+    (workdir / "origin/tmp").mkdir(parents=True)
+    origin_ports = [free_port() for _ in range(1 + N_PROXIES)]
+    listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
+    (workdir / "origin/nginx.conf").write_text(render_text(ORIGIN_CONF, {
+        "dir": workdir / "origin", "nofile": limit, "listens": listens, "www": workdir / "www"}))
+    group.start("origin", ["nginx", "-e", str(workdir / "origin/error.log"), "-p", str(workdir / "origin"),
+                           "-c", str(workdir / "origin/nginx.conf")], port=origin_ports[0], deadline_s=15)
+    return origin_ports
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--counts", default="1000,3000,10000", help="idle connection counts, comma-separated")
@@ -346,15 +355,7 @@ def main() -> int:
     workdir.chmod(0o755)  # nginx workers run as an unprivileged user when started as root
     try:
         with ProcessGroup(workdir) as group:
-            (workdir / "www").mkdir()
-            (workdir / "www/1k").write_bytes(bytes(1024))
-            (workdir / "origin/tmp").mkdir(parents=True)
-            origin_ports = [free_port() for _ in range(1 + N_PROXIES)]
-            listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
-            (workdir / "origin/nginx.conf").write_text(render_text(ORIGIN_CONF, {
-                "dir": workdir / "origin", "nofile": limit, "listens": listens, "www": workdir / "www"}))
-            group.start("origin", ["nginx", "-e", str(workdir / "origin/error.log"), "-p", str(workdir / "origin"),
-                                   "-c", str(workdir / "origin/nginx.conf")], port=origin_ports[0], deadline_s=15)
+            origin_ports = start_origin(group, limit)
             rows = asyncio.run(idle_rows(group, counts, origin_ports, limit, args.concurrency))
             flight = (asyncio.run(in_flight_row(group, args.in_flight, origin_ports[1:], args.hold))
                       if args.in_flight else None)

@@ -24,42 +24,26 @@ Run: ./spe bench cpu_breakdown [--rounds 3] [--seconds 8] [--trace-seconds 4] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
-    LOAD_CPU,
-    MULTIPLIER,
-    SERVER_CPU,
-    BenchError,
-    busy_seconds,
-    check_alive,
-    command_line,
-    cpu_times,
-    machine,
-    process_tree,
-    publish,
-    run_main,
-    run_wrk,
-    start_file_server,
-    start_server,
-    write_objects,
-)
-from throughput import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks  # noqa: E402
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from analysis.stats import median
+from bench.lib.callgrind import callgrind, split_name
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
+from bench.lib.logs import lines_in
+from bench.lib.meters import busy_seconds
+from bench.lib.nginx_fanout import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks
+from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, start_server, write_objects
+from bench.lib.wrk import run_wrk
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, cpu_times, free_port, process_tree
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "CPU per request taken apart: Multiplier and nginx Lua fan-out, 4-way, 1 KB"
@@ -106,39 +90,6 @@ def parse_strace_summary(text: str) -> dict[str, int]:
     return calls
 
 
-ANNOTATE_LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$")
-
-
-def callgrind_costs(annotate_text: str) -> tuple[int, list[tuple[int, str]]]:
-    """(program total, [(self instructions, 'file:function [object]')]) from `callgrind_annotate`.
-    A dump taken while the program runs also lists the functions still on the stack (main,
-    io_context::run ...) with about the whole total as if it were their own: those are left out."""
-    total = 0
-    rows = []
-    for line in annotate_text.splitlines():
-        m = ANNOTATE_LINE.match(line)
-        if not m:
-            continue
-        cost, name = int(m.group(1).replace(",", "")), m.group(2).strip()
-        if name == "PROGRAM TOTALS":
-            total = cost
-        elif cost < 0.9 * total:
-            rows.append((cost, name))
-    return total, rows
-
-
-CALLGRIND_NAME = re.compile(r"^(?P<file>[^:]*):(?P<function>.*?)(?: \[(?P<object>[^\]]*)\])?$")
-RETURN_TYPE = re.compile(r"^(?:(?:void|auto|bool|int|unsigned long|std::size_t|unsigned int) )+")
-
-
-def split_name(where: str) -> dict[str, str]:
-    """'file:function [object]' -> its parts; a leading return type is dropped from the function."""
-    m = CALLGRIND_NAME.match(where)
-    parts = m.groupdict(default="") if m else {"file": "", "function": where, "object": ""}
-    parts["function"] = RETURN_TYPE.sub("", parts["function"])
-    return parts
-
-
 def component(where: str) -> str:
     parts = split_name(where)
     return next((name for name, field, rule in COMPONENTS if rule.search(parts[field])), OTHER)
@@ -174,24 +125,15 @@ def start_lua(group: ProcessGroup, name: str, port: int, upstream_ports: list[in
 
 def start_mult(group: ProcessGroup, name: str, port: int, origin_ports: list[int], log: Path, wrapper: list[str],
                binary: Path = MULTIPLIER, deadline_s: float = 15) -> int:
-    argv = [*wrapper, str(binary), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{origin_ports[0]}",
-            "--log", str(log), "--via-name", f"spe-bench-{port}"]
-    for i, p in enumerate(origin_ports[1:], 1):
-        argv += ["--proxy", f"p{i}=127.0.0.1:{p}"]
-    return start_server(group, name, argv, port, SERVER_CPU, deadline_s=deadline_s).pid
+    return start_multiplier(group, name, port, origin_ports[0], numbered(origin_ports[1:]), log,
+                            extra=("--via-name", f"spe-bench-{port}"), wrapper=tuple(wrapper), binary=binary,
+                            deadline_s=deadline_s).pid
 
 
 def serving_pid(pid: int) -> int:
     """The process that serves: an nginx master's worker, else the process itself."""
     children = [p for p in process_tree(pid) if p != pid]
     return children[0] if children else pid
-
-
-def lines_in(path: Path) -> int:
-    if not path.exists():
-        return 0
-    with open(path, "rb") as f:
-        return sum(1 for _ in f)
 
 
 # ---------------------------------------------------------------- the three parts
@@ -229,33 +171,6 @@ def trace_syscalls(pid: int, url: str, script: Path | None, seconds: float, work
         tracer.wait(timeout=30)
     calls = parse_strace_summary(out.read_text())
     return {"requests": result["requests"], "calls": calls}
-
-
-def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int], url: str, script: Path | None,
-              seconds: float, workdir: Path, served: Callable[[], int] | None = None) -> dict:
-    """Starts a server under callgrind (start(wrapper) -> pid), warms it, counts the instructions of
-    `seconds` of load; requests are counted by served() (e.g. log records) or else by wrk."""
-    dump = workdir / f"callgrind-{name}"
-    wrapper = ["valgrind", "--tool=callgrind", "--smc-check=all-non-file", f"--callgrind-out-file={dump}.%p"]
-    pid = start(wrapper)
-    run_wrk(url, script, 3, 10, workdir)
-    subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True, timeout=60)
-    before = served() if served else 0
-    result = run_wrk(url, script, seconds, 10, workdir)
-    time.sleep(1.0)  # the last replies' fan-out
-    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True, timeout=60)
-    requests = served() - before if served else result["requests"]
-    child = next(c for c in group.children if c.pid == pid)
-    child.popen.send_signal(signal.SIGINT)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        child.popen.wait(timeout=30)
-    dump_file = workdir / f"callgrind-{name}.{pid}.1"  # the dump asked for above (.{pid} alone: at exit)
-    if not dump_file.exists():
-        raise BenchError(f"{name}: callgrind wrote no dump")
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(dump_file)],
-                          capture_output=True, text=True, check=True, timeout=300).stdout
-    total, rows = callgrind_costs(text)
-    return {"requests": max(requests, 1), "total": total, "rows": rows}
 
 
 # ---------------------------------------------------------------- main

@@ -39,37 +39,28 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
-    LOAD_CPU,
-    SERVER_CPU,
+from analysis.stats import mean_ci, median, median_ci, percentile
+from bench.lib.clients import fixed_rate, get
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.logs import fmt_counter, stderr_problems
+from bench.lib.meters import busy_seconds
+from bench.lib.servers import (
     SQUID,
-    BenchError,
     allocate_ports,
-    busy_seconds,
     check_alive,
-    command_line,
-    fixed_rate,
-    fmt_counter,
-    get,
-    machine,
-    publish,
-    run_main,
     start_dummy,
     start_file_server,
     start_multiplier,
     start_squid_pinned,
     start_stock_collector,
-    stderr_problems,
     write_objects,
 )
-
-from analysis.stats import mean_ci, median, median_ci, percentile  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup  # noqa: E402
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Measurement fidelity"
@@ -163,121 +154,117 @@ def client_line(r: dict) -> str:
             f"machine CPU during the run {r['busy_cpu']:.1f} CPU-s of {2 * r['wall']:.0f}")
 
 
-# ---------------------------------------------------------------- 7.2: dummies
-
-def part_dummies(args: argparse.Namespace, workdir: Path) -> tuple[str, list[str]]:
-    dummies = ["dummy1", "dummy2"]
-    ports = allocate_ports(["origin", "collector", "mult", *dummies, *(f"c-{d}" for d in dummies)])
+def run_part(args: argparse.Namespace, workdir: Path, part: str, proxies: list[str], start_proxy: Callable,
+             cpu: int | None = SERVER_CPU, extra: tuple[str, ...] = (),
+             seed: int = 0) -> tuple[Path, int, dict, list[str]]:
+    """The origin, the Collector with a port per proxy, the proxies under test (start_proxy(group, name, port,
+    Collector port, cpu)) and the Multiplier, warmed, then the fixed-rate client: the Multiplier's log, the last
+    warm-up record's id, the client's figures and the warnings on the Multiplier's stderr."""
+    ports = allocate_ports(["origin", "collector", "mult", *proxies, *(f"c-{p}" for p in proxies)])
     origin_host = f"127.0.0.1:{ports['origin']}"
-    names = list(objects())
-    log = workdir / "dummies.jsonl"
-    with ProcessGroup(workdir / "dummies") as group:
+    log = workdir / f"{part}.jsonl"
+    with ProcessGroup(workdir / part) as group:
         group.workdir.mkdir()
         group.workdir.chmod(0o755)
-        start_file_server(group, "origin", workdir / "www", [ports["origin"]])
-        start_stock_collector(group, ports["collector"], {d: ports[f"c-{d}"] for d in dummies})
-        for d in dummies:
-            start_dummy(group, d, ports[d], ports[f"c-{d}"])
-        mult = start_multiplier(group, "mult", ports["mult"], ports["collector"], {d: ports[d] for d in dummies}, log)
-        first = warm(ports["mult"], origin_host, names)
-        client = drive(ports["mult"], origin_host, args.rate, args.seconds, seed=72)
+        start_file_server(group, "origin", workdir / "www", [ports["origin"]], cpu)
+        start_stock_collector(group, ports["collector"], {p: ports[f"c-{p}"] for p in proxies}, cpu)
+        for p in proxies:
+            start_proxy(group, p, ports[p], ports[f"c-{p}"], cpu)
+        mult = start_multiplier(group, "mult", ports["mult"], ports["collector"], {p: ports[p] for p in proxies},
+                                log, cpu=cpu, extra=extra)
+        first = warm(ports["mult"], origin_host, list(objects()))
+        client = drive(ports["mult"], origin_host, args.rate, args.seconds, seed=seed)
         check_alive(group)
         mult.stop(deadline_s=15)
-        problems = [f"Multiplier stderr: {line}" for line in stderr_problems(mult.log)[:5]]
+        return log, first, client, stderr_problems(mult.log)[:5]
+
+
+# ---------------------------------------------------------------- 7.2: dummies
+
+DUMMIES = ["dummy1", "dummy2"]
+
+
+def part_dummies(args: argparse.Namespace, workdir: Path) -> tuple[str, list[str]]:
+    log, first, client, stderr = run_part(args, workdir, "dummies", DUMMIES, start_dummy, seed=72)
+    problems = [f"Multiplier stderr: {line}" for line in stderr]
     recs = records(log, first)
     n_all, results = result_counts(log, first)
     if len(recs) < 100:
         raise BenchError(f"dummies: only {len(recs)} usable records of {n_all}")
     direct = [r["collector"]["total_us"] for r in recs]
-    legs = {d: [next(p for p in r["proxies"] if p["name"] == d)["total_us"] for r in recs] for d in dummies}
-    rows = ["| path | mean ms | median ms | p90 ms | paired difference to direct: mean ms (95 % CI) | "
-            "median ms (95 % CI) |", "|---|---|---|---|---|---|",
-            f"| direct (the Collector, as the Multiplier measured it) | {describe(direct)} | – | – |"]
-    for d in dummies:
-        diff = [a - b for a, b in zip(legs[d], direct, strict=True)]
-        m, h = mean_pm(diff)
-        lo, hi = median_ci(diff)
-        rows.append(f"| {d} (Multiplier --dummy → its Collector port) | {describe(legs[d])} | {m / 1000:+.3f} "
-                    f"(±{h / 1000:.3f}) | {median(diff) / 1000:+.3f} "
-                    f"({lo / 1000:+.3f} … {hi / 1000:+.3f}) |")
-    both = [a - b for a, b in zip(legs[dummies[0]], legs[dummies[1]], strict=True)]
+    legs = {d: [next(p for p in r["proxies"] if p["name"] == d)["total_us"] for r in recs] for d in DUMMIES}
+    both = [a - b for a, b in zip(legs[DUMMIES[0]], legs[DUMMIES[1]], strict=True)]
     m12, h12 = mean_pm(both)
     lo12, hi12 = median_ci(both)
     by_pos = {pos: [p["total_us"] for r in recs for p in r["proxies"] if p["position"] == pos] for pos in (0, 1)}
-    size_rows = ["| object size | requests | direct median ms | dummies median ms | median paired difference ms |",
-                 "|---|---|---|---|---|"]
-    for size, _ in MIX:
-        idx = [i for i, r in enumerate(recs) if r["collector"]["bytes"] == size]
-        if not idx:
-            continue
-        dm = [legs[d][i] for d in dummies for i in idx]
-        pd = [legs[d][i] - direct[i] for d in dummies for i in idx]
-        size_rows.append(f"| {size // 1024} KB | {len(idx)} | {ms(median([direct[i] for i in idx]))} | "
-                         f"{ms(median(dm))} | {median(pd) / 1000:+.3f} |")
-    mean_gap = statistics.fmean(legs[dummies[0]] + legs[dummies[1]]) / statistics.fmean(direct) - 1
+    mean_gap = statistics.fmean(legs[DUMMIES[0]] + legs[DUMMIES[1]]) / statistics.fmean(direct) - 1
     text = (f"### 7.2 Proxy penalty: two dummies against the direct path\n\n"
             f"{len(recs)} measured requests ({n_all} logged after the warm-up; proxy results "
             f"{fmt_counter(results)}), {args.rate:g} req/s for {args.seconds:g} s, every server on CPU{SERVER_CPU}. "
-            f"{client_line(client)}.\n\n" + "\n".join(rows) + "\n\n"
+            f"{client_line(client)}.\n\n" + "\n".join(penalty_rows(direct, legs)) + "\n\n"
             f"- dummy1 − dummy2 (identical proxies): mean {m12 / 1000:+.3f} ms (±{h12 / 1000:.3f}), median "
             f"{median(both) / 1000:+.3f} ms ({lo12 / 1000:+.3f} … {hi12 / 1000:+.3f})\n"
             f"- by fan-out position (either dummy): first {ms(statistics.fmean(by_pos[0]))} ms mean / "
             f"{ms(median(by_pos[0]))} ms median, second {ms(statistics.fmean(by_pos[1]))} / "
             f"{ms(median(by_pos[1]))} ms\n"
             f"- the dummies' mean is {mean_gap:+.0%} of the direct mean; {ROPE_72}, i.e. +20 %\n\n"
-            + "\n".join(size_rows) + "\n")
+            + "\n".join(size_rows(recs, direct, legs)) + "\n")
     return text, problems
 
 
+def penalty_rows(direct: list[float], legs: dict[str, list[float]]) -> list[str]:
+    """The direct path and each dummy, and each dummy's paired difference to the direct path."""
+    rows = ["| path | mean ms | median ms | p90 ms | paired difference to direct: mean ms (95 % CI) | "
+            "median ms (95 % CI) |", "|---|---|---|---|---|---|",
+            f"| direct (the Collector, as the Multiplier measured it) | {describe(direct)} | – | – |"]
+    for d, times in legs.items():
+        diff = [a - b for a, b in zip(times, direct, strict=True)]
+        m, h = mean_pm(diff)
+        lo, hi = median_ci(diff)
+        rows.append(f"| {d} (Multiplier --dummy → its Collector port) | {describe(times)} | {m / 1000:+.3f} "
+                    f"(±{h / 1000:.3f}) | {median(diff) / 1000:+.3f} "
+                    f"({lo / 1000:+.3f} … {hi / 1000:+.3f}) |")
+    return rows
+
+
+def size_rows(recs: list[dict], direct: list[float], legs: dict[str, list[float]]) -> list[str]:
+    """Per object size: the direct and the dummies' medians and their median paired difference."""
+    rows = ["| object size | requests | direct median ms | dummies median ms | median paired difference ms |",
+            "|---|---|---|---|---|"]
+    for size, _ in MIX:
+        idx = [i for i, r in enumerate(recs) if r["collector"]["bytes"] == size]
+        if not idx:
+            continue
+        dm = [times[i] for times in legs.values() for i in idx]
+        pd = [times[i] - direct[i] for times in legs.values() for i in idx]
+        rows.append(f"| {size // 1024} KB | {len(idx)} | {ms(median([direct[i] for i in idx]))} | "
+                    f"{ms(median(dm))} | {median(pd) / 1000:+.3f} |")
+    return rows
+
+
 # ---------------------------------------------------------------- 7.4: positions
+
+SQUIDS = ["squid1", "squid2", "squid3"]
+
 
 def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.fmean(values)
 
 
 def part_positions(args: argparse.Namespace, workdir: Path, placement: str, order: str) -> tuple[str, list[str]]:
-    proxies = ["squid1", "squid2", "squid3"]
     cpu = SERVER_CPU if placement == "pinned" else None
-    ports = allocate_ports(["origin", "collector", "mult", *proxies, *(f"c-{p}" for p in proxies)])
-    origin_host = f"127.0.0.1:{ports['origin']}"
-    log = workdir / f"positions-{placement}-{order}.jsonl"
-    with ProcessGroup(workdir / f"positions-{placement}-{order}") as group:
-        group.workdir.mkdir()
-        group.workdir.chmod(0o755)
-        start_file_server(group, "origin", workdir / "www", [ports["origin"]], cpu)
-        start_stock_collector(group, ports["collector"], {p: ports[f"c-{p}"] for p in proxies}, cpu)
-        for p in proxies:
-            start_squid_pinned(group, p, ports[p], ports[f"c-{p}"], cpu)
-        mult = start_multiplier(group, "mult", ports["mult"], ports["collector"], {p: ports[p] for p in proxies},
-                                log, cpu=cpu, extra=("--legs", order))
-        first = warm(ports["mult"], origin_host, list(objects()))
-        client = drive(ports["mult"], origin_host, args.rate, args.seconds, seed=74)
-        check_alive(group)
-        mult.stop(deadline_s=15)
-        problems = [f"Multiplier stderr ({placement}): {line}" for line in stderr_problems(mult.log)[:5]]
-    recs = [r for r in records(log, first) if len(r["proxies"]) == len(proxies)]
+    log, first, client, stderr = run_part(args, workdir, f"positions-{placement}-{order}", SQUIDS,
+                                          start_squid_pinned, cpu, ("--legs", order), seed=74)
+    problems = [f"Multiplier stderr ({placement}): {line}" for line in stderr]
+    recs = [r for r in records(log, first) if len(r["proxies"]) == len(SQUIDS)]
     n_all, results = result_counts(log, first)
     if len(recs) < 100:
         raise BenchError(f"positions ({placement}, {order} legs): only {len(recs)} usable records of {n_all}")
+    # each leg: (proxy, position, latency, the mean latency of the request's legs)
     legs = [(p["name"], p["position"], p["total_us"], statistics.fmean(q["total_us"] for q in r["proxies"]))
             for r in recs for p in r["proxies"]]
-    by_proxy = {n: [t for name, _, t, _ in legs if name == n] for n in proxies}
-    by_pos = {k: [t for _, pos, t, _ in legs if pos == k] for k in range(len(proxies))}
-    effect = {k: [t - m for _, pos, t, m in legs if pos == k] for k in range(len(proxies))}
-    overall = statistics.fmean(t for _, _, t, _ in legs)
-    rows = ["| | legs | mean ms | median ms | paired effect: mean ms (95 % CI) | as % of the mean |",
-            "|---|---|---|---|---|---|"]
-    for n in proxies:
-        e = [t - m for name, _, t, m in legs if name == n]
-        mean_e, half = mean_pm(e)
-        rows.append(f"| proxy {n} | {len(by_proxy[n])} | {ms(statistics.fmean(by_proxy[n]))} | "
-                    f"{ms(median(by_proxy[n]))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
-                    f"{mean_e / overall:+.1%} |")
-    for k in range(len(proxies)):
-        mean_e, half = mean_pm(effect[k])
-        rows.append(f"| position {k} | {len(by_pos[k])} | {ms(statistics.fmean(by_pos[k]))} | "
-                    f"{ms(median(by_pos[k]))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
-                    f"{mean_e / overall:+.1%} |")
+    by_proxy = {n: [t for name, _, t, _ in legs if name == n] for n in SQUIDS}
+    by_pos = {k: [t for _, pos, t, _ in legs if pos == k] for k in range(len(SQUIDS))}
     s_mean = spread([statistics.fmean(v) for v in by_pos.values()])
     s_median = spread([median(v) for v in by_pos.values()])
     s_proxy = spread([statistics.fmean(v) for v in by_proxy.values()])
@@ -287,10 +274,27 @@ def part_positions(args: argparse.Namespace, workdir: Path, placement: str, orde
            "`--legs serial`: each proxy gets the request when the previous one has answered")
     text = (f"#### Placement: {where}; {how}\n\n"
             f"{len(recs)} measured requests ({n_all} logged after the warm-up; proxy results {fmt_counter(results)}), "
-            f"{args.rate:g} req/s for {args.seconds:g} s. {client_line(client)}.\n\n" + "\n".join(rows) + "\n\n"
+            f"{args.rate:g} req/s for {args.seconds:g} s. {client_line(client)}.\n\n"
+            + "\n".join(effect_rows(legs, by_proxy, by_pos)) + "\n\n"
             f"- spread (max − min) / mean across positions: **{s_mean:.1%} of the means, {s_median:.1%} of the "
             f"medians** (target < {TARGET_SPREAD:.0%}: **{verdict}**); across proxies {s_proxy:.1%} of the means\n")
     return text, problems
+
+
+def effect_rows(legs: list[tuple], by_proxy: dict[str, list[float]], by_pos: dict[int, list[float]]) -> list[str]:
+    """Per proxy and per position: legs, mean, median and the paired effect (a leg's latency minus the mean of
+    its request's legs) with its 95 % interval, also as a share of the overall mean."""
+    overall = statistics.fmean(t for _, _, t, _ in legs)
+    rows = ["| | legs | mean ms | median ms | paired effect: mean ms (95 % CI) | as % of the mean |",
+            "|---|---|---|---|---|---|"]
+    groups = [(f"proxy {n}", times, [t - m for name, _, t, m in legs if name == n]) for n, times in by_proxy.items()]
+    groups += [(f"position {k}", times, [t - m for _, pos, t, m in legs if pos == k]) for k, times in by_pos.items()]
+    for label, times, effect in groups:
+        mean_e, half = mean_pm(effect)
+        rows.append(f"| {label} | {len(times)} | {ms(statistics.fmean(times))} | "
+                    f"{ms(median(times))} | {mean_e / 1000:+.3f} (±{half / 1000:.3f}) | "
+                    f"{mean_e / overall:+.1%} |")
+    return rows
 
 
 # ---------------------------------------------------------------- main

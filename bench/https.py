@@ -33,31 +33,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from benchlib import (  # noqa: E402
-    LOAD_CPU,
-    SERVER_CPU,
-    BenchError,
-    check_alive,
-    command_line,
-    cpu_seconds,
-    machine,
-    process_tree,
-    publish,
-    run_main,
-    start_multiplier,
-    start_nginx,
-    start_server,
-    wait_port,
-)
-
-from analysis.stats import median  # noqa: E402
-from spe_tools import ca as spe_ca  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from analysis.stats import median
+from bench import ROOT
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.meters import cpu_seconds
+from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, start_server, wait_port
+from spe_tools import ca as spe_ca
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, free_port, process_tree
 
 TITLE = "HTTPS interception at 4-way fan-out, 1 KB"
 CLIENT = ROOT / "build/release/bench/tls_load/spe-tls-load"
@@ -195,59 +179,82 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     www.chmod(0o755)
     (www / "1k").write_bytes(bytes((i * 7) % 256 for i in range(1024)))
     (www / "1k").chmod(0o644)
-    origin_ca, cert, key = spe_ca.test_origin_tls(workdir / "origin-tls", ["localhost", "127.0.0.1"])
-    spe_files, _ = spe_ca.create_spe_ca(workdir / "spe-ca")
     ports = {"origin": [free_port() for _ in range(1 + PROXIES)], "origin_tls": free_port(), "mult": free_port(),
              "mitm": free_port()}
     with ProcessGroup(workdir) as group:
-        start_nginx(group, "origin", ORIGIN.replace("{{servers}}", origin_servers(
-            www, ports["origin"], ports["origin_tls"], cert, key)), [*ports["origin"], ports["origin_tls"]])
-        mult = start_multiplier(group, "mult", ports["mult"], ports["origin"][0],
-                                {f"p{i}": ports["origin"][i] for i in range(1, PROXIES + 1)}, workdir / "mult.jsonl",
-                                extra=("--intercept-tls", "--ca-dir", str(spe_files.directory),
-                                       "--connect-port", str(ports["origin_tls"])))
-        mitm_conf = workdir / "mitm"
-        mitm = start_server(group, "mitm", ["mitmdump", "--mode", "regular", "--listen-host", "127.0.0.1",
-                                            "--listen-port", str(ports["mitm"]), "--set", f"confdir={mitm_conf}",
-                                            "--set", f"ssl_verify_upstream_trusted_ca={origin_ca}", "-q"],
-                            ports["mitm"], deadline_s=30)
-        for _ in range(100):  # mitmproxy writes its CA on start
-            if (mitm_conf / "mitmproxy-ca-cert.pem").exists():
-                break
-            time.sleep(0.1)
-        cas = {"mult": spe_files.cert, "mitm": mitm_conf / "mitmproxy-ca-cert.pem"}
-        pids = {"mult": process_tree(mult.pid), "mitm": process_tree(mitm.pid)}
+        cas, pids = start_servers(group, ports)
         for name in ROUND_SCENARIOS:  # warm-up: connection pools, mitmproxy's leaf for localhost
             proxy, target, ca, extra, conns = scenario_argv(name, ports, cas)
             client(args, proxy, target, ca, *extra, seconds=1, connections=conns)
-        runs = []
-        for rnd in range(args.rounds):
-            order = ROUND_SCENARIOS[rnd % len(ROUND_SCENARIOS):] + ROUND_SCENARIOS[:rnd % len(ROUND_SCENARIOS)]
-            for name in order:
-                proxy, target, ca, extra, conns = scenario_argv(name, ports, cas)
-                server = pids["mult" if name.startswith("mult") else "mitm"]
-                c0 = cpu_seconds(server)
-                result = client(args, proxy, target, ca, *extra, connections=conns)
-                cpu = cpu_seconds(server) - c0
-                runs.append({**result, "round": rnd, "scenario": name,
-                             "cpu_us": cpu / max(result["requests"], 1) * 1e6})
-                print(f"round {rnd + 1}/{args.rounds} {name:11s} {result['rps']:8.0f} req/s  "
-                      f"p50 {result['p50_us']:6d} µs  {runs[-1]['cpu_us']:7.1f} µs CPU/req  "
-                      f"errors {result['errors']}", flush=True)
-        https_target = f"localhost:{ports['origin_tls']}"
-        for name, extra in (("mult-new-1", ()), ("mult-newhost-1", ("--unique-hosts",))):
-            c0 = cpu_seconds(pids["mult"])
-            result = client(args, ports["mult"], https_target, cas["mult"], "--new-connection", "--max-requests",
-                            str(args.new_hosts), *extra, connections=1, seconds=60)
-            runs.append({**result, "round": 0, "scenario": name,
-                         "cpu_us": (cpu_seconds(pids["mult"]) - c0) / max(result["requests"], 1) * 1e6})
-            print(f"{name:15s} {result['rps']:8.0f} req/s  p50 {result['p50_us']:6d} µs", flush=True)
+        runs = measure_rounds(args, ports, cas, pids) + new_host_runs(args, ports, cas, pids)
         check_alive(group)
         if not wait_port(ports["mult"], 1):
             raise BenchError("the Multiplier stopped answering")
         group.stop_all()
     text, problems = report(args, runs, [records_check(workdir / "mult.jsonl")])
     return publish(text, problems, title=TITLE, write=not args.no_append)
+
+
+def start_servers(group: ProcessGroup, ports: dict) -> tuple[dict[str, Path], dict[str, list[int]]]:
+    """The origin (plain ports and a TLS one), the intercepting Multiplier and mitmdump: the CA file that
+    each proxy's leaf certificates are checked against, and each proxy's processes."""
+    workdir = group.workdir
+    origin_ca, cert, key = spe_ca.test_origin_tls(workdir / "origin-tls", ["localhost", "127.0.0.1"])
+    spe_files, _ = spe_ca.create_spe_ca(workdir / "spe-ca")
+    start_nginx(group, "origin", ORIGIN.replace("{{servers}}", origin_servers(
+        workdir / "www", ports["origin"], ports["origin_tls"], cert, key)), [*ports["origin"], ports["origin_tls"]])
+    mult = start_multiplier(group, "mult", ports["mult"], ports["origin"][0],
+                            numbered(ports["origin"][1:]), workdir / "mult.jsonl",
+                            extra=("--intercept-tls", "--ca-dir", str(spe_files.directory),
+                                   "--connect-port", str(ports["origin_tls"])))
+    mitm_conf = workdir / "mitm"
+    mitm = start_server(group, "mitm", ["mitmdump", "--mode", "regular", "--listen-host", "127.0.0.1",
+                                        "--listen-port", str(ports["mitm"]), "--set", f"confdir={mitm_conf}",
+                                        "--set", f"ssl_verify_upstream_trusted_ca={origin_ca}", "-q"],
+                        ports["mitm"], deadline_s=30)
+    for _ in range(100):  # mitmproxy writes its CA on start
+        if (mitm_conf / "mitmproxy-ca-cert.pem").exists():
+            break
+        time.sleep(0.1)
+    cas = {"mult": spe_files.cert, "mitm": mitm_conf / "mitmproxy-ca-cert.pem"}
+    return cas, {"mult": process_tree(mult.pid), "mitm": process_tree(mitm.pid)}
+
+
+def measure_rounds(args: argparse.Namespace, ports: dict, cas: dict[str, Path],
+                   pids: dict[str, list[int]]) -> list[dict]:
+    """The round scenarios in interleaved rounds, the order rotating: the client's figures and the proxy's CPU
+    per request."""
+    runs = []
+    for rnd in range(args.rounds):
+        order = ROUND_SCENARIOS[rnd % len(ROUND_SCENARIOS):] + ROUND_SCENARIOS[:rnd % len(ROUND_SCENARIOS)]
+        for name in order:
+            proxy, target, ca, extra, conns = scenario_argv(name, ports, cas)
+            server = pids["mult" if name.startswith("mult") else "mitm"]
+            c0 = cpu_seconds(server)
+            result = client(args, proxy, target, ca, *extra, connections=conns)
+            cpu = cpu_seconds(server) - c0
+            runs.append({**result, "round": rnd, "scenario": name,
+                         "cpu_us": cpu / max(result["requests"], 1) * 1e6})
+            print(f"round {rnd + 1}/{args.rounds} {name:11s} {result['rps']:8.0f} req/s  "
+                  f"p50 {result['p50_us']:6d} µs  {runs[-1]['cpu_us']:7.1f} µs CPU/req  "
+                  f"errors {result['errors']}", flush=True)
+    return runs
+
+
+def new_host_runs(args: argparse.Namespace, ports: dict, cas: dict[str, Path],
+                  pids: dict[str, list[int]]) -> list[dict]:
+    """One client, a new connection per request, through the Multiplier: to one host (its leaf cached) and to a
+    new host each time (a leaf made and signed per connection)."""
+    runs = []
+    https_target = f"localhost:{ports['origin_tls']}"
+    for name, extra in (("mult-new-1", ()), ("mult-newhost-1", ("--unique-hosts",))):
+        c0 = cpu_seconds(pids["mult"])
+        result = client(args, ports["mult"], https_target, cas["mult"], "--new-connection", "--max-requests",
+                        str(args.new_hosts), *extra, connections=1, seconds=60)
+        runs.append({**result, "round": 0, "scenario": name,
+                     "cpu_us": (cpu_seconds(pids["mult"]) - c0) / max(result["requests"], 1) * 1e6})
+        print(f"{name:15s} {result['rps']:8.0f} req/s  p50 {result['p50_us']:6d} µs", flush=True)
+    return runs
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ client request plus N per fan-out). Exit status 1 if a check failed.
 
 Run: ./spe bench overhead [--quick] [--rounds N] [--seconds S] [--gap-ms MS] [--counts 0,1,2,4,8]
                           [--sizes 1k,13k,1m] [--base-port P] [--no-append] [--keep]
- or: python3 bench/overhead.py ...
+ or: python3 -m bench.overhead ...
 """
 
 from __future__ import annotations
@@ -49,40 +49,30 @@ import datetime
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
-    LOAD_CPU,
-    SERVER_CPU,
+from analysis.collector_log import SPE_LOGFORMAT, PortUsage, add_access_line
+from analysis.stats import median
+from bench.lib.clients import get
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.logs import fmt_counter, read_multiplier_log, stderr_problems
+from bench.lib.meters import busy_seconds, cpu_seconds
+from bench.lib.servers import (
     SQUID,
-    BenchError,
     allocate_ports,
-    busy_seconds,
     check_alive,
-    command_line,
-    cpu_seconds,
-    fmt_counter,
-    get,
-    machine,
-    process_tree,
-    publish,
-    read_multiplier_log,
-    run_main,
-    run_wrk,
     start_file_server,
     start_hops,
     start_multiplier,
     start_squid_conf,
-    stderr_problems,
     write_objects,
 )
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import Child, ProcessGroup  # noqa: E402
+from bench.lib.wrk import run_wrk
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import Child, ProcessGroup, process_tree
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier overhead on loopback"
@@ -101,8 +91,8 @@ http_port 127.0.0.1:{{port}} name=direct
 {{proxy_ports}}workers 1
 pid_filename {{dir}}/squid.pid
 cache_log {{dir}}/cache.log
-logformat bench %>lp %Ss/%03>Hs %<st %ru
-access_log stdio:{{dir}}/access.log bench
+logformat spe {{logformat}}
+access_log stdio:{{dir}}/access.log spe
 cache_store_log none
 logfile_rotate 0
 coredump_dir {{dir}}
@@ -127,19 +117,21 @@ def mult(n: int) -> str:
 # ---------------------------------------------------------------- set-up
 
 def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str, int]) -> Child:
-    """Squid with a short access.log format (receiving port, code, size, URL) for the accounting."""
+    """Squid logging in the Collector's format (analysis/collector_log.py's SPE_LOGFORMAT), which the accounting
+    reads with the analysis's own reader."""
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
-    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra})
+    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra,
+                                    "logformat": SPE_LOGFORMAT})
     return start_squid_conf(group, "collector", conf, port, ports=tuple(accel_ports.values()))
 
 
-def warm_and_check(ports: dict[str, int], n_max: int, counts: list[int], origin_host: str,
-                   bodies: dict[str, bytes]) -> collections.Counter:
+def warm_and_check(setup: Setup, bodies: dict[str, bytes]) -> collections.Counter:
     """Fills the Collector's cache and checks every path once.
 
     Returns the requests sent per entry point (nginx-hop, multN) and per Collector side
     (client port, proxy ports, hop port), for the accounting at the end.
     """
+    ports, origin_host = setup.ports, setup.origin_host
     sent: collections.Counter = collections.Counter()
 
     def check(port_name: str, target: str, body: bytes, hit: bool = False) -> None:
@@ -159,11 +151,11 @@ def warm_and_check(ports: dict[str, int], n_max: int, counts: list[int], origin_
         check("nginx-hop", url, body)
         sent["collector hop port"] += 2
         sent["nginx-hop"] += 1
-        for i in range(n_max):
+        for i in range(setup.n_max):
             check(f"c{i + 1}", f"/{size}", body, hit=True)
             check(f"s{i + 1}", url, body)
             sent["collector proxy ports"] += 2
-        for n in counts:
+        for n in setup.counts:
             check(mult(n), url, body)
             sent[mult(n)] += 1
             sent["collector client port"] += 1
@@ -172,23 +164,23 @@ def warm_and_check(ports: dict[str, int], n_max: int, counts: list[int], origin_
 
 # ---------------------------------------------------------------- log checks
 
+COLLECTOR_SIDES = {"direct": "collector client port", "chop": "collector hop port"}  # the rest: proxy ports
+
+
 def read_collector_log(path: Path, port_names: dict[int, str]) -> tuple[collections.Counter, collections.Counter, int]:
-    """Squid access.log (format `bench`): requests per port side, result codes, readiness probes."""
+    """The Collector's access.log, read as the analysis reads it (analysis/collector_log.py): requests per port
+    side, result codes, and the connections that sent no request (this script's readiness probes)."""
+    usage: dict[str, PortUsage] = {}
+    probes = 0
+    with contextlib.suppress(OSError):
+        for line in path.read_text(errors="replace").splitlines():
+            # None: nothing to count, which for a line that is not blank means a connection that sent no request
+            probes += add_access_line(usage, line, port_names) is None and bool(line.strip())
     sides: collections.Counter = collections.Counter()
     codes: collections.Counter = collections.Counter()
-    probes = 0
-    with contextlib.suppress(OSError), path.open(errors="replace") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) < 4:
-                continue
-            if parts[1] == "NONE_NONE/000" and parts[3] == "error:transaction-end-before-headers":
-                probes += 1  # a connection closed without a request: this script's port probes
-                continue
-            name = port_names.get(int(parts[0]) if parts[0].isdigit() else -1, parts[0])
-            side = {"direct": "collector client port", "chop": "collector hop port"}.get(name, "collector proxy ports")
-            sides[side] += 1
-            codes[parts[1]] += 1
+    for name, u in usage.items():
+        sides[COLLECTOR_SIDES.get(name, "collector proxy ports")] += u.requests
+        codes.update(u.codes)
     return sides, codes, probes
 
 
@@ -301,170 +293,286 @@ def main() -> int:
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
-    counts, sizes = args.counts, args.sizes
-    n_max = max(counts)
-    targets = [*FIXED, *(mult(n) for n in counts)]
+    setup = plan(args)
+    bodies = write_objects(workdir / "www", {s: ALL_SIZES[s] for s in setup.sizes})
+    write_wrk_scripts(workdir, setup)
+    with ProcessGroup(workdir) as group:
+        servers = start_servers(group, setup)
+        sent = warm_and_check(setup, bodies)
+        check_alive(group)
+        meter = Meter(group, setup, servers)
+        for size in setup.sizes:  # warm-up: connection pools, caches, page cache (counted, not reported)
+            for target in setup.targets:
+                meter.measure(target, size, 0.0, 1)
+        runs = measure_rounds(meter, setup, args.rounds, args.seconds)
+        ending = stop_and_read(servers, setup, workdir)
+    checks, problems = multiplier_checks(setup, meter, sent, ending)
+    problems += [f"wrk {r['size']} {pacing(r['gap'])} {r['target']} round {r['round'] + 1}: {r['errors']}"
+                 for r in runs if r["errors"]]
+    check, found = collector_check(setup, meter, sent, ending)
+    checks.append(check)
+    problems += found
+    return publish(report(args, setup, runs, checks, problems), problems, title=TITLE, write=not args.no_append)
+
+
+# ---------------------------------------------------------------- the run, step by step
+
+@dataclass
+class Setup:
+    """What one run measures: object sizes, numbers of proxies (one Multiplier each), each size's pacings
+    (0: back-to-back, else the pause in ms after every reply) and a port per server and Collector side."""
+
+    sizes: list[str]
+    counts: list[int]
+    gaps: dict[str, list[float]]
+    ports: dict[str, int]
+
+    @property
+    def n_max(self) -> int:
+        return max(self.counts)
+
+    @property
+    def targets(self) -> list[str]:
+        return [*FIXED, *(mult(n) for n in self.counts)]
+
+    @property
+    def origin_host(self) -> str:
+        return f"127.0.0.1:{self.ports['origin']}"
+
+
+def plan(args: argparse.Namespace) -> Setup:
+    n_max = max(args.counts)
     names = ["origin", "direct", "chop", "nginx-hop", *(f"c{i + 1}" for i in range(n_max)),
-             *(f"s{i + 1}" for i in range(n_max)), *(mult(n) for n in counts)]
-    ports = allocate_ports(names, args.base_port)
-    origin_host = f"127.0.0.1:{ports['origin']}"
+             *(f"s{i + 1}" for i in range(n_max)), *(mult(n) for n in args.counts)]
     gaps = {size: [0.0, *([gap] if gap > 0 else [])]
-            for size in sizes for gap in [args.gap_ms_1m if size == "1m" else args.gap_ms]}
-    bodies = write_objects(workdir / "www", {s: ALL_SIZES[s] for s in sizes})
-    for name in sizes:
-        for gap in gaps[name]:
-            # The client talks to a proxy: absolute-form target. Globals only (a static request, no Lua
-            # call per request), plus delay() when paced: wrk's latency clock starts when the request is sent.
-            text = f'wrk.path = "http://{origin_host}/{name}"\nwrk.headers["Host"] = "{origin_host}"\n'
+            for size in args.sizes for gap in [args.gap_ms_1m if size == "1m" else args.gap_ms]}
+    return Setup(args.sizes, args.counts, gaps, allocate_ports(names, args.base_port))
+
+
+def write_wrk_scripts(workdir: Path, setup: Setup) -> None:
+    """wrk's Lua script per size and pacing. The client talks to a proxy: absolute-form target. Globals only
+    (a static request, no Lua call per request), plus delay() when paced: wrk's latency clock starts when the
+    request is sent."""
+    for name in setup.sizes:
+        for gap in setup.gaps[name]:
+            text = f'wrk.path = "http://{setup.origin_host}/{name}"\nwrk.headers["Host"] = "{setup.origin_host}"\n'
             if gap:
                 text += f"function delay() return {gap:g} end\n"
             (workdir / f"abs-{name}-{gap:g}.lua").write_text(text)
 
-    runs: list[dict] = []
-    with ProcessGroup(workdir) as group:
-        origin = start_file_server(group, "origin", workdir / "www", [ports["origin"]])
-        collector = start_bench_collector(group, ports["direct"], {
-            "chop": ports["chop"], **{f"c{i + 1}": ports[f"c{i + 1}"] for i in range(n_max)}})
-        hop = start_hops(group, "nginx-hop", {"hop": (ports["nginx-hop"], ports["chop"])})
-        standins = start_hops(group, "standins", {f"p{i + 1}": (ports[f"s{i + 1}"], ports[f"c{i + 1}"])
-                                                  for i in range(n_max)}) if n_max else None
-        multipliers = {mult(n): start_multiplier(group, mult(n), ports[mult(n)], ports["direct"],
-                                                 {f"p{i + 1}": ports[f"s{i + 1}"] for i in range(n)},
-                                                 workdir / f"{mult(n)}.jsonl") for n in counts}
-        sent = warm_and_check(ports, n_max, counts, origin_host, bodies)
-        check_alive(group)
 
-        server_pids = {"origin": process_tree(origin.pid), "direct": [collector.pid],
-                       "nginx-hop": process_tree(hop.pid),
-                       "standins": process_tree(standins.pid) if standins else [],
-                       **{t: [c.pid] for t, c in multipliers.items()}}
-        wrk_completed: collections.Counter = collections.Counter()
-        wrk_runs: collections.Counter = collections.Counter()
+@dataclass
+class Servers:
+    origin: Child
+    collector: Child
+    hop: Child
+    standins: Child | None
+    multipliers: dict[str, Child]
 
-        def measure(target: str, size: str, gap: float, seconds: float) -> dict:
-            before = {k: cpu_seconds(v) for k, v in server_pids.items()}
-            busy0 = busy_seconds()
-            r = run_wrk(f"http://127.0.0.1:{ports[target]}/", workdir / f"abs-{size}-{gap:g}.lua", seconds, 1, workdir,
-                        latency=True)
-            busy1 = busy_seconds()
-            after = {k: cpu_seconds(v) for k, v in server_pids.items()}
-            check_alive(group)
-            n = max(1, r["requests"])
-            delta = {k: after[k] - before[k] for k in before}
-            r.update(size=size, target=target, gap=gap,
-                     front_cpu_us=delta[target] * 1e6 / n,
-                     collector_cpu_us=delta["direct"] * 1e6 / n,
-                     standins_cpu_us=delta["standins"] * 1e6 / n,
-                     foreign_cpu=(busy1 - busy0) - sum(delta.values()) - r["wrk_cpu"])
-            wrk_completed[target] += r["requests"]
-            wrk_runs[target] += 1
-            return r
+    def pids(self) -> dict[str, list[int]]:
+        """The processes whose CPU time each scenario (and the stand-ins) is charged with."""
+        return {"origin": process_tree(self.origin.pid), "direct": [self.collector.pid],
+                "nginx-hop": process_tree(self.hop.pid),
+                "standins": process_tree(self.standins.pid) if self.standins else [],
+                **{t: [c.pid] for t, c in self.multipliers.items()}}
 
-        for size in sizes:  # warm-up: connection pools, caches, page cache (counted, not reported)
-            for target in targets:
-                measure(target, size, 0.0, 1)
-        print(f"bench: servers on CPU{SERVER_CPU}, wrk on CPU{LOAD_CPU}; {args.rounds} round(s) × "
-              f"{sum(len(g) for g in gaps.values()) * len(targets)} runs × {args.seconds:g} s", file=sys.stderr)
-        for rnd in range(args.rounds):
-            for size in sizes:
-                combos = [(t, g) for g in gaps[size] for t in targets]
-                k = rnd % len(combos)  # rotate the order each round
-                for target, gap in combos[k:] + combos[:k]:
-                    r = measure(target, size, gap, args.seconds)
-                    r["round"] = rnd
-                    runs.append(r)
-                    print(f"round {rnd + 1}/{args.rounds} {size:>3} {pacing(gap):12} {target:9} p50 {r['p50']:6.0f} µs"
-                          f"  p99 {r['p99']:6.0f} µs  {r['rps']:6.0f} req/s  front {r['front_cpu_us']:6.1f} µs/req"
-                          f"  foreign {r['foreign_cpu']:.2f} CPU-s  {r['errors']}", file=sys.stderr)
 
-        exit_codes = {t: c.stop(deadline_s=15) for t, c in multipliers.items()}
-        collector.stop(deadline_s=15)  # flushes access.log
-        logs = {t: read_multiplier_log(workdir / f"{t}.jsonl") for t in multipliers}
-        stderr = {t: stderr_problems(c.log) for t, c in multipliers.items()}
-        sides, codes, probes = read_collector_log(workdir / "collector" / "access.log",
-                                                  {p: n for n, p in ports.items()})
+def start_servers(group: ProcessGroup, setup: Setup) -> Servers:
+    ports, n_max = setup.ports, setup.n_max
+    origin = start_file_server(group, "origin", group.workdir / "www", [ports["origin"]])
+    collector = start_bench_collector(group, ports["direct"], {
+        "chop": ports["chop"], **{f"c{i + 1}": ports[f"c{i + 1}"] for i in range(n_max)}})
+    hop = start_hops(group, "nginx-hop", {"hop": (ports["nginx-hop"], ports["chop"])})
+    standins = start_hops(group, "standins", {f"p{i + 1}": (ports[f"s{i + 1}"], ports[f"c{i + 1}"])
+                                              for i in range(n_max)}) if n_max else None
+    multipliers = {mult(n): start_multiplier(group, mult(n), ports[mult(n)], ports["direct"],
+                                             {f"p{i + 1}": ports[f"s{i + 1}"] for i in range(n)},
+                                             group.workdir / f"{mult(n)}.jsonl") for n in setup.counts}
+    return Servers(origin, collector, hop, standins, multipliers)
 
-    # ---- checks
-    problems: list[str] = []
-    checks: list[str] = []
-    for n in counts:
+
+class Meter:
+    """Runs wrk at one scenario and charges each server's CPU time to the requests wrk completed; counts the
+    requests and runs per scenario for the log checks."""
+
+    def __init__(self, group: ProcessGroup, setup: Setup, servers: Servers):
+        self.group, self.setup, self.server_pids = group, setup, servers.pids()
+        self.completed: collections.Counter = collections.Counter()
+        self.runs: collections.Counter = collections.Counter()
+
+    def measure(self, target: str, size: str, gap: float, seconds: float) -> dict:
+        workdir = self.group.workdir
+        before = {k: cpu_seconds(v) for k, v in self.server_pids.items()}
+        busy0 = busy_seconds()
+        r = run_wrk(f"http://127.0.0.1:{self.setup.ports[target]}/", workdir / f"abs-{size}-{gap:g}.lua", seconds,
+                    1, workdir, latency=True)
+        busy1 = busy_seconds()
+        after = {k: cpu_seconds(v) for k, v in self.server_pids.items()}
+        check_alive(self.group)
+        n = max(1, r["requests"])
+        delta = {k: after[k] - before[k] for k in before}
+        r.update(size=size, target=target, gap=gap,
+                 front_cpu_us=delta[target] * 1e6 / n,
+                 collector_cpu_us=delta["direct"] * 1e6 / n,
+                 standins_cpu_us=delta["standins"] * 1e6 / n,
+                 foreign_cpu=(busy1 - busy0) - sum(delta.values()) - r["wrk_cpu"])
+        self.completed[target] += r["requests"]
+        self.runs[target] += 1
+        return r
+
+
+def measure_rounds(meter: Meter, setup: Setup, rounds: int, seconds: float) -> list[dict]:
+    """Every scenario at every pacing, size by size, in interleaved rounds whose order rotates."""
+    print(f"bench: servers on CPU{SERVER_CPU}, wrk on CPU{LOAD_CPU}; {rounds} round(s) × "
+          f"{sum(len(g) for g in setup.gaps.values()) * len(setup.targets)} runs × {seconds:g} s", file=sys.stderr)
+    runs = []
+    for rnd in range(rounds):
+        for size in setup.sizes:
+            combos = [(t, g) for g in setup.gaps[size] for t in setup.targets]
+            k = rnd % len(combos)  # rotate the order each round
+            for target, gap in combos[k:] + combos[:k]:
+                r = meter.measure(target, size, gap, seconds)
+                r["round"] = rnd
+                runs.append(r)
+                print(f"round {rnd + 1}/{rounds} {size:>3} {pacing(gap):12} {target:9} p50 {r['p50']:6.0f} µs"
+                      f"  p99 {r['p99']:6.0f} µs  {r['rps']:6.0f} req/s  front {r['front_cpu_us']:6.1f} µs/req"
+                      f"  foreign {r['foreign_cpu']:.2f} CPU-s  {r['errors']}", file=sys.stderr)
+    return runs
+
+
+@dataclass
+class Ending:
+    """What the servers left once stopped: each Multiplier's exit code, log counters and stderr problems,
+    and the Collector's requests per side and result codes, with the connections that sent no request."""
+
+    exit_codes: dict[str, int | None]
+    logs: dict[str, dict]
+    stderr: dict[str, list[str]]
+    sides: collections.Counter
+    codes: collections.Counter
+    probes: int
+
+
+def stop_and_read(servers: Servers, setup: Setup, workdir: Path) -> Ending:
+    exit_codes = {t: c.stop(deadline_s=15) for t, c in servers.multipliers.items()}
+    servers.collector.stop(deadline_s=15)  # flushes access.log
+    sides, codes, probes = read_collector_log(workdir / "collector" / "access.log",
+                                              {p: n for n, p in setup.ports.items()})
+    return Ending(exit_codes, {t: read_multiplier_log(workdir / f"{t}.jsonl") for t in servers.multipliers},
+                  {t: stderr_problems(c.log) for t, c in servers.multipliers.items()}, sides, codes, probes)
+
+
+# ---------------------------------------------------------------- checks
+
+def multiplier_checks(setup: Setup, meter: Meter, sent: collections.Counter,
+                      ending: Ending) -> tuple[list[str], list[str]]:
+    """A check line and the problems of each Multiplier. Adds to each log's counters the client requests it
+    fanned out and the proxy legs it sent (for the Collector's accounting)."""
+    checks, problems = [], []
+    for n in setup.counts:
         t = mult(n)
-        log = logs[t]
-        expected = wrk_completed[t] + sent[t]
-        diff = log["records"] - expected
-        ok = log["results"].get("OK", 0)
-        total = sum(log["results"].values())
+        log = ending.logs[t]
         # wrk stops a run in the middle of a reply (1 MB): the Multiplier logs that request without a fan-out
         gone = sum(v for k, v in log["notes"].items() if "client went away" in k)
         log["fanned"] = log["records"] - gone
-        busy = busy_by_size(workdir / f"{t}.jsonl")
+        busy = busy_by_size(meter.group.workdir / f"{t}.jsonl")
         log["sent_legs"] = log["fanned"] * n - sum(busy.values())  # a busy leg never leaves the Multiplier
-        checks.append(
-            f"- {t}: **{log['records']} log records**; wrk counted {wrk_completed[t]} completed requests in "
-            f"{wrk_runs[t]} runs (warm-up included) + {sent[t]} set-up checks = {expected} (difference {diff:+d}; "
-            f"wrk does not count the request in flight when a run stops, so 0 to +{wrk_runs[t]} is expected); "
-            f"**proxy results OK: {ok} of {total}**"
+        checks.append(multiplier_check_line(t, log, meter, sent, ending, gone, busy))
+        problems += multiplier_problems(t, n, log, meter, sent, ending, gone)
+    return checks, problems
+
+
+def multiplier_check_line(t: str, log: dict, meter: Meter, sent: collections.Counter, ending: Ending, gone: int,
+                          busy: collections.Counter) -> str:
+    expected = meter.completed[t] + sent[t]
+    ok, total = log["results"].get("OK", 0), sum(log["results"].values())
+    return (f"- {t}: **{log['records']} log records**; wrk counted {meter.completed[t]} completed requests in "
+            f"{meter.runs[t]} runs (warm-up included) + {sent[t]} set-up checks = {expected} (difference "
+            f"{log['records'] - expected:+d}; wrk does not count the request in flight when a run stops, so 0 to "
+            f"+{meter.runs[t]} is expected); **proxy results OK: {ok} of {total}**"
             + ("" if total == ok else f" ({fmt_counter(log['results'])})")
             + (f" ({gone} records without a fan-out: the client went away during the reply, as wrk does when a "
                f"run ends)" if gone else "")
             + (f" (legs refused as busy, per object: {fmt_counter(busy)}: the fan-out backlog of one client "
                f"connection reached --max-conns-per-proxy, 16)" if busy else "")
-            + f"; client status {fmt_counter(log['client_status'])}; exit code {exit_codes[t]}; "
-            f"warning/error lines on its stderr: {len(stderr[t])}")
-        if not 0 <= diff <= wrk_runs[t]:
-            problems.append(f"{t}: {log['records']} records for {expected} requests")
-        if total != ok or total != log["fanned"] * n:
-            problems.append(f"{t}: proxy results {fmt_counter(log['results'])}; expected {log['fanned']} × {n} OK")
-        if gone > wrk_runs[t]:
-            problems.append(f"{t}: {gone} requests whose client went away, more than the {wrk_runs[t]} wrk runs")
-        log["notes"] = collections.Counter({k: v for k, v in log["notes"].items() if "client went away" not in k})
-        for key, what in (("mismatched", "mismatched headers"), ("errors", "proxy errors"), ("notes", "notes")):
-            if log[key]:
-                problems.append(f"{t}: {what} {fmt_counter(log[key])}")
-        if log["bad_lines"]:
-            problems.append(f"{t}: {log['bad_lines']} unreadable log lines")
-        if set(log["client_status"]) - {200}:
-            problems.append(f"{t}: client status {fmt_counter(log['client_status'])}")
-        if exit_codes[t] != 0:
-            problems.append(f"{t}: exit code {exit_codes[t]} on SIGTERM")
-        problems += [f"{t} stderr: {line}" for line in stderr[t][:5]]
-    problems += [f"wrk {r['size']} {pacing(r['gap'])} {r['target']} round {r['round'] + 1}: {r['errors']}"
-                 for r in runs if r["errors"]]
-    # The Collector's view: every client request costs it one request on its client port, the fan-out one
-    # more per proxy on the proxy ports (the stand-ins do not cache), each nginx-hop request one on its port.
-    records = sum(logs[mult(n)]["records"] for n in counts)
-    want = {"collector client port": (wrk_completed["direct"] + records + sent["collector client port"]
-                                      - sum(sent[mult(n)] for n in counts), wrk_runs["direct"]),
-            "collector hop port": (wrk_completed["nginx-hop"] + sent["collector hop port"] - sent["nginx-hop"],
-                                   wrk_runs["nginx-hop"]),
-            "collector proxy ports": (sum(logs[mult(n)]["sent_legs"] for n in counts)
+            + f"; client status {fmt_counter(log['client_status'])}; exit code {ending.exit_codes[t]}; "
+            f"warning/error lines on its stderr: {len(ending.stderr[t])}")
+
+
+def multiplier_problems(t: str, n: int, log: dict, meter: Meter, sent: collections.Counter, ending: Ending,
+                        gone: int) -> list[str]:
+    """One record per request, every proxy result OK, status 200, a clean stderr and exit."""
+    problems = []
+    expected = meter.completed[t] + sent[t]
+    if not 0 <= log["records"] - expected <= meter.runs[t]:
+        problems.append(f"{t}: {log['records']} records for {expected} requests")
+    total = sum(log["results"].values())
+    if total != log["results"].get("OK", 0) or total != log["fanned"] * n:
+        problems.append(f"{t}: proxy results {fmt_counter(log['results'])}; expected {log['fanned']} × {n} OK")
+    if gone > meter.runs[t]:
+        problems.append(f"{t}: {gone} requests whose client went away, more than the {meter.runs[t]} wrk runs")
+    notes = collections.Counter({k: v for k, v in log["notes"].items() if "client went away" not in k})
+    for counter, what in ((log["mismatched"], "mismatched headers"), (log["errors"], "proxy errors"),
+                          (notes, "notes")):
+        if counter:
+            problems.append(f"{t}: {what} {fmt_counter(counter)}")
+    if log["bad_lines"]:
+        problems.append(f"{t}: {log['bad_lines']} unreadable log lines")
+    if set(log["client_status"]) - {200}:
+        problems.append(f"{t}: client status {fmt_counter(log['client_status'])}")
+    if ending.exit_codes[t] != 0:
+        problems.append(f"{t}: exit code {ending.exit_codes[t]} on SIGTERM")
+    return problems + [f"{t} stderr: {line}" for line in ending.stderr[t][:5]]
+
+
+def collector_check(setup: Setup, meter: Meter, sent: collections.Counter, ending: Ending) -> tuple[str, list[str]]:
+    """The Collector's view: every client request costs it one request on its client port, the fan-out one
+    more per proxy on the proxy ports (the stand-ins do not cache), each nginx-hop request one on its port;
+    all HITs but the first request of each object."""
+    logs, sides, codes = ending.logs, ending.sides, ending.codes
+    records = sum(logs[mult(n)]["records"] for n in setup.counts)
+    want = {"collector client port": (meter.completed["direct"] + records + sent["collector client port"]
+                                      - sum(sent[mult(n)] for n in setup.counts), meter.runs["direct"]),
+            "collector hop port": (meter.completed["nginx-hop"] + sent["collector hop port"] - sent["nginx-hop"],
+                                   meter.runs["nginx-hop"]),
+            "collector proxy ports": (sum(logs[mult(n)]["sent_legs"] for n in setup.counts)
                                       + sent["collector proxy ports"], 0)}
-    checks.append("- Collector access.log: " + "; ".join(
+    check = ("- Collector access.log: " + "; ".join(
         f"{sides[side]} requests on its {side.removeprefix('collector ')} (expected {w}"
         + (f" to {w + slack}" if slack else "") + ")" for side, (w, slack) in want.items())
-        + f"; {fmt_counter(codes)}; plus {probes} connections closed before a request (this script's readiness "
-        f"probes)")
-    for side, (w, slack) in want.items():
-        if not 0 <= sides[side] - w <= slack:
-            problems.append(f"Collector: {sides[side]} requests on its {side}, expected {w} to {w + slack}")
+        + f"; {fmt_counter(codes)}; plus {ending.probes} connections closed before a request (this script's "
+        f"readiness probes)")
+    problems = [f"Collector: {sides[side]} requests on its {side}, expected {w} to {w + slack}"
+                for side, (w, slack) in want.items() if not 0 <= sides[side] - w <= slack]
     misses = {c: n for c, n in codes.items() if "HIT" not in c}
-    if sum(misses.values()) > len(sizes):  # the first request per object is a miss
+    if sum(misses.values()) > len(setup.sizes):  # the first request per object is a miss
         problems.append(f"Collector: {sum(misses.values())} requests were not HITs: {misses}")
+    return check, problems
 
-    # ---- report
+
+# ---------------------------------------------------------------- the section
+
+def targets_summary(runs: list[dict], setup: Setup) -> list[str]:
+    """Per size and pacing: the 4-proxy Multiplier's added p50 against the targets (issue 8)."""
+    if TARGET_N not in setup.counts:
+        return []
     summary = []
-    if TARGET_N in counts:
-        for size in sizes:
-            for gap in gaps[size]:
-                a = paired(runs, size, gap, mult(TARGET_N), "direct", "p50")
-                hop_added = paired(runs, size, gap, "nginx-hop", "direct", "p50")
-                a0 = paired(runs, size, gap, mult(0), "direct", "p50") if 0 in counts else float("nan")
-                summary.append(
-                    f"- {size}, {pacing(gap)}: added p50 with {TARGET_N} proxies **{a:+.0f} µs** (target < "
-                    f"{TARGET_ADDED_P50_US:.0f} µs: **{'met' if a < TARGET_ADDED_P50_US else 'NOT met'}**); the "
-                    f"one-hop nginx adds {hop_added:+.0f} µs (target: no more than the hop: "
-                    f"**{'met' if a <= hop_added else 'NOT met'}**, {a - hop_added:+.0f} µs); the Multiplier without "
-                    f"proxies adds {a0:+.0f} µs ({a0 - hop_added:+.0f} µs vs the hop)")
+    for size in setup.sizes:
+        for gap in setup.gaps[size]:
+            a = paired(runs, size, gap, mult(TARGET_N), "direct", "p50")
+            hop_added = paired(runs, size, gap, "nginx-hop", "direct", "p50")
+            a0 = paired(runs, size, gap, mult(0), "direct", "p50") if 0 in setup.counts else float("nan")
+            summary.append(
+                f"- {size}, {pacing(gap)}: added p50 with {TARGET_N} proxies **{a:+.0f} µs** (target < "
+                f"{TARGET_ADDED_P50_US:.0f} µs: **{'met' if a < TARGET_ADDED_P50_US else 'NOT met'}**); the "
+                f"one-hop nginx adds {hop_added:+.0f} µs (target: no more than the hop: "
+                f"**{'met' if a <= hop_added else 'NOT met'}**, {a - hop_added:+.0f} µs); the Multiplier without "
+                f"proxies adds {a0:+.0f} µs ({a0 - hop_added:+.0f} µs vs the hop)")
+    return summary
+
+
+def set_up_note(args: argparse.Namespace, runs: list[dict], n_max: int) -> str:
+    """How the run was placed and paced, and how to read its columns."""
     foreign = [r["foreign_cpu"] for r in runs]
     gap_note = (f" Each scenario also runs with a pause after every reply ({args.gap_ms:g} ms; {args.gap_ms_1m:g} ms "
                 f"for 1 MB, whose fan-out to 8 proxies takes about 30 ms of CPU1) (wrk's delay(); its latency clock "
@@ -472,7 +580,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 f"arrives: that is the latency a client with think time sees; the p99 of a paced 1 MB run rests on "
                 f"about {args.seconds * 1000 / (args.gap_ms_1m + 5):.0f} requests, so it is nearly the maximum."
                 if args.gap_ms > 0 else "")
-    note = (f"Placement as in the project's perf anchors: wrk -t1 -c1 --latency (one persistent connection, "
+    return (f"Placement as in the project's perf anchors: wrk -t1 -c1 --latency (one persistent connection, "
             f"absolute-form requests) on CPU{LOAD_CPU}; every server on CPU{SERVER_CPU}: the nginx origin, the Squid "
             f"5.7 Collector (memory HITs), the one-hop nginx (`proxy_pass`, keepalive upstream to its own Collector "
             f"port: the comparison), the {n_max} stand-in proxies under test (one nginx, one worker, {n_max} ports, "
@@ -487,17 +595,20 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             f"work and noisy**: foreign = CPU-s used by anything else during a run (median {median(foreign):.2f}, max "
             f"{max(foreign):.2f}); approximate (tick-sampled, can go below 0 in saturated runs), only a clearly "
             f"positive value means outside load.")
-    report = (f"\n## {TITLE} ({', '.join(sizes)}; {', '.join(map(str, counts))} proxies; "
-              f"one-hop nginx; origin) — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
-              f"Machine: {machine()}, nproc {os.cpu_count()}. Command: `{command_line('overhead')}`.\n\n"
-              f"{note}\n\nAdded latency, p50 / p99 in µs (median over rounds of the per-round differences):\n\n"
-              f"{headline(runs, gaps, counts)}\n\nAll runs:\n\n{table(runs, args.seconds, gaps, targets)}"
-              "\n\n" + "\n".join(summary) + "\n\nChecks:\n\n" + "\n".join(checks) + "\n"
-              + ("" if problems
-                 else "\nNo problems seen: every record OK, Collector requests as expected and all HITs after "
-                      "warm-up, no wrk errors, no warnings from the Multipliers.\n"))
-    return publish(report, problems, title=TITLE, write=not args.no_append)
 
+
+def report(args: argparse.Namespace, setup: Setup, runs: list[dict], checks: list[str], problems: list[str]) -> str:
+    return (f"\n## {TITLE} ({', '.join(setup.sizes)}; {', '.join(map(str, setup.counts))} proxies; "
+            f"one-hop nginx; origin) — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}\n\n"
+            f"Machine: {machine()}, nproc {os.cpu_count()}. Command: `{command_line('overhead')}`.\n\n"
+            f"{set_up_note(args, runs, setup.n_max)}\n\nAdded latency, p50 / p99 in µs (median over rounds of the "
+            f"per-round differences):\n\n"
+            f"{headline(runs, setup.gaps, setup.counts)}\n\nAll runs:\n\n"
+            f"{table(runs, args.seconds, setup.gaps, setup.targets)}"
+            "\n\n" + "\n".join(targets_summary(runs, setup)) + "\n\nChecks:\n\n" + "\n".join(checks) + "\n"
+            + ("" if problems
+               else "\nNo problems seen: every record OK, Collector requests as expected and all HITs after "
+                    "warm-up, no wrk errors, no warnings from the Multipliers.\n"))
 
 if __name__ == "__main__":
     sys.exit(main())

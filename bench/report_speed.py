@@ -19,12 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchlib import machine, publish  # noqa: E402
-
-from analysis.report import build_report, write_report  # noqa: E402
+from analysis.report import build_report, write_report
+from bench.lib.doc import machine, publish
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Report speed"

@@ -30,37 +30,24 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import (  # noqa: E402
-    LOAD_CPU,
-    ROOT,
-    SERVER_CPU,
+from analysis.stats import percentile
+from bench import ROOT
+from bench.lib.clients import fixed_rate, get
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.logs import fmt_counter, read_multiplier_log, stderr_problems
+from bench.lib.meters import busy_seconds, cpu_seconds, rss_and_peak_kb
+from bench.lib.servers import (
     SQUID,
-    BenchError,
     allocate_ports,
-    busy_seconds,
     check_alive,
-    command_line,
-    cpu_seconds,
-    fixed_rate,
-    fmt_counter,
-    get,
-    machine,
-    publish,
-    read_multiplier_log,
-    rss_and_peak_kb,
-    run_main,
     start_file_server,
     start_multiplier,
     start_stock_collector,
-    stderr_problems,
     write_objects,
 )
-
-from analysis.stats import percentile  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup  # noqa: E402
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier scaling: CPU and memory versus request rate and proxies"

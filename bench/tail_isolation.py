@@ -42,28 +42,16 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests/python"))
-
-from benchlib import (  # noqa: E402
-    BenchError,
-    busy_seconds,
-    command_line,
-    cpu_times,
-    machine,
-    pin,
-    process_tree,
-    publish,
-    run_main,
-    start_multiplier,
-)
-from httpclient import Connection  # noqa: E402
-
-from analysis.stats import percentile  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
-from spe_tools.squid import start_squid  # noqa: E402
+from analysis.stats import percentile
+from bench import ROOT
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import BenchError, run_main
+from bench.lib.meters import busy_seconds
+from bench.lib.servers import pin, start_multiplier
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, cpu_times, free_port, process_tree
+from spe_tools.squid import start_squid
+from tests.python.httpclient import Connection
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Tail isolation"

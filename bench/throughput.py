@@ -23,59 +23,34 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import shutil
-import signal
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from benchlib import (  # noqa: E402
-    LOAD_CPU,
-    MULTIPLIER,
-    SERVER_CPU,
-    BenchError,
-    busy_seconds,
-    cpu_seconds,
-    machine,
-    process_tree,
-    publish,
-    run_wrk,
+from analysis.stats import median
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, BenchError, run_main
+from bench.lib.meters import busy_seconds, cpu_seconds
+from bench.lib.nginx_fanout import (
+    LUA_INIT,
+    LUA_MODULES,
+    UPSTREAMS,
+    lua_server,
+    mirror_server,
+    nginx_conf,
+    upstream_blocks,
 )
-
-from analysis.stats import median  # noqa: E402
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.lab.render import render_text  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from bench.lib.servers import check_alive
+from bench.lib.wrk import run_wrk
+from spe_tools.duration import parse_duration
+from spe_tools.lab.render import render_text
+from spe_tools.process import ProcessGroup, free_port, process_tree
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"
 
-LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
 FANOUTS = (4, 8)
 KINDS = ("mult", "lua", "mirror")
 TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
-
-COMMON = """\
-worker_processes 1;
-daemon off;
-pid {{dir}}/nginx.pid;
-error_log {{dir}}/error.log warn;
-worker_rlimit_nofile 65536;
-{{modules}}
-events { worker_connections 16384; }
-http {
-    access_log off;
-    tcp_nodelay on;
-    keepalive_timeout 120s; keepalive_requests 10000000;
-    client_body_temp_path {{dir}}/tmp; proxy_temp_path {{dir}}/tmp; fastcgi_temp_path {{dir}}/tmp;
-    uwsgi_temp_path {{dir}}/tmp; scgi_temp_path {{dir}}/tmp;
-{{body}}
-}
-"""
 
 ORIGIN_BODY = """\
     sendfile on;
@@ -87,67 +62,6 @@ ORIGIN_BODY = """\
         location / { }
     }
 """
-
-UPSTREAMS = """\
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
-    proxy_buffering on; proxy_buffer_size 16k; proxy_buffers 8 16k;
-{{upstreams}}
-"""
-
-LUA_INIT = """\
-    init_by_lua_block {
-        local capture_multi, md5 = ngx.location.capture_multi, ngx.md5
-        function fanout()
-            local n = tonumber(ngx.var.fan)
-            local uri = ngx.var.request_uri
-            local reqs = { { "/_ref" .. uri } }
-            for i = 1, n do reqs[i + 1] = { "/_m" .. i .. uri } end
-            local res = { capture_multi(reqs) }
-            local ref = res[1]
-            local refh = md5(ref.body)
-            local diff = 0
-            for i = 2, n + 1 do
-                if res[i].status ~= ref.status or md5(res[i].body) ~= refh then diff = diff + 1 end
-            end
-            ngx.status = ref.status
-            ngx.header["Content-Type"] = ref.header["Content-Type"]
-            ngx.header["Content-Length"] = #ref.body
-            ngx.header["X-Fanout-Diff"] = diff
-            ngx.print(ref.body)
-        end
-    }
-"""
-
-
-# ---------------------------------------------------------------- configs (pure)
-
-def upstream_blocks(ports: list[int]) -> str:
-    """keepalive upstream `ref` (ports[0]) and m1..mN (ports[1:])."""
-    names = ["ref"] + [f"m{i}" for i in range(1, len(ports))]
-    return "\n".join(f"    upstream {n} {{ server 127.0.0.1:{p}; keepalive 512; keepalive_requests 10000000; "
-                     f"keepalive_timeout 120s; }}" for n, p in zip(names, ports, strict=True))
-
-
-def mirror_server(port: int, n: int) -> str:
-    mirrors = " ".join(f"mirror /_m{i};" for i in range(1, n + 1))
-    internal = "\n".join(f"        location = /_m{i} {{ internal; proxy_pass http://m{i}$request_uri; }}"
-                         for i in range(1, n + 1))
-    return (f"    server {{\n        listen 127.0.0.1:{port} backlog=4096;\n"
-            f"        location / {{ {mirrors} mirror_request_body off; proxy_pass http://ref; }}\n{internal}\n    }}")
-
-
-def lua_server(port: int, n: int) -> str:
-    internal = "\n".join(f"        location ^~ /_m{i}/ {{ internal; proxy_pass http://m{i}/; }}"
-                         for i in range(1, n + 1))
-    return (f"    server {{\n        listen 127.0.0.1:{port} backlog=4096;\n"
-            f"        location / {{ set $fan {n}; content_by_lua_block {{ fanout() }} }}\n"
-            f"        location ^~ /_ref/ {{ internal; proxy_pass http://ref/; }}\n{internal}\n    }}")
-
-
-def nginx_conf(directory: Path, body: str, lua: bool = False) -> str:
-    modules = "\n".join(f"load_module {m};" for m in LUA_MODULES) if lua else ""
-    return render_text(COMMON, {"dir": directory, "modules": modules, "body": body})
 
 
 # ---------------------------------------------------------------- measuring (pure parts)
@@ -237,10 +151,6 @@ def check_multiplier_log(path: Path, proxies: int) -> tuple[int, int, int]:
 
 # ---------------------------------------------------------------- main
 
-def command_line() -> str:
-    return " ".join(["./spe bench throughput", *sys.argv[1:]])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
@@ -249,89 +159,85 @@ def main() -> int:
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
-    for tool in ("wrk", "nginx", "taskset"):
-        if not shutil.which(tool):
-            raise SystemExit(f"throughput: {tool} is not installed (./spe setup)")
-    if not MULTIPLIER.exists():
-        raise SystemExit(f"throughput: {MULTIPLIER} is missing (./spe build)")
     if not all(Path(m).exists() for m in LUA_MODULES):
-        raise SystemExit("throughput: libnginx-mod-http-lua is not installed (./spe setup)")
-    workdir = Path(tempfile.mkdtemp(prefix="spe-throughput-"))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the ProcessGroup stops every server
-    try:
-        return run(args, workdir)
-    except BenchError as e:
-        print(f"throughput: {e}", file=sys.stderr)
+        print("bench: libnginx-mod-http-lua is not installed (./spe setup)", file=sys.stderr)
         return 1
-    finally:
-        if args.keep:
-            print(f"work directory kept: {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    return run_main("throughput", ("wrk", "nginx", "taskset"), lambda workdir: run(args, workdir), args.keep)
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
-    workdir.chmod(0o755)  # nginx workers run as an unprivileged user when started as root
     (workdir / "www").mkdir()
     (workdir / "www/1k").write_bytes(bytes((i * 7) % 256 for i in range(1024)))
     origin_ports = [free_port() for _ in range(1 + max(FANOUTS))]
     ports = {f"{kind}{n}": free_port() for kind in KINDS for n in FANOUTS}
+    script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
+    script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
     with ProcessGroup(workdir) as group:
-        listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
-        origin = start_nginx(group, "origin", render_text(ORIGIN_BODY, {"listens": listens, "www": workdir / "www"}),
-                             origin_ports[0])
-        ups = render_text(UPSTREAMS, {"upstreams": upstream_blocks(origin_ports)})
-        mirror = start_nginx(group, "mirror", ups + "\n".join(mirror_server(ports[f"mirror{n}"], n) for n in FANOUTS),
-                             ports["mirror4"])
-        lua = start_nginx(group, "lua", ups + LUA_INIT + "\n".join(lua_server(ports[f"lua{n}"], n) for n in FANOUTS),
-                          ports["lua4"], lua=True)
-        mults = {}
-        for n in FANOUTS:
-            argv = ["taskset", "-c", str(SERVER_CPU), str(MULTIPLIER), "--listen", f"127.0.0.1:{ports[f'mult{n}']}",
-                    "--collector", f"127.0.0.1:{origin_ports[0]}", "--log", str(workdir / f"mult{n}.jsonl"),
-                    "--via-name", f"spe-bench-{n}"]
-            for i in range(1, n + 1):
-                argv += ["--proxy", f"p{i}=127.0.0.1:{origin_ports[i]}"]
-            mults[n] = group.start(f"mult{n}", argv, port=ports[f"mult{n}"], deadline_s=15).pid
-        servers = {**{f"mult{n}": mults[n] for n in FANOUTS}, **{f"mirror{n}": mirror for n in FANOUTS},
-                   **{f"lua{n}": lua for n in FANOUTS}}
-        script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
-        script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
-        order = list(servers)
-        runs = []
+        origin, servers = start_servers(group, origin_ports, ports)
         # Warm-up: upstream keep-alive pools, page cache, Lua code.
-        for name in order:
+        for name in servers:
             run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script if name.startswith("mult") else None, 1,
                     args.connections, workdir)
-        for rnd in range(args.rounds):
-            for name in order[rnd % len(order):] + order[:rnd % len(order)]:
-                sut = process_tree(servers[name])
-                origin_pids = process_tree(origin)
-                c0, o0, b0 = cpu_seconds(sut), cpu_seconds(origin_pids), busy_seconds()
-                result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script if name.startswith("mult") else None,
-                                 args.seconds, args.connections, workdir)
-                c1, o1, b1 = cpu_seconds(sut), cpu_seconds(origin_pids), busy_seconds()
-                n = max(result["requests"], 1)
-                ours = (c1 - c0) + (o1 - o0) + result["wrk_cpu"]
-                runs.append({**result, "round": rnd, "scenario": name, "cpu_us": (c1 - c0) / n * 1e6,
-                             "origin_us": (o1 - o0) / n * 1e6, "foreign": (b1 - b0) - ours})
-                print(f"round {rnd + 1}/{args.rounds} {name:8s} {result['rps']:9.0f} req/s  "
-                      f"{(c1 - c0) / n * 1e6:7.1f} µs/req  {result['errors']}", flush=True)
-        for child in group.children:
-            if not child.alive():
-                raise BenchError(f"{child.name} died during the runs")
+        runs = measure_rounds(args, servers, origin, ports, script, workdir)
+        check_alive(group)
         group.stop_all()
         checks = [f"{name}: {r} records, proxy results OK: {ok} of {total}"
                   for name, (r, ok, total) in ((f"mult{n}", check_multiplier_log(workdir / f"mult{n}.jsonl", n))
                                                for n in FANOUTS)]
-    report(args, runs, checks)
-    return 0
+    return report(args, runs, checks)
 
 
-def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> None:
+def start_servers(group: ProcessGroup, origin_ports: list[int], ports: dict[str, int]) -> tuple[int, dict[str, int]]:
+    """The origin, one nginx for both mirrors, one for both Lua fan-outs and a Multiplier per fan-out: the
+    origin's pid and the pid each scenario runs against."""
+    workdir = group.workdir
+    listens = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in origin_ports)
+    origin = start_nginx(group, "origin", render_text(ORIGIN_BODY, {"listens": listens, "www": workdir / "www"}),
+                         origin_ports[0])
+    ups = render_text(UPSTREAMS, {"upstreams": upstream_blocks(origin_ports)})
+    mirror = start_nginx(group, "mirror", ups + "\n".join(mirror_server(ports[f"mirror{n}"], n) for n in FANOUTS),
+                         ports["mirror4"])
+    lua = start_nginx(group, "lua", ups + LUA_INIT + "\n".join(lua_server(ports[f"lua{n}"], n) for n in FANOUTS),
+                      ports["lua4"], lua=True)
+    mults = {}
+    for n in FANOUTS:
+        argv = ["taskset", "-c", str(SERVER_CPU), str(MULTIPLIER), "--listen", f"127.0.0.1:{ports[f'mult{n}']}",
+                "--collector", f"127.0.0.1:{origin_ports[0]}", "--log", str(workdir / f"mult{n}.jsonl"),
+                "--via-name", f"spe-bench-{n}"]
+        for i in range(1, n + 1):
+            argv += ["--proxy", f"p{i}=127.0.0.1:{origin_ports[i]}"]
+        mults[n] = group.start(f"mult{n}", argv, port=ports[f"mult{n}"], deadline_s=15).pid
+    return origin, {**{f"mult{n}": mults[n] for n in FANOUTS}, **{f"mirror{n}": mirror for n in FANOUTS},
+                    **{f"lua{n}": lua for n in FANOUTS}}
+
+
+def measure_rounds(args: argparse.Namespace, servers: dict[str, int], origin: int, ports: dict[str, int],
+                   script: Path, workdir: Path) -> list[dict]:
+    """Every scenario once a round, the order rotating: wrk's figures and the CPU per request of the server and
+    of the origin, and what anything else on the machine used."""
+    order = list(servers)
+    runs = []
+    for rnd in range(args.rounds):
+        for name in order[rnd % len(order):] + order[:rnd % len(order)]:
+            sut = process_tree(servers[name])
+            origin_pids = process_tree(origin)
+            c0, o0, b0 = cpu_seconds(sut), cpu_seconds(origin_pids), busy_seconds()
+            result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script if name.startswith("mult") else None,
+                             args.seconds, args.connections, workdir)
+            c1, o1, b1 = cpu_seconds(sut), cpu_seconds(origin_pids), busy_seconds()
+            n = max(result["requests"], 1)
+            ours = (c1 - c0) + (o1 - o0) + result["wrk_cpu"]
+            runs.append({**result, "round": rnd, "scenario": name, "cpu_us": (c1 - c0) / n * 1e6,
+                         "origin_us": (o1 - o0) / n * 1e6, "foreign": (b1 - b0) - ours})
+            print(f"round {rnd + 1}/{args.rounds} {name:8s} {result['rps']:9.0f} req/s  "
+                  f"{(c1 - c0) / n * 1e6:7.1f} µs/req  {result['errors']}", flush=True)
+    return runs
+
+
+def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> int:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = (f"\n## {TITLE} (Multiplier, nginx Lua fan-out, nginx mirror) — {now}\n\n"
-            f"Machine: {machine()}. Command: `{command_line()}`.\n\n"
+            f"Machine: {machine()}. Command: `{command_line('throughput')}`.\n\n"
             f"wrk -t1 -c{args.connections} (Debian's wrk) pinned to CPU{LOAD_CPU}; every server pinned to "
             f"CPU{SERVER_CPU}, "
             "one worker/thread each: the origin (nginx serving /1k from a file on 9 ports: the reference upstream "

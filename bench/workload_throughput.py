@@ -22,13 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchlib import cpu_seconds, machine, publish  # noqa: E402
-
-from spe_tools.duration import parse_duration  # noqa: E402
-from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from bench import ROOT
+from bench.lib.doc import machine, publish
+from bench.lib.meters import cpu_seconds
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, free_port
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Workload throughput"
@@ -64,8 +62,8 @@ def run_load(origin_port: int, rate: int, seconds: float, workdir: Path) -> dict
     return summary
 
 
-def wrk_origin(origin_port: int, seconds: int) -> float:
-    run = subprocess.run(["taskset", "-c", "0", "wrk", "-t1", "-c8", f"-d{seconds}s",
+def wrk_origin(origin_port: int, seconds: float) -> float:
+    run = subprocess.run(["taskset", "-c", "0", "wrk", "-t1", "-c8", f"-d{seconds:g}s",
                           f"http://127.0.0.1:{origin_port}/obj/wrk?size=13312&cc=public"],
                          capture_output=True, text=True, timeout=seconds + 60)
     m = re.search(r"Requests/sec:\s+([\d.]+)", run.stdout)
@@ -82,29 +80,43 @@ def main() -> int:
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="spe-bench-workload-"))
-    rows, problems = [], []
     try:
         with ProcessGroup(workdir) as group:
             port = free_port()
             origin = group.start("origin", ["taskset", "-c", "1", PYTHON, "-m", "spe_tools.workload.origin",
                                             "--listen", f"127.0.0.1:{port}", "--think-mean-ms", "0",
                                             "--think-sd-ms", "0"], port=port, env=ENV)
-            for rate in rates:
-                before = cpu_seconds([origin.pid])
-                s = run_load(port, rate, args.seconds, workdir)
-                origin_cpu = cpu_seconds([origin.pid]) - before
-                rows.append((rate, s, origin_cpu))
-                if rate >= TARGET and (s["errors"] or s["lost"] or s["completed"] != s["sent"]):
-                    problems.append(f"at {rate}/s: {s['errors']} errors, {s['lost']} lost, "
-                                    f"{s['completed']} of {s['sent']} completed")
+            rows = [load_row(port, origin.pid, rate, args.seconds, workdir) for rate in rates]
             ceiling = wrk_origin(port, min(args.seconds, 10))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    problems = problems_of(rows, ceiling)
+    publish(report(args, rows, ceiling, problems), [], title=TITLE, write=not args.no_append)
+    return 0 if not problems else 1
+
+
+def load_row(origin_port: int, origin_pid: int, rate: int, seconds: float, workdir: Path) -> tuple[int, dict, float]:
+    """(rate, the load client's summary, the origin's CPU seconds) of one load run."""
+    before = cpu_seconds([origin_pid])
+    summary = run_load(origin_port, rate, seconds, workdir)
+    return rate, summary, cpu_seconds([origin_pid]) - before
+
+
+def problems_of(rows: list[tuple[int, dict, float]], ceiling: float) -> list[str]:
+    """Every run at the target rate or above answered completely, the best reply rate and wrk's ceiling at
+    least the target."""
+    problems = [f"at {rate}/s: {s['errors']} errors, {s['lost']} lost, {s['completed']} of {s['sent']} completed"
+                for rate, s, _ in rows
+                if rate >= TARGET and (s["errors"] or s["lost"] or s["completed"] != s["sent"])]
     best = max((s["reply_rate"] for rate, s, _ in rows if not s["errors"]), default=0.0)
     if best < TARGET * 0.97:
         problems.append(f"load client and origin side by side reached {best:.0f} replies/s, below {TARGET}")
     if ceiling < TARGET:
         problems.append(f"origin alone under wrk: {ceiling:.0f} req/s, below {TARGET}")
+    return problems
+
+
+def report(args: argparse.Namespace, rows: list[tuple[int, dict, float]], ceiling: float, problems: list[str]) -> str:
     lines = ["| load rate req/s | sent/s | replies/s | errors | response p50 / p99 ms | sent late p50 / p99 ms "
              "| client CPU µs/req | origin CPU µs/req |", "|---|---|---|---|---|---|---|---|"]
     for rate, s, origin_cpu in rows:
@@ -115,16 +127,13 @@ def main() -> int:
                      f"{1e6 * s['client_cpu_s'] / n:.0f} | {1e6 * origin_cpu / n:.0f} |")
     table = "\n".join(lines)
     verdict = "PASS" if not problems else "FAIL: " + "; ".join(problems)
-    text = (f"\n## {TITLE} — {datetime.date.today().isoformat()}\n\n"
+    return (f"\n## {TITLE} — {datetime.date.today().isoformat()}\n\n"
             f"Command: `./spe bench workload_throughput --rates {args.rates} --seconds {args.seconds}`  \n"
             f"Machine: {machine()}  \n"
             f"`./spe load` (CPU0, 8 robots) straight at `./spe origin` (CPU1, no think time, default content "
             f"model), {args.seconds} s per rate:\n\n{table}\n\n"
             f"Origin alone under wrk (1 thread, 8 connections, 13 KB cacheable object): {ceiling:.0f} req/s.  \n"
             f"Target: each at least {TARGET} req/s: {verdict}\n")
-    publish(text, [], title=TITLE, write=not args.no_append)
-    return 0 if not problems else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

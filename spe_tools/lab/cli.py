@@ -67,12 +67,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def write_report(rundir: Path, fail_on: list[Threshold] = ()) -> int:
-    """Writes the report and prints its tables; the exit code is CROSSED_EXIT when a --fail-on threshold
-    is crossed (each crossing printed), else 0."""
+    """Writes the report and prints its short form (the per-proxy table and the verdict of every section:
+    analysis/sections); the exit code is CROSSED_EXIT when a --fail-on threshold is crossed (each crossing
+    printed), else 0."""
     try:
-        from analysis.cache_rules import cache_rules_text
-        from analysis.paired import ranking_line
-        from analysis.report import build_report, https_text, text_table, trust_text
+        from analysis.report import build_report, short_report
         from analysis.report import write_report as write
     except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
         print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
@@ -80,14 +79,7 @@ def write_report(rundir: Path, fail_on: list[Threshold] = ()) -> int:
     report = build_report(rundir)
     with access.umask(access.is_shared(rundir)):  # as private as the run it reports on
         written = write(report, rundir / "report", {"html", "csv", "json", "text"})
-    if report.https:  # how much went through TLS, intercepted and multiplied
-        say(https_text(report))
-    say(text_table(report.rows))
-    for line in trust_text(report):  # the noise floor, and proxies that bypassed their Collector port
-        say(line)
-    if report.ranking:  # paired over the same requests: only significant differences order proxies
-        say(ranking_line(report.ranking))
-    for line in cache_rules_text(report.cache_rules):  # what the cache-rule judge found, per proxy
+    for line in short_report(report):
         say(line)
     say(f"spe lab: report {written[-1]}")
     rc, lines = threshold_lines(list(fail_on), report.rows, report.noise)

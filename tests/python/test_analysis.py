@@ -12,7 +12,8 @@ import pytest
 
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
-from analysis.report import build_report, html_report, port_rows, text_report
+from analysis.report import build_report, html_report, text_report
+from analysis.sections.collector_ports import port_rows
 from analysis.stats import mean_ci, median_ci, percentile
 from spe_tools.rundir.layout import RunDir
 
@@ -362,10 +363,9 @@ def test_https_is_counted_and_an_intercepted_connect_is_no_skipped_fan_out(tmp_p
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["https"] == rep.https
 
 
-def test_paired_comparison_finds_a_known_difference_and_calls_the_rest_a_tie(tmp_path):
+def paired_run(path: Path) -> Path:
     """slow = base + 10 ms on every request, twin = base + noise of mean 0 (-0.5 to +0.5 ms), base spread
-    over 1..300 ms: unpaired
-    the spread hides 10 ms; paired it is exact. The ranking puts base and twin in one tier, slow after."""
+    over 1..300 ms; slow fails once."""
     lines = []
     for i in range(1, 301):
         base = float((i * 37) % 300 + 1)
@@ -373,8 +373,14 @@ def test_paired_comparison_finds_a_known_difference_and_calls_the_rest_a_tie(tmp
                                                         proxy("slow", total_ms=base + 10),
                                                         proxy("twin", total_ms=base + ((i * 7919) % 11 - 5) / 10)]))
     lines[5]["proxies"][1] = proxy("slow", status=None, error="timeout")  # one failed leg: left out of its pairs
-    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    rep = build_report(tmp_path)
+    RunDir(path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return path
+
+
+def test_paired_comparison_finds_a_known_difference_and_calls_the_rest_a_tie(tmp_path):
+    """Unpaired, the spread between requests hides slow's 10 ms; paired it is exact. The ranking puts base and
+    twin in one tier, slow after."""
+    rep = build_report(paired_run(tmp_path))
     by_pair = {(p["a"], p["b"]): p for p in rep.pairs}
     slow = by_pair[("base", "slow")]
     assert slow["n"] == 299 and slow["mean_ms"] == pytest.approx(-10) and slow["median_ms"] == pytest.approx(-10)
@@ -401,3 +407,27 @@ def test_the_ranking_only_orders_what_is_significant_across_tiers():
     assert ranking(rows, pairs) == [["a", "b", "c"]]
     pairs[1:] = [{"a": "a", "b": "c", "faster": "a"}, {"a": "b", "b": "c", "faster": "b"}]
     assert ranking(rows, pairs) == [["a", "b"], ["c"]]
+
+
+def test_the_paired_matrix_shows_each_pair_from_both_sides(tmp_path):
+    """One cell per ordered pair, the row's latency minus the column's: base - slow is -10 ms (base faster),
+    slow - base +10 ms with the interval mirrored; proxies in ranking order, nothing on the diagonal."""
+    from analysis.paired import matrix
+    rep = build_report(paired_run(tmp_path))
+    names, cells = matrix(rep.pairs, rep.ranking)
+    assert set(names[:2]) == {"base", "twin"} and names[2] == "slow"
+    at = {(a, b): cells[i][j] for i, a in enumerate(names) for j, b in enumerate(names)}
+    assert at[("base", "base")] is None
+    assert (at[("base", "slow")]["mean_ms"], at[("base", "slow")]["verdict"]) == (pytest.approx(-10), "faster")
+    slow = at[("slow", "base")]
+    assert (slow["mean_ms"], slow["verdict"], slow["n"]) == (pytest.approx(10), "slower", 299)
+    forward = at[("base", "slow")]
+    assert (slow["mean_ci_low_ms"], slow["mean_ci_high_ms"]) == (-forward["mean_ci_high_ms"],
+                                                                 -forward["mean_ci_low_ms"])
+    assert at[("base", "twin")]["verdict"] == at[("twin", "base")]["verdict"] == "tie"
+    page = html_report(rep)
+    matrix_html = page[page.index('<h2 id="paired">'):]
+    assert '<td class="bad" title="slow − base: median +10.00 ms' in matrix_html
+    text = text_report(rep)
+    slow_row = next(line for line in text.splitlines() if line.startswith("  slow "))
+    assert slow_row.split() == ["slow", "+10.00*", "+10.00*", "."]

@@ -5,17 +5,13 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import cache_judge  # noqa: E402
-from benchlib import NGINX_HEAD  # noqa: E402
-
-from spe_tools.lab.render import render_text  # noqa: E402
+from bench import cache_judge
+from bench.lib.servers import NGINX_HEAD
+from spe_tools.lab.render import render_text
 
 
 def nginx_map(entries: str, value: str) -> str | None:

@@ -1,11 +1,8 @@
 """The CPU breakdown benchmark's readers of strace and callgrind output (pure functions, small inputs)."""
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from cpu_breakdown import OTHER, by_component, callgrind_costs, parse_strace_summary  # noqa: E402
+from bench.cpu_breakdown import OTHER, by_component, parse_strace_summary
+from bench.lib.callgrind import callgrind_costs
 
 STRACE = """\
 % time     seconds  usecs/call     calls    errors syscall

@@ -2,12 +2,8 @@
 Multiplier's start-up note about a choice every benchmark makes on purpose (no --replay-listen: they send no
 unsafe request), which made every benchmark with proxies exit 1."""
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from benchlib import stderr_problems  # noqa: E402
+from bench.lib.logs import stderr_problems
 
 REPLAY_NOTE = ("[2026-11-26 17:42:35.515] [spe] [warning] no --replay-listen: unsafe requests (POST, PUT, PATCH, "
                "DELETE...) go to the Collector only")

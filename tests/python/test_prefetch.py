@@ -126,7 +126,7 @@ def test_the_report_shows_the_prefetch_columns_in_every_format(run, tmp_path):
     rep = build_report(run)
     assert "Prefetching (requests a proxy sent" in text_report(rep)
     page = html_report(rep)
-    assert "<h2>Prefetching</h2>" in page and "<th>pf</th><td>4</td><td>5277</td>" in page
+    assert '<h2 id="prefetching">Prefetching</h2>' in page and "<th>pf</th><td>4</td><td>5277</td>" in page
     assert report_main([str(run), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
     proxies = {p["name"]: p for p in json.loads((tmp_path / "out" / "summary.json").read_text())["proxies"]}
     assert proxies["pf"]["prefetch_requests"] == 4 and proxies["pf"]["prefetch_precision"] == pytest.approx(0.5)

@@ -160,7 +160,7 @@ def test_an_unknown_rule_is_listed_after_the_known_ones(tmp_path):
 def test_html_section_tables_and_evidence(tmp_path):
     run = judged_run(tmp_path, captures=True)
     page = html_report(build_report(run), run / "report")
-    assert page.index('<a href="#cache-rules">') < page.index("<h2>Per proxy")  # found from the top of the page
+    assert page.index('<a href="#cache-rules">') < page.index('<h2 id="per-proxy">')  # found from the top
     section = page[page.index('<h2 id="cache-rules">'):]
     assert "<h3 id=\"cache-squid\">squid</h3>" in section and "<h3 id=\"cache-Collector\">Collector</h3>" in section
     squid = section[section.index('<h3 id="cache-squid">'):section.index('<h3 id="cache-varnish">')]
@@ -174,6 +174,35 @@ def test_html_section_tables_and_evidence(tmp_path):
     assert "<tr><th>Cache-Control</th><td>-</td><td>-</td><td>max-age=60</td></tr>" in squid
     assert '<a href="../captures/00000002-squid.txt">both replies</a>' in squid
     assert "Noise floor: 0.00 %" in section
+
+
+def test_the_page_opens_with_each_sources_violations_by_rule_and_how_to_reproduce_them(tmp_path):
+    """The verdict, before the per-proxy table: one row per rule broken (age, head-body, stale), one column per
+    source; a count links to its first request, whose example gives the `./spe repro` command (none for the
+    Collector, which repro does not replay), and a case already written is linked."""
+    run = judged_run(tmp_path, captures=True)
+    page = html_report(build_report(run), run / "report")
+    questions = [page.index(q) for q in ("Which proxy is best?", "Which bugs does each have?",
+                                         "Can I trust this run?", '<h2 id="per-proxy">')]
+    assert questions == sorted(questions)
+    verdict = page[:questions[-1]]
+    assert [row.split("<th")[1].split(">")[1].split(" <small")[0] for row in verdict.split("<tr>")[2:5]] == [
+        "stale", "age", "head-body"]  # the catalogue's order
+    command = f"./spe repro {run} --proxy squid --request 2"
+    assert f'title="squid: 2 violations of age, first on request 2: {command}"><a href="#cache-squid-age">2</a>' \
+        in verdict
+    assert 'title="Collector: 1 violations of stale, first on request 4"><a href="#cache-Collector-stale">1</a>' \
+        in verdict
+    assert f"<p>Reproduce it: <code>{command}</code></p>" in page[page.index('<h4 id="cache-squid-age">'):]
+    case = run / "repro" / "2-squid"
+    case.mkdir(parents=True)
+    (case / "case.json").write_text("{}")
+    assert '<a href="../repro/2-squid/README.txt">case</a>' in html_report(build_report(run), run / "report")
+    text = text_report(build_report(run))
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Reproduce one as a case: "))
+    assert lines[at].startswith(f"Reproduce one as a case: ./spe repro {run} --proxy PROXY --request ID")
+    assert [" ".join(line.split()) for line in lines[at + 1:at + 3]] == ["squid age 2", "varnish head-body 3"]
 
 
 def test_evidence_rows_put_each_header_beside_its_counterparts():
@@ -255,3 +284,4 @@ def test_the_lab_prints_the_cache_rule_lines_under_its_table(tmp_path, capsys):
     text = printed.out + printed.err
     assert "Cache rules (RFC 9111; the Collector is judged too):" in text
     assert "violations:" in text
+    assert "Which bugs does each have?" in text and "Reproduce one as a case: ./spe repro" in text

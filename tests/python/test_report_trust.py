@@ -14,7 +14,8 @@ from test_analysis import measure, proxy, record
 
 from analysis.cli import main as report_main
 from analysis.records import load_jsonl
-from analysis.report import build_report, port_rows, text_report, text_table
+from analysis.report import build_report, text_report, text_table
+from analysis.sections.collector_ports import port_rows
 from spe_tools.rundir.layout import RunDir
 
 
@@ -65,12 +66,13 @@ def test_the_noise_floor_and_each_proxy_beside_it(tmp_path):
                                "pct": 100 / 3}]
     assert floor["dummies"] == [{"name": "dummy", "requests": 4, "mismatches": 1, "pct": 25.0}]
     assert floor["floor_pct"] == 100 / 3
-    text = text_report(rep)
-    table_end = text.index(text_table(rep.rows)) + len(text_table(rep.rows))
-    assert text[table_end:].startswith(
-        "\nNoise floor: 33.33 % (dummy 1 of 4 replies differ from the Collector's; squid = squid-twin disagree on "
+    text = text_report(rep)  # the floor opens the verdict's answer to "Can I trust this run?"
+    trust = text[text.index("\nCan I trust this run?\n") + len("\nCan I trust this run?\n"):]
+    assert trust.startswith(
+        "Noise floor: 33.33 % (dummy 1 of 4 replies differ from the Collector's; squid = squid-twin disagree on "
         "1 of 3 requests; goal: 0)\n")
-    beside = [" ".join(line.split()) for line in text[table_end:].splitlines()[2:7]]
+    assert text.index(trust) < text.index(text_table(rep.rows))  # the verdict comes first
+    beside = [" ".join(line.split()) for line in trust.splitlines()[1:6]]
     assert beside == ["squid 0.00 % mismatches, within the noise floor",
                       "squid-twin 50.00 % mismatches, above the noise floor",
                       "dummy 25.00 % mismatches, within the noise floor",
@@ -93,7 +95,7 @@ def test_the_noise_floor_in_every_format(tmp_path, capsys):
     assert float(csv_rows["squid-twin"]["noise_pair_disagreement_pct"]) == float(csv_rows["squid"][
         "noise_pair_disagreement_pct"]) == 100 / 3 and csv_rows["varnish"]["noise_pair_disagreement_pct"] == ""
     page = (run / "report/report.html").read_text()
-    assert "<h2>Noise floor</h2>" in page and "squid = squid-twin" in page
+    assert '<h2 id="noise-floor">Noise floor</h2>' in page and "squid = squid-twin" in page
 
 
 def test_a_zero_noise_floor_meets_the_goal(tmp_path):

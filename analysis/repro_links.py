@@ -1,0 +1,39 @@
+"""How the report points at `./spe repro` (spe_tools/repro, docs/repro.md): the command line that turns a proxy's
+cache-rule violation on a request into a case and replays it, and the case when it was already written."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from analysis.records import COLLECTOR
+
+
+def repro_run(run: Path) -> Path | None:
+    """The run directory `./spe repro` can take a case from (it reads RUN/multiplier.jsonl), if the report has one."""
+    run = Path(run)
+    directory = run if run.is_dir() else run.parent if run.name == "multiplier.jsonl" else None
+    return directory if directory is not None and (directory / "multiplier.jsonl").exists() else None
+
+
+def repro_command(run: Path, proxy: str, request: int | str) -> str:
+    """The command line that writes and replays a proxy's violation on a request as a case (spe_tools/repro)."""
+    return f"./spe repro {shlex.quote(str(run))} --proxy {shlex.quote(proxy)} --request {request}"
+
+
+def repro_case(run: Path, proxy: str, request: int) -> Path | None:
+    """The case `./spe repro` already wrote for it, in its default place (spe_tools/repro/case.py default_dir)."""
+    case = run / "repro" / f"{request}-{proxy}"
+    return case if (case / "case.json").exists() else None
+
+
+def repro_text(sections: list[dict], run: Path | None) -> list[str]:
+    """Per proxy with violations, the first request of each rule it broke: what `./spe repro` takes."""
+    firsts = [(s["label"], [f"{r['rule']} {r['example']['id']}" for r in s["rules"] if r["count"] and r["example"]])
+              for s in sections if s["name"] != COLLECTOR]
+    firsts = [(label, rules) for label, rules in firsts if rules]
+    if run is None or not firsts:
+        return []
+    width = max(len(label) for label, _ in firsts) + 2
+    return [f"Reproduce one as a case: {repro_command(run, 'PROXY', 'ID')} (docs/repro.md), ID the first request of "
+            "each rule broken:", *(f"  {label:{width}}{', '.join(rules)}" for label, rules in firsts)]

@@ -1,0 +1,83 @@
+"""Instructions counted by valgrind's callgrind: a server started under it, warmed, its instructions over a
+load run dumped, and callgrind_annotate's tables read (repeatable on a busy machine, unlike time)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.lib.harness import BenchError
+from bench.lib.wrk import run_wrk
+from spe_tools.process import ProcessGroup
+
+ANNOTATE_LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$")
+
+
+def callgrind_costs(annotate_text: str) -> tuple[int, list[tuple[int, str]]]:
+    """(program total, [(self instructions, 'file:function [object]')]) from `callgrind_annotate`.
+    A dump taken while the program runs also lists the functions still on the stack (main,
+    io_context::run ...) with about the whole total as if it were their own: those are left out."""
+    total = 0
+    rows = []
+    for line in annotate_text.splitlines():
+        m = ANNOTATE_LINE.match(line)
+        if not m:
+            continue
+        cost, name = int(m.group(1).replace(",", "")), m.group(2).strip()
+        if name == "PROGRAM TOTALS":
+            total = cost
+        elif cost < 0.9 * total:
+            rows.append((cost, name))
+    return total, rows
+
+
+CALLGRIND_NAME = re.compile(r"^(?P<file>[^:]*):(?P<function>.*?)(?: \[(?P<object>[^\]]*)\])?$")
+RETURN_TYPE = re.compile(r"^(?:(?:void|auto|bool|int|unsigned long|std::size_t|unsigned int) )+")
+
+
+def split_name(where: str) -> dict[str, str]:
+    """'file:function [object]' -> its parts; a leading return type is dropped from the function."""
+    m = CALLGRIND_NAME.match(where)
+    parts = m.groupdict(default="") if m else {"file": "", "function": where, "object": ""}
+    parts["function"] = RETURN_TYPE.sub("", parts["function"])
+    return parts
+
+
+def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int], url: str, script: Path | None,
+              seconds: float, workdir: Path, served: Callable[[], int] | None = None) -> dict:
+    """Starts a server under callgrind (start(wrapper) -> pid), warms it, counts the instructions of
+    `seconds` of load; requests are counted by served() (e.g. log records) or else by wrk."""
+    dump = workdir / f"callgrind-{name}"
+    wrapper = ["valgrind", "--tool=callgrind", "--smc-check=all-non-file", f"--callgrind-out-file={dump}.%p"]
+    pid = start(wrapper)
+    run_wrk(url, script, 3, 10, workdir)
+    subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True, timeout=60)
+    before = served() if served else 0
+    result = run_wrk(url, script, seconds, 10, workdir)
+    time.sleep(1.0)  # the last replies' fan-out
+    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True, timeout=60)
+    requests = served() - before if served else result["requests"]
+    child = next(c for c in group.children if c.pid == pid)
+    child.popen.send_signal(signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.popen.wait(timeout=30)
+    dump_file = workdir / f"callgrind-{name}.{pid}.1"  # the dump asked for above (.{pid} alone: at exit)
+    if not dump_file.exists():
+        raise BenchError(f"{name}: callgrind wrote no dump")
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(dump_file)],
+                          capture_output=True, text=True, check=True, timeout=300).stdout
+    total, rows = callgrind_costs(text)
+    return {"requests": max(requests, 1), "total": total, "rows": rows}
+
+
+def inclusive_rows(workdir: Path, name: str) -> list[tuple[int, str]]:
+    """callgrind's inclusive table (each function with all it calls) of the dump `callgrind` took."""
+    dump = next(workdir.glob(f"callgrind-{name}.*.1"))
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(dump)],
+                          capture_output=True, text=True, check=True, timeout=300).stdout
+    return callgrind_costs(text)[1]
