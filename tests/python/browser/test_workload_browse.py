@@ -1,0 +1,184 @@
+"""The real-browser driver: headless Chromium loads synthetic pages with their images through a real
+Squid, and Squid's access.log shows every object; Chromium's own traffic never reaches the proxy, and
+Chromium listens on no port (DevTools is a pipe only the driver holds)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from spe_tools.process import ProcessGroup, free_port
+from spe_tools.squid import start_squid
+from spe_tools.workload import content_model as cm
+from spe_tools.workload.browse import CHROMIUM, Browser, chromium_argv, next_page
+
+ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+
+
+def test_command_line_keeps_chromium_quiet_and_on_the_proxy(tmp_path):
+    argv = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path)
+    assert "--proxy-server=http://127.0.0.1:3128" in argv and f"--user-data-dir={tmp_path}" in argv
+    assert "--proxy-bypass-list=<-loopback>;*.google.com;*.googleapis.com" in ";".join(argv)
+    for flag in ("--disable-background-networking", "--disable-component-update", "--disable-sync", "--headless"):
+        assert flag in argv
+    assert any(a.startswith("--disable-features=NetworkTimeServiceQuerying") for a in argv)
+    every = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path, all_through_proxy=True)
+    assert "--proxy-bypass-list=<-loopback>" in every
+    # DevTools on a pipe, never on a port another local user could connect to
+    assert "--remote-debugging-pipe" in argv and not [a for a in argv if a.startswith("--remote-debugging-port")]
+
+
+def test_next_page_follows_a_page_link():
+    links = ["http://127.0.0.1:9/page/3.html", "http://127.0.0.1:9/seq/3/0.jpg", "http://other/page/1.html"]
+    import random
+    assert next_page(links, ["http://127.0.0.1:9"], random.Random(1)) == "http://127.0.0.1:9/page/3.html"
+    assert next_page(links[1:], ["http://127.0.0.1:9"], random.Random(1)) is None
+
+
+def test_a_page_loaded_over_https_keeps_its_scheme_and_trusts_spes_ca_by_key(tmp_path):
+    import random
+    links = ["https://localhost:8443/page/7.html", "http://other/page/1.html"]
+    bases = ["http://localhost:80", "https://localhost:8443"]
+    assert next_page(links, bases, random.Random(1)) == "https://localhost:8443/page/7.html"
+    argv = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path, trust_spki="abc=")
+    assert "--ignore-certificate-errors-spki-list=abc=" in argv
+    assert not [a for a in chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path) if "spki" in a]
+
+
+@pytest.fixture(scope="module")
+def squid_lab():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed (./spe setup installs Debian's chromium)")
+    workdir = Path(tempfile.mkdtemp(prefix="spe-wl-browse-"))
+    workdir.chmod(0o755)  # Squid runs as user proxy
+    try:
+        with ProcessGroup(workdir) as group:
+            port = free_port()
+            group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen",
+                                   f"127.0.0.1:{port}", "--think-mean-ms", "20", "--think-sd-ms", "5"],
+                        port=port, env=ENV)
+            # The origin as Squid's parent: nothing Squid gets can make it go anywhere else.
+            squid = start_squid(group, "squid", free_port(), parent_port=port)
+            yield workdir, port, squid
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def browse(workdir: Path, squid_port: int, *args: str) -> dict:
+    out = workdir / "browse.json"
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy", f"127.0.0.1:{squid_port}",
+                          "--json", str(out), *args], env=ENV, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return json.loads(out.read_text())
+
+
+def access_log_paths(workdir: Path, expected: list[str], deadline_s: float = 15.0) -> list[str]:
+    """URLs in Squid's access.log, waiting (bounded) until `expected` are there: Squid buffers its log."""
+    end = time.monotonic() + deadline_s
+    while True:
+        lines = (workdir / "squid/access.log").read_text().splitlines()
+        urls = [line.split()[6] for line in lines if len(line.split()) > 6]
+        if set(expected) <= set(urls) or time.monotonic() > end:
+            return urls
+        time.sleep(0.2)
+
+
+def test_page_and_every_image_go_through_squid(squid_lab):
+    workdir, origin_port, squid = squid_lab
+    page = f"http://127.0.0.1:{origin_port}/page/7.html"
+    s = browse(workdir, squid.port, page, "--think-s", "0")
+    assert s["loaded"] == 1 and s["errors"] == 0
+    result = s["per_page"][0]
+    assert result["load_ms"] > 0 and result["failed"] == 0
+    images = [f"http://127.0.0.1:{origin_port}{src}" for src in cm.page_images(cm.Model(), "7")]
+    assert set(images) <= set(result["objects"])
+    logged = access_log_paths(workdir, [page, *images])
+    assert page in logged
+    assert all(image in logged for image in images), (images, logged)
+    # Chromium's own requests (update and accounts hosts) stayed inside Chromium: no foreign host
+    # reached Squid, and Squid asked no DNS server anything.
+    assert all(url.startswith("http://127.0.0.1:") for url in logged if not url.startswith("error:")), logged
+    with urllib.request.urlopen(f"http://127.0.0.1:{squid.port}/squid-internal-mgr/idns", timeout=10) as reply:
+        idns = reply.read().decode()
+    queries = [line.split() for line in idns.splitlines() if line.strip().endswith("recurse")]
+    assert all(q[1] == "0" for q in queries), idns
+
+
+def test_browsing_pages_follows_links(squid_lab):
+    workdir, origin_port, squid = squid_lab
+    s = browse(workdir, squid.port, "--origin", f"127.0.0.1:{origin_port}", "--pages", "3", "--think-s", "0.1",
+               "--seed", "2")
+    assert s["pages"] == s["loaded"] == 3
+    urls = [p["url"] for p in s["per_page"]]
+    assert all("/page/" in u for u in urls)
+    objects = [obj for p in s["per_page"] for obj in p["objects"] if "/obj/" in obj]
+    assert len(objects) >= 3 * cm.Model().page_images_min
+    logged = access_log_paths(workdir, objects)
+    for p in s["per_page"]:
+        assert all(obj in logged for obj in p["objects"] if "/obj/" in obj)
+    assert s["load_ms"]["count"] == 3
+
+
+def listening_tcp_sockets() -> dict[int, str]:
+    """Every TCP socket listening on this machine (IPv4 and IPv6): its inode -> its local address."""
+    sockets = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":  # TCP_LISTEN
+                    sockets[int(fields[9])] = fields[1]
+    return sockets
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets a process has open (its descriptors that name socket:[N])."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def test_chromium_listens_on_no_port_devtools_is_a_pipe(squid_lab, tmp_path):
+    """No local user can drive the browser: while it loads a page, none of Chromium's processes (the
+    browser, its renderers and helpers) has a listening TCP socket, and it wrote no DevToolsActivePort."""
+    workdir, origin_port, squid = squid_lab
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    argv = chromium_argv(CHROMIUM, f"127.0.0.1:{squid.port}", profile)
+
+    async def drive() -> tuple[object, dict[int, dict[int, str]]]:
+        browser = Browser(argv, profile, tmp_path)
+        try:
+            await browser.connect()
+            result = await browser.load(f"http://127.0.0.1:{origin_port}/page/4.html", timeout=60)
+            listening = listening_tcp_sockets()
+            found = {}
+            for pid in browser.process.members():
+                inodes = socket_inodes(pid)
+                found[pid] = {inode: listening[inode] for inode in inodes & listening.keys()}
+            return result, found
+        finally:
+            await browser.close()
+
+    result, found = asyncio.run(drive())
+    assert not result.error and result.requests > 1, result  # DevTools drove it: the page and its images
+    assert len(found) >= 2, found  # the browser and at least one helper were looked at
+    assert not any(found.values()), f"Chromium listens on TCP: {found}"
+    assert not (profile / "DevToolsActivePort").exists()

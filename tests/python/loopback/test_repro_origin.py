@@ -1,0 +1,114 @@
+"""The stand-in origin of `./spe repro`, over real HTTP on 127.0.0.1: it answers the case's path with
+the reply in force at the case time, Date now and the other dates moved with it, a body of the
+recorded length, 304 to matching validators, unsafe methods with their recorded status.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import sys
+import time
+
+import pytest
+from conftest import ENV
+from reprosupport import T0, make_run, record
+
+from spe_tools.process import ProcessGroup, free_port
+from spe_tools.repro.case import extract_case, write_case
+from spe_tools.repro.stand_in_origin import START_PATH
+
+DATE_1 = email.utils.formatdate(T0, usegmt=True)
+ORIGIN_1 = {"cache-control": "max-age=600", "date": DATE_1, "etag": '"v1"', "age": "7",
+            "expires": email.utils.formatdate(T0 + 600, usegmt=True),
+            "last-modified": email.utils.formatdate(T0 - 3600, usegmt=True), "vary": "Accept-Language"}
+ORIGIN_2 = {"cache-control": "no-cache", "date": email.utils.formatdate(T0 + 3, usegmt=True), "etag": '"v2"'}
+AGE = {"rule": "age", "section": "4", "reason": "r"}
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory):
+    base = tmp_path_factory.mktemp("repro-origin")
+    legs = [{"name": "nginx", "cache": {"violations": [AGE]}}]
+    run = make_run(base / "run", [
+        record(1, T0, origin=ORIGIN_1, nbytes=1000),
+        record(2, T0 + 1, method="POST", origin={"cache-control": "no-store"}, status=201, nbytes=0),
+        record(3, T0 + 3, origin=ORIGIN_2, nbytes=30, legs=legs),
+    ])
+    case_dir = write_case(extract_case(run, "nginx", 3), base / "case")
+    port = free_port()
+    with ProcessGroup(base) as group:
+        group.start("stand-in", [sys.executable, "-m", "spe_tools.repro.stand_in_origin", "--case", str(case_dir),
+                                 "--listen", f"127.0.0.1:{port}"], port=port, env=ENV)
+        yield Origin(port)
+
+
+class Origin:
+    def __init__(self, port: int):
+        self.port = port
+
+    def ask(self, method: str, path: str = "/obj?cc=max-age%3D600", headers: dict | None = None,
+            ) -> tuple[http.client.HTTPResponse, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.request(method, path, body=b"x" if method == "POST" else None, headers=headers or {})
+        reply = conn.getresponse()
+        body = reply.read()
+        conn.close()
+        return reply, body
+
+    def set_clock(self, case_time: float) -> None:
+        reply, _ = self.ask("GET", f"{START_PATH}?at={case_time}")
+        assert reply.status == 204
+
+
+def epoch(value: str) -> float:
+    return email.utils.parsedate_to_datetime(value).timestamp()
+
+
+def test_before_the_replay_starts_the_first_reply_is_in_force_with_dates_moved_to_now(origin):
+    origin.set_clock(0)
+    before = time.time()
+    reply, body = origin.ask("GET")
+    assert reply.status == 200
+    assert len(body) == 1000 and body == origin.ask("GET")[1]  # deterministic
+    assert reply.getheader("Cache-Control") == "max-age=600"
+    assert reply.getheader("ETag") == '"v1"' and reply.getheader("Vary") == "Accept-Language"
+    assert reply.getheader("Age") == "7"  # as recorded
+    date = epoch(reply.getheader("Date"))
+    assert before - 1 <= date <= time.time() + 1
+    assert epoch(reply.getheader("Expires")) - date == pytest.approx(600, abs=2)
+    assert date - epoch(reply.getheader("Last-Modified")) == pytest.approx(3600, abs=2)
+
+
+def test_validators_that_match_get_304_others_the_whole_reply(origin):
+    origin.set_clock(0.5)
+    assert origin.ask("GET", headers={"If-None-Match": '"v1"'})[0].status == 304
+    assert origin.ask("GET", headers={"If-None-Match": 'W/"v1", "x"'})[0].status == 304
+    assert origin.ask("GET", headers={"If-None-Match": '"v0"'})[0].status == 200
+    last_modified = origin.ask("GET")[0].getheader("Last-Modified")
+    assert origin.ask("GET", headers={"If-Modified-Since": last_modified})[0].status == 304
+    earlier = email.utils.formatdate(epoch(last_modified) - 10, usegmt=True)
+    assert origin.ask("GET", headers={"If-Modified-Since": earlier})[0].status == 200
+
+
+def test_head_gets_the_header_of_a_get_without_a_body(origin):
+    origin.set_clock(0.5)
+    reply, body = origin.ask("HEAD")
+    assert (reply.status, body, reply.getheader("Content-Length")) == (200, b"", "1000")
+
+
+def test_an_unsafe_method_gets_its_recorded_status_and_no_store(origin):
+    origin.set_clock(1.2)
+    reply, _ = origin.ask("POST")
+    assert reply.status == 201 and reply.getheader("Cache-Control") == "no-store"
+
+
+def test_later_in_the_case_the_later_reply_is_in_force(origin):
+    origin.set_clock(3.2)
+    reply, body = origin.ask("GET")
+    assert (reply.status, reply.getheader("ETag"), len(body)) == (200, '"v2"', 30)
+    assert reply.getheader("Cache-Control") == "no-cache" and reply.getheader("Expires") is None
+
+
+def test_other_paths_are_not_found(origin):
+    assert origin.ask("GET", "/elsewhere")[0].status == 404

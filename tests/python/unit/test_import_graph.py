@@ -1,0 +1,112 @@
+"""The shape of the Python code, from its imports (read with `ast`, nothing imported): no two modules import each
+other, directly or around a loop, and the lab, workload, repro and prefetch side reaches the analysis only through
+the run directory's contract (spe_tools/rundir), never the other way round."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGES = ("spe_tools", "analysis")
+# The one place the lab side imports the analysis: ./spe lab run writes the report when the run ends (its report
+# function imports analysis.* inside itself, so a lab without polars still runs and says how to report later).
+ANALYSIS_ALLOWED_IN = {"spe_tools.lab.cli"}
+# Imports for annotations only (under `if TYPE_CHECKING:`) that close a loop, each known and to be removed: a
+# section's hooks take the Report, whose properties read the sections' data. Only a type-only import may be here.
+TYPE_ONLY_LOOPS = {("analysis.section", "analysis.report")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def imported(node: ast.Import | ast.ImportFrom, known: dict[str, Path]) -> list[str]:
+    """The project modules an import statement names (`from a.b import c` is module a.b.c when there is one)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif node.level or node.module is None:
+        return []  # the project uses absolute imports only
+    else:
+        names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in known else node.module
+                 for alias in node.names]
+    return [name for name in names if name in known]
+
+
+def type_only_imports(tree: ast.Module) -> set[ast.AST]:
+    """The import statements under `if TYPE_CHECKING:`."""
+    return {node for block in ast.walk(tree) if isinstance(block, ast.If) and ast.unparse(block.test).endswith(
+        "TYPE_CHECKING") for statement in block.body for node in ast.walk(statement)
+        if isinstance(node, ast.Import | ast.ImportFrom)}
+
+
+def import_graph(type_only: bool = True) -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere (at the top, in a function and, with `type_only`, under
+    TYPE_CHECKING)."""
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(), str(path))
+        skipped = set() if type_only else type_only_imports(tree)
+        graph[name] = {target for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+                       and node not in skipped for target in imported(node, known) if target != name}
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that reach each other through their imports (the graph is small: reachability
+    from each module is enough)."""
+    reach = {node: reachable(graph, node) for node in graph}
+    return sorted({tuple(sorted(m for m in reach[node] if node in reach.get(m, ()))) for node in graph
+                   if node in reach[node]})
+
+
+def test_no_modules_import_each_other():
+    graph = import_graph()
+    for module, target in TYPE_ONLY_LOOPS:
+        assert target not in import_graph(type_only=False)[module], f"{module} imports {target} at run time"
+        graph[module].discard(target)
+    assert cycles(graph) == []
+
+
+def test_the_lab_side_reaches_the_analysis_only_through_the_contract():
+    graph = import_graph()
+    crossing = {name: sorted(t for t in targets if t.split(".")[0] == "analysis")
+                for name, targets in graph.items() if name.split(".")[0] == "spe_tools"}
+    assert {name: targets for name, targets in crossing.items() if targets and name not in ANALYSIS_ALLOWED_IN} == {}
+
+
+def test_the_contract_stands_below_the_lab_and_the_analysis():
+    """spe_tools.rundir imports nothing of the project but itself: both sides can depend on it."""
+    graph = import_graph()
+    for name, targets in graph.items():
+        if name.startswith("spe_tools.rundir"):
+            assert all(t.startswith("spe_tools.rundir") for t in targets), (name, targets)
+
+
+def test_the_graph_sees_imports():
+    """A guard for the tests above: the reader finds imports of each form."""
+    graph = import_graph()
+    assert "spe_tools.rundir.lab_json" in graph["analysis.noise"]  # from a.b import C
+    assert "spe_tools.lab.access" in graph["spe_tools.lab.runner"]  # from a import module
+    assert "analysis.report" in graph["spe_tools.lab.cli"]  # inside a function
+    assert "analysis.report" in graph["analysis.section"]  # under TYPE_CHECKING
+    assert "analysis.report" not in import_graph(type_only=False)["analysis.section"]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]

@@ -1,0 +1,339 @@
+"""The lab file: parsing, validation messages, templates, status line (pure; no process is started)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from spe_tools.collector import port_lines
+from spe_tools.lab.checks import check
+from spe_tools.lab.kinds import KINDS, Context
+from spe_tools.lab.labfile import lab_toml, write_run_lab_file
+from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
+from spe_tools.lab.port_plan import Ports
+from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
+from spe_tools.lab.start_collector import collector_port_names
+from spe_tools.lab.start_multiplier import multiplier_argv
+from spe_tools.lab.start_workload import workload_argv
+from spe_tools.lab.status import StatusTracker, format_status
+
+MINIMAL = '[[proxy]]\nname = "sq"\nkind = "squid"\n'
+
+
+def error(text: str) -> str:
+    with pytest.raises(LabFileError) as e:
+        parse_lab(text)
+    return str(e.value)
+
+
+def test_minimal_lab_gets_defaults():
+    lab = parse_lab(MINIMAL)
+    assert lab.name == "lab" and lab.collector.kind == "spe" and lab.origin.host == "localhost"
+    assert lab.workload.kind == "none" and lab.multiplier.mode == "sequential" and lab.multiplier.legs == "parallel"
+    assert lab.proxies == (ProxySpec(name="sq", kind="squid"),)
+
+
+def test_every_shipped_lab_file_parses():
+    files = sorted((ROOT / "configs/labs").glob("*.toml"))
+    assert any(f.name == "default.toml" for f in files)
+    for path in files:
+        lab = load_lab(path)
+        assert lab.proxies, path
+
+
+def test_default_lab_has_every_issue_proxy():
+    lab = load_lab(ROOT / "configs/labs/default.toml")
+    kinds = [p.kind for p in lab.proxies]
+    for kind in ("squid", "trafficserver", "varnish", "apache", "nginx", "dummy"):
+        assert kind in kinds
+    assert any(p.kind == "trafficserver" and p.prefetch for p in lab.proxies)
+    assert lab.collector.kind == "spe" and lab.origin.kind == "synthetic" and lab.workload.kind != "none"
+
+
+def test_the_conformance_share_reaches_the_load_client_and_the_default_lab_uses_it():
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5})
+    plain = workload_argv(parse_lab('[workload]\nkind = "load"\n' + MINIMAL), ports, 10)
+    assert parse_lab(MINIMAL).workload.conformance == 0 and "--conformance" not in plain
+    argv = workload_argv(parse_lab('[workload]\nkind = "load"\nconformance = 0.25\n' + MINIMAL), ports, 10)
+    assert argv[argv.index("--conformance") + 1] == "0.25"
+    assert 0 < load_lab(ROOT / "configs/labs/default.toml").workload.conformance < 0.5
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('[[proxy]]\nname = "x"\nkind = "squidd"\n', "unknown kind 'squidd' (known: squid, squid-prefetch, trafficserver"),
+    ('[[proxy]]\nname = "x"\n', "[[proxy]] 'x': missing key 'kind'"),
+    # Traffic Server 9.2 crashes at its first request with a disk cache under 16 MB
+    ('[[proxy]]\nname = "t"\nkind = "trafficserver"\ncache_mb = 8\n', "'t'.cache_mb: 8 is out of range (16 to 65536)"),
+    ('[[proxy]]\nname = "a"\nkind = "squid"\ncollector_limit_kbps = -1\n', "collector_limit_kbps: -1 is out of range"),
+    ('[[proxy]]\nkind = "squid"\n', "[[proxy]] #1: missing key 'name'"),
+    ('[[proxy]]\nname = "direct"\nkind = "squid"\n', "'direct' is reserved"),
+    ('[[proxy]]\nname = "a b"\nkind = "squid"\n', "use a letter then"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\ncache = 5\n', "[[proxy]] 'x': unknown key 'cache' (allowed: cache_mb"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\nprefetch = true\n', "unknown key 'prefetch'"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\ncache_mb = "64"\n', "cache_mb: expected an integer, got '64'"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\nport = 70000\n', "port: 70000 is out of range"),
+    ('[[proxy]]\nname = "x"\nkind = "external"\n', "kind 'external' needs address"),
+    ('[[proxy]]\nname = "x"\nkind = "external"\naddress = "host"\n', "expected HOST:PORT, got 'host'"),
+    ('[[proxy]]\nname = "x"\nkind = "squid"\n[[proxy]]\nname = "X"\nkind = "varnish"\n', "the name is used twice"),
+    ('[[proxy]]\nname = "a"\nkind = "squid"\nport = 9000\n[[proxy]]\nname = "b"\nkind = "nginx"\nport = 9000\n',
+     "port clash: [[proxy]] 'b'.port and [[proxy]] 'a'.port both use port 9000"),
+    ('[multiplier]\nlisten = "127.0.0.1:9000"\n[[proxy]]\nname = "a"\nkind = "squid"\ncollector_port = 9000\n',
+     "port clash"),
+    ('[collector]\nkind = "varnish"\n' + MINIMAL, "[collector].kind: unknown kind 'varnish' (known: spe, squid)"),
+    ('[collector]\nreplay_timing = 1\n' + MINIMAL, "[collector].replay_timing: expected true or false, got 1"),
+    ('[origin]\nhost = "127.0.0.1"\n' + MINIMAL, "use 'localhost'"),
+    ('[origin]\nkind = "none"\n[workload]\nkind = "load"\n' + MINIMAL, "needs [origin].kind = \"synthetic\""),
+    ('[workload]\nkind = "builtin"\n' + MINIMAL,
+     "[workload].kind: unknown kind 'builtin' (known: none, load, browse, command)"),
+    ('[workload]\nkind = "load"\npopularity = "zipf"\n' + MINIMAL, "[workload].popularity: popularity must be"),
+    ('[workload]\nkind = "load"\nhit_ratio = 1.5\n' + MINIMAL, "[workload].hit_ratio: 1.5 is out of range"),
+    ('[workload]\nkind = "load"\nconformance = 2\n' + MINIMAL, "[workload].conformance: 2 is out of range"),
+    ('[origin]\nthink_mean_ms = -1\n' + MINIMAL, "[origin].think_mean_ms: -1 is out of range"),
+    ('[origin]\nmodle = "m.json"\n' + MINIMAL, "[origin]: unknown key 'modle'"),
+    ('[multiplier]\nmode = "parallel"\n' + MINIMAL, "unknown mode 'parallel'"),
+    ('[multiplier]\nlegs = "staggered"\n' + MINIMAL, "unknown legs 'staggered'"),
+    ('[multiplier]\nignore_headers = ["X-A", 3]\n' + MINIMAL, "expected a list of strings"),
+    ('colector = {}\n' + MINIMAL, "top level: unknown key 'colector'"),
+    ('name = "x"\n', "no proxies under test"),
+    ('[[proxy]\n', "not valid TOML"),
+])
+def test_bad_lab_files_say_what_is_wrong(text, expected):
+    assert expected in error(text)
+
+
+@pytest.mark.parametrize("kind", [k for k in PROXY_KINDS if k != "external"])
+def test_a_kind_takes_exactly_the_keys_it_declares(kind):
+    """Each kind's keys come from its own declaration (kinds.Kind.options): given at their defaults they
+    change nothing, and any other kind's key is refused with the kind's own list."""
+    options = KINDS[kind].options
+    given = "".join(f"{o.key} = {json.dumps(list(o.default) if isinstance(o.default, tuple) else o.default)}\n"
+                    for o in options)
+    assert parse_lab(MINIMAL.replace("squid", kind) + given).proxies == (ProxySpec(name="sq", kind=kind),)
+    foreign = sorted({o.key for k in KINDS.values() for o in k.options} - KINDS[kind].keys - {"address"})
+    for key in foreign:
+        every_kinds = {"name", "kind", "collector_port", "twin_of", "collector_limit_kbps"}
+        allowed = ", ".join(sorted(KINDS[kind].keys | every_kinds))
+        assert error(MINIMAL.replace("squid", kind) + f"{key} = 1\n").endswith(
+            f"[[proxy]] 'sq': unknown key {key!r} (allowed: {allowed})")
+
+
+def test_message_names_the_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[[proxy]]\nname = "x"\nkind = "haproxy"\n')
+    with pytest.raises(LabFileError, match=r"bad\.toml: \[\[proxy\]\] 'x'\.kind: unknown kind 'haproxy'"):
+        load_lab(path)
+    with pytest.raises(LabFileError, match="cannot read the lab file"):
+        load_lab(tmp_path / "missing.toml")
+
+
+def test_external_proxy_keeps_its_address():
+    lab = parse_lab('[[proxy]]\nname = "mine"\nkind = "external"\naddress = "10.0.0.5:3128"\ncollector_port = 4000\n')
+    p = lab.proxies[0]
+    assert (p.host, p.port, p.collector_port) == ("10.0.0.5", 3128, 4000)
+
+
+def test_check_loads_the_origin_model(tmp_path):
+    (tmp_path / "bad.json").write_text('{"size_mean": "big"}')
+    lab = load_lab(write(tmp_path / "lab.toml", '[collector]\nkind = "squid"\n[origin]\nmodel = "bad.json"\n'
+                         + MINIMAL))
+    assert lab.origin.model == tmp_path / "bad.json"  # relative to the lab file
+    assert any(p.startswith(f"[origin].model: {tmp_path / 'bad.json'}: ") for p in check(lab))
+    lab = load_lab(write(tmp_path / "lab2.toml", '[collector]\nkind = "squid"\n[origin]\nmodel = "none.json"\n'
+                         + MINIMAL))
+    assert any("[origin].model" in p and "No such file" in p for p in check(lab))
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_check_reports_missing_programs(monkeypatch):
+    monkeypatch.setattr(type(KINDS["varnish"]), "programs", ("/nonexistent/varnishd",))
+    lab = parse_lab('[collector]\nkind = "squid"\n[[proxy]]\nname = "v"\nkind = "varnish"\n')
+    problems = check(lab)
+    assert any("'v' (kind varnish): /nonexistent/varnishd is not installed (Debian package varnish" in p
+               for p in problems), problems
+    problems = check(lab, multiplier=Path("/nonexistent/spe-multiplier"))
+    assert any("Multiplier /nonexistent/spe-multiplier is not built" in p for p in problems)
+
+
+def test_render_refuses_unknown_placeholders():
+    assert render_text("listen {{port}};", {"port": 5}) == "listen 5;"
+    with pytest.raises(TemplateError, match="no value for {{dir}}"):
+        render_text("{{dir}}/x", {})
+    assert render_text("proxy_pass http://c$request_uri; %>lp", {}) == "proxy_pass http://c$request_uri; %>lp"
+
+
+@pytest.mark.parametrize("kind", [k for k in PROXY_KINDS if k not in ("dummy", "external")])
+def test_every_template_renders(kind, tmp_path):
+    """Each kind renders its templates with this run's ports and paths, and nothing is left unfilled."""
+    spec = ProxySpec(name="p1", kind=kind, prefetch=kind == "trafficserver")
+    ctx = Context(spec=spec, dir=tmp_path / "p1", port=40001, collector_port=40002, origin_host="localhost",
+                  origin_ports=[40003], as_root=False)
+    ctx.dir.mkdir()
+    files = KINDS[kind].render(ctx)
+    argv = KINDS[kind].argv(ctx)
+    assert files and argv[0] == KINDS[kind].programs[0]
+    text = "\n".join(f.read_text() for f in files) + " ".join(argv)
+    assert "40001" in text and "40002" in text and str(ctx.dir) in text
+    assert "{{" not in text
+    assert "127.0.0.1:40001" in text or "Port 40001" in text or "40001:ip-in=127.0.0.1" in text
+
+
+def test_trafficserver_prefetch_variant(tmp_path):
+    base = dict(name="ats", kind="trafficserver", port=0)
+    for prefetch in (False, True):
+        ctx = Context(spec=ProxySpec(**base, prefetch=prefetch), dir=tmp_path / str(prefetch), port=1, collector_port=2,
+                      origin_host="localhost", origin_ports=[8000], as_root=False)
+        ctx.dir.mkdir()
+        KINDS["trafficserver"].render(ctx)
+        remap = (ctx.dir / "rr/etc/remap.config").read_text()
+        assert ("prefetch.so" in remap) == prefetch
+        if prefetch:
+            assert "map http://localhost:8000/" in remap and "cachekey.so" in remap.split("prefetch.so")[0]
+
+
+def test_apache_caches_each_origin_port(tmp_path):
+    ctx = Context(spec=ProxySpec(name="a", kind="apache", cache_ports=(8080,)), dir=tmp_path, port=1,
+                  collector_port=2, origin_host="localhost", origin_ports=[8000], as_root=False)
+    text = KINDS["apache"].render(ctx)[0].read_text()
+    assert "CacheEnable disk http://:8000/" in text and "CacheEnable disk http://:8080/" in text
+
+
+def test_accel_ports_for_origin_form_proxies(tmp_path):
+    lab = parse_lab('[[proxy]]\nname = "v"\nkind = "varnish"\n[[proxy]]\nname = "s"\nkind = "squid"\n'
+                    '[[proxy]]\nname = "n"\nkind = "nginx"\n')
+    from spe_tools.lab.port_plan import Ports
+
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"v": 4, "s": 5, "n": 6},
+                  collector={"v": 7, "s": 8, "n": 9})
+    names = collector_port_names(lab, ports)
+    assert names == {"v@accel": 7, "s": 8, "n@accel": 9}
+    conf = port_lines(names)
+    assert "http_port 127.0.0.1:7 accel vhost allow-direct name=v" in conf
+    assert "http_port 127.0.0.1:8 name=s" in conf
+    argv = multiplier_argv(lab, ports, tmp_path, Path("/m"))
+    assert argv[:5] == ["/m", "--listen", "127.0.0.1:3", "--collector", "127.0.0.1:2"]
+    assert ["--proxy", "v=127.0.0.1:4"] == argv[argv.index("--proxy"):argv.index("--proxy") + 2]
+
+
+def test_templates_use_only_known_placeholders():
+    known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
+             "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports",
+             "client_addresses", "access_log"}
+    for path in TEMPLATES.rglob("*"):
+        if path.is_file():
+            assert placeholders(path.read_text()) <= known, path
+
+
+def test_status_tracker_reads_only_complete_lines(tmp_path):
+    log = tmp_path / "m.jsonl"
+    rec = {"id": 1, "proxies": [{"name": "a", "result": "OK"}, {"name": "b", "result": "NO_RESPONSE"}]}
+    log.write_text(json.dumps(rec) + "\n" + json.dumps(rec)[:10])
+    t = StatusTracker(log)
+    t.update()
+    assert t.requests == 1
+    with open(log, "a") as f:
+        f.write(json.dumps(rec)[10:] + "\n")
+    t.update()
+    assert t.requests == 2 and t.results["a"]["OK"] == 2 and t.results["b"]["NO_RESPONSE"] == 2
+
+
+def test_format_status():
+    line = format_status(3.2, 12, 10, {"a": Counter(OK=9, BODY_MISMATCH=1), "b": Counter(NO_RESPONSE=2)}, ["a", "b"])
+    assert line == "     3 s | requests 12 (+2) | a ok 9 diff 1 | b ok 0 none 2"
+
+
+def ran(lab):
+    """What a lab file written into a run directory describes: its paths are absolute there."""
+    origin = replace(lab.origin, model=lab.origin.model.resolve() if lab.origin.model else None)
+    return replace(lab, source=None, origin=origin, runs_dir=lab.runs_dir.resolve() if lab.runs_dir else None)
+
+
+def test_the_run_lab_file_is_the_lab_as_it_ran(tmp_path):
+    """`./spe demo` changes the lab before it runs (stock Squid, proxies left out): the run directory's
+    lab.toml must describe what ran, not the file it started from."""
+    for path in sorted((ROOT / "configs/labs").glob("*.toml")):
+        lab = load_lab(path)
+        assert ran(parse_lab(lab_toml(lab))) == ran(lab), path
+    given = tmp_path / "given.toml"
+    given.write_text('# my lab\nname = "mine"\n[collector]\nkind = "spe"\n[origin]\nmodel = "m.json"\n'
+                     '[multiplier]\nlisten = "0.0.0.0:8080"\nignore_headers = ["X-A\\\\b"]\n'
+                     '[[proxy]]\nname = "sq"\nkind = "squid"\n[[proxy]]\nname = "ext"\nkind = "external"\n'
+                     'address = "10.0.0.2:3128"\ncollector_port = 3400\n')
+    lab = load_lab(given)
+    as_given = tmp_path / "as-given.toml"
+    write_run_lab_file(lab, as_given)
+    assert as_given.read_text() == given.read_text()  # unchanged: the file itself, comments and all
+    adapted = replace(lab, collector=replace(lab.collector, kind="squid"), proxies=lab.proxies[1:])
+    written = tmp_path / "adapted.toml"
+    write_run_lab_file(adapted, written)
+    again = load_lab(written)
+    assert again.collector.kind == "squid" and [p.name for p in again.proxies] == ["ext"]
+    assert again.origin.model == tmp_path / "m.json" and again.multiplier.ignore_headers == ("X-A\\b",)
+    assert ran(again) == ran(adapted)
+
+
+def test_https_keys_reach_the_origin_collector_multiplier_and_workload(tmp_path):
+    source = tmp_path / "labs" / "tls.toml"
+    source.parent.mkdir()
+    (tmp_path / "labs" / "extra-ca.pem").write_text("")
+    lab = parse_lab('[origin]\ntls = true\n[collector]\norigin_ca_files = ["extra-ca.pem"]\n'
+                    '[multiplier]\nintercept_tls = true\nca_dir = "ca"\nno_intercept = ["*.bank.example"]\n'
+                    '[workload]\nkind = "load"\nhttps_share = 0.25\n' + MINIMAL, source)
+    assert lab.collector.origin_ca_files == (source.parent / "extra-ca.pem",)
+    assert lab.multiplier.ca_dir == source.parent / "ca"
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5}, origin_tls=6)
+    argv = multiplier_argv(lab, ports, tmp_path)
+    assert "--intercept-tls" in argv and argv[argv.index("--ca-dir") + 1] == str((source.parent / "ca").resolve())
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--connect-port"] == ["443", "6"]
+    assert argv[argv.index("--no-intercept") + 1] == "*.bank.example"
+    load = workload_argv(lab, ports, 10, tmp_path)
+    assert load[load.index("--tls-origin") + 1] == "localhost:6"
+    assert load[load.index("--https-share") + 1] == "0.25"
+    assert load[load.index("--ca-cert") + 1] == str((source.parent / "ca" / "spe-ca.pem").resolve())
+    # Without interception the tunnels are opaque: the client trusts the origin's own test CA.
+    opaque = replace(lab, multiplier=replace(lab.multiplier, intercept_tls=False, ca_dir=None, no_intercept=()))
+    assert "--intercept-tls" not in multiplier_argv(opaque, ports, tmp_path)
+    load = workload_argv(opaque, ports, 10, tmp_path)
+    assert load[load.index("--ca-cert") + 1] == str(tmp_path / "origin-tls" / "origin-ca.pem")
+
+
+def test_https_keys_are_checked():
+    assert "need intercept_tls = true" in error('[multiplier]\nno_intercept = ["x"]\n' + MINIMAL)
+    assert "only the synthetic origin serves HTTPS" in error('[origin]\nkind = "none"\ntls = true\n' + MINIMAL)
+    assert "out of range" in error('[workload]\nhttps_share = 1.5\n' + MINIMAL)
+
+
+def test_the_default_lab_serves_part_of_its_pages_over_https_and_intercepts_them():
+    lab = load_lab(ROOT / "configs/labs/default.toml")
+    assert lab.origin.tls and lab.multiplier.intercept_tls and 0 < lab.workload.https_share < 1
+
+
+def test_a_run_lab_file_elsewhere_keeps_the_lab_files_relative_paths_pointing_at_the_same_files(tmp_path):
+    """The run directory is not where the lab file was: copied as is, `model = "m.json"` (or CA files)
+    would name files beside the run's lab.toml. Such a lab is written from the model, paths absolute."""
+    (tmp_path / "labs").mkdir()
+    given = tmp_path / "labs" / "given.toml"
+    given.write_text('[origin]\nmodel = "m.json"\n[collector]\norigin_ca_files = ["ca.pem"]\n' + MINIMAL)
+    lab = load_lab(given)
+    run_copy = tmp_path / "run" / "lab.toml"
+    run_copy.parent.mkdir()
+    write_run_lab_file(lab, run_copy)
+    again = load_lab(run_copy)
+    assert again.origin.model == tmp_path / "labs" / "m.json"
+    assert again.collector.origin_ca_files == (tmp_path / "labs" / "ca.pem",)
+
+
+def test_twin_of_names_another_proxy_of_the_lab():
+    lab = parse_lab(MINIMAL + '[[proxy]]\nname = "sq2"\nkind = "squid"\ntwin_of = "sq"\n')
+    assert lab.proxy("sq2").twin_of == "sq" and lab.proxy("sq").twin_of == ""
+    assert "is not another proxy" in error(MINIMAL + '[[proxy]]\nname = "sq2"\nkind = "squid"\ntwin_of = "nope"\n')
+    assert "is not another proxy" in error(MINIMAL.replace('kind = "squid"\n', 'kind = "squid"\ntwin_of = "sq"\n'))
+    assert 'twin_of = "sq"' in lab_toml(lab)

@@ -1,0 +1,129 @@
+"""`./spe repro` case extraction from a hand-made run directory: the request sequence for one URL up to
+the chosen record, its timing, headers (credentials replaced by fixed stand-ins), the origin's reply
+in force for each request, the proxy's kind and options, and the errors a user can run into.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from reprosupport import ORIGIN_1, ORIGIN_2, T0, URL, leg, make_run, record
+
+from spe_tools.repro.case import DUMMY_AUTHORIZATION, DUMMY_COOKIE, CaseError, extract_case, load_case, write_case
+from spe_tools.rundir.layout import RunDir
+
+AGE = {"rule": "age", "section": "4", "reason": "Age 0 s, but the copy was 2.6 s old"}
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return make_run(tmp_path / "run", [
+        record(1, T0, headers={"accept-encoding": "identity"}, origin=ORIGIN_1, nbytes=7),
+        record(2, T0 + 0.5, url="http://localhost:40001/other", origin=ORIGIN_1),  # another URL: not in the case
+        record(3, T0 + 1.0, headers={"authorization": "(present)", "cookie": "(present)"}),  # a Collector hit
+        record(4, T0 + 2.0, method="POST", origin={"cache-control": "no-store", "date": ORIGIN_1["date"]},
+               status=201, nbytes=0),
+        record(5, T0 + 3.0, origin=ORIGIN_2, nbytes=9, headers={"if-none-match": '"v1"'}),
+        record(6, T0 + 5.5, headers={"cache-control": "no-cache"},
+               legs=[leg("nginx", [AGE], [{"rule": "heuristic", "section": "4.2.2", "reason": "r"}]), leg("sq")]),
+        record(7, T0 + 9.0, origin=ORIGIN_2),  # after the chosen request: not in the case
+    ])
+
+
+def test_the_sequence_is_every_request_for_the_url_up_to_the_chosen_one_with_its_offset(run):
+    case = extract_case(run, "nginx", 6)
+    assert [s.record_id for s in case.steps] == [1, 3, 4, 5, 6]
+    assert [s.offset_s for s in case.steps] == pytest.approx([0.0, 1.0, 2.0, 3.0, 5.5])
+    assert [s.method for s in case.steps] == ["GET", "GET", "POST", "GET", "GET"]
+    assert case.path == "/obj?cc=max-age%3D600"
+    assert case.url == URL
+    assert case.recorded_start == pytest.approx(T0)
+
+
+def test_request_headers_are_kept_and_credentials_replaced_by_fixed_stand_ins(run):
+    steps = extract_case(run, "nginx", 6).steps
+    assert steps[0].headers == {"accept-encoding": "identity"}
+    assert steps[1].headers == {"authorization": DUMMY_AUTHORIZATION, "cookie": DUMMY_COOKIE}
+    assert "(present)" not in json.dumps([s.headers for s in steps])
+    assert steps[4].headers == {"cache-control": "no-cache"}
+
+
+def test_each_request_gets_the_origin_reply_in_force_the_latest_fresh_fetch_before_it(run):
+    steps = extract_case(run, "nginx", 6).steps
+    first, hit, post, second, last = (s.reply for s in steps)
+    assert (first.status, first.headers, first.body_bytes, first.fetched_offset_s) == (200, ORIGIN_1, 7, 0.0)
+    assert [s.fresh for s in steps] == [True, False, True, True, False]
+    assert hit == first  # the Collector answered from its store: the reply fetched for request 1
+    assert (post.status, post.body_bytes) == (201, 0)
+    assert (second.headers, second.body_bytes, second.fetched_offset_s) == (ORIGIN_2, 9, pytest.approx(3.0))
+    assert last == second  # a POST's reply is not what a later GET is answered with
+
+
+def test_the_case_names_the_proxy_kind_options_and_the_expected_violation(run):
+    case = extract_case(run, "nginx", 6)
+    assert case.proxy.name == "nginx" and case.proxy.kind == "nginx"
+    assert case.proxy.options == {"cache_mb": 16}
+    assert [(v.rule, v.section, v.reason) for v in case.expected] == [("age", "4", AGE["reason"])]
+    assert case.collector == {"uncacheable_ttl_s": 60, "replay_timing": True, "cache_mb": 32}
+    assert case.multiplier == {"mode": "sequential", "legs": "parallel"}
+
+
+def test_without_lab_toml_the_kind_and_the_options_lab_json_names_come_from_lab_json(tmp_path):
+    legs = [leg("nginx", [AGE]), leg("ats", [AGE])]
+    run = make_run(tmp_path / "run", [record(1, T0, origin=ORIGIN_1, legs=legs)], lab_toml=False)
+    case = extract_case(run, "nginx", 1)
+    assert (case.proxy.kind, case.proxy.options) == ("nginx", {})
+    assert extract_case(run, "ats", 1).proxy.options == {"prefetch": True}
+
+
+def test_the_case_is_written_with_a_readme_and_reads_back_equal(run, tmp_path):
+    case = extract_case(run, "nginx", 6)
+    out = write_case(case, tmp_path / "case")
+    assert out == tmp_path / "case"
+    assert load_case(out) == case
+    readme = (out / "README.txt").read_text()
+    for text in ("age", "RFC 9111 section 4", AGE["reason"], "./spe repro", "nginx"):
+        assert text in readme
+
+
+def test_the_default_directory_is_inside_the_run(run):
+    assert write_case(extract_case(run, "nginx", 6)) == RunDir(run).repro(6, "nginx")
+    assert (RunDir(run).repro(6, "nginx") / "case.json").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("missing-run", "nginx", 6), "no run directory"),
+    ((None, "nginx", 99), "no record 99"),
+    ((None, "varnish", 6), "no proxy 'varnish' in request 6 (proxies: nginx, sq)"),
+    ((None, "sq", 6), "proxy 'sq' has no violation on request 6"),
+    ((None, "nginx", 5), "proxy 'nginx' has no violation on request 5; it has violations on request 6 (age)"),
+])
+def test_errors_say_what_is_wrong(run, args, message):
+    where = run.parent / args[0] if args[0] else run
+    with pytest.raises(CaseError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        extract_case(where, args[1], args[2])
+
+
+def test_a_request_with_only_advisories_says_so(run):
+    records = [json.loads(line) for line in RunDir(run).multiplier_log.read_text().splitlines()[:-1]]
+    records[5]["proxies"][0]["cache"]["violations"] = []
+    RunDir(run).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(CaseError, match=r"no violation on request 6 \(advisories: heuristic\)"):
+        extract_case(run, "nginx", 6)
+
+
+def test_a_log_written_before_the_judge_is_refused(tmp_path):
+    old = record(1, T0, origin=ORIGIN_1)
+    del old["collector"]["cache"], old["proxies"][0]["cache"]
+    run = make_run(tmp_path / "run", [old])
+    with pytest.raises(CaseError, match="no cache verdicts"):
+        extract_case(run, "nginx", 1)
+
+
+def test_a_rule_of_another_rfc_is_cited_with_its_rfc(tmp_path):
+    head_body = {"rule": "head-body", "section": "9110 9.3.2", "reason": "a reply to HEAD with a body"}
+    run = make_run(tmp_path / "run", [record(1, T0, method="HEAD", origin=ORIGIN_1, legs=[leg("nginx", [head_body])])])
+    readme = (write_case(extract_case(run, "nginx", 1)) / "README.txt").read_text()
+    assert "head-body (RFC 9110 section 9.3.2)" in readme

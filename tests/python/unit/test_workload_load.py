@@ -1,0 +1,176 @@
+"""The load client: arrival schedule, popularity and request mix (pure), then a short run through a
+plain Debian Squid: the achieved rate and the offered hit ratio, and Squid's hit ratio matching it."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import tracemalloc
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from spe_tools.process import ProcessGroup, free_port
+from spe_tools.squid import start_squid
+from spe_tools.workload import content_model as cm
+from spe_tools.workload.arrivals import schedule
+from spe_tools.workload.client import Exchange
+from spe_tools.workload.load import Mix, Planner, RobotState, Tally
+from spe_tools.workload.popularity import History, parse_popularity, zipf_index
+from spe_tools.workload.stats import distribution
+
+ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+
+
+def exchange(rng: random.Random, error: str = "") -> Exchange:
+    ex = Exchange(scheduled=0.0, sent=rng.uniform(0, 0.002), status=200, length=100, error=error)
+    ex.first_byte = ex.sent + rng.expovariate(200)
+    ex.done = ex.first_byte + rng.expovariate(50)
+    return ex
+
+
+def test_the_tally_keeps_a_bounded_summary_with_the_exact_one_s_fields():
+    rng, tally, exchanges = random.Random(7), Tally(), []
+    for i in range(20_000):
+        exchanges.append(exchange(rng, error="timeout" if i % 1000 == 0 else ""))
+        tally.add(exchanges[-1])
+    assert (tally.completed, tally.errors, dict(tally.error_kinds)) == (19_980, 20, {"timeout": 20})
+    assert dict(tally.statuses) == {200: 19_980} and tally.bytes == 19_980 * 100
+    exact = {"response_ms": distribution([ex.response_ms for ex in exchanges if not ex.error]),
+             "late_ms": distribution([ex.late_ms for ex in exchanges])}
+    for name, want in exact.items():
+        got = getattr(tally, name).summary()
+        assert got.keys() == want.keys()
+        assert (got["count"], got["mean"], got["max"]) == (want["count"], want["mean"], want["max"])
+        for p in ("p50", "p90", "p99"):  # HdrHistogram at three significant digits
+            assert got[p] == pytest.approx(want[p], rel=1e-3, abs=1e-3), (name, p)
+
+
+def test_the_tally_does_not_grow_with_the_exchanges():
+    rng, tally = random.Random(8), Tally()
+    tracemalloc.start()
+    try:
+        for _ in range(1000):
+            tally.add(exchange(rng))
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(50_000):
+            tally.add(exchange(rng))
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024  # a list of the exchanges would be megabytes
+
+
+def test_poisson_schedule_has_the_rate_and_exponential_gaps():
+    times = schedule(100, 60, random.Random(1))
+    assert abs(len(times) - 6000) < 6000 * 0.04
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    mean = sum(gaps) / len(gaps)
+    assert abs(mean - 0.01) < 0.0005
+    # exponential gaps: about e^-1 of them are longer than the mean
+    assert abs(sum(g > mean for g in gaps) / len(gaps) - 0.3679) < 0.02
+    assert times == sorted(times) and times[-1] < 60
+
+
+def test_launch_window_ramps_the_rate_up_linearly():
+    times = schedule(200, 40, random.Random(2), launch_win=20)
+    first_half = sum(1 for t in times if t < 10)  # expected 200 * 10^2 / (2 * 20) = 500
+    second_half = sum(1 for t in times if 10 <= t < 20)  # expected 1500
+    steady = sum(1 for t in times if 20 <= t < 40)  # expected 4000
+    assert abs(first_half - 500) < 80 and abs(second_half - 1500) < 150 and abs(steady - 4000) < 250
+    assert len(schedule(10, 100, random.Random(3), limit=7)) == 7
+
+
+def test_zipf_popularity_favours_the_first_objects():
+    rng = random.Random(4)
+    counts = Counter(zipf_index(1000, 1.0, rng.random()) for _ in range(20000))
+    assert counts[0] > counts[9] * 4 > 0
+    assert counts.most_common(1)[0][0] == 0
+    assert all(0 <= k < 1000 for k in counts)
+    h = History(*parse_popularity("uniform"))
+    for i in range(10):
+        h.add(f"/obj/{i}")
+    h.add("/obj/3")
+    assert len(h) == 10
+    picks = Counter(h.pick(rng) for _ in range(10000))
+    assert min(picks.values()) > 800
+    with pytest.raises(ValueError):
+        parse_popularity("pareto")
+
+
+def test_request_mix_follows_the_shares():
+    history = History()
+    planner = Planner(cm.Model(), Mix(hit_ratio=0.5, ims=0.1, reload=0.05, head=0.1, post=0.05, page=0.1, seq=0.1),
+                      history, "w", random.Random(5))
+    robot = RobotState()
+    plans = []
+    for _ in range(20000):
+        plan = planner.next(robot)
+        plans.append(plan)
+        if plan.category == "new" and plan.method == "GET" and plan.spec.cacheable:
+            history.add(plan.path)
+    n = len(plans)
+    categories = Counter(p.category for p in plans)
+    assert abs((categories["repeat"] + categories["ims"]) / n - 0.5) < 0.015
+    assert abs(categories["ims"] / n - 0.1) < 0.01
+    assert abs(categories["reload"] / n - 0.05) < 0.01 and abs(categories["post"] / n - 0.05) < 0.01
+    assert abs(sum(p.method == "HEAD" for p in plans) / n - 0.1 * 0.95) < 0.01
+    new = [p for p in plans if p.category == "new"]
+    assert abs(sum(p.path.startswith("/page/") for p in new) / len(new) - 0.1) < 0.015
+    seqs = [p.path for p in new if p.path.startswith("/seq/")]
+    assert seqs[:3] == [seqs[0], seqs[0][:-5] + "1.jpg", seqs[0][:-5] + "2.jpg"]  # a robot walks its sequence
+    assert all(p.spec.cacheable for p in plans if p.category in ("repeat", "ims", "reload"))
+    assert all("If-Modified-Since" in p.headers for p in plans if p.category == "ims")
+    with pytest.raises(ValueError):
+        Mix(hit_ratio=0.9, post=0.2).validate()
+
+
+@pytest.fixture
+def squid_lab():
+    workdir = Path(tempfile.mkdtemp(prefix="spe-wl-load-"))
+    workdir.chmod(0o755)  # Squid runs as user proxy
+    try:
+        with ProcessGroup(workdir) as group:
+            port = free_port()
+            group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen",
+                                   f"127.0.0.1:{port}", "--think-mean-ms", "5", "--think-sd-ms", "2"],
+                        port=port, env=ENV)
+            squid = start_squid(group, "squid", free_port())
+            yield workdir, port, squid
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_load_through_squid_achieves_rate_and_hit_ratio(squid_lab):
+    workdir, origin_port, squid = squid_lab
+    out = workdir / "load.json"
+    # The seed fixes the random draws; seed 3 draws 400 arrivals in 8 s at 50/s and 56 % repeats, close
+    # to the means, so what is checked is the client (the rate it sends at, Squid seeing the offered hits),
+    # not the luck of a Poisson draw (its own deviation is 5 % here; the pure tests check the shares).
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.load", "--proxy", f"127.0.0.1:{squid.port}",
+                          "--origin", f"127.0.0.1:{origin_port}", "--rate", "50", "--duration", "8s",
+                          "--seed", "3", "--report-every", "2", "--json", str(out)],
+                         env=ENV, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "load: t=2s" in run.stderr and "offered hit ratio" in run.stdout
+    s = json.loads(out.read_text())
+    assert s["errors"] == 0 and s["lost"] == 0 and s["completed"] == s["sent"]
+    assert abs(s["rate_achieved"] - 50) / 50 < 0.03
+    assert abs(s["offered_hit_ratio"] - 0.55) < 0.03
+    assert s["stale_uncacheable"] == 0 and s["size_mismatches"] == 0
+    # How late the client sends is measured in bench/ (workload_throughput), not asserted here.
+    with urllib.request.urlopen(f"http://127.0.0.1:{origin_port}/_stats", timeout=10) as reply:
+        origin_requests = json.loads(reply.read())["total"]
+    squid_hit_ratio = 1 - origin_requests / s["sent"]  # every request the origin did not see was a hit
+    assert abs(squid_hit_ratio - s["offered_hit_ratio"]) < 0.03, (squid_hit_ratio, s)
+    log_lines = [line for line in (workdir / "squid/access.log").read_text().splitlines()
+                 if "/obj/" in line or "/page/" in line or "/seq/" in line or "/post/" in line]  # not the probe
+    assert len(log_lines) == s["sent"]
+    assert s["proxy_reported_hits"] > 0.4 * s["sent"]
