@@ -1,4 +1,13 @@
-"""Fixtures for integration tests: real processes on 127.0.0.1, stopped by PID however a test ends."""
+"""The root of the Python tests: each test's layer from its folder, the rule for a missing part (parts.py), and
+the fixtures of the integration tests (real processes on 127.0.0.1, stopped by PID however a test ends).
+
+The layers, one folder each, selected by folder (`./spe test --layer unit`) or marker (`pytest -m unit`):
+  unit          pure Python in the pytest process: no process started, no server
+  loopback      real processes or servers on 127.0.0.1: the Multiplier, stock Squid as a stand-in, Python origins
+  real_proxies  the real Debian proxies under test (Traffic Server, Varnish, Apache, nginx, tinyproxy, privoxy)
+                or the patched Collector (build/collector)
+  browser       headless Chromium
+A test belongs to the layer of the heaviest thing it starts, in that order."""
 
 from __future__ import annotations
 
@@ -22,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 
+from parts import pytest_configure, require  # noqa: E402, F401  (pytest_configure: the skip rule, as a hook)
+
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
@@ -30,10 +41,24 @@ SERIAL = itertools.count(1)  # unique file names, also for parametrized tests wh
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
+LAYERS = ("unit", "loopback", "real_proxies", "browser")
+
+
+def layer_of(path: Path) -> str | None:
+    """The layer folder a test file lies in, None for one outside them (unit/test_layers.py forbids that)."""
+    folder = path.relative_to(Path(__file__).parent).parts[0]
+    return folder if folder in LAYERS else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if layer := layer_of(item.path):
+            item.add_marker(layer)
+
+
 def multiplier_binary() -> Path:
     path = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
-    if not path.exists():
-        pytest.skip(f"the Multiplier is not built ({path}): run ./spe setup")
+    require([] if path.exists() else [f"{path} is not built"], "the Multiplier")
     return path
 
 

@@ -20,18 +20,18 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
 from conftest import multiplier_binary
+from parts import installed_kinds, require
 
 from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import bring_up
 from spe_tools.lab.running import RunningLab, down
-from spe_tools.process import ProcessGroup, alive, free_port
+from spe_tools.process import Child, ProcessGroup, alive, free_port
 from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
+from spe_tools.squid import start_squid
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,6 +123,37 @@ def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], No
         assert not left, f"processes survived the lab: {left}"
 
 
+def lab_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`./spe lab ARGS` (python -m spe_tools.lab) as a user runs it, its output captured."""
+    return subprocess.run([sys.executable, "-m", "spe_tools.lab", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A directory the proxies can enter after they drop to their own users (not pytest's private tmp_path),
+    removed after."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def origin_behind_squid(prefix: str, think_mean_ms: int, think_sd_ms: int, as_parent: bool = False,
+                        ) -> Iterator[tuple[Path, int, Child]]:
+    """The synthetic origin and a stock Squid, in a scratch directory: (the directory, the origin's port, Squid).
+    `as_parent`: the origin is Squid's parent, so nothing Squid gets can make it go anywhere else."""
+    with scratch_dir(prefix) as workdir, ProcessGroup(workdir) as group:
+        port = free_port()
+        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
+                               "--think-mean-ms", str(think_mean_ms), "--think-sd-ms", str(think_sd_ms)],
+                    port=port, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        yield workdir, port, start_squid(group, "squid", free_port(), parent_port=port if as_parent else None)
+
+
 def run_lab_file(runs: Path, name: str, text: str, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     """`./spe lab run` of the lab file `text` (named `name`) in its own session, its run directory in `runs`, and its
     output. However it ends, the lab stops its components itself (SIGTERM), and whatever it could not stop is
@@ -147,12 +178,10 @@ def real_proxies_lab(name: str, collector_kind: str, origin: Callable[[int], lis
                      ) -> tuple[contextlib.AbstractContextManager[LabUnderTest], list[str], str]:
     """Every one of Debian's caching proxies installed here, each named after its kind, behind the `collector_kind`
     Collector, with the origin command `origin(port)` started first as a user would start theirs: the lab (to
-    enter), its proxies and the origin's URL. Skips when the Collector or every proxy is missing."""
-    if problems := collector.missing(collector_kind):
-        pytest.skip(f"the {collector_kind} Collector is unavailable: " + "; ".join(problems))
-    kinds = [k for k in REAL_KINDS if not KINDS[k].missing(multiplier_binary())]
-    if not kinds:
-        pytest.skip("none of the real proxies is installed")
+    enter), its proxies and the origin's URL. A missing Collector or proxy: parts.py."""
+    require(collector.missing(collector_kind), f"the {collector_kind} Collector")
+    kinds = installed_kinds(REAL_KINDS, multiplier_binary())
+    require([] if kinds else ["none of them is installed"], "Debian's caching proxies")
     origin_port = free_port()
 
     def text(_workdir: Path) -> str:

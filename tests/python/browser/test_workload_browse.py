@@ -7,72 +7,28 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from labsupport import origin_behind_squid
+from parts import missing_program, require
 
-from spe_tools.process import ProcessGroup, free_port
-from spe_tools.squid import start_squid
 from spe_tools.workload import content_model as cm
-from spe_tools.workload.browse import CHROMIUM, Browser, chromium_argv, next_page
+from spe_tools.workload.browse import CHROMIUM, Browser, chromium_argv
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 
 
-def test_command_line_keeps_chromium_quiet_and_on_the_proxy(tmp_path):
-    argv = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path)
-    assert "--proxy-server=http://127.0.0.1:3128" in argv and f"--user-data-dir={tmp_path}" in argv
-    assert "--proxy-bypass-list=<-loopback>;*.google.com;*.googleapis.com" in ";".join(argv)
-    for flag in ("--disable-background-networking", "--disable-component-update", "--disable-sync", "--headless"):
-        assert flag in argv
-    assert any(a.startswith("--disable-features=NetworkTimeServiceQuerying") for a in argv)
-    every = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path, all_through_proxy=True)
-    assert "--proxy-bypass-list=<-loopback>" in every
-    # DevTools on a pipe, never on a port another local user could connect to
-    assert "--remote-debugging-pipe" in argv and not [a for a in argv if a.startswith("--remote-debugging-port")]
-
-
-def test_next_page_follows_a_page_link():
-    links = ["http://127.0.0.1:9/page/3.html", "http://127.0.0.1:9/seq/3/0.jpg", "http://other/page/1.html"]
-    import random
-    assert next_page(links, ["http://127.0.0.1:9"], random.Random(1)) == "http://127.0.0.1:9/page/3.html"
-    assert next_page(links[1:], ["http://127.0.0.1:9"], random.Random(1)) is None
-
-
-def test_a_page_loaded_over_https_keeps_its_scheme_and_trusts_spes_ca_by_key(tmp_path):
-    import random
-    links = ["https://localhost:8443/page/7.html", "http://other/page/1.html"]
-    bases = ["http://localhost:80", "https://localhost:8443"]
-    assert next_page(links, bases, random.Random(1)) == "https://localhost:8443/page/7.html"
-    argv = chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path, trust_spki="abc=")
-    assert "--ignore-certificate-errors-spki-list=abc=" in argv
-    assert not [a for a in chromium_argv("/usr/bin/chromium", "127.0.0.1:3128", tmp_path) if "spki" in a]
-
-
 @pytest.fixture(scope="module")
 def squid_lab():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed (./spe setup installs Debian's chromium)")
-    workdir = Path(tempfile.mkdtemp(prefix="spe-wl-browse-"))
-    workdir.chmod(0o755)  # Squid runs as user proxy
-    try:
-        with ProcessGroup(workdir) as group:
-            port = free_port()
-            group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen",
-                                   f"127.0.0.1:{port}", "--think-mean-ms", "20", "--think-sd-ms", "5"],
-                        port=port, env=ENV)
-            # The origin as Squid's parent: nothing Squid gets can make it go anywhere else.
-            squid = start_squid(group, "squid", free_port(), parent_port=port)
-            yield workdir, port, squid
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    require(missing_program(CHROMIUM), "Chromium")
+    with origin_behind_squid("spe-wl-browse-", think_mean_ms=20, think_sd_ms=5, as_parent=True) as lab:
+        yield lab
 
 
 def browse(workdir: Path, squid_port: int, *args: str) -> dict:

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, multiplier_binary
+from labsupport import lab_cli, scratch_dir
+from parts import require
 
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import KINDS
@@ -47,15 +47,8 @@ kind = "dummy"
 
 @pytest.fixture
 def runs():
-    path = Path(tempfile.mkdtemp(prefix="spe-lab-cli-"))
-    path.chmod(0o755)  # Squid drops to user proxy
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def lab_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "spe_tools.lab", *args], capture_output=True, text=True,
-                          timeout=timeout, env=ENV, cwd=ROOT)
+    with scratch_dir("spe-lab-cli-") as path:  # Squid drops to user proxy
+        yield path
 
 
 def write_lab(runs: Path, text: str, name: str = "lab.toml") -> Path:
@@ -89,8 +82,7 @@ def lab_pids(rundir: Path) -> set[int]:
 def needs(*kinds: str) -> None:
     multiplier_binary()
     for kind in kinds:
-        if KINDS[kind].missing():
-            pytest.skip("; ".join(KINDS[kind].missing()))
+        require(KINDS[kind].missing(), f"the proxy kind {kind}")
 
 
 def start_up(runs: Path) -> subprocess.Popen:
@@ -285,24 +277,6 @@ def test_a_dead_proxy_is_reported_and_measured_a_dead_collector_stops_the_lab(ru
     record = json.loads((rundir / "multiplier.jsonl").read_text().splitlines()[0])
     assert {p["name"]: p["result"] for p in record["proxies"]} == {"sq": "NO_RESPONSE", "dummy": "OK"}
     assert not [p for p in pids if alive(p)], "processes survived the lab"
-
-
-def test_run_with_headless_chromium_as_the_workload(runs):
-    needs("squid")
-    if not shutil.which("chromium"):
-        pytest.skip("chromium is not installed")
-    text = SMALL.replace('kind = "load"\nduration_s = 3\nrate = 10\nclients = 2',
-                         'kind = "browse"\nduration_s = 30\npages = 2\nthink_s = 0.5')
-    lab = write_lab(runs, text + '[origin]\nthink_mean_ms = 20\n')
-    result = lab_cli("run", str(lab), "--runs-dir", str(runs), "--no-report", timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (rundir,) = runs.glob("*-cli")
-    summary = json.loads((rundir / "workload.json").read_text())
-    assert summary["loaded"] == 2 and summary["failed_requests"] == 0
-    records = [json.loads(line) for line in (rundir / "multiplier.jsonl").read_text().splitlines()]
-    pages = [r for r in records if "/page/" in r["url"]]
-    assert len(pages) == 2 and any("/obj/p" in r["url"] for r in records)  # the pages and their images
-    assert all(p["result"] == "OK" for r in pages for p in r["proxies"])
 
 
 FAILING = """

@@ -55,6 +55,7 @@ import time
 import pytest
 from conftest import ROOT, multiplier_binary
 from labsupport import REAL_KINDS, real_proxies_lab
+from parts import require
 
 from spe_tools.lab.kinds import KINDS
 
@@ -143,8 +144,7 @@ def rules_broken(cache: dict | None) -> set[str]:
 @pytest.mark.parametrize("kind", REAL_KINDS)
 @pytest.mark.parametrize("case", CASES)
 def test_each_case_is_flagged_for_exactly_the_proxies_that_broke_its_rule(judged, case, kind):
-    if kind not in judged.kinds:
-        pytest.skip(f"{kind}: {'; '.join(KINDS[kind].missing(multiplier_binary()))}")
+    require(KINDS[kind].missing(multiplier_binary()), f"the proxy kind {kind}")
     mine = judged.proxy(case, kind)
     cache = mine.get("cache")
     assert cache is not None, f"{kind} has no cache verdict on {case}: {mine}"

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from parts import require
 
-from spe_tools.collector import BINARIES, collector_config, parse_check, start_collector
+from spe_tools import collector
+from spe_tools.collector import collector_config, parse_check, start_collector
 from spe_tools.lab.render import TemplateError
 from spe_tools.process import ProcessGroup, free_port
 
@@ -68,8 +70,7 @@ def fetch(port: int, target: str, headers: dict[str, str] | None = None, method:
 
 @pytest.fixture(scope="module")
 def bed():
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    require(collector.missing("spe"), "the patched Collector")
     workdir = Path(tempfile.mkdtemp(prefix="spe-collector-test-"))
     workdir.chmod(0o755)  # Squid drops to user `proxy`, which must reach its directory
     with ProcessGroup(workdir) as group:

@@ -32,9 +32,9 @@ import httpclient
 import pytest
 from conftest import multiplier_binary
 from labsupport import lab_session
+from parts import installed_kinds, require
 
 from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
 from spe_tools.workload import conformance as cf
 from spe_tools.workload.conformance_mix import scenario_steps
 
@@ -229,9 +229,8 @@ class CpuHogs:
 
 @pytest.fixture(scope="module", params=["idle", "loaded"])
 def observed(request):
-    if problems := collector.missing("spe"):
-        pytest.skip("the patched Collector is unavailable: " + "; ".join(problems))
-    kinds = [k for k in KINDS_UNDER_TEST if not KINDS[k].missing(multiplier_binary())]
+    require(collector.missing("spe"), "the patched Collector")
+    kinds = installed_kinds(KINDS_UNDER_TEST, multiplier_binary())
 
     def text(_workdir) -> str:
         t = ('name = "conformance-real"\n[collector]\nkind = "spe"\nuncacheable_ttl_s = 180\nreplay_timing = true\n'

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Multiplier
+from parts import require
 
 from spe_tools import collector
 from spe_tools.lab.model import parse_lab
@@ -103,10 +104,7 @@ class Bed:
 @pytest.fixture(scope="module", params=["spe", "squid"])
 def bed(request):
     kind = request.param
-    if problems := collector.missing(kind):
-        if kind == "spe":
-            pytest.fail("the patched Collector is unavailable: " + "; ".join(problems))
-        pytest.skip("; ".join(problems))
+    require(collector.missing(kind), f"the {kind} Collector")
     banner, allowed = BannerServer(BANNER), BannerServer(ALLOWED_BANNER)
     workdir = Path(tempfile.mkdtemp(prefix="spe-connect-"))
     workdir.chmod(0o755)
@@ -211,8 +209,7 @@ def test_the_collector_refuses_a_direct_connect_to_a_port_not_allowed(bed, which
 
 @pytest.mark.parametrize("kind", ["spe", "squid"])
 def test_the_collector_config_refuses_connect_outside_the_list_before_it_allows_clients(tmp_path, kind):
-    if problems := collector.missing(kind):
-        pytest.skip("; ".join(problems))
+    require(collector.missing(kind), f"the {kind} Collector")
     text = collector.collector_config(kind, tmp_path, 3128, {"p1": 3129, "v@accel": 3130},
                                       connect_ports=(443, 8443, 443))
     lines = text.splitlines()

@@ -10,99 +10,20 @@ cannot verify. Each ends as docs/https.md says, with a record, and no other conn
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import socket
 import ssl
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from labsupport import ALL_CACHEABLE, lab_session
-
-from spe_tools import ca as spe_ca
-from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
-from spe_tools.process import ProcessGroup, free_port
-
-KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "dummy")
-NOT_INTERCEPTED = "127.0.0.1"  # [multiplier] no_intercept; the origin's certificate names it too
-
-
-def lab_text(workdir: Path, untrusted_port: int, ws_port: int) -> str:
-    model = workdir / "model.json"
-    model.write_text(json.dumps(ALL_CACHEABLE))
-    proxies = "".join(f'[[proxy]]\nname = "{k}"\nkind = "{k}"\n' + ("cache_mb = 16\n" if k != "dummy" else "")
-                      for k in KINDS_UNDER_TEST)
-    return (f'name = "https"\n[origin]\nthink_mean_ms = 0\nmodel = "{model}"\ntls = true\n'
-            f'[multiplier]\ntimeout_s = 20\nintercept_tls = true\nca_dir = "{workdir / "ca"}"\n'
-            f'no_intercept = ["{NOT_INTERCEPTED}"]\n'
-            f'extra_args = ["--connect-port", "{untrusted_port}", "--connect-port", "{ws_port}"]\n'
-            + proxies)
-
-
-WS_ECHO = """\
-import asyncio, ssl, sys
-import websockets
-
-async def echo(ws):
-    async for message in ws:
-        await ws.send(message)
-
-async def main(port, cert, key):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    async with websockets.serve(echo, "127.0.0.1", port, ssl=context):
-        await asyncio.Future()
-
-asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3]))
-"""
-
-
-def untrusted_origin(group: ProcessGroup, workdir: Path, port: int) -> None:
-    """An HTTPS server whose CA nobody handed to the Collector."""
-    _, cert, key = spe_ca.test_origin_tls(workdir / "untrusted")
-    script = ("import http.server, ssl, sys\n"
-              "class H(http.server.BaseHTTPRequestHandler):\n"
-              "    def do_GET(self):\n"
-              "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers()\n"
-              "        self.wfile.write(b'ok')\n"
-              f"s = http.server.HTTPServer(('127.0.0.1', {port}), H)\n"
-              "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
-              f"c.load_cert_chain('{cert}', '{key}')\n"
-              "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
-              "s.serve_forever()\n")
-    group.start("untrusted-origin", [sys.executable, "-c", script], port=port)
+from interceptionlab import KINDS_UNDER_TEST, NOT_INTERCEPTED, complete, https_lab
 
 
 @pytest.fixture(scope="module")
 def lab():
-    if problems := collector.missing("spe"):
-        pytest.skip("the patched Collector is unavailable: " + "; ".join(problems))
-    for kind in KINDS_UNDER_TEST:
-        if KINDS[kind].missing():
-            pytest.skip("; ".join(KINDS[kind].missing()))
-    untrusted_port, ws_port = free_port(), free_port()
-    workdir_holder: list[Path] = []
-
-    def text(workdir: Path) -> str:
-        workdir_holder.append(workdir)
-        return lab_text(workdir, untrusted_port, ws_port)
-
-    with lab_session(text, before=lambda users: untrusted_origin(users, workdir_holder[0], untrusted_port)) as lab:
-        lab.tls_port = lab.run.ports.origin_tls
-        lab.spe_ca = workdir_holder[0] / "ca" / "spe-ca.pem"
-        lab.origin_ca = lab.rundir / "origin-tls" / "origin-ca.pem"
-        lab.untrusted_port = untrusted_port
-        lab.ws_port = ws_port
-        with ProcessGroup(lab.workdir) as websocket:  # a WebSocket echo server with the origin's certificate
-            tls = lab.rundir / "origin-tls"
-            websocket.start("ws-echo", [sys.executable, "-c", WS_ECHO, str(ws_port), str(tls / "origin-cert.pem"),
-                                        str(tls / "origin-key.pem")], port=ws_port)
-            yield lab
+    with https_lab() as lab:
+        yield lab
 
 
 def curl(lab, url: str, *extra: str, cacert: Path | None = None, interface: str | None = None
@@ -131,17 +52,6 @@ def direct(lab, path: str) -> bytes:
         while chunk := tls.recv(65536):
             data += chunk
     return data.split(b"\r\n\r\n", 1)[1]
-
-
-def complete(lab, url_part: str, count: int) -> list[dict]:
-    """The records for url_part once `count` of them have every proxy's leg."""
-    end = time.monotonic() + 30
-    while True:
-        records = lab.records(url_part, count)
-        if (len(records) >= count and all(len(r["proxies"]) == len(KINDS_UNDER_TEST) for r in records)) \
-                or time.monotonic() > end:
-            return records
-        time.sleep(0.1)
 
 
 def connect_records(lab, target: str, after: int) -> list[dict]:
@@ -301,32 +211,6 @@ def test_an_origin_the_collector_cannot_verify_is_a_502_naming_the_reason(lab):
     record = lab.records(f"localhost:{lab.untrusted_port}/", 1)[-1]
     assert record["collector"]["status"] == 502
     assert record["url"] == url
-
-
-def test_headless_chromium_loads_an_https_page_and_its_objects_every_request_multiplied(lab):
-    from spe_tools.workload import browse
-    if not Path(browse.CHROMIUM).exists():
-        pytest.skip(f"{browse.CHROMIUM} is not installed")
-    page = f"https://localhost:{lab.tls_port}/page/42.html"
-    summary = lab.workdir / "browse.json"
-    result = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy",
-                             f"127.0.0.1:{lab.multiplier_port}", "--ca-cert", str(lab.spe_ca), "--think-s", "0",
-                             "--json", str(summary), page], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert result.returncode == 0, result.stderr[-2000:]
-    loaded = json.loads(summary.read_text())
-    assert loaded["loaded"] == 1 and loaded["failed_requests"] == 0, loaded
-    urls = set(loaded["per_page"][0]["objects"])
-    assert page in urls and len(urls) > 1  # the page and its images
-    for url in urls:
-        assert url.startswith(f"https://localhost:{lab.tls_port}/"), url
-        url_part = url.split("://", 1)[1]
-        records = [r for r in complete(lab, url_part, 1) if r["method"] == "GET" and r["url"] == url]
-        assert records, f"no record for {url}"
-        assert records[0].get("intercepted") is True
-        assert {p["name"]: p["result"] for p in records[0]["proxies"]} == dict.fromkeys(KINDS_UNDER_TEST, "OK"), \
-            (url, records[0])
-
 
 
 def ws_frame(text: str) -> bytes:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SERIAL, Multiplier
+from parts import require
 
 from spe_tools import ca as spe_ca
 from spe_tools import collector
@@ -59,8 +60,7 @@ class Bed:
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
-    if problems := collector.missing("spe"):
-        pytest.fail("the patched Collector is unavailable: " + "; ".join(problems))
+    require(collector.missing("spe"), "the patched Collector")
     workdir = Path(tempfile.mkdtemp(prefix="spe-intercept-live-"))
     workdir.chmod(0o755)
     try:

@@ -7,8 +7,8 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from labsupport import ALL_CACHEABLE, lab_session
+from parts import require
 
 from spe_tools.lab.kinds import KINDS
 
@@ -27,8 +27,7 @@ def disk_bytes(directory: Path) -> int:
 
 
 def test_htcacheclean_keeps_apaches_disk_cache_under_cache_mb():
-    if problems := KINDS["apache"].missing():
-        pytest.skip("; ".join(problems))
+    require(KINDS["apache"].missing(), "Apache")
     with lab_session(lab_text) as lab:
         assert "htcacheclean: every 5 s" in (lab.rundir / "apache.htcacheclean.out").read_text()
         assert "apache.htcacheclean" in [p["name"] for p in json.loads((lab.rundir / "pids.json").read_text())

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from labsupport import ALL_CACHEABLE, lab_session
+from parts import require
 
 from analysis.report import build_report, text_report
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
@@ -27,8 +27,7 @@ def lab_text(workdir) -> str:
 
 def test_traffic_server_fetching_127_0_0_1_itself_is_named_not_scored():
     for kind in ("trafficserver", "squid"):
-        if KINDS[kind].missing():
-            pytest.skip("; ".join(KINDS[kind].missing()))
+        require(KINDS[kind].missing(), f"the proxy kind {kind}")
     with lab_session(lab_text) as lab:
         lab.origin = lab.origin.replace("localhost", "127.0.0.1")  # the trap
         for i in range(6):

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from labsupport import ALL_CACHEABLE, lab_session
+from parts import require
 
-from spe_tools.collector import BINARIES
+from spe_tools import collector
 
 THINK_MS = 250
 
@@ -30,8 +31,7 @@ def lab_text(workdir: Path) -> str:
 
 @pytest.fixture(scope="module")
 def spe_lab():
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    require(collector.missing("spe"), "the patched Collector")
     with lab_session(lab_text) as lab:
         yield lab
 

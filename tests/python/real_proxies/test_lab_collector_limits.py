@@ -10,10 +10,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 from labsupport import ALL_CACHEABLE, lab_session
+from parts import require
 
-from spe_tools.collector import BINARIES, port_limit_rules
+from spe_tools import collector
+from spe_tools.collector import port_limit_rules
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.noise_pairs import noise_pairs
 
@@ -57,8 +58,7 @@ def fetch_through(port: int, url: str) -> tuple[int, float]:
 def test_the_paced_ports_misses_are_slow_and_the_others_are_not():
     """Delay pools pace what the Collector reads from the origin for a port's requests (its misses: what a
     prefetcher pulls in); a Collector hit is paced by the replayed timing of its miss instead."""
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    require(collector.missing("spe"), "the patched Collector")
     with lab_session(lab_text) as lab:
         assert "delay_pools 1" in (lab.rundir / "collector/squid.conf").read_text()
         proxies = lab.run.ports.proxies

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
+from parts import require
 
 from spe_tools import collector
 from spe_tools.lab import run_loop
@@ -62,8 +63,7 @@ def test_command_workloads_are_checked_when_the_file_is_read():
 
 @pytest.fixture
 def runs():
-    if problems := collector.missing("spe"):
-        pytest.skip("; ".join(problems))
+    require(collector.missing("spe"), "the patched Collector")
     multiplier_binary()  # skips when it is not built
     directory = Path(tempfile.mkdtemp(prefix="spe-command-"))
     directory.chmod(0o755)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import multiplier_binary
 from labsupport import run_lab_file
+from parts import require
 
-from spe_tools.collector import BINARIES
+from spe_tools import collector
 
 LAB = """
 name = "failon"
@@ -53,8 +54,7 @@ def test_a_bad_threshold_stops_the_lab_before_it_starts(runs, fail_on, message):
 
 def test_a_lab_run_exits_3_naming_the_thresholds_it_crossed(runs):
     multiplier_binary()
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    require(collector.missing("spe"), "the patched Collector")
     # The dummy (no cache, a pass-through) has no mismatch: `mismatches>=0` is crossed by any run, `>0` is not.
     done = lab_run(runs, "--duration", "4s", "--fail-on", "mismatches[dummy]>=0,mismatches>0,noise>50%")
     assert done.returncode == 3, done.stdout[-3000:]

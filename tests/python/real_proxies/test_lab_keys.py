@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, multiplier_binary
+from labsupport import lab_cli
+from parts import environment_skip, require
 
 from spe_tools import ca as spe_ca
 from spe_tools import collector
@@ -60,8 +62,7 @@ server.serve_forever()
 @pytest.fixture
 def runs():
     multiplier_binary()
-    if problems := collector.missing("spe"):
-        pytest.skip("the patched Collector is unavailable: " + "; ".join(problems))
+    require(collector.missing("spe"), "the patched Collector")
     path = Path(tempfile.mkdtemp(prefix="spe-lab-keys-"))
     path.chmod(0o755)  # the proxies drop to their own users
     with ProcessGroup(path) as users:  # what the user runs beside the lab: their own origin
@@ -73,11 +74,6 @@ def runs():
         for rundir in path.rglob("pids.json"):
             down(rundir.parent)
     shutil.rmtree(path, ignore_errors=True)
-
-
-def lab_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "spe_tools.lab", *args], capture_output=True, text=True,
-                          timeout=timeout, env=ENV, cwd=ROOT)
 
 
 def lab_pids(rundir: Path) -> set[int]:
@@ -256,12 +252,11 @@ collector_port = {ports["mine-collector"]}
 def test_a_lab_that_sets_every_key_runs_and_stops(runs):
     path, own_port = runs
     for kind in ("squid", "squid-prefetch", "trafficserver", "apache", "dummy"):
-        if KINDS[kind].missing():
-            pytest.skip("; ".join(KINDS[kind].missing()))
+        require(KINDS[kind].missing(), f"the proxy kind {kind}")
     try:
         grp.getgrnam("users")
     except KeyError:
-        pytest.skip("no group 'users' here (the lab's share_group)")
+        environment_skip("no group 'users' here (the lab's share_group)")
     ports = {name: free_port() for name in ("collector", "origin", "tls", "multiplier", "sq", "sq-collector",
                                             "mine-collector")}
     labfile = path / "every.toml"

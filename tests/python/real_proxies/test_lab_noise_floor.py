@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import multiplier_binary
 from labsupport import run_lab_file
+from parts import require
 
-from spe_tools.collector import BINARIES
+from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
 
 LAB = """
@@ -50,10 +51,8 @@ kind = "dummy"
 def noise_run():
     """One 10-second `./spe lab run`: its output, run directory, lab.json and report summary."""
     multiplier_binary()
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
-    if KINDS["squid"].missing():
-        pytest.skip("; ".join(KINDS["squid"].missing()))
+    require(collector.missing("spe"), "the patched Collector")
+    require(KINDS["squid"].missing(), "Debian's Squid")
     runs = Path(tempfile.mkdtemp(prefix="spe-noise-"))
     runs.chmod(0o755)  # Squid drops to user proxy
     done = run_lab_file(runs, "noise", LAB)

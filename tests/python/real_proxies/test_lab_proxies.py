@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import multiplier_binary
 from labsupport import ALL_CACHEABLE, lab_session
+from parts import installed_kinds, require
 
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import PROXY_KINDS
@@ -40,7 +41,7 @@ def lab_text(kinds: list[str], external: tuple[int, int], model: Path) -> str:
 
 @pytest.fixture(scope="module")
 def kinds_lab():
-    kinds = [k for k in PROXY_KINDS if not KINDS[k].missing(multiplier_binary())]
+    kinds = installed_kinds(PROXY_KINDS, multiplier_binary())
     external = (free_port(), free_port())
 
     def text(workdir: Path) -> str:
@@ -59,8 +60,7 @@ def kinds_lab():
 @pytest.mark.parametrize("kind", PROXY_KINDS)
 def test_kind_caches_through_its_own_collector_port(kinds_lab, kind):
     lab, kinds = kinds_lab
-    if kind not in kinds:
-        pytest.skip(f"{kind}: {'; '.join(KINDS[kind].missing(multiplier_binary()))}")
+    require(KINDS[kind].missing(multiplier_binary()), f"the proxy kind {kind}")
     name = NAMES[kind]
     cacheable, uncacheable = f"/obj/{kind}-obj?size=3000", f"/obj/{kind}-u?cc=no-store"
     for _ in range(3):
@@ -90,8 +90,7 @@ def test_kind_caches_through_its_own_collector_port(kinds_lab, kind):
 
 def test_trafficserver_prefetches_numbered_urls(kinds_lab):
     lab, kinds = kinds_lab
-    if "trafficserver" not in kinds:
-        pytest.skip("trafficserver is not installed")
+    require(KINDS["trafficserver"].missing(), "Traffic Server")
     # 9 -> 10 and 11: the default pattern increments the whole number, not its last digit.
     first, prefetched = "/seq/t7/9.jpg", "/seq/t7/10.jpg"
     lab.get(first)

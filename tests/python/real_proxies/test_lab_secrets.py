@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, multiplier_binary, read_records
 from labsupport import lab_session
+from parts import installed_kinds
 
-from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import PROXY_KINDS
 from spe_tools.process import ProcessError, ProcessGroup, free_port
 
@@ -98,7 +98,7 @@ def run_kept_multiplier(lab, faults: dict[str, tuple[int, int]], workdir: Path) 
 
 @pytest.fixture(scope="module")
 def run():
-    kinds = [k for k in PROXY_KINDS if k != "external" and not KINDS[k].missing(multiplier_binary())]
+    kinds = installed_kinds([k for k in PROXY_KINDS if k != "external"], multiplier_binary())
     faults = {name: (free_port(), free_port()) for name in FAULTS}  # (proxy, its Collector port)
 
     def text(workdir: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
+from parts import require
 
 from spe_tools import collector
 from spe_tools.lab import cli, run_loop
@@ -60,8 +61,8 @@ def test_the_kinds_keys_are_checked():
 
 @pytest.fixture
 def runs():
-    if problems := collector.missing("spe") + KINDS["squid"].missing():
-        pytest.skip("; ".join(problems))
+    require(collector.missing("spe"), "the patched Collector")
+    require(KINDS["squid"].missing(), "Debian's Squid")
     multiplier_binary()  # skips when it is not built
     directory = Path(tempfile.mkdtemp(prefix="spe-prefetch-"))
     directory.chmod(0o755)  # Squid runs as user proxy when the tests run as root

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, multiplier_binary
 from labsupport import ALL_CACHEABLE, lab_session
+from parts import installed_kinds
 
-from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import PROXY_KINDS
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
@@ -47,7 +47,7 @@ def lab_text(kinds: list[str], external: tuple[int, int], model: Path, collector
 
 
 def unsafe_lab(collector: str):
-    kinds = [k for k in PROXY_KINDS if not KINDS[k].missing(multiplier_binary())]
+    kinds = installed_kinds(PROXY_KINDS, multiplier_binary())
     external = (free_port(), free_port())
 
     def text(workdir: Path) -> str:

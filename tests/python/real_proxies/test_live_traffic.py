@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from conftest import ROOT
 from labsupport import lab_session
+from parts import require
 
 from analysis.bypass import silent_port_evidence
 from analysis.prefetch import prefetch_columns
@@ -34,8 +35,7 @@ SYNTHETIC = '[origin]\nthink_mean_ms = 0\n[collector]\nkind = "squid"\n[[proxy]]
 
 @pytest.mark.parametrize("kind", ["squid", "spe"])
 def test_the_collector_drops_queries_from_its_log_on_live_traffic_only(tmp_path, kind):
-    if collector.missing(kind):
-        pytest.skip("; ".join(collector.missing(kind)))
+    require(collector.missing(kind), f"the {kind} Collector")
     for text, strip in ((LIVE, "on"), (SYNTHETIC, "off")):
         lab = parse_lab(text)
         assert strip_query_terms(lab) is (strip == "on")

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 from conftest import ENV, PYTHON, ROOT, Multiplier
+from parts import require
 from test_collector import fetch
 
-from spe_tools.collector import BINARIES, start_collector
+from spe_tools import collector
+from spe_tools.collector import start_collector
 from spe_tools.process import ProcessGroup, free_port
 
 ORIGIN = ROOT / "tests/fixtures/xact_origin.py"
@@ -30,8 +32,7 @@ FAULT_PROXY = str(ROOT / "tests/fixtures/fault_proxy.py")
 
 @pytest.fixture(scope="module")
 def bed():
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    require(collector.missing("spe"), "the patched Collector")
     workdir = Path(tempfile.mkdtemp(prefix="spe-other-fetch-"))
     workdir.chmod(0o755)  # Squid drops to user proxy
     with ProcessGroup(workdir) as group:

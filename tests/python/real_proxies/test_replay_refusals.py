@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 from conftest import ENV, PYTHON, ROOT, Multiplier
+from parts import require
 from test_collector import ORIGIN, fetch
 
-from spe_tools.collector import BINARIES, hold_replay_port, start_collector
+from spe_tools import collector
+from spe_tools.collector import hold_replay_port, start_collector
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 
@@ -28,8 +30,7 @@ FAULTY = {"mangler": "mangle_body", "untagger": "drop_tag"}
 
 @pytest.fixture(scope="module")
 def bed():
-    if not BINARIES["spe"].exists():
-        pytest.fail(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup")
+    require(collector.missing("spe"), "the patched Collector")
     workdir = Path(tempfile.mkdtemp(prefix="spe-replay-refusals-"))
     workdir.chmod(0o755)
     with ProcessGroup(workdir) as group:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ENV, ROOT, multiplier_binary
 from labsupport import lab_session
+from parts import require
 
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
@@ -35,7 +36,7 @@ def unavailable() -> list[str]:
 def nginx_run():
     """A run directory (its log and lab files) where nginx broke the age rule; yields (run, request id)."""
     if problems := unavailable():
-        pytest.skip("nginx behind the patched Collector is unavailable: " + "; ".join(problems))
+        require(problems, "nginx behind the patched Collector")
     origin_port = free_port()
 
     def text(_workdir: Path) -> str:

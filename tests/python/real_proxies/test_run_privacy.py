@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, multiplier_binary
+from parts import environment_skip, installed_kinds
 
-from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.running import down
 from spe_tools.process import alive, session_members
 
@@ -31,8 +31,8 @@ GROUP = "users"  # Debian's group 100: any existing group does
 
 def lab_text() -> str:
     """Every proxy kind installed here (each drops to a user of its own), the load client."""
-    kinds = [k for k in ("squid", "squid-prefetch", "trafficserver", "varnish", "apache", "nginx", "tinyproxy",
-                         "privoxy", "dummy") if not KINDS[k].missing(multiplier_binary())]
+    kinds = installed_kinds(("squid", "squid-prefetch", "trafficserver", "varnish", "apache", "nginx", "tinyproxy",
+                             "privoxy", "dummy"), multiplier_binary())
     text = ('name = "private"\n[collector]\nkind = "squid"\n[origin]\nthink_mean_ms = 0\n'
             '[workload]\nkind = "load"\nduration_s = 4\nrate = 10\nclients = 2\n')
     for kind in kinds:
@@ -45,7 +45,7 @@ def lab_text() -> str:
 @pytest.fixture
 def runs():
     if os.geteuid() != 0:
-        pytest.skip("the proxies drop to their own users only when the lab runs as root")
+        environment_skip("the proxies drop to their own users only when the lab runs as root")
     multiplier_binary()
     path = Path(tempfile.mkdtemp(prefix="spe-privacy-"))
     path.chmod(0o755)  # as a shared runs/ directory may be
@@ -165,7 +165,7 @@ def test_a_run_shared_with_a_group_is_readable_by_it_and_no_one_else(runs):
     try:
         gid = grp.getgrnam(GROUP).gr_gid
     except KeyError:
-        pytest.skip(f"no group {GROUP!r} here")
+        environment_skip(f"no group {GROUP!r} here")
     result = subprocess.run([sys.executable, "-m", "spe_tools.lab", "run", str(runs / "lab.toml"), "--runs-dir",
                              str(runs), "--share-group", GROUP], capture_output=True, text=True, env=ENV, cwd=ROOT,
                             timeout=300)

@@ -3,15 +3,11 @@ judge's rows in callgrind's tables and what its log check counts."""
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from bench import cache_judge
-from bench.lib.servers import NGINX_HEAD
-from spe_tools.lab.render import render_text
 
 
 def nginx_map(entries: str, value: str) -> str | None:
@@ -49,16 +45,6 @@ def test_the_reference_is_a_fresh_fetch_and_every_proxy_a_reuse_with_the_same_co
         assert f'"{cache_judge.COLLECTOR_ID}.$spe_copy; t=$spe_fetched"' in server  # one fetch per URL
         assert '"some-old-tag"' in server and "add_header Age $spe_age always;" in server
     assert all("max-age=600" in s and "Vary" in s for s in servers)
-
-
-@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
-def test_nginx_accepts_the_upstreams_configuration(tmp_path):
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(render_text(NGINX_HEAD, {"dir": tmp_path})
-                    + cache_judge.upstream_servers([1001, 1002], tmp_path) + "}\n")
-    done = subprocess.run(["nginx", "-t", "-e", str(tmp_path / "error.log"), "-p", str(tmp_path), "-c", str(conf)],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
 
 
 def test_the_wrk_script_asks_for_each_url_in_turn():

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
+import runpy
 import sys
+import warnings
 
 import pytest
-from conftest import ROOT
 
 from spe_tools.duration import parse_duration
 
@@ -24,7 +24,8 @@ def test_anything_else_is_refused_with_the_forms_named(text):
 
 
 # Every duration option of every command, given in the unit forms: argparse converts each value before it
-# reaches --help, so the command exits 0 if it takes them and 2 (an argparse error) if it refuses one.
+# reaches --help, so the command exits 0 if it takes them and 2 (an argparse error) if it refuses one. Each runs
+# as `python -m MODULE` runs it (runpy), in this process.
 DURATION_OPTIONS = [
     ("spe_tools.lab", ["run", "lab.toml", "--duration", "45s"]),
     ("spe_tools.demo", ["--duration", "2m"]),
@@ -45,7 +46,9 @@ DURATION_OPTIONS = [
 
 
 @pytest.mark.parametrize(("module", "args"), DURATION_OPTIONS, ids=[m for m, _ in DURATION_OPTIONS])
-def test_every_duration_option_takes_the_forms(module, args):
-    result = subprocess.run([sys.executable, "-m", module, *args, "--help"], capture_output=True, text=True,
-                            timeout=60, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
+def test_every_duration_option_takes_the_forms(module, args, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [module, *args, "--help"])
+    with warnings.catch_warnings(), pytest.raises(SystemExit) as done:
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: another test imported the module already
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    assert done.value.code == 0, capsys.readouterr().err

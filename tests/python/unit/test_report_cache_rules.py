@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 
 import matplotlib.pyplot as plt
 import pytest
-from conftest import ENV, ROOT, read_records
+from conftest import read_records
 from test_analysis import measure, proxy, record
 from test_report_trust import topology, write_run
 
 from analysis.cache_rules import RULES, evidence_rows
+from analysis.cli import main as report_main
 from analysis.records import COLLECTOR
 from analysis.report import build_report, html_report, text_report
 
@@ -211,12 +211,10 @@ def test_evidence_rows_put_each_header_beside_its_counterparts():
     assert rows == [("accept-encoding", "-", "-", "gzip"), ("age", "3", "9", "-"), ("Vary", "-", "-", "-")]
 
 
-def test_summary_json_per_proxy_and_for_the_collector(tmp_path):
+def test_summary_json_per_proxy_and_for_the_collector(tmp_path, capsys):
     run = judged_run(tmp_path)
-    done = subprocess.run([str(ROOT / "spe"), "report", str(run)], env=ENV, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "Cache rules (RFC 9111" in done.stdout
+    assert report_main([str(run)]) == 0  # ./spe report RUN
+    assert "Cache rules (RFC 9111" in capsys.readouterr().out
     summary = json.loads((run / "report/summary.json").read_text())
     rows = {r["name"]: r for r in summary["proxies"]}
     assert rows["squid"]["cache_rules"] == SQUID_SUMMARY

@@ -1,23 +1,16 @@
-"""The statistics without polars (spe_tools/summary_stats.py) agree with the report's (analysis/stats.py), and the
-programs that need only them (the workloads, the prefetch agent) do not load polars."""
+"""The statistics without polars (spe_tools/summary_stats.py) agree with the report's (analysis/stats.py); the
+programs that need only them do not load polars (loopback/test_lean_imports.py)."""
 
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
 
 from analysis import stats as report_stats
 from spe_tools import summary_stats
 from spe_tools.hostport import parse_hostport
 from spe_tools.workload.stats import distribution
-
-# Processes the lab starts by the dozen, or on a proxy's machine: a plain Python start, no data frames.
-LEAN = ("spe_tools.workload.load", "spe_tools.workload.replay", "spe_tools.workload.browse",
-        "spe_tools.workload.origin", "spe_tools.squid_prefetch.agent")
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
@@ -40,11 +33,3 @@ def test_host_and_port():
     assert parse_hostport("127.0.0.1:3128") == ("127.0.0.1", 3128)
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_hostport("3128")
-
-
-@pytest.mark.parametrize("module", LEAN)
-def test_the_workloads_and_the_prefetch_agent_do_not_load_polars(module):
-    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] in ('polars', 'pyarrow')))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"

@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import gzip
 import random
-import sys
 from collections import Counter
 
 import pytest
 from conftest import ROOT
-from httpclient import Connection
 
-from spe_tools.process import ProcessGroup, free_port
 from spe_tools.workload import conformance as cf
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.conformance_mix import SCENARIOS, ConformanceMix, scenarios_for
 from spe_tools.workload.http11 import parse_date
 from spe_tools.workload.load import Mix, Planner, RobotState
 from spe_tools.workload.popularity import History
-
-ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 
 
 def get(path: str, headers: dict | None = None, method: str = "GET") -> cf.CaseReply:
@@ -340,42 +335,7 @@ def test_the_planner_sends_the_conformance_share_and_leaves_the_rest_of_the_mix_
         Mix(conformance=1.5).validate()
 
 
-# --- over real HTTP -------------------------------------------------------------------------------
-
-def test_the_origin_serves_the_cases_over_http(tmp_path):
-    with ProcessGroup(tmp_path) as group:
-        port = free_port()
-        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
-                               "--think-mean-ms", "0", "--think-sd-ms", "0"], port=port, env=ENV)
-        base = f"http://127.0.0.1:{port}"
-        with Connection(port) as c:
-            first = c.get(f"{base}/c/no-store/h1")
-            second = c.get(f"{base}/c/no-store/h1")
-            tagged = c.get(f"{base}/c/max-age=2/h1")
-            revalidated = c.get(f"{base}/c/max-age=2/h1", headers={"If-None-Match": tagged.headers["etag"]})
-            stale = c.get(f"{base}/c/age=7200,max-age=3600/h1")
-            en = c.get(f"{base}/c/vary=accept-language/h1", headers={"Accept-Language": "en"})
-            de = c.get(f"{base}/c/vary=accept-language/h1", headers={"Accept-Language": "de"})
-            part = c.get(f"{base}/c/max-age=3600/h1", headers={"Range": "bytes=5-9"})
-            whole = c.get(f"{base}/c/max-age=3600/h1")
-            empty = c.get(f"{base}/c/status=204/h1")
-            after = c.get(f"{base}/c/status=410/h1")
-            put = c.get(f"{base}/c/max-age=3600/h1", method="PUT", body=b"new")
-            head = c.get(f"{base}/c/max-age=3600/h1", method="HEAD")
-            dated = c.get(f"{base}/c/expires=date/h1")
-            searched = c.get(f"{base}/c/invalidated/h1", method="M-SEARCH")
-    assert first.headers["cache-control"] == "no-store" and first.body == second.body
-    assert first.headers["x-origin-count"] == "1" and second.headers["x-origin-count"] == "2"
-    assert revalidated.status == 304 and revalidated.body == b""
-    assert revalidated.headers["etag"] == tagged.headers["etag"]
-    assert stale.headers["age"] == "7200"
-    assert en.body != de.body and en.headers["vary"] == "Accept-Language"
-    assert part.status == 206 and part.body == whole.body[5:10]
-    assert empty.status == 204 and "content-length" not in empty.headers and after.status == 410
-    assert put.status == 200 and put.headers["cache-control"] == "no-store"
-    assert head.status == 200 and head.body == b"" and head.headers["etag"] == whole.headers["etag"]
-    assert dated.headers["date"] == dated.headers["expires"]  # the case's Date, not one of the origin's too
-    assert searched.status == 200
+# --- the docs -------------------------------------------------------------------------------------
 
 
 def test_the_workload_docs_list_every_case_and_scenario():

@@ -1,24 +1,16 @@
-"""Browsing sessions (spe_tools/workload/sessions.py) and the load client's users: a page, then its embedded
-objects, then after a think time one of its links, sessions of the configured mean length."""
+"""Browsing sessions (spe_tools/workload/sessions.py): a page, then its embedded objects, then after a think
+time one of its links, sessions of the configured mean length (the load client's users against a real origin:
+loopback/test_workload_sessions_through_origin.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
-from spe_tools.process import ProcessGroup, free_port
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.sessions import SessionModel, user
-
-ENV = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
 
 
 def run_user(sessions: SessionModel, fetches: int, ok=lambda path: True) -> tuple[list[str], dict]:
@@ -60,29 +52,3 @@ def test_a_failed_page_ends_its_session():
     asked, counts = run_user(SessionModel(think_s=0, pages_mean=1e9), 30, ok=lambda path: False)
     assert all(path.startswith("/page/") for path in asked)  # no images, no links followed
     assert counts["sessions"] == len(asked)
-
-
-def test_the_load_clients_users_browse_the_origin_with_think_times():
-    workdir = Path(tempfile.mkdtemp(prefix="spe-sessions-"))
-    with ProcessGroup(workdir) as group:
-        port = free_port()
-        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
-                               "--think-mean-ms", "1", "--think-sd-ms", "0"], port=port, env=ENV)
-        out = workdir / "load.json"
-        run = subprocess.run([sys.executable, "-m", "spe_tools.workload.load", "--origin", f"127.0.0.1:{port}",
-                              "--rate", "0", "--users", "3", "--think-s", "500ms", "--session-pages", "3",
-                              "--duration", "6s", "--seed", "2", "--json", str(out)],
-                             env=ENV, capture_output=True, text=True, timeout=60)
-        assert run.returncode == 0, run.stderr
-        s = json.loads(out.read_text())
-    assert s["errors"] == 0 and s["sessions"] >= 3 and s["page_views"] >= 10, s
-    assert set(s["categories"]) == {"session-page", "session-object"}
-    # about 3 users x 6 s / (0.5 s think + fetch time) page views; each page has 2 to 8 images
-    assert 2 * s["categories"]["session-page"] <= s["categories"]["session-object"]
-    assert "load: users:" in run.stdout
-
-
-def test_rate_zero_needs_users():
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.load", "--origin", "127.0.0.1:9", "--rate", "0",
-                          "--duration", "1s"], env=ENV, capture_output=True, text=True, timeout=30)
-    assert run.returncode == 2 and "--rate must be positive (or 0 with --users)" in run.stderr
