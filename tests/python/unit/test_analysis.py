@@ -35,6 +35,12 @@ def record(i, collector, proxies, url=None):
             "collector": collector, "proxies": proxies}
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")  # build_report draws figures that only write_report closes
+
+
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
     """4 requests. good: OK, 1/2/3/4 ms. dead: refused every time. flaky: OK, BODY, OK, HEADER."""
