@@ -29,6 +29,14 @@ from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.port_usage import parse_access_log
 
 
+@pytest.fixture(autouse=True)
+def no_version_queries(monkeypatch):
+    """lab.json names each program's version (`squid -v`, ...): here a fixed one, with no program started."""
+    monkeypatch.setattr("spe_tools.collector.version", lambda kind: "5.7")
+    monkeypatch.setattr("spe_tools.lab.kinds.Kind.version", lambda self: "1.0")
+    monkeypatch.setattr("spe_tools.lab.topology._version", lambda command: "spe-multiplier 0.1")
+
+
 def lab_json_of(labfile: str) -> LabJson:
     lab = load_lab(ROOT / "configs/labs" / labfile)
     ports = Ports(origin=1, direct=2, multiplier=3, proxies={p.name: 10 + i for i, p in enumerate(lab.proxies)},
