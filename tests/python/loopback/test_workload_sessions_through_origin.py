@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 from conftest import ROOT
 
@@ -16,8 +14,8 @@ from spe_tools.process import ProcessGroup, free_port
 ENV = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
 
 
-def test_the_load_clients_users_browse_the_origin_with_think_times():
-    workdir = Path(tempfile.mkdtemp(prefix="spe-sessions-"))
+def test_the_load_clients_users_browse_the_origin_with_think_times(tmp_path):
+    workdir = tmp_path
     with ProcessGroup(workdir) as group:
         port = free_port()
         group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
