@@ -25,11 +25,12 @@ from markupsafe import Markup
 from analysis import bypass, cache_rules, mismatches, noise, paired, plots, sections
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.cache_records import load_judged_run
-from analysis.noise import load_lab_json
 from analysis.prefetch import prefetch_columns
 from analysis.records import find_log
 from analysis.section import QUESTIONS, RunData, Section, fmt
 from analysis.stats import RESULT_CLASSES, proxy_table
+from spe_tools.rundir.lab_json import LabJson
+from spe_tools.rundir.layout import RunDir
 
 # The per-proxy table's columns of summary.csv / summary.json (documented in docs/report.md); each section's
 # follow (summary_columns).
@@ -134,8 +135,9 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
     usage, bad_collector_lines = (collector_usage(run, records.results) if run.is_dir() else None) or (None, 0)
     rows = per_proxy_rows(run, records, usage)
-    inputs = RunData(run, log, records, verdicts, load_lab_json(run) if run.is_dir() else None, usage,
-                     run / "captures" if (run / "captures").is_dir() else None, rows)
+    files = RunDir(run)
+    inputs = RunData(run, log, records, verdicts, LabJson.read(run) if run.is_dir() else None, usage,
+                     files.captures if files.captures.is_dir() else None, rows)
     data = {}
     for section in sections.SECTIONS:
         if section.compute:
