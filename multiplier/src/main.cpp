@@ -1,10 +1,10 @@
 // spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
-#include "config.hpp"
-#include "listener.hpp"
-#include "memory_trim.hpp"
-#include "replay_server.hpp"
-#include "result_log.hpp"
-#include "server_context.hpp"
+#include "core/config.hpp"
+#include "log/result_log.hpp"
+#include "replay/replay_server.hpp"
+#include "session/listener.hpp"
+#include "session/memory_trim.hpp"
+#include "session/server_context.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

@@ -1,5 +1,5 @@
-#include "request_policy.hpp"
-#include "wire_request.hpp"
+#include "http/request_policy.hpp"
+#include "http/wire_request.hpp"
 
 #include <boost/beast/http/write.hpp>
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-#include "result_log.hpp"
+#include "log/result_log.hpp"
 
-#include "secret_digest.hpp"
+#include "http/secret_digest.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
