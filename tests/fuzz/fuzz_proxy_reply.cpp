@@ -5,6 +5,7 @@
 // parser (a proxy sends back what it stored) never crashes and gives a positive time.
 #include "http/digest_body.hpp"
 #include "http/header_policy.hpp"
+#include "http/reply_header.hpp"
 #include "judge/cache_facts.hpp"
 #include "judge/parent_stamp.hpp"
 #include "judge/validator.hpp"

@@ -1,5 +1,6 @@
 // The cache-rule judge's rules (RFC 9111), one reused copy at a time.
 #include "http/http_date.hpp"
+#include "http/reply_header.hpp"
 #include "http/secret_digest.hpp"
 #include "judge/cache_control.hpp"
 #include "judge/cache_rules.hpp"

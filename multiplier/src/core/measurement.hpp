@@ -2,10 +2,10 @@
 // proxy under test), and the record it logs per client request.
 #pragma once
 
+#include "core/cache_headers.hpp"
+#include "core/cache_verdict.hpp"
+#include "core/compared_headers.hpp"
 #include "core/errors.hpp"
-#include "http/header_policy.hpp"
-#include "judge/cache_facts.hpp"
-#include "judge/cache_verdict.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -2,6 +2,8 @@
 // hop-by-hop set (RFC 9110 section 7.6.1), one list for what validation ignores.
 #pragma once
 
+#include "core/compared_headers.hpp"
+
 #include <boost/beast/http/fields.hpp>
 
 #include <string>
@@ -10,14 +12,6 @@
 #include <vector>
 
 namespace spe {
-
-/// A header as compared by the validator: lowercase name, values joined with ", ".
-struct ComparedHeader {
-    std::string name;
-    std::string value;
-    bool operator==(const ComparedHeader&) const = default;
-};
-using ComparedHeaders = std::vector<ComparedHeader>;  // sorted by name
 
 /// The request tag the Multiplier puts on the upstream copy of each request
 /// ("<process id in hex>-<record id>"), so the Collector can tell which

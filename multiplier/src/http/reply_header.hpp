@@ -20,6 +20,9 @@ inline constexpr std::size_t kMaxInterims = 8;
 /// Records an interim reply of `status` that arrived now, timed from `started`.
 void note_interim(Measure& m, unsigned status, Clock::time_point started);
 
+/// Takes the judged fields of a reply header (repeated fields joined with ", ").
+CacheHeaders take_cache_headers(const boost::beast::http::fields& fields);
+
 /// Serialized reply header, for mismatch captures.
 std::string header_text(const http::response_header<>& h);
 

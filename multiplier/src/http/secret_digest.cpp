@@ -1,8 +1,6 @@
 #include "http/secret_digest.hpp"
 #include "core/ascii.hpp"
 
-#include "judge/cache_control.hpp"
-
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>

@@ -8,14 +8,6 @@
 
 namespace spe {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
-}
-
 namespace {
 
 std::optional<std::int64_t> delta_seconds(std::string_view v) {

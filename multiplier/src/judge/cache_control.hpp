@@ -2,6 +2,8 @@
 // into what the cache-rule judge asks of them.
 #pragma once
 
+#include "core/ascii.hpp"  // trim
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -35,9 +37,6 @@ struct CacheControl {
     bool freshness_repeated = false;                // max-age or s-maxage given more than once (the first kept)
     std::optional<std::int64_t> freshness_longest;  // the longest of every valid max-age / s-maxage given
 };
-
-/// `s` without the optional whitespace (and a stray CR) around it.
-std::string_view trim(std::string_view s);
 
 /// Parses a Cache-Control field value (repeated fields joined with ", ").
 /// Unknown directives are ignored; a delta-seconds that does not parse makes

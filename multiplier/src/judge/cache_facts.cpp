@@ -11,136 +11,6 @@
 #include <cctype>
 
 namespace spe {
-void CacheHeaders::set(CacheField f, std::string_view value) {
-    auto& s = spans_[index(f)];
-    s = {static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(value.size()), true};
-    text_.append(value);
-}
-
-void CacheHeaders::assign(std::span<const std::pair<CacheField, std::string_view>> values) {
-    // Sized once and written in place: one allocation and one copy per value
-    // (this runs for every reply). Repeats follow their field, as Beast keeps them.
-    std::size_t size = 0;
-    for (const auto& [field, value] : values)
-        size += value.size() + 2;
-    text_.resize(size);
-    std::size_t at = 0;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        const auto& [field, value] = values[i];
-        auto& s = spans_[index(field)];
-        if (s.present && s.offset + s.length != at) {  // a repeat after another field: the general way
-            text_.resize(at);
-            for (; i < values.size(); ++i)
-                append(values[i].first, values[i].second);
-            return;
-        }
-        if (s.present) {
-            text_.replace(at, 2, ", ");
-            at += 2;
-            s.length += static_cast<std::uint32_t>(value.size() + 2);
-        } else {
-            s = {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(value.size()), true};
-        }
-        value.copy(text_.data() + at, value.size());
-        at += value.size();
-    }
-    text_.resize(at);
-}
-
-void CacheHeaders::append(CacheField f, std::string_view value) {
-    auto& s = spans_[index(f)];
-    if (!s.present) return set(f, value);
-    if (s.offset + s.length != text_.size()) {  // not the last value written: move it to the end first
-        const auto at = static_cast<std::uint32_t>(text_.size());
-        text_.append(text_, s.offset, s.length);
-        s.offset = at;
-    }
-    text_.append(", ").append(value);
-    s.length = static_cast<std::uint32_t>(text_.size() - s.offset);
-}
-
-namespace {
-
-char ascii_lower(char c) {
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-/// Field names compared as HTTP does (length first: most differ there).
-bool same_name(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && spe::iequals(a, b);
-}
-
-/// The judged field an unknown-to-Beast name is, if any (compared by first letter, then in full).
-std::optional<CacheField> extension_field(std::string_view name) {
-    if (name.empty()) return std::nullopt;
-    const char first = ascii_lower(name[0]);
-    if (first == 'c' && same_name(name, "Cache-Status")) return CacheField::cache_status;
-    if (first != 'x') return std::nullopt;
-    if (same_name(name, "X-Cache")) return CacheField::x_cache;
-    if (same_name(name, kValidationStampHeader)) return CacheField::validated;
-    if (same_name(name, kReplyToHeader)) return CacheField::reply_to;
-    if (same_name(name, kParentStampHeader)) return CacheField::parent;
-    return std::nullopt;
-}
-
-std::optional<CacheField> judged_field(const boost::beast::http::fields::value_type& f) {
-    namespace http = boost::beast::http;
-    switch (f.name()) {
-        case http::field::cache_control:
-            return CacheField::cache_control;
-        case http::field::expires:
-            return CacheField::expires;
-        case http::field::date:
-            return CacheField::date;
-        case http::field::last_modified:
-            return CacheField::last_modified;
-        case http::field::etag:
-            return CacheField::etag;
-        case http::field::vary:
-            return CacheField::vary;
-        case http::field::age:
-            return CacheField::age;
-        case http::field::content_encoding:
-            return CacheField::content_encoding;
-        case http::field::unknown:
-            return extension_field(f.name_string());
-        default:
-            return std::nullopt;
-    }
-}
-
-/// Adds a field name to a space-separated list of lowercase names, unless listed already.
-void add_name(std::string& names, std::string_view name) {
-    std::string_view rest = names;
-    while (!rest.empty()) {
-        const auto space = rest.find(' ');
-        if (same_name(rest.substr(0, space), name)) return;
-        if (space == std::string_view::npos) break;
-        rest.remove_prefix(space + 1);
-    }
-    if (!names.empty()) names += ' ';
-    for (const char c : name)
-        names += ascii_lower(c);
-}
-
-}  // namespace
-
-CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
-    CacheHeaders h;
-    h.field_names.reserve(256);  // a dozen names or so: one allocation
-    // One pass over the fields (a lookup per name costs a dozen tree searches
-    // per reply), then the values in one buffer.
-    boost::container::static_vector<std::pair<CacheField, std::string_view>, 32> found;
-    for (const auto& f : fields) {
-        if (f.name() == boost::beast::http::field::set_cookie) h.set_cookie = true;
-        add_name(h.field_names, f.name_string());
-        if (const auto which = judged_field(f); which && found.size() < found.capacity())
-            found.emplace_back(*which, f.value());
-    }
-    h.assign({found.data(), found.size()});
-    return h;
-}
-
 namespace {
 
 /// Calls each(name, value) for every field line of a serialized header block
@@ -200,7 +70,7 @@ int request_field_index(std::string_view name) {
     const char first = ascii_lower(name.empty() ? ' ' : name[0]);
     if (first != 'c' && first != 'p' && first != 'i' && first != 'r' && first != 'a') return -1;
     for (std::size_t i = 0; i < kRequestFields.size(); ++i)
-        if (kRequestFields[i][0] == first && same_name(name, kRequestFields[i])) return static_cast<int>(i);
+        if (kRequestFields[i][0] == first && spe::iequals(name, kRequestFields[i])) return static_cast<int>(i);
     return -1;
 }
 

@@ -8,10 +8,10 @@
 // reply, done off the client's path (at the end of a fan-out).
 #pragma once
 
+#include "core/cache_verdict.hpp"
 #include "core/measurement.hpp"
 #include "core/wall_clock.hpp"
 #include "judge/cache_rules.hpp"
-#include "judge/cache_verdict.hpp"
 #include "judge/recent_table.hpp"
 
 #include <mutex>

@@ -4,6 +4,7 @@
 // it broke. Pure functions: cache_judge.hpp keeps the state they need.
 #pragma once
 
+#include "core/cache_verdict.hpp"
 #include "judge/cache_facts.hpp"
 #include "judge/fetch_stamp.hpp"
 #include "judge/parent_stamp.hpp"
@@ -14,13 +15,6 @@
 #include <vector>
 
 namespace spe {
-
-/// One rule a reply broke (or, for an advisory, a SHOULD it did not follow).
-struct Finding {
-    std::string_view rule;     // stable id, e.g. "no-store"
-    std::string_view section;  // RFC 9111 section, e.g. "5.2.2.5"
-    std::string reason;
-};
 
 /// The origin's caching fields of a fetch, parsed once (every reuse of the
 /// fetch is judged by them).

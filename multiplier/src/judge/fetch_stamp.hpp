@@ -3,6 +3,8 @@
 // stored copy (a 304). Both read "<collector id>.<serial>; t=<unix s.ms>".
 #pragma once
 
+#include "core/cache_verdict.hpp"
+
 #include <boost/static_string/static_string.hpp>
 
 #include <cstdint>
@@ -12,9 +14,8 @@
 namespace spe {
 
 struct FetchStamp {
-    /// The longest id a stamp may have: the Collector writes at most
-    /// 8 + 1 + 8 hex digits, a dot and a 64-bit serial (38 characters).
-    static constexpr std::size_t kMaxId = 48;
+    /// The longest id a stamp may have (kept in the record's verdict too).
+    static constexpr std::size_t kMaxId = kMaxFetchId;
     // Kept inline: the judge parses five stamps per request and keeps thousands.
     boost::static_strings::static_string<kMaxId> id;  // "<collector id>.<serial>", unique per origin fetch
     std::uint8_t collector_length = 0;

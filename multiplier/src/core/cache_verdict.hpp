@@ -1,9 +1,11 @@
 // The cache-rule judge's verdict on one reply: the record's `cache` object.
+// Plain data the judge (judge/cache_judge.hpp) fills in and the log writes.
 #pragma once
 
-#include "judge/cache_rules.hpp"
+#include "core/cache_headers.hpp"
 
 #include <boost/container/static_vector.hpp>
+#include <boost/static_string/static_string.hpp>
 
 #include <optional>
 #include <string>
@@ -13,6 +15,17 @@
 
 namespace spe {
 
+/// The longest id an X-SPE-Fetch stamp may have (judge/fetch_stamp.hpp): the
+/// Collector writes at most 8 + 1 + 8 hex digits, a dot and a 64-bit serial (38 characters).
+inline constexpr std::size_t kMaxFetchId = 48;
+
+/// One rule a reply broke (or, for an advisory, a SHOULD it did not follow).
+struct Finding {
+    std::string_view rule;     // stable id, e.g. "no-store"
+    std::string_view section;  // RFC 9111 section, e.g. "5.2.2.5"
+    std::string reason;
+};
+
 struct CacheVerdict {
     /// "origin": a fetch the Multiplier saw; "unknown": a valid stamp of a fetch
     /// it never saw (judged from the reply's own header); "none": no stamp, not
@@ -20,7 +33,7 @@ struct CacheVerdict {
     /// without a stamp (no body from any fetch); "corrupt": a stamp that does
     /// not parse or names another Collector or an impossible time.
     std::string_view provenance = "none";
-    boost::static_strings::static_string<FetchStamp::kMaxId> fetch;  // the stamp's id; empty: none
+    boost::static_strings::static_string<kMaxFetchId> fetch;  // the stamp's id; empty: none
     std::optional<double> fetched_at;
     std::optional<double> validated_at;
     bool reused = false;
