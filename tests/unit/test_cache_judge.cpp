@@ -2,7 +2,7 @@
 #include "http/secret_digest.hpp"
 #include "judge/cache_judge.hpp"
 #include "judge_records.hpp"
-#include "log/result_log.hpp"
+#include "log/record_json.hpp"
 
 #include <catch2/catch.hpp>
 

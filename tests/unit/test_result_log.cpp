@@ -1,4 +1,6 @@
-#include "log/result_log.hpp"
+#include "log/mismatch_capture.hpp"
+#include "log/record_json.hpp"
+#include "log/rope_lines.hpp"
 
 #include "http/secret_digest.hpp"
 

@@ -1,16 +1,16 @@
-// Where records go: JSON Lines (the primary contract, docs/log-format.md),
-// ROPE's text format (one line per proxy, the paper's Figure 3) and, for
-// mismatches, captures of both replies. A record is formatted on the calling
-// (I/O) thread and written by a writer thread (record_writer.hpp), so the disk
-// never delays a measurement. Thread-safe.
+// Where records go: JSON Lines (the primary contract, docs/log-format.md,
+// record_json.hpp), ROPE's text format (rope_lines.hpp) and, for mismatches,
+// captures of both replies (mismatch_capture.hpp). A record is formatted on the
+// calling (I/O) thread and written by a writer thread (record_writer.hpp), so
+// the disk never delays a measurement. Thread-safe.
 #pragma once
 
 #include "core/measurement.hpp"
+#include "log/mismatch_capture.hpp"
 #include "log/record_writer.hpp"
 
-#include <atomic>
+#include <cstdint>
 #include <optional>
-#include <string>
 
 namespace spe {
 
@@ -33,24 +33,10 @@ public:
     std::uint64_t records_failed() const { return writer_.failed(); }
 
 private:
-    std::optional<CaptureFile> capture(const RequestRecord& record, const ProxyResult& proxy);
-
-    std::string capture_dir_;
-    std::uint64_t capture_max_bytes_;
-    std::atomic<std::uint64_t> captured_bytes_{0};
-    bool capture_secrets_ = false;  // --capture-secrets: secret fields' values as received
     bool json_ = false;
     bool rope_ = false;
     RecordWriter writer_;
+    std::optional<MismatchCaptures> captures_;  // with --capture-dir
 };
-
-/// One JSON Lines record (no trailing newline).
-std::string to_json_line(const RequestRecord& record);
-/// ROPE text lines (the Collector's first, then one per proxy), each ending in '\n'.
-std::string to_rope_lines(const RequestRecord& record, long pid);
-/// A mismatch capture's text: the request, the result, both reply headers and
-/// body heads; with `secrets` false, the values of Cookie, Set-Cookie,
-/// Authorization and Proxy-Authorization as the process's keyed digest.
-std::string capture_text(const RequestRecord& record, const ProxyResult& proxy, bool secrets);
 
 }  // namespace spe
