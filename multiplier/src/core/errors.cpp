@@ -79,8 +79,4 @@ LegError classify(const boost::system::error_code& ec, bool got_header) {
     return got_header ? LegError::truncated : LegError::closed;
 }
 
-unsigned client_status_for(LegError e) {
-    return e == LegError::timeout ? 504 : 502;
-}
-
 }  // namespace spe

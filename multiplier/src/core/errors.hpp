@@ -1,5 +1,6 @@
 // Closed set of the ways a leg (Collector or proxy under test) can fail, and
-// the one place that maps them to HTTP answers and log result classes.
+// the one place that maps them to log result classes (the client's answer when
+// the Collector leg fails: core/refusals.hpp).
 #pragma once
 
 #include <boost/system/error_code.hpp>
@@ -37,8 +38,5 @@ bool is_no_response(LegError e);
 /// Classifies a Boost/Beast error seen while running a leg. `got_header` tells
 /// whether the reply header had been parsed already (EOF then means truncation).
 LegError classify(const boost::system::error_code& ec, bool got_header);
-
-/// The HTTP status the client gets when the Collector leg failed with `e`.
-unsigned client_status_for(LegError e);
 
 }  // namespace spe

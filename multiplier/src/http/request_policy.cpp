@@ -222,38 +222,41 @@ std::optional<InterceptedTarget> intercepted_target(std::string_view target, con
     return out;
 }
 
-std::optional<RequestProblem> check_request(const Request& req, const Config& config) {
+std::optional<Refused> check_request(const Request& req, const Config& config) {
     // Beast rejects most framing attacks while parsing; a request carrying both
     // lengths is refused here too, whatever the parser made of it (RFC 9112 6.3).
     if (req.count(http::field::content_length) && req.count(http::field::transfer_encoding))
-        return RequestProblem{400,
-                              "both Content-Length and Transfer-Encoding are present (possible request smuggling)"};
+        return Refused{Refusal::ambiguous_framing,
+                       "both Content-Length and Transfer-Encoding are present (possible request smuggling)"};
     // Only plain chunked framing is understood: "chunked" not last leaves the
     // body length unknown (RFC 9112 6.3: 400), other codings would be lost when
     // the body is re-framed by length for the upstreams (RFC 9112 6.1: 501).
     for (auto it = req.find(http::field::transfer_encoding);
          it != req.end() && it->name() == http::field::transfer_encoding; ++it) {
         if (!has_token(it->value(), "chunked"))
-            return RequestProblem{501, "unsupported Transfer-Encoding '" + std::string(it->value()) + "'"};
+            return Refused{Refusal::unsupported_transfer_coding,
+                           "unsupported Transfer-Encoding '" + std::string(it->value()) + "'"};
         if (!spe::iequals(it->value(), "chunked"))
-            return RequestProblem{400, "Transfer-Encoding '" + std::string(it->value()) +
-                                           "': only 'chunked' alone is accepted (possible request smuggling)"};
+            return Refused{Refusal::ambiguous_framing,
+                           "Transfer-Encoding '" + std::string(it->value()) +
+                               "': only 'chunked' alone is accepted (possible request smuggling)"};
     }
     if (req.version() != 10 && req.version() != 11)
-        return RequestProblem{505, "only HTTP/1.0 and HTTP/1.1 are supported"};
+        return Refused{Refusal::unsupported_version, "only HTTP/1.0 and HTTP/1.1 are supported"};
     const auto target = req.target();
     if (target.size() >= 8 && spe::iequals(target.substr(0, 8), "https://"))
-        return RequestProblem{400, "https:// URLs go through CONNECT; the Multiplier does not speak TLS"};
+        return Refused{Refusal::not_a_proxy_request,
+                       "https:// URLs go through CONNECT; the Multiplier does not speak TLS"};
     auto authority = http_authority(target);
     if (!authority)
-        return RequestProblem{400,
-                              "not a proxy request: the target must be an absolute http:// URL (use the "
-                              "Multiplier as an HTTP proxy)"};
+        return Refused{Refusal::not_a_proxy_request,
+                       "not a proxy request: the target must be an absolute http:// URL (use the "
+                       "Multiplier as an HTTP proxy)"};
     if (authority->port == config.listen.port && names_this_multiplier(authority->host, config.listen))
-        return RequestProblem{508, "the request is addressed to the Multiplier itself (forwarding loop)"};
+        return Refused{Refusal::forwarding_loop, "the request is addressed to the Multiplier itself (forwarding loop)"};
     for (auto it = req.find(http::field::via); it != req.end() && it->name() == http::field::via; ++it)
         if (via_names_hop(it->value(), config.via_name))
-            return RequestProblem{508, "the request already passed through this Multiplier (Via loop)"};
+            return Refused{Refusal::forwarding_loop, "the request already passed through this Multiplier (Via loop)"};
     return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/config.hpp"
 #include "core/message_types.hpp"
+#include "core/refusals.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -11,12 +12,6 @@
 #include <string_view>
 
 namespace spe {
-
-/// A request refused before any upstream sees it.
-struct RequestProblem {
-    unsigned status;
-    std::string reason;
-};
 
 /// The target of a CONNECT request: "host:port" (an IPv6 host in brackets).
 struct ConnectTarget {
@@ -47,7 +42,7 @@ struct InterceptedTarget {
 std::optional<InterceptedTarget> intercepted_target(std::string_view target, const ConnectTarget& tunnel);
 
 /// Checks a complete client request (not CONNECT). nullopt means acceptable.
-std::optional<RequestProblem> check_request(const Request& req, const Config& config);
+std::optional<Refused> check_request(const Request& req, const Config& config);
 
 /// Whether the client wants its connection kept, honouring Proxy-Connection
 /// (which browsers send to proxies) as well as Connection.

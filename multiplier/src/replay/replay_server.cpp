@@ -1,5 +1,6 @@
 #include "replay/replay_server.hpp"
 #include "core/ascii.hpp"
+#include "core/refusals.hpp"
 
 #include "http/digest_body.hpp"
 #include "http/header_policy.hpp"
@@ -23,7 +24,7 @@ using CopyParser = http::request_parser<DigestBody>;
 
 /// The refusal: a 502 the proxy passes on, its reason in a header the Multiplier reads (REPLAY_REFUSED).
 http::response<http::string_body> refusal(const std::string& reason, bool keep_alive) {
-    http::response<http::string_body> res{http::status::bad_gateway, 11};
+    http::response<http::string_body> res{static_cast<http::status>(status_of(Refusal::replay_refused)), 11};
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     res.set(http::field::cache_control, "no-store");
     res.set(kReplayRefusedHeader, reason.substr(0, 400));

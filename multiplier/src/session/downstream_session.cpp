@@ -36,14 +36,17 @@ std::string address_of(const tcp::socket& s) {
     return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
 }
 
-/// The status a client gets for a request that could not be read.
-RequestProblem read_problem(const error_code& ec) {
-    if (ec == http::error::header_limit) return {431, "the request header is larger than --max-header-bytes"};
-    if (ec == http::error::body_limit) return {413, "the request body is larger than --max-request-body"};
-    if (ec == beast::error::timeout) return {408, "the request did not arrive in time"};
+/// The refusal a client gets for a request that could not be read.
+Refused read_problem(const error_code& ec) {
+    if (ec == http::error::header_limit)
+        return {Refusal::header_too_large, "the request header is larger than --max-header-bytes"};
+    if (ec == http::error::body_limit)
+        return {Refusal::body_too_large, "the request body is larger than --max-request-body"};
+    if (ec == beast::error::timeout) return {Refusal::request_timeout, "the request did not arrive in time"};
     if (ec == http::error::buffer_overflow)
-        return {400, "more unparsed request data than the Multiplier buffers (oversized chunk extension?)"};
-    return {400, "malformed request: " + ec.message()};
+        return {Refusal::malformed_request,
+                "more unparsed request data than the Multiplier buffers (oversized chunk extension?)"};
+    return {Refusal::malformed_request, "malformed request: " + ec.message()};
 }
 
 /// Why a TLS handshake ended that the client broke off (or sent nonsense).
@@ -181,8 +184,8 @@ awaitable<bool> DownstreamSession::serve_one() {
         if (!parser.got_some() || ec == asio::error::operation_aborted) co_return false;
         Request partial;
         if (parser.is_header_done()) partial = parser.get();
-        auto problem = read_problem(ec);
-        co_await refuse(problem.status, problem.reason, new_record(partial), false);
+        const auto problem = read_problem(ec);
+        co_await refuse(problem, new_record(partial), false);
         co_return false;
     }
 
@@ -197,8 +200,8 @@ awaitable<bool> DownstreamSession::serve_one() {
         client_.expires_after(cfg.client_timeout);
         co_await http::async_read(io_, buffer_, parser, with_ec(ec));
         if (ec) {
-            auto problem = read_problem(ec);
-            co_await refuse(problem.status, problem.reason, std::move(record), head_request);
+            const auto problem = read_problem(ec);
+            co_await refuse(problem, std::move(record), head_request);
             co_return false;
         }
     }
@@ -207,8 +210,8 @@ awaitable<bool> DownstreamSession::serve_one() {
 
     if (req.method() == http::verb::connect) co_return co_await connect(req, std::move(record));
     if (intercepted_ && !co_await adopt_intercepted(req, record)) co_return false;
-    if (auto problem = check_request(req, cfg)) {
-        co_await refuse(problem->status, problem->reason, std::move(record), head_request);
+    if (const auto problem = check_request(req, cfg)) {
+        co_await refuse(*problem, std::move(record), head_request);
         co_return false;
     }
     if (is_upgrade_request(req)) {
@@ -243,13 +246,13 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
             out.measure.ttfb_us.value_or(0));
     // A client that went away while an interim (1xx) reply was relayed has no final reply to get.
     if (!out.client_answered && !out.client_failed) {
-        const auto status = client_status_for(out.measure.error);
-        const auto reason = "the Collector at " + cfg.collector->to_string() +
-                            " failed: " + std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail +
-                            ")";
-        auto sent = co_await reply_from_multiplier(status, reason, head_request, keep_alive);
+        const Refused failed{collector_failure(out.measure.error),
+                             "the Collector at " + cfg.collector->to_string() + " failed: " +
+                                 std::string(to_string(out.measure.error)) + " (" + out.measure.error_detail + ")"};
+        auto sent = co_await reply_from_multiplier(failed, head_request, keep_alive);
         const bool next_request = keep_alive && sent.error == LegError::none;
-        fanout->set_reference({std::move(out.measure), status, std::move(sent), "no fan-out: " + reason});
+        fanout->set_reference(
+            {std::move(out.measure), failed.status(), std::move(sent), "no fan-out: " + failed.reason});
         co_return next_request;
     }
     const auto status = out.measure.status.value_or(0);
@@ -284,8 +287,10 @@ awaitable<void> DownstreamSession::keep_pace_with_measuring() {
     }
 }
 
-awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, const std::string& reason,
-                                                            bool head_request, bool keep_alive) {
+awaitable<Measure> DownstreamSession::reply_from_multiplier(const Refused& refused, bool head_request,
+                                                            bool keep_alive) {
+    const auto status = refused.status();
+    const auto& reason = refused.reason;
     http::response<http::string_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, ctx_->config().via_name);
     res.set(http::field::content_type, "text/plain; charset=utf-8");
@@ -313,13 +318,13 @@ awaitable<Measure> DownstreamSession::reply_from_multiplier(unsigned status, con
     co_return sent;
 }
 
-awaitable<void> DownstreamSession::refuse(unsigned status, const std::string& reason, RequestRecord record,
-                                          bool head_request) {
-    spdlog::debug("client {}: {} {} refused: {} {}", client_address_, record.method, record.url, status, reason);
+awaitable<void> DownstreamSession::refuse(const Refused& refused, RequestRecord record, bool head_request) {
+    spdlog::debug("client {}: {} {} refused: {} {}", client_address_, record.method, record.url, refused.status(),
+                  refused.reason);
     refused_ = true;
-    co_await reply_from_multiplier(status, reason, head_request, false);
-    record.client_status = status;
-    record.note = reason;
+    co_await reply_from_multiplier(refused, head_request, false);
+    record.client_status = refused.status();
+    record.note = refused.reason;
     ctx_->log().write(record);
 }
 
@@ -329,9 +334,10 @@ awaitable<void> DownstreamSession::upgrade(Request req, RequestRecord record) {
     if (!cfg.dummy) set_request_tag(upstream, ctx_->request_tag(record.id));
     if (intercepted_) upstream.set(kSchemeHeader, "https");
     record.tag = upstream[kRequestTagHeader];
-    auto outcome = co_await run_upgrade_tunnel(io_, buffer_, req, std::move(upstream), cfg, ctx_->collector(), record);
-    if (outcome.refused_status)
-        co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
+    const auto refused =
+        co_await run_upgrade_tunnel(io_, buffer_, req, std::move(upstream), cfg, ctx_->collector(), record);
+    if (refused)
+        co_await refuse(*refused, std::move(record), false);
     else
         ctx_->log().write(record);
 }
@@ -345,16 +351,16 @@ awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord rec
     std::string bad_target;
     auto target = parse_connect_target(req.target(), &bad_target);
     // The reasons are named, not temporaries in the co_await: GCC 12 mishandles those.
-    std::optional<RequestProblem> problem;
+    std::optional<Refused> problem;
     if (intercepted_)
-        problem = RequestProblem{400, "CONNECT inside an intercepted tunnel"};
+        problem = Refused{Refusal::bad_connect, "CONNECT inside an intercepted tunnel"};
     else if (!target)
-        problem = RequestProblem{400, bad_target};
+        problem = Refused{Refusal::bad_connect, bad_target};
     else if (std::find(cfg.connect_ports.begin(), cfg.connect_ports.end(), target->port) == cfg.connect_ports.end())
-        problem = RequestProblem{
-            403, "CONNECT to port " + std::to_string(target->port) + " is not allowed (see --connect-port)"};
+        problem = Refused{Refusal::connect_port_not_allowed,
+                          "CONNECT to port " + std::to_string(target->port) + " is not allowed (see --connect-port)"};
     if (problem) {
-        co_await refuse(problem->status, problem->reason, std::move(record), false);
+        co_await refuse(*problem, std::move(record), false);
         co_return false;
     }
     TunnelRequest plain{*target, req.version(), "", false};
@@ -367,14 +373,15 @@ awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord rec
 }
 
 awaitable<void> DownstreamSession::tunnel(const TunnelRequest& request, RequestRecord record) {
-    auto outcome = co_await run_connect_tunnel(client_, buffer_, request, ctx_->config(), ctx_->collector(), record);
-    if (!outcome.refused_status) {
+    const auto refused =
+        co_await run_connect_tunnel(client_, buffer_, request, ctx_->config(), ctx_->collector(), record);
+    if (!refused) {
         ctx_->log().write(record);
     } else if (!request.established) {
-        co_await refuse(outcome.refused_status, outcome.reason, std::move(record), false);
+        co_await refuse(*refused, std::move(record), false);
     } else {
         // The client has its 200 already: closing is all that is left to tell it.
-        record.note = "CONNECT (" + request.why + "): " + outcome.reason + "; the connection was closed";
+        record.note = "CONNECT (" + request.why + "): " + refused->reason + "; the connection was closed";
         ctx_->log().write(record);
     }
 }
@@ -503,8 +510,9 @@ awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsign
 awaitable<bool> DownstreamSession::adopt_intercepted(Request& req, RequestRecord& record) {
     auto target = intercepted_target(req.target(), *intercepted_);
     if (!target) {
-        const std::string reason = "a request in an intercepted tunnel must have an origin-form target (/path)";
-        co_await refuse(400, reason, std::move(record), req.method() == http::verb::head);
+        const Refused refused{Refusal::not_a_proxy_request,
+                              "a request in an intercepted tunnel must have an origin-form target (/path)"};
+        co_await refuse(refused, std::move(record), req.method() == http::verb::head);
         co_return false;
     }
     req.target(target->upstream_target);

@@ -6,6 +6,7 @@
 // session then reads the tunnel's requests as https ones (tls_interceptor.hpp).
 #pragma once
 
+#include "core/refusals.hpp"
 #include "io/client_stream.hpp"
 #include "session/collector_leg.hpp"
 #include "session/proxy_pools.hpp"
@@ -61,9 +62,8 @@ private:
     /// A request read in an intercepted tunnel gets its upstream http form; false: refused.
     awaitable<bool> adopt_intercepted(Request& req, RequestRecord& record);
     /// Sends a short text reply from the Multiplier itself; returns what the client got.
-    awaitable<Measure> reply_from_multiplier(unsigned status, const std::string& reason, bool head_request,
-                                             bool keep_alive);
-    awaitable<void> refuse(unsigned status, const std::string& reason, RequestRecord record, bool head_request);
+    awaitable<Measure> reply_from_multiplier(const Refused& refused, bool head_request, bool keep_alive);
+    awaitable<void> refuse(const Refused& refused, RequestRecord record, bool head_request);
     RequestRecord new_record(const Request& req);
     std::string client_ip() const;  // client_address_ without its port
     void close();

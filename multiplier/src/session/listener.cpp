@@ -1,13 +1,16 @@
 #include "session/listener.hpp"
 
+#include "core/refusals.hpp"
 #include "session/downstream_session.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http/status.hpp>
 
 namespace spe {
 namespace {
@@ -80,14 +83,28 @@ awaitable<void> Listener::accept_loop() {
     }
 }
 
+namespace {
+
+/// The whole answer to a client outside the allow-list, made once.
+const std::string& not_allowed_reply() {
+    static const std::string reply = [] {
+        const auto status = status_of(Refusal::client_not_allowed);
+        const std::string_view body = "SPE Multiplier: your address is not in the allow-list.\n";
+        return fmt::format(
+            "HTTP/1.1 {} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status,
+            std::string_view(http::obsolete_reason(static_cast<http::status>(status))), body.size(), body);
+    }();
+    return reply;
+}
+
+}  // namespace
+
 awaitable<void> Listener::refuse_client(tcp::socket socket) {
-    static constexpr std::string_view kForbidden =
-        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 55\r\nConnection: close\r\n\r\n"
-        "SPE Multiplier: your address is not in the allow-list.\n";
+    const auto& reply = not_allowed_reply();
     TimedStream stream(std::move(socket));
     stream.expires_after(std::chrono::seconds(5));
     error_code ec;
-    co_await asio::async_write(stream, asio::buffer(kForbidden.data(), kForbidden.size()), with_ec(ec));
+    co_await asio::async_write(stream, asio::buffer(reply.data(), reply.size()), with_ec(ec));
     stream.socket().shutdown(tcp::socket::shutdown_both, ec);
 }
 

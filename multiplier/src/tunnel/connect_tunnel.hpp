@@ -19,13 +19,6 @@
 
 namespace spe {
 
-/// Runs the tunnel until both directions end. Returns the status sent to the
-/// client when the tunnel could not be opened (0 once it was), with the reason.
-struct TunnelOutcome {
-    unsigned refused_status = 0;
-    std::string reason;
-};
-
 /// `why` says, for the record, why the tunnel is not intercepted. With
 /// `established`, the client already has its 200 (an interception that found
 /// no TLS): the Collector's refusal can then only close the connection.
@@ -36,17 +29,20 @@ struct TunnelRequest {
     bool established = false;
 };
 
-awaitable<TunnelOutcome> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer, const TunnelRequest& tunnel,
-                                            const Config& cfg, const std::vector<tcp::endpoint>& collector,
-                                            RequestRecord& record);
+/// Runs the tunnel until both directions end. Returns the refusal for the client when the tunnel
+/// could not be opened (nullopt once it was).
+awaitable<std::optional<Refused>> run_connect_tunnel(TimedStream& client, ReadBuffer& client_buffer,
+                                                     const TunnelRequest& tunnel, const Config& cfg,
+                                                     const std::vector<tcp::endpoint>& collector,
+                                                     RequestRecord& record);
 
 /// The Collector's side of a tunnel (a CONNECT, an upgrade): sends `req` on `conn`, then reads the
 /// reply header into `parser` (which skips any body: the tunnel starts right after the header),
-/// measured into `m`. nullopt once the header is read; else the status and reason for the client
-/// (`what` names the request in it).
-awaitable<std::optional<RequestProblem>> collector_reply_header(UpstreamConnection& conn, const WireRequest& req,
-                                                                http::response_parser<http::empty_body>& parser,
-                                                                const Config& cfg, Measure& m, std::string_view what);
+/// measured into `m`. nullopt once the header is read; else the refusal for the client (`what`
+/// names the request in its reason).
+awaitable<std::optional<Refused>> collector_reply_header(UpstreamConnection& conn, const WireRequest& req,
+                                                         http::response_parser<http::empty_body>& parser,
+                                                         const Config& cfg, Measure& m, std::string_view what);
 
 /// The client's answer once a tunnel is open (to the Collector, or to the Multiplier itself when intercepted).
 std::string connection_established(const std::string& via_name);

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "core/measurement.hpp"
 #include "core/net.hpp"
+#include "core/refusals.hpp"
 #include "http/read_buffer.hpp"
 #include "io/client_stream.hpp"
 
@@ -17,16 +18,12 @@ namespace spe {
 /// An Upgrade header, and Connection naming it (RFC 9110 7.8).
 bool is_upgrade_request(const Request& req);
 
-/// The status and reason for the client when the upgrade did not happen (0 once it did).
-struct UpgradeOutcome {
-    unsigned refused_status = 0;
-    std::string reason;
-};
-
 /// `upstream` is the upstream copy of the request (hop-by-hop headers gone);
-/// its Upgrade is put back from `client_request`.
-awaitable<UpgradeOutcome> run_upgrade_tunnel(ClientStream& client, ReadBuffer& client_buffer,
-                                             const Request& client_request, Request upstream, const Config& cfg,
-                                             const std::vector<tcp::endpoint>& collector, RequestRecord& record);
+/// its Upgrade is put back from `client_request`. Returns the refusal for the client when the upgrade
+/// did not happen (nullopt once it did).
+awaitable<std::optional<Refused>> run_upgrade_tunnel(ClientStream& client, ReadBuffer& client_buffer,
+                                                     const Request& client_request, Request upstream, const Config& cfg,
+                                                     const std::vector<tcp::endpoint>& collector,
+                                                     RequestRecord& record);
 
 }  // namespace spe
