@@ -1,5 +1,6 @@
 #include "replay/replay_server.hpp"
 #include "core/ascii.hpp"
+#include "core/coroutine_exception.hpp"
 #include "core/refusals.hpp"
 
 #include "http/digest_body.hpp"
@@ -58,14 +59,9 @@ ReplayServer::ReplayServer(asio::io_context& ioc, const tcp::endpoint& at, std::
 }
 
 void ReplayServer::start() {
-    asio::co_spawn(ioc_, accept_loop(), [self = shared_from_this()](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            spdlog::critical("the replay port stopped: {}", ex.what());
-        }
-    });
+    asio::co_spawn(ioc_, accept_loop(), report_exception([self = shared_from_this()](const char* what) {
+                       spdlog::critical("the replay port stopped: {}", what);
+                   }));
 }
 
 void ReplayServer::stop() {

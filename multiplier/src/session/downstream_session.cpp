@@ -1,5 +1,6 @@
 #include "session/downstream_session.hpp"
 #include "core/ascii.hpp"
+#include "core/coroutine_exception.hpp"
 #include "core/wall_clock.hpp"
 
 #include "http/md5_digest.hpp"
@@ -77,15 +78,10 @@ DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerC
 void DownstreamSession::start() {
     ctx_->register_abortable(shared_from_this());
     ctx_->register_abortable(pools_);
-    asio::co_spawn(client_.get_executor(), run(), [self = shared_from_this()](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            spdlog::error("client {}: session ended by an internal error: {}", self->client_address_, ex.what());
-        }
-        self->close();
-    });
+    asio::co_spawn(client_.get_executor(), run(), report_exception([self = shared_from_this()](const char* what) {
+                       spdlog::error("client {}: session ended by an internal error: {}", self->client_address_, what);
+                       self->close();
+                   }));
 }
 
 void DownstreamSession::stop_if_idle() {

@@ -1,4 +1,5 @@
 #include "session/fanout.hpp"
+#include "core/coroutine_exception.hpp"
 
 #include "judge/cache_judge.hpp"
 #include "judge/fetch_memory.hpp"
@@ -139,16 +140,12 @@ void Fanout::record_withheld() {
 }
 
 void Fanout::spawn(awaitable<void> work, std::optional<std::size_t> proxy) {
-    asio::co_spawn(pools_->executor(), std::move(work), [self = shared_from_this(), proxy](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
+    asio::co_spawn(
+        pools_->executor(), std::move(work), report_exception([self = shared_from_this(), proxy](const char* what) {
             spdlog::error("{} of request {} failed: {}",
                           proxy ? "proxy leg " + self->record_.proxies[*proxy].name : std::string("the proxy legs"),
-                          self->record_.id, ex.what());
-        }
-    });
+                          self->record_.id, what);
+        }));
 }
 
 awaitable<void> Fanout::run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due) {

@@ -1,4 +1,5 @@
 #include "session/listener.hpp"
+#include "core/coroutine_exception.hpp"
 
 #include "core/refusals.hpp"
 #include "session/downstream_session.hpp"
@@ -37,14 +38,9 @@ Listener::Listener(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
 }
 
 void Listener::start() {
-    asio::co_spawn(strand_, accept_loop(), [self = shared_from_this()](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            spdlog::critical("the listener stopped: {}", ex.what());
-        }
-    });
+    asio::co_spawn(strand_, accept_loop(), report_exception([self = shared_from_this()](const char* what) {
+                       spdlog::critical("the listener stopped: {}", what);
+                   }));
 }
 
 void Listener::stop() {
