@@ -14,11 +14,13 @@ public:
     void add(const std::string& cidr);
     bool allows(const boost::asio::ip::address& addr) const;
     bool empty() const { return blocks_.empty(); }
+    bool operator==(const AllowList&) const = default;
 
 private:
     struct Block {
         boost::asio::ip::address_v6::bytes_type prefix{};
         unsigned bits = 0;  // over the IPv6 (or v4-mapped) form
+        bool operator==(const Block&) const = default;
     };
     std::vector<Block> blocks_;
 };

@@ -1,5 +1,6 @@
 // Typed configuration of the Multiplier: from flags and/or a config file with
-// the same keys; validated once at start so a bad value is a clear message.
+// the same keys (each flag, its help and how it sets Config: flag_table.hpp);
+// validated once at start so a bad value is a clear message.
 #pragma once
 
 #include "core/allow_list.hpp"
@@ -17,11 +18,13 @@ struct Endpoint {
     std::string host;
     std::uint16_t port = 0;
     std::string to_string() const;
+    bool operator==(const Endpoint&) const = default;
 };
 
 struct ProxyTarget {
     std::string name;
     Endpoint endpoint;
+    bool operator==(const ProxyTarget&) const = default;
 };
 
 enum class FanoutMode { sequential, concurrent };
@@ -90,9 +93,20 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-/// Parses argv (and --config FILE). Returns nullopt after printing --help or
-/// --version. Throws ConfigError with a message meant for the user.
-std::optional<Config> parse_config(int argc, const char* const argv[]);
+/// What a command line asks for: to run the Multiplier, or to print something (or only check the options) and exit.
+enum class Action { run, help, version, list_flags, list_cache_rules, check };
+
+struct CommandLine {
+    Action action = Action::run;
+    Config config;  // with run and check: the validated config
+};
+
+/// Parses argv (and --config FILE, unless an action that prints asks for nothing more).
+/// Throws ConfigError with a message meant for the user.
+CommandLine parse_command_line(int argc, const char* const argv[]);
+
+/// What --help prints: the usage and every flag.
+std::string help_text();
 
 Endpoint parse_endpoint(const std::string& text);
 ProxyTarget parse_proxy_target(const std::string& text);
