@@ -1,6 +1,7 @@
 // spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
 #include "core/config.hpp"
 #include "core/flag_table.hpp"
+#include "judge/cache_rule_catalogue.hpp"
 #include "log/result_log.hpp"
 #include "replay/replay_server.hpp"
 #include "session/listener.hpp"
@@ -217,6 +218,8 @@ int print(Action action) {
             std::cout << flag_table_json() << "\n";
             break;
         case Action::list_cache_rules:
+            std::cout << cache_rule_catalogue_json() << "\n";
+            break;
         case Action::check:
         case Action::run:
             break;

@@ -304,6 +304,9 @@ std::vector<Flag> make_table() {
     t.push_back(action("list-flags", 0, Action::list_flags,
                        "print this table of flags as JSON (name, takes_value, kind, default, help, the Config field it "
                        "sets, an example value) and exit"));
+    t.push_back(action("list-cache-rules", 0, Action::list_cache_rules,
+                       "print the cache-rule judge's catalogue of rules as JSON (id, RFC section, violation or "
+                       "advisory, what breaking it means) and exit"));
     t.push_back(action("check", 0, Action::check,
                        "check the other options (and --config FILE) as a start would, then exit: 0 when they are "
                        "valid, else the message and 2"));

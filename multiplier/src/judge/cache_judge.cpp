@@ -1,4 +1,5 @@
 #include "judge/cache_judge.hpp"
+#include "judge/cache_rule_catalogue.hpp"
 
 #include "judge/interim_rule.hpp"
 
@@ -81,7 +82,8 @@ void add_exercised(CacheVerdict& v, std::string_view rule) {
         v.exercised.size() < v.exercised.capacity())
         v.exercised.push_back(rule);
     // A stricter form of staleness (must-revalidate, ...) is a chance to break the plain rule too.
-    if (rule == "must-revalidate" || rule == "proxy-revalidate" || rule == "s-maxage") add_exercised(v, "stale");
+    if (rule == rule_id("must-revalidate") || rule == rule_id("proxy-revalidate") || rule == rule_id("s-maxage"))
+        add_exercised(v, rule_id("stale"));
 }
 
 /// What kind of request or copy a cache declined to reuse a fresh copy for.
@@ -103,7 +105,7 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
 std::optional<Finding> framing_finding(const Measure& reply) {
     if (reply.error != LegError::extra_data && reply.error != LegError::truncated && reply.error != LegError::bad_body)
         return std::nullopt;
-    return Finding{"framing", "3.2",
+    return Finding{rule_id("framing"), "3.2",
                    fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
                                reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
 }
@@ -225,13 +227,13 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     if (const auto validated = h.validated())
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
     if (record.method == "HEAD") {
-        add_exercised(v, "head-body");
+        add_exercised(v, rule_id("head-body"));
         // The leg reads no body for HEAD: bytes after the header are a body (RFC 9110 9.3.2).
         if (reply.error == LegError::extra_data)
-            v.violations.push_back({"head-body", "9110 9.3.2", "a reply to HEAD followed by body bytes"});
+            v.violations.push_back({rule_id("head-body"), "9110 9.3.2", "a reply to HEAD followed by body bytes"});
     }
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
-        add_exercised(v, "not-modified");
+        add_exercised(v, rule_id("not-modified"));
         const auto* copy = memory.last_copy.find(url);
         const KnownFetch* stored = copy ? find_fetch(copy->fetch) : nullptr;
         const CacheHeaders* held = stored ? &stored->headers : nullptr;
@@ -240,13 +242,13 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
         // parent's fields (judged on the Collector's own row), not the proxy's.
         const bool relayed = reference && h.reply_to() && !record.tag.empty() && *h.reply_to() == record.tag;
         if (held && !relayed) {
-            add_exercised(v, "not-modified-fields");
+            add_exercised(v, rule_id("not-modified-fields"));
             if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
         }
     }
     if (reply.status == 200 && request.if_none_match && request.if_modified_since &&
         (record.method == "GET" || record.method == "HEAD")) {
-        add_exercised(v, "validator-precedence");
+        add_exercised(v, rule_id("validator-precedence"));
         if (auto f = full_reply_precedence_finding(request, h)) v.violations.push_back(std::move(*f));
     }
     if (!reply.fetch) {
@@ -282,7 +284,7 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
 
     v.reused = is_reuse(c, reply, reference, *stamp);
     if (v.reused && record.method != "HEAD") {
-        add_exercised(v, "framing");
+        add_exercised(v, rule_id("framing"));
         if (auto f = framing_finding(reply)) v.violations.push_back(std::move(*f));
     }
     std::optional<double> invalidated;
@@ -338,7 +340,7 @@ void CacheJudge::add_interim_finding(CacheVerdict& v, const Measure& reference, 
     // Only a reply the proxy forwarded can owe interim replies: a reused one never went to the origin.
     const bool own_fetch = !v.reused && is_own_fetch(reference, reply, sent_at);
     auto j = judge_interim(reference, reply, own_fetch);
-    if (j.exercised) add_exercised(v, "interim");
+    if (j.exercised) add_exercised(v, rule_id("interim"));
     if (!j.finding) return;
     v.violations.push_back(std::move(*j.finding));
     // What each side received before its final reply (a reuse's evidence, if any, stays as it is).
@@ -353,7 +355,7 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
     }
     for (const auto& a : v.advisories)
         add_exercised(v, a.rule);
-    add_exercised(v, "age");
+    add_exercised(v, rule_id("age"));
     if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age()))
         v.violations.push_back(std::move(*age));
     v.age_s = freshness(q).age;
@@ -361,10 +363,10 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
     // (a 304 made from the copy carries few of its fields).
     if (q.parent && reply.status != 304) {
         if (q.parent->date) {
-            add_exercised(v, "date");
+            add_exercised(v, rule_id("date"));
             if (auto f = date_finding(*q.parent, reply.cache_headers.date())) v.violations.push_back(std::move(*f));
         }
-        add_exercised(v, "stored-fields");
+        add_exercised(v, rule_id("stored-fields"));
         if (auto f = stored_fields_finding(*q.parent, reply.cache_headers.field_names, q.fetch.facts().cc))
             v.violations.push_back(std::move(*f));
     }
@@ -378,13 +380,13 @@ void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const Known
     if (!ref || !ref->validated_at || *ref->validated_at < c.record.ts - kClockSlack || !c.reference_stamp ||
         c.reference_stamp->serial != fetch.stamp.serial || reply.status == 304)
         return;
-    add_exercised(v, "header-update");
+    add_exercised(v, rule_id("header-update"));
     // Old values are fine on a copy the proxy could still reuse: only one that had to be validated
     // (a staleness or no-cache finding) shows the 304 was not merged, or not asked for. Either way the
     // old fields are what the client saw: named as header-update, in place of the staleness finding.
     const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& f) {
-        return f.rule == "stale" || f.rule == "must-revalidate" || f.rule == "proxy-revalidate" ||
-               f.rule == "s-maxage" || f.rule == "no-cache";
+        return f.rule == rule_id("stale") || f.rule == rule_id("must-revalidate") ||
+               f.rule == rule_id("proxy-revalidate") || f.rule == rule_id("s-maxage") || f.rule == rule_id("no-cache");
     });
     if (needed_validation == v.violations.end()) return;
     if (auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers))
@@ -411,7 +413,7 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& me
         add_exercised(v, f.rule);
     bool request_asked = false;  // the request's own directives asked for a forward
     for (const auto& a : advisories) {
-        if (a.rule != "heuristic") add_exercised(v, a.rule);
+        if (a.rule != rule_id("heuristic")) add_exercised(v, a.rule);
         request_asked = request_asked || a.rule.starts_with("request-");
     }
     const auto fr = freshness(q);

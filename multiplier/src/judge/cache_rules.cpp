@@ -1,5 +1,6 @@
 #include "judge/cache_rules.hpp"
 #include "core/ascii.hpp"
+#include "judge/cache_rule_catalogue.hpp"
 
 #include "http/header_policy.hpp"
 #include "http/http_date.hpp"
@@ -136,21 +137,21 @@ std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     const auto& f = q.fetch;
     if (!q.stored_for || !f.headers.vary()) return std::nullopt;
     for (const auto& [name, stored] : q.stored_for->vary) {
-        if (name == "*") return Finding{"vary", "4.1", "the stored reply has Vary: *, which never matches"};
+        if (name == "*") return Finding{rule_id("vary"), "4.1", "the stored reply has Vary: *, which never matches"};
         if (name == "accept-encoding") {
             // Caches may normalize Accept-Encoding (Varnish does): what counts
             // is whether this request accepts the coding it was served.
             const auto ae = request_field(q.request, "accept-encoding");
             const auto coding = q.content_encoding.value_or("");
             if (!accepts_coding(ae, coding))
-                return Finding{"vary", "4.1",
+                return Finding{rule_id("vary"), "4.1",
                                fmt::format("served Content-Encoding '{}' to a request with Accept-Encoding '{}'",
                                            coding.empty() ? "identity" : coding, ae.value_or("(none)"))};
             continue;
         }
         const auto now = selecting_value(q.request, name);
         if (now != stored)
-            return Finding{"vary", "4.1",
+            return Finding{rule_id("vary"), "4.1",
                            fmt::format("the stored variant was selected by {}: '{}', this request has '{}'", name,
                                        stored.value_or("(absent)"), now.value_or("(absent)"))};
     }
@@ -186,21 +187,21 @@ bool never_fresh(const ReuseQuestion& q, double lifetime) {
 /// the cache's choice, named as an advisory.
 std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
     if (o.cc.freshness_invalid)
-        return Finding{"invalid-freshness", "4.2.1",
+        return Finding{rule_id("invalid-freshness"), "4.2.1",
                        "reused although its max-age or s-maxage is invalid (caches are encouraged to consider it "
                        "stale)"};
     if (o.cc.freshness_repeated || o.expires_repeated)
-        return Finding{"duplicate-freshness", "4.2.1",
+        return Finding{rule_id("duplicate-freshness"), "4.2.1",
                        fmt::format("reused by the first of repeated {} (the other reading is stale)",
                                    o.expires_repeated ? "Expires" : "max-age or s-maxage")};
     return std::nullopt;
 }
 
 std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
-    if (cc.must_revalidate) return *section = "5.2.2.2", "must-revalidate";
-    if (cc.proxy_revalidate) return *section = "5.2.2.8", "proxy-revalidate";
-    if (source == "s-maxage") return *section = "5.2.2.10", "s-maxage";
-    return *section = "4.2.4", "stale";
+    if (cc.must_revalidate) return *section = "5.2.2.2", rule_id("must-revalidate");
+    if (cc.proxy_revalidate) return *section = "5.2.2.8", rule_id("proxy-revalidate");
+    if (source == "s-maxage") return *section = "5.2.2.10", rule_id("s-maxage");
+    return *section = "4.2.4", rule_id("stale");
 }
 
 /// Staleness the client or the origin allowed (max-stale, stale-while-revalidate).
@@ -262,13 +263,15 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
     auto& request_rules = advisories ? *advisories : ignored_requests;
     const auto& f = q.fetch;
     const auto& cc = f.facts().cc;
-    if (cc.no_store) out.push_back({"no-store", "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
+    if (cc.no_store)
+        out.push_back({rule_id("no-store"), "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
     if (q.stored_for && q.stored_for->no_store)
-        request_rules.push_back({"request-no-store", "5.2.1.5", "stored from a request that said no-store"});
+        request_rules.push_back({rule_id("request-no-store"), "5.2.1.5", "stored from a request that said no-store"});
     if (cc.private_)
-        out.push_back({"private", "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
+        out.push_back(
+            {rule_id("private"), "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
     if (q.stored_for && q.stored_for->authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
-        out.push_back({"authorization", "3.5",
+        out.push_back({rule_id("authorization"), "3.5",
                        "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
     if (auto v = vary_finding(q)) out.push_back(std::move(*v));
     // When the cache stored (or last had confirmed) this copy: no earlier than the request it got it for left
@@ -278,28 +281,29 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
     const double basis = std::max({f.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
                                    q.stored_for ? q.stored_for->sent_at : 0.0});
     if (q.invalidated_at && *q.invalidated_at > basis)
-        out.push_back({"invalidation", "4.4",
+        out.push_back({rule_id("invalidation"), "4.4",
                        fmt::format("stored {} before a successful unsafe request to the same URI",
                                    secs(*q.invalidated_at - basis))});
 
     const auto fr = freshness(q);
     if (!fr.validated_now) {
         if (cc.no_cache)
-            out.push_back({"no-cache", "5.2.2.4", "the origin's reply said no-cache; served without validation"});
+            out.push_back(
+                {rule_id("no-cache"), "5.2.2.4", "the origin's reply said no-cache; served without validation"});
         if (q.request.no_cache())
             request_rules.push_back(
-                {"request-no-cache", "5.2.1.4", "the request said no-cache; answered without validation"});
+                {rule_id("request-no-cache"), "5.2.1.4", "the request said no-cache; answered without validation"});
         // max-age=0 asks for validation outright; a larger one for a copy no older.
         const auto& max_age = q.request.cc.max_age;
         if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
             request_rules.push_back(
-                {"request-max-age", "5.2.1.1",
+                {rule_id("request-max-age"), "5.2.1.1",
                  fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
         const double staleness = fr.age - fr.lifetime;
         const auto flagged = out.size();
         if (fr.source == "heuristic") {
             if (advisories && f.headers.last_modified() && staleness > kSlack)
-                advisories->push_back({"heuristic", "4.2.2",
+                advisories->push_back({rule_id("heuristic"), "4.2.2",
                                        fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
                                                    "Last-Modified) is {}",
                                                    secs(fr.age), secs(fr.lifetime))});
@@ -309,7 +313,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
             // "should" (the first, or stale) leaves the reading to the cache, an advisory.
             if (cc.freshness_repeated && cc.freshness_longest && advisories &&
                 fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
-                advisories->push_back({"duplicate-freshness", "4.2.1",
+                advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
                                        fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
                                                    "ones; stale by the first ({})",
                                                    secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
@@ -337,11 +341,12 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
     // Age 0 or 1 a cache would have sent (Squid omits Age 0): not flagged.
     if (!reply_age && fr.age < kSlack) return std::nullopt;
     if (!reply_age)
-        return Finding{"age", "4", fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
+        return Finding{rule_id("age"), "4",
+                       fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
     const auto age = seconds_value(reply_age);
-    if (!age) return Finding{"age", "5.1", fmt::format("Age '{}' is not a number of seconds", *reply_age)};
+    if (!age) return Finding{rule_id("age"), "5.1", fmt::format("Age '{}' is not a number of seconds", *reply_age)};
     if (*age + 1 + kSlack < fr.age)
-        return Finding{"age", "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
+        return Finding{rule_id("age"), "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
     return std::nullopt;
 }
 
@@ -363,7 +368,7 @@ bool modified_since(const RequestFacts& request, const CacheHeaders& reply, cons
 std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date) {
     if (!parent.date) return std::nullopt;  // none sent: the cache had to add one (RFC 9110 6.6.1)
     if (served_date && trim(*served_date) == trim(*parent.date)) return std::nullopt;
-    return Finding{"date", "4, 3.2",
+    return Finding{rule_id("date"), "4, 3.2",
                    fmt::format("served Date '{}', but the stored reply's Date (its parent's) is '{}'",
                                served_date.value_or("(none)"), *parent.date)};
 }
@@ -418,7 +423,7 @@ std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::str
         sent.remove_prefix(space + 1);
     }
     if (missing.empty()) return std::nullopt;
-    return Finding{"stored-fields", "3.1",
+    return Finding{rule_id("stored-fields"), "3.1",
                    fmt::format("its parent sent {}, which the reused reply lacks: a cache stores and sends every "
                                "end-to-end field it received",
                                missing)};
@@ -438,7 +443,7 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
         const auto before = stored.get(field);
         const auto after = updated.get(field);
         if (before == after || served.get(field) != before) continue;
-        return Finding{"header-update", "4.3.4",
+        return Finding{rule_id("header-update"), "4.3.4",
                        fmt::format("the origin's 304 changed {} to '{}' during this request; served the stored "
                                    "'{}' (the copy had to be validated: it either was and the 304 was not merged, "
                                    "or it was served stale)",
@@ -477,12 +482,12 @@ std::optional<Finding> not_modified_finding(const RequestFacts& request, const C
         // If-Modified-Since alone would have allowed it: the cache evaluated the date, which
         // a recipient must ignore when the request has If-None-Match (RFC 9110 13.2.2).
         if (request.if_modified_since && !modified_since(request, reply, fetch))
-            return Finding{"validator-precedence", "9110 13.2.2",
+            return Finding{rule_id("validator-precedence"), "9110 13.2.2",
                            what + ", judged by If-Modified-Since, which If-None-Match overrides"};
-        return Finding{"not-modified", "4.3.2", what};
+        return Finding{rule_id("not-modified"), "4.3.2", what};
     }
     if (request.if_modified_since && modified_since(request, reply, fetch))
-        return Finding{"not-modified", "4.3.2",
+        return Finding{rule_id("not-modified"), "4.3.2",
                        fmt::format("a 304 to If-Modified-Since: {} for a reply Last-Modified {}",
                                    *request.if_modified_since, *last_modified_of(reply, fetch))};
     return std::nullopt;
@@ -492,7 +497,7 @@ std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, co
     const bool etag = stored.etag() && !reply.etag();
     const bool vary = stored.vary() && !reply.vary();
     if (!etag && !vary) return std::nullopt;
-    return Finding{"not-modified-fields", "9110 15.4.5",
+    return Finding{rule_id("not-modified-fields"), "9110 15.4.5",
                    fmt::format("a 304 without the {} the stored reply has ({})",
                                etag && vary ? "ETag and Vary"
                                : etag       ? "ETag"
@@ -566,7 +571,7 @@ std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request
     if (!request.if_none_match || !request.if_modified_since || !reply.etag()) return std::nullopt;
     const bool matched = trim(*request.if_none_match) == "*" || listed_in(*request.if_none_match, *reply.etag());
     if (!matched || !modified_since(request, reply, nullptr)) return std::nullopt;
-    return Finding{"validator-precedence", "9110 13.2.2",
+    return Finding{rule_id("validator-precedence"), "9110 13.2.2",
                    fmt::format("a 200 for ETag {}, which If-None-Match: {} matches (a 304 was due), judged by "
                                "If-Modified-Since: {}, which If-None-Match overrides",
                                *reply.etag(), *request.if_none_match, *request.if_modified_since)};

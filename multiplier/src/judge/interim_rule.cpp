@@ -1,4 +1,5 @@
 #include "judge/interim_rule.hpp"
+#include "judge/cache_rule_catalogue.hpp"
 
 #include <fmt/format.h>
 
@@ -24,10 +25,10 @@ std::string last_interim(const Measure& m) {
 std::optional<Finding> no_final_reply(const Measure& reply) {
     if (reply.status || reply.interim.empty() || reply.error == LegError::aborted) return std::nullopt;
     if (reply.error == LegError::timeout)
-        return Finding{"interim", "9110 15.2",
+        return Finding{rule_id("interim"), "9110 15.2",
                        fmt::format("hung after an interim response ({}): no final response before the deadline",
                                    last_interim(reply))};
-    return Finding{"interim", "9110 15.2",
+    return Finding{rule_id("interim"), "9110 15.2",
                    fmt::format("an interim response ({}) as its final response: {} without a final response",
                                last_interim(reply), to_string(reply.error))};
 }
@@ -49,7 +50,7 @@ InterimJudgement judge_interim(const Measure& reference, const Measure& reply, b
         if (i.status == 100) continue;
         out.exercised = true;
         if (count_of(reply.interim, i.status) < count_of(reference.interim, i.status)) {
-            out.finding = Finding{"interim", "9110 15.2",
+            out.finding = Finding{rule_id("interim"), "9110 15.2",
                                   fmt::format("dropped the {} interim response its parent relayed for this request "
                                               "(the Collector's reply had {} of them)",
                                               i.status, count_of(reference.interim, i.status))};
