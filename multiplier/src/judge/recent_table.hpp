@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <utility>
@@ -27,9 +28,10 @@ public:
 
     const Value* find(std::uint64_t key) const {
         if (tags_.empty()) return nullptr;
-        const std::size_t first = set_start(key);
-        for (std::size_t i = first; i < first + kWays; ++i)
-            if (tags_[i].tick != 0 && tags_[i].key == key) return &values_[i];
+        const std::size_t set = set_of(key);
+        const auto& ways = tags_[set].ways;
+        for (std::size_t w = 0; w < kWays; ++w)
+            if (ways[w].tick != 0 && ways[w].key == key) return &values_[set * kWays + w];
         return nullptr;
     }
     Value* find(std::uint64_t key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
@@ -37,21 +39,22 @@ public:
     /// Sets `key`'s value, taking the place of the set's oldest entry if the key is new and the set full.
     Value& insert_or_assign(std::uint64_t key, Value value) {
         if (tags_.empty()) {  // on first use: most tables of a run stay empty
-            tags_.resize(sets_ * kWays);
+            tags_.resize(sets_);
             values_.resize(sets_ * kWays);
         }
-        const std::size_t first = set_start(key);
-        std::size_t slot = first;
-        for (std::size_t i = first; i < first + kWays; ++i) {
-            if (tags_[i].tick != 0 && tags_[i].key == key) {
-                slot = i;
+        const std::size_t set = set_of(key);
+        auto& ways = tags_[set].ways;
+        std::size_t way = 0;
+        for (std::size_t w = 0; w < kWays; ++w) {
+            if (ways[w].tick != 0 && ways[w].key == key) {
+                way = w;
                 break;
             }
-            if (tags_[i].tick < tags_[slot].tick) slot = i;  // an empty entry (tick 0) or an older one
+            if (ways[w].tick < ways[way].tick) way = w;  // an empty entry (tick 0) or an older one
         }
-        auto& tag = tags_[slot];
+        auto& tag = ways[way];
         if (tag.tick == 0 || tag.key != key) tag = {key, ++tick_};
-        auto& stored = values_[slot];
+        auto& stored = values_[set * kWays + way];
         stored = std::move(value);
         return stored;
     }
@@ -59,19 +62,25 @@ public:
     std::size_t capacity() const { return sets_ * kWays; }
 
 private:
-    // Keys and ages apart from the values: a set's four tags share one cache
-    // line, so a lookup reads one line before the value it finds.
+    // Keys and ages apart from the values: a set's four tags fill one cache
+    // line (aligned to it: a vector of them is allocated on 64-byte boundaries),
+    // so a lookup reads one line before the value it finds.
     struct Tag {
         std::uint64_t key = 0;
         std::uint64_t tick = 0;  // when the key was inserted; 0: empty
     };
+    static constexpr std::size_t kCacheLine = 64;
+    struct alignas(kCacheLine) TagSet {
+        std::array<Tag, kWays> ways{};
+    };
+    static_assert(sizeof(TagSet) == kCacheLine && alignof(TagSet) == kCacheLine, "a set's tags are one cache line");
 
-    std::size_t set_start(std::uint64_t key) const { return (key & (sets_ - 1)) * kWays; }
+    std::size_t set_of(std::uint64_t key) const { return key & (sets_ - 1); }
 
     std::size_t sets_;
     std::uint64_t tick_ = 0;
-    std::vector<Tag> tags_;
-    std::vector<Value> values_;
+    std::vector<TagSet> tags_;   // one per set
+    std::vector<Value> values_;  // kWays per set, in the order of the tags
 };
 
 }  // namespace spe
