@@ -9,14 +9,14 @@
 #include "judge/cache_judge.hpp"
 #include "log/result_log.hpp"
 #include "session/fanout.hpp"
+#include "session/intercept_session.hpp"
+#include "session/tunnel_session.hpp"
 #include "tls/tls_interceptor.hpp"
-#include "tunnel/connect_tunnel.hpp"
 #include "tunnel/upgrade_tunnel.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
@@ -27,15 +27,6 @@
 
 namespace spe {
 namespace {
-
-std::string address_of(const tcp::socket& s) {
-    error_code ec;
-    auto ep = s.remote_endpoint(ec);
-    if (ec) return "-";
-    auto a = ep.address();
-    if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
-}
 
 /// The refusal a client gets for a request that could not be read.
 Refused read_problem(const error_code& ec) {
@@ -50,56 +41,42 @@ Refused read_problem(const error_code& ec) {
     return {Refusal::malformed_request, "malformed request: " + ec.message()};
 }
 
-/// Why a TLS handshake ended that the client broke off (or sent nonsense).
-std::string handshake_ended(const error_code& ec) {
-    if (ec == beast::error::timeout) return "the client did not finish the handshake in time";
-    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated || ec == asio::error::connection_reset ||
-        ec == asio::error::broken_pipe)
-        return "the client closed the connection during the handshake";
-    return ec.message();
-}
-
 }  // namespace
 
 DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerContext> ctx)
     : ctx_(std::move(ctx)),
-      client_(std::move(socket)),
-      io_(client_),
-      buffer_(read_buffer_limit(ctx_->config())),
-      client_address_(address_of(client_.socket())),
-      collector_(client_.get_executor(), *ctx_),
-      pools_(std::make_shared<ProxyPools>(ctx_->fanout_executor(client_.get_executor()), ctx_->proxies(),
+      client_(std::move(socket), read_buffer_limit(ctx_->config())),
+      collector_(client_.transport.get_executor(), *ctx_),
+      pools_(std::make_shared<ProxyPools>(ctx_->fanout_executor(client_.transport.get_executor()), ctx_->proxies(),
                                           ctx_->config().max_conns_per_proxy, read_buffer_limit(ctx_->config()))),
-      work_(*ctx_) {
-    error_code ec;
-    client_.socket().set_option(tcp::no_delay(true), ec);
-}
+      work_(*ctx_) {}
 
 void DownstreamSession::start() {
     ctx_->register_abortable(shared_from_this());
     ctx_->register_abortable(pools_);
-    asio::co_spawn(client_.get_executor(), run(), report_exception([self = shared_from_this()](const char* what) {
-                       spdlog::error("client {}: session ended by an internal error: {}", self->client_address_, what);
+    asio::co_spawn(client_.transport.get_executor(), run(),
+                   report_exception([self = shared_from_this()](const char* what) {
+                       spdlog::error("client {}: session ended by an internal error: {}", self->client_.address, what);
                        self->close();
                    }));
 }
 
 void DownstreamSession::stop_if_idle() {
-    asio::post(client_.get_executor(), [self = shared_from_this()] {
+    asio::post(client_.transport.get_executor(), [self = shared_from_this()] {
         // Cancel, don't close: a request whose read has just completed (its
         // handler already queued) is still answered on the open socket; a read
         // still waiting ends with operation_aborted and the session closes.
-        if (self->idle_) self->client_.cancel();
+        if (self->idle_) self->client_.transport.cancel();
     });
 }
 
 void DownstreamSession::abort() {
-    asio::post(client_.get_executor(), [self = shared_from_this()] { self->close(); });
+    asio::post(client_.transport.get_executor(), [self = shared_from_this()] { self->close(); });
 }
 
 void DownstreamSession::close() {
     error_code ignored;
-    client_.socket().close(ignored);
+    client_.transport.socket().close(ignored);
     collector_.close();
     pools_->client_closed();
 }
@@ -116,16 +93,17 @@ awaitable<void> DownstreamSession::run() {
     if (refused_) {
         // The client may still be sending what we refused: let it read the reply first.
         const LingerLimits limits{std::min<Clock::duration>(ctx_->config().client_timeout, std::chrono::seconds(5))};
-        co_await lingering_close(client_, limits);
+        co_await lingering_close(client_.transport, limits);
     } else {
-        if (auto* tls = io_.tls_stream(); tls && client_.socket().is_open()) {
+        if (auto* tls = client_.stream.tls_stream(); tls && client_.transport.socket().is_open()) {
             // close_notify, so the client knows the stream was not cut short; bounded, the client may not answer.
             error_code ignored;
-            client_.expires_after(std::min<Clock::duration>(ctx_->config().client_timeout, std::chrono::seconds(2)));
+            client_.transport.expires_after(
+                std::min<Clock::duration>(ctx_->config().client_timeout, std::chrono::seconds(2)));
             co_await tls->async_shutdown(with_ec(ignored));
         }
         error_code ignored;
-        client_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        client_.transport.socket().shutdown(tcp::socket::shutdown_send, ignored);
     }
     close();
 }
@@ -134,7 +112,7 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
     RequestRecord r;
     r.ts = unix_seconds();
     r.id = ctx_->next_request_id();
-    r.client = client_address_;
+    r.client = client_.address;
     r.method = req.method_string().empty() ? "-" : std::string(req.method_string());
     r.url = req.target().empty() ? "-" : std::string(req.target());
     if (intercepted_) {
@@ -150,16 +128,16 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
 }
 
 awaitable<bool> DownstreamSession::wait_for_request() {
-    if (buffer_.size() > 0) co_return true;  // a pipelined request is already buffered
+    if (client_.buffer.size() > 0) co_return true;  // a pipelined request is already buffered
     idle_ = true;
     if (ctx_->stopping()) co_return false;
-    buffer_.shrink_to_fit();
+    client_.buffer.shrink_to_fit();
     // Inside TLS the engine may hold a whole request already read from the
     // socket, which then shows nothing: the read itself waits (serve_one).
-    if (io_.tls()) co_return true;
+    if (client_.stream.tls()) co_return true;
     error_code ec;
-    client_.expires_after(ctx_->config().client_timeout);
-    co_await client_.async_wait_readable(with_ec(ec));
+    client_.transport.expires_after(ctx_->config().client_timeout);
+    co_await client_.transport.async_wait_readable(with_ec(ec));
     co_return !ec;
 }
 
@@ -168,12 +146,12 @@ awaitable<bool> DownstreamSession::serve_one() {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
     parser.body_limit(cfg.max_request_body);
-    idle_ = buffer_.size() == 0;
+    idle_ = client_.buffer.size() == 0;
     if (idle_ && ctx_->stopping()) co_return false;
 
     error_code ec;
-    client_.expires_after(cfg.client_timeout);
-    co_await http::async_read_header(io_, buffer_, parser, with_ec(ec));
+    client_.transport.expires_after(cfg.client_timeout);
+    co_await http::async_read_header(client_.stream, client_.buffer, parser, with_ec(ec));
     idle_ = false;
     if (ec) {
         // A connection that closes or times out between requests is normal.
@@ -191,10 +169,10 @@ awaitable<bool> DownstreamSession::serve_one() {
         // RFC 9110 10.1.1: never to an HTTP/1.0 client, which may not understand it.
         if (parser.get().version() >= 11 && spe::iequals(parser.get()[http::field::expect], "100-continue")) {
             static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-            co_await asio::async_write(io_, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
+            co_await asio::async_write(client_.stream, asio::buffer(kContinue.data(), kContinue.size()), with_ec(ec));
         }
-        client_.expires_after(cfg.client_timeout);
-        co_await http::async_read(io_, buffer_, parser, with_ec(ec));
+        client_.transport.expires_after(cfg.client_timeout);
+        co_await http::async_read(client_.stream, client_.buffer, parser, with_ec(ec));
         if (ec) {
             const auto problem = read_problem(ec);
             co_await refuse(problem, std::move(record), head_request);
@@ -232,8 +210,9 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
     fanout->begin();
 
-    auto out = co_await collector_.relay(*upstream, ClientSide{io_, head_request, req.version() >= 11, keep_alive},
-                                         replay ? &*replay : nullptr);
+    auto out =
+        co_await collector_.relay(*upstream, ClientSide{client_.stream, head_request, req.version() >= 11, keep_alive},
+                                  replay ? &*replay : nullptr);
     // Kept before the fan-out starts (set_reference): the proxies' copies will ask for it.
     if (replay && out.client_answered && !out.client_failed && out.measure.error == LegError::none)
         replay->keep(
@@ -273,7 +252,7 @@ awaitable<void> DownstreamSession::keep_pace_with_measuring() {
     // bound is explicit, as every wait's: one fan-out's deadline.
     if (pools_->backlog() <= ProxyPools::kMaxBacklog) co_return;
     const auto limit = Clock::now() + fanout_turn_bound(ctx_->config(), ctx_->proxies().size());
-    asio::steady_timer pause(client_.get_executor());
+    asio::steady_timer pause(client_.transport.get_executor());
     Clock::duration recheck = std::chrono::milliseconds(1);
     error_code ec;
     while (pools_->backlog() > ProxyPools::kMaxBacklog && !ctx_->stopping() && Clock::now() < limit) {
@@ -303,19 +282,19 @@ awaitable<Measure> DownstreamSession::reply_from_multiplier(const Refused& refus
     sent.md5 = md5_hex(res.body().data(), res.body().size());
     sent.headers = ctx_->policy().select(res.base());
     error_code ec;
-    client_.expires_after(ctx_->config().client_timeout);
+    client_.transport.expires_after(ctx_->config().client_timeout);
     if (head_request) {
         http::response_serializer<http::string_body> sr(res);
-        co_await http::async_write_header(io_, sr, with_ec(ec));
+        co_await http::async_write_header(client_.stream, sr, with_ec(ec));
     } else {
-        co_await http::async_write(io_, res, with_ec(ec));
+        co_await http::async_write(client_.stream, res, with_ec(ec));
     }
     if (ec) sent.error = classify(ec, true);
     co_return sent;
 }
 
 awaitable<void> DownstreamSession::refuse(const Refused& refused, RequestRecord record, bool head_request) {
-    spdlog::debug("client {}: {} {} refused: {} {}", client_address_, record.method, record.url, refused.status(),
+    spdlog::debug("client {}: {} {} refused: {} {}", client_.address, record.method, record.url, refused.status(),
                   refused.reason);
     refused_ = true;
     co_await reply_from_multiplier(refused, head_request, false);
@@ -330,16 +309,9 @@ awaitable<void> DownstreamSession::upgrade(Request req, RequestRecord record) {
     if (!cfg.dummy) set_request_tag(upstream, ctx_->request_tag(record.id));
     if (intercepted_) upstream.set(kSchemeHeader, "https");
     record.tag = upstream[kRequestTagHeader];
-    const auto refused =
-        co_await run_upgrade_tunnel(io_, buffer_, req, std::move(upstream), cfg, ctx_->collector(), record);
-    if (refused)
+    TunnelSession tunnel(*ctx_, client_);
+    if (const auto refused = co_await tunnel.upgrade(req, std::move(upstream), record))
         co_await refuse(*refused, std::move(record), false);
-    else
-        ctx_->log().write(record);
-}
-
-std::string DownstreamSession::client_ip() const {
-    return client_address_.substr(0, client_address_.rfind(':'));
 }
 
 awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord record) {
@@ -362,145 +334,18 @@ awaitable<bool> DownstreamSession::connect(const Request& req, RequestRecord rec
     TunnelRequest plain{*target, req.version(), "", false};
     if (auto* interceptor = ctx_->interceptor()) {
         plain.why = interceptor->tunnel_reason(target->bare_host());
-        if (plain.why.empty()) co_return co_await intercept(*target, req.version(), std::move(record));
+        if (plain.why.empty()) {
+            // Sessions named, not temporaries in the co_await: GCC 12 mishandles those.
+            InterceptSession interception(*ctx_, client_);
+            if (!co_await interception.run(*target, req.version(), std::move(record))) co_return false;
+            intercepted_ = target;
+            co_return true;
+        }
     }
-    co_await tunnel(plain, std::move(record));
-    co_return false;
-}
-
-awaitable<void> DownstreamSession::tunnel(const TunnelRequest& request, RequestRecord record) {
-    const auto refused =
-        co_await run_connect_tunnel(client_, buffer_, request, ctx_->config(), ctx_->collector(), record);
-    if (!refused) {
-        ctx_->log().write(record);
-    } else if (!request.established) {
+    TunnelSession tunnel(*ctx_, client_);
+    if (const auto refused = co_await tunnel.connect(plain, record))
         co_await refuse(*refused, std::move(record), false);
-    } else {
-        // The client has its 200 already: closing is all that is left to tell it.
-        record.note = "CONNECT (" + request.why + "): " + refused->reason + "; the connection was closed";
-        ctx_->log().write(record);
-    }
-}
-
-awaitable<std::optional<bool>> DownstreamSession::client_speaks_tls() {
-    constexpr unsigned char kTlsHandshakeRecord = 0x16;  // RFC 8446 5.1: a ClientHello comes in one
-    if (buffer_.size() > 0)
-        co_return static_cast<unsigned char>(*static_cast<const char*>(buffer_.data().data())) == kTlsHandshakeRecord;
-    error_code ec;
-    client_.expires_after(ctx_->config().client_timeout);
-    co_await client_.async_wait_readable(with_ec(ec));
-    unsigned char first = 0;
-    if (!ec) client_.socket().receive(asio::buffer(&first, 1), tcp::socket::message_peek, ec);
-    if (ec) co_return std::nullopt;
-    co_return first == kTlsHandshakeRecord;
-}
-
-awaitable<DownstreamSession::HelloRead> DownstreamSession::read_client_hello() {
-    HelloRead out;
-    client_.expires_after(ctx_->config().client_timeout);  // for the whole ClientHello, however it trickles in
-    for (;;) {
-        auto scan = scan_client_hello({static_cast<const char*>(buffer_.data().data()), buffer_.size()});
-        if (scan.status == ClientHelloScan::Status::complete) {
-            out.hello = std::move(scan.hello);
-            co_return out;
-        }
-        const auto room = buffer_.max_size() - buffer_.size();
-        if (scan.status == ClientHelloScan::Status::not_client_hello || room == 0) co_return out;
-        error_code ec;
-        const auto want = std::min(room, std::max<std::size_t>(scan.wanted - buffer_.size(), 16 * 1024));
-        const auto n = co_await client_.async_read_some(buffer_.prepare(want), with_ec(ec));
-        buffer_.commit(n);
-        if (ec) {
-            out.ended = ec;
-            co_return out;
-        }
-    }
-}
-
-awaitable<bool> DownstreamSession::intercept(const ConnectTarget& target, unsigned client_version,
-                                             RequestRecord record) {
-    const auto& cfg = ctx_->config();
-    auto& interceptor = *ctx_->interceptor();
-    error_code ec;
-    const auto established = connection_established(cfg.via_name);
-    client_.expires_after(cfg.client_timeout);
-    co_await asio::async_write(client_, asio::buffer(established), with_ec(ec));
-    record.client_status = 200;
-    if (ec) {
-        record.note = "CONNECT intercepted: the client went away before the TLS handshake";
-        ctx_->log().write(record);
-        co_return false;
-    }
-    const auto tls = co_await client_speaks_tls();
-    if (!tls) {
-        record.note = "CONNECT intercepted: the client sent nothing before it closed or timed out";
-        ctx_->log().write(record);
-        co_return false;
-    }
-    if (!*tls) {
-        // Named, not a temporary in the co_await: GCC 12 destroys such a temporary twice.
-        const TunnelRequest fallback{target, client_version, "the client's first bytes are not TLS", true};
-        co_await tunnel(fallback, std::move(record));
-        co_return false;
-    }
-
-    // The SNI may name a --no-intercept host the CONNECT did not (an app that connects by address), and the
-    // ClientHello tells a client that refused SPE's certificate apart from others on its address.
-    const auto read = co_await read_client_hello();
-    if (read.ended) {
-        // Not handed to TLS: after the end of the stream Asio would wait for more (for --client-timeout).
-        record.note = "CONNECT intercepted: TLS handshake failed: " + handshake_ended(read.ended);
-        ctx_->log().write(record);
-        co_return false;
-    }
-    if (read.hello) {
-        const TunnelRequest opaque{target, client_version,
-                                   interceptor.tunnel_reason(client_ip(), target.bare_host(), *read.hello), true};
-        if (!opaque.why.empty()) {
-            co_await tunnel(opaque, std::move(record));
-            co_return false;
-        }
-    }
-
-    std::string already_read(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    buffer_.consume(buffer_.size());
-    auto& stream = io_.start_tls(interceptor.context(), std::move(already_read));
-    HandshakeFacts facts;
-    facts.connect_host = target.bare_host();
-    TlsInterceptor::attach(stream.native_handle(), &facts);
-    client_.expires_after(cfg.client_timeout);
-    co_await stream.async_handshake(asio::ssl::stream_base::server, with_ec(ec));
-    TlsInterceptor::attach(stream.native_handle(), nullptr);
-    if (ec) {
-        std::string why;
-        if (!facts.problem.empty()) {
-            why = facts.problem;
-        } else if (TlsInterceptor::client_refused_certificate(ec)) {
-            const std::string name = facts.leaf_name.empty() ? facts.connect_host : facts.leaf_name;
-            why = "the client refused SPE's certificate (" + ec.message() + ")";
-            if (read.hello) {
-                interceptor.remember_refusal(client_ip(), *read.hello, name);
-                why += "; its CONNECTs to " + name + " (the same address and TLS fingerprint " +
-                       read.hello->fingerprint + ") are tunnelled for the next " +
-                       std::to_string(TlsInterceptor::kRefusalMemory.count()) + " s";
-            }
-        } else {
-            why = handshake_ended(ec);
-        }
-        record.note = "CONNECT intercepted: TLS handshake failed: " + why;
-        spdlog::debug("client {}: {}", client_address_, record.note);
-        ctx_->log().write(record);
-        co_return false;
-    }
-    SSL* ssl = stream.native_handle();
-    const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    // A resumed session (a browser's further connections to a host) chose no certificate this time.
-    record.note = "CONNECT intercepted: " + std::string(SSL_get_version(ssl)) +
-                  (SSL_session_reused(ssl) ? ", resumed session for " : ", certificate for ") +
-                  (sni ? std::string(sni) : facts.connect_host + " (no SNI)");
-    ctx_->log().write(record);
-    intercepted_ = target;
-    co_return true;
+    co_return false;
 }
 
 awaitable<bool> DownstreamSession::adopt_intercepted(Request& req, RequestRecord& record) {
