@@ -32,6 +32,21 @@ constexpr FlagKind kind_of() {
     return FlagKind::number;
 }
 
+/// The program_options value of a flag of type T.
+template <class T>
+po::value_semantic* semantic_of(const std::optional<T>& default_value) {
+    if constexpr (std::is_same_v<T, bool>) {
+        return po::bool_switch();
+    } else {
+        auto* v = po::value<T>();
+        if constexpr (is_list<T>::value)
+            v->composing();  // a list has no default: its absence means one (in the help text)
+        else if (default_value)
+            v->default_value(*default_value);
+        return v;
+    }
+}
+
 /// A flag whose value (program_options type T) sets the Config member `Member` (named `field`) through `apply`.
 template <class T, auto Member>
 Flag flag(std::string name, std::string field, std::optional<T> default_value, std::string help, std::string example,
@@ -47,18 +62,7 @@ Flag flag(std::string name, std::string field, std::optional<T> default_value, s
     f.help = std::move(help);
     f.field = std::move(field);
     f.example = std::move(example);
-    f.semantic = [default_value]() -> po::value_semantic* {
-        if constexpr (std::is_same_v<T, bool>) {
-            return po::bool_switch();
-        } else {
-            auto* v = po::value<T>();
-            if constexpr (is_list<T>::value)
-                v->composing();  // a list has no default: its absence means one (in the help text)
-            else if (default_value)
-                v->default_value(*default_value);
-            return v;
-        }
-    };
+    f.semantic = [default_value] { return semantic_of<T>(default_value); };
     f.set = [apply](Config& c, const po::variable_value& v) { apply(c, v.as<T>()); };
     f.differs = member_differs<Member>;
     return f;
