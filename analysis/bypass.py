@@ -20,6 +20,7 @@ import polars as pl
 
 from analysis.collector_log import strips_query_terms
 from analysis.records import COLLECTOR
+from analysis.report_data import BYPASS
 from analysis.section import TRUST, RunData, Section
 from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.port_usage import PortUsage
@@ -111,6 +112,6 @@ def _withhold_bypassed(run: RunData) -> dict[str, dict]:
 
 
 SECTION = Section(
-    "bypass", "Proxies that bypassed their Collector port", question=TRUST, columns=("bypassed_replies",),
+    BYPASS, "Proxies that bypassed their Collector port", question=TRUST, columns=("bypassed_replies",),
     compute=_withhold_bypassed, applies=lambda rep: bool(rep.bypass), verdict_text=lambda rep: bypass_lines(rep.bypass),
     template="sections/bypass.html.j2", summary=lambda rep, rows: {"bypass": rep.bypass})

@@ -21,6 +21,7 @@ import polars as pl
 from analysis.cache_records import load_evidence
 from analysis.noise import floor_line
 from analysis.records import COLLECTOR
+from analysis.report_data import CACHE_RULES
 from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
 from analysis.section import BUGS, TRUST, RunData, Section
 
@@ -313,7 +314,7 @@ def _tally_sections(run: RunData) -> list[dict]:
 
 
 SECTION = Section(
-    "cache-rules", "Cache rules (RFC 9111)", question=BUGS,
+    CACHE_RULES, "Cache rules (RFC 9111)", question=BUGS,
     columns=("cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories"),
     compute=_tally_sections, applies=lambda rep: bool(rep.cache_rules),
     verdict_text=lambda rep: [*cache_rules_text(rep.cache_rules), *repro_text(rep.cache_rules, repro_run(rep.run))],

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from analysis.compare import compare_rows, compare_text, write_compare
 from analysis.report import Progress, build_report, text_report, write_report
+from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
 
 FORMATS = {"html", "csv", "json", "text"}
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     rep, run = reports[0], args.run[0]
     if unknown := unknown_proxies(args.fail_on, [row["name"] for row in rep.rows[1:]]):
         parser.error(f"--fail-on names proxies this run does not have: {', '.join(unknown)}")
-    out = args.out or (run / "report" if run.is_dir() else run.parent / "report")
+    out = args.out or RunDir(run if run.is_dir() else run.parent).report
     write_report(rep, out, formats)
     print(text_report(rep))
     print(f"Report written to {out}/" + (" (open report.html)" if "html" in formats else ""))

@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from analysis.report import Report
+from analysis.report_data import Report
 
 COMPARED = [("ok_pct", "match %"), ("latency_median_ms", "median ms"), ("latency_p90_ms", "p90 ms"),
             ("hit_ratio", "hit ratio"), ("rel_bandwidth_received", "rel. bw in")]

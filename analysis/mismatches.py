@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.records import COLLECTOR
+from analysis.report_data import MISMATCHES
 from analysis.run_collector import RunCollector, collector_of_run
 from analysis.section import BUGS, RunData, Section
 
@@ -121,6 +122,6 @@ def _summarise(run: RunData) -> dict:
     return mismatch_summary(run.records.results, run.capture_dir, collector_of_run(run.run))
 
 
-SECTION = Section("mismatches", "Mismatches", question=BUGS, compute=_summarise,
+SECTION = Section(MISMATCHES, "Mismatches", question=BUGS, compute=_summarise,
                   details_text=lambda rep: mismatch_text(rep.mismatches), template="sections/mismatches.html.j2",
                   summary=lambda rep, rows: {"mismatches": rep.mismatches})

@@ -12,18 +12,12 @@ told from SPE's own noise; the goal is a floor of 0.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
+from analysis.report_data import NOISE_FLOOR
 from analysis.section import TRUST, RunData, Section
 from analysis.stats import NOT_MISMATCHES
 from spe_tools.rundir.lab_json import LabJson
-
-
-def load_lab_json(run: Path) -> LabJson | None:
-    """The run's topology (names, kinds, noise pairs), None for a bare log file or a run without it."""
-    return LabJson.read(run)
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -126,7 +120,7 @@ def _beside_each_proxy(run: RunData) -> dict:
 
 
 SECTION = Section(
-    "noise-floor", "Noise floor", question=TRUST,
+    NOISE_FLOOR, "Noise floor", question=TRUST,
     columns=("mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct"),
     compute=_beside_each_proxy, applies=lambda rep: bool(rep.noise),
     verdict_text=lambda rep: floor_text(rep.rows, rep.noise), template="sections/noise_floor.html.j2",

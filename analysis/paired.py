@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.records import COLLECTOR
+from analysis.report_data import PAIRED
 from analysis.section import BEST, RunData, Section
 from analysis.stats import mean_ci, median, median_ci
 
@@ -169,7 +170,7 @@ def _pairs_and_ranking(run: RunData) -> dict:
 
 
 SECTION = Section(
-    "paired", "Paired comparison", question=BEST, compute=_pairs_and_ranking, applies=lambda rep: bool(rep.pairs),
+    PAIRED, "Paired comparison", question=BEST, compute=_pairs_and_ranking, applies=lambda rep: bool(rep.pairs),
     verdict_text=lambda rep: [ranking_line(rep.ranking)] if rep.ranking else [], details_text=pairs_details,
     template="sections/paired.html.j2", context=_matrix_context,
     summary=lambda rep, rows: {"pairs": rep.pairs, "ranking": rep.ranking})

@@ -14,6 +14,7 @@ import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.records import COLLECTOR  # noqa: E402
+from analysis.report_data import FIGURES  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
 
 CDF_POINTS = 2000
@@ -125,5 +126,5 @@ def png_base64(fig: Figure) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-SECTION = Section("figures", "Figures", question=BEST, compute=draw, template="sections/figures.html.j2",
+SECTION = Section(FIGURES, "Figures", question=BEST, compute=draw, template="sections/figures.html.j2",
                   context=lambda rep: {"pngs": {name: png_base64(fig) for name, fig in rep.figures.items()}})

@@ -14,22 +14,22 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from analysis import bypass, cache_rules, mismatches, noise, paired, plots, sections
+from analysis import sections
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.cache_records import load_judged_run
-from analysis.noise import load_lab_json
 from analysis.prefetch import prefetch_columns
 from analysis.records import find_log
+from analysis.report_data import Report
 from analysis.section import QUESTIONS, RunData, Section, fmt
 from analysis.stats import RESULT_CLASSES, proxy_table
+from spe_tools.rundir.lab_json import LabJson
+from spe_tools.rundir.layout import RunDir
 
 # The per-proxy table's columns of summary.csv / summary.json (documented in docs/report.md); each section's
 # follow (summary_columns).
@@ -45,55 +45,6 @@ def summary_columns() -> list[str]:
     """summary.csv / summary.json columns, in order: the per-proxy table's, then each section's (how far to
     trust the row, what the cache-rule judge found, prefetching...)."""
     return [*CORE_COLUMNS, *sections.columns()]
-
-
-@dataclass
-class Report:
-    run: Path
-    rows: list[dict]
-    requests: int
-    bad_lines: int
-    bad_collector_lines: int
-    collector_ports: dict  # port name -> PortUsage (empty without lab.json / access.log)
-    skipped: dict = field(default_factory=dict)  # requests with no fan-out, by reason (the records' note)
-    held: dict = field(default_factory=dict)  # the client held back for the slowest proxy (records.client_holds)
-    https: dict = field(default_factory=dict)  # what went through CONNECT (analysis/records.py https_counts)
-    bad_cache_lines: int = 0  # lines naming a `cache` object that could not be read
-    data: dict[str, Any] = field(default_factory=dict)  # what each section computed, by its name
-
-    # The sections' data under the names summary.json gives it.
-    @property
-    def noise(self) -> dict:
-        """The noise floor SPE measured (analysis/noise.py)."""
-        return self.data.get(noise.SECTION.name, {})
-
-    @property
-    def bypass(self) -> dict:
-        """Proxy -> evidence it bypassed its Collector port (analysis/bypass.py)."""
-        return self.data.get(bypass.SECTION.name, {})
-
-    @property
-    def cache_rules(self) -> list[dict]:
-        """What the cache-rule judge found, per source (analysis/cache_rules.py); empty for a log without it."""
-        return self.data.get(cache_rules.SECTION.name, [])
-
-    @property
-    def pairs(self) -> list[dict]:
-        """Paired differences per pair of proxies (analysis/paired.py)."""
-        return self.data.get(paired.SECTION.name, {}).get("pairs", [])
-
-    @property
-    def ranking(self) -> list[list[str]]:
-        """Tiers, fastest first; a tier is a tie."""
-        return self.data.get(paired.SECTION.name, {}).get("ranking", [])
-
-    @property
-    def mismatches(self) -> dict:
-        return self.data[mismatches.SECTION.name]
-
-    @property
-    def figures(self) -> dict:
-        return self.data.get(plots.SECTION.name, {})
 
 
 class Progress:
@@ -134,8 +85,9 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
     progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
     usage, bad_collector_lines = (collector_usage(run, records.results) if run.is_dir() else None) or (None, 0)
     rows = per_proxy_rows(run, records, usage)
-    inputs = RunData(run, log, records, verdicts, load_lab_json(run) if run.is_dir() else None, usage,
-                     run / "captures" if (run / "captures").is_dir() else None, rows)
+    files = RunDir(run)
+    inputs = RunData(run, log, records, verdicts, LabJson.read(run) if run.is_dir() else None, usage,
+                     files.captures if files.captures.is_dir() else None, rows)
     data = {}
     for section in sections.SECTIONS:
         if section.compute:

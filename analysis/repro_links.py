@@ -7,13 +7,14 @@ import shlex
 from pathlib import Path
 
 from analysis.records import COLLECTOR
+from spe_tools.rundir.layout import CASE_JSON, MULTIPLIER_LOG, RunDir
 
 
 def repro_run(run: Path) -> Path | None:
     """The run directory `./spe repro` can take a case from (it reads RUN/multiplier.jsonl), if the report has one."""
     run = Path(run)
-    directory = run if run.is_dir() else run.parent if run.name == "multiplier.jsonl" else None
-    return directory if directory is not None and (directory / "multiplier.jsonl").exists() else None
+    directory = run if run.is_dir() else run.parent if run.name == MULTIPLIER_LOG else None
+    return directory if directory is not None and RunDir(directory).multiplier_log.exists() else None
 
 
 def repro_command(run: Path, proxy: str, request: int | str) -> str:
@@ -23,8 +24,8 @@ def repro_command(run: Path, proxy: str, request: int | str) -> str:
 
 def repro_case(run: Path, proxy: str, request: int) -> Path | None:
     """The case `./spe repro` already wrote for it, in its default place (spe_tools/repro/case.py default_dir)."""
-    case = run / "repro" / f"{request}-{proxy}"
-    return case if (case / "case.json").exists() else None
+    case = RunDir(run).repro(request, proxy)
+    return case if (case / CASE_JSON).exists() else None
 
 
 def repro_text(sections: list[dict], run: Path | None) -> list[str]:

@@ -5,8 +5,8 @@ analysis/sections/__init__.py registers it once. The report (analysis/report.py)
 only iterate the registry, so adding a section touches no other file (docs/report.md, "Adding a section").
 
 Every hook is optional. The report calls them in this order:
-- `compute(run)` once per run, in registry order: the section's data, kept in `Report.data[name]`; it may
-  add its `columns` to the per-proxy rows (`run.rows`).
+- `compute(run)` once per run, in registry order: the section's data, kept in `Report.data[name]`
+  (analysis/report_data.py); it may add its `columns` to the per-proxy rows (`run.rows`).
 - `applies(report)`: whether the run has anything for it to show; a section that does not apply shows nothing.
 - `verdict_text(report)` and the template's `verdict()` macro: its answer to its `question`, on the first
   screen of report.html, at the top of report.txt and in what `./spe lab run` and `./spe demo` print.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analysis.records import Records
-    from analysis.report import Report
+    from analysis.report_data import Report
     from spe_tools.rundir.lab_json import LabJson
     from spe_tools.rundir.port_usage import PortUsage
 

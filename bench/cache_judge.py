@@ -156,7 +156,8 @@ def round_ratios(runs: list[dict]) -> dict[str, list[float]]:
     return out
 
 
-JUDGE_CODE = re.compile(r"multiplier/src/(cache_\w+|fetch_stamp|http_date)\.[ch]pp$")
+# multiplier/src/judge/cache_rules.cpp, http/http_date.cpp (and the flat multiplier/src/ of older builds).
+JUDGE_CODE = re.compile(r"multiplier/src/(?:[a-z]+/)?(cache_\w+|fetch_stamp|http_date)\.[ch]pp$")
 
 
 def judge_functions(rows: list[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -52,7 +52,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.collector_log import SPE_LOGFORMAT, PortUsage, add_access_line
 from analysis.stats import median
 from bench.lib.clients import get
 from bench.lib.doc import command_line, machine, publish
@@ -73,6 +72,10 @@ from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup, process_tree
+from spe_tools.rundir import layout
+from spe_tools.rundir.access_log import SPE_LOGFORMAT
+from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.port_usage import PortUsage, add_access_line
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier overhead on loopback"
@@ -117,12 +120,12 @@ def mult(n: int) -> str:
 # ---------------------------------------------------------------- set-up
 
 def start_bench_collector(group: ProcessGroup, port: int, accel_ports: dict[str, int]) -> Child:
-    """Squid logging in the Collector's format (analysis/collector_log.py's SPE_LOGFORMAT), which the accounting
-    reads with the analysis's own reader."""
+    """Squid logging in the Collector's format (spe_tools/rundir/access_log.py's SPE_LOGFORMAT) where a run
+    directory keeps the Collector's files, so the accounting reads it with the run directory's own reader."""
     extra = "".join(f"http_port 127.0.0.1:{p} accel vhost name={n}\n" for n, p in accel_ports.items())
-    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / "collector", "proxy_ports": extra,
+    conf = render_text(SQUID_CONF, {"port": port, "dir": group.workdir / layout.COLLECTOR, "proxy_ports": extra,
                                     "logformat": SPE_LOGFORMAT})
-    return start_squid_conf(group, "collector", conf, port, ports=tuple(accel_ports.values()))
+    return start_squid_conf(group, layout.COLLECTOR, conf, port, ports=tuple(accel_ports.values()))
 
 
 def warm_and_check(setup: Setup, bodies: dict[str, bytes]) -> collections.Counter:
@@ -168,7 +171,7 @@ COLLECTOR_SIDES = {"direct": "collector client port", "chop": "collector hop por
 
 
 def read_collector_log(path: Path, port_names: dict[int, str]) -> tuple[collections.Counter, collections.Counter, int]:
-    """The Collector's access.log, read as the analysis reads it (analysis/collector_log.py): requests per port
+    """The Collector's access.log, read as the report reads it (spe_tools/rundir/port_usage.py): requests per port
     side, result codes, and the connections that sent no request (this script's readiness probes)."""
     usage: dict[str, PortUsage] = {}
     probes = 0
@@ -456,7 +459,7 @@ class Ending:
 def stop_and_read(servers: Servers, setup: Setup, workdir: Path) -> Ending:
     exit_codes = {t: c.stop(deadline_s=15) for t, c in servers.multipliers.items()}
     servers.collector.stop(deadline_s=15)  # flushes access.log
-    sides, codes, probes = read_collector_log(workdir / "collector" / "access.log",
+    sides, codes, probes = read_collector_log(RunDir(workdir).access_log,
                                               {p: n for n, p in setup.ports.items()})
     return Ending(exit_codes, {t: read_multiplier_log(workdir / f"{t}.jsonl") for t in servers.multipliers},
                   {t: stderr_problems(c.log) for t, c in servers.multipliers.items()}, sides, codes, probes)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from analysis.report import build_report, write_report
 from bench.lib.doc import machine, publish
+from spe_tools.rundir.layout import RunDir
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Report speed"
@@ -62,13 +63,13 @@ def main() -> int:
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="spe-report-bench-"))
     try:
-        log = workdir / "multiplier.jsonl"
+        log = RunDir(workdir).multiplier_log
         write_run(log, args.records)
         size_mb = log.stat().st_size / 1e6
         start = time.perf_counter()
         rep = build_report(workdir)
         built = time.perf_counter()
-        write_report(rep, workdir / "report", {"html", "csv", "json", "text"})
+        write_report(rep, RunDir(workdir).report, {"html", "csv", "json", "text"})
         done = time.perf_counter()
         assert rep.requests == args.records and rep.bad_lines == 1, (rep.requests, rep.bad_lines)
     finally:

@@ -1,7 +1,7 @@
 """The one duration syntax of every command's duration option (README.md, "A 5-minute tour").
 
 `500ms`, `2s`, `10m`, `1h`, or a bare number of seconds (`2.5`); the Multiplier's
---timeout, --client-timeout and --drain-timeout take the same forms (multiplier/src/config.cpp).
+--timeout, --client-timeout and --drain-timeout take the same forms (multiplier/src/core/config.cpp).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from bench.lib.harness import MULTIPLIER, SERVER_CPU, BenchError
 from spe_tools.collector import start_collector
 from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup, free_port, port_open, process_tree, tail
+from spe_tools.rundir import layout
+from spe_tools.rundir.layout import RunDir
 from spe_tools.squid import run_squid, squid_config
 
 SQUID = "/usr/sbin/squid"
@@ -217,10 +219,10 @@ def start_stock_collector(group: ProcessGroup, port: int, proxy_ports: dict[str,
                           cpu: int | None = SERVER_CPU) -> Child:
     """The project's Collector configuration (configs/collector) on Debian's stock Squid, pinned.
     A proxy name ending in '@accel' gets an accelerator port (for origin-form hops such as nginx)."""
-    child = start_collector(group, "collector", "squid", port, proxy_ports)
+    child = start_collector(group, layout.COLLECTOR, "squid", port, proxy_ports)
     for p in proxy_ports.values():
         if not wait_port(p, 10):
-            raise BenchError(f"Collector port {p} did not open:\n{tail(group.workdir / 'collector/cache.log')}")
+            raise BenchError(f"Collector port {p} did not open:\n{tail(RunDir(group.workdir).cache_log)}")
     if cpu is not None:
         pin(child.pid, cpu)
     return child

@@ -1,10 +1,12 @@
 // spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
-#include "config.hpp"
-#include "listener.hpp"
-#include "memory_trim.hpp"
-#include "replay_server.hpp"
-#include "result_log.hpp"
-#include "server_context.hpp"
+#include "core/config.hpp"
+#include "core/flag_table.hpp"
+#include "judge/cache_rule_catalogue.hpp"
+#include "log/result_log.hpp"
+#include "replay/replay_server.hpp"
+#include "session/listener.hpp"
+#include "session/memory_trim.hpp"
+#include "session/server_context.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -203,17 +205,39 @@ int run(const Config& config) {
     return 0;
 }
 
+/// What an action other than running prints (--check: nothing, the options were valid).
+int print(Action action) {
+    switch (action) {
+        case Action::help:
+            std::cout << help_text();
+            break;
+        case Action::version:
+            std::cout << "spe-multiplier 0.1.0\n";
+            break;
+        case Action::list_flags:
+            std::cout << flag_table_json() << "\n";
+            break;
+        case Action::list_cache_rules:
+            std::cout << cache_rule_catalogue_json() << "\n";
+            break;
+        case Action::check:
+        case Action::run:
+            break;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     auto stderr_logger = spdlog::stderr_color_mt("spe");
     spdlog::set_default_logger(stderr_logger);
     try {
-        auto config = spe::parse_config(argc, argv);
-        if (!config) return 0;
-        spdlog::set_level(spdlog::level::from_str(config->log_level));
-        raise_fd_limit(config->proxies.size());
-        return run(*config);
+        const auto command = spe::parse_command_line(argc, argv);
+        if (command.action != Action::run) return print(command.action);
+        spdlog::set_level(spdlog::level::from_str(command.config.log_level));
+        raise_fd_limit(command.config.proxies.size());
+        return run(command.config);
     } catch (const spe::ConfigError& e) {
         std::cerr << "spe-multiplier: " << e.what() << "\n(see spe-multiplier --help)\n";
         return 2;

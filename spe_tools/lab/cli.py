@@ -78,7 +78,7 @@ def write_report(rundir: Path, fail_on: list[Threshold] = ()) -> int:
         return 1 if fail_on else 0  # thresholds that cannot be checked must not pass a CI job
     report = build_report(rundir)
     with access.umask(access.is_shared(rundir)):  # as private as the run it reports on
-        written = write(report, rundir / "report", {"html", "csv", "json", "text"})
+        written = write(report, RunDir(rundir).report, {"html", "csv", "json", "text"})
     for line in short_report(report):
         say(line)
     say(f"spe lab: report {written[-1]}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -265,29 +266,55 @@ def _fixed_ports(lab: Lab) -> list[tuple[str, int]]:
 
 
 def check_consistency(lab: Lab) -> None:
-    seen: dict[str, str] = {}
-    for p in lab.proxies:
+    """The rules that span tables, checked after each table on its own."""
+    _check_names_unique(lab.proxies)
+    _check_twins(lab.proxies)
+    _check_no_port_clash(lab)
+    _check_workload_needs(lab)
+
+
+def _check_names_unique(proxies: tuple[ProxySpec, ...]) -> None:
+    seen: set[str] = set()
+    for p in proxies:
         if p.name.lower() in seen:
             raise LabFileError(f"[[proxy]] {p.name!r}: the name is used twice (names are case-insensitive)")
-        seen[p.name.lower()] = p.name
-    for p in lab.proxies:
-        if p.twin_of and (p.twin_of == p.name or p.twin_of not in seen.values()):
+        seen.add(p.name.lower())
+
+
+def _check_twins(proxies: tuple[ProxySpec, ...]) -> None:
+    names = {p.name for p in proxies}
+    for p in proxies:
+        if p.twin_of and (p.twin_of == p.name or p.twin_of not in names):
             raise LabFileError(f"[[proxy]] {p.name!r}.twin_of: {p.twin_of!r} is not another proxy of this lab")
+
+
+def _check_no_port_clash(lab: Lab) -> None:
     ports: dict[int, str] = {}
     for what, port in _fixed_ports(lab):
         if port in ports:
             raise LabFileError(f"port clash: {what} and {ports[port]} both use port {port}")
         ports[port] = what
+
+
+# What the workload's command placeholders need from the other tables: (the placeholders, "is it missing?", the
+# message). Checked in this order, so a lab without an origin hears about the origin before its TLS port.
+_PLACEHOLDER_NEEDS: tuple[tuple[frozenset[str], Callable[[Lab], bool], str], ...] = (
+    (frozenset({"origin", "origin_url", "tls_origin"}), lambda lab: lab.origin.kind == "none",
+     "[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = \"synthetic\""),
+    (frozenset({"tls_origin"}), lambda lab: not lab.origin.tls,
+     "[workload].command: {tls_origin} needs [origin].tls = true"),
+    (frozenset({"ca_cert"}), lambda lab: not lab.multiplier.intercept_tls,
+     "[workload].command: {ca_cert} needs [multiplier].intercept_tls = true"),
+)
+
+
+def _check_workload_needs(lab: Lab) -> None:
     if lab.workload.kind in ("load", "browse") and lab.origin.kind == "none":
         raise LabFileError("[workload].kind: a generated workload needs [origin].kind = \"synthetic\"")
     named = {n for word in lab.workload.command for n in command_placeholders(word)}
-    if lab.origin.kind == "none" and named & {"origin", "origin_url", "tls_origin"}:
-        raise LabFileError("[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = "
-                           "\"synthetic\"")
-    if "tls_origin" in named and not lab.origin.tls:
-        raise LabFileError("[workload].command: {tls_origin} needs [origin].tls = true")
-    if "ca_cert" in named and not lab.multiplier.intercept_tls:
-        raise LabFileError("[workload].command: {ca_cert} needs [multiplier].intercept_tls = true")
+    for placeholders, missing, message in _PLACEHOLDER_NEEDS:
+        if named & placeholders and missing(lab):
+            raise LabFileError(message)
 
 
 def parse_lab(text: str, source: Path | None = None) -> Lab:

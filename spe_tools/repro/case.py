@@ -19,10 +19,9 @@ from spe_tools.lab import access
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, load_lab
 from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun
-from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.layout import CASE_JSON, RunDir
 
 FORMAT = 1
-CASE_JSON = "case.json"  # in the case directory, beside README.txt
 # The log keeps only that a request had credentials; the case sends fixed stand-ins instead.
 DUMMY_AUTHORIZATION = "Basic c3BlOnJlcHJv"  # spe:repro
 DUMMY_COOKIE = "spe-repro=1"

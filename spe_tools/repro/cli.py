@@ -21,8 +21,9 @@ from pathlib import Path
 from spe_tools.lab import access
 from spe_tools.lab.errors import LabError
 from spe_tools.process import ProcessError
-from spe_tools.repro.case import CASE_JSON, CaseError, extract_case, write_case
+from spe_tools.repro.case import CaseError, extract_case, write_case
 from spe_tools.repro.replay_case import ReplayError, replay
+from spe_tools.rundir.layout import CASE_JSON
 
 ERROR = 2
 

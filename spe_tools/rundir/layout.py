@@ -21,7 +21,8 @@ PROXIES = "proxies"  # one directory per proxy under test: its rendered config a
 ORIGIN_TLS = "origin-tls"  # the synthetic origin's test CA and certificate ([origin] tls)
 WORKLOAD_JSON = "workload.json"  # the load client's or the browser's summary
 REPORT = "report"  # ./spe report's and ./spe lab run's output
-REPRO = "repro"  # ./spe repro's cases: repro/<request id>-<proxy name>/
+REPRO = "repro"  # ./spe repro's cases: repro/<request id>-<proxy name>/ (repro_dir)
+CASE_JSON = "case.json"  # a repro case's file, in the case's directory (here, or wherever --out put it)
 
 # The processes whose names the layout depends on (their output and, for the Collector, its directory).
 ORIGIN = "origin"
@@ -117,6 +118,7 @@ class RunDir:
         return self.path / proxy_dir(name)
 
     def repro(self, request_id: int, proxy: str) -> Path:
+        """Where ./spe repro writes the case of a proxy's violation on a request, by default."""
         return self.path / repro_dir(request_id, proxy)
 
     def is_run(self) -> bool:

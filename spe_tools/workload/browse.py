@@ -356,6 +356,31 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_args(parser, args)
+    results = _browse_in_scratch(args)
+    summary = summarize(args, results)
+    print(f"browse: {summary['loaded']} of {summary['pages']} pages loaded, {summary['requests']} requests "
+          f"({summary['failed_requests']} failed); page load {fmt_ms(summary['load_ms'])}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0 if summary["errors"] == 0 else 1
+
+
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Stop at the first bad argument (parser.error exits), in the order the checks were always made."""
+    _check_targets(parser, args)
+    if not 0 <= args.https_share <= 1:
+        parser.error("--https-share must be between 0 and 1")
+    if args.session_pages < 1:
+        parser.error("--session-pages must be at least 1")
+    _resolve_ca_cert(parser, args)
+    if not Path(args.chromium).exists():
+        parser.error(f"{args.chromium} not found: install Debian's chromium (./spe setup does)")
+
+
+def _check_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The proxy and origin addresses, and something to browse; args.proxy becomes a (host, port) pair."""
     try:
         args.proxy = parse_hostport(args.proxy)
         if args.origin:
@@ -371,31 +396,26 @@ def main(argv: list[str] | None = None) -> int:
             parse_hostport(args.tls_origin)
         except ValueError as e:
             parser.error(str(e))
-    if not 0 <= args.https_share <= 1:
-        parser.error("--https-share must be between 0 and 1")
-    if args.session_pages < 1:
-        parser.error("--session-pages must be at least 1")
+
+
+def _resolve_ca_cert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Trust SPE's CA by default when HTTPS is browsed and the CA exists; a given --ca-cert must exist."""
     browses_https = bool(args.tls_origin) or any(u.startswith("https://") for u in args.urls)
     if args.ca_cert is None and browses_https and (spe_ca.default_dir() / spe_ca.CERT_NAME).exists():
         args.ca_cert = str(spe_ca.default_dir() / spe_ca.CERT_NAME)
     if args.ca_cert and not Path(args.ca_cert).is_file():
         parser.error(f"--ca-cert {args.ca_cert}: no such file (./spe ca creates SPE's CA)")
-    if not Path(args.chromium).exists():
-        parser.error(f"{args.chromium} not found: install Debian's chromium (./spe setup does)")
+
+
+def _browse_in_scratch(args: argparse.Namespace) -> list[PageResult]:
+    """Browse with a scratch directory (the profile too unless --profile) that is removed afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="spe-browse-"))
     profile = Path(args.profile) if args.profile else scratch / "profile"
     profile.mkdir(parents=True, exist_ok=True)
     try:
-        results = asyncio.run(browse(args, profile, scratch))
+        return asyncio.run(browse(args, profile, scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    summary = summarize(args, results)
-    print(f"browse: {summary['loaded']} of {summary['pages']} pages loaded, {summary['requests']} requests "
-          f"({summary['failed_requests']} failed); page load {fmt_ms(summary['load_ms'])}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=1)
-    return 0 if summary["errors"] == 0 else 1
 
 
 if __name__ == "__main__":

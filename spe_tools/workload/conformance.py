@@ -260,7 +260,13 @@ def interim_of(case: Case, oid: str) -> tuple[tuple[int, tuple[tuple[str, str], 
 
 
 def headers_of(case_name: str, case: Case, oid: str, variant: str) -> list[tuple[str, str]]:
-    headers = [("Content-Type", "text/plain")]
+    """A case's reply headers, always in this order: freshness, the case's extra headers, validators, the rest."""
+    return [("Content-Type", "text/plain"), *_freshness_headers(case), *case.extra,
+            *_validator_headers(case_name, case, oid, variant), *_other_headers(case, oid, variant)]
+
+
+def _freshness_headers(case: Case) -> list[tuple[str, str]]:
+    headers = []
     expires = case.expires
     if expires == EXPIRES_IS_DATE:  # the origin sends no Date of its own when the reply has one
         expires = format_date(int(time.time()))
@@ -269,11 +275,20 @@ def headers_of(case_name: str, case: Case, oid: str, variant: str) -> list[tuple
         headers.append(("Cache-Control", case.cache_control))
     if expires:
         headers.append(("Expires", expires))
-    headers += case.extra
+    return headers
+
+
+def _validator_headers(case_name: str, case: Case, oid: str, variant: str) -> list[tuple[str, str]]:
+    headers = []
     if case.last_modified:
         headers.append(("Last-Modified", format_date(last_modified(case_name, oid))))
     if case.etag:
         headers.append(("ETag", etag(case_name, oid, variant)))
+    return headers
+
+
+def _other_headers(case: Case, oid: str, variant: str) -> list[tuple[str, str]]:
+    headers = []
     if case.vary:
         headers.append(("Vary", ", ".join(case.vary)))
     if "accept-encoding=gzip" in variant:

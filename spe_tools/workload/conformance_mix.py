@@ -13,6 +13,7 @@ rounds each case's other scenarios, so a short run still touches every case.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from spe_tools.workload import conformance as cf
@@ -22,8 +23,6 @@ from spe_tools.workload.plan import Planned
 AUTH_ALICE = "Basic YWxpY2U6c3Bl"  # alice:spe
 AUTH_BOB = "Basic Ym9iOnNwZQ=="  # bob:spe
 WRONG_TAG = '"spe-no-such-tag"'
-SCENARIOS = ("repeat", "reload", "request-no-store", "conditional", "auth", "invalidate", "range", "head",
-             "vary", "reuse-now", "revalidate", "precedence", "conditional-vary", "unsafe-then-get")
 INVALIDATING = (*cf.UNSAFE, *cf.EXTENSION)  # `unsafe-then-get` takes them in turn
 
 
@@ -80,18 +79,78 @@ def vary_headers(case: cf.Case) -> list[dict]:
     return [{"Accept-Language": lang, "Accept-Encoding": encodings[e]} for lang, e in pairs]
 
 
-def conditional_steps(case_name: str, case: cf.Case, oid: str) -> list[Step]:
+@dataclass(frozen=True)
+class Target:
+    """What one sequence's steps are built for: the case (its name and definition), the object id, and the unsafe
+    method the sequence sends if its scenario sends one."""
+
+    case_name: str
+    case: cf.Case
+    oid: str
+    unsafe: str
+
+
+def repeat_steps(t: Target) -> list[Step]:
+    """Reuse while fresh, then past max-age=1/2/5."""
+    return [Step(delay_s=0), Step(delay_s=1), Step(delay_s=3), Step(delay_s=4)]
+
+
+def reload_steps(t: Target) -> list[Step]:
+    return [Step(delay_s=0), Step(headers={"Cache-Control": "no-cache"}), Step(headers={"Pragma": "no-cache"}),
+            Step(headers={"Cache-Control": "max-age=0"}), Step()]
+
+
+def request_no_store_steps(t: Target) -> list[Step]:
+    """A reply to a no-store request must not be reused (RFC 9111 5.2.1.5)."""
+    return [Step(headers={"Cache-Control": "no-store"}, delay_s=0), Step(), Step(delay_s=2)]
+
+
+def conditional_steps(t: Target) -> list[Step]:
     """A 304 is right only for a matching validator (RFC 9111 4.3.2): matching ones, then ones that do not."""
     steps = [Step(delay_s=0)]
-    if case.etag:
-        steps.append(Step(headers={"If-None-Match": cf.etag(case_name, oid, cf.variant_of(case, lambda _: ""))}))
-    if case.last_modified:
-        steps.append(Step(headers={"If-Modified-Since": format_date(cf.last_modified(case_name, oid))}))
+    if t.case.etag:
+        steps.append(Step(headers={"If-None-Match": cf.etag(t.case_name, t.oid,
+                                                            cf.variant_of(t.case, lambda _: ""))}))
+    if t.case.last_modified:
+        steps.append(Step(headers={"If-Modified-Since": format_date(cf.last_modified(t.case_name, t.oid))}))
         steps.append(Step(headers={"If-Modified-Since": cf.PAST}))
     steps.append(Step(headers={"If-None-Match": WRONG_TAG}))
-    if case.etag:  # the matching tag again, later
+    if t.case.etag:  # the matching tag again, later
         steps.append(Step(headers={"If-None-Match": steps[1].headers["If-None-Match"]}, delay_s=3))
     return steps
+
+
+def auth_steps(t: Target) -> list[Step]:
+    """Another user's reply, or an authenticated one to nobody (RFC 9111 3.5)."""
+    return [Step(headers={"Authorization": AUTH_ALICE}, delay_s=0), Step(), Step(headers={"Authorization": AUTH_BOB})]
+
+
+def invalidate_steps(t: Target) -> list[Step]:
+    """A successful unsafe request invalidates the stored GET (RFC 9111 4.4)."""
+    body = None if t.unsafe == "DELETE" else f"spe {t.unsafe} {t.oid}\n".encode()
+    return [Step(delay_s=0), Step(), Step(t.unsafe, body=body), Step()]
+
+
+def range_steps(t: Target) -> list[Step]:
+    return [Step(headers={"Range": "bytes=0-99"}, delay_s=0), Step(), Step(headers={"Range": "bytes=100-299"}),
+            Step(headers={"Range": "bytes=0-99"})]
+
+
+def head_steps(t: Target) -> list[Step]:
+    """A HEAD reply has no body, and a cached HEAD must not become a GET's body (RFC 9110 9.3.2)."""
+    return [Step("HEAD", delay_s=0), Step(), Step("HEAD"), Step(delay_s=3)]
+
+
+def vary_steps(t: Target) -> list[Step]:
+    return [Step(headers=h, delay_s=0 if i == 0 else 1) for i, h in enumerate(vary_headers(t.case))]
+
+
+# Issue 27's sequences below: each dependent request goes the moment the reply it depends on is in.
+
+
+def reuse_now_steps(t: Target) -> list[Step]:
+    """Reuse at once (a stale-on-arrival copy is not excused by a slack), and 4 s later (surely stale, no Age)."""
+    return [Step(delay_s=0), Step(delay_s=0), Step(delay_s=0), Step(delay_s=4)]
 
 
 def revalidation_wait(case: cf.Case) -> float:
@@ -102,55 +161,59 @@ def revalidation_wait(case: cf.Case) -> float:
     return case.max_age + 2
 
 
-def no_pause_steps(scenario: str, case_name: str, case: cf.Case, oid: str, unsafe: str) -> list[Step] | None:
-    """Issue 27's sequences: each dependent request goes the moment the reply it depends on is in."""
-    if scenario == "reuse-now":  # reuse at once (a stale-on-arrival copy is not excused by a slack), and 4 s
-        return [Step(delay_s=0), Step(delay_s=0), Step(delay_s=0), Step(delay_s=4)]  # later (surely stale, no Age)
-    if scenario == "revalidate":  # the 304's updated fields must be in every reuse after it (4.3.4)
-        return [Step(delay_s=0), Step(delay_s=revalidation_wait(case)), Step(delay_s=0), Step(delay_s=1)]
-    if scenario == "precedence":  # If-None-Match decides, If-Modified-Since is ignored (RFC 9110 13.2.2)
-        tag, since = cf.etag(case_name, oid), format_date(cf.last_modified(case_name, oid))
-        return [Step(delay_s=0), Step(headers={"If-None-Match": WRONG_TAG, "If-Modified-Since": since}, delay_s=0),
-                Step(headers={"If-None-Match": tag, "If-Modified-Since": cf.PAST}, delay_s=0)]
-    if scenario == "conditional-vary":  # a 304 carries ETag and Vary (RFC 9110 15.4.5); another variant: 200
-        tag = cf.etag(case_name, oid, cf.variant_of(case, lambda name: "en" if name == "accept-language" else ""))
-        return [Step(headers={"Accept-Language": "en"}, delay_s=0),
-                Step(headers={"Accept-Language": "en", "If-None-Match": tag}, delay_s=0),
-                Step(headers={"Accept-Language": "fr", "If-None-Match": tag}, delay_s=0)]
-    if scenario == "unsafe-then-get":  # stored and reused, the unsafe request, the GET at once (4.4), once more
-        body = None if unsafe in ("DELETE", "M-SEARCH") else f"spe {unsafe} {oid}\n".encode()
-        return [Step(delay_s=0), Step(delay_s=0.5), Step(unsafe, body=body, delay_s=0), Step(delay_s=0),
-                Step(delay_s=3)]
-    return None
+def revalidate_steps(t: Target) -> list[Step]:
+    """The 304's updated fields must be in every reuse after it (RFC 9111 4.3.4)."""
+    return [Step(delay_s=0), Step(delay_s=revalidation_wait(t.case)), Step(delay_s=0), Step(delay_s=1)]
+
+
+def precedence_steps(t: Target) -> list[Step]:
+    """If-None-Match decides, If-Modified-Since is ignored (RFC 9110 13.2.2)."""
+    tag, since = cf.etag(t.case_name, t.oid), format_date(cf.last_modified(t.case_name, t.oid))
+    return [Step(delay_s=0), Step(headers={"If-None-Match": WRONG_TAG, "If-Modified-Since": since}, delay_s=0),
+            Step(headers={"If-None-Match": tag, "If-Modified-Since": cf.PAST}, delay_s=0)]
+
+
+def conditional_vary_steps(t: Target) -> list[Step]:
+    """A 304 carries ETag and Vary (RFC 9110 15.4.5); another variant gets a 200."""
+    tag = cf.etag(t.case_name, t.oid, cf.variant_of(t.case, lambda name: "en" if name == "accept-language" else ""))
+    return [Step(headers={"Accept-Language": "en"}, delay_s=0),
+            Step(headers={"Accept-Language": "en", "If-None-Match": tag}, delay_s=0),
+            Step(headers={"Accept-Language": "fr", "If-None-Match": tag}, delay_s=0)]
+
+
+def unsafe_then_get_steps(t: Target) -> list[Step]:
+    """Stored and reused, the unsafe request, the GET at once (RFC 9111 4.4), once more."""
+    body = None if t.unsafe in ("DELETE", "M-SEARCH") else f"spe {t.unsafe} {t.oid}\n".encode()
+    return [Step(delay_s=0), Step(delay_s=0.5), Step(t.unsafe, body=body, delay_s=0), Step(delay_s=0),
+            Step(delay_s=3)]
+
+
+# Every scenario, by name, and the steps it plays on one URL.
+STEPS_OF_SCENARIO: dict[str, Callable[[Target], list[Step]]] = {
+    "repeat": repeat_steps,
+    "reload": reload_steps,
+    "request-no-store": request_no_store_steps,
+    "conditional": conditional_steps,
+    "auth": auth_steps,
+    "invalidate": invalidate_steps,
+    "range": range_steps,
+    "head": head_steps,
+    "vary": vary_steps,
+    "reuse-now": reuse_now_steps,
+    "revalidate": revalidate_steps,
+    "precedence": precedence_steps,
+    "conditional-vary": conditional_vary_steps,
+    "unsafe-then-get": unsafe_then_get_steps,
+}
+SCENARIOS = tuple(STEPS_OF_SCENARIO)
 
 
 def scenario_steps(scenario: str, case_name: str, oid: str, unsafe: str) -> list[Step]:
-    case = cf.CASES[case_name]
-    if (steps := no_pause_steps(scenario, case_name, case, oid, unsafe)) is not None:
-        return steps
-    if scenario == "repeat":  # reuse while fresh, then past max-age=1/2/5
-        return [Step(delay_s=0), Step(delay_s=1), Step(delay_s=3), Step(delay_s=4)]
-    if scenario == "reload":
-        return [Step(delay_s=0), Step(headers={"Cache-Control": "no-cache"}), Step(headers={"Pragma": "no-cache"}),
-                Step(headers={"Cache-Control": "max-age=0"}), Step()]
-    if scenario == "request-no-store":  # a reply to a no-store request must not be reused (5.2.1.5)
-        return [Step(headers={"Cache-Control": "no-store"}, delay_s=0), Step(), Step(delay_s=2)]
-    if scenario == "conditional":
-        return conditional_steps(case_name, case, oid)
-    if scenario == "auth":  # another user's reply, or an authenticated one to nobody (3.5)
-        return [Step(headers={"Authorization": AUTH_ALICE}, delay_s=0), Step(),
-                Step(headers={"Authorization": AUTH_BOB})]
-    if scenario == "invalidate":  # a successful unsafe request invalidates the stored GET (4.4)
-        body = None if unsafe == "DELETE" else f"spe {unsafe} {oid}\n".encode()
-        return [Step(delay_s=0), Step(), Step(unsafe, body=body), Step()]
-    if scenario == "range":
-        return [Step(headers={"Range": "bytes=0-99"}, delay_s=0), Step(), Step(headers={"Range": "bytes=100-299"}),
-                Step(headers={"Range": "bytes=0-99"})]
-    if scenario == "head":  # a HEAD reply has no body, and a cached HEAD must not become a GET's body (9110 9.3.2)
-        return [Step("HEAD", delay_s=0), Step(), Step("HEAD"), Step(delay_s=3)]
-    if scenario == "vary":
-        return [Step(headers=h, delay_s=0 if i == 0 else 1) for i, h in enumerate(vary_headers(case))]
-    raise ValueError(f"unknown scenario {scenario!r}")
+    target = Target(case_name, cf.CASES[case_name], oid, unsafe)
+    steps_of = STEPS_OF_SCENARIO.get(scenario)
+    if steps_of is None:
+        raise ValueError(f"unknown scenario {scenario!r}")
+    return steps_of(target)
 
 
 class ConformanceMix:

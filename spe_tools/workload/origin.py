@@ -185,6 +185,7 @@ class Origin:
         return Reply(case.status, list(case.headers), case.body, delivery, case.head_only)
 
     def _object(self, req: Message, method: str, path: str, query: dict) -> Reply:
+        """By path: a conformance case, /unsafe/ (any method), /post (POST only), else a content-model object."""
         if path.startswith(conformance.PREFIX):
             return self._conformance(req, method, path, query)
         if path.startswith("/unsafe/"):
@@ -196,40 +197,48 @@ class Origin:
         if method not in ("GET", "HEAD"):
             return self._error(405 if method == "POST" else 501, f"{method} not served here",
                                [("Allow", "GET, HEAD")])
+        return self._model_object(req, method, path, query)
+
+    def _model_object(self, req: Message, method: str, path: str, query: dict) -> Reply:
+        """GET or HEAD of an object of the content model, with the query's overrides."""
         kind, oid = cm.parse_path(path)
         if kind == "seq" and int(oid.rsplit("/", 1)[1]) >= self.model.seq_length:
             return self._error(404, "past the end of the sequence")
-        spec = cm.object_spec(self.model, kind, oid)
-        size = query_int(query, "size", 0, MAX_OVERRIDE_SIZE)
-        if size is not None:
-            spec = replace(spec, size=size, etag=spec.etag.rsplit("-", 1)[0] + f'-{size}"')
+        spec = self._spec(kind, oid, query)
         cc, cacheable = cm.cache_control(self.model, spec.cache), spec.cacheable
         if "cc" in query:
             cc, cacheable = cc_override(self.model, query["cc"][-1])
         variant = req.header("accept-language")[:64] if spec.cache == "vary" else ""
         spec = replace(spec, etag=cm.variant_etag(spec, variant))  # If-None-Match is then answered per variant
-        headers = [("Content-Type", spec.content_type), ("Cache-Control", cc)]
-        if cacheable:
-            headers += [("Last-Modified", format_date(spec.last_modified)), ("ETag", spec.etag)]
-        if spec.cache == "cookie":
-            headers.append(("Set-Cookie", f"spe={hashlib.md5(spec.oid.encode()).hexdigest()[:12]}; Path=/"))
-        elif spec.cache == "vary":
-            headers.append(("Vary", "Accept-Language"))
-        if "vary" in query:
-            headers.append(("Vary", query["vary"][-1]))
-        if kind == "seq":
-            seq, n = oid.rsplit("/", 1)
-            if int(n) + 1 < self.model.seq_length:
-                headers.append(("Link", f'</seq/{seq}/{int(n) + 1}.jpg>; rel="next"'))
+        headers = [("Content-Type", spec.content_type), ("Cache-Control", cc),
+                   *(_validator_headers(spec) if cacheable else []), *_cache_headers(spec, query),
+                   *self._next_in_sequence(kind, oid)]
         delivery = self._delivery(spec, query)
         if cacheable and not_modified(req, spec):
             return Reply(304, headers, b"", delivery)
         serial = None
-        if not cacheable:
+        if not cacheable:  # each uncacheable reply is told apart by its serial, in a field and in the body
             self.serial += 1
             serial = self.serial
             headers.append(("X-Origin-Serial", str(serial)))
         return Reply(200, headers, cm.body(self.model, spec, serial, variant), delivery, method == "HEAD")
+
+    def _spec(self, kind: str, oid: str, query: dict) -> cm.ObjectSpec:
+        """The model's object, resized by size=BYTES (its ETag then names the size)."""
+        spec = cm.object_spec(self.model, kind, oid)
+        size = query_int(query, "size", 0, MAX_OVERRIDE_SIZE)
+        if size is not None:
+            spec = replace(spec, size=size, etag=spec.etag.rsplit("-", 1)[0] + f'-{size}"')
+        return spec
+
+    def _next_in_sequence(self, kind: str, oid: str) -> list[tuple[str, str]]:
+        """A sequence object links to the next one, but the last."""
+        if kind != "seq":
+            return []
+        seq, n = oid.rsplit("/", 1)
+        if int(n) + 1 >= self.model.seq_length:
+            return []
+        return [("Link", f'</seq/{seq}/{int(n) + 1}.jpg>; rel="next"')]
 
     def _delivery(self, spec: cm.ObjectSpec, query: dict) -> Delivery:
         framing = query.get("te", [""])[-1]
@@ -238,6 +247,22 @@ class Origin:
         gap = query_int(query, "gap", 0, 600_000) or 0
         rate = query_int(query, "rate", 0, 1 << 40)
         return Delivery(self._think(query), chunked, pieces, float(gap), self.model.rate if rate is None else rate)
+
+
+def _validator_headers(spec: cm.ObjectSpec) -> list[tuple[str, str]]:
+    return [("Last-Modified", format_date(spec.last_modified)), ("ETag", spec.etag)]
+
+
+def _cache_headers(spec: cm.ObjectSpec, query: dict) -> list[tuple[str, str]]:
+    """The fields the object's cache kind adds (a cookie, or Vary), then the Vary that vary=NAMES asks for."""
+    headers = []
+    if spec.cache == "cookie":
+        headers.append(("Set-Cookie", f"spe={hashlib.md5(spec.oid.encode()).hexdigest()[:12]}; Path=/"))
+    elif spec.cache == "vary":
+        headers.append(("Vary", "Accept-Language"))
+    if "vary" in query:
+        headers.append(("Vary", query["vary"][-1]))
+    return headers
 
 
 def interim_statuses(query: dict) -> tuple[int, ...]:

@@ -4,11 +4,11 @@
 // crash or sanitizer report; a date that parses is one RFC 9110 5.6.7 form
 // and reads back the same when written as IMF-fixdate; every record is judged
 // (a verdict on every reply that has a status), none dropped.
-#include "cache_control.hpp"
-#include "cache_facts.hpp"
-#include "cache_judge.hpp"
-#include "fetch_stamp.hpp"
-#include "http_date.hpp"
+#include "http/http_date.hpp"
+#include "judge/cache_control.hpp"
+#include "judge/cache_facts.hpp"
+#include "judge/cache_judge.hpp"
+#include "judge/fetch_stamp.hpp"
 #include "judge_records.hpp"
 
 #include <fmt/format.h>

@@ -2,8 +2,8 @@
 // Property checked beyond "no crash, no sanitizer report": whatever the
 // Multiplier would forward upstream parses back as exactly one well-formed
 // request with the same method, target and body (no smuggling through us).
-#include "config.hpp"
-#include "request_policy.hpp"
+#include "core/config.hpp"
+#include "http/request_policy.hpp"
 
 #include <boost/beast/http.hpp>
 

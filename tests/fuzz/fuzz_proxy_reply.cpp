@@ -3,11 +3,12 @@
 // no crash or sanitizer report; the digest counts exactly the decoded bytes;
 // validation of a complete reply against itself is OK; the judge's X-SPE-Parent
 // parser (a proxy sends back what it stored) never crashes and gives a positive time.
-#include "cache_facts.hpp"
-#include "digest_body.hpp"
-#include "header_policy.hpp"
-#include "parent_stamp.hpp"
-#include "validator.hpp"
+#include "http/digest_body.hpp"
+#include "http/header_policy.hpp"
+#include "http/reply_header.hpp"
+#include "judge/cache_facts.hpp"
+#include "judge/parent_stamp.hpp"
+#include "judge/validator.hpp"
 
 #include <boost/beast/http.hpp>
 

@@ -3,7 +3,7 @@
 // reset: the faults a proxy under test can commit, reproduced exactly.
 #pragma once
 
-#include "net.hpp"
+#include "core/net.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -1,10 +1,10 @@
 // The proxy leg against scripted loopback peers: every reply fragmented,
 // broken or stalled in a known way must give its exact measure and error.
-#include "md5_digest.hpp"
-#include "proxy_leg.hpp"
-#include "reply_header.hpp"
+#include "http/md5_digest.hpp"
+#include "http/reply_header.hpp"
+#include "judge/validator.hpp"
 #include "scripted_server.hpp"
-#include "validator.hpp"
+#include "session/proxy_leg.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <catch2/catch.hpp>

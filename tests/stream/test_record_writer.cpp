@@ -2,8 +2,8 @@
 // nobody reads, whose pipe fills) never makes ResultLog::write wait; a queue
 // that fills drops and counts; every record queued is on disk after close,
 // the ones written after the disk came back included.
-#include "config.hpp"
-#include "result_log.hpp"
+#include "core/config.hpp"
+#include "log/result_log.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // The per-connection deadline timer: every read, write and connect still ends
 // by its deadline (with beast::error::timeout), deadlines are fixed when an
 // operation starts, and an idle connection is never closed by the watchdog.
-#include "timed_stream.hpp"
+#include "io/timed_stream.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

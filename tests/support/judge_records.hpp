@@ -3,7 +3,7 @@
 // and dates its replies carry. One place, so every test builds them alike.
 #pragma once
 
-#include "measurement.hpp"
+#include "core/measurement.hpp"
 
 #include <fmt/format.h>
 

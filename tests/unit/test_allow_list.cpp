@@ -1,4 +1,4 @@
-#include "allow_list.hpp"
+#include "core/allow_list.hpp"
 
 #include <catch2/catch.hpp>
 

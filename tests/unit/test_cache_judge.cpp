@@ -1,8 +1,8 @@
 // The cache-rule judge over whole records: provenance, reuse and its state across requests.
-#include "cache_judge.hpp"
+#include "http/secret_digest.hpp"
+#include "judge/cache_judge.hpp"
 #include "judge_records.hpp"
-#include "result_log.hpp"
-#include "secret_digest.hpp"
+#include "log/record_json.hpp"
 
 #include <catch2/catch.hpp>
 

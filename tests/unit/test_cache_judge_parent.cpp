@@ -1,6 +1,6 @@
 // The cache-rule judge holds a proxy to what its parent (the Collector) sent it (X-SPE-Parent),
 // and the Collector to what the origin sent: Age, Date, the stored fields, a 304's updates.
-#include "cache_judge.hpp"
+#include "judge/cache_judge.hpp"
 #include "judge_records.hpp"
 
 #include <catch2/catch.hpp>

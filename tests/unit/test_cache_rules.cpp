@@ -1,9 +1,10 @@
 // The cache-rule judge's rules (RFC 9111), one reused copy at a time.
-#include "cache_control.hpp"
-#include "cache_rules.hpp"
-#include "fetch_stamp.hpp"
-#include "http_date.hpp"
-#include "secret_digest.hpp"
+#include "http/http_date.hpp"
+#include "http/reply_header.hpp"
+#include "http/secret_digest.hpp"
+#include "judge/cache_control.hpp"
+#include "judge/cache_rules.hpp"
+#include "judge/fetch_stamp.hpp"
 
 #include <catch2/catch.hpp>
 

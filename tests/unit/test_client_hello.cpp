@@ -1,4 +1,4 @@
-#include "client_hello.hpp"
+#include "tls/client_hello.hpp"
 
 #include <openssl/ssl.h>
 #include <catch2/catch.hpp>

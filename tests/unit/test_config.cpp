@@ -1,19 +1,27 @@
-#include "config.hpp"
+#include "core/config.hpp"
+#include "core/flag_table.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
-std::optional<spe::Config> parse(std::vector<std::string> args) {
+spe::CommandLine command(std::vector<std::string> args) {
     args.insert(args.begin(), "spe-multiplier");
     std::vector<const char*> argv;
     for (auto& a : args)
         argv.push_back(a.c_str());
-    return spe::parse_config(static_cast<int>(argv.size()), argv.data());
+    return spe::parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+std::optional<spe::Config> parse(std::vector<std::string> args) {
+    auto parsed = command(std::move(args));
+    if (parsed.action != spe::Action::run) return std::nullopt;
+    return parsed.config;
 }
 }  // namespace
 
@@ -171,4 +179,70 @@ TEST_CASE("the leaf validity flag: 30 days by default; duration forms; at least 
                       Catch::Contains("expected a duration"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--leaf-validity", "2s"}),
                       Catch::Contains("only apply with --intercept-tls"));
+}
+
+namespace {
+constexpr const char* kCollector = "127.0.0.1:3128";
+
+/// The other flags a flag needs to be accepted at all.
+std::vector<std::string> needed_by(const std::string& flag) {
+    if (flag == "ca-dir" || flag == "no-intercept" || flag == "leaf-validity")
+        return {"--collector", kCollector, "--intercept-tls"};
+    if (flag == "parent") return {"--dummy"};
+    if (flag == "dummy") return {"--parent", kCollector};
+    if (flag == "collector") return {};
+    return {"--collector", kCollector};
+}
+
+/// The config the flag's example is compared with: the same command line without it (or, for a flag
+/// that must be given, with another value).
+spe::Config baseline_for(const std::string& flag) {
+    if (flag == "parent") return *parse({"--dummy", "--parent", kCollector});
+    if (flag == "dummy") return *parse({"--collector", kCollector});
+    if (flag == "collector") return *parse({"--collector", kCollector});
+    return *parse(needed_by(flag));
+}
+}  // namespace
+
+TEST_CASE("parsing every flag of the table sets the Config field it names") {
+    for (const auto& flag : spe::flag_table()) {
+        if (flag.field.empty()) {  // only the actions and --config set no field
+            CHECK((flag.kind == spe::FlagKind::action || flag.name == "config"));
+            continue;
+        }
+        INFO("--" << flag.name << " " << flag.example << " (sets " << flag.field << ")");
+        auto args = needed_by(flag.name);
+        args.push_back("--" + flag.name);
+        if (flag.takes_value()) {
+            REQUIRE_FALSE(flag.example.empty());
+            args.push_back(flag.example);
+        }
+        const auto with_flag = parse(args);
+        REQUIRE(with_flag);
+        CHECK(flag.differs(*with_flag, baseline_for(flag.name)));
+    }
+}
+
+TEST_CASE("a number flag's default is what the Config holds when it is not given") {
+    const auto c = parse({"--collector", kCollector});
+    REQUIRE(c);
+    for (const auto& flag : spe::flag_table()) {
+        if (flag.kind != spe::FlagKind::number) continue;
+        INFO("--" << flag.name);
+        auto args = std::vector<std::string>{"--collector", kCollector, "--" + flag.name, flag.default_text};
+        const auto explicit_default = parse(args);
+        REQUIRE(explicit_default);
+        CHECK_FALSE(flag.differs(*explicit_default, *c));
+    }
+}
+
+TEST_CASE("the actions need no other flag; --check validates as a start would") {
+    auto action = [](std::vector<std::string> args) { return command(std::move(args)).action; };
+    CHECK(action({"--help"}) == spe::Action::help);
+    CHECK(action({"-h"}) == spe::Action::help);
+    CHECK(action({"--version"}) == spe::Action::version);
+    CHECK(action({"--list-flags"}) == spe::Action::list_flags);
+    CHECK(action({"--check", "--collector", kCollector}) == spe::Action::check);
+    CHECK_THROWS_WITH(action({"--check"}), Catch::Contains("--collector HOST:PORT is required"));
+    CHECK_THAT(spe::help_text(), Catch::Contains("--list-flags") && Catch::Contains("--max-conns-per-proxy arg (=16)"));
 }

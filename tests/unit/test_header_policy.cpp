@@ -1,4 +1,4 @@
-#include "header_policy.hpp"
+#include "http/header_policy.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // RFC 9110 15.2 on a proxy's leg: interim (1xx) replies dropped, ended on, or hung after.
-#include "cache_judge.hpp"
-#include "interim_rule.hpp"
+#include "judge/cache_judge.hpp"
+#include "judge/interim_rule.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-#include "leaf_certificates.hpp"
-#include "tls_interceptor.hpp"
+#include "tls/leaf_certificates.hpp"
+#include "tls/tls_interceptor.hpp"
 
 #include <openssl/bn.h>
 #include <openssl/evp.h>

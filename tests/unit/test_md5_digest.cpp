@@ -1,4 +1,4 @@
-#include "md5_digest.hpp"
+#include "http/md5_digest.hpp"
 
 #include <catch2/catch.hpp>
 

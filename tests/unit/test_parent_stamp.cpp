@@ -1,5 +1,5 @@
 // X-SPE-Parent (the Collector's patch 0020): what a proxy's parent sent with its copy.
-#include "parent_stamp.hpp"
+#include "judge/parent_stamp.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // Each proxy gets a client connection's requests one at a time, in the
 // client's order: the turn logic (ProxyTurns) and the waiting on it (ProxyPools).
-#include "proxy_pools.hpp"
-#include "proxy_turns.hpp"
+#include "session/proxy_pools.hpp"
+#include "session/proxy_turns.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -1,6 +1,6 @@
 // The judge's bounded memory: a set-associative table that keeps the most
 // recent keys and never grows.
-#include "recent_table.hpp"
+#include "judge/recent_table.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // The queue between the I/O thread and the record writer: bounded in bytes,
 // every refused record counted, everything queued handed over on close.
-#include "record_queue.hpp"
+#include "log/record_queue.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // The client's replies to unsafe requests, kept for the proxies' copies: a copy
 // gets the reply only when it matches the client's request (tag, method, body),
 // for --replay-ttl, within the store's byte budget; otherwise the reason.
-#include "replay_store.hpp"
+#include "replay/replay_store.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-#include "request_policy.hpp"
-#include "wire_request.hpp"
+#include "http/request_policy.hpp"
+#include "http/wire_request.hpp"
 
 #include <boost/beast/http/write.hpp>
 #include <catch2/catch.hpp>
@@ -30,7 +30,7 @@ TEST_CASE("absolute-form http URLs are proxy requests; others get a reason") {
     CHECK_FALSE(spe::check_request(get("http://example.org/a?b"), c));
     auto origin_form = spe::check_request(get("/index.html"), c);
     REQUIRE(origin_form);
-    CHECK(origin_form->status == 400);
+    CHECK(origin_form->status() == 400);
     CHECK_THAT(origin_form->reason, Catch::Contains("absolute http:// URL"));
     auto https = spe::check_request(get("https://example.org/"), c);
     REQUIRE(https);
@@ -41,12 +41,12 @@ TEST_CASE("requests to the Multiplier itself or through it again are loops (508)
     auto c = config();
     auto self = spe::check_request(get("http://127.0.0.1:8080/x"), c);
     REQUIRE(self);
-    CHECK(self->status == 508);
-    CHECK(spe::check_request(get("http://localhost:8080/"), c)->status == 508);
+    CHECK(self->status() == 508);
+    CHECK(spe::check_request(get("http://localhost:8080/"), c)->status() == 508);
     CHECK_FALSE(spe::check_request(get("http://127.0.0.1:8081/"), c));
     auto via = get("http://example.org/");
     via.set(http::field::via, "1.1 squid, 1.1 spe-multiplier-8080 (x)");
-    CHECK(spe::check_request(via, c)->status == 508);
+    CHECK(spe::check_request(via, c)->status() == 508);
     // Another Multiplier (say a --dummy proxy under test behind this one) is no loop.
     via.set(http::field::via, "1.1 spe-multiplier-80800, 1.0 spe-multiplier-9090");
     CHECK_FALSE(spe::check_request(via, c));
@@ -56,7 +56,7 @@ TEST_CASE("only a target that certainly is the Multiplier is refused before the 
     auto c = config();
     auto refused = [&](const std::string& target) {
         auto problem = spe::check_request(get(target), c);
-        return problem && problem->status == 508;
+        return problem && problem->status() == 508;
     };
     SECTION("listening on a wildcard address: its loopback and wildcard addresses, not other hosts") {
         c.listen = {"0.0.0.0", 8080};
@@ -90,7 +90,7 @@ TEST_CASE("only a target that certainly is the Multiplier is refused before the 
         auto looped = get("http://this-machine.example:8080/");
         CHECK_FALSE(spe::check_request(looped, c));
         looped.set(http::field::via, "1.1 spe-multiplier-8080, 1.1 collector");
-        CHECK(spe::check_request(looped, c)->status == 508);
+        CHECK(spe::check_request(looped, c)->status() == 508);
     }
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("a request with both Content-Length and Transfer-Encoding is refused")
     r.set(http::field::transfer_encoding, "chunked");
     auto problem = spe::check_request(r, config());
     REQUIRE(problem);
-    CHECK(problem->status == 400);
+    CHECK(problem->status() == 400);
     CHECK_THAT(problem->reason, Catch::Contains("smuggling"));
 }
 
@@ -109,11 +109,11 @@ TEST_CASE("transfer codings other than plain chunked are refused") {
     auto r = get("http://example.org/");
     r.method(http::verb::post);
     r.set(http::field::transfer_encoding, "chunked, gzip");
-    CHECK(spe::check_request(r, config())->status == 400);
+    CHECK(spe::check_request(r, config())->status() == 400);
     r.set(http::field::transfer_encoding, "gzip, chunked");
-    CHECK(spe::check_request(r, config())->status == 400);
+    CHECK(spe::check_request(r, config())->status() == 400);
     r.set(http::field::transfer_encoding, "gzip");
-    CHECK(spe::check_request(r, config())->status == 501);
+    CHECK(spe::check_request(r, config())->status() == 501);
     r.set(http::field::transfer_encoding, "Chunked");
     CHECK_FALSE(spe::check_request(r, config()));
 }

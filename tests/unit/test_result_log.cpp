@@ -1,6 +1,8 @@
-#include "result_log.hpp"
+#include "log/mismatch_capture.hpp"
+#include "log/record_json.hpp"
+#include "log/rope_lines.hpp"
 
-#include "secret_digest.hpp"
+#include "http/secret_digest.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // Credentials and cookies as a keyed digest: equal or not, never the value.
-#include "secret_digest.hpp"
+#include "http/secret_digest.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-#include "fetch_memory.hpp"
-#include "validator.hpp"
+#include "judge/fetch_memory.hpp"
+#include "judge/validator.hpp"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,28 @@
+# cmake -DFOLDER=judge -DUSES=core,http -DDIR=<path> -P SpeIncludeCheck.cmake
+# Fails when a file of multiplier/src/FOLDER includes a header of SPE's by a
+# bare name, or from a folder that is neither FOLDER nor one of USES.
+cmake_minimum_required(VERSION 3.25)
+string(REPLACE "," ";" allowed "${USES}")
+list(APPEND allowed ${FOLDER})
+file(GLOB files ${DIR}/*.cpp ${DIR}/*.hpp)
+set(problems "")
+foreach(file IN LISTS files)
+  file(STRINGS ${file} includes REGEX "^#include \"")
+  get_filename_component(name ${file} NAME)
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^#include \"([^\"]*)\".*" "\\1" header "${line}")
+    string(FIND "${header}" "/" slash)
+    if(slash EQUAL -1)
+      string(APPEND problems "\n  ${FOLDER}/${name}: \"${header}\" without its folder")
+      continue()
+    endif()
+    string(SUBSTRING "${header}" 0 ${slash} used)
+    if(NOT used IN_LIST allowed)
+      string(APPEND problems "\n  ${FOLDER}/${name}: \"${header}\" (${FOLDER} uses only: ${allowed})")
+    endif()
+  endforeach()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "multiplier/src/${FOLDER} includes what its CMakeLists.txt does not say it uses:${problems}\n"
+                      "Either the include is in the wrong place, or USES in ${DIR}/CMakeLists.txt is missing a folder.")
+endif()

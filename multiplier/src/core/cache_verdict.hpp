@@ -1,0 +1,61 @@
+// The cache-rule judge's verdict on one reply: the record's `cache` object.
+// Plain data the judge (judge/cache_judge.hpp) fills in and the log writes.
+#pragma once
+
+#include "core/cache_headers.hpp"
+
+#include <boost/container/static_vector.hpp>
+#include <boost/static_string/static_string.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spe {
+
+/// The longest id an X-SPE-Fetch stamp may have (judge/fetch_stamp.hpp): the
+/// Collector writes at most 8 + 1 + 8 hex digits, a dot and a 64-bit serial (38 characters).
+inline constexpr std::size_t kMaxFetchId = 48;
+
+/// One rule a reply broke (or, for an advisory, a SHOULD it did not follow).
+struct Finding {
+    std::string_view rule;     // stable id, e.g. "no-store"
+    std::string_view section;  // RFC 9111 section, e.g. "5.2.2.5"
+    std::string reason;
+};
+
+struct CacheVerdict {
+    /// "origin": a fetch the Multiplier saw; "unknown": a valid stamp of a fetch
+    /// it never saw (judged from the reply's own header); "none": no stamp, not
+    /// from the origin (an error page, a synthetic reply); "not-modified": a 304
+    /// without a stamp (no body from any fetch); "corrupt": a stamp that does
+    /// not parse or names another Collector or an impossible time.
+    std::string_view provenance = "none";
+    boost::static_strings::static_string<kMaxFetchId> fetch;  // the stamp's id; empty: none
+    std::optional<double> fetched_at;
+    std::optional<double> validated_at;
+    bool reused = false;
+    /// Why the reply could not be judged as a reuse (no stamp, a corrupt one);
+    /// empty: it was, or it needed no judging. Never a crash, never dropped.
+    std::string unjudged;
+    std::optional<double> age_s;
+    std::vector<Finding> violations;
+    std::vector<Finding> advisories;
+    // Rule ids this reply had the chance to break: a few per reply, kept inline
+    // (no allocation per verdict; there are fewer rules than places).
+    boost::container::static_vector<std::string_view, 24> exercised;
+    std::string conservative;  // a missed hit's cause; empty: none
+    std::string_view claim;    // "hit", "miss" or empty
+    std::string claim_conflict;
+    /// Only with violations: the judged headers side by side.
+    using Fields = std::vector<std::pair<std::string, std::string>>;
+    Fields evidence_served, evidence_reference, evidence_request;
+    /// The Collector's reply only, when it was a fresh origin fetch: the origin's
+    /// judged header fields, kShownFields (what `./spe repro` has a stand-in
+    /// origin answer). Kept as taken (one buffer): written for every request.
+    std::optional<CacheHeaders> origin;
+};
+
+}  // namespace spe

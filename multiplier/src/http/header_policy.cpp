@@ -1,0 +1,169 @@
+#include "http/header_policy.hpp"
+#include "core/ascii.hpp"
+
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include <algorithm>
+#include <array>
+
+namespace spe {
+namespace http = boost::beast::http;
+
+namespace {
+// RFC 9110 7.6.1 and the de-facto ones (Keep-Alive, Proxy-Connection). TE and
+// Trailer are framing details of one hop; Proxy-Authorization is meant for the
+// proxy the client talks to, which is us.
+constexpr std::array<std::string_view, 9> kHopByHop = {
+    "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
+    "upgrade",    "proxy-authenticate", "proxy-authorization"};
+
+std::vector<std::string_view> split_tokens(std::string_view list) {
+    std::vector<std::string_view> out;
+    while (!list.empty()) {
+        auto comma = list.find(',');
+        auto item = list.substr(0, comma);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+            item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+            item.remove_suffix(1);
+        if (!item.empty()) out.push_back(item);
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return out;
+}
+}  // namespace
+
+std::string to_lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+bool has_token(std::string_view list, std::string_view token) {
+    for (auto item : split_tokens(list))
+        if (spe::iequals(item, token)) return true;
+    return false;
+}
+
+void append_via(http::fields& fields, unsigned received_version, const std::string& via_name) {
+    std::string via(fields[http::field::via]);
+    if (!via.empty()) via += ", ";
+    via += std::to_string(received_version / 10) + "." + std::to_string(received_version % 10) + " " + via_name;
+    fields.set(http::field::via, via);
+}
+
+bool is_hop_by_hop(std::string_view name) {
+    return std::any_of(kHopByHop.begin(), kHopByHop.end(), [&](std::string_view h) { return spe::iequals(h, name); });
+}
+
+void strip_hop_by_hop(http::fields& fields) {
+    std::vector<std::string> named;
+    for (auto field : {http::field::connection, http::field::proxy_connection})
+        for (auto it = fields.find(field); it != fields.end() && it->name() == field; ++it)
+            for (auto token : split_tokens(it->value()))
+                named.emplace_back(token);
+    for (const auto& name : named)
+        if (!spe::iequals(name, "close") && !spe::iequals(name, "keep-alive")) fields.erase(name);
+    for (auto name : kHopByHop)
+        fields.erase(name);
+}
+
+const std::vector<std::string>& default_ignored_headers() {
+    static const std::vector<std::string> names = {"date",
+                                                   "age",
+                                                   "via",
+                                                   "server",
+                                                   "x-cache*",
+                                                   "connection",
+                                                   "keep-alive",
+                                                   "proxy-connection",
+                                                   "transfer-encoding",
+                                                   "content-length",
+                                                   "te",
+                                                   "trailer",
+                                                   "upgrade",
+                                                   "x-varnish",
+                                                   "accept-ranges",
+                                                   "cache-status",
+                                                   "x-squid-error",
+                                                   "warning",
+                                                   "x-served-by",
+                                                   "x-timer",
+                                                   "x-forwarded-for",
+                                                   "x-spe-fetch",
+                                                   "x-spe-parent",
+                                                   "x-spe-reply-to",
+                                                   "x-spe-validated"};
+    return names;
+}
+
+HeaderPolicy::HeaderPolicy() : HeaderPolicy({}, default_ignored_headers()) {}
+
+HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::string> ignore) {
+    for (auto& c : compare)
+        compare_.push_back(to_lower(c));
+    for (auto& i : ignore)
+        ignore_.push_back(to_lower(i));
+    constexpr auto kKnown = static_cast<std::size_t>(http::field::xref) + 1;
+    known_compared_.resize(kKnown);
+    for (std::size_t f = 1; f < kKnown; ++f) {  // 0 is field::unknown
+        auto lower = to_lower(http::to_string(static_cast<http::field>(f)));
+        if (is_compared_lower(lower)) known_compared_[f] = std::move(lower);
+    }
+}
+
+bool HeaderPolicy::matches(const std::vector<std::string>& patterns, std::string_view lower_name) {
+    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
+        if (!p.empty() && p.back() == '*')
+            return lower_name.substr(0, p.size() - 1) == std::string_view(p).substr(0, p.size() - 1);
+        return lower_name == p;
+    });
+}
+
+bool HeaderPolicy::is_compared_lower(std::string_view lower_name) const {
+    if (!compare_.empty() && !matches(compare_, lower_name)) return false;
+    return !matches(ignore_, lower_name);
+}
+
+bool HeaderPolicy::is_compared(std::string_view name) const {
+    return is_compared_lower(to_lower(name));
+}
+
+ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
+    ComparedHeaders out;
+    out.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
+    for (const auto& f : fields) {
+        const auto id = static_cast<std::size_t>(f.name());
+        if (f.name() != http::field::unknown && id < known_compared_.size()) {
+            if (known_compared_[id].empty()) continue;
+            out.push_back({known_compared_[id], std::string(f.value())});
+        } else {
+            auto lower = to_lower(f.name_string());
+            if (!is_compared_lower(lower)) continue;
+            out.push_back({std::move(lower), std::string(f.value())});
+        }
+    }
+    // Sorted by name; a repeated name becomes one entry, values joined in
+    // arrival order. Insertion sort: stable, no allocation, and a reply has
+    // a dozen headers, often already in order.
+    for (std::size_t i = 1; i < out.size(); ++i)
+        for (std::size_t j = i; j > 0 && out[j].name < out[j - 1].name; --j)
+            std::swap(out[j], out[j - 1]);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (kept > 0 && out[kept - 1].name == out[i].name) {
+            out[kept - 1].value += ", ";
+            out[kept - 1].value += out[i].value;
+        } else {
+            if (kept != i) out[kept] = std::move(out[i]);
+            ++kept;
+        }
+    }
+    out.resize(kept);
+    return out;
+}
+
+}  // namespace spe

@@ -1,0 +1,29 @@
+// What the Multiplier takes from a reply header, the Collector's or a proxy's.
+#pragma once
+
+#include "core/measurement.hpp"
+#include "core/message_types.hpp"
+#include "core/steady_clock.hpp"
+#include "http/header_policy.hpp"
+
+#include <string>
+
+namespace spe {
+
+/// What a final reply header tells: status, version, the compared headers and
+/// the Collector's fetch stamp (X-SPE-Fetch), if any; with `cache_fields`, what
+/// the cache-rule judge reads.
+void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy, bool cache_fields);
+
+/// The record keeps at most this many interim (1xx) replies per leg.
+inline constexpr std::size_t kMaxInterims = 8;
+/// Records an interim reply of `status` that arrived now, timed from `started`.
+void note_interim(Measure& m, unsigned status, Clock::time_point started);
+
+/// Takes the judged fields of a reply header (repeated fields joined with ", ").
+CacheHeaders take_cache_headers(const boost::beast::http::fields& fields);
+
+/// Serialized reply header, for mismatch captures.
+std::string header_text(const http::response_header<>& h);
+
+}  // namespace spe

@@ -1,0 +1,97 @@
+// One connection to one upstream (the Collector or a proxy under test):
+// connect or reuse, send a request, wait for the first reply byte; every step
+// under the caller's deadline. Reading the reply is the caller's business
+// (streamed to the client for the Collector, measured for a proxy).
+#pragma once
+
+#include "core/errors.hpp"
+#include "core/measurement.hpp"
+#include "core/net.hpp"
+#include "http/wire_request.hpp"
+#include "io/timed_stream.hpp"
+
+#include "http/read_buffer.hpp"
+
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <vector>
+
+namespace spe {
+
+class UpstreamConnection {
+public:
+    /// `buffer_limit`: most bytes held unparsed (a header block, long chunk extensions ...).
+    UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints,
+                       std::size_t buffer_limit);
+
+    /// Connects unless a kept-alive connection is open, writes `req` and waits
+    /// until the first reply byte is buffered. Sets m.connect_us and m.ttfb_us
+    /// relative to `t0`.
+    ///
+    /// A kept-alive connection the peer closed while it was idle fails only
+    /// once the request is out, and then nobody can tell whether the peer saw
+    /// it. So (RFC 9110 9.2.2) only a GET or HEAD that got no reply byte is
+    /// sent again, once, on a fresh connection: m.retried is set and the
+    /// times count from the start of that second attempt (started()), so the
+    /// failed one is not charged to the peer. Before any other method goes
+    /// out on a kept-alive connection, a connection the peer has visibly
+    /// closed is replaced first.
+    awaitable<LegError> send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+    /// The start of the attempt the reply belongs to: the last send's `t0`, or
+    /// when it sent the request again. The caller's total time counts from it.
+    Clock::time_point started() const { return started_; }
+
+    /// After a reply read to its end: the connection stays open for the next
+    /// request only if the reply allowed it (`keep_alive`) and nothing
+    /// unexpected follows it; either way the read buffer is freed and the
+    /// deadline timer disarmed (a kept-alive connection waits with neither).
+    void end_reply(bool keep_alive);
+    /// Bytes followed the last reply, though nobody asked for them: a protocol error.
+    bool bytes_after_reply() const { return bytes_after_reply_; }
+    /// May carry another request: open, and its last reply ended as end_reply wants.
+    bool is_reusable() const { return reusable_ && is_open(); }
+
+    void close();
+    bool is_open() const { return stream_.socket().is_open(); }
+    TimedStream& stream() { return stream_; }
+    ReadBuffer& buffer() { return buffer_; }
+    /// Bytes the read buffer holds allocated (0 between requests).
+    std::size_t buffer_capacity() const { return buffer_.capacity(); }
+    /// Between requests no timer wait is queued either.
+    bool timer_armed() const { return stream_.armed(); }
+
+private:
+    /// True if the peer has closed this (idle, kept-alive) connection or sent
+    /// bytes nobody asked for: it cannot carry a request.
+    bool peer_gone();
+    awaitable<LegError> send_once(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
+
+    TimedStream stream_;
+    ReadBuffer buffer_;
+    const std::vector<tcp::endpoint>& endpoints_;
+    Clock::time_point started_{};
+    bool reusable_ = false;
+    bool bytes_after_reply_ = false;
+};
+
+/// Parses what a connection has already buffered, as Beast's reads do first,
+/// but without their posted completion: a reply usually arrives whole with the
+/// read that measured its first byte. Stops at the end of the header (unless
+/// the parser is eager), at the end of the message, at an error, or when the
+/// buffer is used up; an asynchronous read then goes on from there. Returns
+/// the bytes consumed.
+template <bool isRequest>
+std::size_t parse_buffered(http::basic_parser<isRequest>& p, ReadBuffer& buffer, error_code& ec) {
+    std::size_t used = 0;
+    while (buffer.size() > 0 && !p.is_done() && (p.eager() || !p.is_header_done())) {
+        const auto n = p.put(buffer.data(), ec);
+        buffer.consume(n);
+        used += n;
+        if (ec || n == 0) break;
+    }
+    if (ec == http::error::need_more) ec = {};
+    return used;
+}
+
+}  // namespace spe

@@ -1,0 +1,93 @@
+#include "judge/cache_control.hpp"
+#include "core/ascii.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+#include <charconv>
+#include <limits>
+
+namespace spe {
+
+namespace {
+
+std::optional<std::int64_t> delta_seconds(std::string_view v) {
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);  // tolerated
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec == std::errc::result_out_of_range) return std::numeric_limits<std::int32_t>::max();  // RFC 9111 1.2.2
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0) return std::nullopt;
+    return n;
+}
+
+/// Splits on commas outside quoted strings (field names in no-cache="a, b").
+template <class Each>
+void for_each_directive(std::string_view value, Each each) {
+    bool quoted = false;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= value.size(); ++i) {
+        if (i < value.size() && value[i] == '"') quoted = !quoted;
+        if (i == value.size() || (value[i] == ',' && !quoted)) {
+            auto item = trim(value.substr(start, i - start));
+            if (!item.empty()) {
+                auto eq = item.find('=');
+                each(trim(item.substr(0, eq)),
+                     eq == std::string_view::npos ? std::optional<std::string_view>{} : trim(item.substr(eq + 1)));
+            }
+            start = i + 1;
+        }
+    }
+}
+
+/// max-age and s-maxage: the first occurrence counts, an invalid one is absent
+/// (RFC 9111 4.2.1 leaves the reading to the cache; the judge names the choice).
+void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen,
+                         std::optional<std::int64_t> value) {
+    if (value) cc.freshness_longest = std::max(cc.freshness_longest.value_or(0), *value);
+    if (seen) {
+        cc.freshness_repeated = true;
+        return;
+    }
+    seen = true;
+    directive = value;
+    cc.freshness_invalid = cc.freshness_invalid || !value;
+}
+
+}  // namespace
+
+CacheControl parse_cache_control(std::string_view value) {
+    CacheControl cc;
+    bool max_age_seen = false, s_maxage_seen = false;
+    for_each_directive(value, [&](std::string_view name, std::optional<std::string_view> arg) {
+        auto is = [&](std::string_view n) { return spe::iequals(name, n); };
+        auto seconds = [&] { return arg ? delta_seconds(*arg) : std::nullopt; };
+        if (is("no-store"))
+            cc.no_store = true;
+        else if (is("no-cache"))
+            (arg ? cc.no_cache_fields : cc.no_cache) = true;
+        else if (is("private"))
+            (arg ? cc.private_fields : cc.private_) = true;
+        else if (is("public"))
+            cc.public_ = true;
+        else if (is("must-revalidate"))
+            cc.must_revalidate = true;
+        else if (is("proxy-revalidate"))
+            cc.proxy_revalidate = true;
+        else if (is("max-age"))
+            freshness_directive(cc, cc.max_age, max_age_seen, seconds());
+        else if (is("s-maxage"))
+            freshness_directive(cc, cc.s_maxage, s_maxage_seen, seconds());
+        else if (is("stale-while-revalidate"))
+            cc.stale_while_revalidate = seconds();
+        else if (is("stale-if-error"))
+            cc.stale_if_error = seconds();
+        else if (is("max-stale"))
+            arg ? void(cc.max_stale = seconds()) : void(cc.max_stale_any = true);
+        else if (is("min-fresh"))
+            cc.min_fresh = seconds();
+        else if (is("only-if-cached"))
+            cc.only_if_cached = true;
+    });
+    return cc;
+}
+
+}  // namespace spe

@@ -1,0 +1,47 @@
+// Cache-Control (RFC 9111 5.2), request and response directives, parsed once
+// into what the cache-rule judge asks of them.
+#pragma once
+
+#include "core/ascii.hpp"  // trim
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace spe {
+
+struct CacheControl {
+    // Response directives. The qualified forms of no-cache and private (with
+    // field names) allow storing without those fields, so they are kept apart.
+    bool no_store = false;
+    bool no_cache = false;  // unqualified
+    bool no_cache_fields = false;
+    bool private_ = false;  // unqualified
+    bool private_fields = false;
+    bool public_ = false;
+    bool must_revalidate = false;
+    bool proxy_revalidate = false;
+    std::optional<std::int64_t> max_age;
+    std::optional<std::int64_t> s_maxage;
+    std::optional<std::int64_t> stale_while_revalidate;  // RFC 5861
+    std::optional<std::int64_t> stale_if_error;          // RFC 5861
+    // Request-only directives (no-store, no-cache and max-age are shared).
+    bool max_stale_any = false;
+    std::optional<std::int64_t> max_stale;
+    std::optional<std::int64_t> min_fresh;
+    bool only_if_cached = false;
+    // Freshness information a cache may read more than one way (RFC 9111 4.2.1):
+    // "either the first occurrence should be used or the response should be
+    // considered stale"; invalid values "encouraged" to be read as stale.
+    bool freshness_invalid = false;                 // a max-age or s-maxage that is no delta-seconds (left absent)
+    bool freshness_repeated = false;                // max-age or s-maxage given more than once (the first kept)
+    std::optional<std::int64_t> freshness_longest;  // the longest of every valid max-age / s-maxage given
+};
+
+/// Parses a Cache-Control field value (repeated fields joined with ", ").
+/// Unknown directives are ignored; a delta-seconds that does not parse makes
+/// the directive absent. Of a repeated max-age or s-maxage the first counts;
+/// an invalid or repeated one is flagged (freshness_invalid, freshness_repeated).
+CacheControl parse_cache_control(std::string_view value);
+
+}  // namespace spe

@@ -1,0 +1,433 @@
+#include "judge/cache_judge.hpp"
+#include "judge/cache_rule_catalogue.hpp"
+
+#include "judge/interim_rule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+namespace spe {
+
+bool is_unsafe_method(std::string_view method) {
+    return method != "GET" && method != "HEAD" && method != "OPTIONS" && method != "TRACE";
+}
+
+namespace {
+
+// The Collector's clock stamps in milliseconds; a fetch made for a request
+// is never older than the request by more than that rounding.
+constexpr double kClockSlack = 0.005;
+// A stamp from the future by more than this is not the Collector's.
+constexpr double kFutureSlack = 5.0;
+
+void add_field(CacheVerdict::Fields& out, std::string name, std::optional<std::string_view> value) {
+    if (value) out.emplace_back(std::move(name), *value);
+}
+
+CacheVerdict::Fields judged_fields(const CacheHeaders& h) {
+    CacheVerdict::Fields out;
+    for (const auto& [name, field] : kShownFields)
+        add_field(out, std::string(name), h.get(field));
+    return out;
+}
+
+/// The request's side of a violation's evidence. A field the stored reply's Vary
+/// names is shown beside the stored variant's; credentials and cookies as their
+/// keyed digests (request_field), so that equal values still show as equal.
+CacheVerdict::Fields request_fields(const RequestFacts& r, const StoredFor* stored_for) {
+    CacheVerdict::Fields out;
+    out.emplace_back("method", r.method);
+    add_field(out, "cache-control", request_field(r, "cache-control"));
+    add_field(out, "pragma", request_field(r, "pragma"));
+    add_field(out, "if-none-match", r.if_none_match);
+    add_field(out, "if-modified-since", r.if_modified_since);
+    bool authorization_shown = false;
+    if (stored_for)
+        for (const auto& [name, stored] : stored_for->vary) {
+            if (name == "*") continue;
+            authorization_shown = authorization_shown || name == "authorization";
+            add_field(out, name, request_field(r, name));
+            add_field(out, "stored variant's " + name, stored);
+        }
+    if (r.authorization && !authorization_shown) out.emplace_back("authorization", "(present)");
+    return out;
+}
+
+/// The fetch as a cache holds it after merging a 304 into it: the freshness fields it serves (the 304's,
+/// RFC 9111 3.2) in place of the first header's; Date and the rest as fetched. Nothing when the copy serves
+/// the fetch's own: the fetch and its parsed facts then judge it as they are, without a copy to parse.
+std::optional<KnownFetch> updated_by_304(const KnownFetch& fetch, const CacheHeaders& served) {
+    constexpr std::array kFreshness = {CacheField::cache_control, CacheField::expires};
+    const auto changed = [&](CacheField field) {
+        const auto value = served.get(field);
+        return value && value != fetch.headers.get(field);
+    };
+    if (std::none_of(kFreshness.begin(), kFreshness.end(), changed)) return std::nullopt;
+    KnownFetch copy;
+    copy.stamp = fetch.stamp;
+    copy.status = fetch.status;
+    copy.headers = fetch.headers;
+    copy.first_seen = fetch.first_seen;
+    copy.seen_fresh = fetch.seen_fresh;
+    for (auto field : kFreshness)
+        if (const auto value = served.get(field)) copy.headers.set(field, *value);
+    return copy;
+}
+
+void add_exercised(CacheVerdict& v, std::string_view rule) {
+    if (std::find(v.exercised.begin(), v.exercised.end(), rule) == v.exercised.end() &&
+        v.exercised.size() < v.exercised.capacity())
+        v.exercised.push_back(rule);
+    // A stricter form of staleness (must-revalidate, ...) is a chance to break the plain rule too.
+    if (rule == rule_id("must-revalidate") || rule == rule_id("proxy-revalidate") || rule == rule_id("s-maxage"))
+        add_exercised(v, rule_id("stale"));
+}
+
+/// What kind of request or copy a cache declined to reuse a fresh copy for.
+std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
+    if (r.if_none_match || r.if_modified_since) return "conditional request";
+    if (cand.headers.set_cookie) return "set-cookie";
+    if (cand.headers.vary()) return "vary";
+    if (r.authorization) return "authorization";
+    if (cand.status != 200) return fmt::format("status {}", cand.status);
+    if (r.url.find('?') != std::string::npos) return "query string";
+    return "fresh copy";
+}
+
+/// A stored copy whose body did not end where its header said: the leg read
+/// past the declared length (bytes after it) or the body ended short. A cache
+/// that took Content-Length from a 304 onto its stored reply does this (RFC
+/// 9111 3.2 leaves Content-Length out of the update); the leg's own reason says
+/// what it saw.
+std::optional<Finding> framing_finding(const Measure& reply) {
+    if (reply.error != LegError::extra_data && reply.error != LegError::truncated && reply.error != LegError::bad_body)
+        return std::nullopt;
+    return Finding{rule_id("framing"), "3.2",
+                   fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
+                               reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
+}
+
+}  // namespace
+
+CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
+    : names_(std::move(caches)),
+      fetches_(capacity),
+      caches_(names_.size(), CacheMemory(capacity)),
+      collector_(capacity) {}
+
+const KnownFetch* CacheJudge::find_fetch(std::uint64_t serial) const {
+    return fetches_.find(serial);
+}
+
+const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& reply, const ParentStamp* parent,
+                                       bool seen_fresh, double at) {
+    if (const auto* known = fetches_.find(stamp.serial))
+        return known->stamp.collector() == stamp.collector() ? known : nullptr;
+    KnownFetch f;
+    f.stamp = stamp;
+    f.status = reply.status.value_or(0);
+    f.headers = reply.cache_headers;
+    // What judging reads later; the rest of the reply's fields only cost memory here.
+    for (auto unread : {CacheField::cache_status, CacheField::x_cache, CacheField::validated, CacheField::reply_to,
+                        CacheField::parent})
+        f.headers.clear(unread);
+    std::string().swap(f.headers.field_names);
+    if (parent) {
+        // First seen in a proxy's reply: its Date and Age may be the proxy's own (nginx writes its
+        // Date); the Collector's, as it sent them, are the origin's on a fetch it just made.
+        for (auto [field, value] :
+             {std::pair{CacheField::date, &parent->date}, std::pair{CacheField::age, &parent->age}}) {
+            if (*value)
+                f.headers.set(field, **value);
+            else
+                f.headers.clear(field);
+        }
+    }
+    f.first_seen = at;
+    f.seen_fresh = seen_fresh;
+    return &fetches_.insert_or_assign(stamp.serial, std::move(f));
+}
+
+const StoredFor* CacheJudge::stored_for(const KnownFetch& fetch, const CacheMemory& memory) {
+    return memory.deliveries.find(fetch.stamp.serial);
+}
+
+void CacheJudge::remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request,
+                                   double sent_at) {
+    StoredFor d{request.authorization, request.cc.no_store, {}, sent_at};
+    if (fetch.headers.vary()) d.vary = vary_values(request, fetch.facts().vary);
+    memory.deliveries.insert_or_assign(fetch.stamp.serial, std::move(d));
+}
+
+void CacheJudge::note_collector_unsafe(const RequestRecord& record) {
+    const auto& reply = record.collector;
+    if (!reply.status) return;
+    // Squid purges in the same step in which it stamps the origin's reply: the stamp is the moment, on the
+    // clock of every stamp it compares with. The Multiplier sees the reply later (by milliseconds under load),
+    // and the Collector may meanwhile have stored a new copy for a proxy's request. A reply without a stamp:
+    // when its first byte reached the Multiplier, the latest the invalidation can have been.
+    const auto stamp = reply.fetch ? parse_fetch_stamp(*reply.fetch) : std::nullopt;
+    const double at = stamp ? stamp->time : record.ts + static_cast<double>(reply.ttfb_us.value_or(0)) / 1e6;
+    note_unsafe(-1, record.url, *reply.status, at);
+}
+
+void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status, double at) {
+    if (status < 200 || status >= 400) return;
+    std::lock_guard lock(mutex_);
+    auto& m = memory_of(cache);
+    m.invalidated.insert_or_assign(url_key(url), at);
+}
+
+void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
+    auto request = request_facts(record.method, record.url, header_block);
+    Measure& ref = record.collector;
+    // The Collector's own X-Cache entries: not a proxy's claim.
+    Case c{record, request, url_key(record.url), claim_names(ref.cache_headers),
+           ref.fetch ? parse_fetch_stamp(*ref.fetch) : std::nullopt};
+    std::lock_guard lock(mutex_);
+    if (ref.status) {
+        const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
+        ref.cache = judge_reply(c, ref, nullptr, collector_, served_at, record.ts);
+    }
+    for (std::size_t i = 0; i < record.proxies.size() && i < caches_.size(); ++i) {
+        auto& p = record.proxies[i];
+        if (p.measure.status) {
+            const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
+            p.measure.cache = judge_reply(c, p.measure, &ref, caches_[i], served_at, p.sent_at);
+        } else if (!p.measure.interim.empty()) {
+            p.measure.cache.emplace();  // an interim reply, no final one: judged on that alone
+        }
+        if (p.measure.cache) add_interim_finding(*p.measure.cache, ref, p.measure, p.sent_at);
+    }
+    record.request_headers = std::move(request.fields);
+}
+
+std::optional<FetchStamp> CacheJudge::Case::stamp(std::string_view text) {
+    if (const auto& ref = record.collector.fetch; ref && *ref == text) return reference_stamp;
+    if (text != last_text || last_text.empty()) {
+        last_text = text;
+        last_stamp = parse_fetch_stamp(text);
+    }
+    return last_stamp;
+}
+
+CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
+                                     double served_at, double sent_at) {
+    const auto& record = c.record;
+    const auto& request = c.request;
+    const auto url = c.url;
+    static const std::vector<std::string> kNoNames;
+    CacheVerdict v;
+    const auto& h = reply.cache_headers;
+    // The Collector's own claim counts; in a proxy's reply, the Collector's entries are not the proxy's.
+    v.claim = cache_claim(h, reference ? c.upstream_claims : kNoNames);
+    if (const auto validated = h.validated())
+        if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
+    if (record.method == "HEAD") {
+        add_exercised(v, rule_id("head-body"));
+        // The leg reads no body for HEAD: bytes after the header are a body (RFC 9110 9.3.2).
+        if (reply.error == LegError::extra_data)
+            v.violations.push_back({rule_id("head-body"), "9110 9.3.2", "a reply to HEAD followed by body bytes"});
+    }
+    if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
+        add_exercised(v, rule_id("not-modified"));
+        const auto* copy = memory.last_copy.find(url);
+        const KnownFetch* stored = copy ? find_fetch(copy->fetch) : nullptr;
+        const CacheHeaders* held = stored ? &stored->headers : nullptr;
+        if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
+        // A proxy's 304 that names this request is its parent's, relayed: the
+        // parent's fields (judged on the Collector's own row), not the proxy's.
+        const bool relayed = reference && h.reply_to() && !record.tag.empty() && *h.reply_to() == record.tag;
+        if (held && !relayed) {
+            add_exercised(v, rule_id("not-modified-fields"));
+            if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
+        }
+    }
+    if (reply.status == 200 && request.if_none_match && request.if_modified_since &&
+        (record.method == "GET" || record.method == "HEAD")) {
+        add_exercised(v, rule_id("validator-precedence"));
+        if (auto f = full_reply_precedence_finding(request, h)) v.violations.push_back(std::move(*f));
+    }
+    if (!reply.fetch) {
+        // A 304 has no body from any fetch; anything else unstamped is not from the origin.
+        if (reply.status == 304) v.provenance = "not-modified";
+        v.unjudged = reply.status == 304 ? "a 304 without a stamp: only the 304 rules apply"
+                                         : "no X-SPE-Fetch stamp: not from the origin";
+        return v;
+    }
+
+    const auto stamp = c.stamp(*reply.fetch);
+    if (stamp && !reference &&
+        std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) == collector_ids_.end())
+        collector_ids_.emplace_back(stamp->collector());  // the reference names the Collector
+    const bool ours =
+        stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) != collector_ids_.end();
+    if (!stamp || !ours || stamp->time > served_at + kFutureSlack) {
+        v.provenance = "corrupt";
+        v.unjudged = !stamp  ? "corrupt stamp: X-SPE-Fetch does not parse"
+                     : !ours ? fmt::format("corrupt stamp: names Collector {}, not this run's", stamp->collector())
+                             : fmt::format("corrupt stamp: fetched {:.1f} s after the reply", stamp->time - served_at);
+        return v;
+    }
+    v.fetch = stamp->id;
+    v.fetched_at = stamp->time;
+    // What the proxy's parent sent it with this copy. Not for the Collector's own reply: its parent is the
+    // origin, whose fields the fetch keeps.
+    std::optional<ParentStamp> parent;
+    if (const auto p = h.parent(); p && reference) parent = parse_parent_stamp(*p);
+    const ParentStamp* sent = parent ? &*parent : nullptr;
+    const KnownFetch* fetch = remember(*stamp, reply, sent, stamp->time >= record.ts - kClockSlack, served_at);
+    v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
+
+    v.reused = is_reuse(c, reply, reference, *stamp);
+    if (v.reused && record.method != "HEAD") {
+        add_exercised(v, rule_id("framing"));
+        if (auto f = framing_finding(reply)) v.violations.push_back(std::move(*f));
+    }
+    std::optional<double> invalidated;
+    if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
+    if (fetch && !v.reused) remember_delivery(memory, *fetch, request, sent_at);
+    if (!reference && !v.reused) v.origin = h;
+    if (fetch && v.reused) {
+        const StoredFor* stored = stored_for(*fetch, memory);
+        // A copy the cache updated from a 304 (RFC 9111 4.3.4: its X-SPE-Validated is newer than the fetch)
+        // is fresh by the fields that 304 brought, as it serves them, not by the fetch's first header.
+        std::optional<KnownFetch> updated;
+        if (v.validated_at && *v.validated_at > fetch->stamp.time) updated = updated_by_304(*fetch, h);
+        const ReuseQuestion q{
+            updated ? *updated : *fetch, request, stored, served_at, record.ts, v.validated_at, invalidated,
+            h.content_encoding(),        sent};
+        judge_reuse(v, q, reply);
+        if (reference && sent) judge_header_update(v, c, *fetch, reply, *reference);
+        if (!v.violations.empty()) {
+            v.evidence_served = judged_fields(fetch->headers);
+            v.evidence_served.emplace_back("age (as served)", h.age().value_or("(none)"));
+            if (sent) {
+                v.evidence_served.emplace_back("date (as served)", h.date().value_or("(none)"));
+                v.evidence_served.emplace_back("x-spe-parent (as served)", *h.parent());
+            }
+            if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
+            v.evidence_request = request_fields(request, stored);
+        }
+    }
+    judge_candidate(v, c, memory, served_at, invalidated, *stamp);
+    if (v.claim == "hit" && !v.reused && stamp->time >= record.ts - kClockSlack)
+        v.claim_conflict = "claimed a hit, but served a fetch made for this request";
+    else if (v.claim == "miss" && v.reused)
+        v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
+                                       record.ts - stamp->time);
+    if (record.method == "GET") remember_copy(memory, url, stamp->serial, v.reused);
+    return v;
+}
+
+bool CacheJudge::is_reuse(const Case& c, const Measure& reply, const Measure* reference, const FetchStamp& stamp) {
+    const auto& record = c.record;
+    // The Collector: a fetch older than the request came from its store.
+    if (!reference) return stamp.time < record.ts - kClockSlack;
+    // A proxy: the Collector names the client request each of its replies
+    // answers; a copy that names another one was kept by the proxy. Without
+    // that note, only a fetch older than the reference's tells.
+    if (const auto to = reply.cache_headers.reply_to(); to && !record.tag.empty()) return *to != record.tag;
+    if (const auto& ref = c.reference_stamp; ref && ref->collector() == stamp.collector())
+        return stamp.serial < ref->serial;
+    return stamp.time < record.ts - kClockSlack;
+}
+
+void CacheJudge::add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at) {
+    // Only a reply the proxy forwarded can owe interim replies: a reused one never went to the origin.
+    const bool own_fetch = !v.reused && is_own_fetch(reference, reply, sent_at);
+    auto j = judge_interim(reference, reply, own_fetch);
+    if (j.exercised) add_exercised(v, rule_id("interim"));
+    if (!j.finding) return;
+    v.violations.push_back(std::move(*j.finding));
+    // What each side received before its final reply (a reuse's evidence, if any, stays as it is).
+    v.evidence_served.emplace_back("interim (as received)", interim_text(reply));
+    v.evidence_reference.emplace_back("interim (as received)", interim_text(reference));
+}
+
+void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply) {
+    for (auto& f : reuse_barriers(q, &v.advisories)) {
+        add_exercised(v, f.rule);
+        v.violations.push_back(std::move(f));
+    }
+    for (const auto& a : v.advisories)
+        add_exercised(v, a.rule);
+    add_exercised(v, rule_id("age"));
+    if (auto age = age_finding(q, reply.status.value_or(0), reply.cache_headers.age()))
+        v.violations.push_back(std::move(*age));
+    v.age_s = freshness(q).age;
+    // What the stored reply must carry as it was received: known only from the parent's own note
+    // (a 304 made from the copy carries few of its fields).
+    if (q.parent && reply.status != 304) {
+        if (q.parent->date) {
+            add_exercised(v, rule_id("date"));
+            if (auto f = date_finding(*q.parent, reply.cache_headers.date())) v.violations.push_back(std::move(*f));
+        }
+        add_exercised(v, rule_id("stored-fields"));
+        if (auto f = stored_fields_finding(*q.parent, reply.cache_headers.field_names, q.fetch.facts().cc))
+            v.violations.push_back(std::move(*f));
+    }
+}
+
+void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,
+                                     const Measure& reference) {
+    // Only when the origin confirmed this very fetch during this request, with a 304 the Collector
+    // merged (its reply shows it), and the proxy served its copy of that fetch.
+    const auto& ref = reference.cache;
+    if (!ref || !ref->validated_at || *ref->validated_at < c.record.ts - kClockSlack || !c.reference_stamp ||
+        c.reference_stamp->serial != fetch.stamp.serial || reply.status == 304)
+        return;
+    add_exercised(v, rule_id("header-update"));
+    // Old values are fine on a copy the proxy could still reuse: only one that had to be validated
+    // (a staleness or no-cache finding) shows the 304 was not merged, or not asked for. Either way the
+    // old fields are what the client saw: named as header-update, in place of the staleness finding.
+    const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& f) {
+        return f.rule == rule_id("stale") || f.rule == rule_id("must-revalidate") ||
+               f.rule == rule_id("proxy-revalidate") || f.rule == rule_id("s-maxage") || f.rule == rule_id("no-cache");
+    });
+    if (needed_validation == v.violations.end()) return;
+    if (auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers))
+        *needed_validation = std::move(*f);
+}
+
+void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
+                                 std::optional<double> invalidated, const FetchStamp& served) {
+    const auto& record = c.record;
+    const auto& request = c.request;
+    if (record.method != "GET" && record.method != "HEAD") return;
+    const auto* copy = memory.last_copy.find(c.url);
+    if (!copy || (v.reused && copy->fetch == served.serial)) return;
+    const KnownFetch* cand = find_fetch(copy->fetch);
+    if (!cand || cand->stamp.serial > served.serial) return;
+    // The copy this cache last passed on for the URL: had it kept it, would
+    // serving it now have broken a rule? Those rules were exercised (passed);
+    // if none, and its lifetime was explicit and not over, this was a missed hit.
+    const ReuseQuestion q{*cand,       request,     stored_for(*cand, memory), served_at, record.ts, std::nullopt,
+                          invalidated, std::nullopt};
+    std::vector<Finding> advisories;
+    const auto barriers = reuse_barriers(q, &advisories);
+    for (const auto& f : barriers)
+        add_exercised(v, f.rule);
+    bool request_asked = false;  // the request's own directives asked for a forward
+    for (const auto& a : advisories) {
+        if (a.rule != rule_id("heuristic")) add_exercised(v, a.rule);
+        request_asked = request_asked || a.rule.starts_with("request-");
+    }
+    const auto fr = freshness(q);
+    if (!v.reused && barriers.empty() && !request_asked && fr.source != "heuristic" && fr.source != "none" &&
+        fr.age < fr.lifetime)
+        v.conservative = fmt::format("{}: {}", copy->reused ? "held" : "passed on", miss_cause(request, *cand));
+}
+
+void CacheJudge::remember_copy(CacheMemory& memory, UrlKey key, std::uint64_t fetch, bool reused) {
+    if (auto* copy = memory.last_copy.find(key); copy && copy->fetch == fetch) {
+        copy->reused = copy->reused || reused;
+        return;
+    }
+    memory.last_copy.insert_or_assign(key, LastCopy{fetch, reused});
+}
+
+}  // namespace spe

@@ -1,0 +1,78 @@
+// The catalogue of the cache-rule judge's rules: each rule's id (what a
+// record's violations, advisories and `exercised` name), its section (RFC
+// 9111's unless it names another RFC), whether breaking it is a violation or
+// an advisory (a SHOULD, or a request directive RFC 9111 5.2.1 makes optional),
+// and what breaking it means. The judge names a rule only through rule_id(),
+// which the compiler checks against this table; --list-cache-rules prints it,
+// and tests/python/test_cache_rule_catalogue.py holds the report's catalogue
+// (analysis/cache_rules.py) and the log schema to it.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace spe {
+
+enum class RuleSeverity { violation, advisory };
+
+struct CacheRule {
+    std::string_view id;
+    std::string_view section;
+    RuleSeverity severity;
+    std::string_view meaning;  // what a reply that breaks it did
+};
+
+inline constexpr auto kCacheRules = std::to_array<CacheRule>({
+    {"no-store", "5.2.2.5", RuleSeverity::violation, "reused a reply whose Cache-Control had no-store"},
+    {"private", "5.2.2.7", RuleSeverity::violation, "a shared cache reused a private reply"},
+    {"authorization", "3.5", RuleSeverity::violation,
+     "reused a reply to a request with Authorization, without public / s-maxage / must-revalidate"},
+    {"stale", "4.2.4", RuleSeverity::violation, "served a stale copy without permission"},
+    {"must-revalidate", "5.2.2.2", RuleSeverity::violation, "served stale although must-revalidate"},
+    {"proxy-revalidate", "5.2.2.8", RuleSeverity::violation, "served stale although proxy-revalidate"},
+    {"s-maxage", "5.2.2.10", RuleSeverity::violation, "served past s-maxage"},
+    {"no-cache", "5.2.2.4", RuleSeverity::violation, "reused a no-cache reply without validating it"},
+    {"vary", "4.1", RuleSeverity::violation,
+     "served a variant whose Vary-named request headers differ from this request's"},
+    {"invalidation", "4.4", RuleSeverity::violation,
+     "served a copy stored before a successful unsafe request to the same URI"},
+    {"age", "4", RuleSeverity::violation, "reused reply with no Age, or an Age below the copy's true age"},
+    {"not-modified", "4.3.2", RuleSeverity::violation, "a 304 whose validators do not match the client's request"},
+    {"head-body", "9110 9.3.2", RuleSeverity::violation, "a reply to HEAD with a body"},
+    {"interim", "9110 15.2", RuleSeverity::violation,
+     "dropped an interim (1xx) response its parent relayed, or ended or hung after one without a final response"},
+    {"validator-precedence", "9110 13.2.2", RuleSeverity::violation,
+     "a 304 that only If-Modified-Since allowed, to a request with a non-matching If-None-Match"},
+    {"not-modified-fields", "9110 15.4.5", RuleSeverity::violation,
+     "a 304 without the ETag or Vary the stored reply has"},
+    {"framing", "3.2", RuleSeverity::violation,
+     "a reused copy whose body disagrees with its Content-Length (e.g. taken from a 304)"},
+    {"date", "4, 3.2", RuleSeverity::violation, "reused a stored reply with another Date than its parent sent"},
+    {"stored-fields", "3.1", RuleSeverity::violation,
+     "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"},
+    {"header-update", "4.3.4", RuleSeverity::violation,
+     "served a copy without the fields the origin's 304 changed during this request"},
+    {"heuristic", "4.2.2", RuleSeverity::advisory, "heuristic freshness beyond 10 % of (Date - Last-Modified)"},
+    {"request-no-store", "5.2.1.5", RuleSeverity::advisory, "reused a reply to a request that had no-store"},
+    {"request-no-cache", "5.2.1.4", RuleSeverity::advisory,
+     "request no-cache (or Pragma: no-cache) answered from cache without validating"},
+    {"request-max-age", "5.2.1.1", RuleSeverity::advisory, "request max-age=N answered with a copy older than N"},
+    {"invalid-freshness", "4.2.1", RuleSeverity::advisory,
+     "reused a copy whose max-age or s-maxage is invalid (encouraged: stale)"},
+    {"duplicate-freshness", "4.2.1", RuleSeverity::advisory,
+     "reused a copy fresh by the first of repeated max-age, s-maxage or Expires"},
+});
+
+/// The id of a rule of the catalogue, checked when compiled: a rule that is not in
+/// kCacheRules does not compile (the string the record writes is the catalogue's own).
+consteval std::string_view rule_id(std::string_view id) {
+    for (const auto& rule : kCacheRules)
+        if (rule.id == id) return rule.id;
+    throw "not a rule of kCacheRules (judge/cache_rule_catalogue.hpp)";
+}
+
+/// The catalogue as JSON (--list-cache-rules): [{"id", "section", "severity", "meaning"}, ...] in table order.
+std::string cache_rule_catalogue_json();
+
+}  // namespace spe

@@ -1,0 +1,580 @@
+#include "judge/cache_rules.hpp"
+#include "core/ascii.hpp"
+#include "judge/cache_rule_catalogue.hpp"
+
+#include "http/header_policy.hpp"
+#include "http/http_date.hpp"
+
+#include <fmt/format.h>
+#include <boost/beast/core/string.hpp>
+
+#include <boost/container/static_vector.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+
+namespace spe {
+namespace {
+
+// Date and Age have one-second resolution and caches round them down, so a
+// copy counts as stale only when it is more than this past its lifetime.
+constexpr double kSlack = 1.5;
+
+bool heuristically_cacheable(unsigned status) {
+    // RFC 9110 15.1.
+    switch (status) {
+        case 200:
+        case 203:
+        case 204:
+        case 206:
+        case 300:
+        case 301:
+        case 308:
+        case 404:
+        case 405:
+        case 410:
+        case 414:
+        case 501:
+            return true;
+        default:
+            return false;
+    }
+}
+
+std::optional<double> seconds_value(std::optional<std::string_view> v) {
+    if (!v) return std::nullopt;
+    std::int64_t n = 0;
+    const auto s = *v;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc() || n < 0) return std::nullopt;
+    (void)end;
+    return static_cast<double>(n);
+}
+
+std::optional<double> date_value(std::optional<std::string_view> v) {
+    if (!v) return std::nullopt;
+    if (auto t = parse_http_date(*v)) return static_cast<double>(*t);
+    return std::nullopt;
+}
+
+double or_stamp(const std::optional<double>& t, const KnownFetch& f) {
+    return t.value_or(f.stamp.time);
+}
+
+std::string secs(double s) {
+    return fmt::format("{:.1f} s", s);
+}
+
+/// The lifetime of a stored reply in a shared cache (RFC 9111 4.2.1), and
+/// where it came from. `date`: the Date the cache received (its parent's), else the origin's.
+std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc,
+                                                std::optional<double> date = std::nullopt) {
+    if (cc.s_maxage) return {static_cast<double>(*cc.s_maxage), "s-maxage"};
+    if (cc.max_age) return {static_cast<double>(*cc.max_age), "max-age"};
+    const auto& o = f.facts();
+    const double received_date = date ? *date : or_stamp(o.date, f);
+    if (o.has_expires) {
+        if (!o.expires) return {0, "expires"};  // invalid: already expired (5.3)
+        return {std::max(0.0, *o.expires - received_date), "expires"};
+    }
+    if (heuristically_cacheable(f.status) || cc.public_) {
+        if (o.last_modified) return {std::max(0.0, 0.1 * (received_date - *o.last_modified)), "heuristic"};
+        return {0, "heuristic"};
+    }
+    return {0, "none"};
+}
+
+/// The age a copy had when the origin last sent or confirmed it (RFC 9111
+/// 4.2.3's corrected initial age): the Age it arrived with (the first copy
+/// seen carried it, plus the time between the fetch and that sighting, taken
+/// off again), or its apparent age from Date. After a validation the 304's
+/// Date counts, which the Collector's stamp does not carry: a whole second
+/// below the validation time, as an origin's clock gives it.
+double initial_age(const KnownFetch& f, std::optional<double> validated_at) {
+    double received = 0;
+    if (const auto& age = f.facts().age) received = std::max(0.0, *age - std::max(0.0, f.first_seen - f.stamp.time));
+    if (validated_at && *validated_at > f.stamp.time)
+        return std::max(received, *validated_at - std::floor(*validated_at));
+    const double apparent = std::max(0.0, f.stamp.time - or_stamp(f.facts().date, f));
+    return std::max(apparent, received);
+}
+
+bool weak_match(std::string_view a, std::string_view b) {
+    auto opaque = [](std::string_view t) {
+        if (t.substr(0, 2) == "W/") t.remove_prefix(2);
+        return t;
+    };
+    return opaque(a) == opaque(b);
+}
+
+/// Whether `request_ae` (Accept-Encoding) accepts `coding` (RFC 9110 12.5.3).
+bool accepts_coding(const std::optional<std::string>& request_ae, std::string_view coding) {
+    if (coding.empty() || spe::iequals(coding, "identity")) {
+        if (!request_ae) return true;
+    } else if (!request_ae) {
+        return true;  // no Accept-Encoding: any coding is acceptable
+    }
+    std::string_view list = *request_ae;
+    bool star = false, star_zero = false;
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        auto item = trim(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+        const auto semi = item.find(';');
+        const auto name = trim(item.substr(0, semi));
+        const bool zero = semi != std::string_view::npos && item.find("q=0", semi) != std::string_view::npos &&
+                          item.find("q=0.", semi) == std::string_view::npos;
+        if (spe::iequals(name, coding.empty() ? "identity" : coding)) return !zero;
+        if (name == "*") star = true, star_zero = zero;
+    }
+    if (star) return !star_zero;
+    return coding.empty() || spe::iequals(coding, "identity");  // identity is acceptable unless refused
+}
+
+std::optional<Finding> vary_finding(const ReuseQuestion& q) {
+    const auto& f = q.fetch;
+    if (!q.stored_for || !f.headers.vary()) return std::nullopt;
+    for (const auto& [name, stored] : q.stored_for->vary) {
+        if (name == "*") return Finding{rule_id("vary"), "4.1", "the stored reply has Vary: *, which never matches"};
+        if (name == "accept-encoding") {
+            // Caches may normalize Accept-Encoding (Varnish does): what counts
+            // is whether this request accepts the coding it was served.
+            const auto ae = request_field(q.request, "accept-encoding");
+            const auto coding = q.content_encoding.value_or("");
+            if (!accepts_coding(ae, coding))
+                return Finding{rule_id("vary"), "4.1",
+                               fmt::format("served Content-Encoding '{}' to a request with Accept-Encoding '{}'",
+                                           coding.empty() ? "identity" : coding, ae.value_or("(none)"))};
+            continue;
+        }
+        const auto now = selecting_value(q.request, name);
+        if (now != stored)
+            return Finding{rule_id("vary"), "4.1",
+                           fmt::format("the stored variant was selected by {}: '{}', this request has '{}'", name,
+                                       stored.value_or("(absent)"), now.value_or("(absent)"))};
+    }
+    return std::nullopt;
+}
+
+/// Whether the copy was stale already when it reached the cache (as its parent
+/// sent it; without a parent stamp, as the origin sent or last confirmed it):
+/// a lifetime no longer than its age on arrival (RFC 9111 4.2). The rounding
+/// slack is for copies that were fresh then: one that never was has no fresh
+/// moment for Date's and Age's whole seconds to blur.
+bool never_fresh(const ReuseQuestion& q, double lifetime) {
+    if (lifetime <= 0) return true;
+    if (q.parent) {
+        // As it reached this cache, from its parent (whose own store may have kept it young or old):
+        // Age in whole seconds rounded down, Date rounded down too (up to a second over).
+        if (const auto age = seconds_value(q.parent->age); age && *age >= lifetime) return true;
+        const auto date = date_value(q.parent->date);
+        return date && q.parent->time - *date >= lifetime + 1;
+    }
+    const auto& f = q.fetch;
+    if (q.validated_at && *q.validated_at > f.stamp.time) return false;  // the 304's own Age and Date are not known
+    const auto& o = f.facts();
+    // Age counts whole seconds rounded down; the time between the fetch and the
+    // copy first seen is taken off again (less than half a second on a fetch).
+    if (o.age && *o.age - std::max(0.0, f.first_seen - f.stamp.time) + 0.5 >= lifetime) return true;
+    // Date is rounded down too: the apparent age overstates by up to a second.
+    return o.date && f.stamp.time - *o.date >= lifetime + 1;
+}
+
+/// RFC 9111 4.2.1 lets a cache read repeated freshness by its first occurrence
+/// and encourages reading invalid freshness as stale: reusing such a copy is
+/// the cache's choice, named as an advisory.
+std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
+    if (o.cc.freshness_invalid)
+        return Finding{rule_id("invalid-freshness"), "4.2.1",
+                       "reused although its max-age or s-maxage is invalid (caches are encouraged to consider it "
+                       "stale)"};
+    if (o.cc.freshness_repeated || o.expires_repeated)
+        return Finding{rule_id("duplicate-freshness"), "4.2.1",
+                       fmt::format("reused by the first of repeated {} (the other reading is stale)",
+                                   o.expires_repeated ? "Expires" : "max-age or s-maxage")};
+    return std::nullopt;
+}
+
+std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
+    if (cc.must_revalidate) return *section = "5.2.2.2", rule_id("must-revalidate");
+    if (cc.proxy_revalidate) return *section = "5.2.2.8", rule_id("proxy-revalidate");
+    if (source == "s-maxage") return *section = "5.2.2.10", rule_id("s-maxage");
+    return *section = "4.2.4", rule_id("stale");
+}
+
+/// Staleness the client or the origin allowed (max-stale, stale-while-revalidate).
+bool stale_permitted(const ReuseQuestion& q, const CacheControl& cc, double staleness) {
+    if (cc.must_revalidate || cc.proxy_revalidate || cc.s_maxage) return false;
+    const auto& rc = q.request.cc;
+    if (rc.max_stale_any || (rc.max_stale && staleness <= static_cast<double>(*rc.max_stale) + kSlack)) return true;
+    return cc.stale_while_revalidate && staleness <= static_cast<double>(*cc.stale_while_revalidate) + kSlack;
+}
+
+}  // namespace
+
+const OriginFacts& KnownFetch::facts() const {
+    if (!facts_) {
+        OriginFacts o;
+        o.cc = parse_cache_control(headers.cache_control().value_or(""));
+        o.date = date_value(headers.date());
+        o.has_expires = headers.expires().has_value();
+        o.expires = date_value(headers.expires());
+        if (o.has_expires && !o.expires)
+            if (const auto first = parse_first_http_date(*headers.expires())) {
+                o.expires = static_cast<double>(*first);
+                o.expires_repeated = true;
+            }
+        o.last_modified = date_value(headers.last_modified());
+        o.age = seconds_value(headers.age());
+        if (const auto vary = headers.vary()) o.vary = vary_names(*vary);
+        facts_ = std::move(o);
+    }
+    return *facts_;
+}
+
+Freshness freshness(const ReuseQuestion& q) {
+    const auto& cc = q.fetch.facts().cc;
+    Freshness fr;
+    const double basis = std::max(q.fetch.stamp.time, q.validated_at.value_or(0));
+    fr.validated_now = basis >= q.request_at - 0.005;
+    if (q.parent) {
+        // The copy as it reached this cache (RFC 9111 4.2.3, the parent's reply as received): its
+        // age then, from the parent's Age or Date, plus the time it has been resident since. The
+        // origin's Age and Date do not count: the parent may have answered from its own store.
+        const auto date = date_value(q.parent->date);
+        std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc, date);
+        const double received = seconds_value(q.parent->age).value_or(0);
+        const double apparent = date ? std::max(0.0, q.parent->time - *date) : 0;
+        fr.age = std::max(received, apparent) + std::max(0.0, q.at - q.parent->time);
+        return fr;
+    }
+    std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc);
+    fr.age = initial_age(q.fetch, q.validated_at) + std::max(0.0, q.at - basis);
+    return fr;
+}
+
+std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories) {
+    std::vector<Finding> out;
+    // Request directives "are advisory; caches MAY implement them" (RFC 9111
+    // 5.2.1): not honouring one is reported, never as a violation.
+    std::vector<Finding> ignored_requests;
+    auto& request_rules = advisories ? *advisories : ignored_requests;
+    const auto& f = q.fetch;
+    const auto& cc = f.facts().cc;
+    if (cc.no_store)
+        out.push_back({rule_id("no-store"), "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
+    if (q.stored_for && q.stored_for->no_store)
+        request_rules.push_back({rule_id("request-no-store"), "5.2.1.5", "stored from a request that said no-store"});
+    if (cc.private_)
+        out.push_back(
+            {rule_id("private"), "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
+    if (q.stored_for && q.stored_for->authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
+        out.push_back({rule_id("authorization"), "3.5",
+                       "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
+    if (auto v = vary_finding(q)) out.push_back(std::move(*v));
+    // When the cache stored (or last had confirmed) this copy: no earlier than the request it got it for left
+    // for it (the Multiplier's clock, as the unsafe request's), nor than its parent sent it. The origin's fetch
+    // can be older than the cache's copy of it: the Collector may have fetched for the client's request while
+    // this cache's turn still waited behind the unsafe one.
+    const double basis = std::max({f.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
+                                   q.stored_for ? q.stored_for->sent_at : 0.0});
+    if (q.invalidated_at && *q.invalidated_at > basis)
+        out.push_back({rule_id("invalidation"), "4.4",
+                       fmt::format("stored {} before a successful unsafe request to the same URI",
+                                   secs(*q.invalidated_at - basis))});
+
+    const auto fr = freshness(q);
+    if (!fr.validated_now) {
+        if (cc.no_cache)
+            out.push_back(
+                {rule_id("no-cache"), "5.2.2.4", "the origin's reply said no-cache; served without validation"});
+        if (q.request.no_cache())
+            request_rules.push_back(
+                {rule_id("request-no-cache"), "5.2.1.4", "the request said no-cache; answered without validation"});
+        // max-age=0 asks for validation outright; a larger one for a copy no older.
+        const auto& max_age = q.request.cc.max_age;
+        if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
+            request_rules.push_back(
+                {rule_id("request-max-age"), "5.2.1.1",
+                 fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
+        const double staleness = fr.age - fr.lifetime;
+        const auto flagged = out.size();
+        if (fr.source == "heuristic") {
+            if (advisories && f.headers.last_modified() && staleness > kSlack)
+                advisories->push_back({rule_id("heuristic"), "4.2.2",
+                                       fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
+                                                   "Last-Modified) is {}",
+                                                   secs(fr.age), secs(fr.lifetime))});
+        } else if (const bool unfresh = never_fresh(q, fr.lifetime);
+                   (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
+            // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
+            // "should" (the first, or stale) leaves the reading to the cache, an advisory.
+            if (cc.freshness_repeated && cc.freshness_longest && advisories &&
+                fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
+                advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
+                                       fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
+                                                   "ones; stale by the first ({})",
+                                                   secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
+                return out;
+            }
+            std::string_view section;
+            const auto rule = stale_rule(cc, fr.source, &section);
+            out.push_back({rule, section,
+                           fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime),
+                                       fr.source, unfresh ? "; stale on arrival" : "",
+                                       q.validated_at ? "" : "; no validation stamped on the copy")});
+        }
+        // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
+        if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
+            advisories->push_back(*a);
+    }
+    return out;
+}
+
+std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
+                                   std::optional<std::string_view> reply_age) {
+    if (reply_status == 304) return std::nullopt;
+    const auto fr = freshness(q);
+    // A missing Age on a copy younger than the clocks' resolution reads as the
+    // Age 0 or 1 a cache would have sent (Squid omits Age 0): not flagged.
+    if (!reply_age && fr.age < kSlack) return std::nullopt;
+    if (!reply_age)
+        return Finding{rule_id("age"), "4",
+                       fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
+    const auto age = seconds_value(reply_age);
+    if (!age) return Finding{rule_id("age"), "5.1", fmt::format("Age '{}' is not a number of seconds", *reply_age)};
+    if (*age + 1 + kSlack < fr.age)
+        return Finding{rule_id("age"), "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
+    return std::nullopt;
+}
+
+namespace {
+
+std::optional<std::string_view> last_modified_of(const CacheHeaders& reply, const CacheHeaders* fetch) {
+    return reply.last_modified() ? reply.last_modified() : fetch ? fetch->last_modified() : std::nullopt;
+}
+
+/// The reply is known to be modified since the request's If-Modified-Since.
+bool modified_since(const RequestFacts& request, const CacheHeaders& reply, const CacheHeaders* fetch) {
+    const auto since = date_value(request.if_modified_since);
+    const auto lm = date_value(last_modified_of(reply, fetch));
+    return since && lm && *lm > *since;
+}
+
+}  // namespace
+
+std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date) {
+    if (!parent.date) return std::nullopt;  // none sent: the cache had to add one (RFC 9110 6.6.1)
+    if (served_date && trim(*served_date) == trim(*parent.date)) return std::nullopt;
+    return Finding{rule_id("date"), "4, 3.2",
+                   fmt::format("served Date '{}', but the stored reply's Date (its parent's) is '{}'",
+                               served_date.value_or("(none)"), *parent.date)};
+}
+
+/// Fields a hop writes or may change: hop-by-hop ones, its own Age, Date, Via, Server ..., framing, and
+/// Content-Encoding, which a proxy that decodes for a client not accepting the coding drops (a transformation
+/// RFC 9110 7.7 allows without no-transform; Varnish gunzips so).
+bool field_may_differ(std::string_view n) {
+    static constexpr std::array<std::string_view, 20> kNames = {"connection",
+                                                                "keep-alive",
+                                                                "proxy-connection",
+                                                                "te",
+                                                                "trailer",
+                                                                "upgrade",
+                                                                "transfer-encoding",
+                                                                "proxy-authenticate",
+                                                                "proxy-authentication-info",
+                                                                "age",
+                                                                "date",
+                                                                "via",
+                                                                "warning",
+                                                                "server",
+                                                                "content-length",
+                                                                "content-encoding",
+                                                                "accept-ranges",
+                                                                "x-cache",
+                                                                "x-cache-lookup",
+                                                                "cache-status"};
+    return n.substr(0, 6) == "x-spe-" || std::find(kNames.begin(), kNames.end(), n) != kNames.end();
+}
+
+std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
+                                             const CacheControl& cc) {
+    if (cc.no_cache_fields || cc.private_fields) return std::nullopt;
+    auto listed = [](std::string_view names, std::string_view name) {
+        while (!names.empty()) {
+            const auto space = names.find(' ');
+            if (names.substr(0, space) == name) return true;
+            if (space == std::string_view::npos) break;
+            names.remove_prefix(space + 1);
+        }
+        return false;
+    };
+    std::string missing;
+    std::string_view sent = parent.fields;
+    while (!sent.empty()) {
+        const auto space = sent.find(' ');
+        const auto name = sent.substr(0, space);
+        if (!name.empty() && !field_may_differ(name) && !listed(served_names, name))
+            missing.append(missing.empty() ? "" : ", ").append(name);
+        if (space == std::string_view::npos) break;
+        sent.remove_prefix(space + 1);
+    }
+    if (missing.empty()) return std::nullopt;
+    return Finding{rule_id("stored-fields"), "3.1",
+                   fmt::format("its parent sent {}, which the reused reply lacks: a cache stores and sends every "
+                               "end-to-end field it received",
+                               missing)};
+}
+
+std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
+                                             const CacheHeaders& served) {
+    // The fields the judge reads that a 304 may update (Age, Date and the stamps aside).
+    static constexpr std::array<std::pair<std::string_view, CacheField>, 5> kUpdated = {{
+        {"cache-control", CacheField::cache_control},
+        {"expires", CacheField::expires},
+        {"last-modified", CacheField::last_modified},
+        {"etag", CacheField::etag},
+        {"vary", CacheField::vary},
+    }};
+    for (const auto& [name, field] : kUpdated) {
+        const auto before = stored.get(field);
+        const auto after = updated.get(field);
+        if (before == after || served.get(field) != before) continue;
+        return Finding{rule_id("header-update"), "4.3.4",
+                       fmt::format("the origin's 304 changed {} to '{}' during this request; served the stored "
+                                   "'{}' (the copy had to be validated: it either was and the 304 was not merged, "
+                                   "or it was served stale)",
+                                   name, after.value_or("(none)"), before.value_or("(none)"))};
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+/// Whether an If-None-Match list names `etag` (weak comparison, RFC 9110 13.1.2).
+bool listed_in(std::string_view if_none_match, std::string_view etag) {
+    std::string_view list = if_none_match;
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        if (weak_match(trim(list.substr(0, comma)), trim(etag))) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
+}  // namespace
+
+std::optional<Finding> not_modified_finding(const RequestFacts& request, const CacheHeaders& reply,
+                                            const CacheHeaders* fetch) {
+    const auto etag = reply.etag() ? reply.etag() : fetch ? fetch->etag() : std::nullopt;
+    if (request.if_none_match) {
+        if (trim(*request.if_none_match) == "*") return std::nullopt;
+        // Without an ETag in the 304 (Squid 5.7 leaves it out) nor a known stored fetch, whether the reply
+        // had one is unknown: only a fetch known to have none shows the 304 wrong.
+        if (!etag && !fetch) return std::nullopt;
+        if (etag && listed_in(*request.if_none_match, *etag)) return std::nullopt;
+        const auto what = etag ? fmt::format("a 304 for ETag {} to If-None-Match: {}", *etag, *request.if_none_match)
+                               : std::string("a 304 to If-None-Match for a reply without ETag");
+        // If-Modified-Since alone would have allowed it: the cache evaluated the date, which
+        // a recipient must ignore when the request has If-None-Match (RFC 9110 13.2.2).
+        if (request.if_modified_since && !modified_since(request, reply, fetch))
+            return Finding{rule_id("validator-precedence"), "9110 13.2.2",
+                           what + ", judged by If-Modified-Since, which If-None-Match overrides"};
+        return Finding{rule_id("not-modified"), "4.3.2", what};
+    }
+    if (request.if_modified_since && modified_since(request, reply, fetch))
+        return Finding{rule_id("not-modified"), "4.3.2",
+                       fmt::format("a 304 to If-Modified-Since: {} for a reply Last-Modified {}",
+                                   *request.if_modified_since, *last_modified_of(reply, fetch))};
+    return std::nullopt;
+}
+
+std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, const CacheHeaders& stored) {
+    const bool etag = stored.etag() && !reply.etag();
+    const bool vary = stored.vary() && !reply.vary();
+    if (!etag && !vary) return std::nullopt;
+    return Finding{rule_id("not-modified-fields"), "9110 15.4.5",
+                   fmt::format("a 304 without the {} the stored reply has ({})",
+                               etag && vary ? "ETag and Vary"
+                               : etag       ? "ETag"
+                                            : "Vary",
+                               etag ? *stored.etag() : *stored.vary())};
+}
+
+namespace {
+
+/// Splits a list field into its members (no quoted commas in these fields' names).
+/// (At most 16: a claim header names a few caches; kept inline, it is read for every reply.)
+boost::container::static_vector<std::string_view, 16> members(std::string_view list) {
+    boost::container::static_vector<std::string_view, 16> out;
+    while (!list.empty() && out.size() < out.capacity()) {
+        const auto comma = list.find(',');
+        if (auto m = trim(list.substr(0, comma)); !m.empty()) out.push_back(m);
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+/// The cache name of a Cache-Status member ("name; hit") or X-Cache value ("HIT from name").
+std::string_view member_name(std::string_view m, bool cache_status) {
+    if (cache_status) return trim(m.substr(0, m.find(';')));
+    const auto from = m.find(" from ");
+    return from == std::string_view::npos ? std::string_view{} : trim(m.substr(from + 6));
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+}  // namespace
+
+std::vector<std::string> claim_names(const CacheHeaders& reply) {
+    std::vector<std::string> out;
+    if (const auto cache_status = reply.cache_status())
+        for (auto m : members(*cache_status))
+            out.emplace_back(member_name(m, true));
+    if (const auto x_cache = reply.x_cache())
+        for (auto m : members(*x_cache))
+            if (auto n = member_name(m, false); !n.empty()) out.emplace_back(n);
+    return out;
+}
+
+std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
+    // The member nearest the client is the last one (RFC 9211 2): the proxy's own.
+    if (const auto cache_status = reply.cache_status()) {
+        const auto ms = members(*cache_status);
+        for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
+            if (contains(upstream_names, member_name(*it, true))) continue;
+            const auto params = it->substr(std::min(it->size(), it->find(';')));
+            if (params.find("hit") != std::string_view::npos && params.find("fwd=") == std::string_view::npos)
+                return "hit";
+            return "miss";
+        }
+    }
+    if (const auto x_cache = reply.x_cache()) {
+        const auto ms = members(*x_cache);
+        for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
+            if (contains(upstream_names, member_name(*it, false))) continue;
+            if (spe::iequals(it->substr(0, 3), "HIT")) return "hit";
+            if (spe::iequals(it->substr(0, 4), "MISS")) return "miss";
+        }
+    }
+    return {};
+}
+
+std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request, const CacheHeaders& reply) {
+    if (!request.if_none_match || !request.if_modified_since || !reply.etag()) return std::nullopt;
+    const bool matched = trim(*request.if_none_match) == "*" || listed_in(*request.if_none_match, *reply.etag());
+    if (!matched || !modified_since(request, reply, nullptr)) return std::nullopt;
+    return Finding{rule_id("validator-precedence"), "9110 13.2.2",
+                   fmt::format("a 200 for ETag {}, which If-None-Match: {} matches (a 304 was due), judged by "
+                               "If-Modified-Since: {}, which If-None-Match overrides",
+                               *reply.etag(), *request.if_none_match, *request.if_modified_since)};
+}
+
+}  // namespace spe

@@ -1,0 +1,41 @@
+#include "judge/fetch_memory.hpp"
+
+namespace spe {
+namespace {
+
+std::optional<FetchStamp> stamp_of(const Measure& m) {
+    return m.fetch ? parse_fetch_stamp(*m.fetch) : std::nullopt;
+}
+
+/// What the validator compares, and nothing else (no captures, times or judge fields).
+Measure compared_part(const Measure& m) {
+    Measure out;
+    out.status = m.status;
+    out.md5 = m.md5;
+    out.headers = m.headers;
+    out.fetch = m.fetch;
+    return out;
+}
+
+}  // namespace
+
+void FetchMemory::remember(std::string_view method, const Measure& reference) {
+    if (method != "GET" || !reference.status || !reference.md5 || reference.error != LegError::none) return;
+    const auto stamp = stamp_of(reference);
+    if (!stamp) return;
+    const std::lock_guard lock(mutex_);
+    if (const auto* kept = fetches_.find(stamp->serial); kept && kept->stamp.id == stamp->id) return;
+    fetches_.insert_or_assign(stamp->serial, Kept{*stamp, compared_part(reference)});
+}
+
+std::optional<Measure> FetchMemory::other_fetch(const Measure& reference, const Measure& reply) const {
+    const auto mine = stamp_of(reply);
+    const auto theirs = stamp_of(reference);
+    if (!mine || !theirs || mine->id == theirs->id) return std::nullopt;
+    const std::lock_guard lock(mutex_);
+    const auto* kept = fetches_.find(mine->serial);
+    if (!kept || kept->stamp.id != mine->id) return std::nullopt;
+    return kept->reply;
+}
+
+}  // namespace spe

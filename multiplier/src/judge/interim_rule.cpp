@@ -1,0 +1,78 @@
+#include "judge/interim_rule.hpp"
+#include "judge/cache_rule_catalogue.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace spe {
+namespace {
+
+// The Collector stamps in milliseconds.
+constexpr double kClockSlack = 0.005;
+
+std::size_t count_of(const std::vector<Interim>& list, unsigned status) {
+    return static_cast<std::size_t>(
+        std::count_if(list.begin(), list.end(), [status](const Interim& i) { return i.status == status; }));
+}
+
+std::string last_interim(const Measure& m) {
+    const auto& last = m.interim.back();
+    return fmt::format("{} at {:.3f} s", last.status, static_cast<double>(last.at_us) / 1e6);
+}
+
+/// An interim reply and then no final one: hung (the deadline) or ended the exchange there.
+std::optional<Finding> no_final_reply(const Measure& reply) {
+    if (reply.status || reply.interim.empty() || reply.error == LegError::aborted) return std::nullopt;
+    if (reply.error == LegError::timeout)
+        return Finding{rule_id("interim"), "9110 15.2",
+                       fmt::format("hung after an interim response ({}): no final response before the deadline",
+                                   last_interim(reply))};
+    return Finding{rule_id("interim"), "9110 15.2",
+                   fmt::format("an interim response ({}) as its final response: {} without a final response",
+                               last_interim(reply), to_string(reply.error))};
+}
+
+}  // namespace
+
+InterimJudgement judge_interim(const Measure& reference, const Measure& reply, bool own_fetch) {
+    InterimJudgement out;
+    // The reference must have ended well: a proxy is not blamed for an exchange its parent did not finish.
+    if (!reference.status) return out;
+    if (auto f = no_final_reply(reply)) {
+        out.exercised = true;
+        out.finding = std::move(f);
+        return out;
+    }
+    if (!reply.status || !own_fetch) return out;
+    // 100 Continue is left out: a proxy that sent Expect itself need not forward the 100 it asked for.
+    for (const auto& i : reference.interim) {
+        if (i.status == 100) continue;
+        out.exercised = true;
+        if (count_of(reply.interim, i.status) < count_of(reference.interim, i.status)) {
+            out.finding = Finding{rule_id("interim"), "9110 15.2",
+                                  fmt::format("dropped the {} interim response its parent relayed for this request "
+                                              "(the Collector's reply had {} of them)",
+                                              i.status, count_of(reference.interim, i.status))};
+            break;
+        }
+    }
+    return out;
+}
+
+std::string interim_text(const Measure& m) {
+    std::string out;
+    for (const auto& i : m.interim)
+        out += fmt::format("{}{} at {:.3f} s", out.empty() ? "" : ", ", i.status, static_cast<double>(i.at_us) / 1e6);
+    return out.empty() ? "none" : out;
+}
+
+bool is_own_fetch(const Measure& reference, const Measure& reply, double sent_at) {
+    if (!reference.fetch || !reply.fetch) return false;
+    const auto ref = parse_fetch_stamp(*reference.fetch);
+    const auto own = parse_fetch_stamp(*reply.fetch);
+    return ref && own && own->collector() == ref->collector() && own->serial > ref->serial &&
+           own->time >= sent_at - kClockSlack;
+}
+
+}  // namespace spe

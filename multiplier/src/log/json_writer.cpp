@@ -1,0 +1,78 @@
+#include "log/json_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+namespace spe {
+namespace {
+
+/// Which bytes a JSON string cannot hold as they are: quote, backslash,
+/// control characters, and (for nlohmann's UTF-8 handling) non-ASCII.
+constexpr std::array<bool, 256> kNeedsCare = [] {
+    std::array<bool, 256> t{};
+    for (std::size_t c = 0; c < t.size(); ++c)
+        t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+    return t;
+}();
+
+}  // namespace
+
+void JsonWriter::string(std::string_view s) {
+    first_ = false;
+    const auto care =
+        std::find_if(s.begin(), s.end(), [](char c) { return kNeedsCare[static_cast<unsigned char>(c)]; });
+    if (care == s.end()) {  // the common case: one append, quotes included
+        const auto at = out_.size();
+        out_.resize(at + s.size() + 2);
+        out_[at] = '"';
+        s.copy(out_.data() + at + 1, s.size());
+        out_[at + 1 + s.size()] = '"';
+        return;
+    }
+    if (std::any_of(care, s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+        // Non-ASCII: nlohmann's own escaping, which replaces invalid UTF-8 (client-supplied URLs) instead of throwing.
+        out_ += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return;
+    }
+    out_ += '"';
+    auto plain = [](char c) { return !kNeedsCare[static_cast<unsigned char>(c)]; };
+    while (!s.empty()) {
+        // Runs of characters that need no escape go in one append.
+        const auto run = static_cast<std::size_t>(std::find_if_not(s.begin(), s.end(), plain) - s.begin());
+        out_.append(s.data(), run);
+        s.remove_prefix(run);
+        if (s.empty()) break;
+        const char c = s.front();
+        s.remove_prefix(1);
+        switch (c) {
+            case '"':
+                out_ += "\\\"";
+                break;
+            case '\\':
+                out_ += "\\\\";
+                break;
+            case '\b':
+                out_ += "\\b";
+                break;
+            case '\f':
+                out_ += "\\f";
+                break;
+            case '\n':
+                out_ += "\\n";
+                break;
+            case '\r':
+                out_ += "\\r";
+                break;
+            case '\t':
+                out_ += "\\t";
+                break;
+            default:
+                fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned>(c));
+        }
+    }
+    out_ += '"';
+}
+
+}  // namespace spe

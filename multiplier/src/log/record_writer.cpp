@@ -1,0 +1,79 @@
+#include "log/record_writer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace spe {
+namespace {
+
+bool put(std::FILE* f, const std::string& text) {
+    return !f || text.empty() || std::fwrite(text.data(), 1, text.size(), f) == text.size();
+}
+
+}  // namespace
+
+RecordWriter::RecordWriter(const std::string& json_path, const std::string& rope_path, std::size_t queue_bytes)
+    : queue_(queue_bytes) {
+    auto open = [](const std::string& path) {
+        if (path.empty()) return File{};
+        File f(std::fopen(path.c_str(), "ab"));
+        if (!f) throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
+        return f;
+    };
+    json_ = open(json_path);
+    rope_ = open(rope_path);
+    thread_ = std::thread([this] { run(); });
+}
+
+RecordWriter::~RecordWriter() {
+    close();
+}
+
+bool RecordWriter::submit(RecordWrite record) {
+    if (queue_.push(std::move(record))) return true;
+    // The first drop is said at once; the total is in the final log line.
+    if (queue_.dropped() == 1)
+        spdlog::error("the record writer is behind (slow disk?): records are being dropped and counted");
+    return false;
+}
+
+void RecordWriter::close() {
+    queue_.close();
+    if (thread_.joinable()) thread_.join();
+}
+
+void RecordWriter::run() {
+    std::deque<RecordWrite> batch;
+    while (queue_.pop_all(batch, kPeriod)) {
+        for (const auto& record : batch) {
+            if (write(record))
+                ++written_;
+            else if (++failed_ == 1)
+                spdlog::error("cannot write a record: {}", std::strerror(errno));
+        }
+        if (!batch.empty()) flush();
+        batch.clear();
+    }
+    flush();
+}
+
+bool RecordWriter::write(const RecordWrite& record) {
+    bool ok = put(json_.get(), record.json) && put(rope_.get(), record.rope);
+    for (const auto& c : record.captures) {
+        std::ofstream out(c.path, std::ios::binary);
+        out << c.text;
+        ok = ok && out.good();
+    }
+    return ok;
+}
+
+void RecordWriter::flush() {
+    if (json_) std::fflush(json_.get());
+    if (rope_) std::fflush(rope_.get());
+}
+
+}  // namespace spe

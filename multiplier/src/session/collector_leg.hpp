@@ -1,0 +1,53 @@
+// The request to the Collector and its reply streamed to the client as it
+// arrives (header first, body through one fixed buffer), digested on the way.
+// The client is answered here; the measure becomes the fan-out's reference.
+#pragma once
+
+#include "core/measurement.hpp"
+#include "http/header_policy.hpp"
+#include "io/client_stream.hpp"
+#include "io/upstream_connection.hpp"
+#include "replay/replay_store.hpp"
+#include "session/server_context.hpp"
+
+#include <memory>
+
+namespace spe {
+
+/// How the reply must be framed for this client.
+struct ClientSide {
+    ClientStream& stream;
+    bool head_request = false;
+    bool http11 = true;      // the client spoke HTTP/1.1 (may get chunked)
+    bool keep_alive = true;  // the client wants the connection kept
+};
+
+struct RelayOutcome {
+    Measure measure;               // the Collector's reply as the client got it
+    bool client_answered = false;  // a reply header was sent to the client
+    bool client_failed = false;    // writing to the client failed (it went away)
+    bool keep_alive = true;        // the client connection may serve another request
+};
+
+class CollectorLeg {
+public:
+    CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx);
+
+    /// `replay`, when set, keeps the reply for the proxies' copies of an unsafe request.
+    awaitable<RelayOutcome> relay(const WireRequest& req, ClientSide client, ReplayRecording* replay = nullptr);
+    void close() { conn_.close(); }
+
+private:
+    /// Relays an interim (1xx) reply to an HTTP/1.1 client; false: writing to the client failed.
+    awaitable<bool> relay_interim(const http::response_header<>& interim, ClientSide& client);
+
+    ServerContext& ctx_;
+    UpstreamConnection conn_;
+};
+
+/// Headers of a reply going to the client: hop-by-hop removed, Via appended,
+/// framing and persistence set for this client.
+void prepare_client_reply(http::response_header<>& reply, const std::string& via_name, bool has_body, bool length_known,
+                          ClientSide& client);
+
+}  // namespace spe

@@ -1,0 +1,244 @@
+#include "session/fanout.hpp"
+#include "core/coroutine_exception.hpp"
+
+#include "judge/cache_judge.hpp"
+#include "judge/fetch_memory.hpp"
+#include "judge/validator.hpp"
+#include "log/result_log.hpp"
+#include "session/proxy_leg.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace spe {
+
+Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies) {
+    const Clock::duration leg = config.timeout + std::chrono::seconds(1);
+    return config.legs == LegOrder::serial ? leg * static_cast<Clock::rep>(std::max<std::size_t>(proxies, 1)) : leg;
+}
+
+Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
+               std::shared_ptr<const WireRequest> request, bool head_request)
+    : ctx_(std::move(ctx)),
+      pools_(std::move(pools)),
+      record_(std::move(record)),
+      request_(std::move(request)),
+      sequence_(pools_->next_sequence()),
+      head_request_(head_request),
+      unsafe_(is_unsafe_method(record_.method)),
+      work_(*ctx_),
+      request_count_(*ctx_) {
+    record_.proxies.resize(ctx_->proxies().size());
+    for (std::size_t i = 0; i < record_.proxies.size(); ++i)
+        record_.proxies[i].name = ctx_->proxies()[i].name;
+}
+
+Fanout::~Fanout() {
+    // No leg holds this fan-out any more: whatever it did not pass on, the proxies' turns move past it.
+    asio::post(pools_->executor(), [pools = pools_, sequence = sequence_] { pools->pass_all(sequence); });
+    if (!has_reference_) pools_->reference_taken();  // never reached (the session failed): no backlog left
+    if (logged_) return;
+    if (record_.note.empty()) record_.note = "fan-out interrupted";
+    for (auto& p : record_.proxies)
+        if (!p.measure.status && p.measure.error == LegError::none) p.measure.error = LegError::aborted;
+    finish();
+}
+
+template <class Step>
+void Fanout::on_fanout_executor(Step step) {
+    asio::post(pools_->executor(), [self = shared_from_this(), step = std::move(step)]() mutable { step(*self); });
+}
+
+bool Fanout::sequential() const {
+    return ctx_->config().mode == FanoutMode::sequential;
+}
+
+bool Fanout::legs_wait_for_reference() const {
+    return sequential() || (unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::replay);
+}
+
+bool Fanout::withheld() const {
+    return unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::withhold;
+}
+
+void Fanout::begin() {
+    if (legs_wait_for_reference()) return;
+    on_fanout_executor([due = Clock::now()](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body, due); });
+}
+
+void Fanout::set_reference(Reference reference) {
+    // Sequential: the proxies' turn comes once the reference is whole. Their
+    // reads then stop past its length: more bytes can only confirm a
+    // mismatch, so an endless body costs one byte more.
+    const bool legs_now = legs_wait_for_reference() && reference.shortfall.empty();
+    on_fanout_executor([reference = std::move(reference), legs_now, due = Clock::now()](Fanout& f) mutable {
+        f.take_reference(std::move(reference));
+        if (legs_now) f.start_legs(f.record_.collector.bytes, due);
+    });
+}
+
+void Fanout::take_reference(Reference reference) {
+    record_.collector = std::move(reference.collector);
+    record_.client_status = reference.client_status;
+    own_reply_ = std::move(reference.own_reply);
+    has_reference_ = true;
+    pools_->reference_taken();
+    // As soon as the client's reply is whole: a proxy may serve this fetch to a later request that ends first.
+    if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
+    // The Collector invalidated when its reply left, not when this executor got to it: the client's next
+    // request may have reached the Collector (and stored a new copy) before then.
+    if (auto* judge = ctx_->cache_judge(); judge && unsafe_) judge->note_collector_unsafe(record_);
+    if (!reference.shortfall.empty()) {
+        if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
+            record_.proxies.clear();
+            started_ = true;
+            pools_->pass_all(sequence_);
+        }
+        if (legs_wait_for_reference() || !own_reply_) record_.note = std::move(reference.shortfall);
+    }
+    maybe_finish();
+}
+
+void Fanout::start_legs(std::uint64_t body_cap, Clock::time_point due) {
+    started_ = true;
+    if (withheld()) {
+        record_withheld();
+        return;
+    }
+    body_cap_ = body_cap;
+    const auto n = record_.proxies.size();
+    pending_ = n;
+    const auto first = n ? ctx_->next_rotation() % n : 0;
+    std::vector<std::size_t> order;
+    for (std::size_t k = 0; k < n; ++k) {
+        const auto proxy = (first + k) % n;
+        record_.proxies[proxy].position = k;
+        order.push_back(proxy);
+    }
+    if (ctx_->config().legs == LegOrder::serial && n > 0)
+        spawn(run_legs_in_turn(std::move(order), due), std::nullopt);
+    else
+        for (auto proxy : order)
+            spawn(run_leg(proxy, due), proxy);
+    maybe_finish();
+}
+
+void Fanout::record_withheld() {
+    for (auto& p : record_.proxies) {
+        p.measure.error = LegError::not_sent;
+        p.measure.error_detail =
+            "unsafe method: not sent to the proxies, since without a replay port (--replay-listen) each copy "
+            "would reach the origin";
+    }
+    pools_->pass_all(sequence_);
+    maybe_finish();
+}
+
+void Fanout::spawn(awaitable<void> work, std::optional<std::size_t> proxy) {
+    asio::co_spawn(
+        pools_->executor(), std::move(work), report_exception([self = shared_from_this(), proxy](const char* what) {
+            spdlog::error("{} of request {} failed: {}",
+                          proxy ? "proxy leg " + self->record_.proxies[*proxy].name : std::string("the proxy legs"),
+                          self->record_.id, what);
+        }));
+}
+
+awaitable<void> Fanout::run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due) {
+    auto self = shared_from_this();
+    for (auto proxy : order) {
+        co_await run_leg(proxy, due);
+        due = Clock::now();  // the next leg's wait for its turn starts as this one ends
+    }
+}
+
+awaitable<void> Fanout::run_leg(std::size_t proxy, Clock::time_point due) {
+    auto self = shared_from_this();
+    // However this leg ends (an exception included), the proxy's turn passes to the next fan-out.
+    struct PassTurn {
+        ProxyPools& pools;
+        std::size_t proxy;
+        std::uint64_t sequence;
+        ~PassTurn() { pools.pass_turn(proxy, sequence); }
+    };
+    {
+        PassTurn pass{*pools_, proxy, sequence_};
+        co_await send_in_turn(proxy, due);
+    }
+    --pending_;
+    maybe_finish();
+}
+
+awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
+    auto& result = record_.proxies[proxy];
+    if (const auto ahead = pools_->ahead(proxy, sequence_); ahead > ProxyPools::kMaxAhead) {
+        // A stalled proxy (a hanging one) must not make the legs queue without end, nor hold the client.
+        result.measure.error = LegError::busy;
+        result.measure.error_detail = "not sent: this proxy had not answered the " + std::to_string(ahead) +
+                                      " requests before it on this client connection (it gets them one at a time)";
+        co_return;
+    }
+    const auto bound = fanout_turn_bound(ctx_->config(), record_.proxies.size());
+    const auto turn = co_await pools_->await_turn(proxy, sequence_, bound);
+    result.queued_us = micros_since(due);
+    if (turn == ProxyPools::TurnWait::aborted) {
+        result.measure.error = LegError::aborted;
+        result.measure.error_detail = "the Multiplier stopped while the leg waited for its turn";
+        co_return;
+    }
+    if (turn == ProxyPools::TurnWait::timed_out) {
+        // The proxy is still busy with this connection's earlier requests: it has fallen behind the client.
+        result.measure.error = LegError::busy;
+        result.measure.error_detail = fmt::format(
+            "not sent: this proxy was still answering this client connection's earlier requests after {} ms "
+            "(it gets them one at a time; a leg waits for its turn one fan-out's deadline at most)",
+            std::chrono::duration_cast<std::chrono::milliseconds>(bound).count());
+        co_return;
+    }
+    auto conn = pools_->acquire(proxy);
+    if (!conn) {
+        result.measure.error = LegError::busy;
+        result.measure.error_detail = "too many requests outstanding on this proxy for this client connection";
+    } else {
+        const auto& cfg = ctx_->config();
+        auto* judge = ctx_->cache_judge();
+        const ProxyLegLimits limits{cfg.timeout, body_cap_, cfg.max_header_bytes,
+                                    cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes, judge != nullptr};
+        result.sent_at = unix_seconds();
+        result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
+        pools_->release(proxy, std::move(conn));
+        if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
+    }
+}
+
+void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {
+    // Noted as the reply arrives, not when the record is whole: a later
+    // request may meet this cache after the invalidation before then.
+    if (unsafe_ && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
+}
+
+void Fanout::maybe_finish() {
+    if (started_ && has_reference_ && pending_ == 0 && !logged_) finish();
+}
+
+const Measure& Fanout::compared_reference() const {
+    return own_reply_ ? *own_reply_ : record_.collector;
+}
+
+void Fanout::finish() {
+    logged_ = true;
+    const Measure& reference = compared_reference();
+    for (auto& p : record_.proxies) {
+        const auto other_fetch =
+            record_.method == "GET" ? ctx_->fetch_memory().other_fetch(reference, p.measure) : std::nullopt;
+        validate(reference, p, other_fetch ? &*other_fetch : nullptr);
+    }
+    if (auto* judge = ctx_->cache_judge()) judge->judge(record_, request_->header());
+    ctx_->log().write(record_);
+}
+
+}  // namespace spe

@@ -1,0 +1,93 @@
+// The connections one client connection holds to each proxy under test. They
+// mirror the client's persistence: kept alive while the client connection
+// lives, at most one outstanding request each (a busy one means a new one,
+// as in ROPE), closed when the client leaves. Also whose turn it is at each
+// proxy: the client's requests reach each proxy in the client's order, one at
+// a time (proxy_turns.hpp). Used on their own executor (the fan-out's);
+// client_closed(), abort() and next_sequence() may be called from anywhere.
+// The client is never held back for them (a proxy must not change how fast the
+// client is served): a proxy that falls too far behind gets no more legs until it
+// catches up (kMaxAhead).
+#pragma once
+
+#include "io/upstream_connection.hpp"
+#include "session/proxy_turns.hpp"
+#include "session/server_context.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+namespace spe {
+
+class ProxyPools : public Abortable, public std::enable_shared_from_this<ProxyPools> {
+public:
+    ProxyPools(asio::any_io_executor strand, const std::vector<ResolvedProxy>& proxies, std::size_t max_per_proxy,
+               std::size_t buffer_limit);
+
+    /// An idle kept-alive connection, a new one, or nullptr when the proxy
+    /// already has max_per_proxy requests outstanding for this client.
+    std::unique_ptr<UpstreamConnection> acquire(std::size_t proxy);
+    void release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn);
+
+    /// The client connection is gone: close idle connections and every one released from now on.
+    void client_closed();
+    const asio::any_io_executor& executor() const { return strand_; }
+
+    /// The client's side, once per fan-out in the client's order: its number among this
+    /// connection's fan-outs. Every number given must be passed at every proxy (pass_all).
+    std::uint64_t next_sequence() { return issued_++; }
+    /// The fan-out executor has taken a fan-out's reference (any thread may ask how far behind it is).
+    void reference_taken() { ++taken_; }
+    /// This connection's fan-outs whose reference the fan-out executor has not taken yet: how far
+    /// SPE's own measuring work (validation, judging) is behind the client, whatever the proxies do.
+    std::uint64_t backlog() const { return issued_.load() - taken_.load(); }
+    /// The client is not read from while the backlog is above this: under overload SPE's memory stays
+    /// bounded by its own pace, never by a proxy's (a hanging proxy does not delay take_reference).
+    static constexpr std::uint64_t kMaxBacklog = 64;
+    /// A leg is not queued behind more than this many of its connection's fan-outs at one proxy:
+    /// past that the proxy has fallen too far behind the client, and the leg is not sent (`busy`).
+    /// A bound on memory: a burst of back-to-back requests to a proxy slower than the Collector's
+    /// hits queues this many at most (each also waits at most one fan-out's bound, await_turn).
+    static constexpr std::uint64_t kMaxAhead = 64;
+    /// How many of this connection's fan-outs before `seq` `proxy` is not done with yet.
+    std::uint64_t ahead(std::size_t proxy, std::uint64_t seq) const { return turns_.ahead(proxy, seq); }
+
+    enum class TurnWait { turn, timed_out, aborted };
+    /// Waits until fan-out `seq` may send its leg to `proxy`: woken when the fan-out
+    /// before it passes, never polled. It gives up (timed_out) after `per_fanout`, the longest
+    /// one fan-out may take with this proxy, however many legs are ahead of it: a proxy that
+    /// falls behind the client (a hanging one) loses legs, rather than queueing them ever
+    /// longer and holding back the records that wait for them.
+    awaitable<TurnWait> await_turn(std::size_t proxy, std::uint64_t seq, Clock::duration per_fanout);
+    /// Fan-out `seq` is done with `proxy` (its leg ended, or none is sent). Idempotent.
+    void pass_turn(std::size_t proxy, std::uint64_t seq);
+    /// Fan-out `seq` sends no (further) legs: it is done with every proxy.
+    void pass_all(std::uint64_t seq);
+    void abort() override;
+
+private:
+    struct Pool {
+        std::vector<std::unique_ptr<UpstreamConnection>> idle;
+        std::set<UpstreamConnection*> busy;  // observers only; the legs own them
+    };
+    asio::any_io_executor strand_;
+    const std::vector<ResolvedProxy>& proxies_;
+    std::size_t max_per_proxy_;
+    std::size_t buffer_limit_;
+    std::vector<Pool> pools_;
+    bool client_closed_ = false;
+    bool aborted_ = false;
+    ProxyTurns turns_;
+    // Per proxy, the legs waiting for their turn, by fan-out: observers of timers their
+    // coroutines own (each erases itself before its timer goes); cancelled to wake them.
+    std::vector<std::map<std::uint64_t, asio::steady_timer*>> waiting_;
+    std::atomic<std::uint64_t> issued_{0};  // fan-out numbers given (the client's side)
+    std::atomic<std::uint64_t> taken_{0};   // fan-outs whose reference the fan-out executor took
+};
+
+}  // namespace spe
