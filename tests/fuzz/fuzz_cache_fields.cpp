@@ -10,6 +10,7 @@
 #include "judge/cache_judge.hpp"
 #include "judge/fetch_stamp.hpp"
 #include "judge_records.hpp"
+#include "newline_fields.hpp"
 
 #include <fmt/format.h>
 
@@ -23,20 +24,6 @@
 #include <vector>
 
 namespace {
-
-/// The input cut at newlines into at most `n` fields (the rest in the last).
-std::vector<std::string_view> fields(std::string_view text, std::size_t n) {
-    std::vector<std::string_view> out;
-    while (out.size() + 1 < n) {
-        const auto nl = text.find('\n');
-        if (nl == std::string_view::npos) break;
-        out.push_back(text.substr(0, nl));
-        text.remove_prefix(nl + 1);
-    }
-    out.push_back(text);
-    out.resize(n);
-    return out;
-}
 
 void check_date(std::string_view text) {
     const auto t = spe::parse_http_date(text);
@@ -75,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const unsigned status = data[0] % 2 ? 304 : 200;
     const double later = data[1] % 32 / 4.0;
     // Cache-Control, Expires, Date, Last-Modified, Age, Vary, ETag, X-SPE-Validated, X-SPE-Fetch, request header.
-    const auto f = fields({reinterpret_cast<const char*>(data + 2), size - 2}, 10);
+    const auto f = spe::test::newline_fields({reinterpret_cast<const char*>(data + 2), size - 2}, 10);
 
     for (const auto& v : f) {
         check_date(v);
