@@ -1,7 +1,7 @@
 """Per-proxy statistics of a run (ROPE's Tables 1 and 2 and what the paper lacked), and each summary
 statistic the project uses, on polars columns (the benchmarks import them from here; the load client, the
 replayer and the prefetch agent use spe_tools/summary_stats.py, the same definitions on plain lists without
-polars: tests/python/test_summary_stats.py checks they agree).
+polars: tests/python/unit/test_summary_stats.py checks they agree).
 
 Definitions (also in docs/report.md):
 - requests: client requests the row had to answer; responses: replies that arrived complete

@@ -20,7 +20,7 @@ processes used during the measured rounds (the faulty proxies are Python process
 2 cores as everything else), and what the rest of the machine used meanwhile (other jobs).
 Checks (exit status 1 when one fails): every client reply 200, one record per request, the good
 proxy OK everywhere. Each fault's verdicts are listed, and those other than the class
-tests/python/test_multiplier_faults.py expects (or `busy`) are named, without failing the run.
+tests/python/loopback/test_multiplier_faults.py expects (or `busy`) are named, without failing the run.
 
 Everything listens on 127.0.0.1 and is stopped by PID. Unpinned, as a user would run it.
 
@@ -56,7 +56,8 @@ from tests.python.httpclient import Connection
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Tail isolation"
 
-# fault mode -> the (result, error) the Multiplier must log for it, by method (tests/python/test_multiplier_faults.py)
+# fault mode -> the (result, error) the Multiplier must log for it, by method
+# (tests/python/loopback/test_multiplier_faults.py)
 FAULTS = {
     "hang": {"GET": ("NO_RESPONSE", "timeout"), "HEAD": ("NO_RESPONSE", "timeout")},
     "reset": {"GET": ("NO_RESPONSE", "reset")},

@@ -4,7 +4,7 @@
 // an advisory (a SHOULD, or a request directive RFC 9111 5.2.1 makes optional),
 // and what breaking it means. The judge names a rule only through rule_id(),
 // which the compiler checks against this table; --list-cache-rules prints it,
-// and tests/python/test_cache_rule_catalogue.py holds the report's catalogue
+// and tests/python/loopback/test_cache_rule_catalogue.py holds the report's catalogue
 // (analysis/cache_rules.py) and the log schema to it.
 #pragma once
 

@@ -7,7 +7,7 @@ DIRECT, CHOP, C1, C2 = 3128, 3129, 3130, 3131
 
 
 def line(code: str, port: int, method: str = "GET", url: str = "http://127.0.0.1:8080/1k") -> str:
-    """An access.log line in the Collector's format (analysis.collector_log.SPE_LOGFORMAT)."""
+    """An access.log line in the Collector's format (spe_tools.rundir.access_log.SPE_LOGFORMAT)."""
     return (f"1795722971.075      0 127.0.0.1 {code} 1458 {method} {url} - HIER_NONE/- application/octet-stream "
             f"{port} 92 -")
 
