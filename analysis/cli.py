@@ -6,7 +6,9 @@ present lab.json, the Collector's access.log and captures/) into report.html, su
 summary.json, report.txt and PNG figures. A log file may be given instead of a directory.
 With --compare, the same proxies across runs side by side (compare.txt/.csv/.json).
 With --fail-on (e.g. violations>0,mismatches>1%,noise>0), exits 3 when a threshold is crossed
-(spe_tools/thresholds.py, docs/report.md).
+(spe_tools/thresholds.py, docs/report.md). With --lab-summary, every format is written and the short form
+is printed instead of the whole text: what `./spe lab run` ends with (the lab runs this as a program of its
+own, so nothing of the lab imports the analysis).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 from analysis.compare import compare_rows, compare_text, write_compare
-from analysis.report import Progress, build_report, text_report, write_report
+from analysis.report import Progress, build_report, short_report, text_report, write_report
 from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
 
@@ -27,6 +29,21 @@ def _big(run: Path) -> bool:
     """Large enough (over 50 MB of log) that progress lines are worth printing."""
     files = [run] if run.is_file() else list(run.glob("*.jsonl"))
     return sum(f.stat().st_size for f in files if f.exists()) > 50_000_000
+
+
+def checked_formats(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:
+    """The formats asked for, once the arguments are known to go together (else the parser's error, exit 2)."""
+    formats = {f.strip() for f in args.format.split(",") if f.strip()}
+    if not formats <= FORMATS:
+        parser.error(f"unknown format(s): {', '.join(sorted(formats - FORMATS))}")
+    for run in args.run:
+        if not run.exists():
+            parser.error(f"{run} does not exist")
+    if len(args.run) > 1 and not args.compare:
+        parser.error("several runs need --compare")
+    if args.compare and (args.fail_on or args.lab_summary):
+        parser.error("--fail-on and --lab-summary take one run, not a comparison")
+    return formats
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,17 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-on", type=parse_thresholds, default=[], metavar="THRESHOLDS",
                         help="exit 3 when one is crossed, e.g. violations>0,mismatches>1%%,noise>0,"
                              "violations[squid]>=3 (docs/report.md)")
+    parser.add_argument("--lab-summary", action="store_true",
+                        help="write every format and print the short form `./spe lab run` ends with")
     args = parser.parse_args(argv)
-    formats = {f.strip() for f in args.format.split(",") if f.strip()}
-    if not formats <= FORMATS:
-        parser.error(f"unknown format(s): {', '.join(sorted(formats - FORMATS))}")
-    for run in args.run:
-        if not run.exists():
-            parser.error(f"{run} does not exist")
-    if len(args.run) > 1 and not args.compare:
-        parser.error("several runs need --compare")
-    if args.compare and args.fail_on:
-        parser.error("--fail-on checks one run, not a comparison")
+    formats = checked_formats(parser, args)
     try:
         reports = [build_report(run, Progress(sys.stderr.isatty() or _big(run))) for run in args.run]
     except FileNotFoundError as e:
@@ -67,12 +77,26 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := unknown_proxies(args.fail_on, [row["name"] for row in rep.rows[1:]]):
         parser.error(f"--fail-on names proxies this run does not have: {', '.join(unknown)}")
     out = args.out or RunDir(run if run.is_dir() else run.parent).report
+    if args.lab_summary:
+        return lab_summary(rep, out, args.fail_on)
     write_report(rep, out, formats)
     print(text_report(rep))
     print(f"Report written to {out}/" + (" (open report.html)" if "html" in formats else ""))
     rc, lines = threshold_lines(args.fail_on, rep.rows, rep.noise)
     for line in lines:
         print(f"spe report: {line}", file=sys.stderr if rc else sys.stdout)
+    return rc
+
+
+def lab_summary(rep, out: Path, fail_on: list) -> int:
+    """What `./spe lab run` prints at the end of a run: the short report, where the report is, the thresholds."""
+    written = write_report(rep, out, FORMATS)
+    for line in short_report(rep):
+        print(line)
+    print(f"spe lab: report {written[-1]}")
+    rc, lines = threshold_lines(list(fail_on), rep.rows, rep.noise)
+    for line in lines:
+        print(f"spe lab: {line}")
     return rc
 
 

@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,9 +22,9 @@ from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab, LabFileError, load_lab
 from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.run_loop import run_lab, say, with_share_group
-from spe_tools.lab.running import down
+from spe_tools.lab.running import ROOT, down
 from spe_tools.rundir.layout import RunDir
-from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds, threshold_lines, unknown_proxies
+from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds, unknown_proxies
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -69,23 +71,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(rundir: Path, fail_on: list[Threshold] = ()) -> int:
     """Writes the report and prints its short form (the per-proxy table and the verdict of every section:
     analysis/sections); the exit code is CROSSED_EXIT when a --fail-on threshold is crossed (each crossing
-    printed), else 0."""
-    try:
-        from analysis.report import build_report, short_report
-        from analysis.report import write_report as write
-    except ImportError as e:  # the analysis needs the project venv (polars, matplotlib)
-        print(f"spe lab: no report ({e}); run ./spe report {rundir}", file=sys.stderr)
+    printed), else 0. The analysis runs as its own program (`./spe report RUN --lab-summary`), as a user would
+    run it: the lab that writes a run directory imports nothing of what reads it (docs/architecture.md)."""
+    argv = [sys.executable, "-m", "analysis.cli", str(rundir), "--lab-summary"]
+    if fail_on:
+        argv += ["--fail-on", ",".join(str(t) for t in fail_on)]
+    sys.stdout.flush()
+    with access.umask(access.is_shared(rundir)):  # as private as the run it reports on (inherited)
+        done = subprocess.run(argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    if done.returncode not in (0, CROSSED_EXIT):
+        print(f"spe lab: no report (exit {done.returncode}); run ./spe report {rundir}", file=sys.stderr)
         return 1 if fail_on else 0  # thresholds that cannot be checked must not pass a CI job
-    report = build_report(rundir)
-    with access.umask(access.is_shared(rundir)):  # as private as the run it reports on
-        written = write(report, RunDir(rundir).report, {"html", "csv", "json", "text"})
-    for line in short_report(report):
-        say(line)
-    say(f"spe lab: report {written[-1]}")
-    rc, lines = threshold_lines(list(fail_on), report.rows, report.noise)
-    for line in lines:
-        say(f"spe lab: {line}")
-    return rc
+    return done.returncode
 
 
 def cmd_down(args: argparse.Namespace) -> int:
