@@ -3,6 +3,8 @@
 #include "core/flag_table.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 #include "log/result_log.hpp"
+#include "metrics/metrics_server.hpp"
+#include "metrics/run_metrics.hpp"
 #include "replay/replay_server.hpp"
 #include "session/listener.hpp"
 #include "session/memory_trim.hpp"
@@ -123,10 +125,31 @@ std::shared_ptr<ReplayServer> start_replay_port(asio::io_context& ioc, ServerCon
     return server;
 }
 
+/// The metrics listener (--metrics-listen), on a thread of its own; nullptr without it. A scrape reads the
+/// counters the writer thread keeps (`metrics`) and, at that moment, the process's gauges.
+std::unique_ptr<MetricsServer> start_metrics_listener(asio::io_context& ioc, const std::shared_ptr<ServerContext>& ctx,
+                                                      const ResultLog& log, const RunMetrics* metrics) {
+    const auto& config = ctx->config();
+    if (!config.metrics_listen || !metrics) return nullptr;
+    const auto& at = *config.metrics_listen;
+    auto page = [ctx, &log, metrics] {
+        return metrics->render({ctx->client_connections(), ctx->requests_in_flight(), log.records_written(),
+                                log.records_dropped(), log.records_failed(), resident_memory_bytes()});
+    };
+    try {
+        const auto endpoints = resolve(ioc, at, "metrics listener");
+        auto server = std::make_unique<MetricsServer>(endpoints.front(), config.metrics_allow, page);
+        spdlog::info("metrics on http://{}/metrics (Prometheus text format)", at.to_string());
+        return server;
+    } catch (const boost::system::system_error& e) {
+        throw std::runtime_error("cannot listen on --metrics-listen " + at.to_string() + ": " + e.code().message());
+    }
+}
+
 /// Runs the server until the drain has ended. Returns when every session,
 /// fan-out and pending coroutine is gone (the io_context with them), so every
 /// record has been handed to `log`.
-void serve(const Config& config, ResultLog& log) {
+void serve(const Config& config, ResultLog& log, const RunMetrics* metrics) {
     // The proxies' legs run on an io_context of their own, on threads of their
     // own: a client's reply never waits in line behind fan-out work (docs/architecture.md).
     // Declared first, destroyed last: the client side's sessions hold sockets on it.
@@ -149,6 +172,7 @@ void serve(const Config& config, ResultLog& log) {
     }
     listener->start();
     auto replay = start_replay_port(ioc, *ctx);
+    auto metrics_listener = start_metrics_listener(ioc, ctx, log, metrics);
     asio::co_spawn(ioc, trim_memory_after_bursts(ctx, fanout_ioc), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
     spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {})", config.listen.to_string(),
@@ -185,13 +209,21 @@ void serve(const Config& config, ResultLog& log) {
 }
 
 int run(const Config& config) {
-    ResultLog log(config);
+    // The counters outlive the log, whose writer thread updates them.
+    std::unique_ptr<RunMetrics> metrics;
+    if (config.metrics_listen) {
+        std::vector<std::string> names;
+        for (const auto& p : config.proxies)
+            names.push_back(p.name);
+        metrics = std::make_unique<RunMetrics>(std::move(names));
+    }
+    ResultLog log(config, metrics.get());
     if (config.capture_secrets && !config.capture_dir.empty())
         spdlog::warn(
             "--capture-secrets: the captures in {} hold users' cookies and credentials (Cookie, Set-Cookie, "
             "Authorization, Proxy-Authorization values as received)",
             config.capture_dir);
-    serve(config, log);
+    serve(config, log, metrics.get());
     log.close();  // the records still queued go to disk
     const auto dropped = log.records_dropped();
     const auto failed = log.records_failed();

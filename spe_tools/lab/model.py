@@ -76,6 +76,12 @@ class MultiplierSpec:
     intercept_tls: bool = False  # read HTTPS inside CONNECT tunnels with SPE's CA (docs/https.md)
     no_intercept: tuple[str, ...] = ()  # host patterns whose tunnels stay opaque
     ca_dir: Path | None = None  # SPE's CA; None: ./spe ca's default directory
+    metrics_listen: str | None = None  # HOST:PORT of /metrics (Prometheus; port 0: a free one); None: off
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """metrics_listen as (host, port), or None when it is off."""
+        return parse_address(self.metrics_listen, "[multiplier].metrics_listen") if self.metrics_listen else None
 
 
 @dataclass(frozen=True)
@@ -186,8 +192,11 @@ def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
         intercept_tls=t.get("intercept_tls", bool),
         no_intercept=t.strings("no_intercept"),
         ca_dir=_relative_to(source, ca_dir) if (ca_dir := t.get("ca_dir", str, None)) else None,
+        metrics_listen=t.get("metrics_listen", str, None),
     )
     t.finish()
+    if spec.metrics_listen:  # checked now: a bad address is the lab file's mistake
+        parse_address(spec.metrics_listen, "[multiplier].metrics_listen")
     if not spec.intercept_tls and (spec.no_intercept or spec.ca_dir):
         raise LabFileError("[multiplier]: no_intercept and ca_dir need intercept_tls = true")
     return spec
@@ -257,7 +266,8 @@ def _workload(data: dict) -> WorkloadSpec:
 def _fixed_ports(lab: Lab) -> list[tuple[str, int]]:
     """Every port the file pins (0 = chosen at start, never a clash), with what uses it."""
     ports = [("[collector].port", lab.collector.port), ("[multiplier].listen", lab.multiplier.port),
-             ("[origin].port", lab.origin.port), ("[origin].tls_port", lab.origin.tls_port)]
+             ("[origin].port", lab.origin.port), ("[origin].tls_port", lab.origin.tls_port),
+             ("[multiplier].metrics_listen", (lab.multiplier.metrics_address or ("", 0))[1])]
     for p in lab.proxies:
         if p.kind != "external":
             ports.append((f"[[proxy]] {p.name!r}.port", p.port))

@@ -19,13 +19,15 @@ class Ports:
     collector: dict[str, int]  # each proxy's Collector port
     origin_tls: int = 0  # the synthetic origin's HTTPS port ([origin] tls)
     replay: int = 0  # the Multiplier's replay port: the Collector's parent for the proxies' unsafe copies
+    metrics: int = 0  # the Multiplier's /metrics ([multiplier] metrics_listen); 0: off
 
 
 def assign_ports(lab: Lab) -> Ports:
     """Fixed ports from the file (which must be free now), free ones for the rest, none twice."""
     free = FreePorts()
     fixed = [("[origin].port", lab.origin.port), ("[collector].port", lab.collector.port),
-             ("[multiplier].listen", lab.multiplier.port), ("[origin].tls_port", lab.origin.tls_port)]
+             ("[multiplier].listen", lab.multiplier.port), ("[origin].tls_port", lab.origin.tls_port),
+             ("[multiplier].metrics_listen", metrics[1] if (metrics := lab.multiplier.metrics_address) else 0)]
     fixed += [(f"proxy {p.name!r} port", p.port) for p in lab.proxies if p.kind != "external"]
     fixed += [(f"proxy {p.name!r} collector_port", p.collector_port) for p in lab.proxies]
     for what, port in fixed:
@@ -36,4 +38,5 @@ def assign_ports(lab: Lab) -> Ports:
                  direct=free.get(lab.collector.port), multiplier=free.get(lab.multiplier.port),
                  proxies={p.name: p.port if p.kind == "external" else free.get(p.port) for p in lab.proxies},
                  collector={p.name: free.get(p.collector_port) for p in lab.proxies},
-                 origin_tls=free.get(lab.origin.tls_port) if lab.origin.tls else 0, replay=free.get(0))
+                 origin_tls=free.get(lab.origin.tls_port) if lab.origin.tls else 0, replay=free.get(0),
+                 metrics=free.get(metrics[1]) if metrics else 0)

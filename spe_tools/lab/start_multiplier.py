@@ -26,6 +26,8 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
             "--capture-dir", str(RunDir(rundir).captures)]
     for p in lab.proxies:
         argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
+    if metrics := m.metrics_address:
+        argv += ["--metrics-listen", f"{metrics[0]}:{ports.metrics}"]
     for h in m.compare_headers:
         argv += ["--compare-header", h]
     # The synthetic origin numbers its fetches of each path (X-Origin-Count, a diagnostic): a proxy's

@@ -59,7 +59,8 @@ def _multiplier(lab: Lab, ports: Ports, multiplier: Path) -> MultiplierOfRun:
         host=m.host, port=ports.multiplier, mode=m.mode, legs=m.legs, replay_port=ports.replay,
         version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG, intercept_tls=m.intercept_tls,
         ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if m.intercept_tls else None,
-        rope_log=layout.ROPE_LOG, captures=layout.CAPTURES)
+        rope_log=layout.ROPE_LOG, captures=layout.CAPTURES,
+        metrics_url=f"http://{metrics[0]}:{ports.metrics}/metrics" if (metrics := m.metrics_address) else None)
 
 
 def _origin(lab: Lab, ports: Ports) -> OriginOfRun:

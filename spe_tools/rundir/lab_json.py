@@ -91,6 +91,7 @@ class MultiplierOfRun(_Table):
     ca_cert: str | None = None  # SPE's CA certificate, with intercept_tls
     rope_log: str | None = None
     captures: str | None = None
+    metrics_url: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # /metrics, with metrics_listen
 
 
 @dataclass

@@ -246,3 +246,33 @@ TEST_CASE("the actions need no other flag; --check validates as a start would") 
     CHECK_THROWS_WITH(action({"--check"}), Catch::Contains("--collector HOST:PORT is required"));
     CHECK_THAT(spe::help_text(), Catch::Contains("--list-flags") && Catch::Contains("--max-conns-per-proxy arg (=16)"));
 }
+
+TEST_CASE("--metrics-listen is off by default, loopback-only unless --metrics-allow, never the proxy's port") {
+    auto plain = parse({"--collector", "127.0.0.1:3128"});
+    REQUIRE(plain);
+    CHECK(!plain->metrics_listen);
+    auto on = parse({"--collector", "127.0.0.1:3128", "--metrics-listen", "127.0.0.1:9464"});
+    REQUIRE(on);
+    REQUIRE(on->metrics_listen);
+    CHECK(on->metrics_listen->port == 9464);
+    CHECK(on->metrics_allow.allows(boost::asio::ip::make_address("127.0.0.2")));
+    CHECK(on->metrics_allow.allows(boost::asio::ip::make_address("::1")));
+    CHECK(!on->metrics_allow.allows(boost::asio::ip::make_address("10.1.2.3")));
+    CHECK(!on->metrics_allow.allows(boost::asio::ip::make_address("192.168.0.7")));
+
+    auto allowed =
+        parse({"--collector", "127.0.0.1:3128", "--metrics-listen", "0.0.0.0:9464", "--metrics-allow", "10.0.0.0/8"});
+    REQUIRE(allowed);
+    CHECK(allowed->metrics_allow.allows(boost::asio::ip::make_address("10.1.2.3")));
+    CHECK(!allowed->metrics_allow.allows(boost::asio::ip::make_address("127.0.0.1")));  // the list replaces the default
+
+    CHECK_THROWS_AS(
+        parse({"--collector", "127.0.0.1:3128", "--listen", "127.0.0.1:8080", "--metrics-listen", "127.0.0.1:8080"}),
+        spe::ConfigError);
+    CHECK_THROWS_AS(parse({"--collector", "127.0.0.1:3128", "--metrics-listen", "127.0.0.1:9464", "--proxy",
+                           "collector=127.0.0.1:3129"}),
+                    spe::ConfigError);
+    CHECK_THROWS_AS(
+        parse({"--collector", "127.0.0.1:3128", "--metrics-listen", "127.0.0.1:9464", "--metrics-allow", "not-a-cidr"}),
+        spe::ConfigError);
+}

@@ -13,13 +13,13 @@ using namespace std::chrono_literals;
 namespace {
 
 RecordWrite record_of(std::size_t bytes, char fill = 'r') {
-    return RecordWrite{std::string(bytes, fill), {}, {}};
+    return RecordWrite{std::string(bytes, fill), {}, {}, {}};
 }
 
 }  // namespace
 
 TEST_CASE("a record's size counts its JSON, ROPE and capture bytes") {
-    RecordWrite r{"12345", "123", {{"ab", "1234"}}};
+    RecordWrite r{"12345", "123", {{"ab", "1234"}}, {}};
     CHECK(r.bytes() == 5 + 3 + 2 + 4);
 }
 

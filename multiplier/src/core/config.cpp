@@ -107,11 +107,27 @@ void check_combinations(const po::variables_map& vm) {
         throw ConfigError("--ca-dir, --no-intercept and --leaf-validity only apply with --intercept-tls");
 }
 
+/// The metrics listener is never the proxy's (nor the replay port's), and its series name the Collector
+/// `collector`, so no proxy may be named so.
+void check_metrics_listen(const Config& c) {
+    if (!c.metrics_listen) return;
+    if (c.metrics_listen->port == c.listen.port)
+        throw ConfigError("--metrics-listen must not use the --listen port " + std::to_string(c.listen.port));
+    if (c.replay_listen && c.metrics_listen->port == c.replay_listen->port)
+        throw ConfigError("--metrics-listen must not use the --replay-listen port");
+    for (const auto& p : c.proxies)
+        if (p.name == "collector")
+            throw ConfigError("with --metrics-listen, no proxy may be named 'collector' (the Collector's label)");
+}
+
 /// The defaults that depend on other flags, and the bounds the values must keep.
 void complete(Config& c, const po::variables_map& vm) {
-    if (!vm.count("allow"))
-        for (const auto* cidr : {"127.0.0.0/8", "::1/128"})
-            c.allow.add(cidr);
+    // Loopback only, unless the user named the clients.
+    for (auto [given, list] : {std::pair{"allow", &c.allow}, std::pair{"metrics-allow", &c.metrics_allow}})
+        if (!vm.count(given))
+            for (const auto* cidr : {"127.0.0.0/8", "::1/128"})
+                list->add(cidr);
+    check_metrics_listen(c);
     // --unsafe-requests and the replay port it needs: the safe choice unless told otherwise.
     if (!vm.count("unsafe-requests"))
         c.unsafe_requests = c.replay_listen ? UnsafeRequests::replay : UnsafeRequests::withhold;

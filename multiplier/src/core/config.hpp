@@ -59,6 +59,8 @@ struct Config {
     std::uint64_t log_queue_bytes = 64ull << 20;  // records waiting for the writer thread
 
     AllowList allow;
+    std::optional<Endpoint> metrics_listen;  // where /metrics is served (Prometheus text format); none: off
+    AllowList metrics_allow;                 // who may scrape it (default loopback)
     std::vector<std::uint16_t> connect_ports{443};
     UnsafeRequests unsafe_requests = UnsafeRequests::withhold;
     std::optional<Endpoint> replay_listen;            // where the Collector sends the proxies' unsafe copies

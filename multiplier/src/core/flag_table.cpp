@@ -77,6 +77,17 @@ Flag plain(std::string name, std::string field, std::optional<T> default_value, 
     return f;
 }
 
+/// The CIDR blocks of an allow-list flag, a bad one named as the user's mistake.
+void add_blocks(AllowList& list, const std::vector<std::string>& cidrs, std::string_view flag_name) {
+    for (const auto& cidr : cidrs) {
+        try {
+            list.add(cidr);
+        } catch (const std::invalid_argument& e) {
+            throw ConfigError(std::string(flag_name) + ": " + e.what());
+        }
+    }
+}
+
 Flag action(std::string name, char short_name, Action what, std::string help) {
     Flag f;
     f.name = std::move(name);
@@ -183,17 +194,19 @@ std::vector<Flag> make_table() {
         "records waiting for the disk at most (formatted bytes); when the disk falls further behind, records are "
         "dropped and the count is in the final log line",
         "1000000"));
-    t.push_back(flag<Strings, &Config::allow>("allow", "allow", nullopt,
-                                              "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)",
-                                              "10.0.0.0/8", [](Config& c, const Strings& v) {
-                                                  for (const auto& cidr : v) {
-                                                      try {
-                                                          c.allow.add(cidr);
-                                                      } catch (const std::invalid_argument& e) {
-                                                          throw ConfigError(std::string("--allow: ") + e.what());
-                                                      }
-                                                  }
-                                              }));
+    t.push_back(flag<Strings, &Config::allow>(
+        "allow", "allow", nullopt, "CIDR block of allowed clients (repeatable; default 127.0.0.0/8 and ::1)",
+        "10.0.0.0/8", [](Config& c, const Strings& v) { add_blocks(c.allow, v, "--allow"); }));
+    t.push_back(flag<std::string, &Config::metrics_listen>(
+        "metrics-listen", "metrics_listen", nullopt,
+        "HOST:PORT where GET /metrics answers the live counters in the Prometheus text format (docs/metrics.md); "
+        "off by default; never the --listen port",
+        "127.0.0.1:9464", [](Config& c, const std::string& v) { c.metrics_listen = parse_endpoint(v); }));
+    t.push_back(flag<Strings, &Config::metrics_allow>(
+        "metrics-allow", "metrics_allow", nullopt,
+        "CIDR block of clients allowed to scrape --metrics-listen (repeatable; default 127.0.0.0/8 and ::1); "
+        "others have their connection closed",
+        "10.0.0.0/8", [](Config& c, const Strings& v) { add_blocks(c.metrics_allow, v, "--metrics-allow"); }));
     t.push_back(flag<std::vector<unsigned>, &Config::connect_ports>(
         "connect-port", "connect_ports", nullopt,
         "port CONNECT may tunnel to (repeatable; default 443). A CONNECT target must be host:port, IPv4:port or "

@@ -7,11 +7,14 @@
 // measured leg). The count is in the Multiplier's final log line.
 #pragma once
 
+#include "log/record_tally.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,7 @@ struct RecordWrite {
     std::string json;  // the JSON line with its newline, or empty without --log
     std::string rope;  // the ROPE lines, each with its newline, or empty without --rope-log
     std::vector<CaptureFile> captures;
+    std::optional<RecordTally> tally;  // with --metrics-listen: what the record adds to the counters
 
     std::size_t bytes() const;
 };

@@ -16,8 +16,9 @@ bool put(std::FILE* f, const std::string& text) {
 
 }  // namespace
 
-RecordWriter::RecordWriter(const std::string& json_path, const std::string& rope_path, std::size_t queue_bytes)
-    : queue_(queue_bytes) {
+RecordWriter::RecordWriter(const std::string& json_path, const std::string& rope_path, std::size_t queue_bytes,
+                           RecordTallySink* tallies)
+    : queue_(queue_bytes), tallies_(tallies) {
     auto open = [](const std::string& path) {
         if (path.empty()) return File{};
         File f(std::fopen(path.c_str(), "ab"));
@@ -50,9 +51,10 @@ void RecordWriter::run() {
     std::deque<RecordWrite> batch;
     while (queue_.pop_all(batch, kPeriod)) {
         for (const auto& record : batch) {
-            if (write(record))
+            if (write(record)) {
                 ++written_;
-            else if (++failed_ == 1)
+                if (tallies_ && record.tally) tallies_->add(*record.tally);
+            } else if (++failed_ == 1)
                 spdlog::error("cannot write a record: {}", std::strerror(errno));
         }
         if (!batch.empty()) flush();

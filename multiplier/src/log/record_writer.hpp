@@ -22,9 +22,11 @@ class RecordWriter {
 public:
     static constexpr std::chrono::milliseconds kPeriod{100};
 
-    /// Opens (appends to) the files; an empty path writes no such file.
+    /// Opens (appends to) the files; an empty path writes no such file. Each
+    /// written record's tally goes to `tallies` (if any), on the writer thread.
     /// Throws std::runtime_error with the cause if a file cannot be opened.
-    RecordWriter(const std::string& json_path, const std::string& rope_path, std::size_t queue_bytes);
+    RecordWriter(const std::string& json_path, const std::string& rope_path, std::size_t queue_bytes,
+                 RecordTallySink* tallies = nullptr);
     ~RecordWriter();
     RecordWriter(const RecordWriter&) = delete;
     RecordWriter& operator=(const RecordWriter&) = delete;
@@ -54,6 +56,7 @@ private:
     File json_;
     File rope_;
     RecordQueue queue_;
+    RecordTallySink* tallies_;
     std::atomic<std::uint64_t> written_{0};
     std::atomic<std::uint64_t> failed_{0};
     std::thread thread_;

@@ -8,10 +8,11 @@
 
 namespace spe {
 
-ResultLog::ResultLog(const Config& config)
+ResultLog::ResultLog(const Config& config, RecordTallySink* tallies)
     : json_(!config.log_path.empty()),
       rope_(!config.rope_log_path.empty()),
-      writer_(config.log_path, config.rope_log_path, config.log_queue_bytes) {
+      tally_(tallies != nullptr),
+      writer_(config.log_path, config.rope_log_path, config.log_queue_bytes, tallies) {
     if (!config.capture_dir.empty())
         captures_.emplace(config.capture_dir, config.capture_max_bytes, config.capture_secrets);
 }
@@ -21,6 +22,7 @@ void ResultLog::write(const RequestRecord& record) {
     if (json_) out.json = to_json_line(record) + '\n';
     if (rope_) out.rope = to_rope_lines(record, static_cast<long>(::getpid()));
     if (captures_) captures_->capture_mismatches(record, out.captures);
+    if (tally_) out.tally = tally_of(record);
     writer_.submit(std::move(out));
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/measurement.hpp"
 #include "log/mismatch_capture.hpp"
+#include "log/record_tally.hpp"
 #include "log/record_writer.hpp"
 
 #include <cstdint>
@@ -18,7 +19,9 @@ struct Config;
 
 class ResultLog {
 public:
-    explicit ResultLog(const Config& config);  // throws std::runtime_error if a file cannot be opened
+    /// Throws std::runtime_error if a file cannot be opened. With `tallies`, each record written is also
+    /// counted there (record_tally.hpp), on the writer thread.
+    explicit ResultLog(const Config& config, RecordTallySink* tallies = nullptr);
     ResultLog(const ResultLog&) = delete;
     ResultLog& operator=(const ResultLog&) = delete;
 
@@ -35,6 +38,7 @@ public:
 private:
     bool json_ = false;
     bool rope_ = false;
+    bool tally_ = false;
     RecordWriter writer_;
     std::optional<MismatchCaptures> captures_;  // with --capture-dir
 };

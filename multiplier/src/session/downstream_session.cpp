@@ -49,7 +49,8 @@ DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerC
       collector_(client_.transport.get_executor(), *ctx_),
       pools_(std::make_shared<ProxyPools>(ctx_->fanout_executor(client_.transport.get_executor()), ctx_->proxies(),
                                           ctx_->config().max_conns_per_proxy, read_buffer_limit(ctx_->config()))),
-      work_(*ctx_) {}
+      work_(*ctx_),
+      connection_(*ctx_) {}
 
 void DownstreamSession::start() {
     ctx_->register_abortable(shared_from_this());

@@ -61,6 +61,7 @@ private:
     CollectorLeg collector_;
     std::shared_ptr<ProxyPools> pools_;
     WorkGuard work_;
+    ConnectionCount connection_;
     bool idle_ = true;      // waiting for the first byte of a request
     bool refused_ = false;  // an error reply was sent: close lingering (lingering_close.hpp)
 };

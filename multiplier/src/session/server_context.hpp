@@ -90,6 +90,10 @@ public:
     void request_started();
     void request_finished() { --requests_; }
     std::size_t requests_in_flight() const { return requests_.load(); }
+    /// Client connections open (for /metrics): relaxed counts, one pair per connection.
+    void connection_opened() { connections_.fetch_add(1, std::memory_order_relaxed); }
+    void connection_closed() { connections_.fetch_sub(1, std::memory_order_relaxed); }
+    std::size_t client_connections() const { return connections_.load(std::memory_order_relaxed); }
     /// The most requests in flight at once since the last call (then restarts from now).
     std::size_t take_request_peak() { return request_peak_.exchange(requests_.load()); }
 
@@ -111,6 +115,7 @@ private:
     std::atomic<int> unfinished_work_{0};  // WorkGuards alive
     std::atomic<std::size_t> requests_{0};
     std::atomic<std::size_t> request_peak_{0};
+    std::atomic<std::size_t> connections_{0};
     std::mutex abortables_mutex_;
     std::vector<std::weak_ptr<Abortable>> abortables_;
 };
@@ -126,6 +131,18 @@ public:
     WorkGuard(const WorkGuard&) = delete;
     WorkGuard& operator=(const WorkGuard&) = delete;
     WorkGuard& operator=(WorkGuard&&) = delete;
+
+private:
+    ServerContext* ctx_;
+};
+
+/// RAII count of one open client connection (held by its session).
+class ConnectionCount {
+public:
+    explicit ConnectionCount(ServerContext& ctx) : ctx_(&ctx) { ctx_->connection_opened(); }
+    ~ConnectionCount() { ctx_->connection_closed(); }
+    ConnectionCount(const ConnectionCount&) = delete;
+    ConnectionCount& operator=(const ConnectionCount&) = delete;
 
 private:
     ServerContext* ctx_;

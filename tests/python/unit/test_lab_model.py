@@ -337,3 +337,13 @@ def test_twin_of_names_another_proxy_of_the_lab():
     assert "is not another proxy" in error(MINIMAL + '[[proxy]]\nname = "sq2"\nkind = "squid"\ntwin_of = "nope"\n')
     assert "is not another proxy" in error(MINIMAL.replace('kind = "squid"\n', 'kind = "squid"\ntwin_of = "sq"\n'))
     assert 'twin_of = "sq"' in lab_toml(lab)
+
+
+def test_metrics_listen_is_off_by_default_and_reaches_the_multiplier(tmp_path):
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5}, metrics=9464)
+    assert "--metrics-listen" not in multiplier_argv(parse_lab(MINIMAL), ports, tmp_path)
+    lab = parse_lab('[multiplier]\nmetrics_listen = "127.0.0.1:0"\n' + MINIMAL)
+    assert lab.multiplier.metrics_address == ("127.0.0.1", 0)
+    argv = multiplier_argv(lab, ports, tmp_path)
+    assert argv[argv.index("--metrics-listen") + 1] == "127.0.0.1:9464"
+    assert "expected HOST:PORT" in error('[multiplier]\nmetrics_listen = "9464"\n' + MINIMAL)

@@ -1,0 +1,229 @@
+"""What /metrics costs: the Multiplier at 4-way fan-out under full load, with --metrics-listen and a scraper
+asking GET /metrics every second, against the same binary without it (issue 29: under 2 % fewer req/s).
+
+Set-up (127.0.0.1 only, free ports, every process stopped by PID; placement as in `throughput`: wrk -t1 on
+CPU0, every server on CPU1): one nginx serving /1k (1024 B) on 5 ports, the Collector stand-in and 4 proxies
+under test; two Multipliers (release build, sequential mode, JSON log, the judge on), `plain` without
+--metrics-listen and `scraped` with it, each in its own rounds. During each of `scraped`'s rounds a thread of
+this process scrapes it every second (Prometheus's default interval is 60 s; 1 s is the worst case asked).
+Rounds are interleaved, the order alternating. Per round: wrk's client req/s, and the fully measured
+requests per second (records whose every proxy leg is OK, from the Multiplier's own log: at saturating load
+a leg can be `busy`, and a Multiplier that measured less would look as fast to the client). The verdict is
+the median over rounds of the per-round ratio scraped / plain, for both.
+
+Run: ./spe bench metrics_scrape [--rounds 6] [--seconds 8] [--connections 10] [--no-append] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import http.client
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+from analysis.stats import median
+from bench.lib.doc import command_line, machine, publish
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
+from bench.lib.meters import cpu_seconds
+from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, write_objects
+from bench.lib.wrk import run_wrk
+from spe_tools.duration import parse_duration
+from spe_tools.process import ProcessGroup, free_port, process_tree
+
+# the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
+TITLE = "What /metrics costs, 4-way, scraped every second"
+
+PROXIES = 4
+TARGET = 0.98  # scraped / plain: under 2 % fewer requests per second
+SCENARIOS = ("plain", "scraped")
+
+
+# ---------------------------------------------------------------- measuring (pure parts)
+
+def median_ratio(runs: list[dict], key: str) -> float:
+    """Median over rounds of scraped / plain for `key`, each pair from the same round."""
+    by_round: dict[int, dict[str, float]] = {}
+    for r in runs:
+        by_round.setdefault(r["round"], {})[r["scenario"]] = r[key]
+    ratios = [v["scraped"] / v["plain"] for v in by_round.values() if v.get("plain")]
+    return median(ratios) if ratios else float("nan")
+
+
+def fully_measured(lines: list[str], proxies: int) -> int:
+    """Records whose every proxy leg is OK (none busy, none failed)."""
+    count = 0
+    for line in lines:
+        legs = json.loads(line)["proxies"]
+        count += len(legs) == proxies and all(p["result"] == "OK" for p in legs)
+    return count
+
+
+class LogTail:
+    """The complete lines a log gained since the last call."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset = path, 0
+
+    def new_lines(self) -> list[str]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return data[:end].decode().splitlines()
+
+
+class Scraper:
+    """GET /metrics every `every_s` on a thread of its own, while running; times and sizes kept."""
+
+    def __init__(self, port: int, every_s: float = 1.0):
+        self.port, self.every_s = port, every_s
+        self.times_ms: list[float] = []
+        self.sizes: list[int] = []
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def scrape(self) -> str:
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 200:
+                raise OSError(f"status {response.status}")
+        finally:
+            conn.close()
+        self.times_ms.append((time.monotonic() - started) * 1e3)
+        self.sizes.append(len(body))
+        return body.decode()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.scrape()
+            except OSError as e:
+                self.failures.append(str(e))
+
+    def __enter__(self) -> Scraper:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=15)
+
+
+# ---------------------------------------------------------------- main
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--seconds", type=parse_duration, default=8)
+    parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as `throughput`)")
+    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    return run_main("metrics_scrape", ("wrk", "nginx", "taskset"), lambda workdir: run(args, workdir), args.keep)
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    write_objects(workdir / "www", {"1k": 1024})
+    origin_ports = [free_port() for _ in range(1 + PROXIES)]
+    ports = {name: free_port() for name in SCENARIOS}
+    metrics_port = free_port()
+    script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
+    script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
+    with ProcessGroup(workdir) as group:
+        start_file_server(group, "origin", workdir / "www", origin_ports)
+        servers = {}
+        for name in SCENARIOS:
+            extra = ("--metrics-listen", f"127.0.0.1:{metrics_port}") if name == "scraped" else ()
+            servers[name] = start_multiplier(group, name, ports[name], origin_ports[0], numbered(origin_ports[1:]),
+                                             workdir / f"{name}.jsonl", extra=extra).pid
+        scraper = Scraper(metrics_port)
+        tails = {name: LogTail(workdir / f"{name}.jsonl") for name in SCENARIOS}
+        for name in SCENARIOS:  # warm-up: upstream keep-alive pools, page cache
+            run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script, 1, args.connections, workdir)
+        time.sleep(0.5)
+        for tail in tails.values():
+            tail.new_lines()
+        runs = measure_rounds(args, servers, ports, script, workdir, scraper, tails)
+        page = scraper.scrape()
+        check_alive(group)
+    checks = [f"{len(scraper.times_ms)} scrapes, {len(scraper.failures)} failed"
+              f"{': ' + '; '.join(sorted(set(scraper.failures))) if scraper.failures else ''}",
+              f"the last page: {len(page)} bytes, {sum(1 for line in page.splitlines() if line[:1] != '#')} samples"]
+    return report(args, runs, scraper, checks)
+
+
+def measure_rounds(args: argparse.Namespace, servers: dict[str, int], ports: dict[str, int], script: Path,
+                   workdir: Path, scraper: Scraper, tails: dict[str, LogTail]) -> list[dict]:
+    runs = []
+    for rnd in range(args.rounds):
+        for name in SCENARIOS if rnd % 2 == 0 else SCENARIOS[::-1]:
+            sut = process_tree(servers[name])
+            c0 = cpu_seconds(sut)
+            if name == "scraped":
+                with scraper:
+                    result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script, args.seconds, args.connections,
+                                     workdir)
+            else:
+                result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script, args.seconds, args.connections,
+                                 workdir)
+            c1 = cpu_seconds(sut)
+            time.sleep(0.5)  # the writer thread's last batch of the round
+            measured = fully_measured(tails[name].new_lines(), PROXIES)
+            n = max(result["requests"], 1)
+            runs.append({**result, "round": rnd, "scenario": name, "cpu_us": (c1 - c0) / n * 1e6,
+                         "measured": measured / args.seconds, "measured_share": measured / n})
+            print(f"round {rnd + 1}/{args.rounds} {name:8s} {result['rps']:9.0f} req/s  "
+                  f"{measured / args.seconds:9.0f} fully measured/s  {(c1 - c0) / n * 1e6:7.1f} µs/req  "
+                  f"{result['errors']}", flush=True)
+    return runs
+
+
+def table(runs: list[dict], seconds: float) -> str:
+    lines = ["| Multiplier | runs × s | req/s (min–max) | fully measured req/s (share) | CPU µs/req |",
+             "|---|---|---|---|---|"]
+    for name in SCENARIOS:
+        mine = [r for r in runs if r["scenario"] == name]
+        lines.append(f"| {name} | {len(mine)} × {seconds:g} | {median(r['rps'] for r in mine):.0f} "
+                     f"({min(r['rps'] for r in mine):.0f}–{max(r['rps'] for r in mine):.0f}) "
+                     f"| {median(r['measured'] for r in mine):.0f} "
+                     f"({median(r['measured_share'] for r in mine):.1%}) | {median(r['cpu_us'] for r in mine):.1f} |")
+    return "\n".join(lines)
+
+
+def report(args: argparse.Namespace, runs: list[dict], scraper: Scraper, checks: list[str]) -> int:
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    rps, measured = median_ratio(runs, "rps"), median_ratio(runs, "measured")
+    cpu = median_ratio(runs, "cpu_us")
+    verdict = (f"scraped / plain: client req/s **{rps:.3f}×**, fully measured req/s **{measured:.3f}×**, CPU µs per "
+               f"request {cpu:.3f}× (medians of per-round ratios; target ≥ {TARGET}: "
+               f"{'met' if min(rps, measured) >= TARGET else 'NOT met'}); a scrape took "
+               f"{median(scraper.times_ms):.1f} ms at the median, {max(scraper.times_ms):.1f} ms at most")
+    text = (f"\n## {TITLE} — {now}\n\n"
+            f"Machine: {machine()}. Command: `{command_line('metrics_scrape')}`.\n\n"
+            f"wrk -t1 -c{args.connections} pinned to CPU{LOAD_CPU}; nginx (1 KB from a file on 5 ports: the "
+            f"Collector stand-in and {PROXIES} proxies under test) and both Multipliers pinned to CPU{SERVER_CPU}. "
+            "`plain`: the release build without --metrics-listen; `scraped`: the same binary with it, a scraper "
+            "asking GET /metrics every second during its rounds. Rounds interleaved, the order alternating. "
+            "Fully measured: records whose every proxy leg is OK, per second of the round.\n\n"
+            + table(runs, args.seconds) + f"\n\n- {verdict}\n\nChecks:\n\n" + "".join(f"- {c}\n" for c in checks))
+    problems = [f"{len(scraper.failures)} scrape(s) failed"] if scraper.failures else []
+    return publish(text, problems, title=TITLE, write=not args.no_append)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
