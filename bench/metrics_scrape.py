@@ -11,7 +11,14 @@ requests per second (records whose every proxy leg is OK, from the Multiplier's 
 a leg can be `busy`, and a Multiplier that measured less would look as fast to the client). The verdict is
 the median over rounds of the per-round ratio scraped / plain, for both.
 
-Run: ./spe bench metrics_scrape [--rounds 6] [--seconds 8] [--connections 10] [--no-append] [--keep]
+Then, since time on a shared machine is noisy, instructions: each Multiplier started again under valgrind's
+callgrind (repeatable on a busy machine), --callgrind-seconds of load, instructions of every thread per
+record written (the writer thread's counters and the listener's scrapes included). Under callgrind the
+scraper still asks every second of wall time, while the Multiplier serves a small fraction of its usual
+rate: far more scrapes per request than at full load (the count is reported), so the ratio is an upper bound.
+
+Run: ./spe bench metrics_scrape [--rounds 6] [--seconds 8] [--connections 10] [--callgrind-seconds 10]
+                                [--no-append] [--keep]
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ import time
 from pathlib import Path
 
 from analysis.stats import median
+from bench.lib.callgrind import callgrind, inclusive_rows
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
-from bench.lib.meters import cpu_seconds
+from bench.lib.meters import busy_seconds, cpu_seconds
 from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, write_objects
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
@@ -44,13 +52,23 @@ SCENARIOS = ("plain", "scraped")
 
 # ---------------------------------------------------------------- measuring (pure parts)
 
-def median_ratio(runs: list[dict], key: str) -> float:
-    """Median over rounds of scraped / plain for `key`, each pair from the same round."""
+def round_ratios(runs: list[dict], key: str) -> list[float]:
+    """scraped / plain for `key`, one per round (each pair from the same round)."""
     by_round: dict[int, dict[str, float]] = {}
     for r in runs:
         by_round.setdefault(r["round"], {})[r["scenario"]] = r[key]
-    ratios = [v["scraped"] / v["plain"] for v in by_round.values() if v.get("plain")]
+    return [v["scraped"] / v["plain"] for v in by_round.values() if v.get("plain") and "scraped" in v]
+
+
+def median_ratio(runs: list[dict], key: str) -> float:
+    """Median over rounds of scraped / plain for `key`."""
+    ratios = round_ratios(runs, key)
     return median(ratios) if ratios else float("nan")
+
+
+def spread(runs: list[dict], key: str) -> str:
+    ratios = round_ratios(runs, key)
+    return f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "-"
 
 
 def fully_measured(lines: list[str], proxies: int) -> int:
@@ -131,10 +149,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as `throughput`)")
+    parser.add_argument("--callgrind-seconds", type=parse_duration, default=10,
+                        help="load while callgrind counts each Multiplier (0: no callgrind part)")
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
-    return run_main("metrics_scrape", ("wrk", "nginx", "taskset"), lambda workdir: run(args, workdir), args.keep)
+    tools = ("wrk", "nginx", "taskset") + (("valgrind", "callgrind_annotate", "callgrind_control")
+                                           if args.callgrind_seconds else ())
+    return run_main("metrics_scrape", tools, lambda workdir: run(args, workdir), args.keep)
 
 
 def run(args: argparse.Namespace, workdir: Path) -> int:
@@ -161,10 +183,60 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         runs = measure_rounds(args, servers, ports, script, workdir, scraper, tails)
         page = scraper.scrape()
         check_alive(group)
+        counts = count_instructions(args, group, origin_ports, script) if args.callgrind_seconds else {}
     checks = [f"{len(scraper.times_ms)} scrapes, {len(scraper.failures)} failed"
               f"{': ' + '; '.join(sorted(set(scraper.failures))) if scraper.failures else ''}",
               f"the last page: {len(page)} bytes, {sum(1 for line in page.splitlines() if line[:1] != '#')} samples"]
-    return report(args, runs, scraper, checks)
+    return report(args, runs, scraper, checks, counts)
+
+
+def count_instructions(args: argparse.Namespace, group: ProcessGroup, origin_ports: list[int],
+                       script: Path) -> dict[str, dict]:
+    """Each Multiplier again under callgrind: instructions per record written, and the scrapes it got."""
+    workdir, counts = group.workdir, {}
+    for name in SCENARIOS:
+        port, metrics_port, log = free_port(), free_port(), workdir / f"{name}-callgrind.jsonl"
+        extra = ("--metrics-listen", f"127.0.0.1:{metrics_port}") if name == "scraped" else ()
+        tail = LogTail(log)
+
+        def start(wrapper: list[str], name=name, port=port, log=log, extra=extra) -> int:
+            return start_multiplier(group, f"{name}-callgrind", port, origin_ports[0], numbered(origin_ports[1:]),
+                                    log, extra=extra, wrapper=tuple(wrapper), deadline_s=120).pid
+
+        scraper = Scraper(metrics_port)
+        records = {"seen": 0}
+        scrapes: list[int] = []  # the scraper's count when callgrind starts counting, and when it stops
+
+        def count(tail=tail, records=records, scrapes=scrapes, scraper=scraper) -> int:
+            records["seen"] += len(tail.new_lines())
+            scrapes.append(len(scraper.times_ms))
+            return records["seen"]
+
+        if name == "scraped":
+            with scraper:
+                counts[name] = callgrind(group, f"{name}-cg", start, f"http://127.0.0.1:{port}/1k", script,
+                                         args.callgrind_seconds, workdir, count)
+        else:
+            counts[name] = callgrind(group, f"{name}-cg", start, f"http://127.0.0.1:{port}/1k", script,
+                                     args.callgrind_seconds, workdir, count)
+        counts[name]["scrapes"] = scrapes[-1] - scrapes[0]
+        if name == "scraped":
+            counts[name]["metrics"] = metrics_code(inclusive_rows(workdir, f"{name}-cg"))
+        print(f"callgrind {name:8s} {counts[name]['total'] / counts[name]['requests']:,.0f} instructions per record "
+              f"({counts[name]['requests']} records, {len(scraper.times_ms)} scrapes)", flush=True)
+    return counts
+
+
+# The metrics code's entry points in callgrind's inclusive table: the tally on the formatting thread, the
+# counters' update on the writer thread, and the listener's thread (every scrape: reading, rendering, writing).
+METRICS_CODE = {"tally": "spe::tally_of(", "counters": "spe::RunMetrics::add(",
+                "scrapes": "MetricsServer::MetricsServer("}
+
+
+def metrics_code(rows: list[tuple[int, str]]) -> dict[str, int]:
+    """Inclusive instructions of each entry point of the metrics code (its largest row)."""
+    return {key: max((cost for cost, where in rows if needle in where), default=0)
+            for key, needle in METRICS_CODE.items()}
 
 
 def measure_rounds(args: argparse.Namespace, servers: dict[str, int], ports: dict[str, int], script: Path,
@@ -173,7 +245,7 @@ def measure_rounds(args: argparse.Namespace, servers: dict[str, int], ports: dic
     for rnd in range(args.rounds):
         for name in SCENARIOS if rnd % 2 == 0 else SCENARIOS[::-1]:
             sut = process_tree(servers[name])
-            c0 = cpu_seconds(sut)
+            c0, b0 = cpu_seconds(sut), busy_seconds()
             if name == "scraped":
                 with scraper:
                     result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script, args.seconds, args.connections,
@@ -181,12 +253,13 @@ def measure_rounds(args: argparse.Namespace, servers: dict[str, int], ports: dic
             else:
                 result = run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script, args.seconds, args.connections,
                                  workdir)
-            c1 = cpu_seconds(sut)
+            c1, b1 = cpu_seconds(sut), busy_seconds()
             time.sleep(0.5)  # the writer thread's last batch of the round
             measured = fully_measured(tails[name].new_lines(), PROXIES)
             n = max(result["requests"], 1)
             runs.append({**result, "round": rnd, "scenario": name, "cpu_us": (c1 - c0) / n * 1e6,
-                         "measured": measured / args.seconds, "measured_share": measured / n})
+                         "measured": measured / args.seconds, "measured_share": measured / n,
+                         "foreign": (b1 - b0) - (c1 - c0) - result["wrk_cpu"]})
             print(f"round {rnd + 1}/{args.rounds} {name:8s} {result['rps']:9.0f} req/s  "
                   f"{measured / args.seconds:9.0f} fully measured/s  {(c1 - c0) / n * 1e6:7.1f} µs/req  "
                   f"{result['errors']}", flush=True)
@@ -194,23 +267,47 @@ def measure_rounds(args: argparse.Namespace, servers: dict[str, int], ports: dic
 
 
 def table(runs: list[dict], seconds: float) -> str:
-    lines = ["| Multiplier | runs × s | req/s (min–max) | fully measured req/s (share) | CPU µs/req |",
-             "|---|---|---|---|---|"]
+    lines = ["| Multiplier | runs × s | req/s (min–max) | fully measured req/s (share) | CPU µs/req "
+             "| foreign CPU-s/run |", "|---|---|---|---|---|---|"]
     for name in SCENARIOS:
         mine = [r for r in runs if r["scenario"] == name]
         lines.append(f"| {name} | {len(mine)} × {seconds:g} | {median(r['rps'] for r in mine):.0f} "
                      f"({min(r['rps'] for r in mine):.0f}–{max(r['rps'] for r in mine):.0f}) "
                      f"| {median(r['measured'] for r in mine):.0f} "
-                     f"({median(r['measured_share'] for r in mine):.1%}) | {median(r['cpu_us'] for r in mine):.1f} |")
+                     f"({median(r['measured_share'] for r in mine):.1%}) | {median(r['cpu_us'] for r in mine):.1f} "
+                     f"| {median(r['foreign'] for r in mine):.2f} |")
     return "\n".join(lines)
 
 
-def report(args: argparse.Namespace, runs: list[dict], scraper: Scraper, checks: list[str]) -> int:
+def instructions_text(counts: dict[str, dict], full_load_rate: float) -> str:
+    if not counts:
+        return ""
+    per = {name: c["total"] / c["requests"] for name, c in counts.items()}
+    ratio = per["scraped"] / per["plain"]
+    scraped = counts["scraped"]
+    code, records, scrapes = scraped["metrics"], scraped["requests"], max(scraped["scrapes"], 1)
+    per_record = (code["tally"] + code["counters"]) / records
+    per_scrape = code["scrapes"] / scrapes
+    at_full_load = per_record + per_scrape / max(full_load_rate, 1)
+    return (f"- callgrind, every thread: **{per['plain']:,.0f}** instructions per record written without /metrics, "
+            f"**{per['scraped']:,.0f}** with it ({ratio:.3f}×; two runs differ by about this much without any "
+            f"change, so the metrics code's own count below is the figure)\n"
+            f"- the metrics code (callgrind, inclusive): the tally {code['tally'] / records:,.0f} and the counters' "
+            f"update {code['counters'] / records:,.0f} instructions per record; a scrape {per_scrape:,.0f} "
+            f"({scrapes} scrapes during {records:,} records). At full load ({full_load_rate:,.0f} records/s, the "
+            f"median above) with a scrape every second: **{at_full_load:,.0f} instructions per record, "
+            f"{at_full_load / per['plain']:.2%}** of the Multiplier's {per['plain']:,.0f}\n")
+
+
+def report(args: argparse.Namespace, runs: list[dict], scraper: Scraper, checks: list[str],
+           counts: dict[str, dict]) -> int:
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     rps, measured = median_ratio(runs, "rps"), median_ratio(runs, "measured")
+    full_load = median(r["rps"] for r in runs if r["scenario"] == "scraped")  # records written per second
     cpu = median_ratio(runs, "cpu_us")
-    verdict = (f"scraped / plain: client req/s **{rps:.3f}×**, fully measured req/s **{measured:.3f}×**, CPU µs per "
-               f"request {cpu:.3f}× (medians of per-round ratios; target ≥ {TARGET}: "
+    verdict = (f"scraped / plain: client req/s **{rps:.3f}×** (rounds {spread(runs, 'rps')}), fully measured req/s "
+               f"**{measured:.3f}×** (rounds {spread(runs, 'measured')}), CPU µs per request {cpu:.3f}× "
+               f"(rounds {spread(runs, 'cpu_us')}) (medians of per-round ratios; target ≥ {TARGET}: "
                f"{'met' if min(rps, measured) >= TARGET else 'NOT met'}); a scrape took "
                f"{median(scraper.times_ms):.1f} ms at the median, {max(scraper.times_ms):.1f} ms at most")
     text = (f"\n## {TITLE} — {now}\n\n"
@@ -219,8 +316,13 @@ def report(args: argparse.Namespace, runs: list[dict], scraper: Scraper, checks:
             f"Collector stand-in and {PROXIES} proxies under test) and both Multipliers pinned to CPU{SERVER_CPU}. "
             "`plain`: the release build without --metrics-listen; `scraped`: the same binary with it, a scraper "
             "asking GET /metrics every second during its rounds. Rounds interleaved, the order alternating. "
-            "Fully measured: records whose every proxy leg is OK, per second of the round.\n\n"
-            + table(runs, args.seconds) + f"\n\n- {verdict}\n\nChecks:\n\n" + "".join(f"- {c}\n" for c in checks))
+            "Fully measured: records whose every proxy leg is OK, per second of the round (at saturating load "
+            "the fan-out falls behind the client and legs are `busy`: a Multiplier that measured less would "
+            "look as fast to the client). Foreign CPU-s/run: CPU used by anything else on the machine during "
+            "a run (/proc/stat, approximate): well above 0, the machine was shared and the per-round ratios "
+            "spread accordingly.\n\n"
+            + table(runs, args.seconds) + f"\n\n- {verdict}\n" + instructions_text(counts, full_load)
+            + "\nChecks:\n\n" + "".join(f"- {c}\n" for c in checks))
     problems = [f"{len(scraper.failures)} scrape(s) failed"] if scraper.failures else []
     return publish(text, problems, title=TITLE, write=not args.no_append)
 

@@ -81,6 +81,8 @@ def _run(run: RunningLab, duration: float | None) -> None:
     lab, rundir = run.lab, run.rundir
     say(f"spe lab: Multiplier on {lab.multiplier.host}:{run.ports.multiplier} (use it as the HTTP proxy); "
         f"stop with Ctrl-C or ./spe lab down {rundir}")
+    if metrics := lab.multiplier.metrics_address:
+        say(f"spe lab: live counters at http://{metrics[0]}:{run.ports.metrics}/metrics (Prometheus text format)")
     for warning in static_warnings(lab):
         say(f"spe lab: warning: {warning}")
     if duration is None:
