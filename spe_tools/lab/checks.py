@@ -14,6 +14,7 @@ from spe_tools.lab.kinds import KINDS, MULTIPLIER
 from spe_tools.lab.model import Lab
 from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import assign_ports
+from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
 from spe_tools.workload import browse, content_model
 
 
@@ -34,6 +35,9 @@ def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
         problems += [f"[[proxy]] {p.name!r} (kind {p.kind}): {m}" for m in KINDS[p.kind].missing(multiplier)]
     problems += _origin_and_workload_problems(lab)
     problems += _https_problems(lab)
+    if lab.multiplier.prometheus and not Path(PROMETHEUS_PROGRAM).exists():
+        problems.append(f"[multiplier] prometheus = true: {PROMETHEUS_PROGRAM} is missing (Debian's package "
+                        "prometheus; ./spe setup installs it)")
     if lab.share_group:
         try:
             access.group_id(lab.share_group)

@@ -77,6 +77,7 @@ class MultiplierSpec:
     no_intercept: tuple[str, ...] = ()  # host patterns whose tunnels stay opaque
     ca_dir: Path | None = None  # SPE's CA; None: ./spe ca's default directory
     metrics_listen: str | None = None  # HOST:PORT of /metrics (Prometheus; port 0: a free one); None: off
+    prometheus: bool = False  # Debian's Prometheus scrapes metrics_listen for the run (start_prometheus.py)
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:
@@ -193,10 +194,13 @@ def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
         no_intercept=t.strings("no_intercept"),
         ca_dir=_relative_to(source, ca_dir) if (ca_dir := t.get("ca_dir", str, None)) else None,
         metrics_listen=t.get("metrics_listen", str, None),
+        prometheus=t.get("prometheus", bool),
     )
     t.finish()
     if spec.metrics_listen:  # checked now: a bad address is the lab file's mistake
         parse_address(spec.metrics_listen, "[multiplier].metrics_listen")
+    elif spec.prometheus:
+        raise LabFileError("[multiplier]: prometheus = true needs metrics_listen (what it scrapes)")
     if not spec.intercept_tls and (spec.no_intercept or spec.ca_dir):
         raise LabFileError("[multiplier]: no_intercept and ca_dir need intercept_tls = true")
     return spec

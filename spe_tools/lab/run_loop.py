@@ -83,6 +83,8 @@ def _run(run: RunningLab, duration: float | None) -> None:
         f"stop with Ctrl-C or ./spe lab down {rundir}")
     if metrics := lab.multiplier.metrics_address:
         say(f"spe lab: live counters at http://{metrics[0]}:{run.ports.metrics}/metrics (Prometheus text format)")
+    if run.ports.prometheus:
+        say(f"spe lab: Prometheus at http://127.0.0.1:{run.ports.prometheus} (its data in {rundir}/prometheus)")
     for warning in static_warnings(lab):
         say(f"spe lab: warning: {warning}")
     if duration is None:

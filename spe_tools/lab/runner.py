@@ -23,6 +23,7 @@ from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import start_collector
 from spe_tools.lab.start_multiplier import start_multiplier
 from spe_tools.lab.start_origin import start_origin
+from spe_tools.lab.start_prometheus import start_prometheus
 from spe_tools.lab.start_proxies import start_proxy
 from spe_tools.lab.topology import topology
 from spe_tools.ports import port_open
@@ -56,6 +57,7 @@ def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say
             if p.kind != "external" else f"spe lab: {p.name} (external) at {p.host}:{p.port}, its Collector "
             f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
     start_multiplier(run, multiplier, say)
+    start_prometheus(run)
     topology(run, multiplier).write(rundir)
     return run
 

@@ -60,7 +60,8 @@ def _multiplier(lab: Lab, ports: Ports, multiplier: Path) -> MultiplierOfRun:
         version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG, intercept_tls=m.intercept_tls,
         ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if m.intercept_tls else None,
         rope_log=layout.ROPE_LOG, captures=layout.CAPTURES,
-        metrics_url=f"http://{metrics[0]}:{ports.metrics}/metrics" if (metrics := m.metrics_address) else None)
+        metrics_url=f"http://{metrics[0]}:{ports.metrics}/metrics" if (metrics := m.metrics_address) else None,
+        prometheus_url=f"http://127.0.0.1:{ports.prometheus}" if ports.prometheus else None)
 
 
 def _origin(lab: Lab, ports: Ports) -> OriginOfRun:

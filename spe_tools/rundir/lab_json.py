@@ -92,6 +92,7 @@ class MultiplierOfRun(_Table):
     rope_log: str | None = None
     captures: str | None = None
     metrics_url: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # /metrics, with metrics_listen
+    prometheus_url: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # with [multiplier] prometheus
 
 
 @dataclass

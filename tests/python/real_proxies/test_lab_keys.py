@@ -32,6 +32,7 @@ from spe_tools import collector
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import load_lab
 from spe_tools.lab.running import down
+from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
 from spe_tools.process import ProcessGroup, alive, free_port, session_members
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -197,6 +198,8 @@ extra_args = ["--connect-port", "{own_port}"]
 intercept_tls = true
 no_intercept = ["*.example.invalid"]
 ca_dir = "spe-ca"
+metrics_listen = "127.0.0.1:{ports["metrics"]}"
+prometheus = true
 [workload]
 kind = "load"
 duration_s = 5
@@ -253,12 +256,13 @@ def test_a_lab_that_sets_every_key_runs_and_stops(runs):
     path, own_port = runs
     for kind in ("squid", "squid-prefetch", "trafficserver", "apache", "dummy"):
         require(KINDS[kind].missing(), f"the proxy kind {kind}")
+    require([] if Path(PROMETHEUS_PROGRAM).exists() else [f"{PROMETHEUS_PROGRAM} is missing"], "Prometheus")
     try:
         grp.getgrnam("users")
     except KeyError:
         environment_skip("no group 'users' here (the lab's share_group)")
     ports = {name: free_port() for name in ("collector", "origin", "tls", "multiplier", "sq", "sq-collector",
-                                            "mine-collector")}
+                                            "mine-collector", "metrics")}
     labfile = path / "every.toml"
     labfile.write_text(every_key_lab(path, own_port, ports))
     check = lab_cli("check", str(labfile))
@@ -295,6 +299,7 @@ def test_a_lab_that_sets_every_key_runs_and_stops(runs):
     m = topo["multiplier"]
     assert (m["port"], m["legs"], m["intercept_tls"]) == (ports["multiplier"], "serial", True)
     assert m["ca_cert"] == str((path / "spe-ca" / spe_ca.CERT_NAME).resolve())
+    assert m["metrics_url"] == f"http://127.0.0.1:{ports['metrics']}/metrics" and m["prometheus_url"]
     p = topo["proxies"]
     assert p["sq"]["port"] == ports["sq"] and p["sq"]["collector_limit_kbps"] == 100000
     assert p["sqp"]["twin_of"] == "sq" and p["ats"]["prefetch"] is True

@@ -19,6 +19,7 @@ from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
 from spe_tools.lab.start_collector import collector_port_names
 from spe_tools.lab.start_multiplier import multiplier_argv
+from spe_tools.lab.start_prometheus import prometheus_argv, prometheus_config
 from spe_tools.lab.start_workload import workload_argv
 from spe_tools.lab.status import StatusTracker, format_status
 
@@ -347,3 +348,18 @@ def test_metrics_listen_is_off_by_default_and_reaches_the_multiplier(tmp_path):
     argv = multiplier_argv(lab, ports, tmp_path)
     assert argv[argv.index("--metrics-listen") + 1] == "127.0.0.1:9464"
     assert "expected HOST:PORT" in error('[multiplier]\nmetrics_listen = "9464"\n' + MINIMAL)
+
+
+def test_prometheus_needs_metrics_listen():
+    assert "prometheus = true needs metrics_listen" in error('[multiplier]\nprometheus = true\n' + MINIMAL)
+    lab = parse_lab('[multiplier]\nmetrics_listen = "127.0.0.1:0"\nprometheus = true\n' + MINIMAL)
+    assert lab.multiplier.prometheus and not parse_lab(MINIMAL).multiplier.prometheus
+
+
+def test_the_runs_prometheus_scrapes_the_multiplier_every_second(tmp_path):
+    config = json.loads(prometheus_config("lab", "20261126-run", "127.0.0.1:9464"))
+    (job,) = config["scrape_configs"]
+    assert config["global"]["scrape_interval"] == "1s" and job["metrics_path"] == "/metrics"
+    assert job["static_configs"] == [{"targets": ["127.0.0.1:9464"], "labels": {"lab": "lab", "run": "20261126-run"}}]
+    argv = prometheus_argv(tmp_path, 9090)
+    assert f"--storage.tsdb.path={tmp_path / 'data'}" in argv and "--web.listen-address=127.0.0.1:9090" in argv
