@@ -5,13 +5,15 @@ client sends never ends it."""
 from __future__ import annotations
 
 import http.client
+import json
+import re
 import socket
 import subprocess
 import time
 from collections import Counter
 
 import pytest
-from conftest import multiplier_binary
+from conftest import ROOT, multiplier_binary
 from httpclient import Connection
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -151,3 +153,21 @@ def test_bad_clients_do_not_stop_it(lab, child, start_multiplier):
         assert c.get(lab.url("/c/1")).status == 200
     assert len(wait_for_records(m, 1)) == 1
     assert value(samples(port), "spe_requests_total", proxy="squid") == 1
+
+
+def documented_metrics() -> set[str]:
+    """The names in docs/metrics.md's table of every metric."""
+    text = (ROOT / "docs/metrics.md").read_text()
+    return set(re.findall(r"^\| `([a-z_]+)` \| (?:counter|gauge|histogram) \|", text, re.MULTILINE))
+
+
+def test_docs_list_exactly_the_metrics_a_scrape_has_and_the_dashboard_uses_only_those(lab, start_multiplier):
+    port = free_port()
+    start_multiplier("--proxy", "p=127.0.0.1:1", "--metrics-listen", f"127.0.0.1:{port}")
+    families = {f.name + ("_total" if f.type == "counter" else "")
+                for f in text_string_to_metric_families(scrape(port).body.decode())}
+    assert documented_metrics() == families
+    dashboard = json.loads((ROOT / "configs/grafana/spe-dashboard.json").read_text())
+    used = {name for panel in dashboard["panels"] for target in panel["targets"]
+            for name in re.findall(r"\b((?:spe|process)_[a-z_]+?)(?:_bucket)?\{", target["expr"])}
+    assert used and used <= families
