@@ -15,7 +15,7 @@ bool RecordQueue::push(RecordWrite record) {
     {
         std::lock_guard lock(mutex_);
         if (closed_ || (!records_.empty() && bytes_ + size > max_bytes_)) {
-            ++dropped_;
+            dropped_.fetch_add(1, std::memory_order_relaxed);
             return false;
         }
         wake = bytes_ <= max_bytes_ / 2 && bytes_ + size > max_bytes_ / 2;
@@ -44,8 +44,7 @@ void RecordQueue::close() {
 }
 
 std::uint64_t RecordQueue::dropped() const {
-    std::lock_guard lock(mutex_);
-    return dropped_;
+    return dropped_.load(std::memory_order_relaxed);
 }
 
 std::size_t RecordQueue::queued_bytes() const {

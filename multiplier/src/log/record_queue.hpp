@@ -9,6 +9,7 @@
 
 #include "log/record_tally.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -63,7 +64,8 @@ private:
     std::condition_variable ready_;
     std::deque<RecordWrite> records_;
     std::size_t bytes_ = 0;
-    std::uint64_t dropped_ = 0;
+    // Counted under the mutex, read without it: a scrape of /metrics never takes the lock pushes take.
+    std::atomic<std::uint64_t> dropped_{0};
     bool closed_ = false;
 };
 
