@@ -27,6 +27,7 @@ import argparse
 import datetime
 import http.client
 import json
+import os
 import sys
 import threading
 import time
@@ -124,6 +125,8 @@ class Scraper:
         return body.decode()
 
     def _run(self) -> None:
+        # The scraper is load: on the load's CPU, as wrk, never beside the Multiplier on the servers' CPU.
+        os.sched_setaffinity(threading.get_native_id(), {LOAD_CPU})
         while not self._stop.wait(self.every_s):
             try:
                 self.scrape()
@@ -315,7 +318,8 @@ def report(args: argparse.Namespace, runs: list[dict], scraper: Scraper, checks:
             f"wrk -t1 -c{args.connections} pinned to CPU{LOAD_CPU}; nginx (1 KB from a file on 5 ports: the "
             f"Collector stand-in and {PROXIES} proxies under test) and both Multipliers pinned to CPU{SERVER_CPU}. "
             "`plain`: the release build without --metrics-listen; `scraped`: the same binary with it, a scraper "
-            "asking GET /metrics every second during its rounds. Rounds interleaved, the order alternating. "
+            "asking GET /metrics every second during its rounds (a thread of the benchmark, pinned to the load's "
+            "CPU). Rounds interleaved, the order alternating. "
             "Fully measured: records whose every proxy leg is OK, per second of the round (at saturating load "
             "the fan-out falls behind the client and legs are `busy`: a Multiplier that measured less would "
             "look as fast to the client). Foreign CPU-s/run: CPU used by anything else on the machine during "
