@@ -188,6 +188,12 @@ TEST_CASE("failures give their exact error") {
         Leg leg({{send_bytes("\x16\x03\x01 this is not http at all\r\n\r\n"), close_conn()}});
         CHECK(leg.run().error == LegError::bad_header);
     }
+    SECTION("a status below 100: malformed, neither interim nor final (as to the Collector leg)") {
+        Leg leg({{send_bytes("HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n"), hang_conn()}});
+        auto m = leg.run(false, std::nullopt, 300ms);
+        CHECK(m.error == LegError::bad_header);
+        CHECK_FALSE(m.md5);
+    }
     SECTION("a header block larger than the limit") {
         Leg leg({{send_bytes("HTTP/1.1 200 OK\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n")}});
         CHECK(leg.run().error == LegError::header_too_large);
