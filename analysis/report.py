@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -39,6 +38,10 @@ CORE_COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" 
                 "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "queued_median_ms", "queued_p99_ms",
                 "body_bytes", "collector_requests", "hit_ratio", "byte_hit_ratio", "rel_bandwidth_received",
                 "rel_bandwidth_sent"]
+
+
+# What write_report can write: report.html, summary.csv, summary.json, report.txt and the figures' PNG files.
+FORMATS = frozenset({"html", "csv", "json", "text", "png"})
 
 
 def summary_columns() -> list[str]:
@@ -239,9 +242,10 @@ def summary_json(rep: Report) -> dict:
 def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, fig in rep.figures.items():
-        fig.savefig(out / name, dpi=100)
-        written.append(out / name)
+    if "png" in formats:
+        for name, png in rep.figures.items():
+            (out / name).write_bytes(png)
+            written.append(out / name)
     if "csv" in formats:
         with (out / "summary.csv").open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=summary_columns(), extrasaction="ignore")
@@ -257,6 +261,4 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
     if "html" in formats:
         (out / "report.html").write_text(html_report(rep, out))
         written.append(out / "report.html")
-    for fig in rep.figures.values():
-        plt.close(fig)
     return written

@@ -7,6 +7,7 @@ nothing of the analysis, so both can depend on it. The sections whose data other
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,5 +66,6 @@ class Report:
         return self.data[MISMATCHES]
 
     @property
-    def figures(self) -> dict:
+    def figures(self) -> Mapping[str, bytes]:
+        """PNG file name -> contents, each drawn when first read (analysis/plots.py Figures)."""
         return self.data.get(FIGURES, {})

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.report import build_report, write_report
+from analysis.report import FORMATS, build_report, write_report
 from bench.lib.doc import machine, publish
 from spe_tools.rundir.layout import RunDir
 
@@ -69,7 +69,7 @@ def main() -> int:
         start = time.perf_counter()
         rep = build_report(workdir)
         built = time.perf_counter()
-        write_report(rep, RunDir(workdir).report, {"html", "csv", "json", "text"})
+        write_report(rep, RunDir(workdir).report, FORMATS)
         done = time.perf_counter()
         assert rep.requests == args.records and rep.bad_lines == 1, (rep.requests, rep.bad_lines)
     finally:

@@ -8,7 +8,6 @@ import csv
 import json
 import sys
 
-import matplotlib.pyplot as plt
 import pytest
 from conftest import read_records
 from test_analysis import measure, proxy, record
@@ -18,12 +17,6 @@ from analysis.cache_rules import RULES, evidence_rows
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR
 from analysis.report import build_report, html_report, text_report
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")  # build_report draws figures that only write_report closes
 
 
 def finding(rule: str, section: str | None = None) -> dict:
