@@ -239,6 +239,11 @@ kind = "apache"
 cache_mb = 16
 cache_ports = [{own_port}]
 [[proxy]]
+name = "hap"
+kind = "haproxy"
+cache_mb = 16
+max_age_s = 600
+[[proxy]]
 name = "dummy"
 kind = "dummy"
 [[proxy]]
@@ -251,7 +256,7 @@ collector_port = {ports["mine-collector"]}
 
 def require_every_key_parts() -> None:
     """The proxy kinds the lab runs, and the group its share_group names."""
-    for kind in ("squid", "squid-prefetch", "trafficserver", "apache", "dummy"):
+    for kind in ("squid", "squid-prefetch", "trafficserver", "apache", "haproxy", "dummy"):
         require(KINDS[kind].missing(), f"the proxy kind {kind}")
     try:
         grp.getgrnam("users")
@@ -311,6 +316,8 @@ def check_every_key_configs(rundir: Path, path: Path, own_port: int) -> None:
     remap = (rundir / "proxies/ats/rr/etc/remap.config").read_text()
     assert "--fetch-count=1" in remap and r"--fetch-path-pattern=/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/" in remap
     assert f"CacheEnable disk http://:{own_port}/" in (rundir / "proxies/apache/httpd.conf").read_text()
+    hap = (rundir / "proxies/hap/haproxy.cfg").read_text()
+    assert "total-max-size 16" in hap and "max-age 600" in hap
     agent = (rundir / "sqp.agent.out").read_text()
     assert "squid-prefetch: following" in agent
 
@@ -326,7 +333,7 @@ def check_every_key_traffic(rundir: Path) -> None:
     gets = [r for r in records if r["method"] == "GET" and r["collector"].get("status") == 200]
     assert len(gets) >= 10
     for r in gets:
-        assert {leg["name"] for leg in r["proxies"]} == {"sq", "sqp", "ats", "apache", "dummy", "mine"}
+        assert {leg["name"] for leg in r["proxies"]} == {"sq", "sqp", "ats", "apache", "hap", "dummy", "mine"}
     summary = json.loads((rundir / "workload.json").read_text())
     assert summary["errors"] == 0, summary
 

@@ -125,8 +125,8 @@ def test_a_kind_takes_exactly_the_keys_it_declares(kind):
 
 def test_message_names_the_file(tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text('[[proxy]]\nname = "x"\nkind = "haproxy"\n')
-    with pytest.raises(LabFileError, match=r"bad\.toml: \[\[proxy\]\] 'x'\.kind: unknown kind 'haproxy'"):
+    path.write_text('[[proxy]]\nname = "x"\nkind = "polipo"\n')
+    with pytest.raises(LabFileError, match=r"bad\.toml: \[\[proxy\]\] 'x'\.kind: unknown kind 'polipo'"):
         load_lab(path)
     with pytest.raises(LabFileError, match="cannot read the lab file"):
         load_lab(tmp_path / "missing.toml")
@@ -227,7 +227,7 @@ def test_accel_ports_for_origin_form_proxies(tmp_path):
 def test_templates_use_only_known_placeholders():
     known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
              "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports",
-             "client_addresses", "access_log"}
+             "client_addresses", "access_log", "max_object_bytes", "max_age_s"}
     for path in TEMPLATES.rglob("*"):
         if path.is_file():
             assert placeholders(path.read_text()) <= known, path
