@@ -33,6 +33,7 @@ class Report:
     held: dict = field(default_factory=dict)  # the client held back for the slowest proxy (records.client_holds)
     https: dict = field(default_factory=dict)  # what went through CONNECT (analysis/records.py https_counts)
     bad_cache_lines: int = 0  # lines naming a `cache` object that could not be read
+    bad_parts: int = 0  # Parquet part files (./spe logs compact) that could not be read, skipped
     data: dict[str, Any] = field(default_factory=dict)  # what each section computed, by its name
 
     # The sections' data under the names summary.json gives it.

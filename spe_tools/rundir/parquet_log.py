@@ -2,12 +2,14 @@
 the log: DuckDB reads Parquet column by column and spills to disk, where the JSON Lines must be parsed whole.
 
 Layout (docs/log-format.md, "Parquet"): RUN/parquet/hour=YYYY-MM-DDTHH/part-<offset>-<n>.parquet, partitioned by
-the hour (UTC) of each record's `ts`, with the columns of log_schema.JUDGED_LOG_SCHEMA; RUN/parquet/compacted.json
-says how far the log has been compacted. Each compaction reads multiplier.jsonl from where the last one stopped to
-its last newline, in chunks; each chunk becomes new part files named by the byte offset it starts at (never a
-rewrite of an older one), then the state is replaced atomically. So a run still being written loses no record
-and duplicates none: a half-written last line waits for the next compaction, and the parts of a chunk whose
-state was never written (a compaction killed between the two) are removed and written again by the next one.
+the hour (UTC) of each record's `ts`, with the columns of log_schema.JUDGED_LOG_SCHEMA and `seq`, the record's
+place in the log (its line among the non-empty ones, from 0: the analysis keeps the log's order);
+RUN/parquet/compacted.json says how far the log has been compacted. Each compaction reads multiplier.jsonl from
+where the last one stopped to its last newline, in chunks; each chunk becomes new part files named by the byte
+offset it starts at (never a rewrite of an older one), then the state is replaced atomically. So a run still
+being written loses no record and duplicates none: a half-written last line waits for the next compaction, and
+the parts of a chunk whose state was never written (a compaction killed between the two) are removed and written
+again by the next one.
 The JSON Lines file is never modified. A line DuckDB cannot read against the schema is skipped and counted.
 """
 
@@ -137,8 +139,10 @@ def read_json_sql(path: Path | list[Path]) -> str:
             "format='newline_delimited', ignore_errors=true, maximum_object_size=67108864)")
 
 
-def _compact_chunk(con: duckdb.DuckDBPyConnection, log, start: int, stop: int, out: Path) -> tuple[int, int]:
-    """Bytes [start, stop) of the log (whole lines) as new part files; (records, unreadable lines)."""
+def _compact_chunk(con: duckdb.DuckDBPyConnection, log, start: int, stop: int, out: Path,
+                   first_seq: int) -> tuple[int, int]:
+    """Bytes [start, stop) of the log (whole lines) as new part files, each record's `seq` its place among the
+    log's lines from `first_seq` on; (records, unreadable lines)."""
     staging = out / STAGING
     log.seek(start)
     with staging.open("wb") as f:
@@ -148,10 +152,10 @@ def _compact_chunk(con: duckdb.DuckDBPyConnection, log, start: int, stop: int, o
             f.write(block)
             remaining -= len(block)
     con.execute(f"CREATE OR REPLACE TEMP TABLE chunk AS SELECT * FROM {read_json_sql(staging)}")
-    records, bad = con.execute("SELECT count(id), count(*) - count(id) FROM chunk").fetchone()
+    records, bad = con.execute("SELECT count(id), count(*) - count(id) FROM chunk").fetchall()[0]
     if records:
-        con.execute(f"""COPY (SELECT *, strftime(to_timestamp(ts), '%Y-%m-%dT%H') AS hour FROM chunk
-                             WHERE id IS NOT NULL)
+        con.execute(f"""COPY (SELECT {first_seq} + rowid AS seq, *, strftime(to_timestamp(ts), '%Y-%m-%dT%H') AS hour
+                              FROM chunk WHERE id IS NOT NULL)
                         TO {_sql_string(str(out))} (FORMAT parquet, PARTITION_BY (hour), OVERWRITE_OR_IGNORE,
                                                     FILENAME_PATTERN 'part-{start:015d}-{{i}}')""")
     con.execute("DROP TABLE chunk")
@@ -192,7 +196,7 @@ def compact(run: Path, chunk_bytes: int = CHUNK_BYTES) -> tuple[CompactState, in
                     stop = _line_end(f, state.offset, min(end, state.offset + chunk_bytes))
                     if stop == state.offset:  # a line longer than a chunk
                         stop = _next_line_end(f, state.offset, end)
-                    records, bad = _compact_chunk(con, f, state.offset, stop, out)
+                    records, bad = _compact_chunk(con, f, state.offset, stop, out, state.records + state.bad_lines)
                     head = min(stop, HEAD_BYTES)
                     state = replace(state, offset=stop, records=state.records + records,
                                     bad_lines=state.bad_lines + bad, head_bytes=head, head_sha256=_head(log, head))
