@@ -28,6 +28,7 @@ from spe_tools.rundir.parquet_log import compacted, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
 MEMORY_LIMIT = "1500MB"
+BATCH_ROWS = 1 << 17
 MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
 
 
@@ -53,7 +54,19 @@ JUDGED = "cache.reused IS NOT NULL"
 
 # The order the in-memory tables had (analysis/records.py): the Collector's replies in the log's order, then the
 # proxies' record by record; sections that keep the first few rows (the mismatch examples) see the same ones.
-IN_LOG_ORDER = "ORDER BY leg > 0, seq, leg"
+ORDER_KEYS = ("collector_first", "seq", "leg")
+ORDER_COLUMNS = "leg > 0 AS collector_first, seq, leg"
+
+
+def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows sorted by ORDER_KEYS, which are then dropped. Sorted here rather than by DuckDB, whose sort of every
+    reply with its strings runs out of its memory limit (1 M records, Parquet; DuckDB 2.0.1), and one column at a
+    time: the table and one column, never two tables."""
+    order = frame.select(pl.arg_sort_by(list(ORDER_KEYS))).to_series()
+    if not order.equals(pl.int_range(0, frame.height, dtype=order.dtype, eager=True)):
+        for column in frame.columns:
+            frame = frame.with_columns(frame[column].gather(order))
+    return frame.drop(ORDER_KEYS)
 
 
 class RunTables:
@@ -108,14 +121,18 @@ class RunTables:
     def results_frame(self) -> pl.DataFrame:
         """Every reply as one polars table (analysis/records.py RESULT_SCHEMA): what the sections still read."""
         columns = ", ".join(f'"{c}"' for c in RESULT_SCHEMA)
-        frame = self.con.sql(f"SELECT {columns} FROM results {IN_LOG_ORDER}").pl()
+        frame = self.frame(f"SELECT {columns}, {ORDER_COLUMNS} FROM results")
         return frame.select([pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()])
+
+    def frame(self, sql: str) -> pl.DataFrame:
+        """A query's rows (with ORDER_COLUMNS) as a polars table in the log's order, streamed out of DuckDB batch
+        by batch: DuckDB never holds the whole result, only the table does."""
+        return in_log_order(pl.from_arrow(self.con.sql(sql).to_arrow_reader(BATCH_ROWS).read_all()))
 
     def verdicts_frame(self) -> pl.DataFrame | None:
         """The cache-rule judge's verdicts, as analysis/cache_records.py reads them; None when no reply has one."""
         fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
-        frame = self.con.sql(f"SELECT id, method, url, name, {fields} FROM replies WHERE {JUDGED} "
-                             f"{IN_LOG_ORDER}").pl()
+        frame = self.frame(f"SELECT id, method, url, name, {fields}, {ORDER_COLUMNS} FROM replies WHERE {JUDGED}")
         return frame if frame.height else None
 
     def bad_cache_lines(self) -> int:
