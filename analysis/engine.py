@@ -54,8 +54,8 @@ JUDGED = "cache.reused IS NOT NULL"
 
 # The order the in-memory tables had (analysis/records.py): the Collector's replies in the log's order, then the
 # proxies' record by record; sections that keep the first few rows (the mismatch examples) see the same ones.
-ORDER_KEYS = ("collector_first", "seq", "leg")
-ORDER_COLUMNS = "leg > 0 AS collector_first, seq, leg"
+ORDER_KEYS = ("is_proxy", "seq", "leg")
+ORDER_COLUMNS = "leg > 0 AS is_proxy, seq, leg"
 
 
 def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
@@ -76,7 +76,13 @@ class RunTables:
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
         self.con = duckdb.connect(str(self.scratch / "run.duckdb"),
                                   config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(self.scratch / "tmp")})
-        log = Path(log)
+        try:
+            self._open(Path(log))
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, log: Path) -> None:
         found = compacted(log.parent) if log.name == MULTIPLIER_LOG else None
         self.bad_parts = found.bad_parts if found else 0
         if found and found.files:

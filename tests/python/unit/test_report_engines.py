@@ -7,13 +7,14 @@ import json
 import math
 from pathlib import Path
 
+import polars as pl
 import pytest
 from test_analysis import conformance_like_run, measure, paired_run, proxy, record
 from test_analysis import run as hand_made_run  # noqa: F401 (a fixture)
 from test_report_cache_rules import judged_run
 from test_report_trust import noisy_run
 
-from analysis.engine import RunTables
+from analysis.engine import RunTables, in_log_order
 from analysis.report import build_report, summary_json
 from bench.report_speed import write_run
 from spe_tools.rundir.layout import RunDir
@@ -100,3 +101,11 @@ def test_an_empty_log(tmp_path):
     rep = build_report(tmp_path)
     assert (rep.requests, rep.bad_lines, len(rep.rows)) == (0, 1, 1)
     same(summary(tmp_path, "duckdb"), summary(tmp_path, "memory"))
+
+
+def test_replies_come_in_the_logs_order_whatever_order_duckdb_streams_them_in():
+    """The Collector's replies in the log's order, then the proxies' record by record, as analysis/records.py
+    made them: what the sections that keep the first few rows see."""
+    frame = pl.DataFrame({"is_proxy": [True, False, True, False, True, False],
+                          "seq": [1, 2, 0, 1, 0, 0], "leg": [1, 0, 2, 0, 1, 0], "name": list("abcdef")})
+    assert in_log_order(frame).to_dict(as_series=False) == {"name": ["f", "d", "b", "e", "c", "a"]}
