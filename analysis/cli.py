@@ -10,9 +10,9 @@ With --fail-on (e.g. violations>0,mismatches>1%,noise>0), exits 3 when a thresho
 (spe_tools/thresholds.py, docs/report.md). With --lab-summary, every format is written and the short form
 is printed instead of the whole text: what `./spe lab run` ends with (the lab runs this as a program of its
 own, so nothing of the lab imports the analysis).
-The records are read through DuckDB (analysis/engine.py): from RUN/parquet/ when `./spe logs compact RUN` has
-brought it up to date with the log, else from the JSON Lines; --engine memory parses the whole log into memory
-as before.
+The records are read through DuckDB (analysis/engine.py): from RUN/parquet/ once `./spe logs compact RUN` has
+run (and the lines written since, from the log), else from the JSON Lines; --engine memory parses the whole log
+into memory as before.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 3 when one is crossed, e.g. violations>0,mismatches>1%%,noise>0,"
                              "violations[squid]>=3 (docs/report.md)")
     parser.add_argument("--engine", choices=ENGINES, default="duckdb",
-                        help="read the records through DuckDB (default: RUN/parquet/ when current, else the JSON "
-                             "Lines), or parse the whole log into memory as before (docs/report.md)")
+                        help="read the records through DuckDB (default: RUN/parquet/ and what the log gained since, or "
+                             "the JSON Lines), or parse the whole log into memory as before (docs/report.md)")
     parser.add_argument("--lab-summary", action="store_true",
                         help="write every format and print the short form `./spe lab run` ends with")
     args = parser.parse_args(argv)

@@ -1,9 +1,10 @@
 """A run's records in DuckDB (embedded, no server): the engine under `./spe report`.
 
-The records come from the run's Parquet files (`./spe logs compact`, spe_tools/rundir/parquet_log.py) when they
-hold every complete line of its log, else from the JSON Lines, read once by DuckDB's read_json against the same
-schema into a table of a scratch database on disk: either way, what the queries do not hold spills to disk
-instead of growing the process. Views over them, each a query away from any table of the report:
+The records come from the run's Parquet files (`./spe logs compact`, spe_tools/rundir/parquet_log.py) and the
+lines written to its log since the last compaction, or from the whole log when it was never compacted; what is
+read of the JSON Lines is read once by DuckDB's read_json against the same schema into a table of a scratch
+database on disk: either way, what the queries do not hold spills to disk instead of growing the process. Views
+over them, each a query away from any table of the report:
 - `records`: one row per record (the columns of log_schema.JUDGED_LOG_SCHEMA) and `seq`, its place in the log;
 - `replies`: one row per reply, the Collector's (`leg` 0) and each proxy entry's (`leg` 1, 2... in the record's
   order), with the measure, the result and the `cache` verdict;
@@ -24,7 +25,7 @@ import polars as pl
 from analysis.records import COLLECTOR, INTERCEPTED, RESULT_SCHEMA, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
 from spe_tools.rundir.log_schema import CACHE
-from spe_tools.rundir.parquet_log import compacted, read_json_sql
+from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
 MEMORY_LIMIT = "1500MB"
@@ -84,20 +85,36 @@ class RunTables:
 
     def _open(self, log: Path) -> None:
         found = compacted(log.parent) if log.name == MULTIPLIER_LOG else None
+        if found is not None and not found.files and found.current:
+            found = None  # nothing compacted but unreadable lines: the log says the same
         self.bad_parts = found.bad_parts if found else 0
-        if found and found.files:
-            self.source = "parquet"
-            files = ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in found.files)
-            self.con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet([{files}], hive_partitioning = false)")
-            self.bad_lines = found.bad_lines
-        else:
+        if found is None:
             self.source = "jsonl"
-            self.con.execute(f"CREATE TABLE log AS SELECT * FROM {read_json_sql(log)}")
-            self.bad_lines = self.value("SELECT count(*) - count(id) FROM log")
-            self.con.execute("CREATE VIEW records AS SELECT rowid AS seq, * FROM log WHERE id IS NOT NULL")
+            records, self.bad_lines = self._read_json(log, "log", 0)
+            sources = [records]
+        else:
+            files = ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in found.files)
+            sources = [f"SELECT * FROM read_parquet([{files}], hive_partitioning = false)"] if found.files else []
+            self.source, self.bad_lines = "parquet", found.bad_lines
+            if not found.current:  # the lines written since the last compaction, from the log
+                tail = self.scratch / "tail.jsonl"
+                with log.open("rb") as f:
+                    copy_bytes(f, *found.tail, tail)
+                records, bad = self._read_json(tail, "tail", found.tail_seq)
+                sources.append(records)
+                self.source += f" and {tail.stat().st_size / 1e6:,.1f} MB of JSON Lines not compacted yet"
+                self.bad_lines += bad
+        self.con.execute("CREATE VIEW records AS " + " UNION ALL BY NAME ".join(sources))
         self.con.execute(f"CREATE VIEW replies AS {_replies_sql()}")
         self.con.execute("CREATE VIEW results AS SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
         self.requests = self.value("SELECT count(*) FROM records")
+
+    def _read_json(self, path: Path, table: str, first_seq: int) -> tuple[str, int]:
+        """JSON Lines read once into a table of the scratch database: the query of its records, each with its
+        `seq` (from first_seq), and how many lines could not be read."""
+        self.con.execute(f"CREATE TABLE {table} AS SELECT * FROM {read_json_sql(path)}")
+        bad = self.value(f"SELECT count(*) - count(id) FROM {table}")
+        return f"SELECT {first_seq} + rowid AS seq, * FROM {table} WHERE id IS NOT NULL", bad
 
     def value(self, sql: str, params: list | None = None):
         return self.row(sql, params)[0]

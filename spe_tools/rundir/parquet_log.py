@@ -50,12 +50,19 @@ class CompactState:
 
 @dataclass(frozen=True)
 class Compacted:
-    """A run's Parquet files, current with its log: what the report reads instead of the JSON Lines."""
+    """A run's Parquet files, and the lines of its log written since the last compaction (the tail): what the
+    report reads instead of the whole JSON Lines."""
 
     files: list[Path]
     records: int
     bad_lines: int  # the compactions' unreadable lines, and a half-written last line not compacted yet
     bad_parts: int  # part files that could not be opened (skipped)
+    tail: tuple[int, int]  # the log's bytes [start, stop) not compacted yet: whole lines (empty when current)
+    tail_seq: int  # the `seq` of the tail's first line
+
+    @property
+    def current(self) -> bool:
+        return self.tail[0] == self.tail[1]
 
 
 def _head(log: Path, length: int) -> str:
@@ -139,18 +146,25 @@ def read_json_sql(path: Path | list[Path]) -> str:
             "format='newline_delimited', ignore_errors=true, maximum_object_size=67108864)")
 
 
+def copy_bytes(log, start: int, stop: int, dest: Path) -> None:
+    """Bytes [start, stop) of the open log into a file of their own (DuckDB's read_json reads whole files)."""
+    log.seek(start)
+    with dest.open("wb") as f:
+        remaining = stop - start
+        while remaining:
+            block = log.read(min(BLOCK * 8, remaining))
+            if not block:
+                break
+            f.write(block)
+            remaining -= len(block)
+
+
 def _compact_chunk(con: duckdb.DuckDBPyConnection, log, start: int, stop: int, out: Path,
                    first_seq: int) -> tuple[int, int]:
     """Bytes [start, stop) of the log (whole lines) as new part files, each record's `seq` its place among the
     log's lines from `first_seq` on; (records, unreadable lines)."""
     staging = out / STAGING
-    log.seek(start)
-    with staging.open("wb") as f:
-        remaining = stop - start
-        while remaining:
-            block = log.read(min(BLOCK * 8, remaining))
-            f.write(block)
-            remaining -= len(block)
+    copy_bytes(log, start, stop, staging)
     con.execute(f"CREATE OR REPLACE TEMP TABLE chunk AS SELECT * FROM {read_json_sql(staging)}")
     records, bad = con.execute("SELECT count(id), count(*) - count(id) FROM chunk").fetchall()[0]
     if records:
@@ -217,8 +231,9 @@ def _readable(path: Path) -> bool:
 
 
 def compacted(run: Path) -> Compacted | None:
-    """The run's Parquet files when they hold every complete line of its log (else None: read the log); a
-    half-written last line after them counts as unreadable, as it does read from the log."""
+    """The run's Parquet files (None when its log was never compacted, or is another log now) and the whole lines
+    written after them, which the reader reads from the log; a half-written last line counts as unreadable, as
+    it does read from the log."""
     files = RunDir(run)
     log, out = files.multiplier_log, files.parquet
     state = state_of(log, out)
@@ -226,10 +241,10 @@ def compacted(run: Path) -> Compacted | None:
         return None
     with log.open("rb") as f:
         size = log.stat().st_size
-        if _next_line_end(f, state.offset, size) != state.offset:
-            return None  # a complete line not compacted yet
-        f.seek(state.offset)
-        partial = bool(f.read(size - state.offset).strip())
+        stop = _line_end(f, state.offset, size)
+        f.seek(stop)
+        partial = bool(f.read(size - stop).strip())
     committed = [p for p in parts(out) if part_start(p) < state.offset]
     readable = [p for p in committed if _readable(p)]
-    return Compacted(readable, state.records, state.bad_lines + partial, len(committed) - len(readable))
+    return Compacted(readable, state.records, state.bad_lines + partial, len(committed) - len(readable),
+                     (state.offset, stop), state.records + state.bad_lines)

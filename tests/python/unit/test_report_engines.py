@@ -96,6 +96,17 @@ def test_the_engines_agree_on_a_generated_run(tmp_path):
     assert_same_report(tmp_path)
 
 
+def test_a_run_compacted_then_written_on_reads_its_parquet_and_the_rest_of_its_log(tmp_path):
+    log = RunDir(mixed_run(tmp_path)).multiplier_log
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:20]))
+    compact(tmp_path)
+    log.write_text("".join(lines) + '{"id": 99, "ts": 1')  # the run went on: more lines, the last half-written
+    with RunTables(log) as tables:
+        assert tables.source.startswith("parquet and ") and tables.requests == len(lines) - 1
+    same(summary(tmp_path, "duckdb"), summary(tmp_path, "memory"))
+
+
 def test_an_empty_log(tmp_path):
     RunDir(tmp_path).multiplier_log.write_text('{"id": 1, trunc')
     rep = build_report(tmp_path)
