@@ -133,9 +133,6 @@ class Kind:
         match = re.search(self.version_re, out.stdout + out.stderr)
         return match.group(1) if match else "unknown"
 
-    def logs(self, ctx: Context) -> list[Path]:
-        return sorted(p for p in ctx.dir.rglob("*.log") if p.is_file())
-
     def companions(self, ctx: Context) -> list[Companion]:
         """Processes the proxy needs beside its own (a cache cleaner, a prefetch agent)."""
         return []
