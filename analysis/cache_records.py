@@ -19,7 +19,6 @@ import pyarrow as pa
 
 from analysis.records import (
     COLLECTOR,
-    LOG_SCHEMA,
     Records,
     is_rope,
     load_jsonl,
@@ -29,31 +28,9 @@ from analysis.records import (
     records_from_frame,
     split_lines,
 )
+from spe_tools.rundir.log_schema import CACHE, CACHE_LOG_SCHEMA, JUDGED_LOG_SCHEMA
 
-_FINDINGS = pa.list_(pa.struct([("rule", pa.string()), ("section", pa.string()), ("reason", pa.string())]))
-CACHE = pa.struct([
-    ("provenance", pa.string()), ("fetch", pa.string()), ("fetched_at", pa.float64()),
-    ("validated_at", pa.float64()), ("reused", pa.bool_()), ("age_s", pa.float64()),
-    ("violations", _FINDINGS), ("advisories", _FINDINGS), ("exercised", pa.list_(pa.string())),
-    ("conservative", pa.string()), ("claim", pa.string()), ("claim_conflict", pa.string()),
-])
-CACHE_LOG_SCHEMA = pa.schema([
-    ("id", pa.int64()), ("method", pa.string()), ("url", pa.string()),
-    ("collector", pa.struct([("cache", CACHE)])),
-    ("proxies", pa.list_(pa.struct([("name", pa.string()), ("cache", CACHE)]))),
-])
 CACHE_FIELDS = [f.name for f in CACHE]
-
-
-def _with_cache(schema: pa.Schema) -> pa.Schema:
-    """The log's schema with the `cache` object added to the Collector's measure and to each proxy entry."""
-    collector = pa.struct([*schema.field("collector").type, pa.field("cache", CACHE)])
-    proxy = pa.struct([*schema.field("proxies").type.value_type, pa.field("cache", CACHE)])
-    return (schema.set(schema.get_field_index("collector"), pa.field("collector", collector))
-            .set(schema.get_field_index("proxies"), pa.field("proxies", pa.list_(proxy))))
-
-
-JUDGED_LOG_SCHEMA = _with_cache(LOG_SCHEMA)
 MARK = b'"cache"'
 
 

@@ -19,49 +19,20 @@ from pathlib import Path
 import polars as pl
 
 from analysis.cache_records import load_evidence
+from analysis.cache_rule_catalogue import load as load_catalogue
+from analysis.cache_rule_catalogue import of_severity
 from analysis.noise import floor_line
 from analysis.records import COLLECTOR
 from analysis.report_data import CACHE_RULES
 from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
 from analysis.section import BUGS, TRUST, RunData, Section
 
-# rule id -> (its section, what breaking it means); the section is RFC 9111's unless it names another RFC.
-RULES = {
-    "no-store": ("5.2.2.5", "reused a reply whose Cache-Control had no-store"),
-    "private": ("5.2.2.7", "a shared cache reused a private reply"),
-    "authorization": ("3.5", "reused a reply to a request with Authorization, without public / s-maxage / "
-                             "must-revalidate"),
-    "stale": ("4.2.4", "served a stale copy without permission"),
-    "must-revalidate": ("5.2.2.2", "served stale although must-revalidate"),
-    "proxy-revalidate": ("5.2.2.8", "served stale although proxy-revalidate"),
-    "s-maxage": ("5.2.2.10", "served past s-maxage"),
-    "no-cache": ("5.2.2.4", "reused a no-cache reply without validating it"),
-    "vary": ("4.1", "served a variant whose Vary-named request headers differ from this request's"),
-    "invalidation": ("4.4", "served a copy stored before a successful unsafe request to the same URI"),
-    "age": ("4", "reused reply with no Age, or an Age below the copy's true age"),
-    "not-modified": ("4.3.2", "a 304 whose validators do not match the client's request"),
-    "head-body": ("9110 9.3.2", "a reply to HEAD with a body"),
-    "interim": ("9110 15.2", "dropped an interim (1xx) response its parent relayed, or ended or hung after one "
-                             "without a final response"),
-    "validator-precedence": ("9110 13.2.2", "a 304 that only If-Modified-Since allowed, to a request with a "
-                                            "non-matching If-None-Match"),
-    "not-modified-fields": ("9110 15.4.5", "a 304 without the ETag or Vary the stored reply has"),
-    "framing": ("3.2", "a reused copy whose body disagrees with its Content-Length (e.g. taken from a 304)"),
-    "date": ("4, 3.2", "reused a stored reply with another Date than its parent sent"),
-    "stored-fields": ("3.1", "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"),
-    "header-update": ("4.3.4", "served a copy without the fields the origin's 304 changed during this request"),
-}
-# SHOULD-level findings and the request's own directives, which RFC 9111 5.2.1 makes advisory
-# ("caches MAY implement them"): reported beside the violations, never counted as violations.
-ADVISORIES = {
-    "heuristic": ("4.2.2", "heuristic freshness beyond 10 % of (Date - Last-Modified)"),
-    "request-no-store": ("5.2.1.5", "reused a reply to a request that had no-store"),
-    "request-no-cache": ("5.2.1.4", "request no-cache (or Pragma: no-cache) answered from cache without "
-                                    "validating"),
-    "request-max-age": ("5.2.1.1", "request max-age=N answered with a copy older than N"),
-    "invalid-freshness": ("4.2.1", "reused a copy whose max-age or s-maxage is invalid (encouraged: stale)"),
-    "duplicate-freshness": ("4.2.1", "reused a copy fresh by the first of repeated max-age, s-maxage or Expires"),
-}
+# rule id -> (its section, what breaking it means), from the judge's own catalogue; the section is RFC 9111's
+# unless it names another RFC. Advisories are SHOULD-level findings and the request's own directives, which
+# RFC 9111 5.2.1 makes advisory ("caches MAY implement them"): reported beside the violations, never
+# counted as violations.
+RULES = of_severity(load_catalogue(), "violation")
+ADVISORIES = of_severity(load_catalogue(), "advisory")
 PROVENANCE = {"origin": "from an origin fetch the Multiplier saw", "none": "no stamp: not from the origin",
               "not-modified": "a 304 without a stamp (no body)", "corrupt": "corrupt or forged stamp",
               "unknown": "a fetch the Multiplier never saw"}

@@ -1,14 +1,18 @@
-"""./spe report RUNDIR [--out DIR] [--format html,csv,json,text] [--fail-on THRESHOLDS]
+"""./spe report RUNDIR [--out DIR] [--format html,csv,json,text,png] [--fail-on THRESHOLDS] [--engine E]
    ./spe report --compare RUNDIR RUNDIR ... [--out DIR]
 
 Turns a run directory (the Multiplier's multiplier.jsonl or multiplier.rope.log, and when
 present lab.json, the Collector's access.log and captures/) into report.html, summary.csv,
-summary.json, report.txt and PNG figures. A log file may be given instead of a directory.
+summary.json, report.txt and PNG figures (--format picks some: the figures are drawn only for html and
+png). A log file may be given instead of a directory.
 With --compare, the same proxies across runs side by side (compare.txt/.csv/.json).
 With --fail-on (e.g. violations>0,mismatches>1%,noise>0), exits 3 when a threshold is crossed
 (spe_tools/thresholds.py, docs/report.md). With --lab-summary, every format is written and the short form
 is printed instead of the whole text: what `./spe lab run` ends with (the lab runs this as a program of its
 own, so nothing of the lab imports the analysis).
+The records are read through DuckDB (analysis/engine.py): from RUN/parquet/ once `./spe logs compact RUN` has
+run (and the lines written since, from the log), else from the JSON Lines; --engine memory parses the whole log
+into memory as before.
 """
 
 from __future__ import annotations
@@ -18,11 +22,9 @@ import sys
 from pathlib import Path
 
 from analysis.compare import compare_rows, compare_text, write_compare
-from analysis.report import Progress, build_report, short_report, text_report, write_report
+from analysis.report import ENGINES, FORMATS, Progress, build_report, short_report, text_report, write_report
 from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
-
-FORMATS = {"html", "csv", "json", "text"}
 
 
 def _big(run: Path) -> bool:
@@ -53,16 +55,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="run directory or Multiplier log file (several with --compare)")
     parser.add_argument("--compare", action="store_true", help="compare the runs given, proxy by proxy")
     parser.add_argument("--out", type=Path, help="where to write (default: RUN/report)")
-    parser.add_argument("--format", default="html,csv,json,text", help="comma-separated: html, csv, json, text")
+    parser.add_argument("--format", default="html,csv,json,text,png",
+                        help="comma-separated: html, csv, json, text, png (the figures)")
     parser.add_argument("--fail-on", type=parse_thresholds, default=[], metavar="THRESHOLDS",
                         help="exit 3 when one is crossed, e.g. violations>0,mismatches>1%%,noise>0,"
                              "violations[squid]>=3 (docs/report.md)")
+    parser.add_argument("--engine", choices=ENGINES, default="duckdb",
+                        help="read the records through DuckDB (default: RUN/parquet/ and what the log gained since, or "
+                             "the JSON Lines), or parse the whole log into memory as before (docs/report.md)")
     parser.add_argument("--lab-summary", action="store_true",
                         help="write every format and print the short form `./spe lab run` ends with")
     args = parser.parse_args(argv)
     formats = checked_formats(parser, args)
     try:
-        reports = [build_report(run, Progress(sys.stderr.isatty() or _big(run))) for run in args.run]
+        reports = [build_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
     except FileNotFoundError as e:
         print(f"spe report: {e}", file=sys.stderr)
         return 1

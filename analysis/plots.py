@@ -1,10 +1,11 @@
-"""Figures of a run. Each function returns a matplotlib Figure; the caller decides where it goes (the report
-writes each as a PNG file and inlines it in report.html)."""
+"""Figures of a run. Each function returns a matplotlib Figure; the report's section (`Figures`) draws them
+only when an output that shows them is written (the PNG files, report.html), each once, as PNG bytes."""
 
 from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Callable, Iterator, Mapping
 
 import matplotlib
 
@@ -110,21 +111,41 @@ def hit_ratio_vs_latency(rows: list[dict]) -> Figure:
                          ("hit ratio (%)", "median response time (ms)", "Hit ratio versus latency"))
 
 
-def draw(run: RunData) -> dict[str, Figure]:
-    """The report's figures by file name (drawn once the per-proxy rows are complete: a proxy that bypassed its
-    Collector port has no hit ratio to plot)."""
-    rows = run.rows[1:]
-    return {"latency_cdf.png": latency_cdf(run.records.results, run.records.proxies),
-            "latency_over_time.png": latency_over_time(run.records.results, run.records.proxies),
-            "hit_ratio_vs_latency.png": hit_ratio_vs_latency(rows),
-            "bandwidth_vs_latency.png": bandwidth_vs_latency(rows)}
-
-
-def png_base64(fig: Figure) -> str:
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as a PNG file's contents (what savefig writes to NAME.png), the figure then closed."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
-    return base64.b64encode(buf.getvalue()).decode()
+    plt.close(fig)
+    return buf.getvalue()
 
 
-SECTION = Section(FIGURES, "Figures", question=BEST, compute=draw, template="sections/figures.html.j2",
-                  context=lambda rep: {"pngs": {name: png_base64(fig) for name, fig in rep.figures.items()}})
+class Figures(Mapping[str, bytes]):
+    """The report's figures, PNG file name -> contents, each drawn on first use and kept: matplotlib takes most
+    of a small report's time, and the tables, the text, summary.csv/json and the lab's printout need none. The
+    per-proxy rows are copied when the section computes (once they are complete: a proxy that bypassed its
+    Collector port has no hit ratio to plot), so a figure drawn later shows the same numbers."""
+
+    def __init__(self, run: RunData):
+        results, proxies, rows = run.records.results, list(run.records.proxies), [dict(r) for r in run.rows[1:]]
+        self._draw: dict[str, Callable[[], Figure]] = {
+            "latency_cdf.png": lambda: latency_cdf(results, proxies),
+            "latency_over_time.png": lambda: latency_over_time(results, proxies),
+            "hit_ratio_vs_latency.png": lambda: hit_ratio_vs_latency(rows),
+            "bandwidth_vs_latency.png": lambda: bandwidth_vs_latency(rows)}
+        self._pngs: dict[str, bytes] = {}
+
+    def __getitem__(self, name: str) -> bytes:
+        if name not in self._pngs:
+            self._pngs[name] = png_bytes(self._draw[name]())
+        return self._pngs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._draw)
+
+    def __len__(self) -> int:
+        return len(self._draw)
+
+
+SECTION = Section(FIGURES, "Figures", question=BEST, compute=Figures, template="sections/figures.html.j2",
+                  context=lambda rep: {"pngs": {name: base64.b64encode(png).decode()
+                                                for name, png in rep.figures.items()}})

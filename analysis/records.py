@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from spe_tools.rundir.layout import MULTIPLIER_LOG, ROPE_LOG
+from spe_tools.rundir.log_schema import LOG_SCHEMA
 
 COLLECTOR = "Collector (direct)"
 
@@ -57,18 +58,6 @@ def split_lines(data: bytes) -> tuple[list[bytes], int]:
         else:
             bad += 1
     return good, bad
-
-
-_MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.int64()), ("md5", pa.string()),
-            ("connect_us", pa.int64()), ("ttfb_us", pa.int64()), ("total_us", pa.int64()), ("error", pa.string()),
-            ("fetch", pa.string())]
-# What the analysis reads of a record; other fields are ignored (records may carry more).
-LOG_SCHEMA = pa.schema([
-    ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
-    ("note", pa.string()), ("tag", pa.string()), ("client_held_us", pa.int64()), ("collector", pa.struct(_MEASURE)),
-    ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
-                                    ("mismatched_headers", pa.list_(pa.string())), ("queued_us", pa.int64())]))),
-])
 
 
 def read_json_lines(lines: list[bytes], schema: pa.Schema = LOG_SCHEMA) -> pl.DataFrame:

@@ -16,15 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib.pyplot as plt
+import polars as pl
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from analysis import sections
+from analysis import sections, stats_sql
 from analysis.cache_behaviour import cache_columns, collector_usage
 from analysis.cache_records import load_judged_run
+from analysis.engine import RunTables
 from analysis.prefetch import prefetch_columns
-from analysis.records import find_log
+from analysis.records import Records, find_log, is_rope
 from analysis.report_data import Report
 from analysis.section import QUESTIONS, RunData, Section, fmt
 from analysis.stats import RESULT_CLASSES, proxy_table
@@ -39,6 +40,10 @@ CORE_COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" 
                 "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "queued_median_ms", "queued_p99_ms",
                 "body_bytes", "collector_requests", "hit_ratio", "byte_hit_ratio", "rel_bandwidth_received",
                 "rel_bandwidth_sent"]
+
+
+# What write_report can write: report.html, summary.csv, summary.json, report.txt and the figures' PNG files.
+FORMATS = frozenset({"html", "csv", "json", "text", "png"})
 
 
 def summary_columns() -> list[str]:
@@ -63,10 +68,9 @@ def _log_size(run: Path) -> int:
     return sum(f.stat().st_size for f in files)
 
 
-def per_proxy_rows(run: Path, records, usage: dict | None) -> list[dict]:
-    """The per-proxy table: the Collector's row, then one per proxy, with their hit ratios and bandwidth. A
-    prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first."""
-    rows = proxy_table(records.results, records.proxies)
+def per_proxy_rows(run: Path, records: Records, usage: dict | None, rows: list[dict]) -> list[dict]:
+    """The per-proxy table's `rows` (the Collector's row, then one per proxy) with their hit ratios and bandwidth.
+    A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first."""
     prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
     for row in rows:
         own = prefetch.get(row["name"], {})
@@ -75,16 +79,34 @@ def per_proxy_rows(run: Path, records, usage: dict | None) -> list[dict]:
     return rows
 
 
-def build_report(run: Path, progress: Progress | None = None) -> Report:
+# How the report reads a run: "duckdb" (analysis/engine.py: Parquet or JSON Lines through DuckDB, the per-proxy
+# table as queries) or "memory" (the whole log parsed by Arrow into polars, as before DuckDB: kept to compare).
+ENGINES = ("duckdb", "memory")
+
+
+def read_run(log: Path, engine: str, progress: Progress) -> tuple[Records, pl.DataFrame | None, int, list[dict], int]:
+    """The run's records, its verdicts, the lines naming an unreadable `cache` object, the per-proxy table and how
+    many Parquet part files could not be read. A ROPE text log is always read into memory."""
+    if engine == "memory" or is_rope(log):
+        records, verdicts, bad_cache_lines = load_judged_run(log)
+        return records, verdicts, bad_cache_lines, proxy_table(records.results, records.proxies), 0
+    with RunTables(log) as tables:
+        progress(f"{tables.requests:,} records from {tables.source} ({tables.bad_lines} unreadable lines); "
+                 "computing tables")
+        records = tables.records()
+        table = stats_sql.proxy_table(tables, records.proxies)
+        return records, tables.verdicts_frame(), tables.bad_cache_lines(), table, tables.bad_parts
+
+
+def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb") -> Report:
     """The run read once: the per-proxy table, then each registered section's data, in registry order."""
     run = Path(run)
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
     log = find_log(run)
-    records, verdicts, bad_cache_lines = load_judged_run(log)
-    progress(f"{records.requests:,} records ({records.bad_lines} unreadable lines); computing tables")
+    records, verdicts, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
     usage, bad_collector_lines = (collector_usage(run, records.results) if run.is_dir() else None) or (None, 0)
-    rows = per_proxy_rows(run, records, usage)
+    rows = per_proxy_rows(run, records, usage, table)
     files = RunDir(run)
     inputs = RunData(run, log, records, verdicts, LabJson.read(run) if run.is_dir() else None, usage,
                      files.captures if files.captures.is_dir() else None, rows)
@@ -95,7 +117,7 @@ def build_report(run: Path, progress: Progress | None = None) -> Report:
             data[section.name] = section.compute(inputs)
     return Report(run, rows, records.requests, records.bad_lines, bad_collector_lines, usage or {},
                   skipped=records.skipped, held=records.held, https=records.https, bad_cache_lines=bad_cache_lines,
-                  data=data)
+                  bad_parts=bad_parts, data=data)
 
 
 def skipped_text(rep: Report) -> str:
@@ -169,6 +191,7 @@ def text_report(rep: Report) -> str:
     """report.txt: what the run was, the verdict, the per-proxy table, then each section's details."""
     out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
            + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
+           + (f", {rep.bad_parts} unreadable Parquet file(s) skipped" if rep.bad_parts else "")
            + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else [])]
     if verdict := verdict_text(rep):
         out += ["", *verdict]
@@ -228,7 +251,8 @@ def html_report(rep: Report, out: Path | None = None) -> str:
 def summary_json(rep: Report) -> dict:
     """summary.json: the run, the per-proxy rows (summary_columns) and each section's keys."""
     rows = [{c: r.get(c) for c in summary_columns()} for r in rep.rows]
-    summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines, "proxies": rows,
+    summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
+               "bad_parquet_files": rep.bad_parts, "proxies": rows,
                "skipped_fanouts": rep.skipped, "client_held": rep.held, "https": rep.https}
     for section in sections.SECTIONS:
         if section.summary:
@@ -239,9 +263,10 @@ def summary_json(rep: Report) -> dict:
 def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, fig in rep.figures.items():
-        fig.savefig(out / name, dpi=100)
-        written.append(out / name)
+    if "png" in formats:
+        for name, png in rep.figures.items():
+            (out / name).write_bytes(png)
+            written.append(out / name)
     if "csv" in formats:
         with (out / "summary.csv").open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=summary_columns(), extrasaction="ignore")
@@ -257,6 +282,4 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
     if "html" in formats:
         (out / "report.html").write_text(html_report(rep, out))
         written.append(out / "report.html")
-    for fig in rep.figures.values():
-        plt.close(fig)
     return written

@@ -7,6 +7,7 @@ nothing of the analysis, so both can depend on it. The sections whose data other
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ class Report:
     held: dict = field(default_factory=dict)  # the client held back for the slowest proxy (records.client_holds)
     https: dict = field(default_factory=dict)  # what went through CONNECT (analysis/records.py https_counts)
     bad_cache_lines: int = 0  # lines naming a `cache` object that could not be read
+    bad_parts: int = 0  # Parquet part files (./spe logs compact) that could not be read, skipped
     data: dict[str, Any] = field(default_factory=dict)  # what each section computed, by its name
 
     # The sections' data under the names summary.json gives it.
@@ -65,5 +67,6 @@ class Report:
         return self.data[MISMATCHES]
 
     @property
-    def figures(self) -> dict:
+    def figures(self) -> Mapping[str, bytes]:
+        """PNG file name -> contents, each drawn when first read (analysis/plots.py Figures)."""
         return self.data.get(FIGURES, {})

@@ -64,10 +64,22 @@ def median_ci(values: Values) -> tuple[float, float] | None:
     n = len(ordered)
     if n < 3:
         return None
-    half = 0.98 * math.sqrt(n)
-    lo = max(0, math.floor(n / 2 - half))
-    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    lo, hi = median_ci_ranks(n)
     return ordered[lo], ordered[hi]
+
+
+def median_ci_ranks(n: int) -> tuple[int, int]:
+    """The ranks (from 0, in ascending order) of the order statistics that bound the median's 95 % interval,
+    n/2 -/+ 0.98·√n, for n >= 3 values."""
+    half = 0.98 * math.sqrt(n)
+    return max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half) - 1)
+
+
+def quantile_ranks(n: int, q: float) -> tuple[int, int, float]:
+    """The q-quantile of n sorted values, linear between order statistics: the ranks (from 0) of the two it
+    lies between, and how far from the first to the second (0..1)."""
+    position = (n - 1) * q
+    return math.floor(position), math.ceil(position), position - math.floor(position)
 
 
 def _latency_columns(times_ms: pl.Series) -> dict:

@@ -24,6 +24,8 @@ from spe_tools.lab.proxy_spec import (
     ADDRESS,
     CACHE_MB,
     CACHE_PORTS,
+    HAPROXY_CACHE_MB,
+    MAX_AGE_S,
     PORT,
     PREFETCH,
     PREFETCH_BUDGET_KB,
@@ -130,9 +132,6 @@ class Kind:
             return "unknown"
         match = re.search(self.version_re, out.stdout + out.stderr)
         return match.group(1) if match else "unknown"
-
-    def logs(self, ctx: Context) -> list[Path]:
-        return sorted(p for p in ctx.dir.rglob("*.log") if p.is_file())
 
     def companions(self, ctx: Context) -> list[Companion]:
         """Processes the proxy needs beside its own (a cache cleaner, a prefetch agent)."""
@@ -282,6 +281,26 @@ class Nginx(Kind):
                 "-e", str(ctx.dir / "error.log"), "-g", "daemon off;"]
 
 
+class HAProxy(Kind):
+    """HAProxy's built-in cache (a `cache` section, in RAM) in front of one server, its Collector port. It
+    forwards an absolute-form request line as received, so that port is an ordinary proxy port."""
+
+    name, package, programs, user = "haproxy", "haproxy", ("/usr/sbin/haproxy",), "haproxy"
+    options = (PORT, HAPROXY_CACHE_MB, MAX_AGE_S)
+    MAX_OBJECT_BYTES = 4 * 1024 * 1024  # as Squid's maximum_object_size_in_memory in the lab
+
+    def render(self, ctx: Context) -> list[Path]:
+        line = _user_line(ctx, self.user, "user {{user}}\n    group {{user}}")
+        # HAProxy refuses a max-object-size above half the cache
+        max_object = min(self.MAX_OBJECT_BYTES, ctx.spec.cache_mb * 1024 * 1024 // 2)
+        values = ctx.values(user_line=line, max_object_bytes=max_object, max_age_s=ctx.spec.max_age_s)
+        return [render_file("haproxy", "haproxy.cfg", ctx.dir / "haproxy.cfg", values)]
+
+    def argv(self, ctx: Context) -> list[str]:
+        # -db: in the foreground, one process (no daemon, no master): the lab's process group supervises it
+        return [self.programs[0], "-db", "-f", str(ctx.dir / "haproxy.cfg")]
+
+
 class Tinyproxy(Kind):
     name, package, programs, user = "tinyproxy", "tinyproxy", ("/usr/bin/tinyproxy",), "tinyproxy"
     options, caches = (PORT,), False
@@ -351,5 +370,5 @@ class External(Kind):
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (Squid(), SquidPrefetch(), TrafficServer(), Varnish(), Apache(), Nginx(),
-                                               Tinyproxy(), Privoxy(), Dummy(), External())}
+                                               HAProxy(), Tinyproxy(), Privoxy(), Dummy(), External())}
 

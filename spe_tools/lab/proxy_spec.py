@@ -21,6 +21,10 @@ CACHE_MB = Option("cache_mb", 64, 1, 65536)
 # Traffic Server 9.2 (Debian 12) crashed (SIGSEGV) at its first request with a 4 or an 8 MB
 # disk cache; 16 MB runs
 TS_CACHE_MB = Option("cache_mb", 64, 16, 65536)
+HAPROXY_CACHE_MB = Option("cache_mb", 64, 1, 4095)  # HAProxy's total-max-size is at most 4095 MB
+# haproxy: the longest it keeps a copy, whatever the copy's own lifetime (its cache's max-age; HAProxy's own
+# default, 60 s, would cut the hour the synthetic origin's objects are fresh for)
+MAX_AGE_S = Option("max_age_s", 3600, 1, 365 * 86400)
 PREFETCH = Option("prefetch", False)
 PREFETCH_COUNT = Option("prefetch_count", 2, 1, 100)
 # The synthetic origin's numbered sequences: seq/<s>/<n>.jpg -> seq/<s>/<n+1>.jpg, matched against the
@@ -49,6 +53,7 @@ class ProxySpec:
     prefetch_depth: int = PREFETCH_DEPTH.default
     prefetch_rate: float = PREFETCH_RATE.default
     prefetch_budget_kb: int = PREFETCH_BUDGET_KB.default
+    max_age_s: int = MAX_AGE_S.default
     host: str = "127.0.0.1"
     collector_port: int = COLLECTOR_PORT.default  # fix it for an external proxy
     twin_of: str = TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/prefetch.py)

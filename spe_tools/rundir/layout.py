@@ -16,6 +16,7 @@ LAB_TOML = "lab.toml"  # the lab file as it ran, which ./spe lab run can start a
 PIDS = "pids.json"  # every process while the lab runs, for ./spe lab down
 MULTIPLIER_LOG = "multiplier.jsonl"  # the Multiplier's records (docs/log-format.md)
 ROPE_LOG = "multiplier.rope.log"  # the same in ROPE's text format
+PARQUET = "parquet"  # ./spe logs compact's Parquet copy of the records (spe_tools.rundir.parquet_log)
 CAPTURES = "captures"  # the Multiplier's captures of mismatching replies
 PROXIES = "proxies"  # one directory per proxy under test: its rendered config and its own logs
 ORIGIN_TLS = "origin-tls"  # the synthetic origin's test CA and certificate ([origin] tls)
@@ -82,6 +83,10 @@ class RunDir:
     @property
     def rope_log(self) -> Path:
         return self.path / ROPE_LOG
+
+    @property
+    def parquet(self) -> Path:
+        return self.path / PARQUET
 
     @property
     def captures(self) -> Path:

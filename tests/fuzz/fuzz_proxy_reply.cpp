@@ -102,9 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (end->whole != (m.error == spe::LegError::none)) std::abort();
     if (!end->whole && m.error_detail.empty()) std::abort();
     if (end->whole) {
-        // A final status, as the leg reads one: not 1xx but 101 (a status below 100, e.g. 099, counts as
-        // final here, where the Collector leg reads it as interim: tests/fuzz/corpus/reply/status_below_100).
-        if (!m.md5 || !m.status || (*m.status >= 100 && *m.status < 200 && *m.status != 101)) std::abort();
+        // A final status, as the leg reads one: 101 or 200 and up. A status below 100 is malformed to
+        // both legs (tests/fuzz/corpus/reply/status_below_100, once final here and interim to the Collector leg).
+        if (!m.md5 || !m.status || *m.status < 100 || (*m.status < 200 && *m.status != 101)) std::abort();
         spe::ProxyResult same{"p", m, spe::ResultClass::no_response, {}};
         spe::validate(m, same);
         if (same.result != spe::ResultClass::ok || !same.mismatched_headers.empty()) std::abort();

@@ -4,8 +4,8 @@ the fixtures of the integration tests (real processes on 127.0.0.1, stopped by P
 The layers, one folder each, selected by folder (`./spe test --layer unit`) or marker (`pytest -m unit`):
   unit          pure Python in the pytest process: no process started, no server
   loopback      real processes or servers on 127.0.0.1: the Multiplier, stock Squid as a stand-in, Python origins
-  real_proxies  the real Debian proxies under test (Traffic Server, Varnish, Apache, nginx, tinyproxy, privoxy)
-                or the patched Collector (build/collector)
+  real_proxies  the real Debian proxies under test (Traffic Server, Varnish, Apache, nginx, HAProxy, tinyproxy,
+                privoxy) or the patched Collector (build/collector)
   browser       headless Chromium
 A test belongs to the layer of the heaviest thing it starts, in that order."""
 

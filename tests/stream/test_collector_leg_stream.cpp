@@ -277,6 +277,14 @@ TEST_CASE("Collector leg: interim replies, then the final one") {
     }
 }
 
+TEST_CASE("Collector leg: a status below 100 is malformed, neither relayed as interim nor final") {
+    CollectorLegBed bed({{send_bytes("HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n"), hang_conn()}});
+    const auto out = bed.relay();
+    CHECK(out.measure.error == LegError::bad_header);
+    CHECK(out.measure.interim.empty());
+    CHECK_FALSE(out.client_answered);
+}
+
 TEST_CASE("Collector leg: a body cut short") {
     SECTION("Content-Length longer than the body, then close: truncated, the client's connection closed") {
         CollectorLegBed bed({{send_bytes(kHead + kBody.substr(0, 10), 3), close_conn()}});

@@ -177,6 +177,53 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
     }
 }
 
+TEST_CASE("private-fields and no-cache-fields: a copy reused unvalidated with a field the qualified form named") {
+    // RFC 9111 5.2.2.7: a shared cache does not store the fields private="..." names (it may store the
+    // rest); 5.2.2.4: it does not send the fields no-cache="..." names without validating the copy.
+    auto judged = [](const std::string& cc, const std::string& served_extra) {
+        spe::CacheJudge judge({"p"});
+        auto proxy = reply(1, kT0 + 0.001, cc, "tag-1", "0", kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, cc, "tag-1", "0", kT0),
+                                      from_parent(proxy, kT0 + 0.02, "0", kT0));
+        judge.judge(first, kRequest);
+        auto reused = reply(1, kT0 + 0.001, cc, "tag-1", "1", kT0);
+        reused.cache_headers.field_names += served_extra;
+        auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, cc, "tag-2", "1", kT0),
+                                       from_parent(reused, kT0 + 0.02, "0", kT0));
+        judge.judge(second, kRequest);
+        REQUIRE(second.proxies[0].measure.cache->reused);
+        return std::move(*second.proxies[0].measure.cache);
+    };
+    auto names = [](const spe::CacheVerdict& v) {
+        std::vector<std::string> out;
+        for (const auto& f : v.violations)
+            out.emplace_back(f.rule);
+        return out;
+    };
+    auto exercised = [](const spe::CacheVerdict& v, std::string_view rule) {
+        return std::find(v.exercised.begin(), v.exercised.end(), rule) != v.exercised.end();
+    };
+
+    const auto kept_cookie = judged(R"(max-age=600, private="Set-Cookie")", " set-cookie");
+    REQUIRE(names(kept_cookie) == Rules{"private-fields"});
+    CHECK(kept_cookie.violations[0].section == "5.2.2.7");
+    CHECK(kept_cookie.violations[0].reason.find("set-cookie") != std::string::npos);
+
+    const auto left_out = judged(R"(max-age=600, private="Set-Cookie")", "");
+    CHECK(names(left_out) == Rules{});
+    CHECK(exercised(left_out, "private-fields"));
+    CHECK_FALSE(exercised(left_out, "no-cache-fields"));
+
+    const auto token = judged(R"(max-age=600, no-cache="X-Token, X-Other")", " x-token");
+    REQUIRE(names(token) == Rules{"no-cache-fields"});
+    CHECK(token.violations[0].section == "5.2.2.4");
+
+    // Unqualified, the directives are the private and no-cache rules', not these.
+    const auto plain = judged("max-age=600", " set-cookie x-token");
+    CHECK_FALSE(exercised(plain, "private-fields"));
+    CHECK_FALSE(exercised(plain, "no-cache-fields"));
+}
+
 TEST_CASE("header-update: a copy that had to be validated is served with the fields the 304 changed") {
     spe::CacheJudge judge({"p"});
     auto proxy = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0);

@@ -91,6 +91,22 @@ TEST_CASE("HTTP dates in the three forms, and Cache-Control directives") {
     CHECK(spe::parse_cache_control("max-age=abc").freshness_invalid);
 }
 
+TEST_CASE("qualified private and no-cache keep the field names they list") {
+    const auto cc = spe::parse_cache_control(R"(private="Set-Cookie, X-Token", no-cache=X-A, max-age=5)");
+    CHECK(cc.private_fields);
+    CHECK_FALSE(cc.private_);
+    CHECK(cc.private_names == "set-cookie x-token");
+    CHECK(cc.no_cache_names == "x-a");
+    CHECK(cc.max_age == 5);
+    const auto found = spe::qualified_fields_findings(cc, "date x-token content-type x-a");
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].rule == "private-fields");
+    CHECK(found[0].reason.find("carries x-token") != std::string::npos);
+    CHECK(found[1].rule == "no-cache-fields");
+    CHECK(spe::qualified_fields_findings(cc, "date content-type").empty());
+    CHECK(spe::qualified_fields_findings(spe::parse_cache_control("private, no-cache"), "set-cookie").empty());
+}
+
 TEST_CASE("fetch stamps parse, and anything else does not") {
     const auto s = spe::parse_fetch_stamp("65f1a2b3-1c2.42; t=1732412345.123");
     REQUIRE(s);

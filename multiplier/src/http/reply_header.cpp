@@ -1,5 +1,6 @@
 #include "http/reply_header.hpp"
 #include "core/ascii.hpp"
+#include "core/name_list.hpp"
 
 #include <boost/beast/http/write.hpp>
 #include <boost/container/static_vector.hpp>
@@ -47,20 +48,6 @@ std::optional<CacheField> judged_field(const boost::beast::http::fields::value_t
         default:
             return std::nullopt;
     }
-}
-
-/// Adds a field name to a space-separated list of lowercase names, unless listed already.
-void add_name(std::string& names, std::string_view name) {
-    std::string_view rest = names;
-    while (!rest.empty()) {
-        const auto space = rest.find(' ');
-        if (spe::iequals(rest.substr(0, space), name)) return;
-        if (space == std::string_view::npos) break;
-        rest.remove_prefix(space + 1);
-    }
-    if (!names.empty()) names += ' ';
-    for (const char c : name)
-        names += ascii_lower(c);
 }
 
 }  // namespace

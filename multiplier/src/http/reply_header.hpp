@@ -15,6 +15,12 @@ namespace spe {
 /// the cache-rule judge reads.
 void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy, bool cache_fields);
 
+/// A status code is three digits from 100 (RFC 9110 15); Beast's parser takes any three, so
+/// a reply of "099" is malformed to both legs alike, neither interim nor final.
+inline bool status_code_valid(unsigned status) {
+    return status >= 100;
+}
+
 /// The record keeps at most this many interim (1xx) replies per leg.
 inline constexpr std::size_t kMaxInterims = 8;
 /// Records an interim reply of `status` that arrived now, timed from `started`.

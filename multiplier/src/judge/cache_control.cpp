@@ -1,5 +1,6 @@
 #include "judge/cache_control.hpp"
 #include "core/ascii.hpp"
+#include "core/name_list.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -52,6 +53,18 @@ void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directiv
     cc.freshness_invalid = cc.freshness_invalid || !value;
 }
 
+/// The field names of a qualified no-cache or private ("Set-Cookie, X-Token"), appended lowercase and
+/// space-separated; quotes around the list are optional (a token is tolerated).
+void add_field_names(std::string& names, std::string_view list) {
+    if (list.size() >= 2 && list.front() == '"' && list.back() == '"') list = list.substr(1, list.size() - 2);
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        add_name(names, trim(list.substr(0, comma)));
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+}
+
 }  // namespace
 
 CacheControl parse_cache_control(std::string_view value) {
@@ -62,11 +75,13 @@ CacheControl parse_cache_control(std::string_view value) {
         auto seconds = [&] { return arg ? delta_seconds(*arg) : std::nullopt; };
         if (is("no-store"))
             cc.no_store = true;
-        else if (is("no-cache"))
+        else if (is("no-cache")) {
             (arg ? cc.no_cache_fields : cc.no_cache) = true;
-        else if (is("private"))
+            if (arg) add_field_names(cc.no_cache_names, *arg);
+        } else if (is("private")) {
             (arg ? cc.private_fields : cc.private_) = true;
-        else if (is("public"))
+            if (arg) add_field_names(cc.private_names, *arg);
+        } else if (is("public"))
             cc.public_ = true;
         else if (is("must-revalidate"))
             cc.must_revalidate = true;

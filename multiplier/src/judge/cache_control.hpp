@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace spe {
@@ -18,6 +19,9 @@ struct CacheControl {
     bool no_cache_fields = false;
     bool private_ = false;  // unqualified
     bool private_fields = false;
+    // The field names the qualified forms list, lowercase, space-separated (as CacheHeaders::field_names).
+    std::string no_cache_names;
+    std::string private_names;
     bool public_ = false;
     bool must_revalidate = false;
     bool proxy_revalidate = false;

@@ -370,6 +370,17 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
         if (auto f = stored_fields_finding(*q.parent, reply.cache_headers.field_names, q.fetch.facts().cc))
             v.violations.push_back(std::move(*f));
     }
+    judge_qualified_fields(v, q, reply);
+}
+
+void CacheJudge::judge_qualified_fields(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply) {
+    // Only a copy served unvalidated can break them, and a 304 carries few of the copy's fields.
+    const auto& cc = q.fetch.facts().cc;
+    if (reply.status == 304 || (!cc.private_fields && !cc.no_cache_fields) || freshness(q).validated_now) return;
+    if (cc.private_fields) add_exercised(v, rule_id("private-fields"));
+    if (cc.no_cache_fields) add_exercised(v, rule_id("no-cache-fields"));
+    for (auto& f : qualified_fields_findings(cc, reply.cache_headers.field_names))
+        v.violations.push_back(std::move(f));
 }
 
 void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,

@@ -87,6 +87,8 @@ private:
     /// RFC 9110 15.2 on a proxy's leg (interim_rule.hpp).
     static void add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at);
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
+    /// The fields a qualified private or no-cache named, on a copy served unvalidated.
+    static void judge_qualified_fields(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
     /// A proxy's reuse of the fetch the Collector revalidated for this request (RFC 9111 4.3.4).
     static void judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,
                                     const Measure& reference);

@@ -3,9 +3,10 @@
 // 9111's unless it names another RFC), whether breaking it is a violation or
 // an advisory (a SHOULD, or a request directive RFC 9111 5.2.1 makes optional),
 // and what breaking it means. The judge names a rule only through rule_id(),
-// which the compiler checks against this table; --list-cache-rules prints it,
-// and tests/python/loopback/test_cache_rule_catalogue.py holds the report's catalogue
-// (analysis/cache_rules.py) and the log schema to it.
+// which the compiler checks against this table; --list-cache-rules prints it.
+// `python -m analysis.cache_rule_catalogue --update` writes that output for the
+// report (analysis/cache_rule_catalogue.json) and the log schema's enums, and
+// tests/python/loopback/test_cache_rule_catalogue.py fails while they are behind.
 #pragma once
 
 #include <array>
@@ -53,6 +54,10 @@ inline constexpr auto kCacheRules = std::to_array<CacheRule>({
      "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"},
     {"header-update", "4.3.4", RuleSeverity::violation,
      "served a copy without the fields the origin's 304 changed during this request"},
+    {"private-fields", "5.2.2.7", RuleSeverity::violation,
+     "reused a stored reply with a field its private=\"...\" named, which a shared cache must not store"},
+    {"no-cache-fields", "5.2.2.4", RuleSeverity::violation,
+     "reused a reply without validating it, with a field its no-cache=\"...\" named"},
     {"heuristic", "4.2.2", RuleSeverity::advisory, "heuristic freshness beyond 10 % of (Date - Last-Modified)"},
     {"request-no-store", "5.2.1.5", RuleSeverity::advisory, "reused a reply to a request that had no-store"},
     {"request-no-cache", "5.2.1.4", RuleSeverity::advisory,

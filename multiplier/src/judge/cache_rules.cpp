@@ -1,5 +1,6 @@
 #include "judge/cache_rules.hpp"
 #include "core/ascii.hpp"
+#include "core/name_list.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 
 #include "http/header_policy.hpp"
@@ -403,30 +404,38 @@ bool field_may_differ(std::string_view n) {
 std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
                                              const CacheControl& cc) {
     if (cc.no_cache_fields || cc.private_fields) return std::nullopt;
-    auto listed = [](std::string_view names, std::string_view name) {
-        while (!names.empty()) {
-            const auto space = names.find(' ');
-            if (names.substr(0, space) == name) return true;
-            if (space == std::string_view::npos) break;
-            names.remove_prefix(space + 1);
-        }
-        return false;
-    };
     std::string missing;
-    std::string_view sent = parent.fields;
-    while (!sent.empty()) {
-        const auto space = sent.find(' ');
-        const auto name = sent.substr(0, space);
-        if (!name.empty() && !field_may_differ(name) && !listed(served_names, name))
+    for_each_name(parent.fields, [&](std::string_view name) {
+        if (!field_may_differ(name) && !name_listed(served_names, name))
             missing.append(missing.empty() ? "" : ", ").append(name);
-        if (space == std::string_view::npos) break;
-        sent.remove_prefix(space + 1);
-    }
+    });
     if (missing.empty()) return std::nullopt;
     return Finding{rule_id("stored-fields"), "3.1",
                    fmt::format("its parent sent {}, which the reused reply lacks: a cache stores and sends every "
                                "end-to-end field it received",
                                missing)};
+}
+
+std::vector<Finding> qualified_fields_findings(const CacheControl& cc, std::string_view served_names) {
+    auto carried = [&](std::string_view named) {
+        std::string out;
+        for_each_name(named, [&](std::string_view name) {
+            if (name_listed(served_names, name)) out.append(out.empty() ? "" : ", ").append(name);
+        });
+        return out;
+    };
+    std::vector<Finding> out;
+    if (const auto fields = carried(cc.private_names); !fields.empty())
+        out.push_back({rule_id("private-fields"), "5.2.2.7",
+                       fmt::format("the origin's reply said private=\"{}\": a shared cache must not store those "
+                                   "fields; the reused reply carries {}",
+                                   cc.private_names, fields)});
+    if (const auto fields = carried(cc.no_cache_names); !fields.empty())
+        out.push_back({rule_id("no-cache-fields"), "5.2.2.4",
+                       fmt::format("the origin's reply said no-cache=\"{}\": those fields are not sent without "
+                                   "validating the copy; the reply reused unvalidated carries {}",
+                                   cc.no_cache_names, fields)});
+    return out;
 }
 
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,

@@ -111,6 +111,12 @@ bool field_may_differ(std::string_view lower_name);
 std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
                                              const CacheControl& cc);
 
+/// The fields a stored reply's qualified private="..." or no-cache="..." names, on a copy reused
+/// without validating it during this request: a shared cache does not store the first (RFC 9111
+/// 5.2.2.7) and does not send the second unvalidated (5.2.2.4). `served_names`: the served reply's
+/// lowercase field names. A finding per directive whose fields the reply carries.
+std::vector<Finding> qualified_fields_findings(const CacheControl& cc, std::string_view served_names);
+
 /// After a 304, a stored reply's fields are updated from it before it is served (RFC 9111
 /// 4.3.4). `stored`: the fetch's fields as first seen; `updated`: the Collector's reply to this
 /// request, which merged the origin's 304; `served`: the cache's reply of the same fetch.

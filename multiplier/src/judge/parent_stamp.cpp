@@ -1,5 +1,6 @@
 #include "judge/parent_stamp.hpp"
 #include "core/ascii.hpp"
+#include "core/name_list.hpp"
 
 #include "judge/fetch_stamp.hpp"
 
@@ -41,14 +42,7 @@ std::optional<std::string> take_value(std::string_view& s) {
 }  // namespace
 
 bool ParentStamp::sent(std::string_view lower_name) const {
-    std::string_view rest = fields;
-    while (!rest.empty()) {
-        const auto space = rest.find(' ');
-        if (rest.substr(0, space) == lower_name) return true;
-        if (space == std::string_view::npos) break;
-        rest.remove_prefix(space + 1);
-    }
-    return false;
+    return name_listed(fields, lower_name);
 }
 
 std::optional<ParentStamp> parse_parent_stamp(std::string_view value) {

@@ -101,6 +101,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
             conn_.stream().expires_after(cfg.client_timeout);
             m.header_bytes += co_await http::async_read_header(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
         }
+        if (!ec && !status_code_valid(parser->get().result_int())) ec = http::error::bad_status;
         if (ec) {
             m.error = classify(ec, false);
             m.error_detail = "reading the Collector's reply header: " + ec.message();

@@ -71,12 +71,15 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
             m.header_bytes += co_await http::async_read_header(stream, buffer, *parser, with_ec(ec));
         }
         const unsigned status = parser->is_header_done() ? parser->get().result_int() : 0;
-        if (ec || status < 100 || status >= 200 || status == 101) break;
+        if (!ec && parser->is_header_done() && !status_code_valid(status)) ec = http::error::bad_status;
+        if (ec || status >= 200 || status == 101) break;
         note_interim(m, status, started);
     }
     // Everything the header tells is kept as soon as it is parsed: a leg that
-    // fails in the body is still compared on its status and headers.
-    if (parser->is_header_done()) take_header(m, parser->get().base(), policy, limits.cache_fields);
+    // fails in the body is still compared on its status and headers. A header
+    // with a malformed status tells nothing.
+    const bool got_header = parser->is_header_done() && ec != http::error::bad_status;
+    if (got_header) take_header(m, parser->get().base(), policy, limits.cache_fields);
     if (!ec && !parser->is_done()) {
         parser->eager(true);
         parse_buffered(*parser, buffer, ec);
@@ -89,11 +92,10 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
     m.bytes = body.digest.bytes();
     m.total_us = micros_since(started);
     if (limits.capture_body_bytes > 0) {
-        if (parser->is_header_done()) m.raw_header = header_text(parser->get().base());
+        if (got_header) m.raw_header = header_text(parser->get().base());
         m.body_head = std::move(body.head);
     }
     if (ec) {
-        const bool got_header = parser->is_header_done();
         m.error = classify(ec, got_header);
         m.error_detail = (got_header ? "reading the body after " + std::to_string(m.bytes) + " bytes: "
                                      : std::string("reading the reply header: ")) +

@@ -58,15 +58,6 @@ def test_a_key_others_can_read_or_a_missing_file_is_a_clear_error(tmp_path):
         spe_ca.check_spe_ca(files)
 
 
-def test_the_test_origin_certificate_names_localhost_and_the_address_also_as_a_dns_name(tmp_path):
-    ca_cert, cert_path, key = spe_ca.test_origin_tls(tmp_path / "origin")
-    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
-    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert set(san.get_values_for_type(x509.DNSName)) == {"localhost", "127.0.0.1"}  # Squid 5 reads only these
-    assert [str(a) for a in san.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
-    assert stat.S_IMODE(key.stat().st_mode) == 0o600
-
-
 def test_the_multiplier_refuses_to_start_without_its_ca_naming_the_file_and_the_command(tmp_path):
     from conftest import multiplier_binary
 

@@ -184,11 +184,11 @@ def test_check_accepts_a_good_lab(runs):
 
 
 def test_unknown_kind_is_named_and_nothing_starts(runs):
-    lab = write_lab(runs, SMALL.replace('kind = "dummy"', 'kind = "haproxy"'))
+    lab = write_lab(runs, SMALL.replace('kind = "dummy"', 'kind = "polipo"'))
     for command in ("check", "up", "run"):
         result = lab_cli(command, str(lab), *(["--runs-dir", str(runs)] if command != "check" else []))
         assert result.returncode == 2
-        assert "[[proxy]] 'dummy'.kind: unknown kind 'haproxy'" in result.stderr
+        assert "[[proxy]] 'dummy'.kind: unknown kind 'polipo'" in result.stderr
     assert not list(runs.glob("*-cli")), "a bad file must not create a run directory"
 
 

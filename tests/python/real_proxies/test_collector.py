@@ -25,7 +25,6 @@ from parts import require
 
 from spe_tools import collector
 from spe_tools.collector import collector_config, parse_check, start_collector
-from spe_tools.lab.render import TemplateError
 from spe_tools.process import ProcessGroup, free_port
 
 ORIGIN = ROOT / "tests/fixtures/collector_origin.py"
@@ -473,19 +472,6 @@ def test_access_log_names_the_receiving_port(bed):
         names = [line.split()[-1] for line in lines if path in line]
         time.sleep(0.1)
     assert names == list(PORT_NAMES)
-
-
-def test_the_template_has_the_proxies_templates_engine(tmp_path, monkeypatch):
-    """The Collector's template is rendered like the proxies' (spe_tools/lab/render.py): `{{name}}`
-    placeholders, and one without a value is an error naming the file, never left in the config."""
-    import spe_tools.collector as collector
-
-    template = tmp_path / "squid.conf.in"
-    template.write_text("visible_hostname {{name}}\ncache_dir {{no_such_value}}\n")
-    monkeypatch.setattr(collector, "TEMPLATE", template)
-    monkeypatch.setattr(collector, "ROOT", tmp_path)
-    with pytest.raises(TemplateError, match="squid.conf.in: no value for {{no_such_value}}"):
-        collector_config("spe", tmp_path, 1, {})
 
 
 def test_the_template_passes_squid_parse(tmp_path):

@@ -25,10 +25,6 @@ from conftest import Multiplier
 from parts import require
 
 from spe_tools import collector
-from spe_tools.lab.model import parse_lab
-from spe_tools.lab.port_plan import Ports
-from spe_tools.lab.start_collector import connect_ports
-from spe_tools.lab.start_multiplier import multiplier_argv
 from spe_tools.process import Child, ProcessGroup, free_port
 
 BANNER = b"SSH-2.0-OpenSSH_9.2 banner-server\r\n"
@@ -228,21 +224,3 @@ def test_the_collector_config_refuses_connect_outside_the_list_before_it_allows_
                                                                         connect_ports=()).splitlines()
     with pytest.raises(ValueError, match="not 1-65535"):
         collector.collector_config(kind, tmp_path, 3128, {}, connect_ports=(0,))
-
-
-@pytest.mark.parametrize("multiplier, expected", [
-    ("", (443,)),  # the Multiplier's default
-    ('intercept_tls = true\nca_dir = "ca"\n', (443, 6)),  # 443 and the lab's HTTPS origin
-    ('extra_args = ["--connect-port", "8443"]\n', (8443,)),  # a --connect-port replaces the default
-    ('intercept_tls = true\nca_dir = "ca"\nextra_args = ["--connect-port=8443", "--connect-port", "443"]\n',
-     (443, 6, 8443)),
-])
-def test_the_lab_gives_the_collector_the_multipliers_connect_ports(tmp_path, multiplier, expected):
-    lab = parse_lab(f'[origin]\ntls = true\n[multiplier]\n{multiplier}'
-                    '[[proxy]]\nname = "sq"\nkind = "squid"\n', tmp_path / "lab.toml")
-    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5}, origin_tls=6)
-    assert connect_ports(lab, ports) == expected
-    argv = multiplier_argv(lab, ports, tmp_path)
-    listed = [int(argv[i + 1]) for i, a in enumerate(argv) if a == "--connect-port"]
-    listed += [int(a.split("=")[1]) for a in argv if a.startswith("--connect-port=")]
-    assert tuple(dict.fromkeys(listed or [443])) == expected

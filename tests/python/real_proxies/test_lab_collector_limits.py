@@ -1,6 +1,7 @@
 """[[proxy]] collector_limit_kbps: the Collector paces what it sends on that proxy's port (a Squid delay pool),
 so a proxy that floods it, a prefetcher, is bounded; the direct port (the client's own fetch) and the other
-proxies' ports are not slowed down."""
+proxies' ports are not slowed down. The rules, the lab's check and the noise pairs, on their own:
+unit/test_collector_config.py, test_lab_model.py, test_lab_trust.py."""
 
 from __future__ import annotations
 
@@ -14,9 +15,6 @@ from labsupport import ALL_CACHEABLE, lab_session
 from parts import require
 
 from spe_tools import collector
-from spe_tools.collector import port_limit_rules
-from spe_tools.lab.model import parse_lab
-from spe_tools.lab.noise_pairs import noise_pairs
 
 SIZE = 512 * 1024
 LIMIT_KIB = 64  # 512 KiB at 64 KiB/s, with a one-second bucket: 7 s at least
@@ -28,21 +26,6 @@ def lab_text(workdir: Path) -> str:
     return (f'name = "limits"\n[origin]\nmodel = "{model}"\nthink_mean_ms = 0\n[multiplier]\ntimeout_s = 30\n'
             f'[[proxy]]\nname = "paced"\nkind = "dummy"\ncollector_limit_kbps = {LIMIT_KIB}\n'
             '[[proxy]]\nname = "free"\nkind = "dummy"\n')
-
-
-def test_the_rules_are_one_delay_pool_per_limited_port():
-    rules = port_limit_rules((("pf", 64), ("other", 1)))
-    assert rules.splitlines()[0] == "delay_pools 2"
-    assert "acl spe_limited_1 myportname pf" in rules and "delay_parameters 1 65536/65536" in rules
-    assert "delay_access 2 allow spe_limited_2" in rules and "delay_parameters 2 1024/1024" in rules
-    assert "direct" not in rules and port_limit_rules(()) == ""
-
-
-def test_a_paced_proxy_is_not_a_noise_twin_of_a_free_one(tmp_path):
-    lab = parse_lab(lab_text(tmp_path))
-    assert noise_pairs(lab) == []
-    assert noise_pairs(parse_lab(lab_text(tmp_path).replace(f"collector_limit_kbps = {LIMIT_KIB}\n", ""))) == \
-        [("paced", "free")]
 
 
 def fetch_through(port: int, url: str) -> tuple[int, float]:
@@ -73,12 +56,3 @@ def test_the_paced_ports_misses_are_slow_and_the_others_are_not():
     assert paced_s >= 0.6 * (SIZE / 1024 - LIMIT_KIB) / LIMIT_KIB, paced_s  # paced, with room for slack
     assert free_s < paced_s / 3, (free_s, paced_s)
     assert record["collector"]["total_us"] / 1e6 < paced_s / 3, record["collector"]  # the direct path is not starved
-
-
-def test_a_collector_without_delay_pools_is_named_before_the_lab_starts(tmp_path, monkeypatch):
-    """Squid without delay pools accepts delay_pools and ignores it: the lab must not run unpaced unawares."""
-    from spe_tools import collector
-    from spe_tools.lab import checks
-    monkeypatch.setattr(collector, "has_delay_pools", lambda kind: False)
-    problems = checks.check(parse_lab(lab_text(tmp_path)))
-    assert any("'paced'.collector_limit_kbps: this Collector was built without delay pools" in p for p in problems)

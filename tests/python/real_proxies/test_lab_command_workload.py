@@ -1,7 +1,7 @@
 """[workload] kind = "command": a user's own load generator driven by the lab. It starts once the
 Multiplier answers, gets the addresses as {placeholders} and SPE_* variables (and http_proxy), keeps its
 output in the run directory, ends the run by ending, is stopped at the duration, and fails the run when
-it fails."""
+it fails (the lab file's checks of it: unit/test_lab_model.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ from parts import require
 
 from spe_tools import collector
 from spe_tools.lab import run_loop
-from spe_tools.lab.model import LabFileError, parse_lab
-from spe_tools.lab.port_plan import Ports
-from spe_tools.lab.start_workload import workload_argv
+from spe_tools.lab.model import parse_lab
 
 BASE = '[[proxy]]\nname = "dummy"\nkind = "dummy"\n[origin]\nthink_mean_ms = 0\n'
 
@@ -37,28 +35,6 @@ print("done 5 via", os.environ["SPE_PROXY"], "argv proxy", sys.argv[2], flush=Tr
 
 def command(*words: str) -> str:
     return "[workload]\nkind = \"command\"\ncommand = " + json.dumps(list(words)) + "\n"
-
-
-def error(text: str) -> str:
-    with pytest.raises(LabFileError) as e:
-        parse_lab(text)
-    return str(e.value)
-
-
-def test_command_workloads_are_checked_when_the_file_is_read():
-    assert 'kind "command" needs the program' in error('[workload]\nkind = "command"\n' + BASE)
-    assert "unknown placeholder {proxyy}" in error(command("wrk", "{proxyy}") + BASE)
-    assert "only for kind" in error('[workload]\nkind = "load"\ncommand = ["x"]\n' + BASE)
-    assert "need [origin].kind" in error(command("wrk", "{origin_url}") + '[[proxy]]\nname = "d"\nkind = "dummy"\n'
-                                         '[origin]\nkind = "none"\n')
-    assert "needs [origin].tls" in error(command("x", "{tls_origin}") + BASE)
-    lab = parse_lab(command("polygraph-client", "--proxy", "{proxy}", "--origin", "{origin}") + BASE)
-    assert lab.workload.command == ("polygraph-client", "--proxy", "{proxy}", "--origin", "{origin}")
-    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"dummy": 4}, collector={"dummy": 5})
-    assert workload_argv(lab, ports, 60, Path("/r")) == ["polygraph-client", "--proxy", "127.0.0.1:3",
-                                                         "--origin", "localhost:1"]
-    braces = parse_lab(command("sh", "-c", "echo ${{HOME}} {{}} {duration_s}") + BASE)
-    assert workload_argv(braces, ports, 7.5, Path("/r"))[-1] == "echo ${HOME} {} 7.5"
 
 
 @pytest.fixture

@@ -242,6 +242,11 @@ kind = "apache"
 cache_mb = 16
 cache_ports = [{own_port}]
 [[proxy]]
+name = "hap"
+kind = "haproxy"
+cache_mb = 16
+max_age_s = 600
+[[proxy]]
 name = "dummy"
 kind = "dummy"
 [[proxy]]
@@ -252,27 +257,26 @@ collector_port = {ports["mine-collector"]}
 """
 
 
-def test_a_lab_that_sets_every_key_runs_and_stops(runs):
-    path, own_port = runs
-    for kind in ("squid", "squid-prefetch", "trafficserver", "apache", "dummy"):
+def require_every_key_parts() -> None:
+    """The proxy kinds the lab runs, and the group its share_group names."""
+    for kind in ("squid", "squid-prefetch", "trafficserver", "apache", "haproxy", "dummy"):
         require(KINDS[kind].missing(), f"the proxy kind {kind}")
     require([] if Path(PROMETHEUS_PROGRAM).exists() else [f"{PROMETHEUS_PROGRAM} is missing"], "Prometheus")
     try:
         grp.getgrnam("users")
     except KeyError:
         environment_skip("no group 'users' here (the lab's share_group)")
-    ports = {name: free_port() for name in ("collector", "origin", "tls", "multiplier", "sq", "sq-collector",
-                                            "mine-collector", "metrics")}
-    labfile = path / "every.toml"
-    labfile.write_text(every_key_lab(path, own_port, ports))
-    check = lab_cli("check", str(labfile))
-    assert check.returncode == 0, check.stderr
+
+
+def run_watching_pids(labfile: Path, rundirs: str) -> set[int]:
+    """`./spe lab run LABFILE` to its end (exit 0), and every PID the run directories matching `rundirs`
+    (a glob beside the lab file) listed while it ran."""
     run = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(labfile)], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT, start_new_session=True)
     seen: set[int] = set()
     try:
-        while run.poll() is None:  # every PID the lab lists while it runs
-            for rundir in path.glob("my-runs/*-everykey"):
+        while run.poll() is None:
+            for rundir in labfile.parent.glob(rundirs):
                 seen |= lab_pids(rundir)
             time.sleep(0.2)
         out = run.stdout.read()
@@ -281,12 +285,11 @@ def test_a_lab_that_sets_every_key_runs_and_stops(runs):
         if run.poll() is None:
             run.terminate()
             run.wait(timeout=60)
-    (rundir,) = path.glob("my-runs/*-everykey")  # runs_dir, relative to the lab file
-    # the run's lab.toml (written from the model: the file's relative paths would name other files there)
-    assert replace(load_lab(rundir / "lab.toml"), source=None) == replace(load_lab(labfile), source=None)
-    assert len(seen) >= 8 and not [p for p in seen if alive(p)], "processes survived the run"
-    assert not (rundir / "pids.json").exists()
-    topo = json.loads((rundir / "lab.json").read_text())
+    return seen
+
+
+def check_every_key_lab_json(topo: dict, path: Path, ports: dict[str, int]) -> None:
+    """lab.json holds what the lab file gave each part."""
     c = topo["collector"]
     assert (c["uncacheable_ttl_s"], c["replay_timing"], c["cache_mb"], c["ports"]["direct"]) == (
         60, True, 32, ports["collector"])
@@ -306,7 +309,10 @@ def test_a_lab_that_sets_every_key_runs_and_stops(runs):
     assert (p["mine"]["kind"], p["mine"]["port"]) == ("external", ports["sq"])
     w = topo["workload"]
     assert (w["rate"], w["users"], w["popularity"], w["args"]) == (8, 1, "zipf:0.9", ["--seq", "0.3", "--post", "0"])
-    # the rendered configurations
+
+
+def check_every_key_configs(rundir: Path, path: Path, own_port: int) -> None:
+    """The rendered configurations: the Collector's, Traffic Server's remap, Apache's, the prefetch agent's."""
     conf = (rundir / "collector/squid.conf").read_text()
     assert f"cafile={(path / 'own-ca/origin-ca.pem').resolve()}" in conf
     assert f"cafile={rundir / 'origin-tls/origin-ca.pem'}" in conf
@@ -315,9 +321,14 @@ def test_a_lab_that_sets_every_key_runs_and_stops(runs):
     remap = (rundir / "proxies/ats/rr/etc/remap.config").read_text()
     assert "--fetch-count=1" in remap and r"--fetch-path-pattern=/(seq.[^.]*\D)(\d+)(\.jpg)/$1{$2+1}$3/" in remap
     assert f"CacheEnable disk http://:{own_port}/" in (rundir / "proxies/apache/httpd.conf").read_text()
+    hap = (rundir / "proxies/hap/haproxy.cfg").read_text()
+    assert "total-max-size 16" in hap and "max-age 600" in hap
     agent = (rundir / "sqp.agent.out").read_text()
     assert "squid-prefetch: following" in agent
-    # the workload ran through it all, HTTPS intercepted too
+
+
+def check_every_key_traffic(rundir: Path) -> None:
+    """The workload ran through it all, HTTPS intercepted too, without an error."""
     records = [json.loads(line) for line in (rundir / "multiplier.jsonl").read_text().splitlines()]
     https = [r for r in records if r["url"].startswith("https://")]
     assert any(r["url"].startswith("http://") for r in records)
@@ -327,9 +338,29 @@ def test_a_lab_that_sets_every_key_runs_and_stops(runs):
     gets = [r for r in records if r["method"] == "GET" and r["collector"].get("status") == 200]
     assert len(gets) >= 10
     for r in gets:
-        assert {leg["name"] for leg in r["proxies"]} == {"sq", "sqp", "ats", "apache", "dummy", "mine"}
+        assert {leg["name"] for leg in r["proxies"]} == {"sq", "sqp", "ats", "apache", "hap", "dummy", "mine"}
     summary = json.loads((rundir / "workload.json").read_text())
     assert summary["errors"] == 0, summary
+
+
+def test_a_lab_that_sets_every_key_runs_and_stops(runs):
+    path, own_port = runs
+    require_every_key_parts()
+    ports = {name: free_port() for name in ("collector", "origin", "tls", "multiplier", "sq", "sq-collector",
+                                            "mine-collector", "metrics")}
+    labfile = path / "every.toml"
+    labfile.write_text(every_key_lab(path, own_port, ports))
+    check = lab_cli("check", str(labfile))
+    assert check.returncode == 0, check.stderr
+    seen = run_watching_pids(labfile, "my-runs/*-everykey")
+    (rundir,) = path.glob("my-runs/*-everykey")  # runs_dir, relative to the lab file
+    # the run's lab.toml (written from the model: the file's relative paths would name other files there)
+    assert replace(load_lab(rundir / "lab.toml"), source=None) == replace(load_lab(labfile), source=None)
+    assert len(seen) >= 8 and not [p for p in seen if alive(p)], "processes survived the run"
+    assert not (rundir / "pids.json").exists()
+    check_every_key_lab_json(json.loads((rundir / "lab.json").read_text()), path, ports)
+    check_every_key_configs(rundir, path, own_port)
+    check_every_key_traffic(rundir)
     # share_group: the run is the group's (test_run_privacy.py checks every file)
     assert (rundir / "lab.json").stat().st_gid == grp.getgrnam("users").gr_gid
 

@@ -23,6 +23,9 @@ from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 
 NAMES = {k: f"p-{k}" for k in PROXY_KINDS} | {"ats-prefetch": "p-ats-prefetch"}
+# HAProxy 2.6 stores no reply that carries `Age: 0`, and the Collector's answers within the second of its own
+# fetch carry one: its first copy is not stored, its repeat a second later (Age 1 or more) is.
+STORES_NO_AGE_0 = {"haproxy"}
 
 
 def lab_text(kinds: list[str], external: tuple[int, int], model: Path) -> str:
@@ -63,9 +66,13 @@ def test_kind_caches_through_its_own_collector_port(kinds_lab, kind):
     require(KINDS[kind].missing(multiplier_binary()), f"the proxy kind {kind}")
     name = NAMES[kind]
     cacheable, uncacheable = f"/obj/{kind}-obj?size=3000", f"/obj/{kind}-u?cc=no-store"
-    for _ in range(3):
+    later_s = 1.5 if kind in STORES_NO_AGE_0 else 0  # before the first repeat
+    if later_s:
+        time.sleep(1.05 - time.time() % 1)  # the first fetch early in a second: its copies have Age 0
+    for i in range(3):
         lab.get(cacheable)
         lab.records(cacheable, len(lab.records(cacheable, 0)) + 1)
+        time.sleep(later_s if i == 0 else 0)
     for _ in range(2):
         lab.get(uncacheable)
     records = lab.records(cacheable, 3) + lab.records(uncacheable, 2)
@@ -78,7 +85,7 @@ def test_kind_caches_through_its_own_collector_port(kinds_lab, kind):
         assert mine["status"] == 200, mine
 
     on_ports = lab.collector_lines(cacheable)
-    expected = 1 if KINDS[kind].caches else 3
+    expected = 3 if not KINDS[kind].caches else 2 if kind in STORES_NO_AGE_0 else 1
     assert on_ports[name] == expected, f"{name} pulled {cacheable} {on_ports[name]} times: {dict(on_ports)}"
     assert on_ports["direct"] == 3
     assert lab.collector_lines(uncacheable)[name] == 2, "an uncacheable reply was served from a cache"

@@ -19,7 +19,7 @@ from parts import require
 from spe_tools import collector
 from spe_tools.lab import cli, run_loop
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import LabFileError, parse_lab
+from spe_tools.lab.model import parse_lab
 
 LAB = """
 name = "prefetch"
@@ -44,19 +44,6 @@ name = "plain"
 kind = "squid"
 cache_mb = 32
 """
-
-
-def test_the_kinds_keys_are_checked():
-    lab = parse_lab(LAB)
-    assert lab.proxy("linkpf").prefetch_depth == 1 and lab.proxy("linkpf").prefetch_rate == 200
-    with pytest.raises(LabFileError, match="prefetch_depth: 9 is out of range"):
-        parse_lab(LAB.replace("prefetch_depth = 1", "prefetch_depth = 9"))
-    with pytest.raises(LabFileError, match="unknown key 'prefetch_depth'"):
-        parse_lab(LAB.replace('kind = "squid-prefetch"', 'kind = "squid"'))
-    with pytest.raises(LabFileError, match="users: only for kind"):
-        parse_lab(LAB.replace('kind = "load"', 'kind = "browse"'))
-    with pytest.raises(LabFileError, match="rate: 0 leaves the load client nothing to do"):
-        parse_lab(LAB.replace("users = 4", "users = 0"))
 
 
 @pytest.fixture

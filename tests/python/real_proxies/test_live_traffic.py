@@ -1,32 +1,27 @@
 """Live traffic (`[origin] kind = "none"`): the Collector's access.log keeps no query string (real users'
 queries carry search terms, session ids, tokens), while a lab on the synthetic origin keeps its own
 queries (think, size, cc); and what joins the Multiplier's URLs with the log's (prefetch accounting,
-the bypass check, live and in the report) compares them as the log has them."""
+the bypass check, live and in the report) compares them as the log has them (on hand-made logs:
+unit/test_lab_trust.py, unit/test_prefetch.py)."""
 
 from __future__ import annotations
 
 import http.client
-import json
 import sys
 import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 from conftest import ROOT
 from labsupport import lab_session
 from parts import require
 
-from analysis.bypass import silent_port_evidence
 from analysis.prefetch import prefetch_columns
 from spe_tools import collector
-from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.process import ProcessGroup, free_port
-from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.layout import RunDir
-from spe_tools.rundir.port_usage import parse_access_log
 
 SECRET = "token=s3cr3t"
 LIVE = '[origin]\nkind = "none"\n[collector]\nkind = "squid"\n[[proxy]]\nname = "dummy"\nkind = "dummy"\n'
@@ -97,42 +92,3 @@ def test_a_synthetic_origin_lab_keeps_its_queries():
         assert get_through(lab.multiplier_port, url) == 200
         assert logged(lab.rundir, "/obj/kept-1", 2) == [url] * 2
         assert lab.lab_json["collector"]["strip_query_terms"] is False
-
-
-def test_joins_with_a_stripped_log_compare_urls_as_it_has_them(tmp_path):
-    """The report's bypass evidence and the lab's live one match a record's URL with the log's cut form."""
-    assert as_logged("http://h/p?a=1&b=2", True) == "http://h/p?"
-    assert as_logged("http://h/p?a=1", False) == "http://h/p?a=1" and as_logged("http://h/p", True) == "http://h/p"
-    log = tmp_path / "access.log"
-    log.write_text("1.000      5 127.0.0.1 TCP_MISS/200 100 GET http://h/p? - HIER_DIRECT/127.0.0.1 text/plain "
-                   "5000 90 T1\n")
-    usage, bad = parse_access_log(log, {5000: "direct", 5001: "silent"})
-    assert bad == 0 and usage["direct"].origin_urls == {"http://h/p?"}
-    results = pl.DataFrame({"id": [1, 1], "name": ["Collector (direct)", "silent"], "url": ["http://h/p?a=1"] * 2,
-                            "status": [200, 200], "error": [None, None], "fetch": ["f1", "f1"]})
-    assert silent_port_evidence(results, "silent", usage, strip_query_terms=True) == 1
-    assert silent_port_evidence(results, "silent", usage, strip_query_terms=False) == 0  # the old join's miss
-    # live: a proxy whose port stays silent while it answers what the direct path fetched
-    watch = BypassWatch(CollectorPorts(log, {5000: "direct", 5001: "silent"}, strip_query_terms=True))
-    reply = {"name": "silent", "status": 200, "fetch": "f1"}
-    watch.add({"url": "http://h/p?a=1", "collector": {"status": 200, "fetch": "f1"}, "proxies": [reply]})
-    watch.check_ports()
-    assert watch.bypassing == {"silent"}
-
-
-def test_prefetch_accounting_on_a_stripped_log(tmp_path):
-    """A proxy's request tagged with the client request it came from is the client's, not a prefetch, when
-    the log has its URL without the query; an untagged one for another path is the proxy's own."""
-    record = {"ts": 100.0, "id": 1, "tag": "T1", "method": "GET", "url": "http://h/a?q=1",
-              "collector": {"status": 200, "total_us": 5000},
-              "proxies": [{"name": "p", "status": 200, "total_us": 1000, "result": "OK"}]}
-    RunDir(tmp_path).multiplier_log.write_text(json.dumps(record) + "\n")
-    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": {"direct": 5000, "p": 5001},
-                                                                 "strip_query_terms": True}}))
-    RunDir(tmp_path).access_log.parent.mkdir()
-    RunDir(tmp_path).access_log.write_text(
-        "100.005      5 127.0.0.1 TCP_MISS/200 100 GET http://h/a? - HIER_DIRECT/127.0.0.1 t 5000 90 T1\n"
-        "100.006      1 127.0.0.1 TCP_HIT/200 100 GET http://h/a? - HIER_NONE/- t 5001 90 T1\n"
-        "100.010      1 127.0.0.1 TCP_MISS/200 300 GET http://h/b? - HIER_DIRECT/127.0.0.1 t 5001 90 -\n")
-    columns = prefetch_columns(tmp_path, ["p"])["p"]
-    assert columns["prefetch_requests"] == 1 and columns["prefetch_bytes"] == 300, columns

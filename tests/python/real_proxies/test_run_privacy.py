@@ -22,6 +22,8 @@ import pytest
 from conftest import ROOT, multiplier_binary
 from parts import environment_skip, installed_kinds
 
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.model import PROXY_KINDS
 from spe_tools.lab.running import down
 from spe_tools.process import alive, session_members
 
@@ -31,13 +33,12 @@ GROUP = "users"  # Debian's group 100: any existing group does
 
 def lab_text() -> str:
     """Every proxy kind installed here (each drops to a user of its own), the load client."""
-    kinds = installed_kinds(("squid", "squid-prefetch", "trafficserver", "varnish", "apache", "nginx", "tinyproxy",
-                             "privoxy", "dummy"), multiplier_binary())
+    kinds = installed_kinds([k for k in PROXY_KINDS if k != "external"], multiplier_binary())
     text = ('name = "private"\n[collector]\nkind = "squid"\n[origin]\nthink_mean_ms = 0\n'
             '[workload]\nkind = "load"\nduration_s = 4\nrate = 10\nclients = 2\n')
     for kind in kinds:
         text += f'[[proxy]]\nname = "p-{kind}"\nkind = "{kind}"\n'
-        if kind not in ("tinyproxy", "privoxy", "dummy"):
+        if "cache_mb" in KINDS[kind].keys:
             text += "cache_mb = 16\n"
     return text
 

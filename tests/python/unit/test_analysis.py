@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -10,9 +11,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
+from analysis import plots
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
-from analysis.report import build_report, html_report, text_report
+from analysis.report import build_report, html_report, short_report, summary_json, text_report
 from analysis.sections.collector_ports import port_rows
 from analysis.stats import mean_ci, median_ci, percentile
 from spe_tools.rundir.layout import RunDir
@@ -33,12 +35,6 @@ def record(i, collector, proxies, url=None):
     return {"ts": 1000.0 + i, "id": i, "client": "127.0.0.1:1", "method": "GET", "url": url or f"http://o/{i}",
             "version": "HTTP/1.1", "validation": False, "client_status": 200, "note": None,
             "collector": collector, "proxies": proxies}
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")  # build_report draws figures that only write_report closes
 
 
 @pytest.fixture
@@ -152,7 +148,6 @@ def test_a_failed_legs_collector_requests_are_no_misses(tmp_path):
     """The conformance run's defect: every proxy's hit ratio 0.00 while the judge counted hundreds of reuses. The
     failed legs' Collector requests were counted as misses of the responses delivered, without those legs."""
     rows = {r["name"]: r for r in build_report(conformance_like_run(tmp_path)).rows}
-    plt.close("all")
     reuser, missing = rows["reuser"], rows["missing"]
     assert reuser["responses"] == 4 and reuser["collector_requests"] == 4  # the PUTs' requests, still listed
     assert reuser["hit_ratio"] == 1.0 and reuser["byte_hit_ratio"] == 1.0  # was 0.00: 4 requests / 4 responses
@@ -162,7 +157,6 @@ def test_a_failed_legs_collector_requests_are_no_misses(tmp_path):
 def test_without_tags_a_failed_legs_requests_cannot_be_told_apart(tmp_path):
     """A log from before request tags: the Collector requests are counted as before."""
     rows = {r["name"]: r for r in build_report(conformance_like_run(tmp_path, tagged=False)).rows}
-    plt.close("all")
     assert rows["reuser"]["hit_ratio"] == 0.0 and rows["missing"]["hit_ratio"] == 0.0
 
 
@@ -182,8 +176,17 @@ def test_collector_ports_and_mismatch_report(run):
 
 def test_a_run_without_proxies(tmp_path):
     RunDir(tmp_path).multiplier_log.write_text(json.dumps(record(1, measure(), [])) + "\n")
-    rows = build_report(tmp_path).rows
-    assert [r["name"] for r in rows] == [COLLECTOR]
+    rep = build_report(tmp_path)
+    assert [r["name"] for r in rep.rows] == [COLLECTOR]
+    assert drawn(rep) == FIGURES  # with no proxy to plot
+
+
+def drawn(rep) -> set[str]:
+    """The figures of the report drawn, by name (each a PNG file's contents)."""
+    return {name for name, png in rep.figures.items() if png.startswith(b"\x89PNG\r\n")}
+
+
+FIGURES = {"latency_cdf.png", "latency_over_time.png", "hit_ratio_vs_latency.png", "bandwidth_vs_latency.png"}
 
 
 def test_rope_text_log(tmp_path):
@@ -197,10 +200,12 @@ def test_rope_text_log(tmp_path):
         "192.168.0.2 non-validation HTTP/1.0 GET http://www.cs.rutgers.edu/\nbroken line\n")
     records = load_rope(log)
     assert (records.requests, records.bad_lines, records.proxies) == (1, 1, ["Proxy-1", "Proxy-2"])
-    rows = {r["name"]: r for r in build_report(log).rows}
+    rep = build_report(log)
+    rows = {r["name"]: r for r in rep.rows}
     assert rows["Proxy-1"]["latency_mean_ms"] == pytest.approx(158.658)
     assert rows["Proxy-2"]["latency_mean_ms"] == pytest.approx(1184.025)
     assert rows["Proxy-2"]["header_mismatch_pct"] == 100.0
+    assert drawn(rep) == FIGURES
 
 
 def test_cli_writes_every_format(run, capsys):
@@ -211,6 +216,25 @@ def test_cli_writes_every_format(run, capsys):
     assert [p["name"] for p in summary["proxies"]] == [COLLECTOR, "good", "dead", "flaky"]
     assert (run / "out" / "summary.csv").read_text().splitlines()[0].startswith("name,requests,responses,ok_pct")
     assert "Report written" in capsys.readouterr().out
+    page = (run / "out" / "report.html").read_text()
+    for png in FIGURES:
+        inlined = base64.b64encode((run / "out" / png).read_bytes()).decode()
+        assert f"src='data:image/png;base64,{inlined}'" in page  # the page shows the files' very figures
+    assert plt.get_fignums() == []  # each figure closed once drawn
+
+
+def test_the_tables_text_and_summary_draw_no_figure(run, monkeypatch):
+    """matplotlib is most of a small report's time: only the outputs that show the figures draw them."""
+    def no_drawing(fig):
+        raise AssertionError("a figure was drawn")
+
+    monkeypatch.setattr(plots, "png_bytes", no_drawing)
+    rep = build_report(run)
+    assert text_report(rep) and summary_json(rep)["proxies"] and short_report(rep)
+    assert report_main([str(run), "--out", str(run / "out"), "--format", "csv,json,text"]) == 0
+    assert sorted(p.name for p in (run / "out").iterdir()) == ["report.txt", "summary.csv", "summary.json"]
+    with pytest.raises(AssertionError, match="a figure was drawn"):
+        html_report(rep)
 
 
 def test_compare_runs_side_by_side(run, tmp_path, capsys):

@@ -5,6 +5,7 @@ the run directory's contract (spe_tools/rundir), never the other way round."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from conftest import ROOT
@@ -40,9 +41,10 @@ def type_only_imports(tree: ast.Module) -> set[ast.AST]:
         if isinstance(node, ast.Import | ast.ImportFrom)}
 
 
+@functools.cache
 def import_graph(type_only: bool = True) -> dict[str, set[str]]:
     """Module -> the project modules it imports anywhere (at the top, in a function and, with `type_only`, under
-    TYPE_CHECKING)."""
+    TYPE_CHECKING). Read once per pytest run (half a second) and shared by the tests, which only read it."""
     known = modules()
     graph: dict[str, set[str]] = {}
     for name, path in known.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from spe_tools import collector
 from spe_tools.collector import port_lines
 from spe_tools.lab.checks import check
 from spe_tools.lab.kinds import KINDS, Context
@@ -17,7 +18,7 @@ from spe_tools.lab.labfile import lab_toml, write_run_lab_file
 from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
-from spe_tools.lab.start_collector import collector_port_names
+from spe_tools.lab.start_collector import collector_port_names, connect_ports
 from spe_tools.lab.start_multiplier import multiplier_argv
 from spe_tools.lab.start_prometheus import prometheus_argv, prometheus_config
 from spe_tools.lab.start_workload import workload_argv
@@ -125,8 +126,8 @@ def test_a_kind_takes_exactly_the_keys_it_declares(kind):
 
 def test_message_names_the_file(tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text('[[proxy]]\nname = "x"\nkind = "haproxy"\n')
-    with pytest.raises(LabFileError, match=r"bad\.toml: \[\[proxy\]\] 'x'\.kind: unknown kind 'haproxy'"):
+    path.write_text('[[proxy]]\nname = "x"\nkind = "polipo"\n')
+    with pytest.raises(LabFileError, match=r"bad\.toml: \[\[proxy\]\] 'x'\.kind: unknown kind 'polipo'"):
         load_lab(path)
     with pytest.raises(LabFileError, match="cannot read the lab file"):
         load_lab(tmp_path / "missing.toml")
@@ -227,7 +228,7 @@ def test_accel_ports_for_origin_form_proxies(tmp_path):
 def test_templates_use_only_known_placeholders():
     known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
              "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports",
-             "client_addresses", "access_log"}
+             "client_addresses", "access_log", "max_object_bytes", "max_age_s"}
     for path in TEMPLATES.rglob("*"):
         if path.is_file():
             assert placeholders(path.read_text()) <= known, path
@@ -338,6 +339,78 @@ def test_twin_of_names_another_proxy_of_the_lab():
     assert "is not another proxy" in error(MINIMAL + '[[proxy]]\nname = "sq2"\nkind = "squid"\ntwin_of = "nope"\n')
     assert "is not another proxy" in error(MINIMAL.replace('kind = "squid"\n', 'kind = "squid"\ntwin_of = "sq"\n'))
     assert 'twin_of = "sq"' in lab_toml(lab)
+
+
+def test_a_collector_without_delay_pools_is_named_before_the_lab_starts(monkeypatch):
+    """Squid without delay pools accepts delay_pools and ignores it: the lab must not run unpaced unawares."""
+    monkeypatch.setattr(collector, "missing", lambda kind: [])  # the patched Collector, built here or not
+    monkeypatch.setattr(collector, "has_delay_pools", lambda kind: False)
+    problems = check(parse_lab('[[proxy]]\nname = "paced"\nkind = "dummy"\ncollector_limit_kbps = 64\n'
+                               '[[proxy]]\nname = "free"\nkind = "dummy"\n'))
+    assert any("'paced'.collector_limit_kbps: this Collector was built without delay pools" in p for p in problems)
+
+
+@pytest.mark.parametrize("multiplier, expected", [
+    ("", (443,)),  # the Multiplier's default
+    ('intercept_tls = true\nca_dir = "ca"\n', (443, 6)),  # 443 and the lab's HTTPS origin
+    ('extra_args = ["--connect-port", "8443"]\n', (8443,)),  # a --connect-port replaces the default
+    ('intercept_tls = true\nca_dir = "ca"\nextra_args = ["--connect-port=8443", "--connect-port", "443"]\n',
+     (443, 6, 8443)),
+])
+def test_the_lab_gives_the_collector_the_multipliers_connect_ports(tmp_path, multiplier, expected):
+    """The Collector refuses CONNECT to any port outside the Multiplier's list (real_proxies/
+    test_connect_authority.py): both get the same list."""
+    lab = parse_lab(f'[origin]\ntls = true\n[multiplier]\n{multiplier}'
+                    '[[proxy]]\nname = "sq"\nkind = "squid"\n', tmp_path / "lab.toml")
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5}, origin_tls=6)
+    assert connect_ports(lab, ports) == expected
+    argv = multiplier_argv(lab, ports, tmp_path)
+    listed = [int(argv[i + 1]) for i, a in enumerate(argv) if a == "--connect-port"]
+    listed += [int(a.split("=")[1]) for a in argv if a.startswith("--connect-port=")]
+    assert tuple(dict.fromkeys(listed or [443])) == expected
+
+
+DUMMY = '[[proxy]]\nname = "dummy"\nkind = "dummy"\n[origin]\nthink_mean_ms = 0\n'
+
+
+def command(*words: str) -> str:
+    return "[workload]\nkind = \"command\"\ncommand = " + json.dumps(list(words)) + "\n"
+
+
+def test_command_workloads_are_checked_when_the_file_is_read():
+    """[workload] kind = "command" (a lab running one: real_proxies/test_lab_command_workload.py)."""
+    assert 'kind "command" needs the program' in error('[workload]\nkind = "command"\n' + DUMMY)
+    assert "unknown placeholder {proxyy}" in error(command("wrk", "{proxyy}") + DUMMY)
+    assert "only for kind" in error('[workload]\nkind = "load"\ncommand = ["x"]\n' + DUMMY)
+    assert "need [origin].kind" in error(command("wrk", "{origin_url}") + '[[proxy]]\nname = "d"\nkind = "dummy"\n'
+                                         '[origin]\nkind = "none"\n')
+    assert "needs [origin].tls" in error(command("x", "{tls_origin}") + DUMMY)
+    lab = parse_lab(command("polygraph-client", "--proxy", "{proxy}", "--origin", "{origin}") + DUMMY)
+    assert lab.workload.command == ("polygraph-client", "--proxy", "{proxy}", "--origin", "{origin}")
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"dummy": 4}, collector={"dummy": 5})
+    assert workload_argv(lab, ports, 60, Path("/r")) == ["polygraph-client", "--proxy", "127.0.0.1:3",
+                                                         "--origin", "localhost:1"]
+    braces = parse_lab(command("sh", "-c", "echo ${{HOME}} {{}} {duration_s}") + DUMMY)
+    assert workload_argv(braces, ports, 7.5, Path("/r"))[-1] == "echo ${HOME} {} 7.5"
+
+
+# Squid with its link-prefetching agent under browsing users, no robots (such a lab running:
+# real_proxies/test_lab_squid_prefetch.py).
+PREFETCH_LAB = ('[workload]\nkind = "load"\nrate = 0\nusers = 4\n'
+                '[[proxy]]\nname = "linkpf"\nkind = "squid-prefetch"\nprefetch_depth = 1\nprefetch_rate = 200\n')
+
+
+def test_the_squid_prefetch_kinds_keys_are_checked():
+    lab = parse_lab(PREFETCH_LAB)
+    assert lab.proxy("linkpf").prefetch_depth == 1 and lab.proxy("linkpf").prefetch_rate == 200
+    with pytest.raises(LabFileError, match="prefetch_depth: 9 is out of range"):
+        parse_lab(PREFETCH_LAB.replace("prefetch_depth = 1", "prefetch_depth = 9"))
+    with pytest.raises(LabFileError, match="unknown key 'prefetch_depth'"):
+        parse_lab(PREFETCH_LAB.replace('kind = "squid-prefetch"', 'kind = "squid"'))
+    with pytest.raises(LabFileError, match="users: only for kind"):
+        parse_lab(PREFETCH_LAB.replace('kind = "load"', 'kind = "browse"'))
+    with pytest.raises(LabFileError, match="rate: 0 leaves the load client nothing to do"):
+        parse_lab(PREFETCH_LAB.replace("users = 4", "users = 0"))
 
 
 def test_metrics_listen_is_off_by_default_and_reaches_the_multiplier(tmp_path):

@@ -7,13 +7,17 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
 from conftest import ROOT
 
+from analysis.bypass import silent_port_evidence
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.cli import main as lab_main
 from spe_tools.lab.model import load_lab, parse_lab
 from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.status import StatusTracker, format_status
+from spe_tools.rundir.access_log import as_logged
+from spe_tools.rundir.port_usage import parse_access_log
 
 
 def proxies(*tables: str) -> str:
@@ -34,6 +38,13 @@ def test_twins_are_recognised_by_their_settings_not_their_names_or_ports():
                             'name = "x1"\nkind = "external"\naddress = "127.0.0.1:4004"',
                             'name = "x2"\nkind = "external"\naddress = "127.0.0.1:4005"'))
     assert noise_pairs(lab) == [("a", "b"), ("d1", "d2")]
+
+
+def test_a_paced_proxy_is_not_a_noise_twin_of_a_free_one():
+    """collector_limit_kbps slows one proxy's misses (real_proxies/test_lab_collector_limits.py): no twin."""
+    paced = proxies('name = "paced"\nkind = "dummy"\ncollector_limit_kbps = 64', 'name = "free"\nkind = "dummy"')
+    assert noise_pairs(parse_lab(paced)) == []
+    assert noise_pairs(parse_lab(paced.replace("collector_limit_kbps = 64\n", ""))) == [("paced", "free")]
 
 
 def test_three_identical_proxies_make_three_pairs():
@@ -137,3 +148,25 @@ def test_lab_check_prints_the_warning_and_the_noise_floor_it_will_measure(tmp_pa
     assert "spe lab check: warning: [[proxy]] 'ats' (trafficserver): with [origin] kind = \"none\"" in out.err
     if "is ready" in out.out:  # the programs are installed here
         assert out.out.rstrip().endswith("noise floor measured by noise pair ats = ats2")
+
+
+def test_joins_with_a_stripped_log_compare_urls_as_it_has_them(tmp_path):
+    """The report's bypass evidence and the lab's live one match a record's URL with the log's cut form (live
+    traffic: the Collector logs no query, real_proxies/test_live_traffic.py)."""
+    assert as_logged("http://h/p?a=1&b=2", True) == "http://h/p?"
+    assert as_logged("http://h/p?a=1", False) == "http://h/p?a=1" and as_logged("http://h/p", True) == "http://h/p"
+    log = tmp_path / "access.log"
+    log.write_text("1.000      5 127.0.0.1 TCP_MISS/200 100 GET http://h/p? - HIER_DIRECT/127.0.0.1 text/plain "
+                   "5000 90 T1\n")
+    usage, bad = parse_access_log(log, {5000: "direct", 5001: "silent"})
+    assert bad == 0 and usage["direct"].origin_urls == {"http://h/p?"}
+    results = pl.DataFrame({"id": [1, 1], "name": ["Collector (direct)", "silent"], "url": ["http://h/p?a=1"] * 2,
+                            "status": [200, 200], "error": [None, None], "fetch": ["f1", "f1"]})
+    assert silent_port_evidence(results, "silent", usage, strip_query_terms=True) == 1
+    assert silent_port_evidence(results, "silent", usage, strip_query_terms=False) == 0  # the old join's miss
+    # live: a proxy whose port stays silent while it answers what the direct path fetched
+    watch = BypassWatch(CollectorPorts(log, {5000: "direct", 5001: "silent"}, strip_query_terms=True))
+    reply = {"name": "silent", "status": 200, "fetch": "f1"}
+    watch.add({"url": "http://h/p?a=1", "collector": {"status": 200, "fetch": "f1"}, "proxies": [reply]})
+    watch.check_ports()
+    assert watch.bypassing == {"silent"}

@@ -159,3 +159,22 @@ def test_a_prefetchers_own_log_is_shown_as_evidence_beside_spes_count(run):
     assert "prefetch_agent_fetches" not in columns["ats"]
     lines = prefetch_text([{"name": name, **c} for name, c in columns.items()])
     assert lines[1].endswith("(its own log: 3 fetches, 30 bytes, counting those its cache answered)")
+
+
+def test_prefetch_accounting_on_a_stripped_log(tmp_path):
+    """A proxy's request tagged with the client request it came from is the client's, not a prefetch, when
+    the log has its URL without the query (live traffic: real_proxies/test_live_traffic.py); an untagged one for
+    another path is the proxy's own."""
+    request = {"ts": 100.0, "id": 1, "tag": "T1", "method": "GET", "url": "http://h/a?q=1",
+               "collector": {"status": 200, "total_us": 5000},
+               "proxies": [{"name": "p", "status": 200, "total_us": 1000, "result": "OK"}]}
+    RunDir(tmp_path).multiplier_log.write_text(json.dumps(request) + "\n")
+    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": {"direct": 5000, "p": 5001},
+                                                                 "strip_query_terms": True}}))
+    RunDir(tmp_path).access_log.parent.mkdir()
+    RunDir(tmp_path).access_log.write_text(
+        "100.005      5 127.0.0.1 TCP_MISS/200 100 GET http://h/a? - HIER_DIRECT/127.0.0.1 t 5000 90 T1\n"
+        "100.006      1 127.0.0.1 TCP_HIT/200 100 GET http://h/a? - HIER_NONE/- t 5001 90 T1\n"
+        "100.010      1 127.0.0.1 TCP_MISS/200 300 GET http://h/b? - HIER_DIRECT/127.0.0.1 t 5001 90 -\n")
+    columns = prefetch_columns(tmp_path, ["p"])["p"]
+    assert columns["prefetch_requests"] == 1 and columns["prefetch_bytes"] == 300, columns

@@ -8,7 +8,6 @@ import csv
 import json
 import sys
 
-import matplotlib.pyplot as plt
 import pytest
 from conftest import read_records
 from test_analysis import measure, proxy, record
@@ -18,12 +17,6 @@ from analysis.cache_rules import RULES, evidence_rows
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR
 from analysis.report import build_report, html_report, text_report
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")  # build_report draws figures that only write_report closes
 
 
 def finding(rule: str, section: str | None = None) -> dict:
@@ -245,10 +238,11 @@ def test_a_log_without_cache_objects_gives_no_section(tmp_path):
     assert "collector_cache_rules" not in summary and all("cache_rules" not in r for r in summary["proxies"])
 
 
-def test_an_unreadable_cache_object_costs_only_its_line(tmp_path):
+@pytest.mark.parametrize("engine", ["duckdb", "memory"])
+def test_an_unreadable_cache_object_costs_only_its_line(tmp_path, engine):
     records = [record(1, measure(), [{**proxy("squid"), "cache": cache(reused=True, exercised=["age"])}]),
                record(2, measure(), [{**proxy("squid"), "cache": "not an object"}])]
-    rep = build_report(write_run(tmp_path, records))
+    rep = build_report(write_run(tmp_path, records), engine=engine)
     assert rep.requests == 2 and rep.bad_lines == 0  # the tables keep both records
     assert rep.bad_cache_lines == 1 and sections(rep)["squid"]["summary"]["judged"] == 1
 

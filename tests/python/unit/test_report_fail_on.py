@@ -3,7 +3,6 @@ right answers are worked out here (a lab run with --fail-on: test_lab_fail_on.py
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pytest
 from test_analysis import measure, proxy, record
 from test_report_cache_rules import cache
@@ -11,12 +10,6 @@ from test_report_trust import topology, write_run
 
 from analysis.cli import main as report_main
 from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 @pytest.mark.parametrize(("text", "parsed"), [

@@ -7,8 +7,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import pytest
 from test_analysis import measure, proxy, record
 
 from analysis import report, sections
@@ -25,12 +23,6 @@ from analysis.report import (
 from analysis.section import QUESTIONS, Section
 
 TEMPLATES = Path(report.__file__).parent / "templates"
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")  # build_report draws figures that only write_report closes
 
 
 def test_every_section_is_declared_whole():

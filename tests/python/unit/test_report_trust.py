@@ -8,8 +8,6 @@ import csv
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import pytest
 from test_analysis import measure, proxy, record
 
 from analysis.cli import main as report_main
@@ -17,12 +15,6 @@ from analysis.records import load_jsonl
 from analysis.report import build_report, text_report, text_table
 from analysis.sections.collector_ports import port_rows
 from spe_tools.rundir.layout import RunDir
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")  # build_report draws figures that only write_report closes
 
 
 def write_run(path: Path, records: list[dict], lab: dict | None = None, access_log: list[str] | None = None) -> Path:

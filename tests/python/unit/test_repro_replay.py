@@ -39,7 +39,7 @@ def test_apache_caches_the_stand_in_origin_s_port_not_the_recorded_one():
 
 @pytest.mark.parametrize("proxy, message", [
     (ProxyOfCase("mine", "external"), "you run it"),
-    (ProxyOfCase("mine", "haproxy"), "unknown kind 'haproxy'"),
+    (ProxyOfCase("mine", "polipo"), "unknown kind 'polipo'"),
     (ProxyOfCase("edge", "squid", {"cache_mb": 0}), "cache_mb"),
     (ProxyOfCase("edge", "squid", {"colour": "red"}), "colour"),
 ])

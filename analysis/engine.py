@@ -1,0 +1,198 @@
+"""A run's records in DuckDB (embedded, no server): the engine under `./spe report`.
+
+The records come from the run's Parquet files (`./spe logs compact`, spe_tools/rundir/parquet_log.py) and the
+lines written to its log since the last compaction, or from the whole log when it was never compacted; what is
+read of the JSON Lines is read once by DuckDB's read_json against the same schema into a table of a scratch
+database on disk: either way, what the queries do not hold spills to disk instead of growing the process. Views
+over them, each a query away from any table of the report:
+- `records`: one row per record (the columns of log_schema.JUDGED_LOG_SCHEMA) and `seq`, its place in the log;
+- `replies`: one row per reply, the Collector's (`leg` 0) and each proxy entry's (`leg` 1, 2... in the record's
+  order), with the measure, the result and the `cache` verdict;
+- `results`: the replies the tables count (a leg never sent, NOT_SENT, measured nothing).
+An unreadable line is read by DuckDB as a row of nulls: it is counted (bad_lines) and left out.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from analysis.records import COLLECTOR, INTERCEPTED, RESULT_SCHEMA, Records, skip_reason
+from spe_tools.rundir.layout import MULTIPLIER_LOG
+from spe_tools.rundir.log_schema import CACHE
+from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
+
+# DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
+MEMORY_LIMIT = "1500MB"
+BATCH_ROWS = 1 << 17
+MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
+
+
+def _replies_sql() -> str:
+    collector = ", ".join(f'collector."{c}" AS "{c}"' for c in MEASURE)  # quoted: FETCH is SQL
+    leg = ", ".join(f'p."{c}" AS "{c}"' for c in MEASURE)
+    return f"""
+        SELECT seq, 0 AS leg, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector}, NULL::VARCHAR AS result,
+               NULL::VARCHAR[] AS mismatched_headers, NULL::BIGINT AS queued_us, collector.cache AS cache
+        FROM records
+        UNION ALL
+        SELECT seq, leg, id, ts, method, url, tag, p.name AS name, {leg}, p.result AS result,
+               p.mismatched_headers AS mismatched_headers, p.queued_us AS queued_us, p.cache AS cache
+        FROM (SELECT seq, id, ts, method, url, tag, unnest(proxies) AS p, generate_subscripts(proxies, 1) AS leg
+              FROM records)
+        WHERE p IS NOT NULL"""
+
+
+# A reply with a verdict: log-format.md's `provenance` and `reused` are always there. Tested on `reused`: DuckDB
+# 2.0.1 loses the Collector's rows of the Parquet files when this filter is on `provenance`, the first member of the
+# twice-nested struct, and `cache` is read too (tests/python/unit/test_report_engines.py compares).
+JUDGED = "cache.reused IS NOT NULL"
+
+# The order the in-memory tables had (analysis/records.py): the Collector's replies in the log's order, then the
+# proxies' record by record; sections that keep the first few rows (the mismatch examples) see the same ones.
+ORDER_KEYS = ("is_proxy", "seq", "leg")
+ORDER_COLUMNS = "leg > 0 AS is_proxy, seq, leg"
+
+
+def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows sorted by ORDER_KEYS, which are then dropped. Sorted here rather than by DuckDB, whose sort of every
+    reply with its strings runs out of its memory limit (1 M records, Parquet; DuckDB 2.0.1), and one column at a
+    time: the table and one column, never two tables."""
+    order = frame.select(pl.arg_sort_by(list(ORDER_KEYS))).to_series()
+    if not order.equals(pl.int_range(0, frame.height, dtype=order.dtype, eager=True)):
+        for column in frame.columns:
+            frame = frame.with_columns(frame[column].gather(order))
+    return frame.drop(ORDER_KEYS)
+
+
+class RunTables:
+    """The views above over one run's records; close() (or `with`) deletes the scratch database."""
+
+    def __init__(self, log: Path):
+        self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
+        self.con = duckdb.connect(str(self.scratch / "run.duckdb"),
+                                  config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(self.scratch / "tmp")})
+        try:
+            self._open(Path(log))
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, log: Path) -> None:
+        found = compacted(log.parent) if log.name == MULTIPLIER_LOG else None
+        if found is not None and not found.files and found.current:
+            found = None  # nothing compacted but unreadable lines: the log says the same
+        self.bad_parts = found.bad_parts if found else 0
+        if found is None:
+            self.source = "jsonl"
+            records, self.bad_lines = self._read_json(log, "log", 0)
+            sources = [records]
+        else:
+            files = ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in found.files)
+            sources = [f"SELECT * FROM read_parquet([{files}], hive_partitioning = false)"] if found.files else []
+            self.source, self.bad_lines = "parquet", found.bad_lines
+            if not found.current:  # the lines written since the last compaction, from the log
+                tail = self.scratch / "tail.jsonl"
+                with log.open("rb") as f:
+                    copy_bytes(f, *found.tail, tail)
+                records, bad = self._read_json(tail, "tail", found.tail_seq)
+                sources.append(records)
+                self.source += f" and {tail.stat().st_size / 1e6:,.1f} MB of JSON Lines not compacted yet"
+                self.bad_lines += bad
+        self.con.execute("CREATE VIEW records AS " + " UNION ALL BY NAME ".join(sources))
+        self.con.execute(f"CREATE VIEW replies AS {_replies_sql()}")
+        self.con.execute("CREATE VIEW results AS SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
+        self.requests = self.value("SELECT count(*) FROM records")
+
+    def _read_json(self, path: Path, table: str, first_seq: int) -> tuple[str, int]:
+        """JSON Lines read once into a table of the scratch database: the query of its records, each with its
+        `seq` (from first_seq), and how many lines could not be read."""
+        self.con.execute(f"CREATE TABLE {table} AS SELECT * FROM {read_json_sql(path)}")
+        bad = self.value(f"SELECT count(*) - count(id) FROM {table}")
+        return f"SELECT {first_seq} + rowid AS seq, * FROM {table} WHERE id IS NOT NULL", bad
+
+    def value(self, sql: str, params: list | None = None):
+        return self.row(sql, params)[0]
+
+    def row(self, sql: str, params: list | None = None) -> tuple:
+        """The query's one row (fetched whole: DuckDB takes no other query while a result is half-read)."""
+        return self.rows(sql, params)[0]
+
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        return self.con.execute(sql, params or []).fetchall()
+
+    def close(self) -> None:
+        self.con.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> RunTables:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def proxies(self) -> list[str]:
+        """The proxies under test, in the order the log first names them."""
+        return [name for (name,) in self.rows(
+            "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
+
+    def results_frame(self) -> pl.DataFrame:
+        """Every reply as one polars table (analysis/records.py RESULT_SCHEMA): what the sections still read."""
+        columns = ", ".join(f'"{c}"' for c in RESULT_SCHEMA)
+        frame = self.frame(f"SELECT {columns}, {ORDER_COLUMNS} FROM results")
+        return frame.select([pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()])
+
+    def frame(self, sql: str) -> pl.DataFrame:
+        """A query's rows (with ORDER_COLUMNS) as a polars table in the log's order, streamed out of DuckDB batch
+        by batch: DuckDB never holds the whole result, only the table does."""
+        return in_log_order(pl.from_arrow(self.con.sql(sql).to_arrow_reader(BATCH_ROWS).read_all()))
+
+    def verdicts_frame(self) -> pl.DataFrame | None:
+        """The cache-rule judge's verdicts, as analysis/cache_records.py reads them; None when no reply has one."""
+        fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
+        frame = self.frame(f"SELECT id, method, url, name, {fields}, {ORDER_COLUMNS} FROM replies WHERE {JUDGED}")
+        return frame if frame.height else None
+
+    def bad_cache_lines(self) -> int:
+        """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
+        every member is null; a verdict always has `reused`)."""
+        return self.value("SELECT count(DISTINCT seq) FROM replies WHERE cache IS NOT NULL AND NOT " + JUDGED)
+
+    def skipped_fanouts(self) -> dict[str, int]:
+        """As analysis/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
+        reasons: Counter[str] = Counter()
+        for note, n in self.rows(
+                "SELECT note, count(*) FROM records WHERE coalesce(len(proxies), 0) = 0 AND note IS NOT NULL "
+                "AND NOT starts_with(note, ?) GROUP BY note ORDER BY min(seq)", [INTERCEPTED]):
+            reasons[skip_reason(note)] += n
+        return dict(reasons.most_common())
+
+    def https_counts(self) -> dict[str, int]:
+        """As analysis/records.py https_counts."""
+        connects, requests, intercepted, opaque, failed = self.row("""
+            SELECT count(*) FILTER (method = 'CONNECT'), count(*) FILTER (starts_with(url, 'https://')),
+                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), ?)),
+                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), 'CONNECT tunnel')),
+                   count(*) FILTER (method = 'CONNECT' AND contains(coalesce(note, ''), 'TLS handshake failed'))
+            FROM records""", [INTERCEPTED])
+        if not connects:
+            return {}
+        return {"requests": requests, "intercepted_tunnels": intercepted, "opaque_tunnels": opaque,
+                "failed_handshakes": failed}
+
+    def client_holds(self) -> dict:
+        """As analysis/records.py client_holds."""
+        requests, total = self.row("SELECT count(client_held_us), sum(client_held_us) FROM records")
+        return {"requests": requests, "total_s": float(total or 0) / 1e6}
+
+    def records(self) -> Records:
+        """The run as analysis/records.py reads it, every reply in memory (the sections that still need them)."""
+        if not self.requests:
+            return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, self.bad_lines)
+        return Records(self.results_frame(), self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
+                       self.client_holds(), self.https_counts())

@@ -1,0 +1,117 @@
+"""The per-proxy table (analysis/stats.py proxy_table, its definitions there and in docs/report.md) as DuckDB
+queries over a run's `results` view (analysis/engine.py), in memory that does not grow with the run.
+
+Counts, shares, means, standard deviations and sums are one aggregate per reply source. The percentiles, the
+medians and the median's confidence interval are order statistics: each is read at its exact rank from a sort
+DuckDB spills to disk when it must (a window numbering each source's values), not from a sample and not from
+an aggregate that holds every value in memory; the linear interpolation between two ranks is done here, as
+stats.py's percentile does it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from analysis.engine import RunTables
+from analysis.records import COLLECTOR
+from analysis.stats import RESULT_CLASSES, median_ci_ranks, quantile_ranks
+
+DELIVERED = "status IS NOT NULL AND error IS NULL"
+# The values whose order statistics the table shows: (what, its value in the row's unit, which replies).
+ORDERED = {
+    "latency": ("total_us::DOUBLE / 1000", DELIVERED),
+    "ttfb": ("ttfb_us::DOUBLE", DELIVERED),
+    "queued": ("queued_us::DOUBLE / 1000", f"name <> '{COLLECTOR}'"),
+}
+QUANTILES = {"latency": (0.5, 0.9, 0.99), "ttfb": (0.5,), "queued": (0.5, 0.99)}
+
+
+def _aggregates(tables: RunTables) -> dict[str, dict]:
+    """Per source: the counts, means, spreads and sums of the table, and how many values each ORDERED has."""
+    counted = ", ".join(f"count({value}) FILTER ({where}) AS n_{what}" for what, (value, where) in ORDERED.items())
+    rows = tables.con.execute(f"""
+        SELECT name, count(*) AS requests, count(*) FILTER ({DELIVERED}) AS responses,
+               avg(total_us::DOUBLE / 1000) FILTER ({DELIVERED}) AS latency_mean_ms,
+               stddev_samp(total_us::DOUBLE / 1000) FILTER ({DELIVERED}) AS latency_sd_ms,
+               avg(connect_us) / 1000 AS connect_mean_ms, avg(ttfb_us) FILTER ({DELIVERED}) / 1000 AS ttfb_mean_ms,
+               sum(bytes) FILTER ({DELIVERED}) AS body_bytes, {counted}
+        FROM results GROUP BY name""")
+    columns = [d[0] for d in rows.description]
+    return {row[0]: dict(zip(columns, row, strict=True)) for row in rows.fetchall()}
+
+
+def _result_counts(tables: RunTables) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for name, result, n in tables.rows("SELECT name, result, count(*) FROM results GROUP BY ALL"):
+        counts.setdefault(name, {})[result] = n
+    return counts
+
+
+def _wanted_ranks(what: str, n: int) -> set[int]:
+    ranks = {rank for q in QUANTILES[what] for rank in quantile_ranks(n, q)[:2]}
+    return ranks | (set(median_ci_ranks(n)) if what == "latency" and n >= 3 else set())
+
+
+def _order_statistics(tables: RunTables, counts: dict[str, dict]) -> dict[tuple[str, str], dict[int, float]]:
+    """(what, source) -> rank -> value, for the ranks the table needs: one sort of each source's values."""
+    wanted = [(what, name, rank) for name, agg in counts.items() for what in ORDERED
+              for rank in _wanted_ranks(what, agg[f"n_{what}"] or 0) if agg[f"n_{what}"]]
+    if not wanted:
+        return {}
+    values = " UNION ALL ".join(f"SELECT '{what}' AS what, name, {value} AS x FROM results WHERE {where} "
+                                f"AND {value} IS NOT NULL" for what, (value, where) in ORDERED.items())
+    tables.con.execute("CREATE OR REPLACE TEMP TABLE wanted (what VARCHAR, name VARCHAR, rank BIGINT)")
+    tables.con.executemany("INSERT INTO wanted VALUES (?, ?, ?)", wanted)
+    found: dict[tuple[str, str], dict[int, float]] = {}
+    for what, name, rank, x in tables.rows(f"""
+            SELECT what, name, rank, x FROM (
+                SELECT what, name, x, row_number() OVER (PARTITION BY what, name ORDER BY x) - 1 AS rank
+                FROM ({values}))
+            SEMI JOIN wanted USING (what, name, rank)"""):
+        found.setdefault((what, name), {})[rank] = x
+    return found
+
+
+def _quantile(values: dict[int, float], n: int, q: float) -> float | None:
+    if not n:
+        return None
+    lo, hi, frac = quantile_ranks(n, q)
+    return values[lo] + (values[hi] - values[lo]) * frac if hi != lo else values[lo]
+
+
+def _row(name: str, agg: dict, classes: dict[str, int], ordered: dict) -> dict:
+    """One source's row, with stats.py proxy_table's columns and meanings."""
+    requests, n = agg["requests"], agg["n_latency"]
+    row = {"name": name, "requests": requests, "responses": agg["responses"]}
+    for cls in RESULT_CLASSES:
+        row[f"{cls.lower()}_pct"] = None if name == COLLECTOR or not requests else 100 * classes.get(cls, 0) / requests
+    latency = ordered.get(("latency", name), {})
+    mean, sd = agg["latency_mean_ms"], agg["latency_sd_ms"]
+    half = 1.96 * sd / math.sqrt(n) if n >= 2 and sd is not None else None
+    low, high = median_ci_ranks(n) if n >= 3 else (None, None)
+    row.update({
+        "latency_mean_ms": mean, "latency_median_ms": _quantile(latency, n, 0.5),
+        "latency_p90_ms": _quantile(latency, n, 0.9), "latency_p99_ms": _quantile(latency, n, 0.99),
+        "latency_mean_ci_low_ms": mean - half if half is not None else None,
+        "latency_mean_ci_high_ms": mean + half if half is not None else None,
+        "latency_median_ci_low_ms": latency[low] if low is not None else None,
+        "latency_median_ci_high_ms": latency[high] if high is not None else None,
+    })
+    ttfb_median = _quantile(ordered.get(("ttfb", name), {}), agg["n_ttfb"], 0.5)
+    row["connect_mean_ms"], row["ttfb_mean_ms"] = agg["connect_mean_ms"], agg["ttfb_mean_ms"]
+    row["ttfb_median_ms"] = None if ttfb_median is None else ttfb_median / 1000
+    row["body_bytes"] = int(agg["body_bytes"] or 0)
+    queued = ordered.get(("queued", name), {})
+    row["queued_median_ms"] = _quantile(queued, agg["n_queued"], 0.5)
+    row["queued_p99_ms"] = _quantile(queued, agg["n_queued"], 0.99)
+    return row
+
+
+def proxy_table(tables: RunTables, names: list[str]) -> list[dict]:
+    """One row per reply source: the Collector first, then each proxy in `names` order (stats.py proxy_table)."""
+    aggregates = _aggregates(tables)
+    classes = _result_counts(tables)
+    ordered = _order_statistics(tables, aggregates)
+    empty = {"requests": 0, "responses": 0, "latency_mean_ms": None, "latency_sd_ms": None, "connect_mean_ms": None,
+             "ttfb_mean_ms": None, "body_bytes": 0, **{f"n_{what}": 0 for what in ORDERED}}
+    return [_row(name, aggregates.get(name, empty), classes.get(name, {}), ordered) for name in [COLLECTOR, *names]]

@@ -1,0 +1,122 @@
+"""The report read through DuckDB (from the JSON Lines, and from `./spe logs compact`'s Parquet files) gives the
+same numbers as the whole log parsed into memory, on the hand-made runs of the other tests and a generated one."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+from test_analysis import conformance_like_run, measure, paired_run, proxy, record
+from test_analysis import run as hand_made_run  # noqa: F401 (a fixture)
+from test_report_cache_rules import judged_run
+from test_report_trust import noisy_run
+
+from analysis.engine import RunTables, in_log_order
+from analysis.report import build_report, summary_json
+from bench.report_speed import write_run
+from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.parquet_log import compact
+
+
+def same(a, b, where: str = "") -> None:
+    """Equal, floats to 1e-9 relative (a sum or a mean may be added up in another order)."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (where, a, b)
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert list(a) == list(b), where
+        for key in a:
+            same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        assert len(a) == len(b), (where, a, b)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, (where, a, b)
+
+
+def summary(run: Path, engine: str) -> dict:
+    """summary.json as the report writes it: the per-proxy table (with the sections' columns) and every section's
+    keys, through JSON as in the file."""
+    rep = build_report(run, engine=engine)
+    return {"bad_cache_lines": rep.bad_cache_lines, **json.loads(json.dumps(summary_json(rep), default=str))}
+
+
+def assert_same_report(run: Path) -> None:
+    memory = summary(run, "memory")
+    same(summary(run, "duckdb"), memory, "jsonl")
+    log = RunDir(run).multiplier_log
+    compact(run, chunk_bytes=log.stat().st_size // 3 + 1)  # several chunks: the parts of several compactions
+    with RunTables(RunDir(run).multiplier_log) as tables:
+        assert tables.source == "parquet"
+    same(summary(run, "duckdb"), memory, "parquet")
+
+
+def mixed_run(path: Path) -> Path:
+    """What the other runs lack: skipped fan-outs, CONNECTs (one intercepted), legs never sent, SPE's queueing and
+    the client held back, a proxy entry without a name, and a corrupt line."""
+    lines = []
+    for i in range(1, 41):
+        legs = [{**proxy("a", total_ms=1 + i % 7, ttfb_ms=0.5 + i % 3), "queued_us": (i % 5) * 1000},
+                {**proxy("b", total_ms=2 + i % 11, result="BODY_MISMATCH" if i % 9 == 0 else "OK"), "queued_us": 0}]
+        if i % 8 == 0:
+            legs[1] = {**proxy("b", result="NOT_SENT", status=None, error="not sent")}
+        rec = record(i, measure(total_ms=3 + i % 13), legs)
+        if i % 10 == 0:
+            rec = {**record(i, measure(status=None, error="timeout"), []), "note": "no fan-out: the client went away"}
+        if i % 12 == 0:
+            rec["client_held_us"] = 1000 * i
+        lines.append(json.dumps(rec))
+    lines.append(json.dumps({**record(41, measure(status=None), [], url="h:443"), "method": "CONNECT",
+                             "note": "CONNECT intercepted: TLSv1.3, certificate for h"}))
+    lines.append(json.dumps({**record(42, measure(), [], url="h:443"), "method": "CONNECT",
+                             "note": "CONNECT tunnel (not multiplied): 1 bytes up, 2 bytes down"}))
+    lines.append(json.dumps(record(43, measure(), [proxy("a")], url="https://h/x")))
+    lines.insert(5, '{"id": 7, oops')
+    RunDir(path).multiplier_log.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("make", [conformance_like_run, paired_run, noisy_run, judged_run, mixed_run],
+                         ids=lambda make: make.__name__)
+def test_the_engines_agree_on_the_hand_made_runs(tmp_path, make):
+    assert_same_report(make(tmp_path) or tmp_path)
+
+
+def test_the_engines_agree_on_the_analysis_tests_run(hand_made_run):  # noqa: F811 (the fixture)
+    assert_same_report(hand_made_run)
+
+
+def test_the_engines_agree_on_a_generated_run(tmp_path):
+    """The report benchmark's records: 4 proxies, every result class, latencies spread over 3 decades, a truncated
+    last line; 3,000 records make each percentile's two ranks differ."""
+    write_run(RunDir(tmp_path).multiplier_log, 3000)
+    assert_same_report(tmp_path)
+
+
+def test_a_run_compacted_then_written_on_reads_its_parquet_and_the_rest_of_its_log(tmp_path):
+    log = RunDir(mixed_run(tmp_path)).multiplier_log
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:20]))
+    compact(tmp_path)
+    log.write_text("".join(lines) + '{"id": 99, "ts": 1')  # the run went on: more lines, the last half-written
+    with RunTables(log) as tables:
+        assert tables.source.startswith("parquet and ") and tables.requests == len(lines) - 1
+    same(summary(tmp_path, "duckdb"), summary(tmp_path, "memory"))
+
+
+def test_an_empty_log(tmp_path):
+    RunDir(tmp_path).multiplier_log.write_text('{"id": 1, trunc')
+    rep = build_report(tmp_path)
+    assert (rep.requests, rep.bad_lines, len(rep.rows)) == (0, 1, 1)
+    same(summary(tmp_path, "duckdb"), summary(tmp_path, "memory"))
+
+
+def test_replies_come_in_the_logs_order_whatever_order_duckdb_streams_them_in():
+    """The Collector's replies in the log's order, then the proxies' record by record, as analysis/records.py
+    made them: what the sections that keep the first few rows see."""
+    frame = pl.DataFrame({"is_proxy": [True, False, True, False, True, False],
+                          "seq": [1, 2, 0, 1, 0, 0], "leg": [1, 0, 2, 0, 1, 0], "name": list("abcdef")})
+    assert in_log_order(frame).to_dict(as_series=False) == {"name": ["f", "d", "b", "e", "c", "a"]}
