@@ -19,6 +19,7 @@ class Ports:
     collector: dict[str, int]  # each proxy's Collector port
     origin_tls: int = 0  # the synthetic origin's HTTPS port ([origin] tls)
     replay: int = 0  # the Multiplier's replay port: the Collector's parent for the proxies' unsafe copies
+    live: int = 0  # the live scorecard page's ([live] enabled)
 
 
 def assign_ports(lab: Lab) -> Ports:
@@ -36,4 +37,5 @@ def assign_ports(lab: Lab) -> Ports:
                  direct=free.get(lab.collector.port), multiplier=free.get(lab.multiplier.port),
                  proxies={p.name: p.port if p.kind == "external" else free.get(p.port) for p in lab.proxies},
                  collector={p.name: free.get(p.collector_port) for p in lab.proxies},
-                 origin_tls=free.get(lab.origin.tls_port) if lab.origin.tls else 0, replay=free.get(0))
+                 origin_tls=free.get(lab.origin.tls_port) if lab.origin.tls else 0, replay=free.get(0),
+                 live=free.pick() if lab.live.enabled else 0)

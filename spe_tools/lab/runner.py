@@ -21,6 +21,7 @@ from spe_tools.lab.model import Lab
 from spe_tools.lab.port_plan import assign_ports
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import start_collector
+from spe_tools.lab.start_live import start_live
 from spe_tools.lab.start_multiplier import start_multiplier
 from spe_tools.lab.start_origin import start_origin
 from spe_tools.lab.start_proxies import start_proxy
@@ -56,6 +57,7 @@ def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say
             if p.kind != "external" else f"spe lab: {p.name} (external) at {p.host}:{p.port}, its Collector "
             f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
     start_multiplier(run, multiplier, say)
+    start_live(run, say)
     topology(run, multiplier).write(rundir)
     return run
 

@@ -108,6 +108,15 @@ class OriginOfRun(_Table):
 
 
 @dataclass
+class LiveOfRun(_Table):
+    """lab.json's "live" (only in a run with [live] enabled): where the live scorecard page is served."""
+
+    url: str | None = None  # http://127.0.0.1:PORT/
+    port: int | None = None
+    every_s: float | None = None  # how often the page is rebuilt from the log, at most
+
+
+@dataclass
 class LabJson:
     """The whole file. `proxies` keeps the lab file's order."""
 
@@ -120,6 +129,7 @@ class LabJson:
     origin: OriginOfRun = field(default_factory=OriginOfRun)
     workload: dict[str, Any] = field(default_factory=dict)  # the lab file's [workload] table, every key
     noise_pairs: list[tuple[str, str]] = field(default_factory=list)  # identical proxies (analysis/noise.py)
+    live: LiveOfRun | None = None  # written only when the run had a live page
 
     @classmethod
     def from_json(cls, data: Any) -> Self:
@@ -131,14 +141,16 @@ class LabJson:
                    multiplier=MultiplierOfRun.from_json(data.get("multiplier")),
                    origin=OriginOfRun.from_json(data.get("origin")),
                    workload=dict(data.get("workload") or {}),
-                   noise_pairs=[(a, b) for a, b in data.get("noise_pairs") or []])
+                   noise_pairs=[(a, b) for a, b in data.get("noise_pairs") or []],
+                   live=LiveOfRun.from_json(data["live"]) if isinstance(data.get("live"), dict) else None)
 
     def to_json(self) -> dict:
         return {"name": self.name, "lab_file": self.lab_file, "started": self.started,
                 "collector": self.collector.to_json(),
                 "proxies": {name: spec.to_json() for name, spec in self.proxies.items()},
                 "multiplier": self.multiplier.to_json(), "origin": self.origin.to_json(),
-                "workload": self.workload, "noise_pairs": [list(pair) for pair in self.noise_pairs]}
+                "workload": self.workload, "noise_pairs": [list(pair) for pair in self.noise_pairs],
+                **({"live": self.live.to_json()} if self.live else {})}
 
     @classmethod
     def read(cls, run: Path) -> Self | None:
