@@ -1,11 +1,13 @@
 """The live scorecard ([live] enabled): during `./spe lab run`, headless Chromium opens the page lab.json names,
-sees every proxy under test, and sees the page change by itself (the request count grows without a reload).
+sees every proxy under test, sees the page change by itself (the request count grows without a reload), and sees
+a proxy killed meanwhile shown dead while the page goes on.
 SPE_LIVE_SCREENSHOT=PATH keeps a screenshot of it (docs/images/live-scorecard.png is one)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import re
 import signal
@@ -66,8 +68,9 @@ def live_url(runs: Path, lab: subprocess.Popen, deadline_s: float = 90) -> tuple
     raise AssertionError(f"no live page in lab.json (lab exit {lab.poll()}): {lab.stdout.read() if lab.stdout else ''}")
 
 
-async def watch_page(url: str, workdir: Path) -> tuple[str, int, int, bytes]:
-    """Load the page once, then read it as it updates itself: its text and two request counts seconds apart."""
+async def watch_page(url: str, workdir: Path, rundir: Path) -> tuple[str, int, int, bytes]:
+    """Load the page once, then read it as it updates itself: two request counts seconds apart, then, once proxy
+    beta is killed, its text showing it dead (and a screenshot before that)."""
     profile = workdir / "chromium-profile"
     argv = [CHROMIUM, *QUIET_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "--window-size=1280,1400",
             *(["--no-sandbox"] if os.geteuid() == 0 else [])]
@@ -77,8 +80,10 @@ async def watch_page(url: str, workdir: Path) -> tuple[str, int, int, bytes]:
         assert not (await browser.load(url, timeout=30)).error
         first = await _requests_shown(browser, 1)
         second = await _requests_shown(browser, first + 1)  # no reload: the page's own script brings it
-        text = await browser.evaluate("document.body.innerText")
         shot = await browser.cdp.call("Page.captureScreenshot", {"format": "png"}, session=browser.session)
+        pids = json.loads((rundir / "pids.json").read_text())["processes"]
+        os.kill(next(p["pid"] for p in pids if p["name"] == "beta"), signal.SIGKILL)
+        text = await _text_showing(browser, "beta dead (killed by SIGKILL)")
         return text, first, second, base64.b64decode(shot["data"])
     finally:
         await browser.close()
@@ -95,7 +100,16 @@ async def _requests_shown(browser: Browser, at_least: int, deadline_s: float = 4
         await asyncio.sleep(0.5)
 
 
-def test_the_live_page_shows_every_proxy_and_updates_itself(runs):
+async def _text_showing(browser: Browser, wanted: str, deadline_s: float = 30) -> str:
+    end = time.monotonic() + deadline_s
+    while wanted not in (text := await browser.evaluate("document.body.innerText") or ""):
+        if time.monotonic() > end:
+            raise AssertionError(f"the page never showed {wanted!r}: {text[:500]}")
+        await asyncio.sleep(0.5)
+    return text
+
+
+def test_the_live_page_shows_every_proxy_updates_itself_and_shows_a_dead_one(runs):
     multiplier_binary()
     require(KINDS["squid"].missing(), "the proxy kind squid")
     require(missing_program(CHROMIUM), "Chromium")
@@ -107,14 +121,14 @@ def test_the_live_page_shows_every_proxy_and_updates_itself(runs):
     try:
         rundir, url = live_url(runs, lab)
         assert url.startswith("http://127.0.0.1:")
-        text, first, second, png = asyncio.run(watch_page(url, runs))
+        text, first, second, png = asyncio.run(watch_page(url, runs, rundir))
         assert "alpha" in text and "beta" in text and second > first
         assert re.search(r"multiplier up", text) and "page rebuilt" in text
         if os.environ.get("SPE_LIVE_SCREENSHOT"):
             Path(os.environ["SPE_LIVE_SCREENSHOT"]).write_bytes(png)
         out, _ = lab.communicate(timeout=120)
         assert lab.returncode == 0, out
-        assert f"live scorecard on {url}" in out
+        assert f"live scorecard on {url}" in out and "proxy 'beta' stopped unexpectedly" in out
     finally:
         if lab.poll() is None:
             lab.send_signal(signal.SIGTERM)
