@@ -6,12 +6,14 @@ time: a rebuild that took 4 s waits 4 s), and only when the log has grown. Each 
 with, under its title, what only a live run has (templates/live.html.j2): every process's state from the lab's
 status.json (spe_tools/rundir/status_json.py), the elapsed time, and the last rebuild's error if it failed. The
 lab starts this ([live] enabled, spe_tools/lab/start_live.py) and stops it with its other processes. Served by
-Starlette on uvicorn; the run's captures/ and repro/ are served too, so the page's links work.
+Starlette on uvicorn, under the secret path $SPE_LIVE_TOKEN when set; the run's captures/ and repro/ are served
+too, so the page's links work.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
@@ -31,6 +34,7 @@ from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.status_json import LabStatus
 
+TOKEN_ENV = "SPE_LIVE_TOKEN"  # the secret first part of the page's path (spe_tools/lab/start_live.py sets it)
 SLOT = "<!--spe-live-->"  # where each request's banner goes in the page built by the rebuild thread
 REFRESH_MS = 2000  # how often the page fetches itself again
 
@@ -91,14 +95,24 @@ class LivePage:
         return self.html.replace(SLOT, str(module.banner()), 1)
 
 
-def app(page: LivePage) -> Starlette:
+class RunFiles(StaticFiles):
+    """A folder of the run, which may not exist yet (no capture, no repro case so far): 404 until it does."""
+
+    async def check_config(self) -> None:
+        if not Path(self.directory).is_dir():
+            raise HTTPException(404)
+
+
+def app(page: LivePage, token: str = "") -> Starlette:
+    """The page at /TOKEN/ (at / without a token), the run's captures and repro cases beside it; nothing else."""
+
     def index(request: Request) -> HTMLResponse:
         return HTMLResponse(page.page(), headers={"Cache-Control": "no-store"})
 
     files = RunDir(page.run)
-    return Starlette(routes=[Route("/", index),
-                             *(Mount(f"/{name}", StaticFiles(directory=files / name, check_dir=False))
-                               for name in (layout.CAPTURES, layout.REPRO))])
+    routes = [Route("/", index), *(Mount(f"/{name}", RunFiles(directory=files / name, check_dir=False))
+                                   for name in (layout.CAPTURES, layout.REPRO))]
+    return Starlette(routes=[Mount(f"/{token}", routes=routes)] if token else routes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     host, _, port = args.listen.rpartition(":")
     page = LivePage(args.run, args.every)
     threading.Thread(target=page.rebuild_forever, name="rebuild", daemon=True).start()
-    uvicorn.run(app(page), host=host, port=int(port), log_level="warning")
+    uvicorn.run(app(page, os.environ.get(TOKEN_ENV, "")), host=host, port=int(port), log_level="warning")
     return 0
 
 

@@ -4,6 +4,7 @@ the lab's other processes (spe_tools/lab/running.py)."""
 
 from __future__ import annotations
 
+import secrets
 import sys
 
 from spe_tools.lab.running import RunningLab, lab_env
@@ -11,23 +12,28 @@ from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import LiveOfRun
 
 HOST = "127.0.0.1"  # never another address: the page shows the run's URLs (docs/lab-file.md, [live])
+TOKEN_ENV = "SPE_LIVE_TOKEN"  # the page's secret path, handed in the environment (a command line is public: ps)
 
 
-def live_url(port: int) -> str:
-    return f"http://{HOST}:{port}/"
+def live_url(port: int, token: str) -> str:
+    return f"http://{HOST}:{port}/{token}/"
 
 
 def live_of_run(run: RunningLab) -> LiveOfRun | None:
     """lab.json's "live": None without a live page."""
-    port = run.ports.live if run.ports else 0
-    return LiveOfRun(url=live_url(port), port=port, every_s=run.lab.live.every) if port else None
+    return LiveOfRun(url=run.live_url, port=run.ports.live, every_s=run.lab.live.every) if run.live_url else None
 
 
 def start_live(run: RunningLab, say=print) -> None:
-    """Start the page's server and wait for its port (it serves a "waiting" page until the first records)."""
+    """Start the page's server and wait for its port (it serves a "waiting" page until the first records). The
+    page is served under a random path, which only the terminal and lab.json (private to the run's readers) show:
+    another local user can open the port but not the page."""
     if not run.ports.live:
         return
+    token = secrets.token_urlsafe(16)
     argv = [sys.executable, "-m", "analysis.live", str(run.rundir), "--listen", f"{HOST}:{run.ports.live}",
             "--every", f"{run.lab.live.every:g}s"]
-    run.record(run.group.start(layout.LIVE, argv, port=run.ports.live, deadline_s=30, env=lab_env(run.rundir)))
-    say(f"spe lab: live scorecard on {live_url(run.ports.live)}")
+    run.record(run.group.start(layout.LIVE, argv, port=run.ports.live, deadline_s=30,
+                               env={**lab_env(run.rundir), TOKEN_ENV: token}))
+    run.live_url = live_url(run.ports.live, token)
+    say(f"spe lab: live scorecard on {run.live_url}")

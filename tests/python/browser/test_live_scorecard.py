@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -120,7 +122,10 @@ def test_the_live_page_shows_every_proxy_updates_itself_and_shows_a_dead_one(run
     rundir = None
     try:
         rundir, url = live_url(runs, lab)
-        assert url.startswith("http://127.0.0.1:")
+        port = LabJson.read(rundir).live.port
+        assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/[\w-]{{20,}}/", url)  # a secret path
+        with pytest.raises(urllib.error.HTTPError, match="404"):  # the port without it shows nothing
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
         text, first, second, png = asyncio.run(watch_page(url, runs, rundir))
         assert "alpha" in text and "beta" in text and second > first
         assert re.search(r"multiplier up", text) and "page rebuilt" in text
