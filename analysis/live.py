@@ -31,10 +31,10 @@ from starlette.staticfiles import StaticFiles
 from analysis.report import HTML, build_report, html_report
 from spe_tools.duration import parse_duration
 from spe_tools.rundir import layout
+from spe_tools.rundir.lab_json import LIVE_TOKEN_ENV
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.status_json import LabStatus
 
-TOKEN_ENV = "SPE_LIVE_TOKEN"  # the secret first part of the page's path (spe_tools/lab/start_live.py sets it)
 SLOT = "<!--spe-live-->"  # where each request's banner goes in the page built by the rebuild thread
 REFRESH_MS = 2000  # how often the page fetches itself again
 
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     host, _, port = args.listen.rpartition(":")
     page = LivePage(args.run, args.every)
     threading.Thread(target=page.rebuild_forever, name="rebuild", daemon=True).start()
-    uvicorn.run(app(page, os.environ.get(TOKEN_ENV, "")), host=host, port=int(port), log_level="warning")
+    uvicorn.run(app(page, os.environ.get(LIVE_TOKEN_ENV, "")), host=host, port=int(port), log_level="warning")
     return 0
 
 

@@ -9,10 +9,9 @@ import sys
 
 from spe_tools.lab.running import RunningLab, lab_env
 from spe_tools.rundir import layout
-from spe_tools.rundir.lab_json import LiveOfRun
+from spe_tools.rundir.lab_json import LIVE_TOKEN_ENV, LiveOfRun
 
 HOST = "127.0.0.1"  # never another address: the page shows the run's URLs (docs/lab-file.md, [live])
-TOKEN_ENV = "SPE_LIVE_TOKEN"  # the page's secret path, handed in the environment (a command line is public: ps)
 
 
 def live_url(port: int, token: str) -> str:
@@ -34,6 +33,6 @@ def start_live(run: RunningLab, say=print) -> None:
     argv = [sys.executable, "-m", "analysis.live", str(run.rundir), "--listen", f"{HOST}:{run.ports.live}",
             "--every", f"{run.lab.live.every:g}s"]
     run.record(run.group.start(layout.LIVE, argv, port=run.ports.live, deadline_s=30,
-                               env={**lab_env(run.rundir), TOKEN_ENV: token}))
+                               env={**lab_env(run.rundir), LIVE_TOKEN_ENV: token}))
     run.live_url = live_url(run.ports.live, token)
     say(f"spe lab: live scorecard on {run.live_url}")

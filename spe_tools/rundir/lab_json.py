@@ -107,6 +107,11 @@ class OriginOfRun(_Table):
     tls_ca: str | None = None  # relative to the run directory
 
 
+# The live page's secret path, handed to its server in the environment (a command line is public: ps); the lab
+# (spe_tools/lab/start_live.py) sets it, analysis/live.py reads it.
+LIVE_TOKEN_ENV = "SPE_LIVE_TOKEN"
+
+
 @dataclass
 class LiveOfRun(_Table):
     """lab.json's "live" (only in a run with [live] enabled): where the live scorecard page is served."""

@@ -3,6 +3,7 @@ report page with every process's state, the last good page kept when a rebuild f
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -66,3 +67,39 @@ def test_the_live_key_is_off_by_default_and_takes_a_duration():
     for every in ('"10ms"', '"soon"'):
         with pytest.raises(LabFileError, match=r"\[live\]\.every"):
             parse_lab(f"[live]\nevery = {every}\n" + one)
+
+
+def asgi_get(application, path: str) -> tuple[int, bytes]:
+    """A GET straight into the ASGI app (no server, no HTTP client library): its status and body."""
+    sent: list[dict] = []
+    requested, done = False, asyncio.Event()
+
+    async def receive() -> dict:  # the request once, then the client's disconnect once the reply is whole
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            done.set()
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"", "headers": [],
+             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1)}
+    asyncio.run(application(scope, receive, send))
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_the_page_and_the_run_s_captures_are_served_only_under_the_secret_path(tmp_path):
+    RunDir(tmp_path).captures.mkdir()
+    (RunDir(tmp_path).captures / "1-alpha.txt").write_text("both replies")
+    application = live.app(LivePage(tmp_path, every_s=1), token="s3cret")
+    assert asgi_get(application, "/")[0] == 404
+    status, body = asgi_get(application, "/s3cret/")
+    assert status == 200 and b"Waiting for the first records" in body
+    assert asgi_get(application, "/s3cret/captures/1-alpha.txt") == (200, b"both replies")
+    assert asgi_get(application, "/s3cret/repro/1-alpha/README.txt")[0] == 404  # no case yet: not an error
