@@ -235,15 +235,17 @@ def section_html(section: Section, rep: Report, page: dict) -> tuple[Markup, Mar
             Markup(details()) if details else _lines_html(["\n".join(lines)] if lines else [], "pre"))
 
 
-def html_report(rep: Report, out: Path | None = None) -> str:
-    """report.html: the verdict (an answer per question), a line of links, the per-proxy table, the details."""
+def html_report(rep: Report, out: Path | None = None, live: str = "") -> str:
+    """report.html: the verdict (an answer per question), a line of links, the per-proxy table, the details.
+    `live`: what the live scorecard adds under the title (analysis/live.py); nothing in report.html."""
     page = {"rep": rep, "fmt": fmt, "file_link": _file_link(out)}
     shown = sections.shown(rep)
     parts = {s.name: section_html(s, rep, page) for s in shown}
     verdict = [(heading, [parts[s.name][0] for s in shown if s.question == question and parts[s.name][0]])
                for question, heading in QUESTIONS.items()]
     return HTML.get_template("report.html.j2").render(
-        **page, columns=TEXT_COLUMNS, skipped=skipped_text(rep), https=https_text(rep), queueing=queueing_text(rep),
+        **page, live=Markup(live), columns=TEXT_COLUMNS, skipped=skipped_text(rep), https=https_text(rep),
+        queueing=queueing_text(rep),
         verdict=[(heading, answers) for heading, answers in verdict if answers],
         details=[(s, parts[s.name][1]) for s in shown if parts[s.name][1]])
 

@@ -56,6 +56,7 @@ def lab_toml(lab: Lab) -> str:
     lines += _table("[origin]", {f.name: getattr(lab.origin, f.name) for f in fields(lab.origin)})
     lines += _table("[multiplier]", multiplier)
     lines += _table("[workload]", asdict(lab.workload))
+    lines += _table("[live]", {"enabled": lab.live.enabled, "every": f"{lab.live.every:g}s"})
     for p in lab.proxies:
         lines += _table("[[proxy]]", _proxy_values(p))
     return "\n".join(lines) + "\n"

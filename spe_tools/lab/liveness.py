@@ -13,6 +13,7 @@ from spe_tools.lab.running import RunningLab
 from spe_tools.process import describe_exit
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.status_json import DEAD, ENDED, UP, ComponentStatus
 
 # Without these the run measures nothing: the lab stops when one of them dies.
 CORE = (layout.ORIGIN, layout.COLLECTOR, layout.MULTIPLIER)
@@ -23,6 +24,19 @@ def dead_pieces(run: RunningLab) -> dict[str, str]:
     e.g. "killed by SIGKILL"."""
     return {c.name: describe_exit(c.popen.returncode) for c in run.group.children
             if c.name != layout.WORKLOAD and not c.alive()}
+
+
+def component_states(run: RunningLab) -> list[ComponentStatus]:
+    """Every process of the lab in start order, up or dead (how it ended), for status.json. The lab restarts
+    nothing: a process that died stays dead."""
+    states = []
+    for c in run.group.children:
+        if c.alive():
+            states.append(ComponentStatus(c.name, UP))
+        else:
+            states.append(ComponentStatus(c.name, ENDED if c.name == layout.WORKLOAD else DEAD,
+                                          describe_exit(c.popen.returncode)))
+    return states
 
 
 def check_liveness(run: RunningLab, elapsed: float, down: set[str], say: Callable[[str], None]) -> None:
@@ -40,6 +54,9 @@ def check_liveness(run: RunningLab, elapsed: float, down: set[str], say: Callabl
         if name in proxies:
             say(f"spe lab: proxy {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes "
                 f"on and counts its requests as failures (see {files.output(name)})")
+        elif name == layout.LIVE:  # analysis/live.py: only the page is lost
+            say(f"spe lab: the live page stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); the run goes on "
+                f"(see {files.output(name)})")
         else:  # a companion (kinds.Companion: a prefetch agent, a cache cleaner): its proxy runs on without it
             say(f"spe lab: {name!r} stopped unexpectedly after {elapsed:.0f} s ({dead[name]}); its proxy runs on "
                 f"without it (see {files.output(name)})")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spe_tools.collector import BINARIES, CollectorOptions
+from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab import kinds
 from spe_tools.lab.options import LabFileError, Table, parse_address
 from spe_tools.lab.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
@@ -47,7 +48,7 @@ MULTIPLIER_MODES = ("sequential", "concurrent")
 MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
 RESERVED_NAMES = (DIRECT_PORT, layout.COLLECTOR, layout.ORIGIN, layout.MULTIPLIER, layout.WORKLOAD, layout.REPORT,
-                  layout.CAPTURES, layout.LAB)
+                  layout.CAPTURES, layout.LAB, layout.LIVE)
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 GROUP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")  # a Unix group name (useradd's rule, roughly)
 
@@ -101,6 +102,14 @@ class OriginSpec:
 
 
 @dataclass(frozen=True)
+class LiveSpec:
+    """[live]: the live scorecard page (analysis/live.py), served on a loopback port while the lab runs."""
+
+    enabled: bool = False  # off by default: any local user can open a loopback port (docs/lab-file.md)
+    every: float = 5.0  # rebuild the page from the log at most this often (seconds; a duration in the file)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse)
     duration_s: float = 60
@@ -130,6 +139,7 @@ class Lab:
     workload: WorkloadSpec
     runs_dir: Path | None = None
     share_group: str | None = None  # the run directory readable by this group too (never by every user)
+    live: LiveSpec = LiveSpec()
 
     def proxy(self, name: str) -> ProxySpec:
         return next(p for p in self.proxies if p.name == name)
@@ -222,6 +232,20 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
     if spec.host == "127.0.0.1" and spec.kind == "synthetic":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
                            "the literal 127.0.0.1 straight to the origin, bypassing its Collector port")
+    return spec
+
+
+def _live(data: dict) -> LiveSpec:
+    t = Table("[live]", data, LiveSpec())
+    every = t.get("every", (str, int, float))
+    try:
+        seconds = parse_duration(every)
+    except DurationError as e:
+        raise LabFileError(f"[live].every: {e}") from None
+    if not 0.5 <= seconds <= 3600:
+        raise LabFileError(f"[live].every: {every!r} is out of range (500ms to 1h)")
+    spec = LiveSpec(enabled=t.get("enabled", bool), every=seconds)
+    t.finish()
     return spec
 
 
@@ -350,7 +374,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
     if not NAME_RE.match(name):
         raise LabFileError(f"name: {name!r}: use a letter then up to 31 letters, digits, '-' or '_'")
     tables = {}
-    for key in ("collector", "multiplier", "origin", "workload"):
+    for key in ("collector", "multiplier", "origin", "workload", "live"):
         tables[key] = top.get(key, dict, {})
     proxies = top.get("proxy", list, [])
     runs_dir = top.get("runs_dir", str, None)
@@ -369,6 +393,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         workload=_workload(tables["workload"]),
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
         share_group=share_group,
+        live=_live(tables["live"]),
     )
     check_consistency(lab)
     return lab

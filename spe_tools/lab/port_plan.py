@@ -21,6 +21,7 @@ class Ports:
     replay: int = 0  # the Multiplier's replay port: the Collector's parent for the proxies' unsafe copies
     metrics: int = 0  # the Multiplier's /metrics ([multiplier] metrics_listen); 0: off
     prometheus: int = 0  # Prometheus's web UI and API ([multiplier] prometheus); 0: off
+    live: int = 0  # the live scorecard page's ([live] enabled)
 
 
 def assign_ports(lab: Lab) -> Ports:
@@ -41,4 +42,5 @@ def assign_ports(lab: Lab) -> Ports:
                  collector={p.name: free.get(p.collector_port) for p in lab.proxies},
                  origin_tls=free.get(lab.origin.tls_port) if lab.origin.tls else 0, replay=free.get(0),
                  metrics=free.get(metrics[1]) if metrics else 0,
-                 prometheus=free.get(0) if lab.multiplier.prometheus else 0)
+                 prometheus=free.get(0) if lab.multiplier.prometheus else 0,
+                 live=free.pick() if lab.live.enabled else 0)

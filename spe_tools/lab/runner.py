@@ -21,6 +21,7 @@ from spe_tools.lab.model import Lab
 from spe_tools.lab.port_plan import assign_ports
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import start_collector
+from spe_tools.lab.start_live import start_live
 from spe_tools.lab.start_multiplier import start_multiplier
 from spe_tools.lab.start_origin import start_origin
 from spe_tools.lab.start_prometheus import start_prometheus
@@ -58,6 +59,7 @@ def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say
             f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
     start_multiplier(run, multiplier, say)
     start_prometheus(run)
+    start_live(run, say)
     topology(run, multiplier).write(rundir)
     return run
 

@@ -31,6 +31,7 @@ class RunningLab:
     multiplier: Child | None = None
     pids: list[dict] = field(default_factory=list)
     replay_holder: socket.socket | None = None  # the replay port, held until the Multiplier takes it
+    live_url: str | None = None  # the live scorecard's, secret path included (spe_tools/lab/start_live.py)
 
     def record(self, child: Child) -> None:
         """Add a started process to pids.json (written at once: `down` may run any time)."""

@@ -1,5 +1,6 @@
 """The lab's second-by-second watch while it runs: a status line, the proxies seen bypassing their Collector
-port, and the liveness of every piece (spe_tools/lab/liveness.py)."""
+port, and the liveness of every piece (spe_tools/lab/liveness.py), also written to status.json for the live
+page."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import time
 from collections.abc import Callable
 
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
-from spe_tools.lab.liveness import check_liveness
+from spe_tools.lab.liveness import check_liveness, component_states
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.lab.status import StatusTracker, format_status
 from spe_tools.process import Child
 from spe_tools.rundir.lab_json import DIRECT_PORT
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.status_json import LabStatus
 
 
 def bypass_watch(run: RunningLab) -> BypassWatch:
@@ -44,6 +46,7 @@ def status_loop(run: RunningLab, until: float | None, say: Callable[[str], None]
                 "ratio and bandwidth will not be computed (docs/report.md)")
         bypass = tracker.watch.bypassing
         previous = tracker.requests
+        LabStatus(elapsed, tracker.requests, component_states(run)).write(run.rundir)  # for the live page
         check_liveness(run, elapsed, down, say)
         if workload is not None and not workload.alive():
             return

@@ -16,6 +16,7 @@ from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import strip_query_terms
+from spe_tools.lab.start_live import live_of_run
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT, CollectorOfRun, LabJson, MultiplierOfRun, OriginOfRun, ProxyOfRun
 
@@ -27,7 +28,8 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
                    collector=_collector(lab, run.ports), proxies=_proxies(lab, run.ports),
                    multiplier=_multiplier(lab, run.ports, multiplier), origin=_origin(lab, run.ports),
                    workload=asdict(lab.workload),
-                   noise_pairs=noise_pairs(lab))  # identical proxies (analysis/noise.py)
+                   noise_pairs=noise_pairs(lab),  # identical proxies (analysis/noise.py)
+                   live=live_of_run(run))
 
 
 def _collector(lab: Lab, ports: Ports) -> CollectorOfRun:

@@ -109,6 +109,20 @@ class OriginOfRun(_Table):
     tls_ca: str | None = None  # relative to the run directory
 
 
+# The live page's secret path, handed to its server in the environment (a command line is public: ps); the lab
+# (spe_tools/lab/start_live.py) sets it, analysis/live.py reads it.
+LIVE_TOKEN_ENV = "SPE_LIVE_TOKEN"
+
+
+@dataclass
+class LiveOfRun(_Table):
+    """lab.json's "live" (only in a run with [live] enabled): where the live scorecard page is served."""
+
+    url: str | None = None  # http://127.0.0.1:PORT/
+    port: int | None = None
+    every_s: float | None = None  # how often the page is rebuilt from the log, at most
+
+
 @dataclass
 class LabJson:
     """The whole file. `proxies` keeps the lab file's order."""
@@ -122,6 +136,7 @@ class LabJson:
     origin: OriginOfRun = field(default_factory=OriginOfRun)
     workload: dict[str, Any] = field(default_factory=dict)  # the lab file's [workload] table, every key
     noise_pairs: list[tuple[str, str]] = field(default_factory=list)  # identical proxies (analysis/noise.py)
+    live: LiveOfRun | None = None  # written only when the run had a live page
 
     @classmethod
     def from_json(cls, data: Any) -> Self:
@@ -133,14 +148,16 @@ class LabJson:
                    multiplier=MultiplierOfRun.from_json(data.get("multiplier")),
                    origin=OriginOfRun.from_json(data.get("origin")),
                    workload=dict(data.get("workload") or {}),
-                   noise_pairs=[(a, b) for a, b in data.get("noise_pairs") or []])
+                   noise_pairs=[(a, b) for a, b in data.get("noise_pairs") or []],
+                   live=LiveOfRun.from_json(data["live"]) if isinstance(data.get("live"), dict) else None)
 
     def to_json(self) -> dict:
         return {"name": self.name, "lab_file": self.lab_file, "started": self.started,
                 "collector": self.collector.to_json(),
                 "proxies": {name: spec.to_json() for name, spec in self.proxies.items()},
                 "multiplier": self.multiplier.to_json(), "origin": self.origin.to_json(),
-                "workload": self.workload, "noise_pairs": [list(pair) for pair in self.noise_pairs]}
+                "workload": self.workload, "noise_pairs": [list(pair) for pair in self.noise_pairs],
+                **({"live": self.live.to_json()} if self.live else {})}
 
     @classmethod
     def read(cls, run: Path) -> Self | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 LAB_JSON = "lab.json"  # the topology as it ran (spe_tools.rundir.lab_json)
 LAB_TOML = "lab.toml"  # the lab file as it ran, which ./spe lab run can start again
 PIDS = "pids.json"  # every process while the lab runs, for ./spe lab down
+STATUS_JSON = "status.json"  # the state of every process, rewritten each second while the lab runs (status_json)
 MULTIPLIER_LOG = "multiplier.jsonl"  # the Multiplier's records (docs/log-format.md)
 ROPE_LOG = "multiplier.rope.log"  # the same in ROPE's text format
 PARQUET = "parquet"  # ./spe logs compact's Parquet copy of the records (spe_tools.rundir.parquet_log)
@@ -31,6 +32,7 @@ COLLECTOR = "collector"
 MULTIPLIER = "multiplier"
 WORKLOAD = "workload"
 LAB = "lab"  # the lab itself, the first entry of pids.json
+LIVE = "live"  # the live scorecard page's server ([live] enabled, analysis/live.py)
 
 ACCESS_LOG = f"{COLLECTOR}/access.log"  # spe_tools.rundir.access_log reads it
 CACHE_LOG = f"{COLLECTOR}/cache.log"
@@ -75,6 +77,10 @@ class RunDir:
     @property
     def pids(self) -> Path:
         return self.path / PIDS
+
+    @property
+    def status(self) -> Path:
+        return self.path / STATUS_JSON
 
     @property
     def multiplier_log(self) -> Path:

@@ -214,6 +214,9 @@ session_pages = 2
 seed = 3
 https_share = 0.3
 args = ["--seq", "0.3", "--post", "0"]
+[live]
+enabled = true
+every = "2s"
 [[proxy]]
 name = "sq"
 kind = "squid"
@@ -309,6 +312,8 @@ def check_every_key_lab_json(topo: dict, path: Path, ports: dict[str, int]) -> N
     assert (p["mine"]["kind"], p["mine"]["port"]) == ("external", ports["sq"])
     w = topo["workload"]
     assert (w["rate"], w["users"], w["popularity"], w["args"]) == (8, 1, "zipf:0.9", ["--seq", "0.3", "--post", "0"])
+    live = topo["live"]
+    assert live["every_s"] == 2 and re.fullmatch(rf"http://127\.0\.0\.1:{live['port']}/[\w-]{{20,}}/", live["url"])
 
 
 def check_every_key_configs(rundir: Path, path: Path, own_port: int) -> None:

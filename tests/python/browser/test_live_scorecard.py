@@ -1,0 +1,142 @@
+"""The live scorecard ([live] enabled): during `./spe lab run`, headless Chromium opens the page lab.json names,
+sees every proxy under test, sees the page change by itself (the request count grows without a reload), and sees
+a proxy killed meanwhile shown dead while the page goes on.
+SPE_LIVE_SCREENSHOT=PATH keeps a screenshot of it (docs/images/live-scorecard.png is one)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, multiplier_binary
+from labsupport import scratch_dir
+from parts import missing_program, require
+
+from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.running import down
+from spe_tools.rundir.lab_json import LabJson
+from spe_tools.workload.browse import CHROMIUM, QUIET_FLAGS, Browser
+
+LAB = """
+name = "live"
+[collector]
+kind = "squid"
+[origin]
+think_mean_ms = 5
+[workload]
+kind = "load"
+duration_s = 40
+rate = 20
+clients = 2
+[live]
+enabled = true
+every = "1s"
+[[proxy]]
+name = "alpha"
+kind = "dummy"
+[[proxy]]
+name = "beta"
+kind = "dummy"
+"""
+REQUESTS = re.compile(r"(\d+) client requests")
+
+
+@pytest.fixture
+def runs():
+    with scratch_dir("spe-lab-live-") as path:
+        yield path
+
+
+def live_url(runs: Path, lab: subprocess.Popen, deadline_s: float = 90) -> tuple[Path, str]:
+    """The run directory and the page's URL, once lab.json names it."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and lab.poll() is None:
+        for rundir in runs.glob("*-live"):
+            topology = LabJson.read(rundir) if (rundir / "lab.json").exists() else None
+            if topology and topology.live:
+                return rundir, topology.live.url
+        time.sleep(0.2)
+    raise AssertionError(f"no live page in lab.json (lab exit {lab.poll()}): {lab.stdout.read() if lab.stdout else ''}")
+
+
+async def watch_page(url: str, workdir: Path, rundir: Path) -> tuple[str, int, int, bytes]:
+    """Load the page once, then read it as it updates itself: two request counts seconds apart, then, once proxy
+    beta is killed, its text showing it dead (and a screenshot before that)."""
+    profile = workdir / "chromium-profile"
+    argv = [CHROMIUM, *QUIET_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "--window-size=1280,1400",
+            *(["--no-sandbox"] if os.geteuid() == 0 else [])]
+    browser = Browser(argv, profile, workdir)
+    try:
+        await browser.connect()
+        assert not (await browser.load(url, timeout=30)).error
+        first = await _requests_shown(browser, 1)
+        second = await _requests_shown(browser, first + 1)  # no reload: the page's own script brings it
+        shot = await browser.cdp.call("Page.captureScreenshot", {"format": "png"}, session=browser.session)
+        pids = json.loads((rundir / "pids.json").read_text())["processes"]
+        os.kill(next(p["pid"] for p in pids if p["name"] == "beta"), signal.SIGKILL)
+        text = await _text_showing(browser, "beta dead (killed by SIGKILL)")
+        return text, first, second, base64.b64decode(shot["data"])
+    finally:
+        await browser.close()
+
+
+async def _requests_shown(browser: Browser, at_least: int, deadline_s: float = 40) -> int:
+    end = time.monotonic() + deadline_s
+    while True:
+        found = REQUESTS.search(await browser.evaluate("document.body.innerText") or "")
+        if found and int(found.group(1)) >= at_least:
+            return int(found.group(1))
+        if time.monotonic() > end:
+            raise AssertionError(f"the page never showed {at_least} client requests")
+        await asyncio.sleep(0.5)
+
+
+async def _text_showing(browser: Browser, wanted: str, deadline_s: float = 30) -> str:
+    end = time.monotonic() + deadline_s
+    while wanted not in (text := await browser.evaluate("document.body.innerText") or ""):
+        if time.monotonic() > end:
+            raise AssertionError(f"the page never showed {wanted!r}: {text[:500]}")
+        await asyncio.sleep(0.5)
+    return text
+
+
+def test_the_live_page_shows_every_proxy_updates_itself_and_shows_a_dead_one(runs):
+    multiplier_binary()
+    require(KINDS["squid"].missing(), "the proxy kind squid")
+    require(missing_program(CHROMIUM), "Chromium")
+    (runs / "live.toml").write_text(LAB)
+    lab = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "run", str(runs / "live.toml"), "--runs-dir",
+                            str(runs), "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    rundir = None
+    try:
+        rundir, url = live_url(runs, lab)
+        port = LabJson.read(rundir).live.port
+        assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/[\w-]{{20,}}/", url)  # a secret path
+        with pytest.raises(urllib.error.HTTPError, match="404"):  # the port without it shows nothing
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+        text, first, second, png = asyncio.run(watch_page(url, runs, rundir))
+        assert "alpha" in text and "beta" in text and second > first
+        assert re.search(r"multiplier up", text) and "page rebuilt" in text
+        if os.environ.get("SPE_LIVE_SCREENSHOT"):
+            Path(os.environ["SPE_LIVE_SCREENSHOT"]).write_bytes(png)
+        out, _ = lab.communicate(timeout=120)
+        assert lab.returncode == 0, out
+        assert f"live scorecard on {url}" in out and "proxy 'beta' stopped unexpectedly" in out
+    finally:
+        if lab.poll() is None:
+            lab.send_signal(signal.SIGTERM)
+            lab.wait(timeout=60)
+        if rundir is not None:
+            down(rundir)
