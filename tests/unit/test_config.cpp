@@ -247,7 +247,7 @@ TEST_CASE("the actions need no other flag; --check validates as a start would") 
     CHECK_THAT(spe::help_text(), Catch::Contains("--list-flags") && Catch::Contains("--max-conns-per-proxy arg (=16)"));
 }
 
-TEST_CASE("--metrics-listen is off by default, loopback-only unless --metrics-allow, never the proxy's port") {
+TEST_CASE("the metrics listener is off by default, loopback-only unless --metrics-allow, never the proxy's port") {
     auto plain = parse({"--collector", "127.0.0.1:3128"});
     REQUIRE(plain);
     CHECK(!plain->metrics_listen);
