@@ -70,8 +70,51 @@ def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.drop(ORDER_KEYS)
 
 
-class RunTables:
+class ReplyQueries:
+    """What a report section reads a run's replies through: SQL over the view `results` (one row per reply the
+    tables count, RESULT_SCHEMA's columns), whichever engine read the run. `log_order` is the ORDER BY that gives
+    the replies in the order of analysis/records.py's table (the Collector's in the log's order, then the proxies'
+    record by record), for the sections that keep the first few rows."""
+
+    con: duckdb.DuckDBPyConnection
+    log_order: str
+
+    def value(self, sql: str, params: list | None = None):
+        return self.row(sql, params)[0]
+
+    def row(self, sql: str, params: list | None = None) -> tuple:
+        """The query's one row (fetched whole: DuckDB takes no other query while a result is half-read)."""
+        return self.rows(sql, params)[0]
+
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        return self.con.execute(sql, params or []).fetchall()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> ReplyQueries:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class FrameTables(ReplyQueries):
+    """`--engine memory`'s replies (a polars table already in memory) under the same view, in an in-process DuckDB
+    that reads the table where it is (Arrow, no copy): the sections run the same queries on either engine, and the
+    memory engine stays the reference for how the log becomes `results`."""
+
+    log_order = "pos"
+
+    def __init__(self, results: pl.DataFrame):
+        self.con = duckdb.connect()
+        self.con.register("results", results.with_row_index("pos"))
+
+
+class RunTables(ReplyQueries):
     """The views above over one run's records; close() (or `with`) deletes the scratch database."""
+
+    log_order = "leg > 0, seq, leg"  # ORDER_KEYS
 
     def __init__(self, log: Path):
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
@@ -116,25 +159,9 @@ class RunTables:
         bad = self.value(f"SELECT count(*) - count(id) FROM {table}")
         return f"SELECT {first_seq} + rowid AS seq, * FROM {table} WHERE id IS NOT NULL", bad
 
-    def value(self, sql: str, params: list | None = None):
-        return self.row(sql, params)[0]
-
-    def row(self, sql: str, params: list | None = None) -> tuple:
-        """The query's one row (fetched whole: DuckDB takes no other query while a result is half-read)."""
-        return self.rows(sql, params)[0]
-
-    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
-        return self.con.execute(sql, params or []).fetchall()
-
     def close(self) -> None:
-        self.con.close()
+        super().close()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def __enter__(self) -> RunTables:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def proxies(self) -> list[str]:
         """The proxies under test, in the order the log first names them."""

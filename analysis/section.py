@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
+    from analysis.engine import ReplyQueries
     from analysis.records import Records
     from analysis.report_data import Report
     from spe_tools.rundir.lab_json import LabJson
@@ -41,7 +42,8 @@ class RunData:
 
     run: Path  # the run directory, or the log file given instead
     log: Path  # the Multiplier's log
-    records: Records  # every reply: results (one row per reply), proxies (in the log's order)
+    records: Records  # the run's counts and its proxies (in the log's order); results: every reply, in memory
+    tables: ReplyQueries  # every reply as SQL (the view `results`): what a section should read, not records.results
     verdicts: pl.DataFrame | None  # the cache-rule judge's verdicts (analysis/cache_records.py); None without
     lab: LabJson | None  # lab.json: the run's topology; None for a bare log
     usage: dict[str, PortUsage] | None  # the Collector's access.log per port name; None without lab.json or log
