@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from analysis import sections, stats_sql
-from analysis.cache_behaviour import cache_columns, collector_usage
+from analysis.cache_behaviour import cache_columns, collector_usage, delivered
 from analysis.cache_records import load_judged_run
 from analysis.engine import FrameTables, ReplyQueries, RunTables
 from analysis.prefetch import prefetch_columns
@@ -68,14 +68,16 @@ def _log_size(run: Path) -> int:
     return sum(f.stat().st_size for f in files)
 
 
-def per_proxy_rows(run: Path, records: Records, usage: dict | None, rows: list[dict]) -> list[dict]:
+def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dict | None,
+                   rows: list[dict]) -> list[dict]:
     """The per-proxy table's `rows` (the Collector's row, then one per proxy) with their hit ratios and bandwidth.
     A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first."""
     prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
+    responses = delivered(tables) if usage is not None else {}
     for row in rows:
         own = prefetch.get(row["name"], {})
-        row.update(own, **cache_columns(records.results, row["name"], usage, own.get("prefetch_requests") or 0,
-                                        own.get("prefetch_bytes") or 0))
+        row.update(own, **cache_columns(responses.get(row["name"], (0, 0)), row["name"], usage,
+                                        own.get("prefetch_requests") or 0, own.get("prefetch_bytes") or 0))
     return rows
 
 
@@ -113,8 +115,8 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
     log = find_log(run)
     tables, records, verdicts, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
     with tables:
-        usage, bad_collector_lines = (collector_usage(run, records.results) if run.is_dir() else None) or (None, 0)
-        rows = per_proxy_rows(run, records, usage, table)
+        usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
+        rows = per_proxy_rows(run, records, tables, usage, table)
         files = RunDir(run)
         inputs = RunData(run, log, records, tables, verdicts, LabJson.read(run) if run.is_dir() else None, usage,
                          files.captures if files.captures.is_dir() else None, rows)
