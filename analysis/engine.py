@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from analysis.records import COLLECTOR, INTERCEPTED, RESULT_SCHEMA, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
@@ -71,10 +72,12 @@ def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 class ReplyQueries:
-    """What a report section reads a run's replies through: SQL over the view `results` (one row per reply the
-    tables count, RESULT_SCHEMA's columns), whichever engine read the run. `log_order` is the ORDER BY that gives
-    the replies in the order of analysis/records.py's table (the Collector's in the log's order, then the proxies'
-    record by record), for the sections that keep the first few rows."""
+    """What a report section reads a run's replies through, whichever engine read the run: SQL over the views
+    `results` (one row per reply the tables count, RESULT_SCHEMA's columns) and `verdicts` (one row per judged
+    reply: id, method, url, name and the `cache` object's fields, as analysis/cache_records.py reads them).
+    `log_order` is an expression of either view that orders its rows as analysis/records.py's table (the
+    Collector's replies in the log's order, then the proxies' record by record), for the sections that keep the
+    first few rows (ORDER BY it, or take its min)."""
 
     con: duckdb.DuckDBPyConnection
     log_order: str
@@ -106,15 +109,19 @@ class FrameTables(ReplyQueries):
 
     log_order = "pos"
 
-    def __init__(self, results: pl.DataFrame):
+    def __init__(self, results: pl.DataFrame, verdicts: pl.DataFrame | None):
         self.con = duckdb.connect()
         self.con.register("results", results.with_row_index("pos"))
+        if verdicts is None:  # a log without the judge's `cache` objects: no verdict
+            verdicts = pl.from_arrow(pa.schema([("id", pa.int64()), ("method", pa.string()), ("url", pa.string()),
+                                                ("name", pa.string()), *CACHE]).empty_table())
+        self.con.register("verdicts", verdicts.with_row_index("pos"))
 
 
 class RunTables(ReplyQueries):
     """The views above over one run's records; close() (or `with`) deletes the scratch database."""
 
-    log_order = "leg > 0, seq, leg"  # ORDER_KEYS
+    log_order = "[(leg > 0)::BIGINT, seq, leg]"  # ORDER_KEYS
 
     def __init__(self, log: Path):
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
@@ -150,6 +157,9 @@ class RunTables(ReplyQueries):
         self.con.execute("CREATE VIEW records AS " + " UNION ALL BY NAME ".join(sources))
         self.con.execute(f"CREATE VIEW replies AS {_replies_sql()}")
         self.con.execute("CREATE VIEW results AS SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
+        fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
+        self.con.execute(f"CREATE VIEW verdicts AS SELECT id, method, url, name, {fields}, seq, leg FROM replies "
+                         f"WHERE {JUDGED}")
         self.requests = self.value("SELECT count(*) FROM records")
 
     def _read_json(self, path: Path, table: str, first_seq: int) -> tuple[str, int]:
@@ -178,12 +188,6 @@ class RunTables(ReplyQueries):
         """A query's rows (with ORDER_COLUMNS) as a polars table in the log's order, streamed out of DuckDB batch
         by batch: DuckDB never holds the whole result, only the table does."""
         return in_log_order(pl.from_arrow(self.con.sql(sql).to_arrow_reader(BATCH_ROWS).read_all()))
-
-    def verdicts_frame(self) -> pl.DataFrame | None:
-        """The cache-rule judge's verdicts, as analysis/cache_records.py reads them; None when no reply has one."""
-        fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
-        frame = self.frame(f"SELECT id, method, url, name, {fields}, {ORDER_COLUMNS} FROM replies WHERE {JUDGED}")
-        return frame if frame.height else None
 
     def bad_cache_lines(self) -> int:
         """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose

@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import polars as pl
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -86,14 +85,13 @@ def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dic
 ENGINES = ("duckdb", "memory")
 
 
-def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, Records, pl.DataFrame | None, int,
-                                                                  list[dict], int]:
-    """The queries the sections read the replies through (open: the caller closes them), the run's records, its
-    verdicts, the lines naming an unreadable `cache` object, the per-proxy table and how many Parquet part files
+def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, Records, int, list[dict], int]:
+    """The queries the sections read the replies and verdicts through (open: the caller closes them), the run's
+    records, the lines naming an unreadable `cache` object, the per-proxy table and how many Parquet part files
     could not be read. A ROPE text log is always read into memory."""
     if engine == "memory" or is_rope(log):
         records, verdicts, bad_cache_lines = load_judged_run(log)
-        return (FrameTables(records.results), records, verdicts, bad_cache_lines,
+        return (FrameTables(records.results, verdicts), records, bad_cache_lines,
                 proxy_table(records.results, records.proxies), 0)
     tables = RunTables(log)
     try:
@@ -101,7 +99,7 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
                  "computing tables")
         records = tables.records()
         table = stats_sql.proxy_table(tables, records.proxies)
-        return tables, records, tables.verdicts_frame(), tables.bad_cache_lines(), table, tables.bad_parts
+        return tables, records, tables.bad_cache_lines(), table, tables.bad_parts
     except BaseException:
         tables.close()
         raise
@@ -113,12 +111,12 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
     log = find_log(run)
-    tables, records, verdicts, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
+    tables, records, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
     with tables:
         usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
         rows = per_proxy_rows(run, records, tables, usage, table)
         files = RunDir(run)
-        inputs = RunData(run, log, records, tables, verdicts, LabJson.read(run) if run.is_dir() else None, usage,
+        inputs = RunData(run, log, records, tables, LabJson.read(run) if run.is_dir() else None, usage,
                          files.captures if files.captures.is_dir() else None, rows)
         data = {}
         for section in sections.SECTIONS:

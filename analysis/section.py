@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from analysis.engine import ReplyQueries
     from analysis.records import Records
     from analysis.report_data import Report
@@ -43,8 +41,7 @@ class RunData:
     run: Path  # the run directory, or the log file given instead
     log: Path  # the Multiplier's log
     records: Records  # the run's counts and its proxies (in the log's order); results: every reply, in memory
-    tables: ReplyQueries  # every reply as SQL (the view `results`): what a section should read, not records.results
-    verdicts: pl.DataFrame | None  # the cache-rule judge's verdicts (analysis/cache_records.py); None without
+    tables: ReplyQueries  # every reply and verdict as SQL (the views `results`, `verdicts`): not records.results
     lab: LabJson | None  # lab.json: the run's topology; None for a bare log
     usage: dict[str, PortUsage] | None  # the Collector's access.log per port name; None without lab.json or log
     capture_dir: Path | None  # the run's captures/ (the Multiplier's --capture-dir), when it has one
