@@ -23,14 +23,13 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from analysis.records import COLLECTOR, INTERCEPTED, RESULT_SCHEMA, Records, skip_reason
+from analysis.records import COLLECTOR, INTERCEPTED, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
 from spe_tools.rundir.log_schema import CACHE
 from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
 MEMORY_LIMIT = "1500MB"
-BATCH_ROWS = 1 << 17
 MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
 
 
@@ -53,23 +52,6 @@ def _replies_sql() -> str:
 # 2.0.1 loses the Collector's rows of the Parquet files when this filter is on `provenance`, the first member of the
 # twice-nested struct, and `cache` is read too (tests/python/unit/test_report_engines.py compares).
 JUDGED = "cache.reused IS NOT NULL"
-
-# The order the in-memory tables had (analysis/records.py): the Collector's replies in the log's order, then the
-# proxies' record by record; sections that keep the first few rows (the mismatch examples) see the same ones.
-ORDER_KEYS = ("is_proxy", "seq", "leg")
-ORDER_COLUMNS = "leg > 0 AS is_proxy, seq, leg"
-
-
-def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows sorted by ORDER_KEYS, which are then dropped. Sorted here rather than by DuckDB, whose sort of every
-    reply with its strings runs out of its memory limit (1 M records, Parquet; DuckDB 2.0.1), and one column at a
-    time: the table and one column, never two tables."""
-    order = frame.select(pl.arg_sort_by(list(ORDER_KEYS))).to_series()
-    if not order.equals(pl.int_range(0, frame.height, dtype=order.dtype, eager=True)):
-        for column in frame.columns:
-            frame = frame.with_columns(frame[column].gather(order))
-    return frame.drop(ORDER_KEYS)
-
 
 class ReplyQueries:
     """What a report section reads a run's replies through, whichever engine read the run: SQL over the views
@@ -121,7 +103,8 @@ class FrameTables(ReplyQueries):
 class RunTables(ReplyQueries):
     """The views above over one run's records; close() (or `with`) deletes the scratch database."""
 
-    log_order = "[(leg > 0)::BIGINT, seq, leg]"  # ORDER_KEYS
+    # The Collector's replies in the log's order, then the proxies' record by record.
+    log_order = "[(leg > 0)::BIGINT, seq, leg]"
 
     def __init__(self, log: Path):
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
@@ -178,17 +161,6 @@ class RunTables(ReplyQueries):
         return [name for (name,) in self.rows(
             "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
 
-    def results_frame(self) -> pl.DataFrame:
-        """Every reply as one polars table (analysis/records.py RESULT_SCHEMA): what the sections still read."""
-        columns = ", ".join(f'"{c}"' for c in RESULT_SCHEMA)
-        frame = self.frame(f"SELECT {columns}, {ORDER_COLUMNS} FROM results")
-        return frame.select([pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()])
-
-    def frame(self, sql: str) -> pl.DataFrame:
-        """A query's rows (with ORDER_COLUMNS) as a polars table in the log's order, streamed out of DuckDB batch
-        by batch: DuckDB never holds the whole result, only the table does."""
-        return in_log_order(pl.from_arrow(self.con.sql(sql).to_arrow_reader(BATCH_ROWS).read_all()))
-
     def bad_cache_lines(self) -> int:
         """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
         every member is null; a verdict always has `reused`)."""
@@ -222,8 +194,9 @@ class RunTables(ReplyQueries):
         return {"requests": requests, "total_s": float(total or 0) / 1e6}
 
     def records(self) -> Records:
-        """The run as analysis/records.py reads it, every reply in memory (the sections that still need them)."""
+        """The run's counts as analysis/records.py reads them, without its replies (`results` None): the sections
+        query them."""
         if not self.requests:
-            return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, self.bad_lines)
-        return Records(self.results_frame(), self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
+            return Records(None, [], 0, self.bad_lines)
+        return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
                        self.client_holds(), self.https_counts())
