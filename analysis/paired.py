@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from analysis.records import COLLECTOR
 from analysis.report_data import PAIRED
 from analysis.section import BEST, RunData, Section
-from analysis.stats import median_ci_ranks, quantile_ranks
+from analysis.stats import MS_PER_US, median_ci_ranks, quantile_ranks
 from analysis.stats_sql import quantile, values_at_ranks
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]
     tables.con.execute(f"""
         CREATE OR REPLACE TEMP TABLE paired AS
         SELECT id, {pivot or "NULL AS none"} FROM (
-            SELECT id, name, total_us::DOUBLE / 1000 AS ms, {tables.log_order} AS o FROM results
+            SELECT id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
             WHERE name <> '{COLLECTOR}' AND status IS NOT NULL AND error IS NULL)
         GROUP BY id""", list(columns))
     return columns

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from analysis.records import COLLECTOR  # noqa: E402
 from analysis.report_data import FIGURES  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
+from analysis.stats import MS_PER_US  # noqa: E402
 
 if TYPE_CHECKING:
     from analysis.engine import ReplyQueries
@@ -45,7 +46,7 @@ def cdf_points(tables: ReplyQueries, names: list[str]) -> dict[str, tuple[list[f
                 FROM results WHERE {DELIVERED} AND name IN ({_sources(names)}))
             WHERE (rank + 1) % greatest(1, n // {CDF_POINTS}) = 0 OR rank = n - 1 ORDER BY name, rank"""):
         xs, ys = points.setdefault(name, ([], []))
-        xs.append(x / 1000)
+        xs.append(x * MS_PER_US)
         ys.append((rank + 1) / n)
     return points
 
@@ -79,7 +80,8 @@ class OverTime:
 
 def over_time(tables: ReplyQueries, names: list[str], buckets: int = 60) -> OverTime:
     """About `buckets` time buckets (at least 10 ms each) over the run, and each source's median (exact: its two
-    middle order statistics, from one sort) and count per bucket."""
+    middle order statistics, from one sort) and count per bucket. A reply's bucket is its time times the reciprocal
+    of the width, as polars divides: the last reply of the run falls in the last bucket, as it did."""
     start, end = tables.row("SELECT min(ts), max(ts) FROM results")
     if start is None:
         return OverTime(1.0, {})
@@ -89,9 +91,9 @@ def over_time(tables: ReplyQueries, names: list[str], buckets: int = 60) -> Over
             SELECT name, t, n, rank, total_us FROM (
                 SELECT name, t, total_us, row_number() OVER (PARTITION BY name, t ORDER BY total_us) - 1 AS rank,
                        count(*) OVER (PARTITION BY name, t) AS n
-                FROM (SELECT name, total_us, floor((ts - ?) / ?) * ? AS t FROM results
+                FROM (SELECT name, total_us, floor((ts - ?) * ?) * ? AS t FROM results
                       WHERE {DELIVERED} AND ts IS NOT NULL AND name IN ({_sources(names)})))
-            WHERE rank IN ((n - 1) // 2, n // 2) ORDER BY name, t, rank""", [start, bucket_s, bucket_s]):
+            WHERE rank IN ((n - 1) // 2, n // 2) ORDER BY name, t, rank""", [start, 1 / bucket_s, bucket_s]):
         found.setdefault((name, t), {"n": n})[rank] = x
     series: dict[str, tuple[list[float], list[float], list[int]]] = {}
     for (name, t), bucket in found.items():
@@ -111,9 +113,9 @@ def latency_over_time(data: OverTime, names: list[str]) -> Figure:
         if name not in data.series:
             continue
         ts, medians, counts = data.series[name]
-        top.plot(ts, [m / 1000 for m in medians], label=name, marker="." if len(ts) < 30 else None)
+        top.plot(ts, [m * MS_PER_US for m in medians], label=name, marker="." if len(ts) < 30 else None)
         if name == COLLECTOR:
-            bottom.bar(ts, [n / bucket_s for n in counts], width=bucket_s * 0.9)
+            bottom.bar(ts, [n * (1 / bucket_s) for n in counts], width=bucket_s * 0.9)  # as polars divides
     top.set_ylabel("median response time (ms)")
     top.set_yscale("log")
     if top.get_legend_handles_labels()[0]:
