@@ -40,8 +40,8 @@ class RunData:
 
     run: Path  # the run directory, or the log file given instead
     log: Path  # the Multiplier's log
-    records: Records  # the run's counts and its proxies (in the log's order); results: every reply, in memory
-    tables: ReplyQueries  # every reply and verdict as SQL (the views `results`, `verdicts`): not records.results
+    records: Records  # the run's counts and its proxies (in the log's order); no section reads its `results`
+    tables: ReplyQueries  # every reply and verdict as SQL (the views `results`, `verdicts`), on either engine
     lab: LabJson | None  # lab.json: the run's topology; None for a bare log
     usage: dict[str, PortUsage] | None  # the Collector's access.log per port name; None without lab.json or log
     capture_dir: Path | None  # the run's captures/ (the Multiplier's --capture-dir), when it has one
