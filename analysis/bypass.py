@@ -16,39 +16,43 @@ Such a proxy is named, and its hit ratio, byte hit ratio and bandwidth are not c
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from analysis.collector_log import strips_query_terms
 from analysis.records import COLLECTOR
 from analysis.report_data import BYPASS
 from analysis.section import TRUST, RunData, Section
-from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.port_usage import PortUsage
+
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
 
 # What a bypassing proxy's row must not show (they would be computed from a port it did not use).
 CACHE_FIGURES = ("hit_ratio", "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent")
 
 
-def _delivered(prefix: str = "") -> pl.Expr:
-    return pl.col(f"{prefix}status").is_not_null() & pl.col(f"{prefix}error").is_null()
+DELIVERED = "p.status IS NOT NULL AND p.error IS NULL"
 
 
-def _with_reference(results: pl.DataFrame, name: str) -> pl.DataFrame:
-    """One proxy's replies, each beside the Collector's reply to the same request (columns ref_*)."""
-    ref = results.filter(pl.col("name") == COLLECTOR).select(
-        "id", *[pl.col(c).alias(f"ref_{c}") for c in ("status", "error", "fetch")])
-    return results.filter(pl.col("name") == name).join(ref, on="id", how="inner")
+def _with_reference(tables: ReplyQueries) -> str:
+    """The proxies' replies (p), each beside the Collector's reply to the same request (c: ref_status, ref_fetch).
+    ("fetch" is quoted: FETCH is SQL.)"""
+    return f"""results p JOIN (SELECT id, status AS ref_status, "fetch" AS ref_fetch FROM results
+                               WHERE name = '{COLLECTOR}') c USING (id)"""
 
 
-def stamp_evidence(results: pl.DataFrame, name: str) -> tuple[int, int]:
-    """(replies without the Collector's stamp, replies the stamp rule applies to) for one proxy."""
-    part = _with_reference(results, name).filter(
-        _delivered() & pl.col("ref_fetch").is_not_null() & (pl.col("status") != 304)
-        & (pl.col("status") >= 200) & (pl.col("status") < 500))
-    return part.filter(pl.col("fetch").is_null()).height, part.height
+def stamp_evidence(tables: ReplyQueries) -> dict[str, tuple[int, int]]:
+    """Per proxy: (replies without the Collector's stamp, replies the stamp rule applies to)."""
+    return {name: (unstamped, checked) for name, unstamped, checked in tables.rows(f"""
+        SELECT p.name, count(*) FILTER (p."fetch" IS NULL), count(*) FROM {_with_reference(tables)}
+        WHERE p.name <> '{COLLECTOR}' AND {DELIVERED} AND c.ref_fetch IS NOT NULL AND p.status <> 304
+              AND p.status >= 200 AND p.status < 500
+        GROUP BY p.name""")}
 
 
-def silent_port_evidence(results: pl.DataFrame, name: str, usage: dict[str, PortUsage],
+def silent_port_evidence(tables: ReplyQueries, name: str, usage: dict[str, PortUsage],
                          strip_query_terms: bool = False) -> int:
     """Replies to requests the Collector fetched from the origin, answered with the reference's status,
     while this proxy's Collector port saw no request at all (0 when it saw one, or when lab.json names
@@ -57,26 +61,32 @@ def silent_port_evidence(results: pl.DataFrame, name: str, usage: dict[str, Port
     direct = usage.get("direct")
     if direct is None or not direct.origin_urls or name not in usage or usage[name].requests:
         return 0
-    part = _with_reference(results, name).filter(
-        _delivered() & (pl.col("status") == pl.col("ref_status")) & (pl.col("status") < 500)
-        & logged_urls(strip_query_terms).is_in(list(direct.origin_urls)))
-    return part.height
+    tables.con.register("origin_urls", pa.table({"url": pa.array(sorted(direct.origin_urls), pa.string())}))
+    try:
+        return tables.value(f"""
+            SELECT count(*) FROM {_with_reference(tables)}
+            WHERE p.name = ? AND {DELIVERED} AND p.status = c.ref_status AND p.status < 500
+                  AND {logged_url("p.url", strip_query_terms)} IN (SELECT url FROM origin_urls)""", [name])
+    finally:
+        tables.con.unregister("origin_urls")
 
 
-def logged_urls(strip_query_terms: bool) -> pl.Expr:
-    """The records' URLs as the Collector's access.log shows them (spe_tools.rundir.access_log.as_logged)."""
+def logged_url(url: str, strip_query_terms: bool) -> str:
+    """The SQL of a record's URL as the Collector's access.log shows it (spe_tools.rundir.access_log.as_logged:
+    cut after its '?' when the Collector strips queries)."""
     if not strip_query_terms:
-        return pl.col("url")
-    return pl.col("url").map_elements(lambda url: as_logged(url, True), return_dtype=pl.Utf8)
+        return url
+    return f"CASE WHEN contains({url}, '?') THEN left({url}, strpos({url}, '?')) ELSE {url} END"
 
 
-def find_bypasses(results: pl.DataFrame, names: list[str], usage: dict[str, PortUsage] | None,
+def find_bypasses(tables: ReplyQueries, names: list[str], usage: dict[str, PortUsage] | None,
                   strip_query_terms: bool = False) -> dict[str, dict]:
     """Per proxy with evidence of a bypass: the counts and what to tell the user."""
     found = {}
+    stamps = stamp_evidence(tables)
     for name in names:
-        unstamped, checked = stamp_evidence(results, name)
-        silent = silent_port_evidence(results, name, usage, strip_query_terms) if usage else 0
+        unstamped, checked = stamps.get(name, (0, 0))
+        silent = silent_port_evidence(tables, name, usage, strip_query_terms) if usage else 0
         messages = []
         if unstamped:
             messages.append(f"{name}: {unstamped:,} of {checked:,} replies did not come through its Collector port "
@@ -103,7 +113,7 @@ def bypass_lines(bypasses: dict[str, dict]) -> list[str]:
 
 def _withhold_bypassed(run: RunData) -> dict[str, dict]:
     """The evidence per proxy; a bypassing proxy's row loses its cache figures and counts the replies shown."""
-    found = find_bypasses(run.records.results, run.records.proxies, run.usage, strips_query_terms(run.lab))
+    found = find_bypasses(run.tables, run.records.proxies, run.usage, strips_query_terms(run.lab))
     withhold_cache_figures(run.rows, found)
     for row in run.rows[1:]:
         evidence = found.get(row["name"], {})

@@ -14,44 +14,52 @@ Ratios are clipped to [0, 1]; they are None without a Collector log or delivered
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import ACCESS_LOG
 from spe_tools.rundir.port_usage import PortUsage, parse_access_log
 
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
 
-def failed_legs(results: pl.DataFrame) -> dict[str, set[str]]:
+
+def failed_legs(tables: ReplyQueries) -> dict[str, set[str]]:
     """Per proxy, the tags of the client requests whose leg there delivered no response (the rows
     cache_columns leaves out of the responses)."""
-    failed = results.filter((pl.col("status").is_null() | pl.col("error").is_not_null()) & pl.col("tag").is_not_null())
-    out: dict[str, set[str]] = {}
-    for name, tag in failed.select("name", "tag").iter_rows():
-        out.setdefault(name, set()).add(tag)
-    return out
+    return {name: set(tags) for name, tags in tables.rows(
+        "SELECT name, list(DISTINCT tag) FROM results WHERE (status IS NULL OR error IS NOT NULL) AND tag IS NOT NULL "
+        "GROUP BY name")}
 
 
-def collector_usage(run: Path, results: pl.DataFrame | None = None) -> tuple[dict[str, PortUsage], int] | None:
+def delivered(tables: ReplyQueries) -> dict[str, tuple[int, int]]:
+    """Per reply source: (responses it delivered, their bytes, headers and bodies)."""
+    return {name: (n, int(size or 0)) for name, n, size in tables.rows(
+        "SELECT name, count(*), sum(coalesce(bytes, 0) + coalesce(header_bytes, 0)) FROM results "
+        "WHERE status IS NOT NULL AND error IS NULL GROUP BY name")}
+
+
+def collector_usage(run: Path, tables: ReplyQueries | None = None) -> tuple[dict[str, PortUsage], int] | None:
     """Usage per port name from the run's lab.json and the Collector's access.log, if present (with the
-    run's `results`, the requests of failed legs counted apart: failed_legs)."""
+    run's replies, `tables`, the requests of failed legs counted apart: failed_legs)."""
     lab_json = LabJson.read(run)
     if lab_json is None:
         return None
     log = Path(run) / (lab_json.collector.access_log or ACCESS_LOG)
     if not log.exists():
         return None
-    return parse_access_log(log, lab_json.collector.port_names(), failed_legs(results) if results is not None else None)
+    return parse_access_log(log, lab_json.collector.port_names(), failed_legs(tables) if tables is not None else None)
 
 
 def _clip(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] | None,
+def cache_columns(responses: tuple[int, int], name: str, usage: dict[str, PortUsage] | None,
                   prefetch_requests: int = 0, prefetch_bytes: int = 0) -> dict:
-    """hit_ratio, byte_hit_ratio, relative bandwidth received/sent for one proxy (or the direct path);
-    `prefetch_requests` and `prefetch_bytes` are the proxy's own, left out of its hit ratios."""
+    """hit_ratio, byte_hit_ratio, relative bandwidth received/sent for one proxy (or the direct path), from the
+    responses it delivered and their bytes (`delivered`); `prefetch_requests` and `prefetch_bytes` are the
+    proxy's own, left out of its hit ratios."""
     empty = {"collector_requests": None, "hit_ratio": None, "byte_hit_ratio": None,
              "rel_bandwidth_received": None, "rel_bandwidth_sent": None}
     if usage is None:
@@ -59,17 +67,16 @@ def cache_columns(results: pl.DataFrame, name: str, usage: dict[str, PortUsage] 
     direct = usage.get("direct")
     key = "direct" if name.startswith("Collector") else name
     mine = usage.get(key, PortUsage())
-    part = results.filter((pl.col("name") == name) & pl.col("status").is_not_null() & pl.col("error").is_null())
-    delivered = int((part["bytes"].fill_null(0) + part["header_bytes"].fill_null(0)).sum() or 0)
+    responded, delivered_bytes = responses
     out = dict(empty, collector_requests=mine.requests)
     if key == "direct":  # the reference path: its bandwidth is the unit, it has no cache of its own
         out["rel_bandwidth_received"] = out["rel_bandwidth_sent"] = 1.0
         return out
-    if part.height:
-        out["hit_ratio"] = _clip(1 - (mine.requests - mine.failed_leg_requests - prefetch_requests) / part.height)
-    if delivered:
+    if responded:
+        out["hit_ratio"] = _clip(1 - (mine.requests - mine.failed_leg_requests - prefetch_requests) / responded)
+    if delivered_bytes:
         pulled = mine.bytes_to_client - mine.failed_leg_bytes - prefetch_bytes
-        out["byte_hit_ratio"] = _clip(1 - pulled / delivered)
+        out["byte_hit_ratio"] = _clip(1 - pulled / delivered_bytes)
     if direct and direct.bytes_to_client:
         out["rel_bandwidth_received"] = mine.bytes_to_client / direct.bytes_to_client
     if direct and direct.bytes_from_client:

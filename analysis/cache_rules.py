@@ -13,10 +13,8 @@ Collector as its own row (the Collector is a Squid too: its bugs must not pass a
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from analysis.cache_records import load_evidence
 from analysis.cache_rule_catalogue import load as load_catalogue
@@ -26,6 +24,9 @@ from analysis.records import COLLECTOR
 from analysis.report_data import CACHE_RULES
 from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
 from analysis.section import BUGS, TRUST, RunData, Section
+
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
 
 # rule id -> (its section, what breaking it means), from the judge's own catalogue; the section is RFC 9111's
 # unless it names another RFC. Advisories are SHOULD-level findings and the request's own directives, which
@@ -48,42 +49,89 @@ def source_label(name: str) -> str:
     return "Collector" if name == COLLECTOR else name
 
 
-def _counts(values: pl.Series) -> dict[str, int]:
-    """Occurrences per value, most frequent first (ties by value), nulls left out."""
-    counted = Counter(values.drop_nulls().to_list())
+def _ranked(counted: dict[str, int]) -> dict[str, int]:
+    """Occurrences per value, most frequent first (ties by value)."""
     return dict(sorted(counted.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _findings(part: pl.DataFrame, column: str) -> pl.DataFrame:
-    """One row per finding (violation or advisory): id, method, url, rule, section, reason; by request id."""
-    return part.select("id", "method", "url", column).explode(column).drop_nulls(column).select(
-        "id", "method", "url", pl.col(column).struct.field("rule", "section", "reason")).sort("id")
+def _per_source(rows: list[tuple]) -> dict[str, dict]:
+    """(source, key, value) rows as source -> key -> value, in the rows' order."""
+    out: dict[str, dict] = {}
+    for name, key, value in rows:
+        out.setdefault(name, {})[key] = value
+    return out
 
 
-def tally(part: pl.DataFrame) -> dict:
-    """The summary.json object of one source's judged replies."""
-    return {
-        "judged": part.height,
-        "reused": int(part["reused"].fill_null(False).sum()),
-        "violations": _counts(_findings(part, "violations")["rule"]),
-        "advisories": _counts(_findings(part, "advisories")["rule"]),
-        "exercised": _counts(part["exercised"].explode()),
-        "conservative": _counts(part["conservative"]),
-        "claim_conflicts": int(part["claim_conflict"].is_not_null().sum()),
-        "provenance": _provenance(part["provenance"]),
+def _value_counts(tables: ReplyQueries, value: str, source: str = "verdicts") -> dict[str, dict[str, int]]:
+    """Per source: occurrences of each value of `value` (an expression over `source`, a FROM item of verdicts'
+    rows), most frequent first, nulls left out."""
+    counts = _per_source(tables.rows(
+        f"SELECT name, v, count(*) FROM (SELECT name, {value} AS v FROM {source}) WHERE v IS NOT NULL GROUP BY ALL"))
+    return {name: _ranked(counted) for name, counted in counts.items()}
+
+
+def _findings(column: str, log_order: str) -> str:
+    """One row per finding (violation or advisory) of `column`: name, id, method, url, its place (`r` the reply's in
+    the log, `k` the finding's in the reply) and the finding `f` (rule, section, reason)."""
+    return (f"(SELECT name, id, method, url, {log_order} AS r, generate_subscripts({column}, 1) AS k, "
+            f"unnest({column}) AS f FROM verdicts)")
+
+
+def _first_examples(tables: ReplyQueries, column: str) -> dict[str, dict[str, dict]]:
+    """Per source: the first request (lowest id, then the log's order) that had each rule's finding."""
+    return _per_source(tables.rows(f"""
+        SELECT name, f.rule, arg_min(struct_pack(id, method, url, rule := f.rule, section := f.section,
+                                                 reason := f.reason), struct_pack(i := id, r := r, k := k))
+        FROM {_findings(column, tables.log_order)} WHERE f.rule IS NOT NULL GROUP BY ALL"""))
+
+
+def _provenance(tables: ReplyQueries) -> dict[str, dict[str, int]]:
+    """Per source: every provenance kind, 0 included, in the record format's order; an unknown kind after them, in
+    the order the log first names it."""
+    counts = _per_source(tables.rows(f"SELECT name, coalesce(provenance, 'missing'), count(*) FROM verdicts "
+                                     f"GROUP BY ALL ORDER BY min({tables.log_order})"))
+    return {name: {**dict.fromkeys(PROVENANCE, 0), **counted} for name, counted in counts.items()}
+
+
+def _grouped_examples(tables: ReplyQueries, column: str, labels: dict | None = None, reason: str = "NULL",
+                      where: str = "TRUE") -> dict[str, list[dict]]:
+    """Per source, per value of `column` (a conservative cause, a conflicting claim), most frequent first: count
+    and first request (with its `reason` column's value), of the verdicts `where` says."""
+    groups = _per_source((name, value, (n, first)) for name, value, n, first in tables.rows(f"""
+        SELECT name, {column}, count(*), arg_min(struct_pack(id, method, url, reason := {reason}),
+                                                 struct_pack(i := id, o := {tables.log_order}))
+        FROM verdicts WHERE {column} IS NOT NULL AND {where} GROUP BY ALL"""))
+    return {name: [{"value": value, "label": (labels or {}).get(value, value), "count": n, **found[value][1]}
+                   for value, n in _ranked({v: n for v, (n, _) in found.items()}).items()]
+            for name, found in groups.items()}
+
+
+def judged_sources(tables: ReplyQueries) -> dict[str, dict]:
+    """Per source with judged replies, everything its part of the section counts (source_section reads it)."""
+    judged = {name: {"judged": n, "reused": reused, "claim_conflicts": conflicts}
+              for name, n, reused, conflicts in tables.rows(
+                  "SELECT name, count(*), count(*) FILTER (reused), count(claim_conflict) FROM verdicts GROUP BY name")}
+    parts = {
+        "violations": _value_counts(tables, "f.rule", _findings("violations", tables.log_order)),
+        "advisories": _value_counts(tables, "f.rule", _findings("advisories", tables.log_order)),
+        "exercised": _value_counts(tables, "unnest(exercised)"),
+        "conservative": _value_counts(tables, "conservative"),
+        "provenance": _provenance(tables),
+        "violation_examples": _first_examples(tables, "violations"),
+        "advisory_examples": _first_examples(tables, "advisories"),
+        "conservative_examples": _grouped_examples(tables, "conservative"),
+        "claim_examples": _grouped_examples(tables, "claim", CLAIMS, "claim_conflict", "claim_conflict IS NOT NULL"),
     }
+    return {name: {**counts, **{part: found.get(name, {}) for part, found in parts.items()}}
+            for name, counts in judged.items()}
 
 
-def _provenance(values: pl.Series) -> dict[str, int]:
-    """Every provenance kind, 0 included, in the record format's order; an unknown kind after them."""
-    counted = Counter(values.fill_null("missing").to_list())
-    return {**dict.fromkeys(PROVENANCE, 0), **counted}
-
-
-def _first_examples(findings: pl.DataFrame) -> dict[str, dict]:
-    """The first request (lowest id) that had each rule's finding."""
-    firsts = findings.unique("rule", keep="first", maintain_order=True)
-    return {row["rule"]: row for row in firsts.iter_rows(named=True)}
+def tally(found: dict) -> dict:
+    """The summary.json object of one source's judged replies."""
+    return {"judged": found["judged"], "reused": found["reused"], "violations": found["violations"],
+            "advisories": found["advisories"], "exercised": found["exercised"],
+            "conservative": found["conservative"], "claim_conflicts": found["claim_conflicts"],
+            "provenance": found["provenance"]}
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -104,9 +152,9 @@ def _other_rules(counts: dict, catalogue: dict) -> list[str]:
     return sorted({*counts["found"], *unknown_exercised} - catalogue.keys())
 
 
-def rule_rows(counts: dict, catalogue: dict, findings: pl.DataFrame) -> list[dict]:
-    """One row per rule of the catalogue, then any other rule the records name, with its standing."""
-    examples = _first_examples(findings)
+def rule_rows(counts: dict, catalogue: dict, examples: dict[str, dict]) -> list[dict]:
+    """One row per rule of the catalogue, then any other rule the records name, with its standing and its first
+    example."""
     names = [*catalogue, *_other_rules(counts, catalogue)]
     rows = []
     for rule in names:
@@ -121,33 +169,18 @@ def rule_rows(counts: dict, catalogue: dict, findings: pl.DataFrame) -> list[dic
     return rows
 
 
-def _grouped_examples(part: pl.DataFrame, column: str, labels: dict | None = None,
-                      reason: str | None = None) -> list[dict]:
-    """Per value of `column` (a conservative cause, a conflicting claim): count and first request (with its
-    `reason` column's value)."""
-    rows = part.filter(pl.col(column).is_not_null()).sort("id")
-    out = []
-    for value, n in _counts(rows[column]).items():
-        first = rows.filter(pl.col(column) == value).row(0, named=True)
-        out.append({"value": value, "label": (labels or {}).get(value, value), "count": n, "id": first["id"],
-                    "method": first["method"], "url": first["url"], "reason": first[reason] if reason else None})
-    return out
-
-
-def source_section(name: str, part: pl.DataFrame) -> dict:
+def source_section(name: str, found: dict) -> dict:
     """Everything the report shows of one source (evidence and captures are attached later)."""
-    summary = tally(part)
-    violations, advisories = _findings(part, "violations"), _findings(part, "advisories")
+    summary = tally(found)
     return {
         "name": name, "label": source_label(name), "summary": summary,
         "anchor": "cache-" + re.sub(r"[^A-Za-z0-9_-]", "-", source_label(name)),  # an HTML id
         "rules": rule_rows({"found": summary["violations"], "exercised": summary["exercised"],
-                            "reused": summary["reused"]}, RULES, violations),
+                            "reused": summary["reused"]}, RULES, found["violation_examples"]),
         "advisories": rule_rows({"found": summary["advisories"], "exercised": summary["exercised"],
-                                 "reused": summary["reused"]}, ADVISORIES, advisories),
-        "conservative": _grouped_examples(part, "conservative"),
-        "claim_conflicts": _grouped_examples(part.filter(pl.col("claim_conflict").is_not_null()), "claim", CLAIMS,
-                                             "claim_conflict"),
+                                 "reused": summary["reused"]}, ADVISORIES, found["advisory_examples"]),
+        "conservative": found["conservative_examples"],
+        "claim_conflicts": found["claim_examples"],
         "provenance": [{"kind": kind, "label": PROVENANCE.get(kind, kind), "count": n}
                        for kind, n in summary["provenance"].items()],
     }
@@ -166,14 +199,11 @@ def _attach_examples(sections: list[dict], log: Path, capture_dir: Path | None) 
                 example["capture"] = capture if capture is not None and capture.exists() else None
 
 
-def cache_rule_sections(verdicts: pl.DataFrame | None, names: list[str], log: Path,
-                        capture_dir: Path | None) -> list[dict]:
+def cache_rule_sections(tables: ReplyQueries, names: list[str], log: Path, capture_dir: Path | None) -> list[dict]:
     """The Collector's section, then one per proxy in `names` order that had judged replies; [] for a log
     without `cache` objects."""
-    if verdicts is None:
-        return []
-    sections = [source_section(name, part) for name in [COLLECTOR, *names]
-                if (part := verdicts.filter(pl.col("name") == name)).height]
+    found = judged_sources(tables)
+    sections = [source_section(name, found[name]) for name in [COLLECTOR, *names] if name in found]
     _attach_examples(sections, log, capture_dir)
     return sections
 
@@ -279,7 +309,7 @@ def _page_context(rep) -> dict:
 
 
 def _tally_sections(run: RunData) -> list[dict]:
-    sections = cache_rule_sections(run.verdicts, run.records.proxies, run.log, run.capture_dir)
+    sections = cache_rule_sections(run.tables, run.records.proxies, run.log, run.capture_dir)
     add_cache_rule_columns(run.rows, sections)
     return sections
 

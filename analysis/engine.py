@@ -21,15 +21,15 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
-from analysis.records import COLLECTOR, INTERCEPTED, RESULT_SCHEMA, Records, skip_reason
+from analysis.records import COLLECTOR, INTERCEPTED, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
 from spe_tools.rundir.log_schema import CACHE
 from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
 MEMORY_LIMIT = "1500MB"
-BATCH_ROWS = 1 << 17
 MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
 
 
@@ -53,25 +53,58 @@ def _replies_sql() -> str:
 # twice-nested struct, and `cache` is read too (tests/python/unit/test_report_engines.py compares).
 JUDGED = "cache.reused IS NOT NULL"
 
-# The order the in-memory tables had (analysis/records.py): the Collector's replies in the log's order, then the
-# proxies' record by record; sections that keep the first few rows (the mismatch examples) see the same ones.
-ORDER_KEYS = ("is_proxy", "seq", "leg")
-ORDER_COLUMNS = "leg > 0 AS is_proxy, seq, leg"
+class ReplyQueries:
+    """What a report section reads a run's replies through, whichever engine read the run: SQL over the views
+    `results` (one row per reply the tables count, RESULT_SCHEMA's columns) and `verdicts` (one row per judged
+    reply: id, method, url, name and the `cache` object's fields, as analysis/cache_records.py reads them).
+    `log_order` is an expression of either view that orders its rows as analysis/records.py's table (the
+    Collector's replies in the log's order, then the proxies' record by record), for the sections that keep the
+    first few rows (ORDER BY it, or take its min)."""
+
+    con: duckdb.DuckDBPyConnection
+    log_order: str
+
+    def value(self, sql: str, params: list | None = None):
+        return self.row(sql, params)[0]
+
+    def row(self, sql: str, params: list | None = None) -> tuple:
+        """The query's one row (fetched whole: DuckDB takes no other query while a result is half-read)."""
+        return self.rows(sql, params)[0]
+
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        return self.con.execute(sql, params or []).fetchall()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> ReplyQueries:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def in_log_order(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows sorted by ORDER_KEYS, which are then dropped. Sorted here rather than by DuckDB, whose sort of every
-    reply with its strings runs out of its memory limit (1 M records, Parquet; DuckDB 2.0.1), and one column at a
-    time: the table and one column, never two tables."""
-    order = frame.select(pl.arg_sort_by(list(ORDER_KEYS))).to_series()
-    if not order.equals(pl.int_range(0, frame.height, dtype=order.dtype, eager=True)):
-        for column in frame.columns:
-            frame = frame.with_columns(frame[column].gather(order))
-    return frame.drop(ORDER_KEYS)
+class FrameTables(ReplyQueries):
+    """`--engine memory`'s replies (a polars table already in memory) under the same view, in an in-process DuckDB
+    that reads the table where it is (Arrow, no copy): the sections run the same queries on either engine, and the
+    memory engine stays the reference for how the log becomes `results`."""
+
+    log_order = "pos"
+
+    def __init__(self, results: pl.DataFrame, verdicts: pl.DataFrame | None):
+        self.con = duckdb.connect()
+        self.con.register("results", results.with_row_index("pos"))
+        if verdicts is None:  # a log without the judge's `cache` objects: no verdict
+            verdicts = pl.from_arrow(pa.schema([("id", pa.int64()), ("method", pa.string()), ("url", pa.string()),
+                                                ("name", pa.string()), *CACHE]).empty_table())
+        self.con.register("verdicts", verdicts.with_row_index("pos"))
 
 
-class RunTables:
+class RunTables(ReplyQueries):
     """The views above over one run's records; close() (or `with`) deletes the scratch database."""
+
+    # The Collector's replies in the log's order, then the proxies' record by record.
+    log_order = "[(leg > 0)::BIGINT, seq, leg]"
 
     def __init__(self, log: Path):
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
@@ -107,6 +140,9 @@ class RunTables:
         self.con.execute("CREATE VIEW records AS " + " UNION ALL BY NAME ".join(sources))
         self.con.execute(f"CREATE VIEW replies AS {_replies_sql()}")
         self.con.execute("CREATE VIEW results AS SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
+        fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
+        self.con.execute(f"CREATE VIEW verdicts AS SELECT id, method, url, name, {fields}, seq, leg FROM replies "
+                         f"WHERE {JUDGED}")
         self.requests = self.value("SELECT count(*) FROM records")
 
     def _read_json(self, path: Path, table: str, first_seq: int) -> tuple[str, int]:
@@ -116,47 +152,14 @@ class RunTables:
         bad = self.value(f"SELECT count(*) - count(id) FROM {table}")
         return f"SELECT {first_seq} + rowid AS seq, * FROM {table} WHERE id IS NOT NULL", bad
 
-    def value(self, sql: str, params: list | None = None):
-        return self.row(sql, params)[0]
-
-    def row(self, sql: str, params: list | None = None) -> tuple:
-        """The query's one row (fetched whole: DuckDB takes no other query while a result is half-read)."""
-        return self.rows(sql, params)[0]
-
-    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
-        return self.con.execute(sql, params or []).fetchall()
-
     def close(self) -> None:
-        self.con.close()
+        super().close()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def __enter__(self) -> RunTables:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def proxies(self) -> list[str]:
         """The proxies under test, in the order the log first names them."""
         return [name for (name,) in self.rows(
             "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
-
-    def results_frame(self) -> pl.DataFrame:
-        """Every reply as one polars table (analysis/records.py RESULT_SCHEMA): what the sections still read."""
-        columns = ", ".join(f'"{c}"' for c in RESULT_SCHEMA)
-        frame = self.frame(f"SELECT {columns}, {ORDER_COLUMNS} FROM results")
-        return frame.select([pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()])
-
-    def frame(self, sql: str) -> pl.DataFrame:
-        """A query's rows (with ORDER_COLUMNS) as a polars table in the log's order, streamed out of DuckDB batch
-        by batch: DuckDB never holds the whole result, only the table does."""
-        return in_log_order(pl.from_arrow(self.con.sql(sql).to_arrow_reader(BATCH_ROWS).read_all()))
-
-    def verdicts_frame(self) -> pl.DataFrame | None:
-        """The cache-rule judge's verdicts, as analysis/cache_records.py reads them; None when no reply has one."""
-        fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
-        frame = self.frame(f"SELECT id, method, url, name, {fields}, {ORDER_COLUMNS} FROM replies WHERE {JUDGED}")
-        return frame if frame.height else None
 
     def bad_cache_lines(self) -> int:
         """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
@@ -191,8 +194,9 @@ class RunTables:
         return {"requests": requests, "total_s": float(total or 0) / 1e6}
 
     def records(self) -> Records:
-        """The run as analysis/records.py reads it, every reply in memory (the sections that still need them)."""
+        """The run's counts as analysis/records.py reads them, without its replies (`results` None): the sections
+        query them."""
         if not self.requests:
-            return Records(pl.DataFrame(schema=RESULT_SCHEMA), [], 0, self.bad_lines)
-        return Records(self.results_frame(), self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
+            return Records(None, [], 0, self.bad_lines)
+        return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
                        self.client_holds(), self.https_counts())

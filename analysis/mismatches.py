@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from analysis.records import COLLECTOR
 from analysis.report_data import MISMATCHES
 from analysis.run_collector import RunCollector, collector_of_run
 from analysis.section import BUGS, RunData, Section
+
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
 
 # The classes examples are kept for: every one but OK. OTHER_FETCH is listed for its examples, but counted in
 # no total of mismatches (analysis/stats.py NOT_MISMATCHES).
@@ -74,22 +75,48 @@ def likely_cause(cls: str, example: dict, collector: RunCollector) -> str | None
     return None
 
 
-def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector: RunCollector,
+def _mismatched(tables: ReplyQueries) -> str:
+    """The proxies' replies other than OK, each with the Collector's `fetch` stamp of the same request (ref_fetch)
+    and its place in the log (o): a CTE `bad`. ("fetch" is quoted: FETCH is SQL.)"""
+    return f"""WITH bad AS (
+        SELECT r.*, c.ref_fetch, {tables.log_order} AS o FROM results r
+        LEFT JOIN (SELECT id, "fetch" AS ref_fetch FROM results WHERE name = '{COLLECTOR}') c USING (id)
+        WHERE r.name <> '{COLLECTOR}' AND r.result <> 'OK')"""
+
+
+def _most_common(tables: ReplyQueries, value: str, source: str = "bad", n: int = 10) -> list[tuple]:
+    """The `n` most frequent values of `value` over `source` (a FROM item of bad's rows, with their place `o`),
+    ties in the order the log first names them (as Counter.most_common)."""
+    return tables.rows(f"""{_mismatched(tables)}
+        SELECT v, count(*) FROM (SELECT {value} AS v, o FROM {source}) GROUP BY v ORDER BY count(*) DESC, min(o)
+        LIMIT {n}""")
+
+
+def _examples(tables: ReplyQueries, per_class: int) -> list[dict]:
+    """The first `per_class` replies of each class of MISMATCH_CLASSES, in the log's order."""
+    found = tables.con.execute(f"""{_mismatched(tables)}
+        SELECT id, name, method, url, status, error, mismatched_headers, "fetch", ref_fetch, result FROM bad
+        WHERE result IN ({", ".join(f"'{c}'" for c in MISMATCH_CLASSES)})
+        QUALIFY row_number() OVER (PARTITION BY result ORDER BY o) <= {per_class} ORDER BY o""")
+    columns = [d[0] for d in found.description]
+    return [dict(zip(columns, row, strict=True)) for row in found.fetchall()]
+
+
+def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: RunCollector,
                      examples_per_class: int = 3) -> dict:
     """Counts by class and proxy, the headers and URLs that differ most, and examples per class
     (their hints depend on the run's `collector`)."""
-    reference_fetch = results.filter(pl.col("name") == COLLECTOR).select("id", pl.col("fetch").alias("ref_fetch"))
-    bad = results.filter((pl.col("name") != COLLECTOR) & (pl.col("result") != "OK")).join(
-        reference_fetch, on="id", how="left")
     by_proxy: dict[str, dict[str, int]] = {}
-    for name, result, n in bad.group_by("name", "result").len().sort("name", "result").iter_rows():
+    for name, result, n in tables.rows(f"{_mismatched(tables)} SELECT name, result, count(*) FROM bad "
+                                       "GROUP BY ALL ORDER BY name, result"):
         by_proxy.setdefault(name, {})[result] = n
-    headers = Counter(h for hs in bad["mismatched_headers"].drop_nulls().to_list() for h in hs)
-    urls = Counter(bad["url"].to_list())
+    headers = _most_common(tables, "h", "(SELECT unnest(mismatched_headers) AS h, "
+                                        "struct_pack(r := o, k := generate_subscripts(mismatched_headers, 1)) AS o "
+                                        "FROM bad)")
     examples: dict[str, list[dict]] = {}
+    rows = _examples(tables, examples_per_class)
     for cls in MISMATCH_CLASSES:
-        rows = bad.filter(pl.col("result") == cls).head(examples_per_class)
-        for row in rows.iter_rows(named=True):
+        for row in (row for row in rows if row["result"] == cls):
             example = {"id": row["id"], "proxy": row["name"], "method": row["method"], "url": row["url"],
                        "status": row["status"], "error": row["error"],
                        "mismatched_headers": row["mismatched_headers"] or [],
@@ -99,9 +126,9 @@ def mismatch_summary(results: pl.DataFrame, capture_dir: Path | None, collector:
                 example["capture"] = capture.read_bytes()[:6000].decode("utf-8", "replace")
             example["hint"] = likely_cause(cls, example, collector)
             examples.setdefault(cls, []).append(example)
-    return {"by_proxy": by_proxy, "headers": headers.most_common(10), "urls": urls.most_common(10),
-            "examples": examples, "total": bad.filter(pl.col("result") != "OTHER_FETCH").height,
-            "collector_kind": collector.kind}
+    total = tables.value(f"{_mismatched(tables)} SELECT count(*) FROM bad WHERE result <> 'OTHER_FETCH'")
+    return {"by_proxy": by_proxy, "headers": headers, "urls": _most_common(tables, "url"),
+            "examples": examples, "total": total, "collector_kind": collector.kind}
 
 
 def mismatch_text(summary: dict) -> list[str]:
@@ -119,7 +146,7 @@ def mismatch_text(summary: dict) -> list[str]:
 
 
 def _summarise(run: RunData) -> dict:
-    return mismatch_summary(run.records.results, run.capture_dir, collector_of_run(run.run))
+    return mismatch_summary(run.tables, run.capture_dir, collector_of_run(run.run))
 
 
 SECTION = Section(MISMATCHES, "Mismatches", question=BUGS, compute=_summarise,

@@ -12,48 +12,48 @@ told from SPE's own noise; the goal is a floor of 0.
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from analysis.report_data import NOISE_FLOOR
 from analysis.section import TRUST, RunData, Section
 from analysis.stats import NOT_MISMATCHES
 from spe_tools.rundir.lab_json import LabJson
 
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
+
 
 def _pct(part: int, whole: int) -> float | None:
     return 100 * part / whole if whole else None
 
 
-def dummy_noise(results: pl.DataFrame, name: str) -> dict:
+def dummy_noise(tables: ReplyQueries, name: str) -> dict:
     """The dummy's replies that differ from the Collector's, out of the requests it had to answer (a faithful
     copy of another origin fetch, OTHER_FETCH, is the fetches' difference, not SPE's noise)."""
-    part = results.filter(pl.col("name") == name)
-    mismatches = part.filter(~pl.col("result").is_in(NOT_MISMATCHES).fill_null(False)).height
-    return {"name": name, "requests": part.height, "mismatches": mismatches, "pct": _pct(mismatches, part.height)}
+    not_mismatches = ", ".join(f"'{result}'" for result in NOT_MISMATCHES)
+    requests, mismatches = tables.row(
+        f"SELECT count(*), count(*) FILTER (result NOT IN ({not_mismatches})) FROM results WHERE name = ?", [name])
+    return {"name": name, "requests": requests, "mismatches": mismatches, "pct": _pct(mismatches, requests)}
 
 
-def pair_noise(results: pl.DataFrame, a: str, b: str) -> dict:
+def pair_noise(tables: ReplyQueries, a: str, b: str) -> dict:
     """How often two identical proxies disagree, over the requests both of them answered (OTHER_FETCH counts as
     OK: which of two fetches a twin kept is the fetches' difference; their bodies are still compared)."""
-    cols = ("result", "md5")
-    answered = pl.col("status").is_not_null() & pl.col("error").is_null()
-    result = pl.when(pl.col("result") == "OTHER_FETCH").then(pl.lit("OK")).otherwise(pl.col("result")).alias("result")
-    left = results.filter((pl.col("name") == a) & answered).select("id", result, "md5")
-    right = results.filter((pl.col("name") == b) & answered).select("id", result, "md5").select(
-        "id", *[pl.col(c).alias(f"{c}_b") for c in cols])
-    both = left.join(right, on="id", how="inner")
-    disagree = both.filter(pl.col("result").ne_missing(pl.col("result_b")) | pl.col("md5").ne_missing(pl.col("md5_b")))
-    return {"a": a, "b": b, "both_answered": both.height, "disagreements": disagree.height,
-            "pct": _pct(disagree.height, both.height)}
+    answered = """(SELECT id, CASE WHEN result = 'OTHER_FETCH' THEN 'OK' ELSE result END AS result, md5 FROM results
+                   WHERE name = ? AND status IS NOT NULL AND error IS NULL)"""
+    both, disagreements = tables.row(f"""
+        SELECT count(*), count(*) FILTER (l.result IS DISTINCT FROM r.result OR l.md5 IS DISTINCT FROM r.md5)
+        FROM {answered} l JOIN {answered} r USING (id)""", [a, b])
+    return {"a": a, "b": b, "both_answered": both, "disagreements": disagreements, "pct": _pct(disagreements, both)}
 
 
-def noise_floor(results: pl.DataFrame, lab: LabJson | None) -> dict:
+def noise_floor(tables: ReplyQueries, lab: LabJson | None) -> dict:
     """The floor a run measured (or why it measured none), from lab.json's proxy kinds and noise pairs."""
     if lab is None:
         return {"measured": False, "reason": "no lab.json: which proxies are dummies or noise pairs is unknown",
                 "dummies": [], "pairs": [], "floor_pct": None, "zero": None}
-    dummies = [dummy_noise(results, n) for n in lab.proxies_of_kind("dummy")]
-    pairs = [pair_noise(results, a, b) for a, b in lab.noise_pairs]
+    dummies = [dummy_noise(tables, n) for n in lab.proxies_of_kind("dummy")]
+    pairs = [pair_noise(tables, a, b) for a, b in lab.noise_pairs]
     rates = [m["pct"] for m in dummies + pairs if m["pct"] is not None]
     if not rates:
         reason = ("this lab has no dummy proxy and no noise pair, two proxies of the same kind and settings"
@@ -112,7 +112,7 @@ def floor_text(rows: list[dict], floor: dict) -> list[str]:
 
 def _beside_each_proxy(run: RunData) -> dict:
     """The floor, and beside it each proxy row's mismatch rate (the section's columns)."""
-    floor = noise_floor(run.records.results, run.lab)
+    floor = noise_floor(run.tables, run.lab)
     for row in run.rows[1:]:
         row.update(mismatch_pct=mismatch_pct(row), noise_floor_pct=floor["floor_pct"],
                    noise_floor=beside_floor(row, floor), noise_pair_disagreement_pct=pair_pct(floor, row["name"]))

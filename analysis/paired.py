@@ -8,51 +8,69 @@ The report shows the ranking as its answer to "which proxy is best", and the pai
 
 from __future__ import annotations
 
-import polars as pl
+import math
+from typing import TYPE_CHECKING
 
 from analysis.records import COLLECTOR
 from analysis.report_data import PAIRED
 from analysis.section import BEST, RunData, Section
-from analysis.stats import mean_ci, median, median_ci
+from analysis.stats import MS_PER_US, median_ci_ranks, quantile_ranks
+from analysis.stats_sql import quantile, values_at_ranks
+
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
 
 
-def latency_by_request(results: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """One row per request id, one column per proxy: its response time in ms (null where it failed)."""
-    delivered = results.filter((pl.col("name") != COLLECTOR) & pl.col("status").is_not_null()
-                               & pl.col("error").is_null() & pl.col("name").is_in(names))
-    if delivered.height == 0:
-        return pl.DataFrame({"id": []}, schema={"id": pl.Int64})
-    wide = delivered.select("id", "name", (pl.col("total_us") / 1000).alias("ms")).pivot(
-        on="name", index="id", values="ms", aggregate_function="first")
-    return wide
+def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]:
+    """A temporary table `paired`: one row per request id, one column per proxy of `names`, its response time in
+    ms (null where it failed; the first reply in the log's order where it answered twice). Returns each proxy's
+    column."""
+    columns = {name: f"c{i}" for i, name in enumerate(names)}
+    pivot = ", ".join(f"arg_min_null(ms, o) FILTER (name = ?) AS {column}" for column in columns.values())
+    tables.con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE paired AS
+        SELECT id, {pivot or "NULL AS none"} FROM (
+            SELECT id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
+            WHERE name <> '{COLLECTOR}' AND status IS NOT NULL AND error IS NULL)
+        GROUP BY id""", list(columns))
+    return columns
 
 
-def pair(wide: pl.DataFrame, a: str, b: str) -> dict:
-    """A's latency minus B's over the requests both answered: n, mean and median with 95 % CIs.
-    Significant when the mean's interval excludes 0; `faster` names the faster proxy then, else None."""
+def pair(tables: ReplyQueries, columns: dict[str, str], a: str, b: str) -> dict:
+    """A's latency minus B's over the requests both answered: n, mean and median with 95 % CIs (the median's and
+    its interval's exact order statistics). Significant when the mean's interval excludes 0; `faster` names the
+    faster proxy then, else None."""
     out = {"a": a, "b": b, "n": 0, "mean_ms": None, "mean_ci_low_ms": None, "mean_ci_high_ms": None,
            "median_ms": None, "median_ci_low_ms": None, "median_ci_high_ms": None, "significant": False,
            "faster": None}
-    if a not in wide.columns or b not in wide.columns:
+    differences = f"SELECT {columns[a]} - {columns[b]} AS x FROM paired"
+    n, mean, sd = tables.row(f"SELECT count(x), avg(x), stddev_samp(x) FROM ({differences})")
+    out["n"] = n
+    if n == 0:
         return out
-    diff = wide.select((pl.col(a) - pl.col(b)).alias("d")).drop_nulls()["d"]
-    out["n"] = diff.len()
-    if diff.len() == 0:
-        return out
-    mci, dci = mean_ci(diff), median_ci(diff)
-    out.update(mean_ms=diff.mean(), median_ms=median(diff),
+    median_ranks = set(quantile_ranks(n, 0.5)[:2])
+    ci_ranks = median_ci_ranks(n) if n >= 3 else None
+    ordered = values_at_ranks(tables, differences, median_ranks | set(ci_ranks or ()))
+    mci = (mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)) if n >= 2 else None
+    out.update(mean_ms=mean, median_ms=quantile(ordered, n, 0.5),
                mean_ci_low_ms=mci[0] if mci else None, mean_ci_high_ms=mci[1] if mci else None,
-               median_ci_low_ms=dci[0] if dci else None, median_ci_high_ms=dci[1] if dci else None)
+               median_ci_low_ms=ordered[ci_ranks[0]] if ci_ranks else None,
+               median_ci_high_ms=ordered[ci_ranks[1]] if ci_ranks else None)
     if mci and (mci[0] > 0 or mci[1] < 0):
         out["significant"] = True
         out["faster"] = a if mci[1] < 0 else b
     return out
 
 
-def pairs(results: pl.DataFrame, names: list[str]) -> list[dict]:
+def pairs(tables: ReplyQueries, names: list[str]) -> list[dict]:
     """Every unordered pair of proxies once, in the log's order (A before B)."""
-    wide = latency_by_request(results, names)
-    return [pair(wide, a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    if len(names) < 2:
+        return []
+    columns = latency_by_request(tables, names)
+    try:
+        return [pair(tables, columns, a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    finally:
+        tables.con.execute("DROP TABLE paired")
 
 
 def ranking(rows: list[dict], pair_list: list[dict]) -> list[list[str]]:
@@ -165,7 +183,7 @@ def _matrix_context(rep) -> dict:
 
 
 def _pairs_and_ranking(run: RunData) -> dict:
-    pair_list = pairs(run.records.results, run.records.proxies)
+    pair_list = pairs(run.tables, run.records.proxies)
     return {"pairs": pair_list, "ranking": ranking(run.rows, pair_list)}
 
 

@@ -6,41 +6,58 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.records import COLLECTOR  # noqa: E402
 from analysis.report_data import FIGURES  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
+from analysis.stats import MS_PER_US  # noqa: E402
+
+if TYPE_CHECKING:
+    from analysis.engine import ReplyQueries
 
 CDF_POINTS = 2000
 
 
-def _delivered(results: pl.DataFrame, name: str) -> pl.DataFrame:
-    return results.filter((pl.col("name") == name) & pl.col("status").is_not_null() & pl.col("error").is_null()
-                          & pl.col("total_us").is_not_null())
+DELIVERED = "status IS NOT NULL AND error IS NULL AND total_us IS NOT NULL"
 
 
-def latency_cdf(results: pl.DataFrame, names: list[str]) -> Figure:
+def _sources(names: list[str]) -> str:
+    """The SQL list of the Collector and the proxies in `names`."""
+    return ", ".join("'" + name.replace("'", "''") + "'" for name in [COLLECTOR, *names])
+
+
+def cdf_points(tables: ReplyQueries, names: list[str]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per source with delivered replies: the steps of its response times' cumulative distribution (ms, fraction),
+    at most CDF_POINTS of them: every step-th order statistic and the last (a million-request run plots as fast as
+    a small one), read at their ranks from one sort."""
+    points: dict[str, tuple[list[float], list[float]]] = {}
+    for name, rank, n, x in tables.rows(f"""
+            SELECT name, rank, n, total_us FROM (
+                SELECT name, total_us, row_number() OVER (PARTITION BY name ORDER BY total_us) - 1 AS rank,
+                       count(*) OVER (PARTITION BY name) AS n
+                FROM results WHERE {DELIVERED} AND name IN ({_sources(names)}))
+            WHERE (rank + 1) % greatest(1, n // {CDF_POINTS}) = 0 OR rank = n - 1 ORDER BY name, rank"""):
+        xs, ys = points.setdefault(name, ([], []))
+        xs.append(x * MS_PER_US)
+        ys.append((rank + 1) / n)
+    return points
+
+
+def latency_cdf(points: dict[str, tuple[list[float], list[float]]], names: list[str]) -> Figure:
     """ROPE's Figures 7 and 8: cumulative distribution of response times, log-scale time axis."""
     fig, ax = plt.subplots(figsize=(8, 5))
     for name in [COLLECTOR, *names]:
-        times = _delivered(results, name)["total_us"].sort()
-        if times.len() == 0:
+        if name not in points:
             continue
-        # At most CDF_POINTS steps per curve: a million-request run plots as fast as a small one.
-        step = max(1, times.len() // CDF_POINTS)
-        index = list(range(step - 1, times.len(), step))
-        if index[-1] != times.len() - 1:
-            index.append(times.len() - 1)
-        xs = (times.gather(index) / 1000).to_list()
-        ax.step(xs, [(i + 1) / times.len() for i in index], where="post", label=name,
-                linewidth=2.0 if name == COLLECTOR else 1.3)
+        ax.step(*points[name], where="post", label=name, linewidth=2.0 if name == COLLECTOR else 1.3)
     ax.set_xscale("log")
     ax.set_xlabel("response time (ms, log scale)")
     ax.set_ylabel("fraction of responses")
@@ -52,20 +69,53 @@ def latency_cdf(results: pl.DataFrame, names: list[str]) -> Figure:
     return fig
 
 
-def latency_over_time(results: pl.DataFrame, names: list[str], buckets: int = 60) -> Figure:
-    """Median response time and request rate over about `buckets` time buckets (at least 10 ms each)."""
+@dataclass
+class OverTime:
+    """Per source, per time bucket (its start, s since the first request): the median response time (µs) and how
+    many responses; `bucket_s` the buckets' width."""
+
+    bucket_s: float
+    series: dict[str, tuple[list[float], list[float], list[int]]]
+
+
+def over_time(tables: ReplyQueries, names: list[str], buckets: int = 60) -> OverTime:
+    """About `buckets` time buckets (at least 10 ms each) over the run, and each source's median (exact: its two
+    middle order statistics, from one sort) and count per bucket. A reply's bucket is its time times the reciprocal
+    of the width, as polars divides: the last reply of the run falls in the last bucket, as it did."""
+    start, end = tables.row("SELECT min(ts), max(ts) FROM results")
+    if start is None:
+        return OverTime(1.0, {})
+    bucket_s = max(0.01, (end - start) / buckets)
+    found: dict[tuple[str, float], dict] = {}
+    for name, t, n, rank, x in tables.rows(f"""
+            SELECT name, t, n, rank, total_us FROM (
+                SELECT name, t, total_us, row_number() OVER (PARTITION BY name, t ORDER BY total_us) - 1 AS rank,
+                       count(*) OVER (PARTITION BY name, t) AS n
+                FROM (SELECT name, total_us, floor((ts - ?) * ?) * ? AS t FROM results
+                      WHERE {DELIVERED} AND ts IS NOT NULL AND name IN ({_sources(names)})))
+            WHERE rank IN ((n - 1) // 2, n // 2) ORDER BY name, t, rank""", [start, 1 / bucket_s, bucket_s]):
+        found.setdefault((name, t), {"n": n})[rank] = x
+    series: dict[str, tuple[list[float], list[float], list[int]]] = {}
+    for (name, t), bucket in found.items():
+        n = bucket["n"]
+        ts, medians, counts = series.setdefault(name, ([], [], []))
+        ts.append(t)
+        medians.append((bucket[(n - 1) // 2] + bucket[n // 2]) / 2)
+        counts.append(n)
+    return OverTime(bucket_s, series)
+
+
+def latency_over_time(data: OverTime, names: list[str]) -> Figure:
+    """Median response time and request rate over time, from over_time's buckets."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    start = results["ts"].min() if results["ts"].null_count() < results.height else None
-    bucket_s = max(0.01, (results["ts"].max() - start) / buckets) if start is not None else 1.0
+    bucket_s = data.bucket_s
     for name in [COLLECTOR, *names]:
-        part = _delivered(results, name).drop_nulls("ts")
-        if start is None or part.height == 0:
+        if name not in data.series:
             continue
-        per = (part.with_columns(((pl.col("ts") - start) // bucket_s * bucket_s).alias("t"))
-               .group_by("t").agg(pl.col("total_us").median().alias("median"), pl.len().alias("n")).sort("t"))
-        top.plot(per["t"], per["median"] / 1000, label=name, marker="." if per.height < 30 else None)
+        ts, medians, counts = data.series[name]
+        top.plot(ts, [m * MS_PER_US for m in medians], label=name, marker="." if len(ts) < 30 else None)
         if name == COLLECTOR:
-            bottom.bar(per["t"], per["n"] / bucket_s, width=bucket_s * 0.9)
+            bottom.bar(ts, [n * (1 / bucket_s) for n in counts], width=bucket_s * 0.9)  # as polars divides
     top.set_ylabel("median response time (ms)")
     top.set_yscale("log")
     if top.get_legend_handles_labels()[0]:
@@ -126,10 +176,12 @@ class Figures(Mapping[str, bytes]):
     Collector port has no hit ratio to plot), so a figure drawn later shows the same numbers."""
 
     def __init__(self, run: RunData):
-        results, proxies, rows = run.records.results, list(run.records.proxies), [dict(r) for r in run.rows[1:]]
+        proxies, rows = list(run.records.proxies), [dict(r) for r in run.rows[1:]]
+        # The figures' data is read now, while the run's tables are open: a few thousand points, not the replies.
+        points, buckets = cdf_points(run.tables, proxies), over_time(run.tables, proxies)
         self._draw: dict[str, Callable[[], Figure]] = {
-            "latency_cdf.png": lambda: latency_cdf(results, proxies),
-            "latency_over_time.png": lambda: latency_over_time(results, proxies),
+            "latency_cdf.png": lambda: latency_cdf(points, proxies),
+            "latency_over_time.png": lambda: latency_over_time(buckets, proxies),
             "hit_ratio_vs_latency.png": lambda: hit_ratio_vs_latency(rows),
             "bandwidth_vs_latency.png": lambda: bandwidth_vs_latency(rows)}
         self._pngs: dict[str, bytes] = {}

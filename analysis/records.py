@@ -37,7 +37,7 @@ RESULT_SCHEMA = {
 class Records:
     """Every reply of a run: one row per request for the Collector, one per proxy result."""
 
-    results: pl.DataFrame
+    results: pl.DataFrame | None  # one row per reply (RESULT_SCHEMA); None when DuckDB read the run (engine.py)
     proxies: list[str]  # in the order the log lists them
     requests: int
     bad_lines: int

@@ -16,14 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-import polars as pl
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from analysis import sections, stats_sql
-from analysis.cache_behaviour import cache_columns, collector_usage
+from analysis.cache_behaviour import cache_columns, collector_usage, delivered
 from analysis.cache_records import load_judged_run
-from analysis.engine import RunTables
+from analysis.engine import FrameTables, ReplyQueries, RunTables
 from analysis.prefetch import prefetch_columns
 from analysis.records import Records, find_log, is_rope
 from analysis.report_data import Report
@@ -68,14 +67,16 @@ def _log_size(run: Path) -> int:
     return sum(f.stat().st_size for f in files)
 
 
-def per_proxy_rows(run: Path, records: Records, usage: dict | None, rows: list[dict]) -> list[dict]:
+def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dict | None,
+                   rows: list[dict]) -> list[dict]:
     """The per-proxy table's `rows` (the Collector's row, then one per proxy) with their hit ratios and bandwidth.
     A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first."""
     prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
+    responses = delivered(tables) if usage is not None else {}
     for row in rows:
         own = prefetch.get(row["name"], {})
-        row.update(own, **cache_columns(records.results, row["name"], usage, own.get("prefetch_requests") or 0,
-                                        own.get("prefetch_bytes") or 0))
+        row.update(own, **cache_columns(responses.get(row["name"], (0, 0)), row["name"], usage,
+                                        own.get("prefetch_requests") or 0, own.get("prefetch_bytes") or 0))
     return rows
 
 
@@ -84,18 +85,24 @@ def per_proxy_rows(run: Path, records: Records, usage: dict | None, rows: list[d
 ENGINES = ("duckdb", "memory")
 
 
-def read_run(log: Path, engine: str, progress: Progress) -> tuple[Records, pl.DataFrame | None, int, list[dict], int]:
-    """The run's records, its verdicts, the lines naming an unreadable `cache` object, the per-proxy table and how
-    many Parquet part files could not be read. A ROPE text log is always read into memory."""
+def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, Records, int, list[dict], int]:
+    """The queries the sections read the replies and verdicts through (open: the caller closes them), the run's
+    records, the lines naming an unreadable `cache` object, the per-proxy table and how many Parquet part files
+    could not be read. A ROPE text log is always read into memory."""
     if engine == "memory" or is_rope(log):
         records, verdicts, bad_cache_lines = load_judged_run(log)
-        return records, verdicts, bad_cache_lines, proxy_table(records.results, records.proxies), 0
-    with RunTables(log) as tables:
+        return (FrameTables(records.results, verdicts), records, bad_cache_lines,
+                proxy_table(records.results, records.proxies), 0)
+    tables = RunTables(log)
+    try:
         progress(f"{tables.requests:,} records from {tables.source} ({tables.bad_lines} unreadable lines); "
                  "computing tables")
         records = tables.records()
         table = stats_sql.proxy_table(tables, records.proxies)
-        return records, tables.verdicts_frame(), tables.bad_cache_lines(), table, tables.bad_parts
+        return tables, records, tables.bad_cache_lines(), table, tables.bad_parts
+    except BaseException:
+        tables.close()
+        raise
 
 
 def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb") -> Report:
@@ -104,17 +111,18 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
     log = find_log(run)
-    records, verdicts, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
-    usage, bad_collector_lines = (collector_usage(run, records.results) if run.is_dir() else None) or (None, 0)
-    rows = per_proxy_rows(run, records, usage, table)
-    files = RunDir(run)
-    inputs = RunData(run, log, records, verdicts, LabJson.read(run) if run.is_dir() else None, usage,
-                     files.captures if files.captures.is_dir() else None, rows)
-    data = {}
-    for section in sections.SECTIONS:
-        if section.compute:
-            progress(f"section {section.name}")
-            data[section.name] = section.compute(inputs)
+    tables, records, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
+    with tables:
+        usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
+        rows = per_proxy_rows(run, records, tables, usage, table)
+        files = RunDir(run)
+        inputs = RunData(run, log, records, tables, LabJson.read(run) if run.is_dir() else None, usage,
+                         files.captures if files.captures.is_dir() else None, rows)
+        data = {}
+        for section in sections.SECTIONS:
+            if section.compute:
+                progress(f"section {section.name}")
+                data[section.name] = section.compute(inputs)
     return Report(run, rows, records.requests, records.bad_lines, bad_collector_lines, usage or {},
                   skipped=records.skipped, held=records.held, https=records.https, bad_cache_lines=bad_cache_lines,
                   bad_parts=bad_parts, data=data)

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import polars as pl
-
+    from analysis.engine import ReplyQueries
     from analysis.records import Records
     from analysis.report_data import Report
     from spe_tools.rundir.lab_json import LabJson
@@ -41,8 +40,8 @@ class RunData:
 
     run: Path  # the run directory, or the log file given instead
     log: Path  # the Multiplier's log
-    records: Records  # every reply: results (one row per reply), proxies (in the log's order)
-    verdicts: pl.DataFrame | None  # the cache-rule judge's verdicts (analysis/cache_records.py); None without
+    records: Records  # the run's counts and its proxies (in the log's order); no section reads its `results`
+    tables: ReplyQueries  # every reply and verdict as SQL (the views `results`, `verdicts`), on either engine
     lab: LabJson | None  # lab.json: the run's topology; None for a bare log
     usage: dict[str, PortUsage] | None  # the Collector's access.log per port name; None without lab.json or log
     capture_dir: Path | None  # the run's captures/ (the Multiplier's --capture-dir), when it has one

@@ -31,6 +31,11 @@ NOT_MISMATCHES = ("OK", "OTHER_FETCH")
 
 Values = pl.Series | Iterable[float]
 
+# Microseconds to milliseconds as polars converts them (a column divided by a number is multiplied by its reciprocal:
+# the two differ in the last bit), for the queries that read what polars computed before them (analysis/paired.py,
+# plots.py): a median of two values at a tie of the report's last digit (-1.725) then rounds as it did.
+MS_PER_US = 1 / 1000
+
 
 def as_series(values: Values) -> pl.Series:
     """The non-null values as a Float64 series (callers pass a column or a plain list)."""

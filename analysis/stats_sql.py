@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from analysis.engine import RunTables
+from analysis.engine import ReplyQueries, RunTables
 from analysis.records import COLLECTOR
 from analysis.stats import RESULT_CLASSES, median_ci_ranks, quantile_ranks
 
@@ -72,7 +72,20 @@ def _order_statistics(tables: RunTables, counts: dict[str, dict]) -> dict[tuple[
     return found
 
 
-def _quantile(values: dict[int, float], n: int, q: float) -> float | None:
+def values_at_ranks(tables: ReplyQueries, values: str, ranks: set[int]) -> dict[int, float]:
+    """rank -> value of the order statistics of `values` (a query of one column `x`, nulls left out) at `ranks`
+    (from 0, ascending): one sort, which DuckDB spills to disk when it must."""
+    if not ranks:
+        return {}
+    wanted = ", ".join(str(rank) for rank in sorted(ranks))
+    return dict(tables.rows(f"""SELECT rank, x FROM (SELECT x, row_number() OVER (ORDER BY x) - 1 AS rank
+                                                     FROM ({values}) WHERE x IS NOT NULL)
+                                WHERE rank IN ({wanted})"""))
+
+
+def quantile(values: dict[int, float], n: int, q: float) -> float | None:
+    """The q-quantile of n values from their order statistics (`values`: rank -> value, the ranks quantile_ranks
+    names), linear between the two, as stats.py's percentile."""
     if not n:
         return None
     lo, hi, frac = quantile_ranks(n, q)
@@ -90,20 +103,20 @@ def _row(name: str, agg: dict, classes: dict[str, int], ordered: dict) -> dict:
     half = 1.96 * sd / math.sqrt(n) if n >= 2 and sd is not None else None
     low, high = median_ci_ranks(n) if n >= 3 else (None, None)
     row.update({
-        "latency_mean_ms": mean, "latency_median_ms": _quantile(latency, n, 0.5),
-        "latency_p90_ms": _quantile(latency, n, 0.9), "latency_p99_ms": _quantile(latency, n, 0.99),
+        "latency_mean_ms": mean, "latency_median_ms": quantile(latency, n, 0.5),
+        "latency_p90_ms": quantile(latency, n, 0.9), "latency_p99_ms": quantile(latency, n, 0.99),
         "latency_mean_ci_low_ms": mean - half if half is not None else None,
         "latency_mean_ci_high_ms": mean + half if half is not None else None,
         "latency_median_ci_low_ms": latency[low] if low is not None else None,
         "latency_median_ci_high_ms": latency[high] if high is not None else None,
     })
-    ttfb_median = _quantile(ordered.get(("ttfb", name), {}), agg["n_ttfb"], 0.5)
+    ttfb_median = quantile(ordered.get(("ttfb", name), {}), agg["n_ttfb"], 0.5)
     row["connect_mean_ms"], row["ttfb_mean_ms"] = agg["connect_mean_ms"], agg["ttfb_mean_ms"]
     row["ttfb_median_ms"] = None if ttfb_median is None else ttfb_median / 1000
     row["body_bytes"] = int(agg["body_bytes"] or 0)
     queued = ordered.get(("queued", name), {})
-    row["queued_median_ms"] = _quantile(queued, agg["n_queued"], 0.5)
-    row["queued_p99_ms"] = _quantile(queued, agg["n_queued"], 0.99)
+    row["queued_median_ms"] = quantile(queued, agg["n_queued"], 0.5)
+    row["queued_p99_ms"] = quantile(queued, agg["n_queued"], 0.99)
     return row
 
 

@@ -8,8 +8,6 @@ its row. A section added through the registry alone: this module and one line in
 
 from __future__ import annotations
 
-import polars as pl
-
 from analysis.records import COLLECTOR
 from analysis.section import TRUST, RunData, Section
 
@@ -17,12 +15,12 @@ from analysis.section import TRUST, RunData, Section
 def count_failed_legs(run: RunData) -> dict[str, dict[str, int]]:
     """Per proxy with failed legs: error -> legs, most frequent first; each proxy row gains `failed_legs` (how
     many) and `failed_leg_errors` ("error n; error n")."""
-    no_complete_reply = pl.col("status").is_null() | pl.col("error").is_not_null()
-    failed = run.records.results.filter((pl.col("name") != COLLECTOR) & no_complete_reply)
-    counts = failed.group_by("name", pl.col("error").fill_null("no reply")).len().sort(
-        ["name", "len", "error"], descending=[False, True, False])
+    counts = run.tables.rows("""
+        SELECT name, coalesce(error, 'no reply') AS error, count(*) AS n FROM results
+        WHERE name <> ? AND (status IS NULL OR error IS NOT NULL)
+        GROUP BY ALL ORDER BY name, n DESC, error""", [COLLECTOR])
     by_proxy: dict[str, dict[str, int]] = {}
-    for name, error, n in counts.iter_rows():
+    for name, error, n in counts:
         by_proxy.setdefault(name, {})[error] = n
     for row in run.rows[1:]:
         errors = by_proxy.get(row["name"], {})

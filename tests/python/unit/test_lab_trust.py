@@ -11,6 +11,7 @@ import polars as pl
 from conftest import ROOT
 
 from analysis.bypass import silent_port_evidence
+from analysis.engine import FrameTables
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.cli import main as lab_main
 from spe_tools.lab.model import load_lab, parse_lab
@@ -162,8 +163,9 @@ def test_joins_with_a_stripped_log_compare_urls_as_it_has_them(tmp_path):
     assert bad == 0 and usage["direct"].origin_urls == {"http://h/p?"}
     results = pl.DataFrame({"id": [1, 1], "name": ["Collector (direct)", "silent"], "url": ["http://h/p?a=1"] * 2,
                             "status": [200, 200], "error": [None, None], "fetch": ["f1", "f1"]})
-    assert silent_port_evidence(results, "silent", usage, strip_query_terms=True) == 1
-    assert silent_port_evidence(results, "silent", usage, strip_query_terms=False) == 0  # the old join's miss
+    with FrameTables(results, None) as tables:
+        assert silent_port_evidence(tables, "silent", usage, strip_query_terms=True) == 1
+        assert silent_port_evidence(tables, "silent", usage, strip_query_terms=False) == 0  # the old join's miss
     # live: a proxy whose port stays silent while it answers what the direct path fetched
     watch = BypassWatch(CollectorPorts(log, {5000: "direct", 5001: "silent"}, strip_query_terms=True))
     reply = {"name": "silent", "status": 200, "fetch": "f1"}

@@ -7,14 +7,14 @@ import json
 import math
 from pathlib import Path
 
-import polars as pl
 import pytest
 from test_analysis import conformance_like_run, measure, paired_run, proxy, record
 from test_analysis import run as hand_made_run  # noqa: F401 (a fixture)
 from test_report_cache_rules import judged_run
 from test_report_trust import noisy_run
 
-from analysis.engine import RunTables, in_log_order
+from analysis.engine import FrameTables, RunTables
+from analysis.records import load_jsonl
 from analysis.report import build_report, summary_json
 from bench.report_speed import write_run
 from spe_tools.rundir.layout import RunDir
@@ -114,9 +114,12 @@ def test_an_empty_log(tmp_path):
     same(summary(tmp_path, "duckdb"), summary(tmp_path, "memory"))
 
 
-def test_replies_come_in_the_logs_order_whatever_order_duckdb_streams_them_in():
+def test_log_order_orders_the_replies_as_the_in_memory_table_on_either_engine(tmp_path):
     """The Collector's replies in the log's order, then the proxies' record by record, as analysis/records.py
-    made them: what the sections that keep the first few rows see."""
-    frame = pl.DataFrame({"is_proxy": [True, False, True, False, True, False],
-                          "seq": [1, 2, 0, 1, 0, 0], "leg": [1, 0, 2, 0, 1, 0], "name": list("abcdef")})
-    assert in_log_order(frame).to_dict(as_series=False) == {"name": ["f", "d", "b", "e", "c", "a"]}
+    makes them: the first few rows the sections keep (the examples) are the same ones."""
+    log = RunDir(mixed_run(tmp_path)).multiplier_log
+    records = load_jsonl(log)
+    expected = records.results.select("id", "name").rows()
+    for tables in (RunTables(log), FrameTables(records.results, None)):
+        with tables:
+            assert tables.rows(f"SELECT id, name FROM results ORDER BY {tables.log_order}") == expected
