@@ -9,6 +9,7 @@ import io
 import json
 import re
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -17,9 +18,10 @@ import uvicorn
 from test_analysis import measure, proxy, record
 from test_report_cache_rules import judged_run
 
-from analysis import live
-from analysis.cache_records import _lines_from_end
+from analysis import cache_records, cache_rules, live
+from analysis.cache_records import _lines_from_end, load_evidence
 from analysis.live import LivePage, LiveServer
+from analysis.records import COLLECTOR
 from analysis.report import build_report, html_report
 from spe_tools.lab.labfile import lab_toml
 from spe_tools.lab.model import LabFileError, LiveSpec, parse_lab
@@ -60,8 +62,10 @@ def test_the_page_shows_every_proxy_and_component_and_survives_a_failed_rebuild(
     html = page.page()
     assert page.error is None and ">alpha<" in html and ">beta<" in html and "3 client requests" in html
     assert "beta dead (exit 1)" in html and "running for 1 min 15 s" in html
-    write_log(tmp_path, 4)  # the log grew, and this rebuild fails
     monkeypatch.setattr(live, "build_report", lambda run, **_: 1 / 0)
+    page.rebuild()  # the log has not changed: not rebuilt
+    assert page.error is None
+    write_log(tmp_path, 4)  # the log grew, and this rebuild fails
     page.rebuild()
     html = page.page()
     assert "ZeroDivisionError" in page.error and "The last rebuild failed" in html
@@ -114,10 +118,12 @@ def test_the_page_and_the_run_s_captures_are_served_only_under_the_secret_path(t
     assert asgi_get(application, "/s3cret/repro/1-alpha/README.txt")[0] == 404  # no case yet: not an error
 
 
-def test_each_rule_s_example_is_its_latest_request_with_its_evidence_and_case(tmp_path):
-    """squid broke `age` on requests 2 and 3: the live page shows 3 (its judged headers, its repro case once
-    written), the final report still 2."""
+def test_each_rule_s_example_is_its_latest_request_with_its_evidence_and_case(tmp_path, monkeypatch):
+    """squid broke `age` on requests 2 and 3: the live page shows 3 (its judged headers, read from the log's end;
+    its repro case once written), the final report still 2."""
     run = judged_run(tmp_path)
+    reads = []
+    monkeypatch.setattr(cache_rules, "load_evidence", lambda *a, **kw: reads.append(kw) or load_evidence(*a, **kw))
     case = RunDir(run).repro(3, "squid")
     case.mkdir(parents=True)
     (case / CASE_JSON).write_text("{}")
@@ -128,15 +134,30 @@ def test_each_rule_s_example_is_its_latest_request_with_its_evidence_and_case(tm
     assert re.search(r'<h4 id="cache-squid-age">age \([^)]+\): request 3 GET', html)
     assert "<tr><th>Age</th><td>0</td>" in html  # request 3's evidence, read from the log's end
     assert f'<a href="repro/{case.name}/README.txt">case</a>' in html  # served by the page (live.app)
+    assert reads == [{"from_end": True}]
     report = html_report(build_report(run), run)
     assert "violations of age, first on request 2" in report and "latest" not in report
 
 
 def test_the_log_read_from_its_end_gives_every_line_last_first_whatever_the_block():
-    lines = [b"", b"{}", b"a much longer line than the block", b"x", b""]
+    lines = [b"the first", b"", b"{}", b"a much longer line than the block", b"x", b""]
     data = b"\n".join(lines)
     for block in (1, 3, 7, 1 << 20):
         assert list(_lines_from_end(io.BytesIO(data), block)) == lines[::-1]
+
+
+def test_the_latest_example_s_evidence_is_found_without_reading_the_log_s_head(tmp_path, monkeypatch):
+    """What makes the latest examples as cheap as the first: the log read backwards stops at the last reply
+    wanted, as the forward read stops at the first."""
+    log = tmp_path / "multiplier.jsonl"
+    log.write_text("".join(json.dumps({"id": i, "collector": {"cache": {"evidence": {"served": {"Age": str(i)}}}}})
+                           + "\n" for i in range(1, 1001)))
+    parsed = []
+    monkeypatch.setattr(cache_records.json, "loads", lambda line: parsed.append(line) or json.JSONDecoder().decode(
+        line.decode()))
+    found = load_evidence(log, {(1000, COLLECTOR), (999, COLLECTOR)}, from_end=True)
+    assert found == {(i, COLLECTOR): {"served": {"Age": str(i)}} for i in (1000, 999)}
+    assert len(parsed) == 2  # the two wanted: the last lines
 
 
 def test_once_ended_the_page_says_when_and_no_process_shows_up(tmp_path):
@@ -151,7 +172,10 @@ def test_once_ended_the_page_says_when_and_no_process_shows_up(tmp_path):
     assert 'id="spe-live" data-ended="' in html  # the page's script stops fetching itself
     assert 'class="ended">alpha up until the end<' in html and 'class="dead">beta dead (killed by SIGKILL)<' in html
     assert 'class="up"' not in html and ">alpha<" in html  # the last good page, below
-    page.rebuild_forever()  # returns: an ended page is not rebuilt any more
+    rebuilding = threading.Thread(target=page.rebuild_forever, daemon=True)
+    rebuilding.start()
+    rebuilding.join(timeout=10)
+    assert not rebuilding.is_alive()  # an ended page is not rebuilt any more
 
 
 def test_a_lab_that_stopped_rewriting_its_status_is_not_shown_up(tmp_path):
