@@ -1,6 +1,7 @@
 """The live scorecard ([live] enabled): during `./spe lab run`, headless Chromium opens the page lab.json names,
-sees every proxy under test, sees the page change by itself (the request count grows without a reload), sees
-a proxy killed meanwhile (by its PID) shown dead while the page goes on, and once the lab stops, the page saying
+sees every proxy under test, sees the page change by itself (the report's request count grows without a reload),
+sees a proxy killed meanwhile (by its PID) shown dead while the page goes on with the ranking so far and the
+report's styles (the page first loaded may be the waiting one), and once the lab stops, the page saying
 when the run ended and asking no more. Without the lab, a page whose server is killed says so and stops asking.
 SPE_LIVE_SCREENSHOT=PATH keeps a screenshot of the page showing the dead proxy (docs/images/live-scorecard.png is
 one, its colours reduced to keep it small)."""
@@ -55,7 +56,7 @@ kind = "dummy"
 name = "beta"
 kind = "dummy"
 """
-REQUESTS = re.compile(r"(\d+) client requests")
+REQUESTS = re.compile(r"-live: (\d+) client requests;")  # the report's, as rebuilt from the log (not the banner's)
 
 
 @pytest.fixture
@@ -85,8 +86,8 @@ def chromium(workdir: Path) -> Browser:
 
 async def watch_page(url: str, workdir: Path, rundir: Path, lab: subprocess.Popen) -> tuple[str, int, int, bytes, str]:
     """Load the page once, then read it as it updates itself: two request counts seconds apart, then, once proxy
-    beta is killed, its text showing it dead (and a screenshot of that), then, once the lab has stopped, its
-    banner saying the run ended."""
+    beta is killed, its text showing it dead and the ranking (and a screenshot of that), then, once the lab has
+    stopped, its banner saying the run ended."""
     browser = chromium(workdir)
     try:
         await browser.connect()
@@ -95,7 +96,10 @@ async def watch_page(url: str, workdir: Path, rundir: Path, lab: subprocess.Pope
         second = await _requests_shown(browser, first + 1)  # no reload: the page's own script brings it
         pids = json.loads((rundir / "pids.json").read_text())["processes"]
         os.kill(next(p["pid"] for p in pids if p["name"] == "beta"), signal.SIGKILL)
-        text = await _text_showing(browser, "beta dead (killed by SIGKILL)")
+        await _text_showing(browser, "beta dead (killed by SIGKILL)")
+        text = await _text_showing(browser, "Which proxy is best?")
+        assert "beta dead (killed by SIGKILL)" in text
+        assert await browser.evaluate('getComputedStyle(document.querySelector("table")).borderCollapse') == "collapse"
         shot = await browser.cdp.call("Page.captureScreenshot", {"format": "png"}, session=browser.session)
         ended = await _text_showing(browser, "Run ended at", deadline_s=120)  # the lab stops at the workload's end
         while lab.poll() is None:
