@@ -12,7 +12,9 @@ shows as examples.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 import pyarrow as pa
@@ -83,13 +85,30 @@ def _source_entry(record: dict, name: str) -> dict | None:
     return next((p for p in record.get("proxies") or [] if isinstance(p, dict) and p.get("name") == name), None)
 
 
-def load_evidence(log: Path, wanted: set[tuple[int, str]]) -> dict[tuple[int, str], dict]:
-    """The `evidence` object of each wanted (request id, source name) reply; stops reading once all are found."""
+def _lines_from_end(f: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
+    """The file's lines, last first, read a block at a time from its end as it was when this began (the last line
+    may be half-written while the Multiplier writes the log: the caller skips what does not parse)."""
+    end = f.seek(0, 2)
+    rest = b""
+    while end > 0:
+        start = max(0, end - block)
+        f.seek(start)
+        lines = (f.read(end - start) + rest).split(b"\n")
+        rest = lines.pop(0)  # maybe the end of a line that begins in the block before
+        yield from reversed(lines)
+        end = start
+    yield rest
+
+
+def load_evidence(log: Path, wanted: set[tuple[int, str]], from_end: bool = False) -> dict[tuple[int, str], dict]:
+    """The `evidence` object of each wanted (request id, source name) reply; stops reading once all are found.
+    `from_end` reads the log backwards, for replies near its end (the latest examples): as cheap for them as the
+    forward read is for the first ones, however long the log."""
     found: dict[tuple[int, str], dict] = {}
     if not wanted:
         return found
     with Path(log).open("rb") as f:
-        for line in f:
+        for line in _lines_from_end(f) if from_end else f:
             if b'"evidence"' not in line:
                 continue
             try:

@@ -23,7 +23,7 @@ from analysis.noise import floor_line
 from analysis.records import COLLECTOR
 from analysis.report_data import CACHE_RULES
 from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
-from analysis.section import BUGS, TRUST, RunData, Section
+from analysis.section import BUGS, FIRST, LATEST, TRUST, RunData, Section
 
 if TYPE_CHECKING:
     from analysis.engine import ReplyQueries
@@ -77,10 +77,12 @@ def _findings(column: str, log_order: str) -> str:
             f"unnest({column}) AS f FROM verdicts)")
 
 
-def _first_examples(tables: ReplyQueries, column: str) -> dict[str, dict[str, dict]]:
-    """Per source: the first request (lowest id, then the log's order) that had each rule's finding."""
+def _rule_examples(tables: ReplyQueries, column: str, which: str) -> dict[str, dict[str, dict]]:
+    """Per source: the first (FIRST) or latest (LATEST) request, by id, then the log's order, that had each rule's
+    finding: one aggregate either way, as cheap at 10 M records for the live page as for the report."""
+    pick = "arg_max" if which == LATEST else "arg_min"
     return _per_source(tables.rows(f"""
-        SELECT name, f.rule, arg_min(struct_pack(id, method, url, rule := f.rule, section := f.section,
+        SELECT name, f.rule, {pick}(struct_pack(id, method, url, rule := f.rule, section := f.section,
                                                  reason := f.reason), struct_pack(i := id, r := r, k := k))
         FROM {_findings(column, tables.log_order)} WHERE f.rule IS NOT NULL GROUP BY ALL"""))
 
@@ -106,8 +108,9 @@ def _grouped_examples(tables: ReplyQueries, column: str, labels: dict | None = N
             for name, found in groups.items()}
 
 
-def judged_sources(tables: ReplyQueries) -> dict[str, dict]:
-    """Per source with judged replies, everything its part of the section counts (source_section reads it)."""
+def judged_sources(tables: ReplyQueries, examples: str = FIRST) -> dict[str, dict]:
+    """Per source with judged replies, everything its part of the section counts (source_section reads it), each
+    rule's example the `examples` (FIRST or LATEST) request that broke it."""
     judged = {name: {"judged": n, "reused": reused, "claim_conflicts": conflicts}
               for name, n, reused, conflicts in tables.rows(
                   "SELECT name, count(*), count(*) FILTER (reused), count(claim_conflict) FROM verdicts GROUP BY name")}
@@ -117,8 +120,8 @@ def judged_sources(tables: ReplyQueries) -> dict[str, dict]:
         "exercised": _value_counts(tables, "unnest(exercised)"),
         "conservative": _value_counts(tables, "conservative"),
         "provenance": _provenance(tables),
-        "violation_examples": _first_examples(tables, "violations"),
-        "advisory_examples": _first_examples(tables, "advisories"),
+        "violation_examples": _rule_examples(tables, "violations", examples),
+        "advisory_examples": _rule_examples(tables, "advisories", examples),
         "conservative_examples": _grouped_examples(tables, "conservative"),
         "claim_examples": _grouped_examples(tables, "claim", CLAIMS, "claim_conflict", "claim_conflict IS NOT NULL"),
     }
@@ -153,8 +156,7 @@ def _other_rules(counts: dict, catalogue: dict) -> list[str]:
 
 
 def rule_rows(counts: dict, catalogue: dict, examples: dict[str, dict]) -> list[dict]:
-    """One row per rule of the catalogue, then any other rule the records name, with its standing and its first
-    example."""
+    """One row per rule of the catalogue, then any other rule the records name, with its standing and its example."""
     names = [*catalogue, *_other_rules(counts, catalogue)]
     rows = []
     for rule in names:
@@ -169,11 +171,12 @@ def rule_rows(counts: dict, catalogue: dict, examples: dict[str, dict]) -> list[
     return rows
 
 
-def source_section(name: str, found: dict) -> dict:
-    """Everything the report shows of one source (evidence and captures are attached later)."""
+def source_section(name: str, found: dict, examples: str = FIRST) -> dict:
+    """Everything the report shows of one source (evidence and captures are attached later); `examples` says
+    which request each rule's example is (FIRST or LATEST), for the page's words."""
     summary = tally(found)
     return {
-        "name": name, "label": source_label(name), "summary": summary,
+        "name": name, "label": source_label(name), "summary": summary, "examples": examples,
         "anchor": "cache-" + re.sub(r"[^A-Za-z0-9_-]", "-", source_label(name)),  # an HTML id
         "rules": rule_rows({"found": summary["violations"], "exercised": summary["exercised"],
                             "reused": summary["reused"]}, RULES, found["violation_examples"]),
@@ -186,10 +189,11 @@ def source_section(name: str, found: dict) -> dict:
     }
 
 
-def _attach_examples(sections: list[dict], log: Path, capture_dir: Path | None) -> None:
-    """Each violation example gets its judged headers and, when the run captured it, the capture file."""
+def _attach_examples(sections: list[dict], log: Path, capture_dir: Path | None, examples: str) -> None:
+    """Each violation example gets its judged headers and, when the run captured it, the capture file. The latest
+    examples are near the log's end: read from there."""
     wanted = {(row["example"]["id"], s["name"]) for s in sections for row in s["rules"] if row["example"]}
-    evidence = load_evidence(log, wanted)
+    evidence = load_evidence(log, wanted, from_end=examples == LATEST)
     for s in sections:
         for row in s["rules"]:
             if row["example"]:
@@ -199,12 +203,13 @@ def _attach_examples(sections: list[dict], log: Path, capture_dir: Path | None) 
                 example["capture"] = capture if capture is not None and capture.exists() else None
 
 
-def cache_rule_sections(tables: ReplyQueries, names: list[str], log: Path, capture_dir: Path | None) -> list[dict]:
-    """The Collector's section, then one per proxy in `names` order that had judged replies; [] for a log
-    without `cache` objects."""
-    found = judged_sources(tables)
-    sections = [source_section(name, found[name]) for name in [COLLECTOR, *names] if name in found]
-    _attach_examples(sections, log, capture_dir)
+def cache_rule_sections(tables: ReplyQueries, names: list[str], log: Path, capture_dir: Path | None,
+                        examples: str = FIRST) -> list[dict]:
+    """The Collector's section, then one per proxy in `names` order that had judged replies, each rule's example
+    the `examples` (FIRST or LATEST) request that broke it; [] for a log without `cache` objects."""
+    found = judged_sources(tables, examples)
+    sections = [source_section(name, found[name], examples) for name in [COLLECTOR, *names] if name in found]
+    _attach_examples(sections, log, capture_dir, examples)
     return sections
 
 
@@ -305,11 +310,12 @@ def _page_context(rep) -> dict:
             "floor": floor_line(rep.noise) if rep.noise else "", "violated": violated_rules(rep.cache_rules),
             "by_rule": {s["name"]: {r["rule"]: r for r in s["rules"]} for s in rep.cache_rules},
             "standings": {s["name"]: _standings(s) for s in rep.cache_rules}, "repro": repro, "repro_case": case,
-            "example_repro": next((command for command in firsts if command), None)}
+            "example_repro": next((command for command in firsts if command), None),
+            "which": rep.cache_rules[0]["examples"]}
 
 
 def _tally_sections(run: RunData) -> list[dict]:
-    sections = cache_rule_sections(run.tables, run.records.proxies, run.log, run.capture_dir)
+    sections = cache_rule_sections(run.tables, run.records.proxies, run.log, run.capture_dir, run.examples)
     add_cache_rule_columns(run.rows, sections)
     return sections
 

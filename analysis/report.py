@@ -26,7 +26,7 @@ from analysis.engine import FrameTables, ReplyQueries, RunTables
 from analysis.prefetch import prefetch_columns
 from analysis.records import Records, find_log, is_rope
 from analysis.report_data import Report
-from analysis.section import QUESTIONS, RunData, Section, fmt
+from analysis.section import FIRST, QUESTIONS, RunData, Section, fmt
 from analysis.stats import RESULT_CLASSES, proxy_table
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
@@ -105,8 +105,10 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
         raise
 
 
-def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb") -> Report:
-    """The run read once: the per-proxy table, then each registered section's data, in registry order."""
+def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb",
+                 examples: str = FIRST) -> Report:
+    """The run read once: the per-proxy table, then each registered section's data, in registry order. `examples`:
+    FIRST or LATEST, which request of a finding a section shows (RunData.examples)."""
     run = Path(run)
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
@@ -117,7 +119,7 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
         rows = per_proxy_rows(run, records, tables, usage, table)
         files = RunDir(run)
         inputs = RunData(run, log, records, tables, LabJson.read(run) if run.is_dir() else None, usage,
-                         files.captures if files.captures.is_dir() else None, rows)
+                         files.captures if files.captures.is_dir() else None, rows, examples)
         data = {}
         for section in sections.SECTIONS:
             if section.compute:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 # The questions the report's first screen answers, in its order; a section's verdict answers one of them.
 BEST, BUGS, TRUST = "best", "bugs", "trust"
 QUESTIONS = {BEST: "Which proxy is best?", BUGS: "Which bugs does each have?", TRUST: "Can I trust this run?"}
+FIRST, LATEST = "first", "latest"  # RunData.examples
 
 
 @dataclass
@@ -46,6 +47,9 @@ class RunData:
     usage: dict[str, PortUsage] | None  # the Collector's access.log per port name; None without lab.json or log
     capture_dir: Path | None  # the run's captures/ (the Multiplier's --capture-dir), when it has one
     rows: list[dict]  # the per-proxy table: the Collector's row, then one per proxy; a section adds its columns
+    # Which request a finding's example is: FIRST (the report: stable, and inside the Multiplier's capture budget,
+    # which fills early in a long run) or LATEST (the live scorecard: what the proxies do now).
+    examples: str = FIRST
 
 
 def always(report: Report) -> bool:

@@ -30,7 +30,9 @@ class LabStatus:
     elapsed_s: float
     requests: int  # client requests logged so far
     components: list[ComponentStatus] = field(default_factory=list)
-    updated: float = field(default_factory=time.time)  # seconds since the epoch
+    # Seconds since the epoch. Rewritten each second: the live page shows an older one (the lab killed or stuck)
+    # as the lab's last word, no process as up (analysis/live.py STALE_S).
+    updated: float = field(default_factory=time.time)
 
     def write(self, run: Path) -> None:
         path = RunDir(run).status
