@@ -3,6 +3,7 @@
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <array>
@@ -133,36 +134,50 @@ bool HeaderPolicy::is_compared(std::string_view name) const {
 }
 
 ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
-    ComparedHeaders out;
-    out.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
+    // The compared fields as views first (an unknown name lowercased into one buffer), sorted by
+    // name, then each name's strings made once: moving strings while sorting cost more than sorting.
+    struct Picked {
+        std::string_view name;  // a known name's; an unknown name is at `lowered` in `unknown_names`
+        bool unknown = false;
+        std::size_t lowered = 0;
+        std::size_t length = 0;
+        std::string_view value;
+        std::string_view name_in(const std::string& unknown_names) const {
+            return unknown ? std::string_view(unknown_names).substr(lowered, length) : name;
+        }
+    };
+    boost::container::small_vector<Picked, 24> picked;
+    std::string unknown_names;
     for (const auto& f : fields) {
         const auto id = static_cast<std::size_t>(f.name());
         if (f.name() != http::field::unknown && id < known_compared_.size()) {
-            if (known_compared_[id].empty()) continue;
-            out.push_back({known_compared_[id], std::string(f.value())});
+            if (!known_compared_[id].empty()) picked.push_back({known_compared_[id], false, 0, 0, f.value()});
+            continue;
+        }
+        const auto at = unknown_names.size();
+        unknown_names += f.name_string();
+        for (auto i = at; i < unknown_names.size(); ++i)
+            unknown_names[i] = ascii_lower(unknown_names[i]);
+        if (is_compared_lower(std::string_view(unknown_names).substr(at)))
+            picked.push_back({{}, true, at, f.name_string().size(), f.value()});
+        else
+            unknown_names.resize(at);
+    }
+    const auto name_of = [&](const Picked& p) { return p.name_in(unknown_names); };
+    // Sorted by name; a repeated name becomes one entry, values joined in arrival order (the
+    // sort is stable). Insertion sort: a reply has a dozen headers, often already in order.
+    for (std::size_t i = 1; i < picked.size(); ++i)
+        for (std::size_t j = i; j > 0 && name_of(picked[j]) < name_of(picked[j - 1]); --j)
+            std::swap(picked[j], picked[j - 1]);
+    ComparedHeaders out;
+    out.reserve(picked.size());
+    for (const auto& p : picked) {
+        if (!out.empty() && out.back().name == name_of(p)) {
+            out.back().value.append(", ").append(p.value);
         } else {
-            auto lower = to_lower(f.name_string());
-            if (!is_compared_lower(lower)) continue;
-            out.push_back({std::move(lower), std::string(f.value())});
+            out.push_back({std::string(name_of(p)), std::string(p.value)});
         }
     }
-    // Sorted by name; a repeated name becomes one entry, values joined in
-    // arrival order. Insertion sort: stable, no allocation, and a reply has
-    // a dozen headers, often already in order.
-    for (std::size_t i = 1; i < out.size(); ++i)
-        for (std::size_t j = i; j > 0 && out[j].name < out[j - 1].name; --j)
-            std::swap(out[j], out[j - 1]);
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        if (kept > 0 && out[kept - 1].name == out[i].name) {
-            out[kept - 1].value += ", ";
-            out[kept - 1].value += out[i].value;
-        } else {
-            if (kept != i) out[kept] = std::move(out[i]);
-            ++kept;
-        }
-    }
-    out.resize(kept);
     return out;
 }
 
