@@ -19,8 +19,9 @@ constexpr std::array<std::string_view, 9> kHopByHop = {
     "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
     "upgrade",    "proxy-authenticate", "proxy-authorization"};
 
-std::vector<std::string_view> split_tokens(std::string_view list) {
-    std::vector<std::string_view> out;
+/// Calls `each(item)` for every non-empty item of a comma-separated list, trimmed of spaces and tabs.
+template <class Each>
+void for_each_token(std::string_view list, Each each) {
     while (!list.empty()) {
         auto comma = list.find(',');
         auto item = list.substr(0, comma);
@@ -28,11 +29,27 @@ std::vector<std::string_view> split_tokens(std::string_view list) {
             item.remove_prefix(1);
         while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
             item.remove_suffix(1);
-        if (!item.empty()) out.push_back(item);
+        if (!item.empty()) each(item);
         if (comma == std::string_view::npos) break;
         list.remove_prefix(comma + 1);
     }
-    return out;
+}
+
+bool is_hop_by_hop_field(http::field f) {
+    switch (f) {
+        case http::field::connection:
+        case http::field::keep_alive:
+        case http::field::proxy_connection:
+        case http::field::te:
+        case http::field::trailer:
+        case http::field::transfer_encoding:
+        case http::field::upgrade:
+        case http::field::proxy_authenticate:
+        case http::field::proxy_authorization:
+            return true;
+        default:
+            return false;
+    }
 }
 }  // namespace
 
@@ -44,9 +61,9 @@ std::string to_lower(std::string_view s) {
 }
 
 bool has_token(std::string_view list, std::string_view token) {
-    for (auto item : split_tokens(list))
-        if (spe::iequals(item, token)) return true;
-    return false;
+    bool found = false;
+    for_each_token(list, [&](std::string_view item) { found = found || spe::iequals(item, token); });
+    return found;
 }
 
 void append_via(http::fields& fields, unsigned received_version, const std::string& via_name) {
@@ -61,15 +78,21 @@ bool is_hop_by_hop(std::string_view name) {
 }
 
 void strip_hop_by_hop(http::fields& fields) {
-    std::vector<std::string> named;
+    // The names the Connection fields list go too, but for its options close and keep-alive.
+    boost::container::small_vector<std::string, 4> named;
     for (auto field : {http::field::connection, http::field::proxy_connection})
         for (auto it = fields.find(field); it != fields.end() && it->name() == field; ++it)
-            for (auto token : split_tokens(it->value()))
-                named.emplace_back(token);
-    for (const auto& name : named)
-        if (!spe::iequals(name, "close") && !spe::iequals(name, "keep-alive")) fields.erase(name);
-    for (auto name : kHopByHop)
-        fields.erase(name);
+            for_each_token(it->value(), [&](std::string_view token) {
+                if (!spe::iequals(token, "close") && !spe::iequals(token, "keep-alive")) named.emplace_back(token);
+            });
+    // One pass over the fields: erasing by name searched them once per hop-by-hop name. Every name of
+    // kHopByHop is known to Beast, whose parser matched it without regard to case.
+    for (auto it = fields.begin(); it != fields.end();) {
+        const auto name = it->name_string();
+        const bool hop = is_hop_by_hop_field(it->name()) ||
+                         std::any_of(named.begin(), named.end(), [&](const auto& n) { return spe::iequals(n, name); });
+        it = hop ? fields.erase(it) : std::next(it);
+    }
 }
 
 const std::vector<std::string>& default_ignored_headers() {

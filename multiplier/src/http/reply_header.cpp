@@ -5,6 +5,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/container/static_vector.hpp>
 
+#include <array>
 #include <bitset>
 #include <sstream>
 
@@ -51,6 +52,18 @@ std::optional<CacheField> judged_field(const boost::beast::http::fields::value_t
     }
 }
 
+/// The lowercase name of every field Beast knows, by its number, made once.
+const std::string& known_lower_name(boost::beast::http::field f) {
+    namespace http = boost::beast::http;
+    static const auto names = [] {
+        std::array<std::string, static_cast<std::size_t>(http::field::xref) + 1> out;
+        for (std::size_t i = 1; i < out.size(); ++i)  // 0 is field::unknown
+            append_new_name(out[i], http::to_string(static_cast<http::field>(i)));
+        return out;
+    }();
+    return names[static_cast<std::size_t>(f)];
+}
+
 }  // namespace
 
 CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
@@ -69,7 +82,8 @@ CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
             add_name(h.field_names, f.name_string());
         else if (!listed.test(id)) {
             listed.set(id);
-            append_new_name(h.field_names, f.name_string());
+            if (!h.field_names.empty()) h.field_names += ' ';
+            h.field_names += known_lower_name(f.name());
         }
         if (const auto which = judged_field(f); which && found.size() < found.capacity())
             found.emplace_back(*which, f.value());
