@@ -14,6 +14,9 @@ keep-alive, `ngx.md5` of every body). Load: wrk -t1 -c10 on CPU0; every server o
    (instructions, not time: the same on a busy machine), warmed, counted over --callgrind-seconds of
    wrk; the Multiplier's instructions split by component (its own code, Beast, Asio, OpenSSL's MD5,
    the allocator, the C library ...). nginx's own symbols are stripped, so it gets a total only.
+Parts 2 and 3 count the Multiplier's requests by its records and show the proxy legs it sent per
+record: slowed by strace or callgrind, its fan-out thread falls so far behind the client that some
+legs are not sent (`busy`), and a record then stands for less work (not so with --fanout-threads 0).
 
 `--baseline BINARY` runs another spe-multiplier build (e.g. an older commit's) beside this one in all three parts.
 
@@ -30,13 +33,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
+import json
 import re
 import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from analysis.stats import median
@@ -166,23 +170,40 @@ def measure_times(args: argparse.Namespace, servers: dict[str, tuple[int, str, P
     return runs
 
 
+NOT_SENT = ("busy", "not_sent")  # leg errors of legs that never went out
+
+
+def records_and_legs(log: Path, skip: int) -> tuple[int, int]:
+    """(records, proxy legs sent) in a Multiplier log past its first `skip` lines."""
+    records, legs = 0, 0
+    with log.open() as f:
+        for line in itertools.islice(f, skip, None):
+            records += 1
+            legs += sum(1 for p in json.loads(line)["proxies"] if p.get("error") not in NOT_SENT)
+    return records, legs
+
+
 def trace_syscalls(pid: int, url: str, script: Path | None, seconds: float, workdir: Path, name: str,
-                   served: Callable[[], int] | None = None) -> dict:
-    """System calls per request while strace is attached. Requests are counted by served() (the
-    Multiplier's records) where there is one: strace slows the Multiplier's fan-out behind the client,
-    and the calls of the fan-outs it finishes after wrk stops belong to those records, not to wrk's."""
+                   log: Path | None = None) -> dict:
+    """System calls per request while strace is attached. For the Multiplier (its `log`) requests are its
+    records: strace slows its fan-out behind the client, and the calls of the fan-outs it finishes after
+    wrk stops belong to those records, not to wrk's. So far behind that some legs go unsent (`busy`):
+    how many were sent per record is returned beside the calls."""
     out = workdir / f"strace-{name}.txt"
     tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(out), "-p", str(pid)], stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.0)  # attached before the load starts
-        before = served() if served else 0
+        before = lines_in(log) if log else 0
         result = run_wrk(url, script, seconds, 10, workdir)
         time.sleep(0.5)
     finally:
         tracer.send_signal(signal.SIGINT)
         tracer.wait(timeout=30)
     calls = parse_strace_summary(out.read_text())
-    return {"requests": served() - before if served else result["requests"], "calls": calls}
+    if not log:
+        return {"requests": result["requests"], "calls": calls, "legs_sent": None}
+    records, legs = records_and_legs(log, before)
+    return {"requests": records, "calls": calls, "legs_sent": legs / max(records, 1)}
 
 
 # ---------------------------------------------------------------- main
@@ -241,7 +262,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             run_wrk(url, s, 1, 10, workdir)
         times = measure_times(args, servers, origin, workdir)
         traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, f"s{i}",
-                                       (lambda log=workdir / f"mult{i}.jsonl": lines_in(log)) if s else None)
+                                       workdir / f"mult{i}.jsonl" if s else None)
                   for i, (name, (pid, url, s)) in enumerate(servers.items())}
         check_alive(group)
 
@@ -253,6 +274,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 lambda w, tag=f"multiplier{i}-callgrind", port=port, log=log, binary=binary, extra=extra: start_mult(
                     group, tag, port, origin_ports, log, w, binary, deadline_s=120, flags=extra),
                 f"http://127.0.0.1:{port}/1k", script, args.callgrind_seconds, workdir, lambda log=log: lines_in(log))
+            # the records counted are the log's last ones (but for the few written after the dump)
+            records, legs = records_and_legs(log, max(lines_in(log) - counts[name]["requests"], 0))
+            counts[name]["legs_sent"] = legs / max(records, 1)
         port = free_port()
         counts["nginx Lua"] = callgrind(
             group, "lua", lambda w: start_lua(group, "lua-callgrind", port, origin_ports, w, 120),
@@ -293,11 +317,19 @@ def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: di
             lines.append(f"| {c} | " + " | ".join(f"{p:.2f}" for p in per) + " |")
     totals = {name: sum(t["calls"].values()) / max(t["requests"], 1) for name, t in traces.items()}
     lines.append("| **all** | " + " | ".join(f"**{v:.1f}**" for v in totals.values()) + " |")
+    sent = [f"{name} {t['legs_sent']:.2f}" for name, t in traces.items() if t["legs_sent"] is not None]
+    lines.append(f"\nThe Multiplier's requests are its records. strace slows its fan-out thread so far behind the "
+                 "client that some legs are not sent (`busy`, never without strace): proxy legs sent per record "
+                 f"while traced: {', '.join(sent)} of {FANOUT}. Each sent leg is a `sendmsg` and one or two "
+                 "`recvfrom`; the calls of a whole request are the client's share plus the legs' share times "
+                 f"{FANOUT} / the legs sent.")
     lines += [f"\n### 3. User-space instructions per client request (callgrind, {args.callgrind_seconds:g} s "
               "of load after a 3 s warm-up)\n",
-              "| server | requests counted | instructions per request |", "|---|---|---|"]
+              "| server | requests counted | proxy legs sent per request | instructions per request |",
+              "|---|---|---|---|"]
     for name, c in counts.items():
-        lines.append(f"| {name} | {c['requests']} | {c['total'] / c['requests']:,.0f} |")
+        legs = f"{c['legs_sent']:.2f}" if "legs_sent" in c else str(FANOUT)
+        lines.append(f"| {name} | {c['requests']} | {legs} | {c['total'] / c['requests']:,.0f} |")
     builds = [name for name in counts if name.startswith("Multiplier")]
     parts = {name: by_component(counts[name]["rows"]) for name in builds}
     lines += ["\nThe Multiplier's instructions per request by component (share of its total):\n",
