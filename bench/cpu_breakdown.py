@@ -14,18 +14,29 @@ keep-alive, `ngx.md5` of every body). Load: wrk -t1 -c10 on CPU0; every server o
    (instructions, not time: the same on a busy machine), warmed, counted over --callgrind-seconds of
    wrk; the Multiplier's instructions split by component (its own code, Beast, Asio, OpenSSL's MD5,
    the allocator, the C library ...). nginx's own symbols are stripped, so it gets a total only.
+Parts 2 and 3 count the Multiplier's requests by its records and show the proxy legs it sent per
+record: slowed by strace or callgrind, its fan-out thread falls so far behind the client that some
+legs are not sent (`busy`), and a record then stands for less work (not so with --fanout-threads 0).
 
 `--baseline BINARY` runs another spe-multiplier build (e.g. an older commit's) beside this one in all three parts.
 
+`--multiplier-args FLAGS` and `--baseline-args FLAGS` give each build flags of its own (the same binary
+with another setting, or both with `--fanout-threads 0`: with one thread the instructions per request do
+not depend on how the threads' work interleaves, so two builds compare to a few hundred instructions).
+
 Run: ./spe bench cpu_breakdown [--rounds 3] [--seconds 8] [--trace-seconds 4] [--callgrind-seconds 8]
-                               [--baseline BINARY] [--no-append] [--keep]
+                               [--multiplier-args FLAGS] [--baseline BINARY [--baseline-args FLAGS]]
+                               [--no-append] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
+import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -124,9 +135,9 @@ def start_lua(group: ProcessGroup, name: str, port: int, upstream_ports: list[in
 
 
 def start_mult(group: ProcessGroup, name: str, port: int, origin_ports: list[int], log: Path, wrapper: list[str],
-               binary: Path = MULTIPLIER, deadline_s: float = 15) -> int:
+               binary: Path = MULTIPLIER, deadline_s: float = 15, flags: tuple[str, ...] = ()) -> int:
     return start_multiplier(group, name, port, origin_ports[0], numbered(origin_ports[1:]), log,
-                            extra=("--via-name", f"spe-bench-{port}"), wrapper=tuple(wrapper), binary=binary,
+                            extra=("--via-name", f"spe-bench-{port}", *flags), wrapper=tuple(wrapper), binary=binary,
                             deadline_s=deadline_s).pid
 
 
@@ -159,18 +170,40 @@ def measure_times(args: argparse.Namespace, servers: dict[str, tuple[int, str, P
     return runs
 
 
-def trace_syscalls(pid: int, url: str, script: Path | None, seconds: float, workdir: Path, name: str) -> dict:
+NOT_SENT = ("busy", "not_sent")  # leg errors of legs that never went out
+
+
+def records_and_legs(log: Path, skip: int) -> tuple[int, int]:
+    """(records, proxy legs sent) in a Multiplier log past its first `skip` lines."""
+    records, legs = 0, 0
+    with log.open() as f:
+        for line in itertools.islice(f, skip, None):
+            records += 1
+            legs += sum(1 for p in json.loads(line)["proxies"] if p.get("error") not in NOT_SENT)
+    return records, legs
+
+
+def trace_syscalls(pid: int, url: str, script: Path | None, seconds: float, workdir: Path, name: str,
+                   log: Path | None = None) -> dict:
+    """System calls per request while strace is attached. For the Multiplier (its `log`) requests are its
+    records: strace slows its fan-out behind the client, and the calls of the fan-outs it finishes after
+    wrk stops belong to those records, not to wrk's. So far behind that some legs go unsent (`busy`):
+    how many were sent per record is returned beside the calls."""
     out = workdir / f"strace-{name}.txt"
     tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(out), "-p", str(pid)], stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.0)  # attached before the load starts
+        before = lines_in(log) if log else 0
         result = run_wrk(url, script, seconds, 10, workdir)
         time.sleep(0.5)
     finally:
         tracer.send_signal(signal.SIGINT)
         tracer.wait(timeout=30)
     calls = parse_strace_summary(out.read_text())
-    return {"requests": result["requests"], "calls": calls}
+    if not log:
+        return {"requests": result["requests"], "calls": calls, "legs_sent": None}
+    records, legs = records_and_legs(log, before)
+    return {"requests": records, "calls": calls, "legs_sent": legs / max(records, 1)}
 
 
 # ---------------------------------------------------------------- main
@@ -184,9 +217,18 @@ def main() -> int:
                         help="load while callgrind counts (part 3)")
     parser.add_argument("--baseline", type=Path, metavar="BINARY",
                         help="another spe-multiplier build (e.g. an older commit's) measured beside this one")
+    parser.add_argument("--multiplier-args", default="", metavar="FLAGS",
+                        help="flags this build gets beside the usual ones, e.g. '--fanout-threads 0' (one thread: "
+                             "the same instructions whatever the scheduling, to compare builds)")
+    parser.add_argument("--baseline-args", default="", metavar="FLAGS",
+                        help="flags the baseline gets beside the usual ones, e.g. '--fanout-threads 0' (with "
+                             "--baseline the same binary: one build with two settings)")
     parser.add_argument("--no-append", action="store_true")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.baseline_args and not args.baseline:
+        print("bench: --baseline-args needs --baseline", file=sys.stderr)
+        return 1
     if args.baseline and not args.baseline.is_file():
         print(f"bench: --baseline {args.baseline}: no such file", file=sys.stderr)
         return 1
@@ -203,12 +245,15 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     script = workdir / "absolute.lua"  # the Multiplier is a forward proxy: absolute-form targets
     script.write_text(f'wrk.path = "http://127.0.0.1:{origin_ports[0]}/1k"\n')
     builds = {"Multiplier": MULTIPLIER} | ({"Multiplier (baseline)": args.baseline.resolve()} if args.baseline else {})
+    flags = {"Multiplier": tuple(shlex.split(args.multiplier_args)),
+             "Multiplier (baseline)": tuple(shlex.split(args.baseline_args))}
     with ProcessGroup(workdir) as group:
         origin = start_file_server(group, "origin", workdir / "www", origin_ports).pid
         servers: dict[str, tuple[int, str, Path | None]] = {}
         for i, binary in enumerate(builds.values()):
             port = free_port()
-            pid = start_mult(group, f"multiplier{i}", port, origin_ports, workdir / f"mult{i}.jsonl", [], binary)
+            pid = start_mult(group, f"multiplier{i}", port, origin_ports, workdir / f"mult{i}.jsonl", [], binary,
+                             flags=flags.get(list(builds)[i], ()))
             servers[list(builds)[i]] = (pid, f"http://127.0.0.1:{port}/1k", script)
         lua_port = free_port()
         servers["nginx Lua"] = (start_lua(group, "lua", lua_port, origin_ports, []), f"http://127.0.0.1:{lua_port}/1k",
@@ -216,18 +261,22 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         for _pid, url, s in servers.values():  # warm-up: keep-alive pools, Lua code
             run_wrk(url, s, 1, 10, workdir)
         times = measure_times(args, servers, origin, workdir)
-        traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, f"s{i}")
+        traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, f"s{i}",
+                                       workdir / f"mult{i}.jsonl" if s else None)
                   for i, (name, (pid, url, s)) in enumerate(servers.items())}
         check_alive(group)
 
         counts = {}
         for i, (name, binary) in enumerate(builds.items()):
-            port, log = free_port(), workdir / f"mult{i}-callgrind.jsonl"
+            port, log, extra = free_port(), workdir / f"mult{i}-callgrind.jsonl", flags.get(name, ())
             counts[name] = callgrind(
                 group, f"multiplier{i}",
-                lambda w, tag=f"multiplier{i}-callgrind", port=port, log=log, binary=binary: start_mult(
-                    group, tag, port, origin_ports, log, w, binary, deadline_s=120),
+                lambda w, tag=f"multiplier{i}-callgrind", port=port, log=log, binary=binary, extra=extra: start_mult(
+                    group, tag, port, origin_ports, log, w, binary, deadline_s=120, flags=extra),
                 f"http://127.0.0.1:{port}/1k", script, args.callgrind_seconds, workdir, lambda log=log: lines_in(log))
+            # the records counted are the log's last ones (but for the few written after the dump)
+            records, legs = records_and_legs(log, max(lines_in(log) - counts[name]["requests"], 0))
+            counts[name]["legs_sent"] = legs / max(records, 1)
         port = free_port()
         counts["nginx Lua"] = callgrind(
             group, "lua", lambda w: start_lua(group, "lua-callgrind", port, origin_ports, w, 120),
@@ -268,11 +317,19 @@ def report(args: argparse.Namespace, times: list[dict], traces: dict, counts: di
             lines.append(f"| {c} | " + " | ".join(f"{p:.2f}" for p in per) + " |")
     totals = {name: sum(t["calls"].values()) / max(t["requests"], 1) for name, t in traces.items()}
     lines.append("| **all** | " + " | ".join(f"**{v:.1f}**" for v in totals.values()) + " |")
+    sent = [f"{name} {t['legs_sent']:.2f}" for name, t in traces.items() if t["legs_sent"] is not None]
+    lines.append(f"\nThe Multiplier's requests are its records. strace slows its fan-out thread so far behind the "
+                 "client that some legs are not sent (`busy`, never without strace): proxy legs sent per record "
+                 f"while traced: {', '.join(sent)} of {FANOUT}. Each sent leg is a `sendmsg` and one or two "
+                 "`recvfrom`; the calls of a whole request are the client's share plus the legs' share times "
+                 f"{FANOUT} / the legs sent.")
     lines += [f"\n### 3. User-space instructions per client request (callgrind, {args.callgrind_seconds:g} s "
               "of load after a 3 s warm-up)\n",
-              "| server | requests counted | instructions per request |", "|---|---|---|"]
+              "| server | requests counted | proxy legs sent per request | instructions per request |",
+              "|---|---|---|---|"]
     for name, c in counts.items():
-        lines.append(f"| {name} | {c['requests']} | {c['total'] / c['requests']:,.0f} |")
+        legs = f"{c['legs_sent']:.2f}" if "legs_sent" in c else str(FANOUT)
+        lines.append(f"| {name} | {c['requests']} | {legs} | {c['total'] / c['requests']:,.0f} |")
     builds = [name for name in counts if name.startswith("Multiplier")]
     parts = {name: by_component(counts[name]["rows"]) for name in builds}
     lines += ["\nThe Multiplier's instructions per request by component (share of its total):\n",

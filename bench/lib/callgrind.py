@@ -53,7 +53,10 @@ def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int],
     """Starts a server under callgrind (start(wrapper) -> pid), warms it, counts the instructions of
     `seconds` of load; requests are counted by served() (e.g. log records) or else by wrk."""
     dump = workdir / f"callgrind-{name}"
-    wrapper = ["valgrind", "--tool=callgrind", "--smc-check=all-non-file", f"--callgrind-out-file={dump}.%p"]
+    # One dump per thread: the stack rule of callgrind_costs holds within a thread (a Multiplier with
+    # fan-out threads has a call stack per thread, each with its thread's share as its own cost).
+    wrapper = ["valgrind", "--tool=callgrind", "--smc-check=all-non-file", "--separate-threads=yes",
+               f"--callgrind-out-file={dump}.%p"]
     pid = start(wrapper)
     run_wrk(url, script, 3, 10, workdir)
     subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True, timeout=60)
@@ -66,18 +69,31 @@ def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int],
     child.popen.send_signal(signal.SIGINT)
     with contextlib.suppress(subprocess.TimeoutExpired):
         child.popen.wait(timeout=30)
-    dump_file = workdir / f"callgrind-{name}.{pid}.1"  # the dump asked for above (.{pid} alone: at exit)
-    if not dump_file.exists():
+    # the dump asked for above, one file per thread (.{pid} alone: at exit)
+    if not thread_dumps(workdir, f"callgrind-{name}.{pid}"):
         raise BenchError(f"{name}: callgrind wrote no dump")
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", str(dump_file)],
-                          capture_output=True, text=True, check=True, timeout=300).stdout
-    total, rows = callgrind_costs(text)
+    total, rows = annotated(workdir, f"callgrind-{name}.{pid}", [])
     return {"requests": max(requests, 1), "total": total, "rows": rows}
 
 
+def thread_dumps(workdir: Path, stem: str) -> list[Path]:
+    """The first dump's files, one per thread (stem.1-01, stem.1-02 ...)."""
+    return sorted(workdir.glob(f"{stem}.1-*"))
+
+
+def annotated(workdir: Path, stem: str, options: list[str]) -> tuple[int, list[tuple[int, str]]]:
+    """callgrind_costs over every thread's dump: the totals added, the rows of all threads."""
+    total, rows = 0, []
+    for dump in thread_dumps(workdir, stem):
+        text = subprocess.run(["callgrind_annotate", "--auto=no", *options, "--threshold=100", str(dump)],
+                              capture_output=True, text=True, check=True, timeout=300).stdout
+        thread_total, thread_rows = callgrind_costs(text)
+        total += thread_total
+        rows += thread_rows
+    return total, rows
+
+
 def inclusive_rows(workdir: Path, name: str) -> list[tuple[int, str]]:
-    """callgrind's inclusive table (each function with all it calls) of the dump `callgrind` took."""
-    dump = next(workdir.glob(f"callgrind-{name}.*.1"))
-    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(dump)],
-                          capture_output=True, text=True, check=True, timeout=300).stdout
-    return callgrind_costs(text)[1]
+    """callgrind's inclusive table (each function with all it calls) of the dump `callgrind` took, every thread's."""
+    stem = next(workdir.glob(f"callgrind-{name}.*.1-*")).name.rsplit(".", 1)[0]
+    return annotated(workdir, stem, ["--inclusive=yes"])[1]

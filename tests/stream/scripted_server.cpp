@@ -24,6 +24,7 @@ awaitable<void> ScriptedServer::accept_loop() {
     while (acceptor_.is_open()) {
         auto socket = co_await acceptor_.async_accept(with_ec(ec));
         if (ec) co_return;
+        ++accepted_;
         asio::co_spawn(ioc_, serve(std::move(socket)), asio::detached);
     }
 }

@@ -42,6 +42,7 @@ public:
     ScriptedServer(asio::io_context& ioc, std::vector<std::vector<Step>> scripts);
     tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
     std::size_t requests_seen() const { return served_; }
+    std::size_t connections_accepted() const { return accepted_; }
     void stop();
 
 private:
@@ -52,6 +53,7 @@ private:
     tcp::acceptor acceptor_;
     std::vector<std::vector<Step>> scripts_;
     std::size_t served_ = 0;
+    std::size_t accepted_ = 0;
     std::vector<std::shared_ptr<tcp::socket>> hung_;
 };
 

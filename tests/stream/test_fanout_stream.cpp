@@ -95,6 +95,15 @@ struct FanoutBed {
 
     /// One client request fanned out with `reference` as the Collector's reply; the records logged.
     std::vector<json> fan_out(const Measure& reference) {
+        start_fan_out(reference);
+        finish_fan_outs();
+        pools->client_closed();
+        log->close();
+        return log_file.records();
+    }
+
+    /// Hands one client request's fan-out over, as the client's session does, without waiting for it.
+    void start_fan_out(const Measure& reference) {
         RequestRecord record;
         record.id = ctx->next_request_id();
         record.ts = unix_seconds();
@@ -109,16 +118,16 @@ struct FanoutBed {
             fanout->begin();
             fanout->set_reference(Reference{reference, 200, std::nullopt, {}});
         }
-        // Until the fan-out has logged its record and let go of the context.
+    }
+
+    /// Until every fan-out has logged its record and let go of the context.
+    void finish_fan_outs() {
         const auto give_up = Clock::now() + 10s;
         while (ctx->unfinished_work() > 0 && Clock::now() < give_up) {
             ioc.run_for(20ms);
             ioc.restart();
         }
         REQUIRE(ctx->unfinished_work() == 0);
-        pools->client_closed();
-        log->close();
-        return log_file.records();
     }
 };
 
@@ -201,4 +210,24 @@ TEST_CASE("a fan-out whose reference falls short in sequential mode sends no leg
     CHECK(records[0].at("note") == "the Collector's reply broke off");
     CHECK(records[0].at("proxies").empty());
     CHECK(bed.proxies[0]->requests_seen() == 0);
+}
+
+TEST_CASE("fan-outs still pending when their client leaves share its proxy connection") {
+    // A client that sends faster than SPE measures leaves fan-outs behind when it goes. They are
+    // still sent one at a time per proxy, as the client sent them: on the connection its earlier
+    // requests kept alive, not on a new connection each (which would cost a connect per leg
+    // exactly when SPE is furthest behind).
+    const auto reference = reference_of({send_bytes(kReply)});
+    FanoutBed bed({{{send_bytes(kReply)}, {send_bytes(kReply)}, {send_bytes(kReply)}}}, FanoutMode::sequential);
+    for (int i = 0; i < 3; ++i)
+        bed.start_fan_out(reference);
+    bed.pools->client_closed();  // before any leg has run: posted ahead of them
+    bed.finish_fan_outs();
+    bed.log->close();
+    const auto records = bed.log_file.records();
+    REQUIRE(records.size() == 3);
+    for (const auto& r : records)
+        CHECK(leg(r, "p0").at("result") == "OK");
+    CHECK(bed.proxies[0]->requests_seen() == 3);
+    CHECK(bed.proxies[0]->connections_accepted() == 1);
 }

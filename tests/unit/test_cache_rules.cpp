@@ -307,6 +307,21 @@ TEST_CASE("the judged reply fields are taken in one pass, repeated ones joined")
     CHECK(h.set_cookie);
     CHECK(h.age() == "3");
     CHECK_FALSE(h.expires());
+    // Every field's name, lowercase, once each, in arrival order: known to Beast or not.
+    CHECK(h.field_names == "cache-control x-cache x-spe-reply-to set-cookie age");
+}
+
+TEST_CASE("the reply's field names are listed once each, whatever their case") {
+    boost::beast::http::fields f;
+    f.insert("ETag", "\"a\"");
+    f.insert("X-Custom", "1");
+    f.insert("Content-Type", "text/plain");
+    f.insert("X-CUSTOM", "2");
+    f.insert("ETAG", "\"b\"");
+    f.insert("x-other", "3");
+    f.insert("content-type", "text/html");
+    CHECK(spe::take_cache_headers(f).field_names == "etag x-custom content-type x-other");
+    CHECK(spe::take_cache_headers(boost::beast::http::fields{}).field_names.empty());
 }
 
 TEST_CASE("judged fields share one buffer; a value repeated after another field is joined whole") {

@@ -27,6 +27,20 @@ TEST_CASE("hop-by-hop headers go, including those named in Connection") {
     CHECK(f.count("X-Session-Hop") == 0);
 }
 
+TEST_CASE("a field Connection names goes whatever its case, every instance; its options close and keep-alive stay") {
+    http::fields f;
+    f.set(http::field::connection, "close, cache-control");
+    f.insert(http::field::cache_control, "max-age=60");
+    f.set(http::field::content_type, "text/html");
+    f.insert("Cache-Control", "public");
+    f.insert("Close", "1");  // not a field anybody sends, but named "close": kept
+    spe::strip_hop_by_hop(f);
+    CHECK(f.count(http::field::cache_control) == 0);
+    CHECK(f.count(http::field::connection) == 0);
+    CHECK(f[http::field::content_type] == "text/html");
+    CHECK(f["Close"] == "1");
+}
+
 TEST_CASE("Via is appended with the version the message arrived in") {
     http::fields f;
     spe::append_via(f, 10, "spe-multiplier");

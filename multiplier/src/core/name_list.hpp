@@ -28,12 +28,19 @@ inline bool name_listed(std::string_view list, std::string_view name) {
     return found;
 }
 
+/// Adds `name`, lowercased, to a list known not to name it yet.
+inline void append_new_name(std::string& list, std::string_view name) {
+    if (name.empty()) return;
+    if (!list.empty()) list += ' ';
+    const auto at = list.size();
+    list += name;
+    for (auto i = at; i < list.size(); ++i)
+        list[i] = ascii_lower(list[i]);
+}
+
 /// Adds `name`, lowercased, unless the list names it already.
 inline void add_name(std::string& list, std::string_view name) {
-    if (name.empty() || name_listed(list, name)) return;
-    if (!list.empty()) list += ' ';
-    for (const char c : name)
-        list += ascii_lower(c);
+    if (!name_listed(list, name)) append_new_name(list, name);
 }
 
 }  // namespace spe

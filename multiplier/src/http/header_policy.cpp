@@ -3,6 +3,7 @@
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <array>
@@ -18,8 +19,9 @@ constexpr std::array<std::string_view, 9> kHopByHop = {
     "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
     "upgrade",    "proxy-authenticate", "proxy-authorization"};
 
-std::vector<std::string_view> split_tokens(std::string_view list) {
-    std::vector<std::string_view> out;
+/// Calls `each(item)` for every non-empty item of a comma-separated list, trimmed of spaces and tabs.
+template <class Each>
+void for_each_token(std::string_view list, Each each) {
     while (!list.empty()) {
         auto comma = list.find(',');
         auto item = list.substr(0, comma);
@@ -27,11 +29,27 @@ std::vector<std::string_view> split_tokens(std::string_view list) {
             item.remove_prefix(1);
         while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
             item.remove_suffix(1);
-        if (!item.empty()) out.push_back(item);
+        if (!item.empty()) each(item);
         if (comma == std::string_view::npos) break;
         list.remove_prefix(comma + 1);
     }
-    return out;
+}
+
+bool is_hop_by_hop_field(http::field f) {
+    switch (f) {
+        case http::field::connection:
+        case http::field::keep_alive:
+        case http::field::proxy_connection:
+        case http::field::te:
+        case http::field::trailer:
+        case http::field::transfer_encoding:
+        case http::field::upgrade:
+        case http::field::proxy_authenticate:
+        case http::field::proxy_authorization:
+            return true;
+        default:
+            return false;
+    }
 }
 }  // namespace
 
@@ -43,9 +61,9 @@ std::string to_lower(std::string_view s) {
 }
 
 bool has_token(std::string_view list, std::string_view token) {
-    for (auto item : split_tokens(list))
-        if (spe::iequals(item, token)) return true;
-    return false;
+    bool found = false;
+    for_each_token(list, [&](std::string_view item) { found = found || spe::iequals(item, token); });
+    return found;
 }
 
 void append_via(http::fields& fields, unsigned received_version, const std::string& via_name) {
@@ -60,15 +78,21 @@ bool is_hop_by_hop(std::string_view name) {
 }
 
 void strip_hop_by_hop(http::fields& fields) {
-    std::vector<std::string> named;
+    // The names the Connection fields list go too, but for its options close and keep-alive.
+    boost::container::small_vector<std::string, 4> named;
     for (auto field : {http::field::connection, http::field::proxy_connection})
         for (auto it = fields.find(field); it != fields.end() && it->name() == field; ++it)
-            for (auto token : split_tokens(it->value()))
-                named.emplace_back(token);
-    for (const auto& name : named)
-        if (!spe::iequals(name, "close") && !spe::iequals(name, "keep-alive")) fields.erase(name);
-    for (auto name : kHopByHop)
-        fields.erase(name);
+            for_each_token(it->value(), [&](std::string_view token) {
+                if (!spe::iequals(token, "close") && !spe::iequals(token, "keep-alive")) named.emplace_back(token);
+            });
+    // One pass over the fields: erasing by name searched them once per hop-by-hop name. Every name of
+    // kHopByHop is known to Beast, whose parser matched it without regard to case.
+    for (auto it = fields.begin(); it != fields.end();) {
+        const auto name = it->name_string();
+        const bool hop = is_hop_by_hop_field(it->name()) ||
+                         std::any_of(named.begin(), named.end(), [&](const auto& n) { return spe::iequals(n, name); });
+        it = hop ? fields.erase(it) : std::next(it);
+    }
 }
 
 const std::vector<std::string>& default_ignored_headers() {
@@ -133,36 +157,50 @@ bool HeaderPolicy::is_compared(std::string_view name) const {
 }
 
 ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
-    ComparedHeaders out;
-    out.reserve(static_cast<std::size_t>(std::distance(fields.begin(), fields.end())));
+    // The compared fields as views first (an unknown name lowercased into one buffer), sorted by
+    // name, then each name's strings made once: moving strings while sorting cost more than sorting.
+    struct Picked {
+        std::string_view name;  // a known name's; an unknown name is at `lowered` in `unknown_names`
+        bool unknown = false;
+        std::size_t lowered = 0;
+        std::size_t length = 0;
+        std::string_view value;
+        std::string_view name_in(const std::string& unknown_names) const {
+            return unknown ? std::string_view(unknown_names).substr(lowered, length) : name;
+        }
+    };
+    boost::container::small_vector<Picked, 24> picked;
+    std::string unknown_names;
     for (const auto& f : fields) {
         const auto id = static_cast<std::size_t>(f.name());
         if (f.name() != http::field::unknown && id < known_compared_.size()) {
-            if (known_compared_[id].empty()) continue;
-            out.push_back({known_compared_[id], std::string(f.value())});
+            if (!known_compared_[id].empty()) picked.push_back({known_compared_[id], false, 0, 0, f.value()});
+            continue;
+        }
+        const auto at = unknown_names.size();
+        unknown_names += f.name_string();
+        for (auto i = at; i < unknown_names.size(); ++i)
+            unknown_names[i] = ascii_lower(unknown_names[i]);
+        if (is_compared_lower(std::string_view(unknown_names).substr(at)))
+            picked.push_back({{}, true, at, f.name_string().size(), f.value()});
+        else
+            unknown_names.resize(at);
+    }
+    const auto name_of = [&](const Picked& p) { return p.name_in(unknown_names); };
+    // Sorted by name; a repeated name becomes one entry, values joined in arrival order (the
+    // sort is stable). Insertion sort: a reply has a dozen headers, often already in order.
+    for (std::size_t i = 1; i < picked.size(); ++i)
+        for (std::size_t j = i; j > 0 && name_of(picked[j]) < name_of(picked[j - 1]); --j)
+            std::swap(picked[j], picked[j - 1]);
+    ComparedHeaders out;
+    out.reserve(picked.size());
+    for (const auto& p : picked) {
+        if (!out.empty() && out.back().name == name_of(p)) {
+            out.back().value.append(", ").append(p.value);
         } else {
-            auto lower = to_lower(f.name_string());
-            if (!is_compared_lower(lower)) continue;
-            out.push_back({std::move(lower), std::string(f.value())});
+            out.push_back({std::string(name_of(p)), std::string(p.value)});
         }
     }
-    // Sorted by name; a repeated name becomes one entry, values joined in
-    // arrival order. Insertion sort: stable, no allocation, and a reply has
-    // a dozen headers, often already in order.
-    for (std::size_t i = 1; i < out.size(); ++i)
-        for (std::size_t j = i; j > 0 && out[j].name < out[j - 1].name; --j)
-            std::swap(out[j], out[j - 1]);
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        if (kept > 0 && out[kept - 1].name == out[i].name) {
-            out[kept - 1].value += ", ";
-            out[kept - 1].value += out[i].value;
-        } else {
-            if (kept != i) out[kept] = std::move(out[i]);
-            ++kept;
-        }
-    }
-    out.resize(kept);
     return out;
 }
 

@@ -129,7 +129,8 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     const bool upstream_keep_alive = upstream.keep_alive();
 
     ClientReply reply;
-    reply.base() = upstream.base();
+    // Moved, not copied: the parser reads the body on without its header fields (its framing is its own).
+    reply.base() = std::move(upstream.base());
     // The fetch stamp is for the record, not for the client (a --dummy proxy
     // under test passes it on untouched: its client is a Multiplier).
     if (!cfg.dummy && !cfg.client_fetch_stamp)

@@ -34,12 +34,13 @@ std::unique_ptr<UpstreamConnection> ProxyPools::acquire(std::size_t proxy) {
 void ProxyPools::release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn) {
     auto& pool = pools_.at(proxy);
     pool.busy.erase(conn.get());
-    if (conn->is_reusable() && !client_closed_) pool.idle.push_back(std::move(conn));
+    // Kept after the client has gone too: its fan-outs still pending (SPE's backlog) send their legs on
+    // it, as the client's requests came on one connection. The pools go with the last of them.
+    if (conn->is_reusable() && !aborted_) pool.idle.push_back(std::move(conn));
 }
 
 void ProxyPools::client_closed() {
     asio::post(strand_, [self = shared_from_this()] {
-        self->client_closed_ = true;
         for (auto& pool : self->pools_)
             pool.idle.clear();
     });
