@@ -70,8 +70,9 @@ def _log_size(run: Path) -> int:
 def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dict | None,
                    rows: list[dict]) -> list[dict]:
     """The per-proxy table's `rows` (the Collector's row, then one per proxy) with their hit ratios and bandwidth.
-    A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first."""
-    prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
+    A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first (queries
+    over the same `tables`)."""
+    prefetch = prefetch_columns(run, records.proxies, tables) if run.is_dir() else {}
     responses = delivered(tables) if usage is not None else {}
     for row in rows:
         own = prefetch.get(row["name"], {})
