@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -107,9 +108,11 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
 
 
 def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb",
-                 examples: str = FIRST) -> Report:
+                 examples: str = FIRST, computed: Collection[str] | None = None) -> Report:
     """The run read once: the per-proxy table, then each registered section's data, in registry order. `examples`:
-    FIRST or LATEST, which request of a finding a section shows (RunData.examples)."""
+    FIRST or LATEST, which request of a finding a section shows (RunData.examples). `computed`: the names of the
+    sections to compute (None: every one; `--compare` computes only those that change the rows it shows,
+    analysis/compare.py)."""
     run = Path(run)
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
@@ -123,7 +126,7 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
                          files.captures if files.captures.is_dir() else None, rows, examples)
         data = {}
         for section in sections.SECTIONS:
-            if section.compute:
+            if section.compute and (computed is None or section.name in computed):
                 progress(f"section {section.name}")
                 data[section.name] = section.compute(inputs)
     return Report(run, rows, records.requests, records.bad_lines, bad_collector_lines, usage or {},
