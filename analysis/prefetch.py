@@ -22,8 +22,9 @@ end (negative: late, the client asked before the prefetch finished). Not found: 
 wasted bandwidth. Precision is the share of prefetches used.
 
 In bounded memory (issue 29): every step is a DuckDB query, over the report's replies (the view `results` of
-analysis/engine.py, either engine) and the access log, which DuckDB reads (analysis/access_log_sql.py); what a step
-keeps is a table of the engine's database (on disk for a run DuckDB read), never a Python object per record or line.
+analysis/engine.py, either engine) and the access log, which DuckDB reads once into a table
+(analysis/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run DuckDB read),
+never a Python object per record or line.
 A leg's window is tested with a running maximum and an ASOF join, the first use with an ASOF join: no pair of lines
 and requests for a popular URL is ever formed. A leg never sent (NOT_SENT, not in `results`) opens no window.
 """
@@ -34,7 +35,7 @@ import json
 import math
 from pathlib import Path
 
-from analysis.access_log_sql import access_lines_sql, sql_string
+from analysis.access_log_sql import read_access_log, sql_string
 from analysis.collector_log import strips_query_terms
 from analysis.engine import ReplyQueries, RunTables
 from analysis.records import COLLECTOR
@@ -55,8 +56,10 @@ LEAD_QUANTILES = {"prefetch_lead_ms_p10": 0.1, "prefetch_lead_ms_p50": 0.5, "pre
 DELIVERED = "status IS NOT NULL AND error IS NULL AND total_us IS NOT NULL"  # a leg whose response time counts
 
 # The tables one computation keeps in the engine's database (on disk for a run DuckDB read), dropped at its end:
-# the tagged client requests, the lines on the proxies' ports no tag explains, the prefetches with their first use.
-REQUESTS, UNEXPLAINED, PREFETCHES = "prefetch_client_requests", "prefetch_unexplained_lines", "prefetch_first_use"
+# the tagged client requests, the access log's lines, those on the proxies' ports no tag explains, the prefetches
+# with their first use.
+REQUESTS, LINES = "prefetch_client_requests", "prefetch_access_lines"
+UNEXPLAINED, PREFETCHES = "prefetch_unexplained_lines", "prefetch_first_use"
 
 
 def _as_logged(column: str, strip_query_terms: bool) -> str:
@@ -83,13 +86,12 @@ def client_requests(tables: ReplyQueries, strip_query_terms: bool = False) -> in
     return tables.value(f"SELECT count(*) FROM {REQUESTS}")
 
 
-def port_lines_sql(access_log: Path, port_names: dict[int, str], proxies: list[str]) -> str:
-    """The access log's lines on the proxies' ports (by port name; an unnamed port by its number), each with
-    `name`, its proxy."""
+def port_lines_sql(port_names: dict[int, str], proxies: list[str]) -> str:
+    """The access log's request lines (LINES) on the proxies' ports, each with `name`, its proxy (a port by its name;
+    an unnamed port by its number)."""
     cases = " ".join(f"WHEN {int(port)} THEN {sql_string(name)}" for port, name in port_names.items())
     name = f"CASE port {cases} ELSE port::VARCHAR END" if cases else "port::VARCHAR"
-    return f"""SELECT * FROM (SELECT {name} AS name, * FROM ({access_lines_sql(access_log)}))
-               WHERE name IN {_names(proxies)}"""
+    return f"SELECT * FROM (SELECT {name} AS name, * FROM {LINES} WHERE request) WHERE name IN {_names(proxies)}"
 
 
 def unexplained_lines(tables: ReplyQueries, lines_sql: str) -> None:
@@ -102,15 +104,8 @@ def unexplained_lines(tables: ReplyQueries, lines_sql: str) -> None:
 
 
 def forwarding_tags(tables: ReplyQueries, lines_sql: str) -> set[str]:
-    """The proxies that forward tags (a line on their port has one): on their port an untagged line is their own.
-    Known from the unexplained lines when one has a tag, else read from the log up to its first tagged line for that
-    port (to its end for a proxy that drops tags)."""
-    tagged = {name for (name,) in tables.rows(f"SELECT DISTINCT name FROM {UNEXPLAINED} WHERE tag <> ''")}
-    for (name,) in tables.rows(f"SELECT DISTINCT name FROM {UNEXPLAINED} WHERE tag = ''"):
-        if name not in tagged and tables.rows(
-                f"SELECT 1 FROM ({lines_sql}) WHERE name = {sql_string(name)} AND tag <> '' LIMIT 1"):
-            tagged.add(name)
-    return tagged
+    """The proxies that forward tags (a line on their port has one): on their port an untagged line is their own."""
+    return {name for (name,) in tables.rows(f"SELECT DISTINCT name FROM ({lines_sql}) WHERE tag <> ''")}
 
 
 def _in_flight_sql(untagged: set[str]) -> str:
@@ -174,14 +169,15 @@ def prefetch_columns(run: Path, proxies: list[str], tables: ReplyQueries | None 
     try:
         return _columns(files, topology, proxies, tables)
     finally:
-        for table in (REQUESTS, UNEXPLAINED, PREFETCHES):
+        for table in (REQUESTS, LINES, UNEXPLAINED, PREFETCHES):
             tables.con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _columns(files: RunDir, topology: LabJson, proxies: list[str], tables: ReplyQueries) -> dict[str, dict]:
     if not client_requests(tables, strips_query_terms(topology)):
         return {}  # no record has a tag (a log from before tags): what the clients caused is unknown
-    lines = port_lines_sql(files.access_log, topology.collector.port_names(), proxies)
+    read_access_log(tables.con, files.access_log, LINES, ["port", "end", "url", "bytes_sent"])
+    lines = port_lines_sql(topology.collector.port_names(), proxies)
     unexplained_lines(tables, lines)
     tagged = forwarding_tags(tables, lines)
     untagged = {name for (name,) in tables.rows(f"SELECT DISTINCT name FROM {UNEXPLAINED}")} - tagged

@@ -9,10 +9,14 @@ import builtins
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from analysis.access_log_sql import read_access_log
 from analysis.engine import RunTables
 from analysis.prefetch import HORIZON_S, prefetch_columns, prefetch_text
+from spe_tools.rundir.access_log import FIELDS, BadLineError
+from spe_tools.rundir.access_log import read_access_log as python_reader
 from spe_tools.rundir.layout import RunDir
 
 PORTS = {"direct": 5000, "ats": 5001, "pf": 5002, "old": 5003}  # old: a proxy that drops X-SPE-Request
@@ -139,8 +143,8 @@ def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(tm
 
 
 def test_a_port_whose_tags_all_name_its_clients_forwards_tags(run):
-    """Without A (pf's one tagged line no client explains), pf's port still forwards tags (T1's and T5's lines, read
-    from the log again): D, untagged inside T2's leg, stays pf's own."""
+    """Without A (pf's one tagged line no client explains), pf's port still forwards tags (T1's and T5's lines): D,
+    untagged inside T2's leg, stays pf's own."""
     access = RunDir(run).access_log
     text = access.read_text()
     without_a = text.replace(line(100.070, 10, 1000, "http://o/seq/2.jpg", "pf", "T1") + "\n", "")
@@ -223,3 +227,26 @@ def test_prefetch_accounting_on_a_stripped_log(tmp_path):
         "100.010      1 127.0.0.1 TCP_MISS/200 300 GET http://h/b? - HIER_DIRECT/127.0.0.1 t 5001 90 -\n")
     columns = prefetch_columns(tmp_path, ["p"])["p"]
     assert columns["prefetch_requests"] == 1 and columns["prefetch_bytes"] == 300, columns
+
+
+def test_duckdb_reads_the_access_log_as_parse_line_does(tmp_path):
+    """Every field of every line read_access_log reads as a request, the same through DuckDB; the lines it rejects
+    or skips (too short, a connection that sent no request, a number that is not one) are not requests there; a
+    line that is not UTF-8 is left out."""
+    log = tmp_path / "access.log"
+    log.write_bytes(b"1795000000.004      3 127.0.0.1 TCP_MISS/200 2474 GET http://o/1 - HIER_DIRECT/127.0.0.1 "
+                    b"image/jpeg 5000 200 3f9c-1\n"
+                    b"2.5 1234567 a TCP_HIT/200 3 GET u - h t 5002 9\n"  # 7 digits: no padding; no tag field
+                    b"2.5 1 a b 3 GET u - h t 5002 9 - name extra tokens\n"
+                    b"short line\n\n"
+                    b"1.0 1 a NONE_NONE/000 0 - error:x - h t 5001 0 -\n"  # sent no request
+                    b"1.0 x a TCP_MISS/200 0 GET u - h t 5001 0 -\n"  # elapsed not a number
+                    b"1.0 1 a TCP_MISS/200 0 GET u - h t 5001 z -\n"  # request bytes not a number
+                    b"1.000      5 a TCP_MISS/200 10 GET http://x/\xff\xfe - H t 5001 9 T1\n")
+    con = duckdb.connect()
+    names = [f.name for f in FIELDS]
+    read_access_log(con, log, "lines", names)
+    columns = ", ".join(f'"{name}"' for name in names)
+    read = con.execute(f"SELECT {columns}, start, tag FROM lines WHERE request ORDER BY rowid").fetchall()
+    expected = [(*r, r.start, r.tag) for r in python_reader(log) if not isinstance(r, BadLineError)]
+    assert read == [r for r in expected if r[names.index("url")] != "http://x/\ufffd\ufffd"] and len(read) == 3
