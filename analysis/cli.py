@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.compare import compare_rows, compare_text, write_compare
+from analysis.compare import compare_rows, compare_text, compared_report, write_compare
 from analysis.report import ENGINES, FORMATS, Progress, build_report, short_report, text_report, write_report
 from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     formats = checked_formats(parser, args)
     try:
-        reports = [build_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
+        build = compared_report if args.compare else build_report
+        reports = [build(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
     except FileNotFoundError as e:
         print(f"spe report: {e}", file=sys.stderr)
         return 1

@@ -1,4 +1,11 @@
-"""The same proxies across several runs, side by side (./spe report --compare RUN RUN ...)."""
+"""The same proxies across several runs, side by side (./spe report --compare RUN RUN ...).
+
+A run is read as its report reads it, but only its per-proxy table is built (hit ratios and the prefetch columns
+they need included) and, of the sections, only those whose computing changes the columns compared: no figure, no
+paired comparison, no judge's tallies. A run's summary.json is not reused: nothing in it says which log, access log
+and code it was computed from (a run still going on, compacted since, or reported by an older SPE would be compared
+as it was then).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,20 @@ import csv
 import json
 from pathlib import Path
 
-from analysis.report_data import Report
+from analysis.report import Progress, build_report
+from analysis.report_data import BYPASS, Report
 
 COMPARED = [("ok_pct", "match %"), ("latency_median_ms", "median ms"), ("latency_p90_ms", "p90 ms"),
             ("hit_ratio", "hit ratio"), ("rel_bandwidth_received", "rel. bw in")]
+# The sections whose computing changes the columns compared: the bypass evidence blanks the hit ratio and bandwidth of
+# a proxy whose replies did not come through its Collector port (tests/python/unit/test_report_compare.py checks that
+# computing the others changes none of them).
+ROW_SECTIONS = (BYPASS,)
+
+
+def compared_report(run: Path, progress: Progress | None = None, engine: str = "duckdb") -> Report:
+    """The run's report as far as the comparison reads it: its rows."""
+    return build_report(run, progress, engine, computed=ROW_SECTIONS)
 
 
 def compare_rows(reports: list[Report]) -> list[dict]:

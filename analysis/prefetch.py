@@ -20,19 +20,28 @@ What became of a prefetch: the first client request for its URL after the prefet
 HORIZON_S of its end. Found: used, its lead time is the client request's arrival minus the prefetch's
 end (negative: late, the client asked before the prefetch finished). Not found: wasted, its reply bytes
 wasted bandwidth. Precision is the share of prefetches used.
+
+In bounded memory (issue 29): every step is a DuckDB query, over the report's replies (the view `results` of
+analysis/engine.py, either engine) and the access log, which DuckDB reads once into a table
+(analysis/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run DuckDB read),
+never a Python object per record or line.
+A leg's window is tested with a running maximum and an ASOF join, the first use with an ASOF join: no pair of lines
+and requests for a popular URL is ever formed. A leg never sent (NOT_SENT, not in `results`) opens no window.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from dataclasses import dataclass, field
+import math
 from pathlib import Path
 
+from analysis.access_log_sql import read_access_log, sql_string
 from analysis.collector_log import strips_query_terms
+from analysis.engine import ReplyQueries, RunTables
+from analysis.records import COLLECTOR
 from analysis.section import Section
-from analysis.stats import mean_ci, percentile
-from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
+from analysis.stats import quantile_ranks
+from analysis.stats_sql import quantile, values_at_ranks
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import PREFETCH_AGENT_LOG, RunDir
 
@@ -43,133 +52,143 @@ PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes"
                     "prefetch_agent_fetches", "prefetch_agent_bytes"]
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
+LEAD_QUANTILES = {"prefetch_lead_ms_p10": 0.1, "prefetch_lead_ms_p50": 0.5, "prefetch_lead_ms_p90": 0.9}
+DELIVERED = "status IS NOT NULL AND error IS NULL AND total_us IS NOT NULL"  # a leg whose response time counts
+
+# The tables one computation keeps in the engine's database (on disk for a run DuckDB read), dropped at its end:
+# the tagged client requests, the access log's lines, those on the proxies' ports no tag explains, the prefetches
+# with their first use.
+REQUESTS, LINES = "prefetch_client_requests", "prefetch_access_lines"
+UNEXPLAINED, PREFETCHES = "prefetch_unexplained_lines", "prefetch_first_use"
 
 
-@dataclass(frozen=True)
-class PortLine:
-    """One request a proxy sent to its Collector port (from the Collector's access.log)."""
-
-    start: float  # unix seconds: end minus the transaction's elapsed time
-    end: float
-    method: str
-    url: str
-    bytes: int  # reply bytes the Collector sent
-    tag: str  # X-SPE-Request, "" when the request carried none
+def _as_logged(column: str, strip_query_terms: bool) -> str:
+    """A URL column in the form the Collector logs it (spe_tools/rundir/access_log.as_logged, in SQL)."""
+    if not strip_query_terms:
+        return column
+    return f"CASE WHEN contains({column}, '?') THEN split_part({column}, '?', 1) || '?' ELSE {column} END"
 
 
-@dataclass(frozen=True)
-class ClientRequest:
-    ts: float  # when the Multiplier read it
-    method: str
-    url: str
-    legs: dict[str, tuple[float, float]] = field(default_factory=dict)  # proxy -> when its leg may have run
-    latency_ms: dict[str, float] = field(default_factory=dict)  # proxy -> its response time, delivered legs only
+def _names(names) -> str:
+    """Names as an SQL list of strings, for IN."""
+    return "(" + ", ".join(sql_string(name) for name in names) + ")" if names else "(NULL)"
 
 
-def parse_port_lines(access_log: Path, port_names: dict[int, str]) -> dict[str, list[PortLine]]:
-    """Lines per Collector port name (lines that do not parse are left out)."""
-    out: dict[str, list[PortLine]] = defaultdict(list)
-    for r in read_access_log(access_log):
-        if not isinstance(r, BadLineError):
-            out[port_names.get(r.port, str(r.port))].append(PortLine(r.start, r.end, r.method, r.url, r.bytes_sent,
-                                                                      r.tag))
-    return out
+def client_requests(tables: ReplyQueries, strip_query_terms: bool = False) -> int:
+    """The client requests with a tag (a record without one made no upstream request) into REQUESTS, one row
+    each: its tag, arrival, URL as the Collector logs it, the Collector's reply time in seconds and its place in
+    the log (`k`: tables.log_order). Returns how many."""
+    tables.con.execute(f"""
+        CREATE OR REPLACE TABLE {REQUESTS} AS
+        SELECT tag, ts, {_as_logged("url", strip_query_terms)} AS url, coalesce(total_us, 0) / 1e6 AS reference_s,
+               {tables.log_order} AS k
+        FROM results WHERE name = {sql_string(COLLECTOR)} AND tag <> ''""")
+    return tables.value(f"SELECT count(*) FROM {REQUESTS}")
 
 
-def client_requests(log: Path, strip_query_terms: bool = False) -> dict[str, ClientRequest]:
-    """The Multiplier's records by request tag (records without a tag made no upstream request), each URL
-    in the form the Collector logs it (without its query when it strips them)."""
-    out = {}
-    with open(log) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not r.get("tag"):
-                continue
-            reference_s = ((r.get("collector") or {}).get("total_us") or 0) / 1e6
-            legs = {p["name"]: (r["ts"], r["ts"] + reference_s + (p.get("total_us") or 0) / 1e6)
-                    for p in r.get("proxies", [])}
-            latency = {p["name"]: p["total_us"] / 1000 for p in r.get("proxies", [])
-                       if p.get("status") is not None and not p.get("error") and p.get("total_us") is not None}
-            out[r["tag"]] = ClientRequest(r["ts"], r["method"], upstream_url(r, strip_query_terms), legs, latency)
-    return out
+def port_lines_sql(port_names: dict[int, str], proxies: list[str]) -> str:
+    """The access log's request lines (LINES) on the proxies' ports, each with `name`, its proxy (a port by its name;
+    an unnamed port by its number)."""
+    cases = " ".join(f"WHEN {int(port)} THEN {sql_string(name)}" for port, name in port_names.items())
+    name = f"CASE port {cases} ELSE port::VARCHAR END" if cases else "port::VARCHAR"
+    return f"SELECT * FROM (SELECT {name} AS name, * FROM {LINES} WHERE request) WHERE name IN {_names(proxies)}"
 
 
-def upstream_url(record: dict, strip_query_terms: bool = False) -> str:
-    """The URL as the Collector logs it: the record's (an intercepted https request is logged by the
-    Collector under its https URL too, patch 0014), cut after its '?' when the Collector strips queries."""
-    return as_logged(record["url"], strip_query_terms)
+def unexplained_lines(tables: ReplyQueries, lines_sql: str) -> None:
+    """The lines no tag explains into UNEXPLAINED: a line is a client's when its tag names a client request for
+    the same URL (the method may differ); what an untagged line is, prefetches() decides."""
+    tables.con.execute(f"""
+        CREATE OR REPLACE TABLE {UNEXPLAINED} AS
+        SELECT l.name, l.start, l."end", l.url, l.bytes_sent AS bytes, l.tag
+        FROM ({lines_sql}) l ANTI JOIN {REQUESTS} r ON r.tag = l.tag AND r.url = l.url""")
 
 
-def caused_by_client(line: PortLine, proxy: str, tagged: dict[str, ClientRequest],
-                     in_flight: dict[str, list[tuple[float, float]]]) -> bool:
-    if line.tag:
-        req = tagged.get(line.tag)
-        return req is not None and req.url == line.url
-    return any(start - WINDOW_SLACK_S <= line.start and line.end <= end + WINDOW_SLACK_S
-               for start, end in in_flight.get(line.url, ()))
+def forwarding_tags(tables: ReplyQueries, lines_sql: str) -> set[str]:
+    """The proxies that forward tags (a line on their port has one): on their port an untagged line is their own."""
+    return {name for (name,) in tables.rows(f"SELECT DISTINCT name FROM ({lines_sql}) WHERE tag <> ''")}
 
 
-def prefetches(lines: list[PortLine], proxy: str, requests: dict[str, ClientRequest]) -> list[PortLine]:
-    """The lines on this proxy's port that no client request caused."""
-    in_flight: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    if not any(line.tag for line in lines):  # the proxy drops the tag: the legs' windows decide
-        for req in requests.values():
-            if proxy in req.legs:
-                in_flight[req.url].append(req.legs[proxy])
-    return [line for line in lines if not caused_by_client(line, proxy, requests, in_flight)]
+def _in_flight_sql(untagged: set[str]) -> str:
+    """Per proxy that drops tags and URL, from each of its legs' start (minus the slack) in order, the latest end (plus
+    the slack) of the legs started by then: an untagged line lies inside some leg for its URL when the latest leg
+    started by the line's start ends after the line (`reach`)."""
+    return f"""
+        SELECT name, url, lo, max(hi) OVER (PARTITION BY name, url ORDER BY lo) AS reach
+        FROM (SELECT l.name, r.url, r.ts - {WINDOW_SLACK_S} AS lo,
+                     r.ts + r.reference_s + coalesce(l.total_us, 0) / 1e6 + {WINDOW_SLACK_S} AS hi
+              FROM results l JOIN {REQUESTS} r USING (tag) WHERE l.name IN {_names(untagged)})"""
 
 
-def account(prefetched: list[PortLine], requests: dict[str, ClientRequest], horizon_s: float = HORIZON_S,
-            served: list[ClientRequest] | None = None) -> dict:
-    """The prefetch columns of one proxy; `served` collects the client requests its prefetches served."""
-    asked: dict[str, list[ClientRequest]] = defaultdict(list)
-    for req in requests.values():
-        asked[req.url].append(req)
-    for reqs in asked.values():
-        reqs.sort(key=lambda r: r.ts)
-    leads, late, used, wasted_bytes = [], 0, 0, 0
-    for p in prefetched:
-        first = next((r for r in asked.get(p.url, ()) if p.start <= r.ts <= p.end + horizon_s), None)
-        if first is None:
-            wasted_bytes += p.bytes
-            continue
-        used += 1
-        leads.append((first.ts - p.end) * 1000)
-        late += first.ts < p.end
-        if served is not None and first not in served:
-            served.append(first)
-    n = len(prefetched)
-    times = [r.ts for r in requests.values()]
-    span = max(times) - min(times) if len(times) > 1 else 0.0
-    return {"prefetch_requests": n, "prefetch_rate_per_s": n / span if span > 0 else None,
-            "prefetch_bytes": sum(p.bytes for p in prefetched),
-            "prefetch_precision": used / n if n else None, "prefetch_wasted_bytes": wasted_bytes,
-            "prefetch_lead_ms_p10": percentile(leads, 0.1), "prefetch_lead_ms_p50": percentile(leads, 0.5),
-            "prefetch_lead_ms_p90": percentile(leads, 0.9), "prefetch_late": late,
-            "prefetch_horizon_s": horizon_s}
+def prefetches(tables: ReplyQueries, tagged: set[str], untagged: set[str], horizon_s: float) -> None:
+    """The lines no client request caused, with the first client request for their URL from their start within
+    horizon_s of their end (`first_ts`, null when none: wasted), into PREFETCHES. On a port without tags (a proxy
+    that drops the header) an untagged line is the client's when it lies inside the time a leg for its URL to that
+    proxy may have run (the module's docstring); on any other port every unexplained line is the proxy's own."""
+    own = f"SELECT * FROM {UNEXPLAINED} WHERE tag <> '' OR name IN {_names(tagged)}"
+    if untagged:
+        own += f"""
+            UNION ALL
+            SELECT c.* FROM {UNEXPLAINED} c ASOF LEFT JOIN ({_in_flight_sql(untagged)}) w
+                ON c.name = w.name AND c.url = w.url AND c.start >= w.lo
+            WHERE c.tag = '' AND c.name IN {_names(untagged)} AND (w.reach IS NULL OR c."end" > w.reach)"""
+    tables.con.execute(f"""
+        CREATE OR REPLACE TABLE {PREFETCHES} AS
+        SELECT row_number() OVER () AS prefetch, p.name, p.start, p."end", p.url, p.bytes,
+               CASE WHEN r.ts <= p."end" + {horizon_s} THEN r.ts END AS first_ts
+        FROM ({own}) p ASOF LEFT JOIN {REQUESTS} r ON p.url = r.url AND p.start <= r.ts""")
 
 
-def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
-    """Per proxy, its prefetch columns; empty without the run's lab.json, access.log or log, or without
+def account(tables: ReplyQueries, name: str, span_s: float, horizon_s: float = HORIZON_S) -> dict:
+    """The prefetch columns of one proxy, from PREFETCHES: a prefetch is used when a client asked for its URL;
+    its lead time is that request's arrival minus the prefetch's end."""
+    n, size, used, wasted, late = tables.row(f"""
+        SELECT count(*), coalesce(sum(bytes), 0), count(first_ts), coalesce(sum(bytes) FILTER (first_ts IS NULL), 0),
+               count(*) FILTER (first_ts < "end")
+        FROM {PREFETCHES} WHERE name = ?""", [name])
+    ranks = {rank for q in LEAD_QUANTILES.values() for rank in quantile_ranks(used, q)[:2]} if used else set()
+    leads = values_at_ranks(tables, f"SELECT (first_ts - \"end\") * 1000 AS x FROM {PREFETCHES} "
+                                    f"WHERE name = {sql_string(name)}", ranks)
+    return {"prefetch_requests": n, "prefetch_rate_per_s": n / span_s if span_s > 0 else None,
+            "prefetch_bytes": int(size), "prefetch_precision": used / n if n else None,
+            "prefetch_wasted_bytes": int(wasted), **{column: quantile(leads, used, q)
+                                                     for column, q in LEAD_QUANTILES.items()},
+            "prefetch_late": late, "prefetch_horizon_s": horizon_s}
+
+
+def prefetch_columns(run: Path, proxies: list[str], tables: ReplyQueries | None = None) -> dict[str, dict]:
+    """Per proxy, its prefetch columns, from the run's replies (`tables`, the report's; else the run's log read
+    through DuckDB) and its Collector's access.log; empty without the run's lab.json, access.log or log, or without
     request tags in the log."""
     files = RunDir(run)
     topology = LabJson.read(run)
     if not (topology is not None and files.access_log.exists() and files.multiplier_log.exists()):
         return {}
+    if tables is None:
+        with RunTables(files.multiplier_log) as own:
+            return prefetch_columns(run, proxies, own)
+    try:
+        return _columns(files, topology, proxies, tables)
+    finally:
+        for table in (REQUESTS, LINES, UNEXPLAINED, PREFETCHES):
+            tables.con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _columns(files: RunDir, topology: LabJson, proxies: list[str], tables: ReplyQueries) -> dict[str, dict]:
+    if not client_requests(tables, strips_query_terms(topology)):
+        return {}  # no record has a tag (a log from before tags): what the clients caused is unknown
+    read_access_log(tables.con, files.access_log, LINES, ["port", "end", "url", "bytes_sent"])
+    lines = port_lines_sql(topology.collector.port_names(), proxies)
+    unexplained_lines(tables, lines)
+    tagged = forwarding_tags(tables, lines)
+    untagged = {name for (name,) in tables.rows(f"SELECT DISTINCT name FROM {UNEXPLAINED}")} - tagged
+    prefetches(tables, tagged, untagged, HORIZON_S)
+    n, span = tables.row(f"SELECT count(*), max(ts) - min(ts) FROM {REQUESTS}")
     twins = topology.twins()
-    requests = client_requests(files.multiplier_log, strips_query_terms(topology))
-    if not requests:  # no record has a tag (a log from before tags): what the clients caused is unknown
-        return {}
-    lines = parse_port_lines(files.access_log, topology.collector.port_names())
     out = {}
     for name in proxies:
-        served: list[ClientRequest] = []
-        out[name] = account(prefetches(lines.get(name, []), name, requests), requests, served=served)
+        out[name] = account(tables, name, span if n > 1 else 0.0)
         if name in twins:
-            out[name] |= twin_gain(served, name, twins[name])
+            out[name] |= twin_gain(tables, name, twins[name])
         spec = topology.proxies.get(name)
         out[name] |= agent_counts(files / spec.dir / PREFETCH_AGENT_LOG if spec and spec.dir else None)
     return out
@@ -178,28 +197,43 @@ def prefetch_columns(run: Path, proxies: list[str]) -> dict[str, dict]:
 def agent_counts(path: Path | None) -> dict:
     """What a prefetcher's own log says it fetched (squid-prefetch's agent: one JSON line per fetch), as extra
     evidence beside SPE's count: its fetches include the client pages it refetches to parse (hits in its own
-    cache, which never reach the Collector) and fetches its cache answered, so it counts more than SPE does."""
+    cache, which never reach the Collector) and fetches its cache answered, so it counts more than SPE does.
+    Read line by line: a week's log is never held."""
     if path is None or not path.exists():
         return {}
     fetches, fetched = 0, 0
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            fetched += int(json.loads(line).get("bytes") or 0)
-        except (ValueError, AttributeError):
-            continue
-        fetches += 1
+    with path.open(errors="replace") as log:
+        for line in log:
+            try:
+                fetched += int(json.loads(line).get("bytes") or 0)
+            except (ValueError, AttributeError):
+                continue
+            fetches += 1
     return {"prefetch_agent_fetches": fetches, "prefetch_agent_bytes": fetched}
 
 
-def twin_gain(served: list[ClientRequest], proxy: str, twin: str) -> dict:
+def served_sql(proxy: str) -> str:
+    """The client requests the proxy's prefetches served (the first request for each used prefetch's URL from its
+    start: of those that arrived at the same time, the first in the log), by tag."""
+    return f"""
+        SELECT DISTINCT tag FROM (
+            SELECT arg_min(r.tag, r.k) AS tag
+            FROM {PREFETCHES} p JOIN {REQUESTS} r ON r.url = p.url AND r.ts = p.first_ts
+            WHERE p.name = {sql_string(proxy)} GROUP BY p.prefetch)"""
+
+
+def twin_gain(tables: ReplyQueries, proxy: str, twin: str) -> dict:
     """The twin's response time minus the prefetcher's on the client requests a prefetch served (positive:
-    the prefetcher was faster), paired request by request, with its 95 % interval."""
-    gains = [req.latency_ms[twin] - req.latency_ms[proxy] for req in served
-             if proxy in req.latency_ms and twin in req.latency_ms]
-    ci = mean_ci(gains)
-    return {"twin_of": twin, "twin_gain_requests": len(gains),
-            "twin_gain_ms_mean": sum(gains) / len(gains) if gains else None,
-            "twin_gain_ci_low_ms": ci[0] if ci else None, "twin_gain_ci_high_ms": ci[1] if ci else None}
+    the prefetcher was faster), paired request by request, with its 95 % interval (mean ± 1.96·s/√n)."""
+    n, mean, sd = tables.row(f"""
+        WITH times AS (SELECT tag, name, total_us / 1000 AS ms FROM results
+                       WHERE name IN {_names([proxy, twin])} AND {DELIVERED} AND tag IN ({served_sql(proxy)}))
+        SELECT count(*), avg(t.ms - p.ms), stddev_samp(t.ms - p.ms)
+        FROM times p JOIN times t USING (tag) WHERE p.name = {sql_string(proxy)} AND t.name = {sql_string(twin)}""")
+    half = 1.96 * sd / math.sqrt(n) if n >= 2 and sd is not None else None
+    return {"twin_of": twin, "twin_gain_requests": n, "twin_gain_ms_mean": mean,
+            "twin_gain_ci_low_ms": mean - half if half is not None else None,
+            "twin_gain_ci_high_ms": mean + half if half is not None else None}
 
 
 def _lead_spread(row: dict) -> str:

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -70,8 +71,9 @@ def _log_size(run: Path) -> int:
 def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dict | None,
                    rows: list[dict]) -> list[dict]:
     """The per-proxy table's `rows` (the Collector's row, then one per proxy) with their hit ratios and bandwidth.
-    A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first."""
-    prefetch = prefetch_columns(run, records.proxies) if run.is_dir() else {}
+    A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first (queries
+    over the same `tables`)."""
+    prefetch = prefetch_columns(run, records.proxies, tables) if run.is_dir() else {}
     responses = delivered(tables) if usage is not None else {}
     for row in rows:
         own = prefetch.get(row["name"], {})
@@ -106,9 +108,11 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
 
 
 def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb",
-                 examples: str = FIRST) -> Report:
+                 examples: str = FIRST, computed: Collection[str] | None = None) -> Report:
     """The run read once: the per-proxy table, then each registered section's data, in registry order. `examples`:
-    FIRST or LATEST, which request of a finding a section shows (RunData.examples)."""
+    FIRST or LATEST, which request of a finding a section shows (RunData.examples). `computed`: the names of the
+    sections to compute (None: every one; `--compare` computes only those that change the rows it shows,
+    analysis/compare.py)."""
     run = Path(run)
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
@@ -122,7 +126,7 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
                          files.captures if files.captures.is_dir() else None, rows, examples)
         data = {}
         for section in sections.SECTIONS:
-            if section.compute:
+            if section.compute and (computed is None or section.name in computed):
                 progress(f"section {section.name}")
                 data[section.name] = section.compute(inputs)
     return Report(run, rows, records.requests, records.bad_lines, bad_collector_lines, usage or {},

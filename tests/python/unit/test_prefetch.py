@@ -5,12 +5,18 @@ drops them, the window that keeps an untagged client request from being called a
 
 from __future__ import annotations
 
+import builtins
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from analysis.access_log_sql import read_access_log
+from analysis.engine import RunTables
 from analysis.prefetch import HORIZON_S, prefetch_columns, prefetch_text
+from spe_tools.rundir.access_log import FIELDS, BadLineError
+from spe_tools.rundir.access_log import read_access_log as python_reader
 from spe_tools.rundir.layout import RunDir
 
 PORTS = {"direct": 5000, "ats": 5001, "pf": 5002, "old": 5003}  # old: a proxy that drops X-SPE-Request
@@ -28,13 +34,13 @@ def line(end: float, elapsed_ms: int, nbytes: int, url: str, port: str, tag: str
             f"image/jpeg {PORTS[port]} 200 {tag}")
 
 
-@pytest.fixture
-def run(tmp_path: Path) -> Path:
+def prefetch_run(path: Path) -> Path:
+    """The run this file's tests read (test_report_engines.py reads it on both engines)."""
     records = [record("T1", 100.0, "http://o/seq/1.jpg"), record("T2", 110.0, "http://o/seq/2.jpg"),
                record("T3", 120.0, "http://o/seq/3.jpg"), record("T4", 200.0, "http://o/other"),
                {**record("T5", 210.0, "http://o/head"), "method": "HEAD"}]
-    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
-    RunDir(tmp_path).lab_json.write_text(json.dumps({"collector": {"ports": PORTS}}))
+    RunDir(path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    RunDir(path).lab_json.write_text(json.dumps({"collector": {"ports": PORTS}}))
     lines = [line(r["ts"] + 0.05, 50, 1000, r["url"], "direct", r["tag"]) for r in records]
     lines += [line(r["ts"] + 0.055, 5, 1000, r["url"], "ats", r["tag"]) for r in records]  # ats: no prefetch
     lines += [
@@ -53,9 +59,14 @@ def run(tmp_path: Path) -> Path:
         line(110.061, 60, 777, "http://o/seq/2.jpg", "old"),  # inside the window (slack 2 ms): the client's
         line(110.075, 25, 500, "http://o/seq/2.jpg", "old"),  # past it: a prefetch nobody asks for after
     ]
-    RunDir(tmp_path).access_log.parent.mkdir()
-    RunDir(tmp_path).access_log.write_text("\n".join(lines) + "\n")
-    return tmp_path
+    RunDir(path).access_log.parent.mkdir()
+    RunDir(path).access_log.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return prefetch_run(tmp_path)
 
 
 def test_prefetches_their_use_waste_and_lead_time(run):
@@ -103,21 +114,59 @@ def test_the_report_lines_name_only_proxies_that_prefetched(run):
                          "bytes; lead time median 4,715 ms (p10 543, p90 8,887); 1 late"]
 
 
-def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(run):
-    """pf prefetched seq/2 (used by T2) and seq/3 (used by T3); on those two requests it answered in 2 and
-    4 ms where its twin ats took 40 and 44: +38 and +40 ms, mean +39."""
+def twin_run(path: Path) -> Path:
+    """prefetch_run with ats as pf's twin: on T2 and T3 (the requests pf's prefetches served) pf answered in 2 and
+    4 ms, ats in 40 and 44 (and old too); pf's agent logged its fetches."""
+    run = prefetch_run(path)
     lab = json.loads(RunDir(run).lab_json.read_text())
-    RunDir(run).lab_json.write_text(json.dumps({**lab, "proxies": {"pf": {"twin_of": "ats"}, "ats": {}}}))
+    RunDir(run).lab_json.write_text(json.dumps({**lab, "proxies": {"pf": {"twin_of": "ats", "dir": "proxies/pf"},
+                                                                   "ats": {}}}))
     records = [json.loads(line) for line in RunDir(run).multiplier_log.read_text().splitlines()]
     for r, (pf_ms, ats_ms) in zip(records[1:3], ((2, 40), (4, 44)), strict=True):
         for p in r["proxies"]:
             p["total_us"] = 1000 * (pf_ms if p["name"] == "pf" else ats_ms)
     RunDir(run).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "proxies/pf").mkdir(parents=True)
+    (run / "proxies/pf/prefetch.jsonl").write_text('{"url": "a", "bytes": 10}\n')
+    return run
+
+
+def test_the_gain_over_a_twin_is_paired_on_the_requests_the_prefetches_served(tmp_path):
+    """pf prefetched seq/2 (used by T2) and seq/3 (used by T3); on those two requests it answered in 2 and
+    4 ms where its twin ats took 40 and 44: +38 and +40 ms, mean +39."""
+    run = twin_run(tmp_path)
     pf = prefetch_columns(run, ["ats", "pf"])["pf"]
     assert pf["twin_of"] == "ats" and pf["twin_gain_requests"] == 2
     assert pf["twin_gain_ms_mean"] == pytest.approx(39)
     assert pf["twin_gain_ci_low_ms"] < 39 < pf["twin_gain_ci_high_ms"]
     assert "twin_of" not in prefetch_columns(run, ["ats", "pf"])["ats"]
+
+
+def test_a_port_whose_tags_all_name_its_clients_forwards_tags(run):
+    """Without A (pf's one tagged line no client explains), pf's port still forwards tags (T1's and T5's lines): D,
+    untagged inside T2's leg, stays pf's own."""
+    access = RunDir(run).access_log
+    text = access.read_text()
+    without_a = text.replace(line(100.070, 10, 1000, "http://o/seq/2.jpg", "pf", "T1") + "\n", "")
+    assert without_a != text
+    access.write_text(without_a)
+    assert prefetch_columns(run, ["pf"])["pf"]["prefetch_requests"] == 3  # B, C and D
+
+
+def test_the_accounting_reads_neither_log_into_python(run, monkeypatch):
+    """Bounded memory (issue 29): the client requests come from the report's tables (either engine) and DuckDB
+    reads the access log, so no Python object per record or line is made; Python opens neither file."""
+    logs = {RunDir(run).multiplier_log, RunDir(run).access_log}
+    with RunTables(RunDir(run).multiplier_log) as tables:
+        real_open = Path.open
+
+        def guarded(path, *args, **kwargs):
+            assert path not in logs, f"{path} read into Python"
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "open", guarded)
+        monkeypatch.setattr(builtins, "open", lambda path, *a, **k: guarded(Path(path), *a, **k))
+        assert prefetch_columns(run, ["ats", "pf"], tables)["pf"]["prefetch_requests"] == 4
 
 
 def test_the_report_shows_the_prefetch_columns_in_every_format(run, tmp_path):
@@ -178,3 +227,26 @@ def test_prefetch_accounting_on_a_stripped_log(tmp_path):
         "100.010      1 127.0.0.1 TCP_MISS/200 300 GET http://h/b? - HIER_DIRECT/127.0.0.1 t 5001 90 -\n")
     columns = prefetch_columns(tmp_path, ["p"])["p"]
     assert columns["prefetch_requests"] == 1 and columns["prefetch_bytes"] == 300, columns
+
+
+def test_duckdb_reads_the_access_log_as_parse_line_does(tmp_path):
+    """Every field of every line read_access_log reads as a request, the same through DuckDB; the lines it rejects
+    or skips (too short, a connection that sent no request, a number that is not one) are not requests there; a
+    line that is not UTF-8 is left out."""
+    log = tmp_path / "access.log"
+    log.write_bytes(b"1795000000.004      3 127.0.0.1 TCP_MISS/200 2474 GET http://o/1 - HIER_DIRECT/127.0.0.1 "
+                    b"image/jpeg 5000 200 3f9c-1\n"
+                    b"2.5 1234567 a TCP_HIT/200 3 GET u - h t 5002 9\n"  # 7 digits: no padding; no tag field
+                    b"2.5 1 a b 3 GET u - h t 5002 9 - name extra tokens\n"
+                    b"short line\n\n"
+                    b"1.0 1 a NONE_NONE/000 0 - error:x - h t 5001 0 -\n"  # sent no request
+                    b"1.0 x a TCP_MISS/200 0 GET u - h t 5001 0 -\n"  # elapsed not a number
+                    b"1.0 1 a TCP_MISS/200 0 GET u - h t 5001 z -\n"  # request bytes not a number
+                    b"1.000      5 a TCP_MISS/200 10 GET http://x/\xff\xfe - H t 5001 9 T1\n")
+    con = duckdb.connect()
+    names = [f.name for f in FIELDS]
+    read_access_log(con, log, "lines", names)
+    columns = ", ".join(f'"{name}"' for name in names)
+    read = con.execute(f"SELECT {columns}, start, tag FROM lines WHERE request ORDER BY rowid").fetchall()
+    expected = [(*r, r.start, r.tag) for r in python_reader(log) if not isinstance(r, BadLineError)]
+    assert read == [r for r in expected if r[names.index("url")] != "http://x/\ufffd\ufffd"] and len(read) == 3

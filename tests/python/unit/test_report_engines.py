@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_analysis import conformance_like_run, measure, paired_run, proxy, record
 from test_analysis import run as hand_made_run  # noqa: F401 (a fixture)
+from test_prefetch import prefetch_run, twin_run
 from test_report_cache_rules import judged_run
 from test_report_trust import noisy_run
 
@@ -83,6 +84,17 @@ def mixed_run(path: Path) -> Path:
                          ids=lambda make: make.__name__)
 def test_the_engines_agree_on_the_hand_made_runs(tmp_path, make):
     assert_same_report(make(tmp_path) or tmp_path)
+
+
+@pytest.mark.parametrize("make", [prefetch_run, twin_run], ids=lambda make: make.__name__)
+def test_the_engines_agree_on_prefetching(tmp_path, make):
+    """The prefetch columns (queries over either engine's `results` and the access log) on runs with prefetches,
+    tags, a proxy that drops them, a twin and an agent's log."""
+    run = make(tmp_path)
+    pf = next(p for p in summary(run, "memory")["proxies"] if p["name"] == "pf")
+    assert pf["prefetch_requests"] == 4 and pf["prefetch_lead_ms_p50"] is not None
+    assert (pf["twin_gain_requests"], pf["prefetch_agent_fetches"]) == ((2, 1) if make is twin_run else (None, None))
+    assert_same_report(run)
 
 
 def test_the_engines_agree_on_the_analysis_tests_run(hand_made_run):  # noqa: F811 (the fixture)
