@@ -107,15 +107,19 @@ def parse_line(line: str) -> AccessRecord | None:
 
 
 def read_access_log(path: Path) -> Iterator[AccessRecord | BadLineError]:
-    """Every line of the log that records a request, or the BadLineError of one that does not parse."""
-    for line in Path(path).read_text(errors="replace").splitlines():
-        try:
-            record = parse_line(line)
-        except BadLineError as bad:
-            yield bad
-            continue
-        if record is not None:
-            yield record
+    """Every line of the log that records a request, or the BadLineError of one that does not parse. Read line by
+    line: a week's access log is gigabytes. (Each file line is split as str.splitlines would split the whole text,
+    so a line holding another line boundary, say a form feed, parses as it always did.)"""
+    with Path(path).open(errors="replace") as log:
+        for file_line in log:
+            for line in file_line.splitlines():
+                try:
+                    record = parse_line(line)
+                except BadLineError as bad:
+                    yield bad
+                    continue
+                if record is not None:
+                    yield record
 
 
 def as_logged(url: str, strip_query_terms: bool) -> str:

@@ -119,3 +119,23 @@ def test_lines_without_a_request_are_skipped_and_bad_ones_counted(tmp_path):
     assert bad == 1 and usage["squid"].requests == 1 and usage["direct"].origin_urls == {"http://localhost:8080/a"}
     assert usage["idle"].requests == 0
     assert [type(r) for r in read_access_log(log)] == [AccessRecord, BadLineError, AccessRecord]
+
+
+def test_the_access_log_is_read_line_by_line_as_it_was_split_whole(tmp_path, monkeypatch):
+    """A week's access log is gigabytes: never read whole (read_text), and split into the same lines as before
+    (str.splitlines: a form feed inside a line, a bare CR, CRLF)."""
+    log = tmp_path / "access.log"
+    log.write_bytes("\n".join([f"{LINE} 5001 310", f"{LINE} 5001 3\x0c10", f"{LINE} 5000 300 -\r",
+                               f"{LINE} 5002 1\r{LINE} 5002 2", "\xff too short"]).encode("latin-1") + b"\n")
+    expected = [type(r) for r in (parse_or_bad(line) for line in log.read_text(errors="replace").splitlines())
+                if r is not None]
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("the whole access log read at once"))
+    assert [type(r) for r in read_access_log(log)] == expected
+    assert expected.count(AccessRecord) == 5 and expected.count(BadLineError) == 2
+
+
+def parse_or_bad(line: str) -> AccessRecord | BadLineError | None:
+    try:
+        return parse_line(line)
+    except BadLineError as bad:
+        return bad
