@@ -49,9 +49,11 @@ CHUNK = 1_000_000  # records written, then compacted, at a time (--parquet): abo
 TAIL = 10_000  # records left uncompacted (--parquet): read from the log
 
 
-def record_lines(n: int, seed: int = 1) -> Iterator[str]:
-    """The records 1..n, one JSON line each."""
-    rng = random.Random(seed)
+POOL = 100_000  # distinct records (all but `ts` and `id`): a 50 M run repeats them rather than drawing each anew
+
+
+def _record_bodies(n: int, rng: random.Random) -> Iterator[str]:
+    """What follows `ts` and `id` in n records (the `position`s those of records 1..n: n a multiple of 4)."""
     template_p = ('{{"name":"p{i}","position":{pos},"status":{status},"http_version":"HTTP/1.1","header_bytes":310,'
                   '"bytes":{bytes},"md5":"{md5}","connect_us":0,"ttfb_us":{ttfb},"total_us":{total},'
                   '"result":"{result}","mismatched_headers":{headers},"error":{error},"error_detail":null}}')
@@ -67,12 +69,19 @@ def record_lines(n: int, seed: int = 1) -> Iterator[str]:
                 headers='["etag"]' if result == "HEADER_MISMATCH" else "[]",
                 error='"timeout"' if result == "NO_RESPONSE" else "null"))
         total = int(rng.lognormvariate(7.5, 1))
-        yield (f'{{"ts":{1795000000 + rid / 1000:.6f},"id":{rid},"client":"127.0.0.1:40000","method":"GET",'
+        yield (f'"client":"127.0.0.1:40000","method":"GET",'
                f'"url":"http://origin.test/c/{rng.randrange(100000)}","version":"HTTP/1.1","validation":false,'
                f'"client_status":200,"note":null,"collector":{{"status":200,"http_version":"HTTP/1.1",'
                f'"header_bytes":300,"bytes":{size},"md5":"d41d8cd98f00b204e9800998ecf8427e","connect_us":0,'
                f'"ttfb_us":{total // 2},"total_us":{total},"error":null,"error_detail":null}},'
                f'"proxies":[{",".join(proxies)}]}}\n')
+
+
+def record_lines(n: int, seed: int = 1) -> Iterator[str]:
+    """The records 1..n, one JSON line each, a millisecond apart; past POOL records the bodies repeat."""
+    bodies = list(_record_bodies(min(n, POOL), random.Random(seed)))
+    for rid in range(1, n + 1):
+        yield f'{{"ts":{1795000000 + rid / 1000:.6f},"id":{rid},' + bodies[(rid - 1) % POOL]
 
 
 def write_run(path: Path, n: int, seed: int = 1) -> None:
