@@ -84,8 +84,10 @@ def test_a_compaction_killed_before_its_state_is_written_again(tmp_path):
     offset = read_state(out).offset
     with log.open("a") as f:
         f.write(lines([record(i) for i in range(6, 9)]))
-    # A chunk's parts written, its state not: the parts of a compaction that died in between.
-    orphan = out / "hour=2026-11-18T11" / f"part-{offset:015d}-0.parquet"
+    # A chunk's parts written, its state not: the parts of a compaction that died in between. Named as the next
+    # compaction names none of its files (DuckDB numbers a partition's files by its threads), so only removing
+    # it keeps its records out.
+    orphan = out / "hour=2026-11-18T11" / f"part-{offset:015d}-7.parquet"
     next(iter(parts(out))).rename(orphan)
     compact(tmp_path)
     assert [row[0] for row in parquet_rows(tmp_path)] == list(range(6, 9))  # 1..5 lost with the renamed part
@@ -96,10 +98,12 @@ def test_another_log_in_the_same_directory_starts_over(tmp_path):
     log = RunDir(tmp_path).multiplier_log
     log.write_text(lines([record(i) for i in range(1, 6)]))
     compact(tmp_path)
-    log.write_text(lines([record(i, hour=3) for i in range(100, 103)]))
+    size = log.stat().st_size
+    log.write_text(lines([record(i, hour=3) for i in range(100, 110)]))
+    assert log.stat().st_size > size  # longer than the log compacted before: only its first bytes tell them apart
     state, added, _ = compact(tmp_path)
-    assert (state.records, added) == (3, 3)
-    assert [row[0] for row in parquet_rows(tmp_path)] == [100, 101, 102]
+    assert (state.records, added) == (10, 10)
+    assert [row[0] for row in parquet_rows(tmp_path)] == list(range(100, 110))
 
 
 def test_a_damaged_part_file_is_skipped_and_counted(tmp_path):

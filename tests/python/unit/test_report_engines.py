@@ -17,9 +17,9 @@ from test_report_trust import noisy_run
 from analysis.engine import FrameTables, RunTables
 from analysis.records import load_jsonl
 from analysis.report import build_report, summary_json
-from bench.report_speed import write_run
+from bench.report_speed import write_compacted_run, write_run
 from spe_tools.rundir.layout import RunDir
-from spe_tools.rundir.parquet_log import compact
+from spe_tools.rundir.parquet_log import compact, compacted, part_start
 
 
 def same(a, b, where: str = "") -> None:
@@ -135,3 +135,23 @@ def test_log_order_orders_the_replies_as_the_in_memory_table_on_either_engine(tm
     for tables in (RunTables(log), FrameTables(records.results, None)):
         with tables:
             assert tables.rows(f"SELECT id, name FROM results ORDER BY {tables.log_order}") == expected
+
+
+def test_a_run_compacted_while_written_with_its_compacted_lines_punched_out_reads_as_the_whole_log(tmp_path):
+    """The benchmark's large runs (bench/report_speed.py --parquet): chunks of the log written, compacted and
+    freed (a sparse log, its size and first bytes kept), a tail left; the report reads every record, the
+    truncated last line counted, as the same run written whole and read into memory."""
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    write_run(RunDir(whole).multiplier_log, 3000)
+    run = tmp_path / "run"
+    run.mkdir()
+    write_compacted_run(run, 3000, chunk=700, progress=lambda text: None)
+    log = RunDir(run).multiplier_log
+    assert log.stat().st_size == RunDir(whole).multiplier_log.stat().st_size
+    assert log.stat().st_blocks * 512 < log.stat().st_size / 4  # the compacted lines' blocks freed
+    found = compacted(run)
+    assert (found.records, found.bad_lines, len({part_start(p) for p in found.files})) == (2700, 1, 4)
+    with RunTables(log) as tables:
+        assert tables.source.startswith("parquet and ") and (tables.requests, tables.bad_lines) == (3000, 1)
+    same({**summary(run, "duckdb"), "run": "r"}, {**summary(whole, "memory"), "run": "r"})
