@@ -8,9 +8,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <vector>
 
@@ -29,13 +26,6 @@ bool run_loop(asio::io_context& ioc, tcp::acceptor& acceptor, std::function<asio
                    [&](std::exception_ptr) { ended = true; });
     ioc.run_for(std::chrono::seconds(5));
     return ended;
-}
-
-/// The lowest file descriptor number not in use: the next one a socket would get.
-int next_descriptor() {
-    const int fd = ::dup(0);
-    ::close(fd);
-    return fd;
 }
 
 }  // namespace
@@ -94,20 +84,19 @@ TEST_CASE("a cancelled accept ends the loop, the acceptor still open") {
     CHECK(acceptor.is_open());
 }
 
-TEST_CASE("an accept that fails (out of file descriptors) is retried after a pause, not given up nor spun on") {
+TEST_CASE("an accept that fails is retried after a pause, not given up nor spun on") {
+    // Out of file descriptors is the failure met in a run; a socket bound but not yet listening fails its
+    // accept (EINVAL) as well, without taking from the sanitizers the descriptors they need.
     asio::io_context ioc;
     tcp::acceptor acceptor(ioc);
-    spe::listen_on(acceptor, kLoopbackAnyPort);
+    acceptor.open(kLoopbackAnyPort.protocol());
+    acceptor.bind(kLoopbackAnyPort);
     tcp::socket client(ioc);
-    client.connect(acceptor.local_endpoint());
-
-    rlimit was{};
-    REQUIRE(::getrlimit(RLIMIT_NOFILE, &was) == 0);
-    rlimit tight = was;
-    tight.rlim_cur = static_cast<rlim_t>(next_descriptor());  // the accepted socket finds no descriptor
-    REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
-    asio::steady_timer loosen(ioc, std::chrono::milliseconds(350));
-    loosen.async_wait([&](spe::error_code) { ::setrlimit(RLIMIT_NOFILE, &was); });
+    asio::steady_timer listen_later(ioc, std::chrono::milliseconds(350));
+    listen_later.async_wait([&](spe::error_code) {
+        acceptor.listen();
+        client.connect(acceptor.local_endpoint());
+    });
 
     int tries = 0;
     int admitted = 0;
@@ -122,10 +111,9 @@ TEST_CASE("an accept that fails (out of file descriptors) is retried after a pau
             ++admitted;
             acceptor.close();
         });
-    ::setrlimit(RLIMIT_NOFILE, &was);
     CHECK(ended);
     CHECK(admitted == 1);
     CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(350));
-    CHECK(tries >= 3);  // failed while the limit held, then accepted
+    CHECK(tries >= 3);  // failed until it listened, then accepted
     CHECK(tries <= 6);  // about one try each 100 ms, not a spin
 }
