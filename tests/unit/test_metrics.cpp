@@ -47,10 +47,10 @@ TEST_CASE("label values escape backslash, double quote and line feed, nothing el
     CHECK(spe::escape_label_value("say \"hi\"") == "say \\\"hi\\\"");
     CHECK(spe::escape_label_value("two\nlines") == "two\\nlines");
     spe::Exposition out;
-    out.family("spe_x_total", "counter", "help with a \\ and a\nnew line");
+    out.family("spe_x_total", "counter", "help with a \\, a \"quote\" and a\nnew line");  // HELP leaves the quote
     out.sample("spe_x_total", {{"proxy", "q\"x"}}, std::uint64_t{3});
     CHECK(out.text() ==
-          "# HELP spe_x_total help with a \\\\ and a\\nnew line\n# TYPE spe_x_total counter\n"
+          "# HELP spe_x_total help with a \\\\, a \"quote\" and a\\nnew line\n# TYPE spe_x_total counter\n"
           "spe_x_total{proxy=\"q\\\"x\"} 3\n");
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("the run's counters render every series of every leg, zeros included")
     metrics.add(spe::tally_of(record_with_two_proxies()));
     spe::RecordTally no_fanout;  // a request without fan-out: the Collector's leg only
     metrics.add(no_fanout);
-    const auto text = metrics.render({3, 1, 3, 0, 0, 1 << 20});
+    const auto text = metrics.render({4, 1, 3, 5, 6, 1 << 20});  // each gauge its own value
 
     CHECK(has_line(text, "# TYPE spe_requests_total counter"));
     CHECK(has_line(text, "spe_requests_total{proxy=\"collector\"} 3"));
@@ -124,6 +124,8 @@ TEST_CASE("the run's counters render every series of every leg, zeros included")
     CHECK(has_line(text, "spe_judge_advisories_total{proxy=\"a\",rule=\"heuristic\"} 2"));
     CHECK(text.find("spe_judge_violations_total{proxy=\"a\",rule=\"heuristic\"}") == std::string::npos);
     CHECK(has_line(text, "spe_leg_errors_total{proxy=\"b\",kind=\"timeout\"} 2"));
+    CHECK(has_line(text, "spe_leg_errors_total{proxy=\"a\",kind=\"refused\"} 0"));  // a leg without error counts none
+    CHECK(has_line(text, "spe_leg_errors_total{proxy=\"collector\",kind=\"refused\"} 0"));
     CHECK(text.find("kind=\"none\"") == std::string::npos);
     CHECK(has_line(text, "spe_body_bytes_total{proxy=\"collector\"} 2000"));
     CHECK(has_line(text, "spe_connect_seconds_count{proxy=\"collector\"} 0"));
@@ -132,8 +134,11 @@ TEST_CASE("the run's counters render every series of every leg, zeros included")
     CHECK(has_line(text, "spe_first_byte_seconds_bucket{proxy=\"collector\",le=\"0.0005\"} 2"));
     CHECK(has_line(text, "spe_response_seconds_bucket{proxy=\"collector\",le=\"+Inf\"} 2"));
     CHECK(has_line(text, "spe_response_seconds_sum{proxy=\"collector\"} 4"));
-    CHECK(has_line(text, "spe_client_connections 3"));
+    CHECK(has_line(text, "spe_client_connections 4"));
+    CHECK(has_line(text, "spe_requests_in_flight 1"));
     CHECK(has_line(text, "spe_records_written_total 3"));
+    CHECK(has_line(text, "spe_records_dropped_total 5"));
+    CHECK(has_line(text, "spe_records_failed_total 6"));
     CHECK(has_line(text, "process_resident_memory_bytes 1048576"));
 }
 

@@ -1,12 +1,12 @@
 #include "metrics/metrics_server.hpp"
 
 #include "core/coroutine_exception.hpp"
+#include "io/accept_loop.hpp"
 #include "io/timed_stream.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
@@ -38,13 +38,13 @@ std::string_view path_of(std::string_view target) {
 MetricsServer::MetricsServer(const tcp::endpoint& at, AllowList allow, std::function<std::string()> page,
                              MetricsLimits limits)
     : acceptor_(ioc_), allow_(std::move(allow)), page_(std::move(page)), limits_(limits) {
-    acceptor_.open(at.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(at);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
-    asio::co_spawn(ioc_, accept_loop(), report_exception([](const char* what) {
-                       spdlog::critical("the metrics listener stopped: {}", what);
-                   }));
+    listen_on(acceptor_, at);
+    asio::co_spawn(
+        ioc_,
+        accept_until_closed(
+            acceptor_, "metrics listener: ", [this] { return acceptor_.get_executor(); },
+            [this](tcp::socket socket) { admit(std::move(socket)); }),
+        report_exception([](const char* what) { spdlog::critical("the metrics listener stopped: {}", what); }));
     thread_ = std::thread([this] { ioc_.run(); });
 }
 
@@ -53,27 +53,16 @@ MetricsServer::~MetricsServer() {
     if (thread_.joinable()) thread_.join();
 }
 
-awaitable<void> MetricsServer::accept_loop() {
+void MetricsServer::admit(tcp::socket socket) {
     error_code ec;
-    while (acceptor_.is_open()) {
-        auto socket = co_await acceptor_.async_accept(with_ec(ec));
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
-        if (ec) {
-            // Out of file descriptors and the like: say so, breathe, go on.
-            spdlog::warn("metrics listener: accept failed: {}", ec.message());
-            asio::steady_timer pause(ioc_, std::chrono::milliseconds(100));
-            co_await pause.async_wait(with_ec(ec));
-            continue;
-        }
-        auto peer = socket.remote_endpoint(ec);
-        if (ec || !allow_.allows(peer.address())) {
-            spdlog::info("metrics listener: closed a connection from {} (not in --metrics-allow)",
-                         ec ? std::string("?") : peer.address().to_string());
-            continue;  // the socket closes as it goes
-        }
-        if (connections_ >= limits_.max_connections) continue;
-        asio::co_spawn(ioc_, serve(std::move(socket)), asio::detached);
+    auto peer = socket.remote_endpoint(ec);
+    if (ec || !allow_.allows(peer.address())) {
+        spdlog::info("metrics listener: closed a connection from {} (not in --metrics-allow)",
+                     ec ? std::string("?") : peer.address().to_string());
+        return;  // the socket closes as it goes
     }
+    if (connections_ >= limits_.max_connections) return;
+    asio::co_spawn(ioc_, serve(std::move(socket)), asio::detached);
 }
 
 awaitable<void> MetricsServer::serve(tcp::socket socket) {

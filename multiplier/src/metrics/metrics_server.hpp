@@ -40,7 +40,8 @@ public:
     tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
 
 private:
-    awaitable<void> accept_loop();
+    /// An accepted connection: closed unless its peer is in the allow-list and there is room for it.
+    void admit(tcp::socket socket);
     awaitable<void> serve(tcp::socket socket);
     /// One request on the connection; false when the connection is done.
     awaitable<bool> serve_one(TimedStream& stream, beast::flat_buffer& buffer);

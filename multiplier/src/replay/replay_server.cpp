@@ -5,6 +5,7 @@
 
 #include "http/digest_body.hpp"
 #include "http/header_policy.hpp"
+#include "io/accept_loop.hpp"
 #include "io/timed_stream.hpp"
 
 #include <spdlog/spdlog.h>
@@ -52,16 +53,18 @@ http::response<http::span_body<const char>> replayed(const StoredReply& stored, 
 ReplayServer::ReplayServer(asio::io_context& ioc, const tcp::endpoint& at, std::shared_ptr<ReplayStore> store,
                            ReplayLimits limits)
     : ioc_(ioc), acceptor_(ioc), store_(std::move(store)), limits_(limits) {
-    acceptor_.open(at.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(at);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
+    listen_on(acceptor_, at);
 }
 
 void ReplayServer::start() {
-    asio::co_spawn(ioc_, accept_loop(), report_exception([self = shared_from_this()](const char* what) {
-                       spdlog::critical("the replay port stopped: {}", what);
-                   }));
+    auto self = shared_from_this();
+    // A strand per connection: its coroutine and its stream's timer never run at once (--threads > 1).
+    asio::co_spawn(
+        ioc_,
+        accept_until_closed(
+            acceptor_, "replay port: ", [this] { return asio::make_strand(ioc_); },
+            [self](tcp::socket socket) { self->admit(std::move(socket)); }),
+        report_exception([self](const char* what) { spdlog::critical("the replay port stopped: {}", what); }));
 }
 
 void ReplayServer::stop() {
@@ -71,28 +74,16 @@ void ReplayServer::stop() {
     });
 }
 
-awaitable<void> ReplayServer::accept_loop() {
-    auto self = shared_from_this();
+void ReplayServer::admit(tcp::socket socket) {
     error_code ec;
-    while (acceptor_.is_open()) {
-        // A strand per connection: its coroutine and its stream's timer never run at once (--threads > 1).
-        auto socket = co_await acceptor_.async_accept(asio::make_strand(ioc_), with_ec(ec));
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
-        if (ec) {
-            spdlog::warn("replay port: accept failed: {}", ec.message());
-            asio::steady_timer pause(ioc_, std::chrono::milliseconds(100));
-            co_await pause.async_wait(with_ec(ec));
-            continue;
-        }
-        auto peer = socket.remote_endpoint(ec);
-        if (ec || !peer.address().is_loopback()) {
-            spdlog::warn("replay port: refused a connection from {} (loopback only)",
-                         ec ? std::string("?") : peer.address().to_string());
-            continue;  // the socket closes as it goes
-        }
-        auto executor = socket.get_executor();
-        asio::co_spawn(executor, serve(std::move(socket)), asio::detached);
+    auto peer = socket.remote_endpoint(ec);
+    if (ec || !peer.address().is_loopback()) {
+        spdlog::warn("replay port: refused a connection from {} (loopback only)",
+                     ec ? std::string("?") : peer.address().to_string());
+        return;  // the socket closes as it goes
     }
+    auto executor = socket.get_executor();
+    asio::co_spawn(executor, serve(std::move(socket)), asio::detached);
 }
 
 awaitable<void> ReplayServer::serve(tcp::socket socket) {

@@ -37,7 +37,8 @@ public:
     tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
 
 private:
-    awaitable<void> accept_loop();
+    /// An accepted connection: served on its own strand, or closed when its peer is not on loopback.
+    void admit(tcp::socket socket);
     awaitable<void> serve(tcp::socket socket);
     /// One request on the connection; false when the connection is done.
     awaitable<bool> serve_one(TimedStream& stream, beast::flat_buffer& buffer);

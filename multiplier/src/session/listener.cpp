@@ -2,6 +2,7 @@
 #include "core/coroutine_exception.hpp"
 
 #include "core/refusals.hpp"
+#include "io/accept_loop.hpp"
 #include "session/downstream_session.hpp"
 
 #include <fmt/format.h>
@@ -9,7 +10,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/status.hpp>
 
@@ -30,17 +30,16 @@ asio::any_io_executor connection_executor(asio::io_context& ioc, unsigned thread
 Listener::Listener(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
     : ioc_(ioc), ctx_(std::move(ctx)), strand_(connection_executor(ioc, ctx_->config().threads)), acceptor_(strand_) {
     const auto& listen = ctx_->config().listen;
-    tcp::endpoint ep(asio::ip::make_address(listen.host), listen.port);
-    acceptor_.open(ep.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(ep);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
+    listen_on(acceptor_, tcp::endpoint(asio::ip::make_address(listen.host), listen.port));
 }
 
 void Listener::start() {
-    asio::co_spawn(strand_, accept_loop(), report_exception([self = shared_from_this()](const char* what) {
-                       spdlog::critical("the listener stopped: {}", what);
-                   }));
+    auto self = shared_from_this();
+    asio::co_spawn(strand_,
+                   accept_until_closed(
+                       acceptor_, "", [this] { return connection_executor(ioc_, ctx_->config().threads); },
+                       [self](tcp::socket socket) { self->admit(std::move(socket)); }),
+                   report_exception([self](const char* what) { spdlog::critical("the listener stopped: {}", what); }));
 }
 
 void Listener::stop() {
@@ -52,31 +51,19 @@ void Listener::stop() {
     });
 }
 
-awaitable<void> Listener::accept_loop() {
-    auto self = shared_from_this();
+void Listener::admit(tcp::socket socket) {
     error_code ec;
-    while (acceptor_.is_open()) {
-        auto socket = co_await acceptor_.async_accept(connection_executor(ioc_, ctx_->config().threads), with_ec(ec));
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
-        if (ec) {
-            // Out of file descriptors and the like: say so, breathe, go on.
-            spdlog::warn("accept failed: {}", ec.message());
-            asio::steady_timer pause(strand_, std::chrono::milliseconds(100));
-            co_await pause.async_wait(with_ec(ec));
-            continue;
-        }
-        auto peer = socket.remote_endpoint(ec);
-        if (ec) continue;
-        if (!ctx_->config().allow.allows(peer.address())) {
-            spdlog::warn("refused client {} (not in --allow)", peer.address().to_string());
-            asio::co_spawn(socket.get_executor(), refuse_client(std::move(socket)), asio::detached);
-            continue;
-        }
-        auto session = std::make_shared<DownstreamSession>(std::move(socket), ctx_);
-        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
-        sessions_.push_back(session);
-        session->start();
+    auto peer = socket.remote_endpoint(ec);
+    if (ec) return;
+    if (!ctx_->config().allow.allows(peer.address())) {
+        spdlog::warn("refused client {} (not in --allow)", peer.address().to_string());
+        asio::co_spawn(socket.get_executor(), refuse_client(std::move(socket)), asio::detached);
+        return;
     }
+    auto session = std::make_shared<DownstreamSession>(std::move(socket), ctx_);
+    std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+    sessions_.push_back(session);
+    session->start();
 }
 
 namespace {

@@ -24,7 +24,8 @@ public:
     void stop();
 
 private:
-    awaitable<void> accept_loop();
+    /// An accepted connection: a session of its own, or refused when its peer is not in --allow.
+    void admit(tcp::socket socket);
     awaitable<void> refuse_client(tcp::socket socket);
 
     asio::io_context& ioc_;
