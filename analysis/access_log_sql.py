@@ -15,15 +15,11 @@ from pathlib import Path
 from duckdb import DuckDBPyConnection
 
 from spe_tools.rundir.access_log import FIELDS, REQUIRED_FIELDS
+from spe_tools.rundir.log_schema import sql_string
 
 _POSITION = {f.name: i + 1 for i, f in enumerate(FIELDS)}  # a token's place in the line, from 1 as SQL counts
 _FIELD = {f.name: f for f in FIELDS}
 _TYPES = {float: "DOUBLE", int: "BIGINT", str: "VARCHAR"}
-
-
-def sql_string(text: str) -> str:
-    """Text as an SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _value(name: str) -> str:

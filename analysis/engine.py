@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from analysis.records import COLLECTOR, INTERCEPTED, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
-from spe_tools.rundir.log_schema import CACHE
+from spe_tools.rundir.log_schema import CACHE, sql_string
 from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
@@ -130,7 +130,7 @@ class RunTables(ReplyQueries):
             records, self.bad_lines = self._read_json(log, "log", 0)
             sources = [records]
         else:
-            files = ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in found.files)
+            files = ", ".join(sql_string(str(p)) for p in found.files)
             sources = [f"SELECT * FROM read_parquet([{files}], hive_partitioning = false)"] if found.files else []
             self.source, self.bad_lines = "parquet", found.bad_lines
             if not found.current:  # the lines written since the last compaction, from the log

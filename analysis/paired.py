@@ -8,13 +8,12 @@ The report shows the ranking as its answer to "which proxy is best", and the pai
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from analysis.records import COLLECTOR
 from analysis.report_data import PAIRED
 from analysis.section import BEST, RunData, Section
-from analysis.stats import MS_PER_US, median_ci_ranks, quantile_ranks
+from analysis.stats import MS_PER_US, mean_ci_of, median_ci_ranks, quantile_ranks
 from analysis.stats_sql import quantile, values_at_ranks
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ def pair(tables: ReplyQueries, columns: dict[str, str], a: str, b: str) -> dict:
     median_ranks = set(quantile_ranks(n, 0.5)[:2])
     ci_ranks = median_ci_ranks(n) if n >= 3 else None
     ordered = values_at_ranks(tables, differences, median_ranks | set(ci_ranks or ()))
-    mci = (mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)) if n >= 2 else None
+    mci = mean_ci_of(n, mean, sd)
     out.update(mean_ms=mean, median_ms=quantile(ordered, n, 0.5),
                mean_ci_low_ms=mci[0] if mci else None, mean_ci_high_ms=mci[1] if mci else None,
                median_ci_low_ms=ordered[ci_ranks[0]] if ci_ranks else None,

@@ -19,6 +19,8 @@ from analysis.records import COLLECTOR  # noqa: E402
 from analysis.report_data import FIGURES  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
 from analysis.stats import MS_PER_US  # noqa: E402
+from analysis.stats_sql import TIMED  # noqa: E402
+from spe_tools.rundir.log_schema import sql_string  # noqa: E402
 
 if TYPE_CHECKING:
     from analysis.engine import ReplyQueries
@@ -26,12 +28,9 @@ if TYPE_CHECKING:
 CDF_POINTS = 2000
 
 
-DELIVERED = "status IS NOT NULL AND error IS NULL AND total_us IS NOT NULL"
-
-
 def _sources(names: list[str]) -> str:
     """The SQL list of the Collector and the proxies in `names`."""
-    return ", ".join("'" + name.replace("'", "''") + "'" for name in [COLLECTOR, *names])
+    return ", ".join(sql_string(name) for name in [COLLECTOR, *names])
 
 
 def cdf_points(tables: ReplyQueries, names: list[str]) -> dict[str, tuple[list[float], list[float]]]:
@@ -43,7 +42,7 @@ def cdf_points(tables: ReplyQueries, names: list[str]) -> dict[str, tuple[list[f
             SELECT name, rank, n, total_us FROM (
                 SELECT name, total_us, row_number() OVER (PARTITION BY name ORDER BY total_us) - 1 AS rank,
                        count(*) OVER (PARTITION BY name) AS n
-                FROM results WHERE {DELIVERED} AND name IN ({_sources(names)}))
+                FROM results WHERE {TIMED} AND name IN ({_sources(names)}))
             WHERE (rank + 1) % greatest(1, n // {CDF_POINTS}) = 0 OR rank = n - 1 ORDER BY name, rank"""):
         xs, ys = points.setdefault(name, ([], []))
         xs.append(x * MS_PER_US)
@@ -92,7 +91,7 @@ def over_time(tables: ReplyQueries, names: list[str], buckets: int = 60) -> Over
                 SELECT name, t, total_us, row_number() OVER (PARTITION BY name, t ORDER BY total_us) - 1 AS rank,
                        count(*) OVER (PARTITION BY name, t) AS n
                 FROM (SELECT name, total_us, floor((ts - ?) * ?) * ? AS t FROM results
-                      WHERE {DELIVERED} AND ts IS NOT NULL AND name IN ({_sources(names)})))
+                      WHERE {TIMED} AND ts IS NOT NULL AND name IN ({_sources(names)})))
             WHERE rank IN ((n - 1) // 2, n // 2) ORDER BY name, t, rank""", [start, 1 / bucket_s, bucket_s]):
         found.setdefault((name, t), {"n": n})[rank] = x
     series: dict[str, tuple[list[float], list[float], list[int]]] = {}

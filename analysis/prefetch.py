@@ -32,18 +32,18 @@ and requests for a popular URL is ever formed. A leg never sent (NOT_SENT, not i
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from analysis.access_log_sql import read_access_log, sql_string
+from analysis.access_log_sql import read_access_log
 from analysis.collector_log import strips_query_terms
 from analysis.engine import ReplyQueries, RunTables
 from analysis.records import COLLECTOR
 from analysis.section import Section
-from analysis.stats import quantile_ranks
-from analysis.stats_sql import quantile, values_at_ranks
+from analysis.stats import mean_ci_of, quantile_ranks
+from analysis.stats_sql import TIMED, quantile, values_at_ranks
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import PREFETCH_AGENT_LOG, RunDir
+from spe_tools.rundir.log_schema import sql_string
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
                     "prefetch_wasted_bytes", "prefetch_lead_ms_p10", "prefetch_lead_ms_p50", "prefetch_lead_ms_p90",
@@ -53,7 +53,6 @@ PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes"
 HORIZON_S = 300.0  # a prefetch not asked for within 5 minutes of its end is counted as wasted
 WINDOW_SLACK_S = 0.002  # the access log's times are milliseconds
 LEAD_QUANTILES = {"prefetch_lead_ms_p10": 0.1, "prefetch_lead_ms_p50": 0.5, "prefetch_lead_ms_p90": 0.9}
-DELIVERED = "status IS NOT NULL AND error IS NULL AND total_us IS NOT NULL"  # a leg whose response time counts
 
 # The tables one computation keeps in the engine's database (on disk for a run DuckDB read), dropped at its end:
 # the tagged client requests, the access log's lines, those on the proxies' ports no tag explains, the prefetches
@@ -227,13 +226,12 @@ def twin_gain(tables: ReplyQueries, proxy: str, twin: str) -> dict:
     the prefetcher was faster), paired request by request, with its 95 % interval (mean ± 1.96·s/√n)."""
     n, mean, sd = tables.row(f"""
         WITH times AS (SELECT tag, name, total_us / 1000 AS ms FROM results
-                       WHERE name IN {_names([proxy, twin])} AND {DELIVERED} AND tag IN ({served_sql(proxy)}))
+                       WHERE name IN {_names([proxy, twin])} AND {TIMED} AND tag IN ({served_sql(proxy)}))
         SELECT count(*), avg(t.ms - p.ms), stddev_samp(t.ms - p.ms)
         FROM times p JOIN times t USING (tag) WHERE p.name = {sql_string(proxy)} AND t.name = {sql_string(twin)}""")
-    half = 1.96 * sd / math.sqrt(n) if n >= 2 and sd is not None else None
+    ci = mean_ci_of(n, mean, sd)
     return {"twin_of": twin, "twin_gain_requests": n, "twin_gain_ms_mean": mean,
-            "twin_gain_ci_low_ms": mean - half if half is not None else None,
-            "twin_gain_ci_high_ms": mean + half if half is not None else None}
+            "twin_gain_ci_low_ms": ci[0] if ci else None, "twin_gain_ci_high_ms": ci[1] if ci else None}
 
 
 def _lead_spread(row: dict) -> str:

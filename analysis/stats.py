@@ -56,10 +56,14 @@ def median(values: Values) -> float | None:
 def mean_ci(values: Values) -> tuple[float, float] | None:
     """95 % confidence interval of the mean (normal approximation); None below 2 values."""
     series = as_series(values)
-    n = len(series)
-    if n < 2:
+    return mean_ci_of(len(series), series.mean(), series.std())
+
+
+def mean_ci_of(n: int, mean: float | None, sd: float | None) -> tuple[float, float] | None:
+    """mean_ci from the aggregates a query returns (count, avg, stddev_samp); None below 2 values."""
+    if n < 2 or sd is None:
         return None
-    mean, half = series.mean(), 1.96 * series.std() / math.sqrt(n)
+    half = 1.96 * sd / math.sqrt(n)
     return mean - half, mean + half
 
 

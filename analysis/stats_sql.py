@@ -10,13 +10,12 @@ stats.py's percentile does it.
 
 from __future__ import annotations
 
-import math
-
 from analysis.engine import ReplyQueries, RunTables
 from analysis.records import COLLECTOR
-from analysis.stats import RESULT_CLASSES, median_ci_ranks, quantile_ranks
+from analysis.stats import RESULT_CLASSES, mean_ci_of, median_ci_ranks, quantile_ranks
 
 DELIVERED = "status IS NOT NULL AND error IS NULL"
+TIMED = f"{DELIVERED} AND total_us IS NOT NULL"  # a delivered reply with its response time
 # The values whose order statistics the table shows: (what, its value in the row's unit, which replies).
 ORDERED = {
     "latency": ("total_us::DOUBLE / 1000", DELIVERED),
@@ -100,13 +99,13 @@ def _row(name: str, agg: dict, classes: dict[str, int], ordered: dict) -> dict:
         row[f"{cls.lower()}_pct"] = None if name == COLLECTOR or not requests else 100 * classes.get(cls, 0) / requests
     latency = ordered.get(("latency", name), {})
     mean, sd = agg["latency_mean_ms"], agg["latency_sd_ms"]
-    half = 1.96 * sd / math.sqrt(n) if n >= 2 and sd is not None else None
+    mean_ci = mean_ci_of(n, mean, sd)
     low, high = median_ci_ranks(n) if n >= 3 else (None, None)
     row.update({
         "latency_mean_ms": mean, "latency_median_ms": quantile(latency, n, 0.5),
         "latency_p90_ms": quantile(latency, n, 0.9), "latency_p99_ms": quantile(latency, n, 0.99),
-        "latency_mean_ci_low_ms": mean - half if half is not None else None,
-        "latency_mean_ci_high_ms": mean + half if half is not None else None,
+        "latency_mean_ci_low_ms": mean_ci[0] if mean_ci else None,
+        "latency_mean_ci_high_ms": mean_ci[1] if mean_ci else None,
         "latency_median_ci_low_ms": latency[low] if low is not None else None,
         "latency_median_ci_high_ms": latency[high] if high is not None else None,
     })

@@ -60,3 +60,8 @@ def duckdb_type(arrow: pa.DataType) -> str:
 def duckdb_columns(schema: pa.Schema = JUDGED_LOG_SCHEMA) -> dict[str, str]:
     """read_json's `columns`: each top-level field and its DuckDB type."""
     return {f.name: duckdb_type(f.type) for f in schema}
+
+
+def sql_string(text: str) -> str:
+    """Text as a DuckDB string literal (a path, a field or a source's name in a query the analysis writes)."""
+    return "'" + text.replace("'", "''") + "'"

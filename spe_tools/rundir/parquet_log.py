@@ -27,7 +27,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from spe_tools.rundir.layout import RunDir
-from spe_tools.rundir.log_schema import duckdb_columns
+from spe_tools.rundir.log_schema import duckdb_columns, sql_string
 
 STATE = "compacted.json"
 LOCK = ".lock"
@@ -133,16 +133,12 @@ def _next_line_end(f, start: int, stop: int) -> int:
     return start
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def read_json_sql(path: Path | list[Path]) -> str:
     """DuckDB's read_json of Multiplier logs against the schema: an unreadable line becomes a row of nulls
     (id null), which the callers count and drop."""
     paths = path if isinstance(path, list) else [path]
-    columns = "{" + ", ".join(f"{_sql_string(k)}: {_sql_string(v)}" for k, v in duckdb_columns().items()) + "}"
-    return (f"read_json([{', '.join(_sql_string(str(p)) for p in paths)}], columns={columns}, "
+    columns = "{" + ", ".join(f"{sql_string(k)}: {sql_string(v)}" for k, v in duckdb_columns().items()) + "}"
+    return (f"read_json([{', '.join(sql_string(str(p)) for p in paths)}], columns={columns}, "
             "format='newline_delimited', ignore_errors=true, maximum_object_size=67108864)")
 
 
@@ -170,7 +166,7 @@ def _compact_chunk(con: duckdb.DuckDBPyConnection, log, start: int, stop: int, o
     if records:
         con.execute(f"""COPY (SELECT {first_seq} + rowid AS seq, *, strftime(to_timestamp(ts), '%Y-%m-%dT%H') AS hour
                               FROM chunk WHERE id IS NOT NULL)
-                        TO {_sql_string(str(out))} (FORMAT parquet, PARTITION_BY (hour), OVERWRITE_OR_IGNORE,
+                        TO {sql_string(str(out))} (FORMAT parquet, PARTITION_BY (hour), OVERWRITE_OR_IGNORE,
                                                     FILENAME_PATTERN 'part-{start:015d}-{{i}}')""")
     con.execute("DROP TABLE chunk")
     staging.unlink()
