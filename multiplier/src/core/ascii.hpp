@@ -5,12 +5,19 @@
 // value that ended the buffer: "max-Age").
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace spe {
 
 constexpr char ascii_lower(char c) {
     return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+/// Appends `s` to `out`, lowercased.
+inline void append_lower(std::string& out, std::string_view s) {
+    for (const char c : s)
+        out += ascii_lower(c);
 }
 
 constexpr bool iequals(std::string_view a, std::string_view b) {

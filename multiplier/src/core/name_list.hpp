@@ -32,10 +32,7 @@ inline bool name_listed(std::string_view list, std::string_view name) {
 inline void append_new_name(std::string& list, std::string_view name) {
     if (name.empty()) return;
     if (!list.empty()) list += ' ';
-    const auto at = list.size();
-    list += name;
-    for (auto i = at; i < list.size(); ++i)
-        list[i] = ascii_lower(list[i]);
+    append_lower(list, name);
 }
 
 /// Adds `name`, lowercased, unless the list names it already.

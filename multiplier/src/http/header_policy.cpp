@@ -178,9 +178,7 @@ ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
             continue;
         }
         const auto at = unknown_names.size();
-        unknown_names += f.name_string();
-        for (auto i = at; i < unknown_names.size(); ++i)
-            unknown_names[i] = ascii_lower(unknown_names[i]);
+        append_lower(unknown_names, f.name_string());
         if (is_compared_lower(std::string_view(unknown_names).substr(at)))
             picked.push_back({{}, true, at, f.name_string().size(), f.value()});
         else

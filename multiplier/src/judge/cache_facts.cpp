@@ -119,8 +119,7 @@ std::string normalized(std::string_view value) {
         const auto comma = value.find(',');
         if (const auto item = trim(value.substr(0, comma)); !item.empty()) {
             if (!out.empty()) out += ',';
-            for (char c : item)
-                out += ascii_lower(c);
+            append_lower(out, item);
         }
         if (comma == std::string_view::npos) break;
         value.remove_prefix(comma + 1);
