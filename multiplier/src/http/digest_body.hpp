@@ -9,6 +9,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/optional.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace spe {
@@ -18,6 +19,12 @@ struct DigestBody {
         Md5Digest digest;
         std::string head;
         std::size_t head_limit = 0;
+
+        /// Takes the next decoded body bytes: digested, and the first head_limit kept.
+        void put(const char* p, std::size_t n) {
+            digest.update(p, n);
+            if (head.size() < head_limit) head.append(p, std::min(n, head_limit - head.size()));
+        }
     };
 
     class reader {
@@ -31,10 +38,7 @@ struct DigestBody {
         std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
             std::size_t n = 0;
             for (auto b : boost::beast::buffers_range_ref(buffers)) {
-                const auto* p = static_cast<const char*>(b.data());
-                body_.digest.update(p, b.size());
-                if (body_.head.size() < body_.head_limit)
-                    body_.head.append(p, std::min(b.size(), body_.head_limit - body_.head.size()));
+                body_.put(static_cast<const char*>(b.data()), b.size());
                 n += b.size();
             }
             ec = {};
