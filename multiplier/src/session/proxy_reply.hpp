@@ -41,11 +41,16 @@ struct ReplyEnd {
 
 using ProxyReplyParser = http::response_parser<DigestBody>;
 
+/// What the body sink of one reply is told before its first byte.
+inline void configure_body_sink(DigestBody::value_type& body, const ProxyLegLimits& limits) {
+    body.head_limit = limits.capture_body_bytes;
+}
+
 inline void configure_reply_parser(ProxyReplyParser& p, bool head_request, const ProxyLegLimits& limits) {
     p.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     p.body_limit(limits.body_cap.value_or(std::numeric_limits<std::uint64_t>::max()));
     p.skip(head_request);
-    p.get().body().head_limit = limits.capture_body_bytes;
+    configure_body_sink(p.get().body(), limits);
 }
 
 /// Reads the reply `buffer` holds the start of from `stream` (each read under
