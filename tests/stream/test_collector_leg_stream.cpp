@@ -112,7 +112,7 @@ struct CollectorLegBed {
     ~CollectorLegBed() { collector.stop(); }
 
     /// Relays one request; `http11` and `keep_alive`: what the client asked for.
-    RelayOutcome relay(bool http11 = true, bool head = false, bool keep_alive = true) {
+    RelayOutcome relay(bool http11 = true, bool head = false, bool keep_alive = true, bool keep_body = false) {
         Request req{head ? http::verb::head : http::verb::get, "http://origin.test/x", 11};
         req.set(http::field::host, "origin.test");
         const WireRequest wire(std::move(req));
@@ -120,7 +120,7 @@ struct CollectorLegBed {
         ClientStream stream(*client_side);
         RelayOutcome out;
         bool done = false;
-        asio::co_spawn(ioc, leg.relay(wire, ClientSide{stream, head, http11, keep_alive}),
+        asio::co_spawn(ioc, leg.relay(wire, ClientSide{stream, head, http11, keep_alive}, nullptr, keep_body),
                        [&](std::exception_ptr e, RelayOutcome o) {
                            if (e) std::rethrow_exception(e);
                            out = std::move(o);
@@ -187,6 +187,40 @@ TEST_CASE("Collector leg: a reply sent one byte at a time reaches the client who
     CHECK_FALSE(got.chunked);
     CHECK(got.field("X-Origin") == "yes");
     CHECK_THAT(got.via, Catch::Contains("spe-test"));
+}
+
+TEST_CASE("Collector leg: the body kept for the proxies' comparisons is the body the client got") {
+    const auto chunked = GENERATE(false, true);
+    CAPTURE(chunked);
+    CollectorLegBed bed({{send_bytes(chunked ? chunked_reply(7) : kHead + kBody, 5)}});
+    const auto out = bed.relay(true, false, true, true);
+    check_measured_whole(out.measure);
+    REQUIRE(out.body);
+    CHECK(out.body->bytes == kBody);
+    CHECK(out.body->md5 == out.measure.md5);
+    CHECK(parse_client_bytes(bed.client_received(), false).body == kBody);
+}
+
+TEST_CASE("Collector leg: a body is kept only when asked for and no larger than the bound") {
+    SECTION("not asked for") {
+        CollectorLegBed bed({{send_bytes(kHead + kBody)}});
+        CHECK_FALSE(bed.relay().body);
+    }
+    const std::string big(kReferenceBodyBytes + 1, 'b');
+    SECTION("larger than the bound, its length known") {
+        CollectorLegBed bed(
+            {{send_bytes("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size()) + "\r\n\r\n" + big)}});
+        const auto out = bed.relay(true, false, true, true);
+        CHECK(out.measure.bytes == big.size());
+        CHECK_FALSE(out.body);
+    }
+    SECTION("larger than the bound, chunked") {
+        CollectorLegBed bed({{send_bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                                         fmt::format("{:x}\r\n", big.size()) + big + "\r\n0\r\n\r\n")}});
+        const auto out = bed.relay(true, false, true, true);
+        CHECK(out.measure.bytes == big.size());
+        CHECK_FALSE(out.body);
+    }
 }
 
 TEST_CASE("Collector leg: a header split in the middle of a line, the halves apart") {

@@ -116,7 +116,7 @@ struct FanoutBed {
         {
             auto fanout = std::make_shared<Fanout>(ctx, pools, std::move(record), wire, false);
             fanout->begin();
-            fanout->set_reference(Reference{reference, 200, std::nullopt, {}});
+            fanout->set_reference(Reference{reference, 200, std::nullopt, {}, nullptr});
         }
     }
 
@@ -198,7 +198,7 @@ TEST_CASE("a fan-out whose reference falls short in sequential mode sends no leg
     {
         auto fanout = std::make_shared<Fanout>(bed.ctx, bed.pools, std::move(record), wire, false);
         fanout->begin();
-        fanout->set_reference(Reference{reference, 200, std::nullopt, "the Collector's reply broke off"});
+        fanout->set_reference(Reference{reference, 200, std::nullopt, "the Collector's reply broke off", nullptr});
     }
     for (int i = 0; i < 50 && bed.ctx->unfinished_work() > 0; ++i) {
         bed.ioc.run_for(20ms);

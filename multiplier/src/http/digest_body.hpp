@@ -1,9 +1,10 @@
 // A Beast Body for replies that are measured, not kept: the parser feeds the
-// decoded bytes to an MD5 digest and keeps at most `head_limit` of them (for
-// mismatch captures), so a proxy's reply never occupies more than one buffer.
+// decoded bytes to an MD5 digest (compared with the reference first, when one
+// is expected) and keeps at most `head_limit` of them (for mismatch captures),
+// so a proxy's reply never occupies more than one buffer.
 #pragma once
 
-#include "http/md5_digest.hpp"
+#include "http/expected_body_digest.hpp"
 
 #include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/message.hpp>
@@ -16,7 +17,7 @@ namespace spe {
 
 struct DigestBody {
     struct value_type {
-        Md5Digest digest;
+        ExpectedBodyDigest digest;
         std::string head;
         std::size_t head_limit = 0;
 

@@ -75,7 +75,8 @@ awaitable<bool> CollectorLeg::relay_interim(const http::response_header<>& inter
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
     : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 
-awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide client, ReplayRecording* replay) {
+awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide client, ReplayRecording* replay,
+                                            bool keep_body) {
     RelayOutcome out;
     Measure& m = out.measure;
     const auto& cfg = ctx_.config();
@@ -152,6 +153,9 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     // what the Collector has already sent, up to one buffer, so a body that
     // arrives in small pieces still goes out in few writes, without waiting.
     Md5Digest digest;
+    std::string kept;
+    keep_body = keep_body && parser->content_length().value_or(0) <= kReferenceBodyBytes;
+    if (keep_body && parser->content_length()) kept.reserve(static_cast<std::size_t>(*parser->content_length()));
     for (;;) {
         std::size_t filled = 0;
         while (!parser->is_done() && filled < chunk_bytes) {
@@ -186,6 +190,8 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         // the piece it is getting (of the whole body, when it fits one buffer).
         digest.update(chunk, filled);
         if (replay) replay->body(chunk, filled);
+        keep_body = keep_body && kept.size() + filled <= kReferenceBodyBytes;
+        if (keep_body) kept.append(chunk, filled);
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
             m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         if (ec) {
@@ -198,6 +204,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     m.total_us = micros_since(conn_.started());
     if (m.error == LegError::none && !out.client_failed) {
         m.md5 = digest.hex_final();
+        if (keep_body) out.body = std::make_shared<const ReferenceBody>(ReferenceBody{std::move(kept), *m.md5});
         conn_.end_reply(upstream_keep_alive);
     } else {
         // A reply cut short can't be completed for the client: closing is how it learns.

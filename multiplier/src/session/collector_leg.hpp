@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/measurement.hpp"
+#include "http/expected_body_digest.hpp"
 #include "http/header_policy.hpp"
 #include "io/client_stream.hpp"
 #include "io/upstream_connection.hpp"
@@ -27,14 +28,23 @@ struct RelayOutcome {
     bool client_answered = false;  // a reply header was sent to the client
     bool client_failed = false;    // writing to the client failed (it went away)
     bool keep_alive = true;        // the client connection may serve another request
+    // The whole body and its MD5, when asked for, whole and no larger than kReferenceBodyBytes: the
+    // proxies' bodies are compared with it before they are hashed (http/expected_body_digest.hpp).
+    std::shared_ptr<const ReferenceBody> body;
 };
+
+/// The largest Collector body kept for the proxies' comparisons: a copy per fan-out in flight, so
+/// bounded; larger bodies are hashed by every leg.
+inline constexpr std::size_t kReferenceBodyBytes = 256 * 1024;
 
 class CollectorLeg {
 public:
     CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx);
 
-    /// `replay`, when set, keeps the reply for the proxies' copies of an unsafe request.
-    awaitable<RelayOutcome> relay(const WireRequest& req, ClientSide client, ReplayRecording* replay = nullptr);
+    /// `replay`, when set, keeps the reply for the proxies' copies of an unsafe request; `keep_body`:
+    /// the outcome keeps the body (RelayOutcome::body) for the proxy legs to compare with.
+    awaitable<RelayOutcome> relay(const WireRequest& req, ClientSide client, ReplayRecording* replay = nullptr,
+                                  bool keep_body = false);
     void close() { conn_.close(); }
 
 private:

@@ -213,7 +213,7 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
 
     auto out =
         co_await collector_.relay(*upstream, ClientSide{client_.stream, head_request, req.version() >= 11, keep_alive},
-                                  replay ? &*replay : nullptr);
+                                  replay ? &*replay : nullptr, fanout->compares_bodies());
     // Kept before the fan-out starts (set_reference): the proxies' copies will ask for it.
     if (replay && out.client_answered && !out.client_failed && out.measure.error == LegError::none)
         replay->keep(
@@ -228,7 +228,7 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
         auto sent = co_await reply_from_multiplier(failed, head_request, keep_alive);
         const bool next_request = keep_alive && sent.error == LegError::none;
         fanout->set_reference(
-            {std::move(out.measure), failed.status(), std::move(sent), "no fan-out: " + failed.reason});
+            {std::move(out.measure), failed.status(), std::move(sent), "no fan-out: " + failed.reason, nullptr});
         co_return next_request;
     }
     const auto status = out.measure.status.value_or(0);
@@ -238,7 +238,8 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     else if (out.measure.error != LegError::none)
         shortfall = "no fan-out: the Collector's reply broke off (" + out.measure.error_detail + ")";
     const bool whole = shortfall.empty();
-    fanout->set_reference({std::move(out.measure), status, std::nullopt, std::move(shortfall)});
+    fanout->set_reference(
+        {std::move(out.measure), status, std::nullopt, std::move(shortfall), whole ? std::move(out.body) : nullptr});
     if (!whole) co_return false;
     co_return out.keep_alive && !ctx_->stopping();
 }

@@ -66,6 +66,10 @@ bool Fanout::withheld() const {
     return unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::withhold;
 }
 
+bool Fanout::compares_bodies() const {
+    return legs_wait_for_reference() && !withheld() && !record_.proxies.empty();
+}
+
 void Fanout::begin() {
     if (legs_wait_for_reference()) return;
     on_fanout_executor([due = Clock::now()](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body, due); });
@@ -86,6 +90,7 @@ void Fanout::take_reference(Reference reference) {
     record_.collector = std::move(reference.collector);
     record_.client_status = reference.client_status;
     own_reply_ = std::move(reference.own_reply);
+    reference_body_ = std::move(reference.body);
     has_reference_ = true;
     pools_->reference_taken();
     // As soon as the client's reply is whole: a proxy may serve this fetch to a later request that ends first.
@@ -206,8 +211,9 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     } else {
         const auto& cfg = ctx_->config();
         auto* judge = ctx_->cache_judge();
-        const ProxyLegLimits limits{cfg.timeout, body_cap_, cfg.max_header_bytes,
-                                    cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes, judge != nullptr};
+        const ProxyLegLimits limits{cfg.timeout,          body_cap_,
+                                    cfg.max_header_bytes, cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes,
+                                    judge != nullptr,     reference_body_.get()};
         result.sent_at = unix_seconds();
         result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
         pools_->release(proxy, std::move(conn));

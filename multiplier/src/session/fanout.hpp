@@ -13,6 +13,7 @@
 
 #include "core/measurement.hpp"
 #include "core/net.hpp"
+#include "http/expected_body_digest.hpp"
 #include "http/wire_request.hpp"
 #include "session/proxy_pools.hpp"
 #include "session/server_context.hpp"
@@ -39,6 +40,8 @@ struct Reference {
     /// Why the Collector's reply is not a whole reference (it failed or broke
     /// off, or the client went away); empty when it is one.
     std::string shortfall;
+    /// The Collector's body, when kept (RelayOutcome::body): the legs compare theirs with it.
+    std::shared_ptr<const ReferenceBody> body;
 };
 
 class Fanout : public std::enable_shared_from_this<Fanout> {
@@ -56,6 +59,9 @@ public:
 
     /// Before the Collector leg: in concurrent mode the request goes to every proxy now.
     void begin();
+    /// Whether the legs would compare their bodies with the Collector's (Reference::body): they
+    /// start once it is whole, and there are legs to send.
+    bool compares_bodies() const;
     /// After the Collector leg, with its outcome. Sequential mode: the request
     /// goes to every proxy now (their reads cut past the reference's length),
     /// or, when the reference falls short, not at all: the record says why.
@@ -102,6 +108,7 @@ private:
     WorkGuard work_;
     RequestCount request_count_;
     std::optional<Measure> own_reply_;
+    std::shared_ptr<const ReferenceBody> reference_body_;
     std::uint64_t body_cap_ = 0;
     std::size_t pending_ = 0;
     bool started_ = false;

@@ -30,6 +30,9 @@ struct ProxyLegLimits {
     std::size_t max_header_bytes = 64 * 1024;
     std::size_t capture_body_bytes = 0;  // 0: no capture
     bool cache_fields = false;           // take the fields the cache-rule judge reads
+    // The body the reply is expected to have (the Collector's, as the client got it): compared, not
+    // hashed, while equal. Null: every byte hashed. Outlives the leg (its fan-out holds it).
+    const ReferenceBody* reference_body = nullptr;
 };
 
 /// How the reply read ended: with an error (m.error says which), or whole, and then
@@ -44,6 +47,7 @@ using ProxyReplyParser = http::response_parser<DigestBody>;
 /// What the body sink of one reply is told before its first byte.
 inline void configure_body_sink(DigestBody::value_type& body, const ProxyLegLimits& limits) {
     body.head_limit = limits.capture_body_bytes;
+    body.digest.expect(limits.reference_body);
 }
 
 inline void configure_reply_parser(ProxyReplyParser& p, bool head_request, const ProxyLegLimits& limits) {
