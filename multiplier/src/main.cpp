@@ -1,5 +1,6 @@
 // spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
 #include "core/config.hpp"
+#include "core/cpu_placement.hpp"
 #include "core/flag_table.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 #include "log/result_log.hpp"
@@ -175,12 +176,17 @@ void serve(const Config& config, ResultLog& log, const RunMetrics* metrics) {
     auto metrics_listener = start_metrics_listener(ioc, ctx, log, metrics);
     asio::co_spawn(ioc, trim_memory_after_bursts(ctx, fanout_ioc), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
-    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {})", config.listen.to_string(),
+    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {}, fan-out {}, {} usable CPU{})",
+                 config.listen.to_string(),
                  config.dummy                            ? "dummy"
                  : config.mode == FanoutMode::sequential ? "sequential"
                                                          : "concurrent",
                  config.collector->to_string(), config.proxies.size(), config.proxies.size() == 1 ? "y" : "ies",
-                 heap_allocator());
+                 heap_allocator(),
+                 config.fanout_threads == 0 ? std::string("on the clients' threads")
+                                            : fmt::format("on {} thread{} of its own", config.fanout_threads,
+                                                          config.fanout_threads == 1 ? "" : "s"),
+                 usable_cpus(), usable_cpus() == 1 ? "" : "s");
 
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {

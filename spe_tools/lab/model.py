@@ -70,7 +70,7 @@ class MultiplierSpec:
     legs: str = "parallel"
     timeout_s: float = 30
     threads: int = 1
-    fanout_threads: int = 1
+    fanout_threads: int | None = None  # None: the Multiplier's auto (a thread of its own on two CPUs or more)
     compare_headers: tuple[str, ...] = ()
     ignore_headers: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()

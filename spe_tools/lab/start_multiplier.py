@@ -21,9 +21,11 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     m = lab.multiplier
     argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
             "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
-            "--fanout-threads", str(m.fanout_threads), "--replay-listen", f"127.0.0.1:{ports.replay}",
+            "--replay-listen", f"127.0.0.1:{ports.replay}",
             "--log", str(RunDir(rundir).multiplier_log), "--rope-log", str(RunDir(rundir).rope_log),
             "--capture-dir", str(RunDir(rundir).captures)]
+    if m.fanout_threads is not None:
+        argv += ["--fanout-threads", str(m.fanout_threads)]
     for p in lab.proxies:
         argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
     if metrics := m.metrics_address:

@@ -1,7 +1,10 @@
 #include "core/config.hpp"
+#include "core/cpu_placement.hpp"
 #include "core/flag_table.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <sched.h>
 
 #include <cstdio>
 #include <fstream>
@@ -42,7 +45,41 @@ TEST_CASE("flags give a typed config with ROPE's defaults") {
     CHECK(c->connect_ports == std::vector<std::uint16_t>{443});
     CHECK_FALSE(c->client_fetch_stamp);
     CHECK(c->threads == 1);
-    CHECK(c->fanout_threads == 1);
+    CHECK(c->fanout_threads == spe::auto_fanout_threads(spe::usable_cpus()));
+}
+
+namespace {
+/// Runs `body` with this thread allowed on its current CPU only (what taskset -c N does to a process).
+template <class Body>
+void on_one_cpu(Body body) {
+    cpu_set_t saved;
+    REQUIRE(sched_getaffinity(0, sizeof(saved), &saved) == 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+    body();
+    sched_setaffinity(0, sizeof(saved), &saved);
+}
+}  // namespace
+
+TEST_CASE("fan-out threads, auto: a thread of its own only when two CPUs or more are usable") {
+    CHECK(spe::auto_fanout_threads(1) == 0);
+    CHECK(spe::auto_fanout_threads(2) == 1);
+    CHECK(spe::auto_fanout_threads(64) == 1);
+    on_one_cpu([] {
+        CHECK(spe::usable_cpus() == 1);
+        CHECK(parse({"--collector", "h:1"})->fanout_threads == 0);
+        CHECK(parse({"--collector", "h:1", "--fanout-threads", "auto"})->fanout_threads == 0);
+        CHECK(parse({"--collector", "h:1", "--fanout-threads", "1"})->fanout_threads == 1);  // given: as given
+    });
+    if (spe::usable_cpus() >= 2) CHECK(parse({"--collector", "h:1", "--fanout-threads", "auto"})->fanout_threads == 1);
+    CHECK(parse({"--collector", "h:1", "--fanout-threads", "0"})->fanout_threads == 0);
+    CHECK(parse({"--collector", "h:1", "--fanout-threads", "64"})->fanout_threads == 64);
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--fanout-threads", "two"}),
+                      Catch::Contains("--fanout-threads must be auto or 0..64, got 'two'"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--fanout-threads", "-1"}),
+                      Catch::Contains("--fanout-threads must be auto or 0..64"));
 }
 
 TEST_CASE("the flag --client-fetch-stamp keeps the Collector's fetch stamp for the clients") {

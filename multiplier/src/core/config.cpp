@@ -138,7 +138,6 @@ void complete(Config& c, const po::variables_map& vm) {
     if (c.max_header_bytes < 1024) throw ConfigError("--max-header-bytes must be at least 1024");
     if (c.max_conns_per_proxy == 0) throw ConfigError("--max-conns-per-proxy must be at least 1");
     if (c.threads == 0 || c.threads > 64) throw ConfigError("--threads must be 1..64");
-    if (c.fanout_threads > 64) throw ConfigError("--fanout-threads must be 0..64");
     if (c.via_name.empty() || c.via_name.find_first_of(" ,\r\n") != std::string::npos)
         throw ConfigError("--via-name must be one token without spaces or commas");
 }

@@ -78,7 +78,7 @@ struct Config {
     std::uint64_t max_proxy_body = 1ull << 30;
     std::size_t max_conns_per_proxy = 16;  // per client connection
     unsigned threads = 1;
-    unsigned fanout_threads = 1;
+    unsigned fanout_threads = 1;  // --fanout-threads auto resolved at parsing (core/cpu_placement.hpp)
     std::string via_name = "spe-multiplier-8080";
     std::string log_level = "info";
 };

@@ -1,4 +1,5 @@
 #include "core/flag_table.hpp"
+#include "core/cpu_placement.hpp"
 
 #include <boost/program_options/value_semantic.hpp>
 #include <nlohmann/json.hpp>
@@ -289,11 +290,13 @@ std::vector<Flag> make_table() {
         "connections one client connection may hold to each proxy at once", "4"));
     t.push_back(plain<unsigned, &Config::threads>("threads", "threads", 1u,
                                                   "I/O threads for the clients and the Collector", "2"));
-    t.push_back(plain<unsigned, &Config::fanout_threads>(
-        "fanout-threads", "fanout_threads", 1u,
+    t.push_back(flag<std::string, &Config::fanout_threads>(
+        "fanout-threads", "fanout_threads", "auto",
         "I/O threads for the proxies under test, apart from the clients' threads so that fan-out work never "
-        "delays a client's reply; 0: on the clients' threads (less CPU per request, no such isolation)",
-        "2"));
+        "delays a client's reply; 0: on the clients' threads (less CPU per request, no such isolation); auto: 1 "
+        "when the process may run on two CPUs or more (its CPU affinity), else 0 (on one CPU a thread isolates "
+        "nothing and costs a hand-over per request)",
+        "2", [](Config& c, const std::string& v) { c.fanout_threads = parse_fanout_threads(v); }));
     t.push_back(plain<std::string, &Config::via_name>(
         "via-name", "via_name", nullopt,
         "pseudonym in the Via header, also used to detect loops (default spe-multiplier-<listen port>, unique per "

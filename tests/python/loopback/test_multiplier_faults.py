@@ -40,7 +40,7 @@ def faulty(lab):
     return {mode: lab.fault_proxy(f"fault-{mode}", mode, "--delay-ms", "300").port for mode in FAULTS}
 
 
-@pytest.mark.parametrize("fanout_threads", ["1", "2", "0"])  # default; several (strands); on the client's thread
+@pytest.mark.parametrize("fanout_threads", ["1", "2", "0"])  # own thread (auto, 2+ CPUs); strands; client thread
 def test_every_fault_gets_its_result_class_and_the_client_is_unaffected(lab, good_squid, faulty, start_multiplier,
                                                                         fanout_threads):
     proxies = [a for mode, port in faulty.items() for a in ("--proxy", f"{mode}=127.0.0.1:{port}")]

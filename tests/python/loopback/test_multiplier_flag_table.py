@@ -6,6 +6,7 @@ line comes from its own function, multiplier_argv, called on each shipped lab fi
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from conftest import ROOT, multiplier_binary
 
 from spe_tools.lab.model import load_lab
+from spe_tools.process import ProcessGroup, free_port
 
 try:  # the lab split by job (start_multiplier.py, port_plan.py)
     from spe_tools.lab.port_plan import Ports
@@ -121,3 +123,15 @@ def test_a_config_file_takes_the_same_keys_for_every_kind(table, tmp_path):
     assert checked.returncode == 0, (lines, checked.stderr)
     conf.write_text("collector = 127.0.0.1:3128\nthreads = many\n")
     assert run("--check", "--config", str(conf)).returncode == 2
+
+
+@pytest.mark.parametrize(("cpus", "placement"), [("0", "fan-out on the clients' threads, 1 usable CPU"),
+                                                 ("0,1", "fan-out on 1 thread of its own, 2 usable CPUs")])
+def test_fanout_threads_auto_follows_the_cpus_the_process_may_run_on(tmp_path, cpus, placement):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs two usable CPUs (taskset -c 0,1)")
+    port = free_port()
+    with ProcessGroup(tmp_path) as group:
+        child = group.start("mult", ["taskset", "-c", cpus, str(multiplier_binary()), *COLLECTOR,
+                                     "--listen", f"127.0.0.1:{port}"], ready_line="listening on")
+        assert placement in child.log.read_text()
