@@ -25,6 +25,8 @@ namespace {
 
 const std::string kBody = "The quick brown fox jumps over the lazy dog, again and again.";
 const std::string kFields = "Content-Type: text/plain\r\nX-Origin: yes\r\n";
+// The beds' --reference-bytes is four times this: the most one body kept for the proxies may take.
+constexpr std::size_t kBodyKeptAtMost = 1000;
 const std::string kHead =
     "HTTP/1.1 200 OK\r\n" + kFields + "Content-Length: " + std::to_string(kBody.size()) + "\r\n\r\n";
 
@@ -103,6 +105,7 @@ struct CollectorLegBed {
     explicit CollectorLegBed(std::vector<std::vector<Step>> scripts) : collector(ioc, std::move(scripts)) {
         config.client_timeout = 2000ms;
         config.via_name = "spe-test";
+        config.reference_bytes = 4 * kBodyKeptAtMost;
         ctx = std::make_unique<ServerContext>(config, std::vector<tcp::endpoint>{collector.endpoint()},
                                               std::vector<ResolvedProxy>{}, log, ioc);
         tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
@@ -193,20 +196,23 @@ TEST_CASE("Collector leg: the body kept for the proxies' comparisons is the body
     const auto chunked = GENERATE(false, true);
     CAPTURE(chunked);
     CollectorLegBed bed({{send_bytes(chunked ? chunked_reply(7) : kHead + kBody, 5)}});
-    const auto out = bed.relay(true, false, true, true);
+    auto out = bed.relay(true, false, true, true);
     check_measured_whole(out.measure);
     REQUIRE(out.body);
     CHECK(out.body->bytes == kBody);
     CHECK(out.body->md5 == out.measure.md5);
     CHECK(parse_client_bytes(bed.client_received(), false).body == kBody);
+    CHECK(bed.ctx->reference_budget().in_use() == kBody.size());
+    out.body.reset();  // the fan-out done with it
+    CHECK(bed.ctx->reference_budget().in_use() == 0);
 }
 
-TEST_CASE("Collector leg: a body is kept only when asked for and no larger than the bound") {
+TEST_CASE("Collector leg: a body is kept only when asked for and within the budget") {
     SECTION("not asked for") {
         CollectorLegBed bed({{send_bytes(kHead + kBody)}});
         CHECK_FALSE(bed.relay().body);
     }
-    const std::string big(kReferenceBodyBytes + 1, 'b');
+    const std::string big(kBodyKeptAtMost + 1, 'b');
     SECTION("larger than the bound, its length known") {
         CollectorLegBed bed(
             {{send_bytes("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size()) + "\r\n\r\n" + big)}});

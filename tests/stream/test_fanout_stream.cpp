@@ -55,10 +55,9 @@ Measure reference_of(std::vector<Step> script) {
     const HeaderPolicy policy;
     const WireRequest wire(Request{http::verb::get, "http://origin.test/x", 11});
     Measure out;
-    asio::co_spawn(ioc, run_proxy_leg(conn, wire, false, ProxyLegLimits{2000ms, std::nullopt, 8192, 0}, policy),
-                   [&](std::exception_ptr e, Measure m) {
+    asio::co_spawn(ioc, run_proxy_leg(conn, wire, false, ProxyLegLimits{2000ms, std::nullopt, 8192, 0}, policy, out),
+                   [&](std::exception_ptr e) {
                        if (e) std::rethrow_exception(e);
-                       out = std::move(m);
                        ioc.stop();
                    });
     ioc.run_for(5s);

@@ -7,6 +7,7 @@
 #include "session/proxy_leg.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
@@ -52,9 +53,8 @@ struct Leg {
         Measure out;
         ProxyLegLimits limits{timeout, cap, 8 * 1024, 16};
         const WireRequest wire(std::move(req));
-        asio::co_spawn(ioc, run_proxy_leg(conn, wire, head, limits, policy), [&](std::exception_ptr e, Measure m) {
+        asio::co_spawn(ioc, run_proxy_leg(conn, wire, head, limits, policy, out), [&](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
-            out = std::move(m);
             ioc.stop();  // the server's accept loop would keep run_for busy
         });
         ioc.run_for(10s);
@@ -374,8 +374,8 @@ TEST_CASE("nothing listening is 'refused'") {
     const WireRequest req(Request{http::verb::get, "http://origin.test/", 11});
     HeaderPolicy policy;
     Measure out;
-    asio::co_spawn(ioc, run_proxy_leg(conn, req, false, ProxyLegLimits{1000ms, std::nullopt, 8192, 0}, policy),
-                   [&](std::exception_ptr, Measure m) { out = std::move(m); });
+    asio::co_spawn(ioc, run_proxy_leg(conn, req, false, ProxyLegLimits{1000ms, std::nullopt, 8192, 0}, policy, out),
+                   asio::detached);
     ioc.run_for(5s);
     CHECK(out.error == LegError::refused);
 }

@@ -66,6 +66,7 @@ struct Config {
     std::optional<Endpoint> replay_listen;            // where the Collector sends the proxies' unsafe copies
     std::chrono::milliseconds replay_ttl{180'000};    // how long a client's reply is kept for them
     std::uint64_t replay_store_bytes = 256ull << 20;  // the kept replies' bodies together, at most
+    std::uint64_t reference_bytes = 64ull << 20;      // the Collector's bodies kept for comparisons, together
     bool intercept_tls = false;                       // read HTTPS inside CONNECT tunnels (tls_interceptor.hpp)
     std::string ca_dir;                               // SPE's CA (spe-ca.pem, spe-ca.key), made by ./spe ca
     std::vector<std::string> no_intercept;            // host patterns whose tunnels stay opaque

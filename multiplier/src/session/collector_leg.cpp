@@ -2,6 +2,7 @@
 
 #include "http/md5_digest.hpp"
 #include "http/reply_header.hpp"
+#include "session/reference_budget.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -153,9 +154,15 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     // what the Collector has already sent, up to one buffer, so a body that
     // arrives in small pieces still goes out in few writes, without waiting.
     Md5Digest digest;
-    std::string kept;
-    keep_body = keep_body && parser->content_length().value_or(0) <= kReferenceBodyBytes;
-    if (keep_body && parser->content_length()) kept.reserve(static_cast<std::size_t>(*parser->content_length()));
+    std::optional<KeptBody> kept;
+    if (keep_body) {
+        std::optional<std::uint64_t> length;
+        if (!has_body)
+            length = 0;
+        else if (const auto declared = parser->content_length())
+            length = *declared;
+        kept.emplace(ctx_.reference_budget(), length);
+    }
     for (;;) {
         std::size_t filled = 0;
         while (!parser->is_done() && filled < chunk_bytes) {
@@ -190,8 +197,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         // the piece it is getting (of the whole body, when it fits one buffer).
         digest.update(chunk, filled);
         if (replay) replay->body(chunk, filled);
-        keep_body = keep_body && kept.size() + filled <= kReferenceBodyBytes;
-        if (keep_body) kept.append(chunk, filled);
+        if (kept) kept->append(chunk, filled);
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
             m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         if (ec) {
@@ -204,7 +210,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     m.total_us = micros_since(conn_.started());
     if (m.error == LegError::none && !out.client_failed) {
         m.md5 = digest.hex_final();
-        if (keep_body) out.body = std::make_shared<const ReferenceBody>(ReferenceBody{std::move(kept), *m.md5});
+        if (kept) out.body = kept->finish(*m.md5);
         conn_.end_reply(upstream_keep_alive);
     } else {
         // A reply cut short can't be completed for the client: closing is how it learns.

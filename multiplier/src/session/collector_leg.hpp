@@ -28,14 +28,10 @@ struct RelayOutcome {
     bool client_answered = false;  // a reply header was sent to the client
     bool client_failed = false;    // writing to the client failed (it went away)
     bool keep_alive = true;        // the client connection may serve another request
-    // The whole body and its MD5, when asked for, whole and no larger than kReferenceBodyBytes: the
+    // The whole body and its MD5, when asked for, whole and within the budget (--reference-bytes): the
     // proxies' bodies are compared with it before they are hashed (http/expected_body_digest.hpp).
     std::shared_ptr<const ReferenceBody> body;
 };
-
-/// The largest Collector body kept for the proxies' comparisons: a copy per fan-out in flight, so
-/// bounded; larger bodies are hashed by every leg.
-inline constexpr std::size_t kReferenceBodyBytes = 256 * 1024;
 
 class CollectorLeg {
 public:

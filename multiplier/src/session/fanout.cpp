@@ -80,13 +80,15 @@ void Fanout::set_reference(Reference reference) {
     // reads then stop past its length: more bytes can only confirm a
     // mismatch, so an endless body costs one byte more.
     const bool legs_now = legs_wait_for_reference() && reference.shortfall.empty();
-    on_fanout_executor([reference = std::move(reference), legs_now, due = Clock::now()](Fanout& f) mutable {
-        f.take_reference(std::move(reference));
+    // On the heap: the hand-over moves the handler several times, and a Reference holds two Measures.
+    auto held = std::make_unique<Reference>(std::move(reference));
+    on_fanout_executor([reference = std::move(held), legs_now, due = Clock::now()](Fanout& f) mutable {
+        f.take_reference(*reference);
         if (legs_now) f.start_legs(f.record_.collector.bytes, due);
     });
 }
 
-void Fanout::take_reference(Reference reference) {
+void Fanout::take_reference(Reference& reference) {
     record_.collector = std::move(reference.collector);
     record_.client_status = reference.client_status;
     own_reply_ = std::move(reference.own_reply);
@@ -215,7 +217,11 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
                                     cfg.max_header_bytes, cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes,
                                     judge != nullptr,     reference_body_.get()};
         result.sent_at = unix_seconds();
-        result.measure = co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy());
+        // Measured apart and moved in once it ended: a leg whose coroutine is destroyed before (the
+        // Multiplier stopping) leaves the record's measure empty, which the record calls aborted.
+        Measure measure;
+        co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy(), measure);
+        result.measure = std::move(measure);
         pools_->release(proxy, std::move(conn));
         if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
     }

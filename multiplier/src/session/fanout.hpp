@@ -82,7 +82,7 @@ private:
     void record_withheld();
     /// `body_cap`: a proxy's body read ends past this many bytes; `due`: when the legs were handed over.
     void start_legs(std::uint64_t body_cap, Clock::time_point due);
-    void take_reference(Reference reference);
+    void take_reference(Reference& reference);  // takes its parts
     /// Waits for the proxy's turn, sends, measures, passes the turn on. `due`: when the leg could
     /// have gone out but for SPE (its queued_us counts from there).
     awaitable<void> run_leg(std::size_t proxy, Clock::time_point due);

@@ -11,8 +11,10 @@
 
 namespace spe {
 
-/// Coroutine: `limits` is taken by value; `conn`, `req` and `policy` must outlive it.
-awaitable<Measure> run_proxy_leg(UpstreamConnection& conn, const WireRequest& req, bool head_request,
-                                 ProxyLegLimits limits, const HeaderPolicy& policy);
+/// Coroutine measuring into `m` (a fresh Measure), in place: a Measure is large, and a result moved
+/// out of the coroutine's frame and again into the record costs more than the leg's bookkeeping.
+/// `limits` is taken by value; `conn`, `req`, `policy` and `m` must outlive it.
+awaitable<void> run_proxy_leg(UpstreamConnection& conn, const WireRequest& req, bool head_request,
+                              ProxyLegLimits limits, const HeaderPolicy& policy, Measure& m);
 
 }  // namespace spe

@@ -5,6 +5,7 @@
 #include "core/config.hpp"
 #include "core/net.hpp"
 #include "http/header_policy.hpp"
+#include "session/reference_budget.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -58,6 +59,8 @@ public:
     TlsInterceptor* interceptor() { return interceptor_.get(); }
     /// The client's replies to unsafe requests, for the proxies' copies; nullptr unless --unsafe-requests replay.
     const std::shared_ptr<ReplayStore>& replay_store() const { return replay_store_; }
+    /// Memory for the Collector's bodies kept for the proxies' comparisons (--reference-bytes).
+    ReferenceBudget& reference_budget() { return reference_budget_; }
 
     /// Where the proxy legs of the client connection on `client` run: an
     /// io_context apart from the clients', so a fan-out's work (connects to a
@@ -107,6 +110,7 @@ private:
     std::unique_ptr<FetchMemory> fetch_memory_;
     std::unique_ptr<TlsInterceptor> interceptor_;
     std::shared_ptr<ReplayStore> replay_store_;
+    ReferenceBudget reference_budget_;
     asio::io_context& fanout_;
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};

@@ -1,0 +1,84 @@
+#include "session/reference_budget.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using spe::KeptBody;
+using spe::ReferenceBudget;
+
+TEST_CASE("the reference budget gives what it has left, and takes it back") {
+    ReferenceBudget budget(1000);
+    CHECK(budget.per_body() == 250);
+    CHECK(budget.take(600));
+    CHECK_FALSE(budget.take(401));
+    CHECK(budget.in_use() == 600);
+    CHECK(budget.take(400));
+    CHECK_FALSE(budget.take(1));
+    budget.give_back(1000);
+    CHECK(budget.in_use() == 0);
+}
+
+TEST_CASE("a kept body holds its bytes of the budget until the last fan-out lets go") {
+    ReferenceBudget budget(1000);
+    const std::string body(200, 'b');
+    std::shared_ptr<const spe::ReferenceBody> held;
+    {
+        KeptBody kept(budget, body.size());
+        CHECK(budget.in_use() == 200);  // a known length is taken at once
+        kept.append(body.data(), 120);
+        kept.append(body.data() + 120, 80);
+        held = kept.finish("md5 of it");
+    }
+    REQUIRE(held);
+    CHECK(held->bytes == body);
+    CHECK(held->md5 == "md5 of it");
+    CHECK(budget.in_use() == 200);
+    held.reset();
+    CHECK(budget.in_use() == 0);
+}
+
+TEST_CASE("a body of unknown length takes its bytes as they come, and gives up past a quarter of the budget") {
+    ReferenceBudget budget(1000);
+    const std::string piece(100, 'p');
+    KeptBody kept(budget, std::nullopt);
+    kept.append(piece.data(), piece.size());
+    kept.append(piece.data(), piece.size());
+    CHECK(budget.in_use() == 200);
+    kept.append(piece.data(), piece.size());  // 300 > 250: not kept, its bytes back
+    CHECK(budget.in_use() == 0);
+    kept.append(piece.data(), 10);
+    CHECK(budget.in_use() == 0);
+    CHECK_FALSE(kept.finish("x"));
+}
+
+TEST_CASE("a body the budget cannot hold now is not kept; one never finished gives its bytes back") {
+    ReferenceBudget budget(1000);
+    REQUIRE(budget.take(900));  // other fan-outs' bodies
+    {
+        KeptBody too_big(budget, 200);
+        CHECK(budget.in_use() == 900);
+        CHECK_FALSE(too_big.finish("x"));
+        KeptBody fits(budget, 100);
+        CHECK(budget.in_use() == 1000);
+    }  // the client went away before the body's end
+    CHECK(budget.in_use() == 900);
+    KeptBody larger_than_a_quarter(budget, 251);
+    CHECK_FALSE(larger_than_a_quarter.finish("x"));
+}
+
+TEST_CASE("a reply without a body (HEAD, 304) whose header gives a length keeps an empty body") {
+    ReferenceBudget budget(1000);
+    KeptBody kept(budget, 0);
+    const auto held = kept.finish("d41d8cd98f00b204e9800998ecf8427e");
+    REQUIRE(held);
+    CHECK(held->bytes.empty());
+    CHECK(budget.in_use() == 0);
+}
+
+TEST_CASE("a budget of 0 keeps no body") {
+    ReferenceBudget budget(0);
+    KeptBody kept(budget, std::nullopt);
+    kept.append("a", 1);
+    CHECK_FALSE(kept.finish("x"));
+}
