@@ -170,12 +170,17 @@ class Child:
         """Signal its process group, wait for the main process with a deadline, then SIGKILL the group;
         last, SIGKILL whatever is left in its session (bounded). Returns the main process's exit code."""
         if self.alive():
+            end = time.monotonic() + deadline_s
             self._signal_group(sig)
             try:
                 self.popen.wait(timeout=deadline_s)
                 code = self.popen.returncode
                 self.ending = (f"stopped by {signal.Signals(sig).name}" if code == -sig
                                else f"{describe_exit(code)} after {signal.Signals(sig).name}")
+                # The whole group got the signal: its forked helpers get what is left of the deadline to
+                # finish too (a helper may still be in its handler when the main process is gone).
+                while self.members() and time.monotonic() < end:
+                    time.sleep(0.02)
             except subprocess.TimeoutExpired:
                 self._signal_group(signal.SIGKILL)
                 self.popen.wait(timeout=5)
