@@ -1,0 +1,253 @@
+// The proxy reply parser (http/proxy_reply_parser.hpp) against Beast's
+// response_parser, which the proxy leg read its replies with before: the same
+// replies, handed over in the same pieces, read the same way, give the same
+// measure, field by field, the same error, the same bytes consumed and the
+// same keep-alive answer.
+#include "http/reply_header.hpp"
+#include "session/proxy_reply.hpp"
+
+#include <boost/beast/http/parser.hpp>
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+using BeastParser = http::response_parser<spe::DigestBody>;
+
+// What each parser tells, asked its own way.
+void configure(BeastParser& p, bool head, const spe::ProxyLegLimits& limits) {
+    p.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    p.body_limit(limits.body_cap.value_or(std::numeric_limits<std::uint64_t>::max()));
+    p.skip(head);
+    spe::configure_body_sink(p.get().body(), limits);
+}
+void configure(spe::ProxyReplyParser& p, bool head, const spe::ProxyLegLimits& limits) {
+    spe::configure_reply_parser(p, head, limits);
+}
+unsigned status_of(const BeastParser& p) {
+    return p.get().result_int();
+}
+unsigned status_of(const spe::ProxyReplyParser& p) {
+    return p.status();
+}
+spe::DigestBody::value_type& body_of(BeastParser& p) {
+    return p.get().body();
+}
+spe::DigestBody::value_type& body_of(spe::ProxyReplyParser& p) {
+    return p.body();
+}
+void take(spe::Measure& m, const BeastParser& p, const spe::HeaderPolicy& policy) {
+    spe::take_header(m, p.get().base(), policy, true);
+}
+void take(spe::Measure& m, const spe::ProxyReplyParser& p, const spe::HeaderPolicy& policy) {
+    spe::take_header(m, p.status(), p.version(), p.fields(), policy, true);
+}
+std::string text_of(const BeastParser& p) {
+    return spe::header_text(p.get().base());
+}
+std::string text_of(const spe::ProxyReplyParser& p) {
+    return spe::header_text(p.version(), p.status(), p.reason(), p.fields());
+}
+bool keep_alive_of(const BeastParser& p) {
+    return p.get().keep_alive();
+}
+bool keep_alive_of(const spe::ProxyReplyParser& p) {
+    return p.header_keep_alive();
+}
+
+struct Outcome {
+    spe::Measure m;
+    std::vector<unsigned> interim;
+    std::string ec;
+    bool keep_alive = false;
+    std::uint64_t consumed = 0;
+};
+
+/// Reads `reply`, handed over `piece` bytes at a time and then the end of the stream, as the
+/// proxy leg does (session/proxy_reply.hpp): interim replies, the final header, the body.
+template <class Parser>
+Outcome parse_reply(std::string_view reply, std::size_t piece, bool head, const spe::ProxyLegLimits& limits) {
+    static const spe::HeaderPolicy policy;
+    Outcome out;
+    spe::ReadBuffer buffer;
+    boost::system::error_code ec;
+    // Parses on until the header (or the whole reply) is in, taking more input as Beast's reads do.
+    const auto read = [&](Parser& p, bool whole) {
+        for (;;) {
+            out.consumed += spe::parse_buffered(p, buffer, ec);
+            if (ec || (whole ? p.is_done() : p.is_header_done())) return;
+            if (reply.empty()) {
+                if (p.got_some())
+                    p.put_eof(ec);
+                else
+                    ec = http::error::end_of_stream;
+                return;
+            }
+            const auto n = std::min(piece, reply.size());
+            buffer.commit(boost::asio::buffer_copy(buffer.prepare(n), boost::asio::buffer(reply.data(), n)));
+            reply.remove_prefix(n);
+        }
+    };
+    std::optional<Parser> p;
+    for (;;) {
+        p.emplace();
+        configure(*p, head, limits);
+        read(*p, false);
+        const unsigned status = p->is_header_done() ? status_of(*p) : 0;
+        if (!ec && p->is_header_done() && !spe::status_code_valid(status)) ec = http::error::bad_status;
+        if (ec || status >= 200 || status == 101) break;
+        out.interim.push_back(status);
+    }
+    const bool got_header = p->is_header_done() && ec != http::error::bad_status;
+    if (got_header) take(out.m, *p, policy);
+    if (!ec && !p->is_done()) {
+        p->eager(true);
+        read(*p, true);
+    }
+    auto& body = body_of(*p);
+    out.m.bytes = body.digest.bytes();
+    out.m.body_head = body.head;
+    if (got_header) out.m.raw_header = text_of(*p);
+    out.m.error = spe::classify(ec, got_header);
+    out.ec = ec.message();
+    if (!ec) {
+        out.m.md5 = body.digest.hex_final();
+        out.keep_alive = keep_alive_of(*p);
+    }
+    return out;
+}
+
+void check_same(const Outcome& beast, const Outcome& ours) {
+    CHECK(ours.ec == beast.ec);
+    CHECK(ours.m.error == beast.m.error);
+    CHECK(ours.consumed == beast.consumed);
+    CHECK(ours.keep_alive == beast.keep_alive);
+    CHECK(ours.interim == beast.interim);
+    CHECK(ours.m.status == beast.m.status);
+    CHECK(ours.m.version == beast.m.version);
+    CHECK(ours.m.headers == beast.m.headers);
+    CHECK(ours.m.fetch == beast.m.fetch);
+    CHECK(ours.m.replay_refusal == beast.m.replay_refusal);
+    for (std::size_t f = 0; f < static_cast<std::size_t>(spe::CacheField::count); ++f) {
+        INFO("cache field " << f);
+        CHECK(ours.m.cache_headers.get(spe::CacheField(f)) == beast.m.cache_headers.get(spe::CacheField(f)));
+    }
+    CHECK(ours.m.cache_headers.field_names == beast.m.cache_headers.field_names);
+    CHECK(ours.m.cache_headers.set_cookie == beast.m.cache_headers.set_cookie);
+    CHECK(ours.m.raw_header == beast.m.raw_header);
+    CHECK(ours.m.bytes == beast.m.bytes);
+    CHECK(ours.m.md5 == beast.m.md5);
+    CHECK(ours.m.body_head == beast.m.body_head);
+}
+
+/// Header lines, each ended with CRLF, and the empty line that ends the header.
+std::string header(std::initializer_list<std::string_view> lines) {
+    std::string out;
+    for (const auto line : lines)
+        out.append(line).append("\r\n");
+    return out + "\r\n";
+}
+
+struct Reply {
+    std::string name;
+    std::string bytes;
+    bool head = false;
+};
+
+std::vector<Reply> corpus() {
+    std::string many_fields;  // more fields than either parser keeps in place, and a header past 2 KiB
+    for (int i = 0; i < 40; ++i)
+        many_fields +=
+            "X-Field-" + std::to_string(i) + ": " + std::string(60, static_cast<char>('a' + i % 26)) + "\r\n";
+    return {
+        {"a plain reply", header({"HTTP/1.1 200 OK", "Content-Type: text/plain", "Content-Length: 5"}) + "hello"},
+        {"repeated fields, a repeat after another field",
+         header({"HTTP/1.1 200 OK", "Set-Cookie: a=1", "Cache-Control: max-age=60", "Set-Cookie: b=2", "Vary: Accept",
+                 "cache-control: public", "VARY: Cookie", "Content-Length: 0"})},
+        {"names in mixed case, known and unknown",
+         header({"HTTP/1.1 200 OK", "cOnTeNt-TyPe: text/html", "ETAG: \"e\"", "x-CUSTOM: 1", "X-Custom: 2",
+                 "Last-modified: Mon, 01 Jan 2024 00:00:00 GMT", "content-length: 3"}) +
+             "abc"},
+        {"unknown names",
+         header({"HTTP/1.1 200 OK", "Foo-Bar: baz", "X-Whatever: 1", "Zzz: last", "Aaa: first", "Content-Length: 0"})},
+        {"the SPE fields, first fetch stamp and refusal taken",
+         header({"HTTP/1.1 502 Bad Gateway", "X-SPE-Fetch: collector-fetch-12", "x-spe-fetch: collector-fetch-13",
+                 "X-SPE-Replay-Refused: body differs", "X-SPE-REPLAY-REFUSED: again",
+                 "X-SPE-Validated: collector-fetch-9", "X-SPE-Reply-To: 0123-7",
+                 "X-SPE-Parent: t=1.000; fields=\"etag\"", "Cache-Status: squid; hit", "X-Cache: MISS from a",
+                 "x-cache: HIT from b", "X-Cache-Lookup: HIT", "Content-Length: 0"})},
+        {"the judged fields", header({"HTTP/1.1 200 OK", "Date: Mon, 01 Jan 2024 00:00:00 GMT", "Age: 3", "Expires: 0",
+                                      "Content-Encoding: gzip", "Set-Cookie: s=1",
+                                      "Cache-Control: no-cache=\"set-cookie\"", "Content-Length: 0"})},
+        {"empty values and whitespace around values",
+         header({"HTTP/1.1 200 OK", "X-Empty:", "ETag:   ", "X-Spaced: \t  a  b \t ", "Vary:", "Content-Length: 0"})},
+        {"obs-fold", header({"HTTP/1.1 200 OK", "X-Folded: first", "  second", "\tthird", "Cache-Control: max-age=1,",
+                             " public", "Content-Length: 0"})},
+        {"chunked, with extensions and trailers",
+         header({"HTTP/1.1 200 OK", "Transfer-Encoding: chunked", "ETag: \"c\""}) +
+             "5;ext=1\r\nhello\r\n3\r\n, w\r\n0\r\nX-Trailer: t\r\n\r\n"},
+        {"interim replies, then the final one",
+         header({"HTTP/1.1 100 Continue"}) + header({"HTTP/1.1 103 Early Hints", "Link: </a.css>; rel=preload"}) +
+             header({"HTTP/1.1 200 OK", "Content-Length: 2", "X-A: 1"}) + "ok"},
+        {"interim replies, then the end of the stream", header({"HTTP/1.1 102 Processing"})},
+        {"a reply to HEAD: no body read", header({"HTTP/1.1 200 OK", "Content-Length: 100", "ETag: \"h\""}), true},
+        {"204 and its length", header({"HTTP/1.1 204 No Content", "Content-Length: 10"})},
+        {"304", header({"HTTP/1.1 304 Not Modified", "ETag: \"n\"", "Date: Mon, 01 Jan 2024 00:00:00 GMT"})},
+        {"a body to the end of the stream", header({"HTTP/1.1 200 OK", "X-A: 1"}) + "until the end"},
+        {"HTTP/1.0, no Connection", header({"HTTP/1.0 200 OK", "Content-Length: 1"}) + "x"},
+        {"HTTP/1.0, Connection: Keep-Alive",
+         header({"HTTP/1.0 200 OK", "Connection: Keep-Alive", "Content-Length: 1"}) + "x"},
+        {"Connection: close, then keep-alive (the first counts)",
+         header({"HTTP/1.1 200 OK", "Connection: Close", "Connection: keep-alive", "Content-Length: 1"}) + "x"},
+        {"Connection: a list", header({"HTTP/1.1 200 OK", "Connection: Upgrade, CLOSE", "Content-Length: 0"})},
+        {"an empty reason", header({"HTTP/1.1 404 ", "Content-Length: 0"})},
+        {"an empty reason of an unknown status", header({"HTTP/1.1 299 ", "Content-Length: 0"})},
+        {"a reason with spaces", header({"HTTP/1.1 500 Something  Went Wrong ", "Content-Length: 0"})},
+        {"a status below 100", header({"HTTP/1.1 099 Low", "Content-Length: 0"})},
+        {"a length past the body cap", header({"HTTP/1.1 200 OK", "ETag: \"big\"", "Content-Length: 1000"}) + "x"},
+        {"a chunk past the body cap", header({"HTTP/1.1 200 OK", "Transfer-Encoding: chunked"}) + "400\r\n" +
+                                          std::string(1024, 'b') + "\r\n0\r\n\r\n"},
+        {"a body cut short", header({"HTTP/1.1 200 OK", "Content-Length: 10", "X-A: 1"}) + "short"},
+        {"a header cut short", "HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: "},
+        {"a malformed field", "HTTP/1.1 200 OK\r\nX-A: 1\r\nBad Name: 2\r\n\r\n"},
+        {"a malformed status line", "HTTP/1.1 2x0 OK\r\n\r\n"},
+        {"a bad chunk", header({"HTTP/1.1 200 OK", "Transfer-Encoding: chunked"}) + "zz\r\n"},
+        {"many fields, a long header",
+         "HTTP/1.1 200 OK\r\n" + many_fields + "Set-Cookie: z=1\r\nContent-Length: 4\r\n\r\nbody"},
+        {"a header over the limit", "HTTP/1.1 200 OK\r\nX-Big: " + std::string(20 * 1024, 'x') + "\r\n\r\n"},
+        {"nothing at all", ""},
+        {"bytes after the reply",
+         header({"HTTP/1.1 200 OK", "Content-Length: 1"}) + "x" + header({"HTTP/1.1 200 OK", "Content-Length: 0"})},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("the proxy reply parser measures every reply as Beast's response_parser did") {
+    const spe::ProxyLegLimits capped{1s, 16, 16 * 1024, 64, true};
+    const spe::ProxyLegLimits uncapped{1s, std::nullopt, 16 * 1024, 64, true};
+    for (const auto& reply : corpus())
+        for (const auto& limits : {uncapped, capped})
+            for (const std::size_t piece :
+                 {std::size_t{1}, std::size_t{3}, std::size_t{17}, std::size_t{64}, std::size_t{1} << 20}) {
+                INFO(reply.name << ", pieces of " << piece << (limits.body_cap ? ", body cap 16" : ""));
+                check_same(parse_reply<BeastParser>(reply.bytes, piece, reply.head, limits),
+                           parse_reply<spe::ProxyReplyParser>(reply.bytes, piece, reply.head, limits));
+            }
+}
+
+TEST_CASE("the proxy reply parser keeps the header whole when it came in pieces") {
+    const spe::ProxyLegLimits limits{1s, std::nullopt, 16 * 1024, 64, true};
+    const auto reply = header({"HTTP/1.1 200 OK", "X-Folded: a", " b", "Set-Cookie: c=1", "Content-Length: 2"}) + "hi";
+    const auto out = parse_reply<spe::ProxyReplyParser>(reply, 1, false, limits);
+    CHECK(out.m.raw_header == "HTTP/1.1 200 OK\r\nX-Folded: a b\r\nSet-Cookie: c=1\r\nContent-Length: 2\r\n\r\n");
+    CHECK(out.m.cache_headers.field_names == "x-folded set-cookie content-length");
+    CHECK(out.m.cache_headers.set_cookie);
+    CHECK(out.m.bytes == 2);
+    CHECK(out.keep_alive);
+}
