@@ -11,15 +11,6 @@ namespace http = boost::beast::http;
 
 namespace {
 
-/// `s` without spaces and tabs around it: what Beast's fields keep of a value (fields.hpp, new_element).
-std::string_view trim_ows(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
 /// Whether the comma-separated `list` has `token`, parsed as Beast's message::keep_alive parses
 /// Connection (token_list), compared with spe::iequals: Beast's reads a byte past its arguments
 /// when they differ only in case (core/ascii.hpp).
@@ -30,51 +21,41 @@ bool lists_token(std::string_view list, std::string_view token) {
 
 }  // namespace
 
-std::uint32_t ProxyReplyParser::keep(std::string_view s) {
-    const auto at = static_cast<std::uint32_t>(text_.size());
-    text_.insert(text_.end(), s.begin(), s.end());
-    return at;
+void KeptText::grow(std::size_t at_least) {
+    // A new block; the old ones stay, for what was kept in them.
+    const auto size = std::max<std::size_t>(at_least, 4096);
+    more_.push_back(std::make_unique_for_overwrite<char[]>(size));
+    next_ = more_.back().get();
+    room_ = size;
 }
 
-void ProxyReplyParser::on_response_impl(int code, std::string_view reason, int version, boost::beast::error_code& ec) {
-    ec = {};
+ProxyReplyParser::ProxyReplyParser() = default;
+
+void ProxyReplyParser::on_response_impl(int code, std::string_view reason, int version, boost::beast::error_code&) {
     status_ = static_cast<unsigned>(code);
     version_ = static_cast<unsigned>(version);
-    keep(reason);
-    reason_size_ = static_cast<std::uint32_t>(reason.size());
+    reason_ = kept_.keep(reason);
     // Without a Connection field, HTTP/1.1 keeps the connection and HTTP/1.0 does not.
     header_keep_alive_ = version_ >= 11;
 }
 
+// The value comes trimmed of optional whitespace (detail/basic_parser.ipp, parse_field: an
+// obs-fold's lines trimmed too, joined with one space), as Beast's fields keep it.
 void ProxyReplyParser::on_field_impl(http::field name, std::string_view name_string, std::string_view value,
-                                     boost::beast::error_code& ec) {
-    ec = {};
-    value = trim_ows(value);
+                                     boost::beast::error_code&) {
     if (name == http::field::connection && !connection_seen_) {
         connection_seen_ = true;
         header_keep_alive_ = version_ >= 11 ? !lists_token(value, "close") : lists_token(value, "keep-alive");
     }
-    const auto name_at = keep(name_string);
-    const auto value_at = keep(value);
-    fields_.push_back({name, name_at, static_cast<std::uint32_t>(name_string.size()), value_at,
-                       static_cast<std::uint32_t>(value.size())});
+    fields_.emplace_back(name, kept_.keep(name_string), kept_.keep(value));
 }
 
-FieldViewList ProxyReplyParser::fields() const {
-    FieldViewList out;
-    for (const auto& f : fields_)
-        out.emplace_back(f.name, text(f.name_at, f.name_size), text(f.value_at, f.value_size));
-    return out;
-}
-
-std::size_t ProxyReplyParser::on_body_impl(std::string_view body, boost::beast::error_code& ec) {
-    ec = {};
+std::size_t ProxyReplyParser::on_body_impl(std::string_view body, boost::beast::error_code&) {
     body_.put(body.data(), body.size());
     return body.size();
 }
 
-std::size_t ProxyReplyParser::on_chunk_body_impl(std::uint64_t, std::string_view body, boost::beast::error_code& ec) {
-    ec = {};
+std::size_t ProxyReplyParser::on_chunk_body_impl(std::uint64_t, std::string_view body, boost::beast::error_code&) {
     body_.put(body.data(), body.size());
     return body.size();
 }

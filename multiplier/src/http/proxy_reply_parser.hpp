@@ -13,13 +13,43 @@
 #include <boost/container/small_vector.hpp>
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string_view>
+#include <vector>
 
 namespace spe {
 
+/// Copies of strings that stay where they are while it lives: a block of its
+/// own first, enough for a common header, then blocks from the heap.
+class KeptText {
+public:
+    KeptText() {}  // not zeroed: a parser is made for every reply
+    KeptText(const KeptText&) = delete;
+    KeptText& operator=(const KeptText&) = delete;
+
+    std::string_view keep(std::string_view s) {
+        if (s.size() > room_) grow(s.size());
+        char* at = next_;
+        if (!s.empty()) std::memcpy(at, s.data(), s.size());
+        next_ += s.size();
+        room_ -= s.size();
+        return {at, s.size()};
+    }
+
+private:
+    void grow(std::size_t at_least);
+
+    char first_[2048];
+    char* next_ = first_;
+    std::size_t room_ = sizeof first_;
+    std::vector<std::unique_ptr<char[]>> more_;
+};
+
 class ProxyReplyParser final : public boost::beast::http::basic_parser<false> {
 public:
-    ProxyReplyParser() = default;
+    // Not defaulted here: `parser.emplace()` would zero the whole object (its kept text) first.
+    ProxyReplyParser();
 
     /// The sink of the decoded body bytes (set up before the first byte: session/proxy_reply.hpp).
     DigestBody::value_type& body() { return body_; }
@@ -28,53 +58,41 @@ public:
     // The header, once parsed (is_header_done()); its parts stay valid while the parser lives.
     unsigned status() const { return status_; }
     unsigned version() const { return version_; }
-    std::string_view reason() const { return text(0, reason_size_); }
-    /// The fields in arrival order, values trimmed of optional whitespace as Beast's fields keep them.
-    FieldViewList fields() const;
+    std::string_view reason() const { return reason_; }
+    /// The fields in arrival order, as Beast's fields would hold them (values trimmed of optional whitespace).
+    FieldViews fields() const { return fields_; }
     /// Whether the header lets the connection carry another request, as Beast's
     /// message::keep_alive says: by the version and the first Connection field.
     /// (basic_parser::keep_alive also says no to a body that ends with the connection.)
     bool header_keep_alive() const { return header_keep_alive_; }
 
 private:
+    // basic_parser clears `ec` before each call; none of these fails.
     void on_request_impl(boost::beast::http::verb, std::string_view, std::string_view, int,
                          boost::beast::error_code&) override {}
     void on_response_impl(int code, std::string_view reason, int version, boost::beast::error_code& ec) override;
     void on_field_impl(boost::beast::http::field name, std::string_view name_string, std::string_view value,
                        boost::beast::error_code& ec) override;
-    void on_header_impl(boost::beast::error_code& ec) override { ec = {}; }
-    void on_body_init_impl(const boost::optional<std::uint64_t>&, boost::beast::error_code& ec) override { ec = {}; }
+    void on_header_impl(boost::beast::error_code&) override {}
+    void on_body_init_impl(const boost::optional<std::uint64_t>&, boost::beast::error_code&) override {}
     std::size_t on_body_impl(std::string_view body, boost::beast::error_code& ec) override;
-    void on_chunk_header_impl(std::uint64_t, std::string_view, boost::beast::error_code& ec) override { ec = {}; }
+    void on_chunk_header_impl(std::uint64_t, std::string_view, boost::beast::error_code&) override {}
     std::size_t on_chunk_body_impl(std::uint64_t, std::string_view body, boost::beast::error_code& ec) override;
-    void on_finish_impl(boost::beast::error_code& ec) override { ec = {}; }
-
-    /// Copies `s` to the end of text_; returns where it starts.
-    std::uint32_t keep(std::string_view s);
-    std::string_view text(std::uint32_t at, std::uint32_t size) const { return {text_.data() + at, size}; }
-
-    struct KeptField {
-        boost::beast::http::field name;
-        std::uint32_t name_at;
-        std::uint32_t name_size;
-        std::uint32_t value_at;
-        std::uint32_t value_size;
-    };
+    void on_finish_impl(boost::beast::error_code&) override {}
 
     DigestBody::value_type body_;
     unsigned status_ = 0;
     unsigned version_ = 0;
-    std::uint32_t reason_size_ = 0;  // the reason is kept first in text_
     bool header_keep_alive_ = false;
     bool connection_seen_ = false;
-    // The reason, names and values, copied as they are parsed. Views of Beast's input would not
-    // last: basic_parser (Boost 1.74, impl/basic_parser.ipp: put and parse_fields) hands back
-    // the status line and every whole field line it has parsed when the rest of the header has
-    // not arrived yet, so the read that brings the rest may move or overwrite them; and a value
-    // with obs-fold is unfolded into a buffer local to parse_fields, gone when it returns.
-    // Room for a common header, so that most replies allocate nothing here.
-    boost::container::small_vector<char, 2048> text_;
-    boost::container::small_vector<KeptField, 24> fields_;
+    // The reason, names and values are copied as they are parsed. Views of Beast's input would
+    // not last: basic_parser (Boost 1.74, impl/basic_parser.ipp: put and parse_fields) hands
+    // back the status line and every whole field line it has parsed when the rest of the header
+    // has not arrived yet, so the read that brings the rest may move or overwrite them; and a
+    // value with obs-fold is unfolded into a buffer local to parse_fields, gone when it returns.
+    KeptText kept_;
+    std::string_view reason_;
+    FieldViewList fields_;
 };
 
 }  // namespace spe

@@ -17,6 +17,7 @@
 #include "io/upstream_connection.hpp"
 
 #include <boost/beast/http/read.hpp>
+#include <boost/optional.hpp>
 
 #include <limits>
 #include <optional>
@@ -63,7 +64,9 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
     // Interim (1xx) replies are recorded (status, time) and the final reply is
     // what gets compared; each 1xx is a whole message to Beast, so the next
     // one, or the final reply, is read with a fresh parser, under the same deadline.
-    std::optional<ProxyReplyParser> parser;
+    // boost::optional, not std::: GCC 12's std::optional zeroes all its storage when made, and
+    // the parser holds some 3.5 KiB (room for a header's text): ~450 instructions per leg.
+    boost::optional<ProxyReplyParser> parser;
     error_code ec;
     for (;;) {
         parser.emplace();
