@@ -2,11 +2,9 @@
 // response_parser, which the proxy leg read its replies with before: the same
 // replies, handed over in the same pieces, read the same way, give the same
 // measure, field by field, the same error, the same bytes consumed and the
-// same keep-alive answer.
-#include "http/reply_header.hpp"
-#include "session/proxy_reply.hpp"
+// same keep-alive answer (tests/support/reply_parsers_compared.hpp).
+#include "reply_parsers_compared.hpp"
 
-#include <boost/beast/http/parser.hpp>
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -15,135 +13,9 @@
 
 namespace {
 
-namespace http = boost::beast::http;
 using namespace std::chrono_literals;
-using BeastParser = http::response_parser<spe::DigestBody>;
-
-// What each parser tells, asked its own way.
-void configure(BeastParser& p, bool head, const spe::ProxyLegLimits& limits) {
-    p.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    p.body_limit(limits.body_cap.value_or(std::numeric_limits<std::uint64_t>::max()));
-    p.skip(head);
-    spe::configure_body_sink(p.get().body(), limits);
-}
-void configure(spe::ProxyReplyParser& p, bool head, const spe::ProxyLegLimits& limits) {
-    spe::configure_reply_parser(p, head, limits);
-}
-unsigned status_of(const BeastParser& p) {
-    return p.get().result_int();
-}
-unsigned status_of(const spe::ProxyReplyParser& p) {
-    return p.status();
-}
-spe::DigestBody::value_type& body_of(BeastParser& p) {
-    return p.get().body();
-}
-spe::DigestBody::value_type& body_of(spe::ProxyReplyParser& p) {
-    return p.body();
-}
-void take(spe::Measure& m, const BeastParser& p, const spe::HeaderPolicy& policy) {
-    spe::take_header(m, p.get().base(), policy, true);
-}
-void take(spe::Measure& m, const spe::ProxyReplyParser& p, const spe::HeaderPolicy& policy) {
-    spe::take_header(m, p.status(), p.version(), p.fields(), policy, true);
-}
-std::string text_of(const BeastParser& p) {
-    return spe::header_text(p.get().base());
-}
-std::string text_of(const spe::ProxyReplyParser& p) {
-    return spe::header_text(p.version(), p.status(), p.reason(), p.fields());
-}
-bool keep_alive_of(const BeastParser& p) {
-    return p.get().keep_alive();
-}
-bool keep_alive_of(const spe::ProxyReplyParser& p) {
-    return p.header_keep_alive();
-}
-
-struct Outcome {
-    spe::Measure m;
-    std::vector<unsigned> interim;
-    std::string ec;
-    bool keep_alive = false;
-    std::uint64_t consumed = 0;
-};
-
-/// Reads `reply`, handed over `piece` bytes at a time and then the end of the stream, as the
-/// proxy leg does (session/proxy_reply.hpp): interim replies, the final header, the body.
-template <class Parser>
-Outcome parse_reply(std::string_view reply, std::size_t piece, bool head, const spe::ProxyLegLimits& limits) {
-    static const spe::HeaderPolicy policy;
-    Outcome out;
-    spe::ReadBuffer buffer;
-    boost::system::error_code ec;
-    // Parses on until the header (or the whole reply) is in, taking more input as Beast's reads do.
-    const auto read = [&](Parser& p, bool whole) {
-        for (;;) {
-            out.consumed += spe::parse_buffered(p, buffer, ec);
-            if (ec || (whole ? p.is_done() : p.is_header_done())) return;
-            if (reply.empty()) {
-                if (p.got_some())
-                    p.put_eof(ec);
-                else
-                    ec = http::error::end_of_stream;
-                return;
-            }
-            const auto n = std::min(piece, reply.size());
-            buffer.commit(boost::asio::buffer_copy(buffer.prepare(n), boost::asio::buffer(reply.data(), n)));
-            reply.remove_prefix(n);
-        }
-    };
-    std::optional<Parser> p;
-    for (;;) {
-        p.emplace();
-        configure(*p, head, limits);
-        read(*p, false);
-        const unsigned status = p->is_header_done() ? status_of(*p) : 0;
-        if (!ec && p->is_header_done() && !spe::status_code_valid(status)) ec = http::error::bad_status;
-        if (ec || status >= 200 || status == 101) break;
-        out.interim.push_back(status);
-    }
-    const bool got_header = p->is_header_done() && ec != http::error::bad_status;
-    if (got_header) take(out.m, *p, policy);
-    if (!ec && !p->is_done()) {
-        p->eager(true);
-        read(*p, true);
-    }
-    auto& body = body_of(*p);
-    out.m.bytes = body.digest.bytes();
-    out.m.body_head = body.head;
-    if (got_header) out.m.raw_header = text_of(*p);
-    out.m.error = spe::classify(ec, got_header);
-    out.ec = ec.message();
-    if (!ec) {
-        out.m.md5 = body.digest.hex_final();
-        out.keep_alive = keep_alive_of(*p);
-    }
-    return out;
-}
-
-void check_same(const Outcome& beast, const Outcome& ours) {
-    CHECK(ours.ec == beast.ec);
-    CHECK(ours.m.error == beast.m.error);
-    CHECK(ours.consumed == beast.consumed);
-    CHECK(ours.keep_alive == beast.keep_alive);
-    CHECK(ours.interim == beast.interim);
-    CHECK(ours.m.status == beast.m.status);
-    CHECK(ours.m.version == beast.m.version);
-    CHECK(ours.m.headers == beast.m.headers);
-    CHECK(ours.m.fetch == beast.m.fetch);
-    CHECK(ours.m.replay_refusal == beast.m.replay_refusal);
-    for (std::size_t f = 0; f < static_cast<std::size_t>(spe::CacheField::count); ++f) {
-        INFO("cache field " << f);
-        CHECK(ours.m.cache_headers.get(spe::CacheField(f)) == beast.m.cache_headers.get(spe::CacheField(f)));
-    }
-    CHECK(ours.m.cache_headers.field_names == beast.m.cache_headers.field_names);
-    CHECK(ours.m.cache_headers.set_cookie == beast.m.cache_headers.set_cookie);
-    CHECK(ours.m.raw_header == beast.m.raw_header);
-    CHECK(ours.m.bytes == beast.m.bytes);
-    CHECK(ours.m.md5 == beast.m.md5);
-    CHECK(ours.m.body_head == beast.m.body_head);
-}
+using spe::test::BeastParser;
+using spe::test::parse_reply;
 
 /// Header lines, each ended with CRLF, and the empty line that ends the header.
 std::string header(std::initializer_list<std::string_view> lines) {
@@ -236,8 +108,9 @@ TEST_CASE("the proxy reply parser measures every reply as Beast's response_parse
             for (const std::size_t piece :
                  {std::size_t{1}, std::size_t{3}, std::size_t{17}, std::size_t{64}, std::size_t{1} << 20}) {
                 INFO(reply.name << ", pieces of " << piece << (limits.body_cap ? ", body cap 16" : ""));
-                check_same(parse_reply<BeastParser>(reply.bytes, piece, reply.head, limits),
-                           parse_reply<spe::ProxyReplyParser>(reply.bytes, piece, reply.head, limits));
+                CHECK(spe::test::first_difference(
+                          parse_reply<BeastParser>(reply.bytes, piece, reply.head, limits),
+                          parse_reply<spe::ProxyReplyParser>(reply.bytes, piece, reply.head, limits)) == "");
             }
 }
 
