@@ -23,6 +23,7 @@
 #include <boost/asio/post.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -117,9 +118,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (const auto parent = m.cache_headers.parent())
         if (const auto stamp = spe::parse_parent_stamp(*parent); stamp && !(stamp->time > 0)) std::abort();
     using spe::test::parse_reply;
-    if (!spe::test::first_difference(parse_reply<spe::test::BeastParser>(input, piece, head, limits),
-                                     parse_reply<spe::ProxyReplyParser>(input, piece, head, limits))
-             .empty())
+    if (const auto d = spe::test::first_difference(parse_reply<spe::test::BeastParser>(input, piece, head, limits),
+                                                   parse_reply<spe::ProxyReplyParser>(input, piece, head, limits));
+        !d.empty()) {
+        std::fprintf(stderr, "the parsers differ in %s\n", d.c_str());
         std::abort();
+    }
     return 0;
 }

@@ -36,6 +36,9 @@ std::vector<Reply> corpus() {
     for (int i = 0; i < 40; ++i)
         many_fields +=
             "X-Field-" + std::to_string(i) + ": " + std::string(60, static_cast<char>('a' + i % 26)) + "\r\n";
+    std::string judged_repeats;  // more judged values than a header usually has, repeats apart
+    for (int i = 0; i < 20; ++i)
+        judged_repeats += "Age: " + std::to_string(i) + "\r\nX-Cache: HIT " + std::to_string(i) + "\r\n";
     return {
         {"a plain reply", header({"HTTP/1.1 200 OK", "Content-Type: text/plain", "Content-Length: 5"}) + "hello"},
         {"repeated fields, a repeat after another field",
@@ -91,6 +94,7 @@ std::vector<Reply> corpus() {
         {"a bad chunk", header({"HTTP/1.1 200 OK", "Transfer-Encoding: chunked"}) + "zz\r\n"},
         {"many fields, a long header",
          "HTTP/1.1 200 OK\r\n" + many_fields + "Set-Cookie: z=1\r\nContent-Length: 4\r\n\r\nbody"},
+        {"judged fields repeated, each apart from its others", "HTTP/1.1 200 OK\r\n" + judged_repeats + "\r\n"},
         {"a header over the limit", "HTTP/1.1 200 OK\r\nX-Big: " + std::string(20 * 1024, 'x') + "\r\n\r\n"},
         {"nothing at all", ""},
         {"bytes after the reply",

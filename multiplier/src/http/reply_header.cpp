@@ -4,7 +4,7 @@
 
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/container/static_vector.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <algorithm>
 #include <array>
@@ -74,7 +74,10 @@ CacheHeaders take_cache_headers(FieldViews fields) {
     h.field_names.reserve(256);  // a dozen names or so: one allocation
     // One pass over the fields (a lookup per name costs a dozen tree searches
     // per reply), then the values in one buffer.
-    boost::container::static_vector<std::pair<CacheField, std::string_view>, 32> found;
+    // Every judged value, however many (no more than the header limit holds): a cap would keep
+    // different ones of Beast's fields (repeats held together) and of the proxy parser's (in
+    // arrival order), which must give the same.
+    boost::container::small_vector<std::pair<CacheField, std::string_view>, 32> found;
     // A name Beast knows is listed once by its number (the parser matched it without regard to
     // case, so no unknown name equals it); only unknown names are looked for in the list.
     std::bitset<static_cast<std::size_t>(http::field::xref) + 1> listed;
@@ -87,8 +90,7 @@ CacheHeaders take_cache_headers(FieldViews fields) {
             if (!h.field_names.empty()) h.field_names += ' ';
             h.field_names += known_lower_name(f.name());
         }
-        if (const auto which = judged_field(f); which && found.size() < found.capacity())
-            found.emplace_back(*which, f.value());
+        if (const auto which = judged_field(f)) found.emplace_back(*which, f.value());
     }
     h.assign({found.data(), found.size()});
     return h;
