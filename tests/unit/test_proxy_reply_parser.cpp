@@ -3,6 +3,7 @@
 // replies, handed over in the same pieces, read the same way, give the same
 // measure, field by field, the same error, the same bytes consumed and the
 // same keep-alive answer (tests/support/reply_parsers_compared.hpp).
+#include "http/kept_text.hpp"
 #include "reply_parsers_compared.hpp"
 
 #include <catch2/catch.hpp>
@@ -127,4 +128,17 @@ TEST_CASE("the proxy reply parser keeps the header whole when it came in pieces"
     CHECK(out.m.cache_headers.set_cookie);
     CHECK(out.m.bytes == 2);
     CHECK(out.keep_alive);
+}
+
+TEST_CASE("kept text stays where it was kept when more comes than its own block holds") {
+    spe::KeptText kept;
+    std::vector<std::pair<std::string, std::string_view>> copies;
+    for (int i = 0; i < 100; ++i) {
+        auto s = std::string(90, static_cast<char>('a' + i % 26)) + std::to_string(i);
+        if (i == 50) s = std::string(10000, 'x');  // longer than a heap block
+        copies.emplace_back(s, kept.keep(s));
+    }
+    copies.emplace_back("", kept.keep(""));
+    for (const auto& [original, copy] : copies)
+        CHECK(copy == original);
 }

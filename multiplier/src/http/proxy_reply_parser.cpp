@@ -21,14 +21,6 @@ bool lists_token(std::string_view list, std::string_view token) {
 
 }  // namespace
 
-void KeptText::grow(std::size_t at_least) {
-    // A new block; the old ones stay, for what was kept in them.
-    const auto size = std::max<std::size_t>(at_least, 4096);
-    more_.push_back(std::make_unique_for_overwrite<char[]>(size));
-    next_ = more_.back().get();
-    room_ = size;
-}
-
 ProxyReplyParser::ProxyReplyParser() = default;
 
 void ProxyReplyParser::on_response_impl(int code, std::string_view reason, int version, boost::beast::error_code&) {

@@ -8,43 +8,14 @@
 
 #include "http/digest_body.hpp"
 #include "http/field_view.hpp"
+#include "http/kept_text.hpp"
 
 #include <boost/beast/http/basic_parser.hpp>
-#include <boost/container/small_vector.hpp>
 
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <string_view>
-#include <vector>
 
 namespace spe {
-
-/// Copies of strings that stay where they are while it lives: a block of its
-/// own first, enough for a common header, then blocks from the heap.
-class KeptText {
-public:
-    KeptText() {}  // not zeroed: a parser is made for every reply
-    KeptText(const KeptText&) = delete;
-    KeptText& operator=(const KeptText&) = delete;
-
-    std::string_view keep(std::string_view s) {
-        if (s.size() > room_) grow(s.size());
-        char* at = next_;
-        if (!s.empty()) std::memcpy(at, s.data(), s.size());
-        next_ += s.size();
-        room_ -= s.size();
-        return {at, s.size()};
-    }
-
-private:
-    void grow(std::size_t at_least);
-
-    char first_[2048];
-    char* next_ = first_;
-    std::size_t room_ = sizeof first_;
-    std::vector<std::unique_ptr<char[]>> more_;
-};
 
 class ProxyReplyParser final : public boost::beast::http::basic_parser<false> {
 public:
