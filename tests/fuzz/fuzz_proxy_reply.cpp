@@ -6,13 +6,16 @@
 // the capture prefix never exceeds the digested bytes; a whole reply has a
 // final status and an MD5 and validates OK against itself; a failed one says
 // why; no more interim replies recorded than the record keeps; the judge's
-// X-SPE-Parent parser (a proxy sends back what it stored) gives a positive time.
+// X-SPE-Parent parser (a proxy sends back what it stored) gives a positive time;
+// the leg's own parser measures the reply as Beast's response_parser did
+// (tests/support/reply_parsers_compared.hpp), field by field.
 // Asio's awaitable.hpp uses std::exchange without including <utility> (seen with clang 14).
 #include <utility>
 
 #include "http/header_policy.hpp"
 #include "judge/parent_stamp.hpp"
 #include "judge/validator.hpp"
+#include "reply_parsers_compared.hpp"
 #include "session/proxy_reply.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -20,6 +23,7 @@
 #include <boost/asio/post.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -113,5 +117,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (const auto parent = m.cache_headers.parent())
         if (const auto stamp = spe::parse_parent_stamp(*parent); stamp && !(stamp->time > 0)) std::abort();
+    using spe::test::parse_reply;
+    if (const auto d = spe::test::first_difference(parse_reply<spe::test::BeastParser>(input, piece, head, limits),
+                                                   parse_reply<spe::ProxyReplyParser>(input, piece, head, limits));
+        !d.empty()) {
+        std::fprintf(stderr, "the parsers differ in %s\n", d.c_str());
+        std::abort();
+    }
     return 0;
 }

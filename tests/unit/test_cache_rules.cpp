@@ -311,6 +311,21 @@ TEST_CASE("the judged reply fields are taken in one pass, repeated ones joined")
     CHECK(h.field_names == "cache-control x-cache x-spe-reply-to set-cookie age");
 }
 
+TEST_CASE("every value of a judged field is kept, however many, whatever comes between them") {
+    // Beast's fields hold repeats together and the proxy reply parser in arrival order: the same
+    // values either way (tests/unit/test_proxy_reply_parser.cpp).
+    boost::beast::http::fields f;
+    std::string ages;
+    for (int i = 0; i < 40; ++i) {
+        f.insert("Age", std::to_string(i));
+        f.insert("X-Cache", "HIT");
+        ages += (i ? ", " : "") + std::to_string(i);
+    }
+    const auto h = spe::take_cache_headers(f);
+    CHECK(h.age() == ages);
+    CHECK(h.x_cache()->size() == 40 * 5 - 2);
+}
+
 TEST_CASE("the reply's field names are listed once each, whatever their case") {
     boost::beast::http::fields f;
     f.insert("ETag", "\"a\"");

@@ -156,7 +156,7 @@ bool HeaderPolicy::is_compared(std::string_view name) const {
     return is_compared_lower(to_lower(name));
 }
 
-ComparedHeaders HeaderPolicy::select(const http::fields& fields) const {
+ComparedHeaders HeaderPolicy::select(FieldViews fields) const {
     // The compared fields as views first (an unknown name lowercased into one buffer), sorted by
     // name, then each name's strings made once: moving strings while sorting cost more than sorting.
     struct Picked {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/compared_headers.hpp"
+#include "http/field_view.hpp"
 
 #include <boost/beast/http/fields.hpp>
 
@@ -54,7 +55,8 @@ public:
     bool is_compared(std::string_view name) const;
 
     /// The compared subset of `fields`, lowercased, repeated names joined, sorted.
-    ComparedHeaders select(const boost::beast::http::fields& fields) const;
+    ComparedHeaders select(FieldViews fields) const;
+    ComparedHeaders select(const boost::beast::http::fields& fields) const { return select(field_views(fields)); }
 
 private:
     static bool matches(const std::vector<std::string>& patterns, std::string_view lower_name);

@@ -2,9 +2,11 @@
 #include "core/ascii.hpp"
 #include "core/name_list.hpp"
 
+#include <boost/beast/http/status.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/container/static_vector.hpp>
+#include <boost/container/small_vector.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <sstream>
@@ -26,7 +28,7 @@ std::optional<CacheField> extension_field(std::string_view name) {
     return std::nullopt;
 }
 
-std::optional<CacheField> judged_field(const boost::beast::http::fields::value_type& f) {
+std::optional<CacheField> judged_field(const FieldView& f) {
     namespace http = boost::beast::http;
     switch (f.name()) {
         case http::field::cache_control:
@@ -66,13 +68,16 @@ const std::string& known_lower_name(boost::beast::http::field f) {
 
 }  // namespace
 
-CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
+CacheHeaders take_cache_headers(FieldViews fields) {
     namespace http = boost::beast::http;
     CacheHeaders h;
     h.field_names.reserve(256);  // a dozen names or so: one allocation
     // One pass over the fields (a lookup per name costs a dozen tree searches
     // per reply), then the values in one buffer.
-    boost::container::static_vector<std::pair<CacheField, std::string_view>, 32> found;
+    // Every judged value, however many (no more than the header limit holds): a cap would keep
+    // different ones of Beast's fields (repeats held together) and of the proxy parser's (in
+    // arrival order), which must give the same.
+    boost::container::small_vector<std::pair<CacheField, std::string_view>, 32> found;
     // A name Beast knows is listed once by its number (the parser matched it without regard to
     // case, so no unknown name equals it); only unknown names are looked for in the list.
     std::bitset<static_cast<std::size_t>(http::field::xref) + 1> listed;
@@ -85,22 +90,36 @@ CacheHeaders take_cache_headers(const boost::beast::http::fields& fields) {
             if (!h.field_names.empty()) h.field_names += ' ';
             h.field_names += known_lower_name(f.name());
         }
-        if (const auto which = judged_field(f); which && found.size() < found.capacity())
-            found.emplace_back(*which, f.value());
+        if (const auto which = judged_field(f)) found.emplace_back(*which, f.value());
     }
     h.assign({found.data(), found.size()});
     return h;
 }
 
+void take_header(Measure& m, unsigned status, unsigned version, FieldViews fields, const HeaderPolicy& policy,
+                 bool cache_fields) {
+    m.status = status;
+    m.version = version;
+    m.headers = policy.select(fields);
+    // The first of each, as a lookup by name finds it; neither name is known to Beast.
+    bool fetch_found = false;
+    bool refusal_found = false;
+    for (const auto& f : fields) {
+        if (f.name() != http::field::unknown) continue;
+        if (!fetch_found && spe::iequals(f.name_string(), kFetchStampHeader)) {
+            m.fetch = std::string(f.value());
+            fetch_found = true;
+        } else if (!refusal_found && spe::iequals(f.name_string(), kReplayRefusedHeader)) {
+            // The replay port's refusal of a proxy's copy of an unsafe request, passed on by the proxy.
+            m.replay_refusal = std::string(f.value());
+            refusal_found = true;
+        }
+    }
+    if (cache_fields) m.cache_headers = take_cache_headers(fields);
+}
+
 void take_header(Measure& m, const http::response_header<>& h, const HeaderPolicy& policy, bool cache_fields) {
-    m.status = h.result_int();
-    m.version = h.version();
-    m.headers = policy.select(h);
-    if (auto stamp = h.find(kFetchStampHeader); stamp != h.end()) m.fetch = std::string(stamp->value());
-    // The replay port's refusal of a proxy's copy of an unsafe request, passed on by the proxy.
-    if (auto refused = h.find(kReplayRefusedHeader); refused != h.end())
-        m.replay_refusal = std::string(refused->value());
-    if (cache_fields) m.cache_headers = take_cache_headers(h);
+    take_header(m, h.result_int(), h.version(), field_views(h), policy, cache_fields);
 }
 
 void note_interim(Measure& m, unsigned status, Clock::time_point started) {
@@ -113,6 +132,30 @@ std::string header_text(const http::response_header<>& h) {
     std::ostringstream out;
     out << h;
     return out.str();
+}
+
+std::string header_text(unsigned version, unsigned status, std::string_view reason, FieldViews fields) {
+    if (reason.empty()) reason = http::obsolete_reason(static_cast<http::status>(status));
+    std::string out = "HTTP/x.x ddd ";
+    out[5] = static_cast<char>('0' + version / 10);
+    out[7] = static_cast<char>('0' + version % 10);
+    out[9] = static_cast<char>('0' + status / 100);
+    out[10] = static_cast<char>('0' + status / 10 % 10);
+    out[11] = static_cast<char>('0' + status % 10);
+    out.append(reason).append("\r\n");
+    // Beast's fields keep a repeated field beside the ones of its name before it (fields.hpp,
+    // insert: "keep duplicate fields together in the list") and write them so: each name at
+    // its first arrival, with all its fields in arrival order.
+    const auto same_name = [](const FieldView& a, const FieldView& b) {
+        return spe::iequals(a.name_string(), b.name_string());
+    };
+    for (auto first = fields.begin(); first != fields.end(); ++first) {
+        if (std::any_of(fields.begin(), first, [&](const FieldView& f) { return same_name(f, *first); })) continue;
+        for (auto f = first; f != fields.end(); ++f)
+            if (same_name(*f, *first)) out.append(f->name_string()).append(": ").append(f->value()).append("\r\n");
+    }
+    out.append("\r\n");
+    return out;
 }
 
 }  // namespace spe

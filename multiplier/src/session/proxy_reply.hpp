@@ -11,12 +11,13 @@
 #include "core/steady_clock.hpp"
 #include "http/digest_body.hpp"
 #include "http/header_policy.hpp"
+#include "http/proxy_reply_parser.hpp"
 #include "http/read_buffer.hpp"
 #include "http/reply_header.hpp"
 #include "io/upstream_connection.hpp"
 
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/optional.hpp>
 
 #include <limits>
 #include <optional>
@@ -42,8 +43,6 @@ struct ReplyEnd {
     bool keep_alive = false;
 };
 
-using ProxyReplyParser = http::response_parser<DigestBody>;
-
 /// What the body sink of one reply is told before its first byte.
 inline void configure_body_sink(DigestBody::value_type& body, const ProxyLegLimits& limits) {
     body.head_limit = limits.capture_body_bytes;
@@ -54,7 +53,7 @@ inline void configure_reply_parser(ProxyReplyParser& p, bool head_request, const
     p.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     p.body_limit(limits.body_cap.value_or(std::numeric_limits<std::uint64_t>::max()));
     p.skip(head_request);
-    configure_body_sink(p.get().body(), limits);
+    configure_body_sink(p.body(), limits);
 }
 
 /// Reads the reply `buffer` holds the start of from `stream` (each read under
@@ -69,7 +68,9 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
     // Interim (1xx) replies are recorded (status, time) and the final reply is
     // what gets compared; each 1xx is a whole message to Beast, so the next
     // one, or the final reply, is read with a fresh parser, under the same deadline.
-    std::optional<ProxyReplyParser> parser;
+    // boost::optional, not std::: GCC 12's std::optional zeroes all its storage when made, and
+    // the parser holds some 3.5 KiB (room for a header's text): ~450 instructions per leg.
+    boost::optional<ProxyReplyParser> parser;
     error_code ec;
     for (;;) {
         parser.emplace();
@@ -79,7 +80,7 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
             stream.expires_at(deadline);
             m.header_bytes += co_await http::async_read_header(stream, buffer, *parser, with_ec(ec));
         }
-        const unsigned status = parser->is_header_done() ? parser->get().result_int() : 0;
+        const unsigned status = parser->is_header_done() ? parser->status() : 0;
         if (!ec && parser->is_header_done() && !status_code_valid(status)) ec = http::error::bad_status;
         if (ec || status >= 200 || status == 101) break;
         note_interim(m, status, started);
@@ -88,7 +89,7 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
     // fails in the body is still compared on its status and headers. A header
     // with a malformed status tells nothing.
     const bool got_header = parser->is_header_done() && ec != http::error::bad_status;
-    if (got_header) take_header(m, parser->get().base(), policy, limits.cache_fields);
+    if (got_header) take_header(m, parser->status(), parser->version(), parser->fields(), policy, limits.cache_fields);
     if (!ec && !parser->is_done()) {
         parser->eager(true);
         parse_buffered(*parser, buffer, ec);
@@ -97,11 +98,12 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
         stream.expires_at(deadline);
         co_await http::async_read(stream, buffer, *parser, with_ec(ec));
     }
-    auto& body = parser->get().body();
+    auto& body = parser->body();
     m.bytes = body.digest.bytes();
     m.total_us = micros_since(started);
     if (limits.capture_body_bytes > 0) {
-        if (got_header) m.raw_header = header_text(parser->get().base());
+        if (got_header)
+            m.raw_header = header_text(parser->version(), parser->status(), parser->reason(), parser->fields());
         m.body_head = std::move(body.head);
     }
     if (ec) {
@@ -112,7 +114,7 @@ awaitable<ReplyEnd> read_proxy_reply(Stream& stream, ReadBuffer& buffer, Measure
         co_return ReplyEnd{};
     }
     m.md5 = body.digest.hex_final();
-    co_return ReplyEnd{true, parser->get().keep_alive()};
+    co_return ReplyEnd{true, parser->header_keep_alive()};
 }
 
 }  // namespace spe

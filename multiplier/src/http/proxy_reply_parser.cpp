@@ -1,0 +1,55 @@
+#include "http/proxy_reply_parser.hpp"
+#include "core/ascii.hpp"
+
+#include <boost/beast/http/rfc7230.hpp>
+
+#include <algorithm>
+
+namespace spe {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+/// Whether the comma-separated `list` has `token`, parsed as Beast's message::keep_alive parses
+/// Connection (token_list), compared with spe::iequals: Beast's reads a byte past its arguments
+/// when they differ only in case (core/ascii.hpp).
+bool lists_token(std::string_view list, std::string_view token) {
+    const http::token_list tokens{list};
+    return std::any_of(tokens.begin(), tokens.end(), [&](std::string_view t) { return spe::iequals(t, token); });
+}
+
+}  // namespace
+
+ProxyReplyParser::ProxyReplyParser() = default;
+
+void ProxyReplyParser::on_response_impl(int code, std::string_view reason, int version, boost::beast::error_code&) {
+    status_ = static_cast<unsigned>(code);
+    version_ = static_cast<unsigned>(version);
+    reason_ = kept_.keep(reason);
+    // Without a Connection field, HTTP/1.1 keeps the connection and HTTP/1.0 does not.
+    header_keep_alive_ = version_ >= 11;
+}
+
+// The value comes trimmed of optional whitespace (detail/basic_parser.ipp, parse_field: an
+// obs-fold's lines trimmed too, joined with one space), as Beast's fields keep it.
+void ProxyReplyParser::on_field_impl(http::field name, std::string_view name_string, std::string_view value,
+                                     boost::beast::error_code&) {
+    if (name == http::field::connection && !connection_seen_) {
+        connection_seen_ = true;
+        header_keep_alive_ = version_ >= 11 ? !lists_token(value, "close") : lists_token(value, "keep-alive");
+    }
+    fields_.emplace_back(name, kept_.keep(name_string), kept_.keep(value));
+}
+
+std::size_t ProxyReplyParser::on_body_impl(std::string_view body, boost::beast::error_code&) {
+    body_.put(body.data(), body.size());
+    return body.size();
+}
+
+std::size_t ProxyReplyParser::on_chunk_body_impl(std::uint64_t, std::string_view body, boost::beast::error_code&) {
+    body_.put(body.data(), body.size());
+    return body.size();
+}
+
+}  // namespace spe
