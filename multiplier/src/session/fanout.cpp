@@ -67,7 +67,8 @@ bool Fanout::withheld() const {
 }
 
 bool Fanout::compares_bodies() const {
-    return legs_wait_for_reference() && !withheld() && !record_.proxies.empty();
+    // Called on the client's thread: only what never changes (not the record, the fan-out executor's).
+    return legs_wait_for_reference() && !withheld() && !ctx_->proxies().empty();
 }
 
 void Fanout::begin() {
