@@ -147,6 +147,15 @@ std::unique_ptr<MetricsServer> start_metrics_listener(asio::io_context& ioc, con
     }
 }
 
+/// Where the fan-out runs, and on how many CPUs it could (what --fanout-threads auto went by).
+std::string fanout_placement(unsigned fanout_threads) {
+    const auto cpus = usable_cpus();
+    const auto where = fanout_threads == 0
+                           ? std::string("on the clients' threads")
+                           : fmt::format("on {} thread{} of its own", fanout_threads, fanout_threads == 1 ? "" : "s");
+    return fmt::format("fan-out {}, {} usable CPU{}", where, cpus, cpus == 1 ? "" : "s");
+}
+
 /// Runs the server until the drain has ended. Returns when every session,
 /// fan-out and pending coroutine is gone (the io_context with them), so every
 /// record has been handed to `log`.
@@ -176,17 +185,12 @@ void serve(const Config& config, ResultLog& log, const RunMetrics* metrics) {
     auto metrics_listener = start_metrics_listener(ioc, ctx, log, metrics);
     asio::co_spawn(ioc, trim_memory_after_bursts(ctx, fanout_ioc), asio::detached);
     spdlog::flush_every(std::chrono::seconds(1));
-    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {}, fan-out {}, {} usable CPU{})",
-                 config.listen.to_string(),
+    spdlog::info("spe-multiplier listening on {} ({} mode, collector {}, {} prox{}, {}, {})", config.listen.to_string(),
                  config.dummy                            ? "dummy"
                  : config.mode == FanoutMode::sequential ? "sequential"
                                                          : "concurrent",
                  config.collector->to_string(), config.proxies.size(), config.proxies.size() == 1 ? "y" : "ies",
-                 heap_allocator(),
-                 config.fanout_threads == 0 ? std::string("on the clients' threads")
-                                            : fmt::format("on {} thread{} of its own", config.fanout_threads,
-                                                          config.fanout_threads == 1 ? "" : "s"),
-                 usable_cpus(), usable_cpus() == 1 ? "" : "s");
+                 heap_allocator(), fanout_placement(config.fanout_threads));
 
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
