@@ -39,7 +39,7 @@ void check_parent_stamp(std::string_view value, std::string_view served_date, st
     }
     const auto date = spe::date_finding(*stamp, served_date);
     if (!stamp->date && date) std::abort();  // no Date sent: the cache had to add one
-    (void)spe::stored_fields_finding(*stamp, served_names, spe::CacheControl{});
+    (void)spe::stored_fields_finding(*stamp, spe::FieldNameSet::of(served_names), spe::CacheControl{});
 }
 
 void check_claims(std::string_view cache_status, std::string_view x_cache) {
@@ -73,7 +73,7 @@ spe::Measure origin_reply(const std::string& stamp) {
     m.cache_headers.set(spe::CacheField::vary, "accept-encoding");
     m.cache_headers.set(spe::CacheField::etag, "\"v1\"");
     m.cache_headers.set(spe::CacheField::date, spe::test::http_date(spe::test::kT0));
-    m.cache_headers.field_names = "cache-control vary etag date content-type";
+    m.cache_headers.field_names = spe::FieldNameSet::of("cache-control vary etag date content-type");
     m.interim.push_back({103, 500});
     return m;
 }
@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     served.cache_headers.set(spe::CacheField::age, f[3]);
     served.cache_headers.set(spe::CacheField::date, f[4]);
     served.cache_headers.set(spe::CacheField::content_encoding, f[5]);
-    served.cache_headers.field_names = served_names;
+    served.cache_headers.field_names = spe::FieldNameSet::of(served_names);
     if (!interim) served.interim.clear();
     auto reuse = spe::test::one_proxy_record(2, kT0 + later, origin_reply(spe::test::fetch_stamp(2, kT0 + later)),
                                              std::move(served));

@@ -29,7 +29,7 @@ spe::Measure reply(int serial, double fetched, const std::string& cc, const std:
     m.cache_headers.set(spe::CacheField::reply_to, reply_to);
     m.cache_headers.set(spe::CacheField::age, age);
     m.cache_headers.set(spe::CacheField::date, http_date(date));
-    m.cache_headers.field_names = kNames + " age";
+    m.cache_headers.field_names = spe::FieldNameSet::of(kNames + " age");
     return m;
 }
 
@@ -155,7 +155,7 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
     CHECK(v.violations[0].reason.find("via") == std::string::npos);
 
     auto kept = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
-    kept.cache_headers.field_names += " set-cookie";
+    kept.cache_headers.field_names.add("set-cookie");
     auto third = one_proxy_record(3, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "1", kT0),
                                   from_parent(kept, kT0 + 0.02, "0", kT0, sent));
     judge.judge(third, kRequest);
@@ -187,7 +187,7 @@ TEST_CASE("private-fields and no-cache-fields: a copy reused unvalidated with a 
                                       from_parent(proxy, kT0 + 0.02, "0", kT0));
         judge.judge(first, kRequest);
         auto reused = reply(1, kT0 + 0.001, cc, "tag-1", "1", kT0);
-        reused.cache_headers.field_names += served_extra;
+        reused.cache_headers.field_names.add_list(served_extra);
         auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, cc, "tag-2", "1", kT0),
                                        from_parent(reused, kT0 + 0.02, "0", kT0));
         judge.judge(second, kRequest);

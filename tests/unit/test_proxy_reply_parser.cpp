@@ -124,7 +124,7 @@ TEST_CASE("the proxy reply parser keeps the header whole when it came in pieces"
     const auto reply = header({"HTTP/1.1 200 OK", "X-Folded: a", " b", "Set-Cookie: c=1", "Content-Length: 2"}) + "hi";
     const auto out = parse_reply<spe::ProxyReplyParser>(reply, 1, false, limits);
     CHECK(out.m.raw_header == "HTTP/1.1 200 OK\r\nX-Folded: a b\r\nSet-Cookie: c=1\r\nContent-Length: 2\r\n\r\n");
-    CHECK(out.m.cache_headers.field_names == "x-folded set-cookie content-length");
+    CHECK(out.m.cache_headers.field_names == spe::FieldNameSet::of("x-folded set-cookie content-length"));
     CHECK(out.m.cache_headers.set_cookie);
     CHECK(out.m.bytes == 2);
     CHECK(out.keep_alive);

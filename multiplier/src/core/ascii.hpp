@@ -16,8 +16,11 @@ constexpr char ascii_lower(char c) {
 
 /// Appends `s` to `out`, lowercased.
 inline void append_lower(std::string& out, std::string_view s) {
-    for (const char c : s)
-        out += ascii_lower(c);
+    // Grown once and written in place: a character at a time costs a capacity check each.
+    const auto at = out.size();
+    out.resize(at + s.size());
+    for (std::size_t i = 0; i < s.size(); ++i)
+        out[at + i] = ascii_lower(s[i]);
 }
 
 constexpr bool iequals(std::string_view a, std::string_view b) {

@@ -3,6 +3,8 @@
 // (judge/), shown by the record (log/). Cheap copies of a few values.
 #pragma once
 
+#include "core/field_name_set.hpp"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -64,9 +66,9 @@ public:
     std::optional<std::string_view> parent() const { return get(CacheField::parent); }
 
     bool set_cookie = false;
-    /// The lowercase names of every field of the reply, each once, space-separated: what a proxy
-    /// kept of the fields its parent sent (X-SPE-Parent's list) is judged by them.
-    std::string field_names;
+    /// The names of every field of the reply: what a proxy kept of the fields its parent sent
+    /// (X-SPE-Parent's list) is judged by them.
+    FieldNameSet field_names;
 
 private:
     struct Span {

@@ -126,11 +126,29 @@ const std::vector<std::string>& default_ignored_headers() {
 
 HeaderPolicy::HeaderPolicy() : HeaderPolicy({}, default_ignored_headers()) {}
 
-HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::string> ignore) {
-    for (auto& c : compare)
-        compare_.push_back(to_lower(c));
-    for (auto& i : ignore)
-        ignore_.push_back(to_lower(i));
+HeaderPolicy::Patterns::Patterns(const std::vector<std::string>& patterns) : empty_(patterns.empty()) {
+    for (const auto& p : patterns) {
+        auto lower = to_lower(p);
+        if (!lower.empty() && lower.back() == '*') {
+            lower.pop_back();
+            prefixes_.push_back(std::move(lower));
+            continue;
+        }
+        if (names_by_length_.size() <= lower.size()) names_by_length_.resize(lower.size() + 1);
+        names_by_length_[lower.size()].push_back(std::move(lower));
+    }
+}
+
+bool HeaderPolicy::Patterns::matches(std::string_view lower_name) const {
+    if (lower_name.size() < names_by_length_.size())
+        for (const auto& n : names_by_length_[lower_name.size()])
+            if (lower_name == n) return true;
+    return std::any_of(prefixes_.begin(), prefixes_.end(),
+                       [&](const std::string& p) { return lower_name.starts_with(p); });
+}
+
+HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::string> ignore)
+    : compare_(compare), ignore_(ignore) {
     constexpr auto kKnown = static_cast<std::size_t>(http::field::xref) + 1;
     known_compared_.resize(kKnown);
     for (std::size_t f = 1; f < kKnown; ++f) {  // 0 is field::unknown
@@ -139,17 +157,9 @@ HeaderPolicy::HeaderPolicy(std::vector<std::string> compare, std::vector<std::st
     }
 }
 
-bool HeaderPolicy::matches(const std::vector<std::string>& patterns, std::string_view lower_name) {
-    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
-        if (!p.empty() && p.back() == '*')
-            return lower_name.substr(0, p.size() - 1) == std::string_view(p).substr(0, p.size() - 1);
-        return lower_name == p;
-    });
-}
-
 bool HeaderPolicy::is_compared_lower(std::string_view lower_name) const {
-    if (!compare_.empty() && !matches(compare_, lower_name)) return false;
-    return !matches(ignore_, lower_name);
+    if (!compare_.empty() && !compare_.matches(lower_name)) return false;
+    return !ignore_.matches(lower_name);
 }
 
 bool HeaderPolicy::is_compared(std::string_view name) const {

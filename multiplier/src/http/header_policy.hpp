@@ -59,10 +59,22 @@ public:
     ComparedHeaders select(const boost::beast::http::fields& fields) const { return select(field_views(fields)); }
 
 private:
-    static bool matches(const std::vector<std::string>& patterns, std::string_view lower_name);
+    /// Lowercase names and prefixes ("x-cache*"), the names kept by length: a name unknown to Beast
+    /// (every X- field of every reply) is compared with the few of its length, not with them all.
+    class Patterns {
+    public:
+        explicit Patterns(const std::vector<std::string>& patterns);
+        bool empty() const { return empty_; }
+        bool matches(std::string_view lower_name) const;
+
+    private:
+        std::vector<std::vector<std::string>> names_by_length_;
+        std::vector<std::string> prefixes_;  // without the '*'
+        bool empty_ = true;
+    };
     bool is_compared_lower(std::string_view lower_name) const;
-    std::vector<std::string> compare_;  // lowercase
-    std::vector<std::string> ignore_;   // lowercase
+    Patterns compare_;
+    Patterns ignore_;
     // For every header name Beast knows, indexed by http::field, worked out
     // once (select() runs for every reply): its lowercase name if it is
     // compared, empty if not.

@@ -1,6 +1,5 @@
 #include "http/reply_header.hpp"
 #include "core/ascii.hpp"
-#include "core/name_list.hpp"
 
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/write.hpp>
@@ -8,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bitset>
 #include <sstream>
 
 namespace spe {
@@ -54,42 +52,20 @@ std::optional<CacheField> judged_field(const FieldView& f) {
     }
 }
 
-/// The lowercase name of every field Beast knows, by its number, made once.
-const std::string& known_lower_name(boost::beast::http::field f) {
-    namespace http = boost::beast::http;
-    static const auto names = [] {
-        std::array<std::string, static_cast<std::size_t>(http::field::xref) + 1> out;
-        for (std::size_t i = 1; i < out.size(); ++i)  // 0 is field::unknown
-            append_new_name(out[i], http::to_string(static_cast<http::field>(i)));
-        return out;
-    }();
-    return names[static_cast<std::size_t>(f)];
-}
-
 }  // namespace
 
 CacheHeaders take_cache_headers(FieldViews fields) {
     namespace http = boost::beast::http;
     CacheHeaders h;
-    h.field_names.reserve(256);  // a dozen names or so: one allocation
     // One pass over the fields (a lookup per name costs a dozen tree searches
     // per reply), then the values in one buffer.
     // Every judged value, however many (no more than the header limit holds): a cap would keep
     // different ones of Beast's fields (repeats held together) and of the proxy parser's (in
     // arrival order), which must give the same.
     boost::container::small_vector<std::pair<CacheField, std::string_view>, 32> found;
-    // A name Beast knows is listed once by its number (the parser matched it without regard to
-    // case, so no unknown name equals it); only unknown names are looked for in the list.
-    std::bitset<static_cast<std::size_t>(http::field::xref) + 1> listed;
     for (const auto& f : fields) {
         if (f.name() == http::field::set_cookie) h.set_cookie = true;
-        if (const auto id = static_cast<std::size_t>(f.name()); f.name() == http::field::unknown || id >= listed.size())
-            add_name(h.field_names, f.name_string());
-        else if (!listed.test(id)) {
-            listed.set(id);
-            if (!h.field_names.empty()) h.field_names += ' ';
-            h.field_names += known_lower_name(f.name());
-        }
+        h.field_names.add(f.name(), f.name_string());
         if (const auto which = judged_field(f)) found.emplace_back(*which, f.value());
     }
     h.assign({found.data(), found.size()});

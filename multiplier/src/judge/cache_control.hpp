@@ -19,7 +19,7 @@ struct CacheControl {
     bool no_cache_fields = false;
     bool private_ = false;  // unqualified
     bool private_fields = false;
-    // The field names the qualified forms list, lowercase, space-separated (as CacheHeaders::field_names).
+    // The field names the qualified forms list, lowercase, space-separated (core/name_list.hpp).
     std::string no_cache_names;
     std::string private_names;
     bool public_ = false;

@@ -134,7 +134,7 @@ const KnownFetch* CacheJudge::remember(const FetchStamp& stamp, const Measure& r
     for (auto unread : {CacheField::cache_status, CacheField::x_cache, CacheField::validated, CacheField::reply_to,
                         CacheField::parent})
         f.headers.clear(unread);
-    std::string().swap(f.headers.field_names);
+    f.headers.field_names = {};
     if (parent) {
         // First seen in a proxy's reply: its Date and Age may be the proxy's own (nginx writes its
         // Date); the Collector's, as it sent them, are the origin's on a fetch it just made.

@@ -401,12 +401,12 @@ bool field_may_differ(std::string_view n) {
     return n.substr(0, 6) == "x-spe-" || std::find(kNames.begin(), kNames.end(), n) != kNames.end();
 }
 
-std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
+std::optional<Finding> stored_fields_finding(const ParentStamp& parent, const FieldNameSet& served_names,
                                              const CacheControl& cc) {
     if (cc.no_cache_fields || cc.private_fields) return std::nullopt;
     std::string missing;
     for_each_name(parent.fields, [&](std::string_view name) {
-        if (!field_may_differ(name) && !name_listed(served_names, name))
+        if (!field_may_differ(name) && !served_names.contains(name))
             missing.append(missing.empty() ? "" : ", ").append(name);
     });
     if (missing.empty()) return std::nullopt;
@@ -416,11 +416,11 @@ std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::str
                                missing)};
 }
 
-std::vector<Finding> qualified_fields_findings(const CacheControl& cc, std::string_view served_names) {
+std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const FieldNameSet& served_names) {
     auto carried = [&](std::string_view named) {
         std::string out;
         for_each_name(named, [&](std::string_view name) {
-            if (name_listed(served_names, name)) out.append(out.empty() ? "" : ", ").append(name);
+            if (served_names.contains(name)) out.append(out.empty() ? "" : ", ").append(name);
         });
         return out;
     };

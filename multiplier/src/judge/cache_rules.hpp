@@ -105,17 +105,17 @@ std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std
 bool field_may_differ(std::string_view lower_name);
 
 /// A reused reply keeps every end-to-end field its parent sent and the cache had to store
-/// (RFC 9111 3.1), Set-Cookie included. `served_names`: the served reply's lowercase field
-/// names (CacheHeaders::field_names); `cc`: the stored reply's Cache-Control (no-cache="..."
+/// (RFC 9111 3.1), Set-Cookie included. `served_names`: the served reply's field names
+/// (CacheHeaders::field_names); `cc`: the stored reply's Cache-Control (no-cache="..."
 /// and private="..." let a cache leave fields out: then nothing is judged).
-std::optional<Finding> stored_fields_finding(const ParentStamp& parent, std::string_view served_names,
+std::optional<Finding> stored_fields_finding(const ParentStamp& parent, const FieldNameSet& served_names,
                                              const CacheControl& cc);
 
 /// The fields a stored reply's qualified private="..." or no-cache="..." names, on a copy reused
 /// without validating it during this request: a shared cache does not store the first (RFC 9111
 /// 5.2.2.7) and does not send the second unvalidated (5.2.2.4). `served_names`: the served reply's
-/// lowercase field names. A finding per directive whose fields the reply carries.
-std::vector<Finding> qualified_fields_findings(const CacheControl& cc, std::string_view served_names);
+/// field names. A finding per directive whose fields the reply carries.
+std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const FieldNameSet& served_names);
 
 /// After a 304, a stored reply's fields are updated from it before it is served (RFC 9111
 /// 4.3.4). `stored`: the fetch's fields as first seen; `updated`: the Collector's reply to this

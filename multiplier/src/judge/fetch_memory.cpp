@@ -29,6 +29,7 @@ void FetchMemory::remember(std::string_view method, const Measure& reference) {
 }
 
 std::optional<Measure> FetchMemory::other_fetch(const Measure& reference, const Measure& reply) const {
+    if (!reply.fetch || !reference.fetch || *reply.fetch == *reference.fetch) return std::nullopt;  // no parse
     const auto mine = stamp_of(reply);
     const auto theirs = stamp_of(reference);
     if (!mine || !theirs || mine->id == theirs->id) return std::nullopt;

@@ -75,6 +75,18 @@ void compare(const Measure& expected, ProxyResult& result) {
     result.result = classify_reply(expected, m, !result.mismatched_headers.empty());
 }
 
+void hold_to_other_fetch(const Measure& other_fetch, ProxyResult& result) {
+    // Another fetch than the reference's: held to that fetch, the proxy answers for what differs from it,
+    // and only a faithful copy of it is excused what the two fetches' own difference explains.
+    auto against_fetch = result;
+    compare(other_fetch, against_fetch);
+    if (against_fetch.result != ResultClass::ok) {
+        result = std::move(against_fetch);
+        return;
+    }
+    result.result = ResultClass::other_fetch;  // the list stays the difference from the reference
+}
+
 }  // namespace
 
 void validate(const Measure& reference, ProxyResult& result, const Measure* other_fetch) {
@@ -85,16 +97,14 @@ void validate(const Measure& reference, ProxyResult& result, const Measure* othe
         result.measure.error_detail = result.measure.replay_refusal;
     }
     compare(reference, result);
-    if (!other_fetch || result.result == ResultClass::ok) return;
-    // Another fetch than the reference's: held to that fetch, the proxy answers for what differs from it,
-    // and only a faithful copy of it is excused what the two fetches' own difference explains.
-    auto against_fetch = result;
-    compare(*other_fetch, against_fetch);
-    if (against_fetch.result != ResultClass::ok) {
-        result = std::move(against_fetch);
-        return;
-    }
-    result.result = ResultClass::other_fetch;  // the list stays the difference from the reference
+    if (other_fetch && result.result != ResultClass::ok) hold_to_other_fetch(*other_fetch, result);
+}
+
+void validate(const Measure& reference, ProxyResult& result, const FetchMemory& fetches) {
+    validate(reference, result);
+    // Looked up only for a reply that differs: most match, and the lookup parses two stamps.
+    if (result.result == ResultClass::ok) return;
+    if (const auto other = fetches.other_fetch(reference, result.measure)) hold_to_other_fetch(*other, result);
 }
 
 }  // namespace spe

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/measurement.hpp"
+#include "judge/fetch_memory.hpp"
 
 namespace spe {
 
@@ -17,6 +18,9 @@ namespace spe {
 /// not the reference is OTHER_FETCH, listing the headers that differ from the
 /// reference (the two fetches' difference).
 void validate(const Measure& reference, ProxyResult& result, const Measure* other_fetch = nullptr);
+/// The same, with the other fetch looked up in `fetches` (a GET's legs) only when the reply differs
+/// from the reference.
+void validate(const Measure& reference, ProxyResult& result, const FetchMemory& fetches);
 
 /// Names present in only one of the two sets or with different values (sorted).
 std::vector<std::string> differing_headers(const ComparedHeaders& a, const ComparedHeaders& b);

@@ -246,9 +246,10 @@ void Fanout::finish() {
     logged_ = true;
     const Measure& reference = compared_reference();
     for (auto& p : record_.proxies) {
-        const auto other_fetch =
-            record_.method == "GET" ? ctx_->fetch_memory().other_fetch(reference, p.measure) : std::nullopt;
-        validate(reference, p, other_fetch ? &*other_fetch : nullptr);
+        if (record_.method == "GET")
+            validate(reference, p, ctx_->fetch_memory());
+        else
+            validate(reference, p);
     }
     if (auto* judge = ctx_->cache_judge()) judge->judge(record_, request_->header());
     ctx_->log().write(record_);

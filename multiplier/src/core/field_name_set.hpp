@@ -1,0 +1,41 @@
+// The names of a reply's fields, as a set: what a proxy kept of the fields its parent sent
+// (X-SPE-Parent's list) and which of a qualified no-cache's or private's names it served are judged
+// by it. Taken from every reply, asked only for the few that carry such a list: a name Beast knows is
+// one bit (its parser already matched it without regard to case); only other names are kept as text.
+#pragma once
+
+#include <boost/beast/http/field.hpp>
+
+#include <bitset>
+#include <string>
+#include <string_view>
+
+namespace spe {
+
+class FieldNameSet {
+public:
+    /// Adds a field's name; `id`: Beast's number for it (field::unknown when it has none), as its parser gives.
+    void add(boost::beast::http::field id, std::string_view name);
+    /// Adds a name, looking up its number.
+    void add(std::string_view name);
+    /// Adds every name of a space-separated list.
+    void add_list(std::string_view list);
+    /// The set of a space-separated list of names.
+    static FieldNameSet of(std::string_view list);
+
+    /// Whether a field of that name was added (without regard to case).
+    bool contains(std::string_view name) const;
+    bool empty() const { return known_.none() && unknown_.empty(); }
+    /// The same names, in whatever order they came.
+    bool operator==(const FieldNameSet& other) const;
+
+private:
+    static constexpr std::size_t kKnown = static_cast<std::size_t>(boost::beast::http::field::xref) + 1;
+    /// The bit of a name Beast knows, or kKnown for any other name.
+    static std::size_t bit_of(boost::beast::http::field id);
+
+    std::bitset<kKnown> known_;
+    std::string unknown_;  // lowercase, space-separated, each once (core/name_list.hpp)
+};
+
+}  // namespace spe
