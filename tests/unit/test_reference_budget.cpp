@@ -1,3 +1,4 @@
+#include "http/md5_digest.hpp"
 #include "session/reference_budget.hpp"
 
 #include <catch2/catch.hpp>
@@ -81,4 +82,28 @@ TEST_CASE("a budget of 0 keeps no body") {
     KeptBody kept(budget, std::nullopt);
     kept.append("a", 1);
     CHECK_FALSE(kept.finish("x"));
+}
+
+TEST_CASE("a body's MD5 is of every byte, whether it was kept, never kept or given up midway") {
+    const std::string body = "the Collector's body, relayed to the client in pieces of any size";
+    const auto expected = spe::md5_hex(body.data(), body.size());
+    auto relayed = [&](ReferenceBudget& budget, std::optional<std::uint64_t> length) {
+        KeptBody kept(budget, length);
+        for (std::size_t at = 0; at < body.size(); at += 7)
+            kept.append(body.data() + at, std::min<std::size_t>(7, body.size() - at));
+        CHECK(kept.bytes() == body.size());
+        return kept.md5();
+    };
+    ReferenceBudget roomy(4 * body.size());
+    CHECK(relayed(roomy, body.size()) == expected);  // kept: hashed once whole
+    CHECK(relayed(roomy, std::nullopt) == expected);
+    ReferenceBudget small(4 * 20);  // a quarter is 20 bytes: kept until then, then hashed as it passes
+    CHECK(relayed(small, std::nullopt) == expected);
+    CHECK(small.in_use() == 0);
+    CHECK(relayed(small, body.size()) == expected);  // never kept
+    ReferenceBudget none(0);
+    CHECK(relayed(none, std::nullopt) == expected);
+
+    KeptBody empty(roomy, 0);
+    CHECK(empty.md5() == "d41d8cd98f00b204e9800998ecf8427e");
 }

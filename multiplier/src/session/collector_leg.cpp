@@ -1,6 +1,5 @@
 #include "session/collector_leg.hpp"
 
-#include "http/md5_digest.hpp"
 #include "http/reply_header.hpp"
 #include "session/reference_budget.hpp"
 
@@ -153,16 +152,13 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     // The header leaves with the first body bytes (one write); each read takes
     // what the Collector has already sent, up to one buffer, so a body that
     // arrives in small pieces still goes out in few writes, without waiting.
-    Md5Digest digest;
-    std::optional<KeptBody> kept;
-    if (keep_body) {
-        std::optional<std::uint64_t> length;
-        if (!has_body)
-            length = 0;
-        else if (const auto declared = parser->content_length())
-            length = *declared;
-        kept.emplace(ctx_.reference_budget(), length);
-    }
+    // Kept whether the proxies compare with it or not: a kept body is hashed after the client has it.
+    std::optional<std::uint64_t> length;
+    if (!has_body)
+        length = 0;
+    else if (const auto declared = parser->content_length())
+        length = *declared;
+    KeptBody body(ctx_.reference_budget(), length);
     for (;;) {
         std::size_t filled = 0;
         while (!parser->is_done() && filled < chunk_bytes) {
@@ -180,7 +176,7 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         }
         if (ec) {
             m.error = classify(ec, true);
-            m.error_detail = "reading the Collector's body after " + std::to_string(digest.bytes() + filled) +
+            m.error_detail = "reading the Collector's body after " + std::to_string(body.bytes() + filled) +
                              " bytes: " + ec.message();
             break;
         }
@@ -193,11 +189,8 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         client.stream.expires_after(cfg.client_timeout);
         co_await http::async_write(client.stream, serializer, with_ec(ec));
         if (ec == http::error::need_buffer) ec = {};
-        // Digested after it is sent: the client does not wait for the MD5 of
-        // the piece it is getting (of the whole body, when it fits one buffer).
-        digest.update(chunk, filled);
+        body.append(chunk, filled);  // after it is sent: the client does not wait for a copy or an MD5
         if (replay) replay->body(chunk, filled);
-        if (kept) kept->append(chunk, filled);
         if (capture && m.body_head.size() < cfg.capture_body_bytes)
             m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         if (ec) {
@@ -206,11 +199,11 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
         }
         if (parser->is_done()) break;
     }
-    m.bytes = digest.bytes();
+    m.bytes = body.bytes();
     m.total_us = micros_since(conn_.started());
     if (m.error == LegError::none && !out.client_failed) {
-        m.md5 = digest.hex_final();
-        if (kept) out.body = kept->finish(*m.md5);
+        m.md5 = body.md5();
+        if (keep_body) out.body = body.finish(*m.md5);
         conn_.end_reply(upstream_keep_alive);
     } else {
         // A reply cut short can't be completed for the client: closing is how it learns.

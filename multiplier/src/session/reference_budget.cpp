@@ -40,6 +40,7 @@ KeptBody::~KeptBody() {
 }
 
 void KeptBody::give_up() {
+    digest_.update(bytes_.data(), bytes_.size());  // the part kept so far, before it goes
     keeping_ = false;
     budget_.give_back(taken_);
     taken_ = 0;
@@ -47,15 +48,21 @@ void KeptBody::give_up() {
 }
 
 void KeptBody::append(const char* data, std::size_t size) {
-    if (!keeping_) return;
+    bytes_seen_ += size;
     const auto needed = bytes_.size() + size;
     // A body of unknown length takes its bytes as they come.
-    if (needed > taken_ && (needed > budget_.per_body() || !budget_.take(needed - taken_))) {
-        give_up();
+    if (keeping_ && needed > taken_ && (needed > budget_.per_body() || !budget_.take(needed - taken_))) give_up();
+    if (!keeping_) {
+        digest_.update(data, size);
         return;
     }
     taken_ = std::max<std::uint64_t>(taken_, needed);
     bytes_.append(data, size);
+}
+
+std::string KeptBody::md5() {
+    if (keeping_) digest_.update(bytes_.data(), bytes_.size());
+    return digest_.hex_final();
 }
 
 std::shared_ptr<const ReferenceBody> KeptBody::finish(std::string md5) {

@@ -1,10 +1,12 @@
-// The Collector's bodies kept for the proxies' comparisons (http/expected_body_digest.hpp), within one
-// budget for the whole process (--reference-bytes). Comparing instead of hashing pays most on large
-// bodies, and a kept body costs memory only while its fan-out runs: so the bound is on their sum, and
-// one body may take at most a quarter of it. A body the budget cannot hold is hashed by every leg.
+// The Collector's bodies kept for the proxies' comparisons (http/expected_body_digest.hpp) and hashed
+// once whole (KeptBody), within one budget for the whole process (--reference-bytes). Comparing instead
+// of hashing pays most on large bodies, and a kept body costs memory only while its relay and fan-out
+// run: so the bound is on their sum, and one body may take at most a quarter of it. A body the budget
+// cannot hold is hashed as it passes, and by every leg.
 #pragma once
 
 #include "http/expected_body_digest.hpp"
+#include "http/md5_digest.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -33,8 +35,11 @@ private:
     std::atomic<std::uint64_t> used_{0};
 };
 
-/// One Collector body as it is relayed, kept within the budget; it stops keeping (and gives its bytes
-/// back) as soon as the budget cannot hold it. `budget` must outlive every body kept.
+/// One Collector body as it is relayed: kept within the budget, and its MD5. It stops keeping (and gives
+/// its bytes back) as soon as the budget cannot hold it. A kept body is hashed once it is whole, after the
+/// client has it all: hashed piece by piece between the client's writes, the MD5 paced the relay of a
+/// large body (about 2 ms per MB, all of it added to the client's wait). A body the budget cannot hold
+/// is hashed as it passes (the part kept until then first). `budget` must outlive every body kept.
 class KeptBody {
 public:
     /// `length`: the body's length when its header says it (taken from the budget at once).
@@ -44,6 +49,10 @@ public:
     KeptBody& operator=(const KeptBody&) = delete;
 
     void append(const char* data, std::size_t size);
+    /// The bytes appended so far.
+    std::uint64_t bytes() const { return bytes_seen_; }
+    /// The lowercase hex MD5 of every byte appended; call once, when the body is whole.
+    std::string md5();
     /// The whole body with its MD5, or null when it was not kept; its bytes go back to the
     /// budget when the last holder lets go.
     std::shared_ptr<const ReferenceBody> finish(std::string md5);
@@ -54,7 +63,9 @@ private:
     ReferenceBudget& budget_;
     bool keeping_ = true;
     std::uint64_t taken_ = 0;  // from the budget, for this body
+    std::uint64_t bytes_seen_ = 0;
     std::string bytes_;
+    Md5Digest digest_;  // of the bytes not kept (all of them once keeping stopped)
 };
 
 }  // namespace spe
