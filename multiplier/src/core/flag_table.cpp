@@ -187,9 +187,10 @@ std::vector<Flag> make_table() {
         ""));
     t.push_back(plain<std::uint64_t, &Config::reference_bytes>(
         "reference-bytes", "reference_bytes", 64ull << 20,
-        "memory for the Collector's bodies kept while their fan-outs run (sequential mode), so that each proxy's "
-        "body is compared with it and hashed only when it differs (the same MD5); one body takes at most a "
-        "quarter; a body that does not fit is hashed by every leg; 0: every body hashed",
+        "memory for the Collector's bodies kept while they are relayed (hashed once the client has them) and "
+        "while their fan-outs run (sequential mode: each proxy's body is compared with it and hashed only when "
+        "it differs, the same MD5); one body takes at most a quarter; a body that does not fit is hashed as it "
+        "passes, and by every leg; 0: every body hashed",
         "1000000"));
     t.push_back(plain<std::uint64_t, &Config::capture_max_bytes>("capture-max-bytes", "capture_max_bytes", 100ull << 20,
                                                                  "stop capturing once DIR holds this many bytes",
