@@ -48,7 +48,6 @@ void KeptBody::give_up() {
 }
 
 void KeptBody::append(const char* data, std::size_t size) {
-    bytes_seen_ += size;
     const auto needed = bytes_.size() + size;
     // A body of unknown length takes its bytes as they come.
     if (keeping_ && needed > taken_ && (needed > budget_.per_body() || !budget_.take(needed - taken_))) give_up();

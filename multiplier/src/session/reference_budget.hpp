@@ -49,8 +49,8 @@ public:
     KeptBody& operator=(const KeptBody&) = delete;
 
     void append(const char* data, std::size_t size);
-    /// The bytes appended so far.
-    std::uint64_t bytes() const { return bytes_seen_; }
+    /// The bytes appended so far (until finish): those kept, or all of them hashed once keeping stopped.
+    std::uint64_t bytes() const { return keeping_ ? bytes_.size() : digest_.bytes(); }
     /// The lowercase hex MD5 of every byte appended; call once, when the body is whole.
     std::string md5();
     /// The whole body with its MD5, or null when it was not kept; its bytes go back to the
@@ -63,7 +63,6 @@ private:
     ReferenceBudget& budget_;
     bool keeping_ = true;
     std::uint64_t taken_ = 0;  // from the budget, for this body
-    std::uint64_t bytes_seen_ = 0;
     std::string bytes_;
     Md5Digest digest_;  // of the bytes not kept (all of them once keeping stopped)
 };

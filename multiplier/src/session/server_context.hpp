@@ -59,7 +59,7 @@ public:
     TlsInterceptor* interceptor() { return interceptor_.get(); }
     /// The client's replies to unsafe requests, for the proxies' copies; nullptr unless --unsafe-requests replay.
     const std::shared_ptr<ReplayStore>& replay_store() const { return replay_store_; }
-    /// Memory for the Collector's bodies kept for the proxies' comparisons (--reference-bytes).
+    /// Memory for the Collector's bodies kept while relayed and for the proxies' comparisons (--reference-bytes).
     ReferenceBudget& reference_budget() { return reference_budget_; }
 
     /// Where the proxy legs of the client connection on `client` run: an
