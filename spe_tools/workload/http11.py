@@ -221,6 +221,11 @@ def parse_date(text: str) -> int | None:
     return int(parsed.timestamp()) if parsed else None
 
 
+# The Multiplier's name for one client among others at its address (--order client keeps each one's order
+# across its connections; it never passes the header on).
+CLIENT_HEADER = "X-SPE-Client"
+
+
 def request_bytes(method: str, target: str, host: str, headers: dict[str, str] | None = None,
                   body: bytes | None = None) -> bytes:
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]

@@ -32,7 +32,7 @@ from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
 from spe_tools.workload.conformance_mix import ConformanceMix
-from spe_tools.workload.http11 import format_date, request_bytes
+from spe_tools.workload.http11 import CLIENT_HEADER, format_date, request_bytes
 from spe_tools.workload.plan import Planned
 from spe_tools.workload.popularity import History, parse_popularity
 from spe_tools.workload.sessions import PARALLEL, SessionModel, user
@@ -233,11 +233,14 @@ class LoadRun:
             return False
         return int(hashlib.md5(path.encode()).hexdigest()[:8], 16) < self.args.https_share * 2**32
 
-    def request_bytes(self, plan: Planned, https: bool = False) -> bytes:
+    def request_bytes(self, plan: Planned, https: bool = False, client: int | None = None) -> bytes:
+        # Each robot and user is a client of its own, though all share one address: the Multiplier keeps
+        # each one's order across its connections, not one order for all of them (--order client).
+        headers = plan.headers if client is None else {**plan.headers, CLIENT_HEADER: f"load-{client}"}
         if https:  # inside the tunnel (or straight to the origin's TLS port): origin-form
-            return request_bytes(plan.method, plan.path, self.tls_authority, plan.headers, plan.body)
+            return request_bytes(plan.method, plan.path, self.tls_authority, headers, plan.body)
         target = f"http://{self.origin_authority}{plan.path}" if self.args.proxy else plan.path
-        return request_bytes(plan.method, target, self.origin_authority, plan.headers, plan.body)
+        return request_bytes(plan.method, target, self.origin_authority, headers, plan.body)
 
     async def one(self, robot: int, plan: Planned, scheduled: float) -> None:
         ex = await self.send(robot, plan, self.over_https(plan.path), scheduled)
@@ -250,7 +253,9 @@ class LoadRun:
     async def send(self, pool_index: int, plan: Planned, https: bool, scheduled: float) -> Exchange:
         self.schemes["https" if https else "http"] += 1
         pool = self.tls_pools[pool_index] if https else self.pools[pool_index]
-        ex = await fetch(pool, self.request_bytes(plan, https), plan.method, Exchange(scheduled), self.args.timeout)
+        client = pool_index if self.args.proxy else None
+        ex = await fetch(pool, self.request_bytes(plan, https, client), plan.method, Exchange(scheduled),
+                         self.args.timeout)
         self.checks.check(plan, ex)
         self.tally.add(ex)
         self.window.add(ex)

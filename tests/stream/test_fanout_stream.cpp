@@ -113,7 +113,7 @@ struct FanoutBed {
         req.set(http::field::host, "origin.test");
         auto wire = std::make_shared<const WireRequest>(std::move(req));
         {
-            auto fanout = std::make_shared<Fanout>(ctx, pools, std::move(record), wire, false);
+            auto fanout = std::make_shared<Fanout>(ctx, pools, nullptr, std::move(record), wire, false);
             fanout->begin();
             fanout->set_reference(Reference{reference, 200, std::nullopt, {}, nullptr});
         }
@@ -195,7 +195,7 @@ TEST_CASE("a fan-out whose reference falls short in sequential mode sends no leg
     record.url = "http://origin.test/x";
     auto wire = std::make_shared<const WireRequest>(Request{http::verb::get, record.url, 11});
     {
-        auto fanout = std::make_shared<Fanout>(bed.ctx, bed.pools, std::move(record), wire, false);
+        auto fanout = std::make_shared<Fanout>(bed.ctx, bed.pools, nullptr, std::move(record), wire, false);
         fanout->begin();
         fanout->set_reference(Reference{reference, 200, std::nullopt, "the Collector's reply broke off", nullptr});
     }

@@ -108,3 +108,33 @@ TEST_CASE("select applies prefix patterns and compare lists to known and unknown
     CHECK(selected[0] == spe::ComparedHeader{"content-type", "text/plain"});
     CHECK(selected[1] == spe::ComparedHeader{"x-custom", "1, 2"});
 }
+
+TEST_CASE("the Collector's X-SPE-Origin-<name> is compared as <name>: what the proxies got") {
+    // Squid withholds a stored reply's Set-Cookie from the client's hit; the proxies get the
+    // origin's (patch 0021), so the reference compares the withheld value as Set-Cookie.
+    spe::HeaderPolicy policy;
+    http::fields f;
+    f.set(http::field::etag, "\"x\"");
+    f.insert("X-SPE-Origin-Set-Cookie", "a=1; Path=/");
+    f.insert("X-SPE-Origin-Age", "5");  // an ignored name stays ignored under the prefix
+    auto selected = policy.select(f);
+    REQUIRE(selected.size() == 2);
+    CHECK(selected[0] == spe::ComparedHeader{"etag", "\"x\""});
+    CHECK(selected[1] == spe::ComparedHeader{"set-cookie", "a=1; Path=/"});
+}
+
+TEST_CASE("what the Collector withheld never reaches the client; its stamps go unless kept") {
+    http::fields f;
+    f.set("X-SPE-Fetch", "c.1; t=1.000");
+    f.insert("X-SPE-Origin-Set-Cookie", "a=1");
+    f.insert("x-spe-origin-set-cookie", "b=2");
+    f.set("X-SPE-Originator", "kept: not the prefix");
+    f.set(http::field::etag, "\"x\"");
+    spe::erase_withheld_fields(f);
+    CHECK(f.count("X-SPE-Origin-Set-Cookie") == 0);
+    CHECK(f.count("X-SPE-Fetch") == 1);
+    CHECK(f.count("X-SPE-Originator") == 1);
+    spe::erase_collector_stamps(f);
+    CHECK(f.count("X-SPE-Fetch") == 0);
+    CHECK(f.count(http::field::etag) == 1);
+}

@@ -35,13 +35,13 @@ const spe::Measure kWithHints = final_reply({{103, 1000}});
 }  // namespace
 
 TEST_CASE("a proxy that forwards its parent's interim replies, then the final one, breaks nothing") {
-    auto j = spe::judge_interim(kWithHints, final_reply({{103, 2000}}), true);
+    auto j = spe::judge_interim(kWithHints, final_reply({{103, 2000}}), {nullptr, true});
     CHECK(j.exercised);
     CHECK_FALSE(j.finding);
 }
 
 TEST_CASE("dropping an interim reply its parent relayed for its own request is named") {
-    auto j = spe::judge_interim(final_reply({{103, 1000}, {102, 2000}}), final_reply({{102, 2500}}), true);
+    auto j = spe::judge_interim(final_reply({{103, 1000}, {102, 2000}}), final_reply({{102, 2500}}), {nullptr, true});
     REQUIRE(j.finding);
     CHECK(j.finding->rule == "interim");
     CHECK(j.finding->section == "9110 15.2");
@@ -49,35 +49,58 @@ TEST_CASE("dropping an interim reply its parent relayed for its own request is n
 }
 
 TEST_CASE("a reply that never went to the origin for this proxy owed no interim reply") {
-    auto j = spe::judge_interim(kWithHints, final_reply({}), false);
+    auto j = spe::judge_interim(kWithHints, final_reply({}), {nullptr, false});
     CHECK_FALSE(j.exercised);
     CHECK_FALSE(j.finding);
 }
 
+TEST_CASE("a reply its parent sent for this request with interim replies owes those (X-SPE-Parent's interim)") {
+    // The Collector answered from a copy whose fetch got a 103 (patch 0021 keeps and replays them): the
+    // client's own reply was a hit without one, so only the parent's stamp tells what the proxy was given.
+    const std::vector<unsigned> sent = {103};
+    auto dropped = spe::judge_interim(final_reply({}), final_reply({}), {&sent, false});
+    CHECK(dropped.exercised);
+    REQUIRE(dropped.finding);
+    CHECK(dropped.finding->reason.find("X-SPE-Parent") != std::string::npos);
+    auto kept = spe::judge_interim(final_reply({}), final_reply({{103, 1500}}), {&sent, false});
+    CHECK(kept.exercised);
+    CHECK_FALSE(kept.finding);
+}
+
+TEST_CASE("the parent's stamp says an interim reply twice: both are owed") {
+    const std::vector<unsigned> sent = {102, 102};
+    CHECK(spe::judge_interim(kWithHints, final_reply({{102, 1}}), {&sent, false}).finding);
+    CHECK_FALSE(spe::judge_interim(kWithHints, final_reply({{102, 1}, {102, 2}}), {&sent, false}).finding);
+}
+
 TEST_CASE("a 100 Continue the proxy did not pass on is not a drop (it may have asked for it itself)") {
-    auto j = spe::judge_interim(final_reply({{100, 1000}}), final_reply({}), true);
+    auto j = spe::judge_interim(final_reply({{100, 1000}}), final_reply({}), {nullptr, true});
     CHECK_FALSE(j.finding);
 }
 
 TEST_CASE("an interim reply and then no final one is named, from a store or not") {
     SECTION("hung until the deadline") {
-        auto j = spe::judge_interim(kWithHints, no_final_reply({{102, 3000}}, spe::LegError::timeout), false);
+        auto j =
+            spe::judge_interim(kWithHints, no_final_reply({{102, 3000}}, spe::LegError::timeout), {nullptr, false});
         REQUIRE(j.finding);
         CHECK(j.finding->reason.find("hung after") != std::string::npos);
         CHECK(j.finding->reason.find("102") != std::string::npos);
     }
     SECTION("ended the exchange there: a 103 as the final response") {
-        auto j = spe::judge_interim(final_reply({}), no_final_reply({{103, 3000}}, spe::LegError::closed), false);
+        auto j =
+            spe::judge_interim(final_reply({}), no_final_reply({{103, 3000}}, spe::LegError::closed), {nullptr, false});
         REQUIRE(j.finding);
         CHECK(j.finding->reason.find("as its final response") != std::string::npos);
     }
     SECTION("not when SPE itself aborted the leg (shutdown)") {
-        CHECK_FALSE(spe::judge_interim(kWithHints, no_final_reply({{103, 1}}, spe::LegError::aborted), false).finding);
+        CHECK_FALSE(spe::judge_interim(kWithHints, no_final_reply({{103, 1}}, spe::LegError::aborted), {nullptr, false})
+                        .finding);
     }
     SECTION("not when the Collector's own reply did not end well either") {
         spe::Measure broken;
         broken.error = spe::LegError::timeout;
-        CHECK_FALSE(spe::judge_interim(broken, no_final_reply({{103, 1}}, spe::LegError::timeout), false).finding);
+        CHECK_FALSE(
+            spe::judge_interim(broken, no_final_reply({{103, 1}}, spe::LegError::timeout), {nullptr, false}).finding);
     }
 }
 

@@ -29,6 +29,15 @@ TEST_CASE("a parent stamp without Age or Date, with escapes and unknown paramete
     CHECK(token->time == 7);
 }
 
+TEST_CASE("a parent stamp names the interim replies sent before the reply (patch 0021)") {
+    const auto s = spe::parse_parent_stamp(R"(t=5; interim="103 102 1x3"; fields="link")");
+    REQUIRE(s);
+    CHECK(s->interim == std::vector<unsigned>{103, 102});  // what is not a status is skipped
+    const auto none = spe::parse_parent_stamp(R"(t=5; fields="link")");
+    REQUIRE(none);
+    CHECK(none->interim.empty());
+}
+
 TEST_CASE("a parent stamp without a valid time, or with an open quote or junk, is none") {
     for (const char* bad :
          {"", "age=3", "t=", "t=abc", "t=0", "t=-1", R"(t=1; date="open)", R"(t=1; date="a" b)", "t=1.2.3"})

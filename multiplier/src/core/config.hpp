@@ -30,6 +30,10 @@ struct ProxyTarget {
 enum class FanoutMode { sequential, concurrent };
 /// Whether the proxies get a request all at once or one after the other.
 enum class LegOrder { parallel, serial };
+/// Whose order each proxy keeps (client_order.hpp): the client's, across its connections (a client is an
+/// address, or an address and the X-SPE-Client header's value where its requests carry one), or only each
+/// connection's.
+enum class OrderScope { client, connection };
 /// What becomes of the proxies' copies of an unsafe request (any method but GET, HEAD, OPTIONS, TRACE).
 /// replay: sent; the Collector routes them to --replay-listen, which answers each from the client's own
 /// reply, so the origin sees the request once. withhold: not sent (no replay port: each copy would reach
@@ -42,6 +46,7 @@ struct Config {
     std::vector<ProxyTarget> proxies;
     FanoutMode mode = FanoutMode::sequential;
     LegOrder legs = LegOrder::parallel;
+    OrderScope order = OrderScope::client;
     bool dummy = false;
     bool cache_judge = true;          // judge every reused reply against RFC 9111 (cache_judge.hpp)
     bool client_fetch_stamp = false;  // relay the Collector's X-SPE-* stamps to the client (debugging)

@@ -156,6 +156,16 @@ std::vector<Flag> make_table() {
         "serial", [](Config& c, const std::string& v) {
             c.legs = one_of<LegOrder>("legs", v, {{"parallel", LegOrder::parallel}, {"serial", LegOrder::serial}});
         }));
+    t.push_back(flag<std::string, &Config::order>(
+        "order", "order", "client",
+        "client: a request that arrives after the client had the whole reply to an earlier one reaches each proxy "
+        "after that proxy answered the earlier one, whatever connections they came on (a client is an address, or "
+        "an address and the value of the X-SPE-Client header its requests carry); connection: each proxy keeps "
+        "only each client connection's order",
+        "connection", [](Config& c, const std::string& v) {
+            c.order = one_of<OrderScope>("order", v,
+                                         {{"client", OrderScope::client}, {"connection", OrderScope::connection}});
+        }));
     t.push_back(flag<std::string, &Config::timeout>(
         "timeout", "timeout", "30",
         "time a proxy under test has for its whole reply (500ms, 2s, 10m, 1h; a bare number is seconds)", "2s",

@@ -105,6 +105,10 @@ struct ProxyResult {
     // turn (it answers a client connection's requests one at a time, in order); none of the
     // measure's times include it. Unset when the leg never got as far as its turn (withheld, no fan-out).
     std::optional<std::int64_t> queued_us = std::nullopt;
+    // The client's earlier requests, on its other connections, whose reply it had whole before this request
+    // arrived and which this proxy had not answered yet when the leg was ready: it waited for them (record
+    // ids; queued_us includes the wait). Empty when it waited for none.
+    std::vector<std::uint64_t> waited_for = {};
 };
 
 /// One client request and everything measured for it: one log record.

@@ -73,6 +73,27 @@ void append_via(http::fields& fields, unsigned received_version, const std::stri
     fields.set(http::field::via, via);
 }
 
+void erase_collector_stamps(http::fields& fields) {
+    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader, kParentStampHeader})
+        fields.erase(name);
+}
+
+void erase_withheld_fields(http::fields& fields) {
+    for (auto it = fields.begin(); it != fields.end();) {
+        const auto name = it->name_string();
+        const bool note = it->name() == http::field::unknown && name.size() > kOriginFieldPrefix.size() &&
+                          spe::iequals(name.substr(0, kOriginFieldPrefix.size()), kOriginFieldPrefix);
+        it = note ? fields.erase(it) : std::next(it);
+    }
+}
+
+std::string_view compared_name(std::string_view lower_name) {
+    constexpr std::string_view prefix = "x-spe-origin-";
+    static_assert(prefix.size() == kOriginFieldPrefix.size());
+    if (lower_name.size() > prefix.size() && lower_name.starts_with(prefix)) lower_name.remove_prefix(prefix.size());
+    return lower_name;
+}
+
 bool is_hop_by_hop(std::string_view name) {
     return std::any_of(kHopByHop.begin(), kHopByHop.end(), [&](std::string_view h) { return spe::iequals(h, name); });
 }
@@ -189,8 +210,11 @@ ComparedHeaders HeaderPolicy::select(FieldViews fields) const {
         }
         const auto at = unknown_names.size();
         append_lower(unknown_names, f.name_string());
-        if (is_compared_lower(std::string_view(unknown_names).substr(at)))
-            picked.push_back({{}, true, at, f.name_string().size(), f.value()});
+        // The Collector's X-SPE-Origin-<name>: what the proxies got as <name> (kOriginFieldPrefix).
+        const auto name = compared_name(std::string_view(unknown_names).substr(at));
+        const auto name_at = unknown_names.size() - name.size();
+        if (is_compared_lower(name))
+            picked.push_back({{}, true, name_at, name.size(), f.value()});
         else
             unknown_names.resize(at);
     }

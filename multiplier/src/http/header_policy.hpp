@@ -18,6 +18,9 @@ namespace spe {
 /// ("<process id in hex>-<record id>"), so the Collector can tell which
 /// client request a fetch belongs to.
 inline constexpr std::string_view kRequestTagHeader = "X-SPE-Request";
+/// A client's name for itself among others at its address (a load generator's users): each keeps its own
+/// order across its connections (--order client). Read by the Multiplier, never sent on.
+inline constexpr std::string_view kClientHeader = "X-SPE-Client";
 /// The Collector's stamp on every reply: which origin fetch it came from. Recorded, never
 /// compared, not relayed to the client unless --client-fetch-stamp.
 inline constexpr std::string_view kFetchStampHeader = "X-SPE-Fetch";
@@ -31,8 +34,23 @@ inline constexpr std::string_view kValidationStampHeader = "X-SPE-Validated";
 /// The Collector's note on every reply (patch 0020): when it sent it, the Age and Date it sent and the
 /// names of its fields. A proxy stores it with its copy: what its parent gave it (parent_stamp.hpp).
 inline constexpr std::string_view kParentStampHeader = "X-SPE-Parent";
+/// The Collector's prefix for a field the origin sent that its own caching withheld from the client
+/// (patch 0021: the Set-Cookie Squid removes from its hits), as the proxies under test got it:
+/// "X-SPE-Origin-Set-Cookie" is compared as "Set-Cookie" in the reference, and never relayed.
+inline constexpr std::string_view kOriginFieldPrefix = "X-SPE-Origin-";
 /// On the replay port's 502 for a proxy's copy of an unsafe request it would not answer: why.
 inline constexpr std::string_view kReplayRefusedHeader = "X-SPE-Replay-Refused";
+
+/// Removes the Collector's stamps (X-SPE-Fetch, -Validated, -Reply-To, -Parent): for the record, not the client.
+void erase_collector_stamps(boost::beast::http::fields& fields);
+
+/// Removes the Collector's X-SPE-Origin-* fields: what its caching withheld from the client (another
+/// request's Set-Cookie) is for the comparison only, never for a client.
+void erase_withheld_fields(boost::beast::http::fields& fields);
+
+/// The name a field of the reference reply is compared as: an X-SPE-Origin-<name> field as <name>
+/// (lowercase in, lowercase out; other names unchanged).
+std::string_view compared_name(std::string_view lower_name);
 
 /// True for headers that describe one connection only and never travel on.
 bool is_hop_by_hop(std::string_view name);

@@ -287,6 +287,7 @@ Request make_upstream_request(const Request& client_request, const std::string& 
     // from the target (the client's Host, if any, may disagree or be missing).
     if (auto authority = authority_text(up.target()); !authority.empty()) up.set(http::field::host, authority);
     up.erase(http::field::expect);  // we answered 100-continue ourselves and hold the whole body
+    up.erase(kClientHeader);        // which client it is (--order client) is the Multiplier's to know
     append_via(up, client_request.version(), via_name);
     up.version(11);
     up.keep_alive(keep_alive);

@@ -337,9 +337,15 @@ bool CacheJudge::is_reuse(const Case& c, const Measure& reply, const Measure* re
 }
 
 void CacheJudge::add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at) {
-    // Only a reply the proxy forwarded can owe interim replies: a reused one never went to the origin.
-    const bool own_fetch = !v.reused && is_own_fetch(reference, reply, sent_at);
-    auto j = judge_interim(reference, reply, own_fetch);
+    // Only a reply the proxy forwarded can owe interim replies: a reused one never went to its parent.
+    ParentInterim parent;
+    std::optional<ParentStamp> stamp;
+    if (const auto p = reply.cache_headers.parent(); p && !v.reused) stamp = parse_parent_stamp(*p);
+    // A stamp without interim= says nothing of them (no interim reply, or a Collector before patch 0021):
+    // then only an origin fetch made for this request tells, by the reference's.
+    if (stamp && !stamp->interim.empty()) parent.sent = &stamp->interim;
+    parent.own_fetch = !v.reused && is_own_fetch(reference, reply, sent_at);
+    auto j = judge_interim(reference, reply, parent);
     if (j.exercised) add_exercised(v, rule_id("interim"));
     if (!j.finding) return;
     v.violations.push_back(std::move(*j.finding));

@@ -35,7 +35,7 @@ std::optional<Finding> no_final_reply(const Measure& reply) {
 
 }  // namespace
 
-InterimJudgement judge_interim(const Measure& reference, const Measure& reply, bool own_fetch) {
+InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent) {
     InterimJudgement out;
     // The reference must have ended well: a proxy is not blamed for an exchange its parent did not finish.
     if (!reference.status) return out;
@@ -44,16 +44,25 @@ InterimJudgement judge_interim(const Measure& reference, const Measure& reply, b
         out.finding = std::move(f);
         return out;
     }
-    if (!reply.status || !own_fetch) return out;
+    if (!reply.status) return out;
+    std::vector<unsigned> owed;
+    if (parent.sent)
+        owed = *parent.sent;
+    else if (parent.own_fetch)
+        for (const auto& i : reference.interim)
+            owed.push_back(i.status);
     // 100 Continue is left out: a proxy that sent Expect itself need not forward the 100 it asked for.
-    for (const auto& i : reference.interim) {
-        if (i.status == 100) continue;
+    for (const auto status : owed) {
+        if (status == 100) continue;
         out.exercised = true;
-        if (count_of(reply.interim, i.status) < count_of(reference.interim, i.status)) {
-            out.finding = Finding{rule_id("interim"), "9110 15.2",
-                                  fmt::format("dropped the {} interim response its parent relayed for this request "
-                                              "(the Collector's reply had {} of them)",
-                                              i.status, count_of(reference.interim, i.status))};
+        const auto due = static_cast<std::size_t>(std::count(owed.begin(), owed.end(), status));
+        if (count_of(reply.interim, status) < due) {
+            out.finding = Finding{
+                rule_id("interim"), "9110 15.2",
+                fmt::format("dropped the {} interim response its parent relayed for this request "
+                            "({} sent {} of them)",
+                            status, parent.sent ? "its parent's X-SPE-Parent says it" : "the Collector's reply had",
+                            due)};
             break;
         }
     }

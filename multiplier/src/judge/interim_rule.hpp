@@ -16,12 +16,19 @@ struct InterimJudgement {
     std::optional<Finding> finding;  // and broke it
 };
 
-/// Judges one proxy's leg against the Collector's (`reference`). `own_fetch`:
-/// the proxy's reply came from an origin fetch its parent made for this
-/// proxy's request (so its parent had the origin's interim replies to relay
-/// to it, as it relayed them to the Multiplier); a reply from a store, the
-/// proxy's or its parent's, never had any to forward.
-InterimJudgement judge_interim(const Measure& reference, const Measure& reply, bool own_fetch);
+/// What the proxy's parent sent before the reply, as far as the judge knows.
+struct ParentInterim {
+    /// The parent answered this very request (the reply is no reuse) and said what interim replies it sent
+    /// before it (X-SPE-Parent's interim, patch 0021: its copies keep them): the proxy owes exactly those.
+    const std::vector<unsigned>* sent = nullptr;
+    /// Without that: the proxy's reply came from an origin fetch its parent made for this proxy's
+    /// request, so its parent relayed to it what it relayed to the Multiplier (the reference's).
+    bool own_fetch = false;
+};
+
+/// Judges one proxy's leg against the Collector's (`reference`); a reply from the proxy's own store never
+/// had any interim reply to forward.
+InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent);
 
 /// A leg's interim replies as the evidence shows them: "103 at 0.004 s, 102 at 0.051 s" ("none").
 std::string interim_text(const Measure& m);

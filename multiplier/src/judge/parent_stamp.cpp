@@ -6,6 +6,8 @@
 
 #include <boost/beast/core/string.hpp>
 
+#include <algorithm>
+
 namespace spe {
 namespace {
 
@@ -37,6 +39,19 @@ std::optional<std::string> take_value(std::string_view& s) {
         }
     }
     return std::nullopt;
+}
+
+/// "103 102": the three-digit statuses of a space-separated list; anything else in it is skipped.
+std::vector<unsigned> statuses(std::string_view list) {
+    std::vector<unsigned> out;
+    while (!list.empty()) {
+        const auto end = list.find(' ');
+        const auto item = list.substr(0, end);
+        if (item.size() == 3 && std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            out.push_back(static_cast<unsigned>((item[0] - '0') * 100 + (item[1] - '0') * 10 + (item[2] - '0')));
+        list.remove_prefix(end == std::string_view::npos ? list.size() : end + 1);
+    }
+    return out;
 }
 
 }  // namespace
@@ -73,6 +88,8 @@ std::optional<ParentStamp> parse_parent_stamp(std::string_view value) {
             stamp.date = std::move(*v);
         } else if (spe::iequals(name, "fields")) {
             stamp.fields = std::move(*v);
+        } else if (spe::iequals(name, "interim")) {
+            stamp.interim = statuses(*v);
         }
         skip_spaces(value);
         if (value.empty()) break;

@@ -196,6 +196,15 @@ std::string to_json_line(const RequestRecord& r) {
             if (p.queued_us) w.key<"queued_us">().integer(*p.queued_us);
             w.key<"result">().string(to_string(p.result));
         });
+        if (!p.waited_for.empty()) {  // after ttfb_us: the keys stay in order
+            w.key<"waited_for">();
+            w.open_array();
+            for (const auto id : p.waited_for) {
+                w.element();
+                w.integer(id);
+            }
+            w.close_array();
+        }
         w.close();
     }
     w.close_array();

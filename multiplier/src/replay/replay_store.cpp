@@ -68,8 +68,8 @@ void ReplayRecording::header(const http::response_header<>& h) {
     for (auto field : {http::field::content_length, http::field::transfer_encoding, http::field::via})
         reply_.header.erase(field);
     // The Collector stamps what it relays from the replay port as it does an origin's reply.
-    for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader, kParentStampHeader})
-        reply_.header.erase(name);
+    erase_collector_stamps(reply_.header);
+    erase_withheld_fields(reply_.header);
 }
 
 void ReplayRecording::body(const char* data, std::size_t n) {

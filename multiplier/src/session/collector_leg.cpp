@@ -134,9 +134,8 @@ awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide c
     reply.base() = std::move(upstream.base());
     // The fetch stamp is for the record, not for the client (a --dummy proxy
     // under test passes it on untouched: its client is a Multiplier).
-    if (!cfg.dummy && !cfg.client_fetch_stamp)
-        for (auto name : {kFetchStampHeader, kValidationStampHeader, kReplyToHeader, kParentStampHeader})
-            reply.erase(name);
+    if (!cfg.dummy && !cfg.client_fetch_stamp) erase_collector_stamps(reply.base());
+    erase_withheld_fields(reply.base());
     prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
     out.keep_alive = client.keep_alive;
     http::response_serializer<http::buffer_body> serializer(reply);

@@ -128,6 +128,18 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
     return r;
 }
 
+std::shared_ptr<ClientOrder> DownstreamSession::client_order(const Request& req) {
+    if (ctx_->config().order != OrderScope::client || ctx_->proxies().empty()) return nullptr;
+    // One address may be many clients (a load generator's users): X-SPE-Client tells them apart.
+    std::string key = client_.ip();
+    if (const auto named = req.find(kClientHeader); named != req.end()) key.append("/").append(named->value());
+    if (!order_ || key != order_key_) {
+        order_ = ctx_->client_orders().of(key);
+        order_key_ = std::move(key);
+    }
+    return order_;
+}
+
 awaitable<bool> DownstreamSession::wait_for_request() {
     if (client_.buffer.size() > 0) co_return true;  // a pipelined request is already buffered
     idle_ = true;
@@ -208,12 +220,14 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     std::optional<ReplayRecording> replay;
     if (store && !record.tag.empty() && is_unsafe_method(record.method)) replay.emplace(store->max_bytes());
     const std::string tag = record.tag;
-    auto fanout = std::make_shared<Fanout>(ctx_, pools_, std::move(record), upstream, head_request);
+    auto fanout = std::make_shared<Fanout>(ctx_, pools_, client_order(req), std::move(record), upstream, head_request);
     fanout->begin();
 
     auto out =
         co_await collector_.relay(*upstream, ClientSide{client_.stream, head_request, req.version() >= 11, keep_alive},
                                   replay ? &*replay : nullptr, fanout->compares_bodies());
+    // First, before anything else can let the client's next request in: it comes after this one.
+    if (out.client_answered && !out.client_failed && out.measure.error == LegError::none) fanout->delivered();
     // Kept before the fan-out starts (set_reference): the proxies' copies will ask for it.
     if (replay && out.client_answered && !out.client_failed && out.measure.error == LegError::none)
         replay->keep(

@@ -53,6 +53,8 @@ private:
     awaitable<Measure> reply_from_multiplier(const Refused& refused, bool head_request, bool keep_alive);
     awaitable<void> refuse(const Refused& refused, RequestRecord record, bool head_request);
     RequestRecord new_record(const Request& req);
+    /// The order of the client that sent `req` (--order client), or nullptr (--order connection, no proxies).
+    std::shared_ptr<ClientOrder> client_order(const Request& req);
     void close();
 
     std::shared_ptr<ServerContext> ctx_;
@@ -60,6 +62,8 @@ private:
     std::optional<ConnectTarget> intercepted_;  // the tunnel's target, once intercepted
     CollectorLeg collector_;
     std::shared_ptr<ProxyPools> pools_;
+    std::string order_key_;  // the client its last request named (client_order)
+    std::shared_ptr<ClientOrder> order_;
     WorkGuard work_;
     ConnectionCount connection_;
     bool idle_ = true;      // waiting for the first byte of a request

@@ -22,12 +22,15 @@ Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies) {
     return config.legs == LegOrder::serial ? leg * static_cast<Clock::rep>(std::max<std::size_t>(proxies, 1)) : leg;
 }
 
-Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
-               std::shared_ptr<const WireRequest> request, bool head_request)
+Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools,
+               std::shared_ptr<ClientOrder> order, RequestRecord record, std::shared_ptr<const WireRequest> request,
+               bool head_request)
     : ctx_(std::move(ctx)),
       pools_(std::move(pools)),
       record_(std::move(record)),
       request_(std::move(request)),
+      order_(std::move(order)),
+      place_(order_ ? order_->arrive(record_.id) : nullptr),
       sequence_(pools_->next_sequence()),
       head_request_(head_request),
       unsafe_(is_unsafe_method(record_.method)),
@@ -41,6 +44,7 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
 Fanout::~Fanout() {
     // No leg holds this fan-out any more: whatever it did not pass on, the proxies' turns move past it.
     asio::post(pools_->executor(), [pools = pools_, sequence = sequence_] { pools->pass_all(sequence); });
+    if (order_) order_->retire(place_);
     if (!has_reference_) pools_->reference_taken();  // never reached (the session failed): no backlog left
     if (logged_) return;
     if (record_.note.empty()) record_.note = "fan-out interrupted";
@@ -87,6 +91,10 @@ void Fanout::set_reference(Reference reference) {
         f.take_reference(*reference);
         if (legs_now) f.start_legs(f.record_.collector.bytes, due);
     });
+}
+
+void Fanout::delivered() {
+    if (order_) order_->delivered(place_);
 }
 
 void Fanout::take_reference(Reference& reference) {
@@ -168,13 +176,15 @@ awaitable<void> Fanout::run_leg(std::size_t proxy, Clock::time_point due) {
     auto self = shared_from_this();
     // However this leg ends (an exception included), the proxy's turn passes to the next fan-out.
     struct PassTurn {
-        ProxyPools& pools;
+        Fanout& fanout;
         std::size_t proxy;
-        std::uint64_t sequence;
-        ~PassTurn() { pools.pass_turn(proxy, sequence); }
+        ~PassTurn() {
+            fanout.pools_->pass_turn(proxy, fanout.sequence_);
+            if (fanout.order_) fanout.order_->done(fanout.place_, proxy);
+        }
     };
     {
-        PassTurn pass{*pools_, proxy, sequence_};
+        PassTurn pass{*this, proxy};
         co_await send_in_turn(proxy, due);
     }
     --pending_;
@@ -190,23 +200,9 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
                                       " requests before it on this client connection (it gets them one at a time)";
         co_return;
     }
-    const auto bound = fanout_turn_bound(ctx_->config(), record_.proxies.size());
-    const auto turn = co_await pools_->await_turn(proxy, sequence_, bound);
+    const bool ready = co_await await_order(proxy);
     result.queued_us = micros_since(due);
-    if (turn == ProxyPools::TurnWait::aborted) {
-        result.measure.error = LegError::aborted;
-        result.measure.error_detail = "the Multiplier stopped while the leg waited for its turn";
-        co_return;
-    }
-    if (turn == ProxyPools::TurnWait::timed_out) {
-        // The proxy is still busy with this connection's earlier requests: it has fallen behind the client.
-        result.measure.error = LegError::busy;
-        result.measure.error_detail = fmt::format(
-            "not sent: this proxy was still answering this client connection's earlier requests after {} ms "
-            "(it gets them one at a time; a leg waits for its turn one fan-out's deadline at most)",
-            std::chrono::duration_cast<std::chrono::milliseconds>(bound).count());
-        co_return;
-    }
+    if (!ready) co_return;
     auto conn = pools_->acquire(proxy);
     if (!conn) {
         result.measure.error = LegError::busy;
@@ -226,6 +222,41 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
         pools_->release(proxy, std::move(conn));
         if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
     }
+}
+
+awaitable<bool> Fanout::await_order(std::size_t proxy) {
+    auto& measure = record_.proxies[proxy].measure;
+    const auto bound = fanout_turn_bound(ctx_->config(), record_.proxies.size());
+    // A proxy still busy with what came before has fallen behind the client: the leg is not sent.
+    const auto fell_behind = [&](std::string_view what) {
+        measure.error = LegError::busy;
+        measure.error_detail = fmt::format("not sent: after {} ms this proxy was still answering {}",
+                                           std::chrono::duration_cast<std::chrono::milliseconds>(bound).count(), what);
+    };
+    const auto turn = co_await pools_->await_turn(proxy, sequence_, bound);
+    if (turn == ProxyPools::TurnWait::aborted) {
+        measure.error = LegError::aborted;
+        measure.error_detail = "the Multiplier stopped while the leg waited for its turn";
+        co_return false;
+    }
+    if (turn == ProxyPools::TurnWait::timed_out) {
+        fell_behind(
+            "this client connection's earlier requests (it gets them one at a time; a leg waits for its turn one "
+            "fan-out's deadline at most)");
+        co_return false;
+    }
+    if (!order_) co_return true;
+    // The same bound again, not what is left of it: this wait is for other connections' legs, each of which
+    // has a deadline of its own.
+    auto waited = co_await order_->await_earlier(place_, proxy, bound, pools_->executor());
+    record_.proxies[proxy].waited_for = std::move(waited.ids);
+    if (waited.how == ClientOrder::Wait::timed_out) {
+        fell_behind(
+            "requests this client had the reply to before it sent this one, on its other connections "
+            "(waited_for)");
+        co_return false;
+    }
+    co_return true;
 }
 
 void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {

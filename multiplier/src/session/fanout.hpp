@@ -46,8 +46,9 @@ struct Reference {
 
 class Fanout : public std::enable_shared_from_this<Fanout> {
 public:
-    Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, RequestRecord record,
-           std::shared_ptr<const WireRequest> request, bool head_request);
+    /// `order`: the client's order across its connections (nullptr: only this connection's).
+    Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, std::shared_ptr<ClientOrder> order,
+           RequestRecord record, std::shared_ptr<const WireRequest> request, bool head_request);
     /// Logs the record if nothing else did: no client request goes unrecorded.
     ~Fanout();
     Fanout(const Fanout&) = delete;
@@ -68,6 +69,8 @@ public:
     /// Concurrent mode: a shortfall is the record's note, unless the
     /// Multiplier's own reply stands in as the reference.
     void set_reference(Reference reference);
+    /// The client has the whole reply: its later requests, on any connection, come after this one.
+    void delivered();
 
 private:
     /// Runs `step` on the fan-out executor, keeping this fan-out alive until then.
@@ -87,6 +90,9 @@ private:
     /// have gone out but for SPE (its queued_us counts from there).
     awaitable<void> run_leg(std::size_t proxy, Clock::time_point due);
     awaitable<void> send_in_turn(std::size_t proxy, Clock::time_point due);
+    /// Waits for this connection's turn at the proxy, then for the client's earlier requests on its other
+    /// connections (ClientOrder); false: the leg is not sent (the record says why).
+    awaitable<bool> await_order(std::size_t proxy);
     /// --legs serial: each leg once the previous one has ended.
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due);
     /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.
@@ -102,7 +108,9 @@ private:
     std::shared_ptr<ProxyPools> pools_;
     RequestRecord record_;
     std::shared_ptr<const WireRequest> request_;
-    std::uint64_t sequence_;  // this fan-out's number among its client connection's, in the client's order
+    std::shared_ptr<ClientOrder> order_;  // nullptr: --order connection
+    ClientOrder::PlacePtr place_;         // this request's place in it
+    std::uint64_t sequence_;              // this fan-out's number among its client connection's, in the client's order
     bool head_request_;
     bool unsafe_;
     WorkGuard work_;

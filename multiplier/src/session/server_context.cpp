@@ -29,6 +29,7 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
       proxies_(std::move(proxies)),
       log_(log),
       reference_budget_(config_.reference_bytes),
+      client_orders_(proxies_.size()),
       fanout_(fanout),
       process_tag_(random_process_tag()) {
     fetch_memory_ = std::make_unique<FetchMemory>();

@@ -5,6 +5,7 @@
 #include "core/config.hpp"
 #include "core/net.hpp"
 #include "http/header_policy.hpp"
+#include "session/client_order.hpp"
 #include "session/reference_budget.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -61,6 +62,8 @@ public:
     const std::shared_ptr<ReplayStore>& replay_store() const { return replay_store_; }
     /// Memory for the Collector's bodies kept while relayed and for the proxies' comparisons (--reference-bytes).
     ReferenceBudget& reference_budget() { return reference_budget_; }
+    /// Each client's order across its connections (--order client).
+    ClientOrders& client_orders() { return client_orders_; }
 
     /// Where the proxy legs of the client connection on `client` run: an
     /// io_context apart from the clients', so a fan-out's work (connects to a
@@ -111,6 +114,7 @@ private:
     std::unique_ptr<TlsInterceptor> interceptor_;
     std::shared_ptr<ReplayStore> replay_store_;
     ReferenceBudget reference_budget_;
+    ClientOrders client_orders_;
     asio::io_context& fanout_;
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};

@@ -164,3 +164,65 @@ def test_each_proxy_sees_each_connection_in_order_when_every_proxy_is_slower(lab
         arrivals = sorted(r["ts"] for r in records if f"/order-{conn}/" in r["url"])
         assert arrivals[-1] - arrivals[0] < REQUESTS * 0.2, arrivals
     assert client_s < 30
+
+
+def dependent_pairs(port: int, origin: str, run: str, pairs: int, client_name: str | None = None) -> None:
+    """A client that sends request 2 of each pair on another connection after reading reply 1 (as a browser
+    with six connections per host, or a test client, does): a POST on connection a, then a GET on b."""
+    named = {"X-SPE-Client": client_name} if client_name else {}
+    with Connection(port, timeout=30) as a, Connection(port, timeout=30) as b:
+        for n in range(pairs):
+            assert a.get(f"{origin}/post/order-a/{n}?run={run}", method="POST", body=b"x", headers=named).status == 200
+            assert b.get(f"{origin}/c/{run}/order-b/{n}", headers=named).status == 200
+
+
+PAIRS = 4
+
+
+@pytest.mark.parametrize("order", ["client", "connection"])
+def test_each_proxy_sees_a_clients_dependent_requests_in_its_order_across_connections(lab, start_multiplier, order):
+    """With --order client (the default) the GET a client sent after reading the POST's reply, on another
+    connection, reaches each proxy after that proxy answered the POST, and its leg says it waited for it
+    (waited_for). With --order connection it overtakes: the proxies are slower than the Collector."""
+    run = f"cross-{order}-{time.monotonic_ns()}"
+    with slow_proxies(lab.origin_port, 2) as proxies:
+        slow = [a for i, p in enumerate(proxies) for a in ("--proxy", f"slow{i}=127.0.0.1:{p.server_port}")]
+        m = start_multiplier("--order", order, "--timeout", "10", "--unsafe-requests", "send", *slow)
+        dependent_pairs(m.port, f"http://127.0.0.1:{lab.origin_port}", run, PAIRS)
+        records = m.records(2 * PAIRS, deadline_s=30)
+        seen = [list(p.seen) for p in proxies]
+
+    overtaken = 0
+    for server_seen in seen:
+        by_request = {(s.connection, s.n): s for s in server_seen}
+        assert len(by_request) == 2 * PAIRS
+        for n in range(PAIRS):
+            post, get = by_request[("a", n)], by_request[("b", n)]
+            overtaken += get.arrived < post.replying
+    posts = {int(r["url"].split("/")[-1].split("?")[0]): r["id"] for r in records if r["method"] == "POST"}
+    gets = [r for r in records if r["method"] == "GET"]
+    if order == "connection":
+        assert overtaken > 0, "the proxies are slower than the Collector: a GET on another connection overtakes"
+        assert not [p for r in gets for p in r["proxies"] if "waited_for" in p]
+        return
+    assert overtaken == 0, f"{overtaken} GETs reached a proxy before it answered the POST the client had read"
+    for r in gets:
+        n = int(r["url"].rsplit("/", 1)[1])
+        for leg in r["proxies"]:
+            assert leg["status"] == 200, leg
+            assert leg.get("waited_for") == [posts[n]], leg  # the POST it came after, still being answered
+
+
+def test_clients_named_apart_at_one_address_keep_their_own_order(lab, start_multiplier):
+    """X-SPE-Client tells a load generator's users apart: one user's requests never wait for another's."""
+    run = f"named-{time.monotonic_ns()}"
+    origin = f"http://127.0.0.1:{lab.origin_port}"
+    with slow_proxies(lab.origin_port, 1) as proxies:
+        m = start_multiplier("--timeout", "10", "--unsafe-requests", "send",
+                             "--proxy", f"slow0=127.0.0.1:{proxies[0].server_port}")
+        with Connection(m.port, timeout=30) as first, Connection(m.port, timeout=30) as second:
+            assert first.get(f"{origin}/c/{run}/order-a/0", headers={"X-SPE-Client": "user-1"}).status == 200
+            assert second.get(f"{origin}/c/{run}/order-b/0", headers={"X-SPE-Client": "user-2"}).status == 200
+        records = m.records(2, deadline_s=30)
+    assert len(records) == 2
+    assert not [p for r in records for p in r["proxies"] if "waited_for" in p]
