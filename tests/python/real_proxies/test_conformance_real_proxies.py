@@ -37,6 +37,7 @@ from parts import installed_kinds, require
 from spe_tools import collector
 from spe_tools.workload import conformance as cf
 from spe_tools.workload.conformance_mix import scenario_steps
+from spe_tools.workload.http11 import CLIENT_HEADER
 
 KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "dummy")  # each named after its kind
 
@@ -193,7 +194,9 @@ def run_sequence(lab, name: str, out: dict, errors: dict) -> None:
                 legs_done(lab, path, len(statuses))
             if step.delay_s:
                 time.sleep(step.delay_s)
-            reply = conn.get(lab.origin + path, step.method, step.headers, step.body or b"")
+            # Each sequence is a client of its own (they share an address): one's order is not another's.
+            headers = {**(step.headers or {}), CLIENT_HEADER: f"sequence-{name}"}
+            reply = conn.get(lab.origin + path, step.method, headers, step.body or b"")
             interim.append([])
             while 100 <= reply.status < 200:
                 interim[-1].append(reply.status)
