@@ -1,4 +1,5 @@
 #include "judge/validator.hpp"
+#include "http/field_equivalence.hpp"
 
 namespace spe {
 
@@ -13,7 +14,7 @@ std::vector<std::string> differing_headers(const ComparedHeaders& a, const Compa
         } else if (ia == a.end() || ib->name < ia->name) {
             out.push_back((ib++)->name);
         } else {
-            if (ia->value != ib->value) out.push_back(ia->name);
+            if (!equivalent_field_values(ia->name, ia->value, ib->value)) out.push_back(ia->name);
             ++ia;
             ++ib;
         }
