@@ -93,7 +93,7 @@ void hold_to_other_fetch(const Measure& other_fetch, ProxyResult& result) {
 void validate(const Measure& reference, ProxyResult& result, const Measure* other_fetch) {
     if (!result.measure.replay_refusal.empty()) {
         // SPE's refusal, not the proxy's reply: the reason is the record's error, whatever the read of the
-        // 502's body came to (cut at the reference's length in sequential mode).
+        // 502's body came to (cut at the reference's length in sequential mode when the reference was a 502 too).
         result.measure.error = LegError::replay_refused;
         result.measure.error_detail = result.measure.replay_refusal;
     }
