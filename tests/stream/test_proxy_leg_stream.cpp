@@ -40,6 +40,8 @@ struct Leg {
     std::vector<tcp::endpoint> endpoints;
     UpstreamConnection conn;
     HeaderPolicy policy;
+    // The reference's status, when body_cap is its length (sequential mode): another status is read whole.
+    std::optional<unsigned> capped_status;
 
     explicit Leg(std::vector<std::vector<Step>> scripts)
         : server(ioc, std::move(scripts)),
@@ -52,6 +54,7 @@ struct Leg {
         req.set(http::field::host, "origin.test");
         Measure out;
         ProxyLegLimits limits{timeout, cap, 8 * 1024, 16};
+        limits.capped_status = capped_status;
         const WireRequest wire(std::move(req));
         asio::co_spawn(ioc, run_proxy_leg(conn, wire, head, limits, policy, out), [&](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
@@ -274,6 +277,28 @@ TEST_CASE("a leg that fails in the body keeps its status, compared headers and f
         Leg leg({{send_bytes(head + kBody)}});
         check(leg.run(false, 5), LegError::body_too_large, ResultClass::body_mismatch);
     }
+}
+
+TEST_CASE("a 200 where the reference was a 304 is read whole, timed and hashed, and its connection kept") {
+    Leg leg({{send_bytes(kHead + kBody, 7)}, {send_bytes(kHead + kBody)}});
+    leg.capped_status = 304;  // sequential mode: the Collector's 304 had no body, so the cap is 0 bytes
+    const auto m = leg.run(false, 0);
+    CHECK(m.error == LegError::none);
+    CHECK(m.error_detail.empty());
+    CHECK(m.status == 200u);
+    CHECK(m.bytes == kBody.size());
+    CHECK(m.md5 == md5_hex(kBody.data(), kBody.size()));
+    CHECK(m.total_us > 0);
+    Measure reference;
+    reference.status = 304;
+    ProxyResult r{"p", m, ResultClass::ok, {}};
+    validate(reference, r);
+    CHECK(r.result == ResultClass::status_code_mismatch);
+    // The reply was framed: the connection carries the next request.
+    const auto second = leg.run(false, 0);
+    CHECK(second.error == LegError::none);
+    CHECK(second.connect_us == 0);
+    CHECK(leg.server.requests_seen() == 2);
 }
 
 TEST_CASE("a complete reply records the Collector's fetch stamp; without one it is null") {

@@ -537,3 +537,22 @@ TEST_CASE("a 200 where If-None-Match matched is If-Modified-Since judged first (
     auto inm_only = spe::request_facts("GET", "u", "GET u HTTP/1.1\r\nIf-None-Match: \"v1\"\r\n\r\n");
     CHECK_FALSE(spe::full_reply_precedence_finding(inm_only, reply));
 }
+
+TEST_CASE("header-update compares the fields by meaning: a reordering is no change, and served as updated") {
+    CacheHeaders stored, updated, served;
+    stored.set(spe::CacheField::cache_control, "public, max-age=60");
+    stored.set(spe::CacheField::vary, "Accept-Encoding, Cookie");
+    // The 304 sent the same directives and names in another order and case: nothing to update.
+    updated.set(spe::CacheField::cache_control, "max-age=60, Public");
+    updated.set(spe::CacheField::vary, "cookie, accept-encoding");
+    served = stored;
+    CHECK_FALSE(spe::header_update_finding(stored, updated, served));
+    // A real change served with its stored value is the finding; served reordered, it was updated.
+    updated.set(spe::CacheField::cache_control, "max-age=120, public");
+    REQUIRE(spe::header_update_finding(stored, updated, served));
+    served.set(spe::CacheField::cache_control, "public,max-age=120");
+    CHECK_FALSE(spe::header_update_finding(stored, updated, served));
+    // The stored directives reordered are the stored value still.
+    served.set(spe::CacheField::cache_control, "max-age=60,public");
+    CHECK(spe::header_update_finding(stored, updated, served));
+}

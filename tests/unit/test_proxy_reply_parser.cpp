@@ -4,6 +4,7 @@
 // measure, field by field, the same error, the same bytes consumed and the
 // same keep-alive answer (tests/support/reply_parsers_compared.hpp).
 #include "http/kept_text.hpp"
+#include "http/md5_digest.hpp"
 #include "reply_parsers_compared.hpp"
 
 #include <catch2/catch.hpp>
@@ -141,4 +142,38 @@ TEST_CASE("kept text stays where it was kept when more comes than its own block 
     copies.emplace_back("", kept.keep(""));
     for (const auto& [original, copy] : copies)
         CHECK(copy == original);
+}
+
+TEST_CASE("a reply of another status than the reference's is read whole; the reference's length cuts its own status") {
+    // Sequential mode after a 304 from the Collector: cut at its 0 bytes, but only a 304.
+    spe::ProxyLegLimits limits{1s, 0, 16 * 1024, 64, true};
+    limits.capped_status = 304;
+    limits.other_status_cap = 1 << 20;
+    const std::string body(5000, 'b');
+    const std::vector<std::string> replies = {
+        header({"HTTP/1.1 200 OK", "Content-Length: 5000"}) + body,
+        header({"HTTP/1.1 200 OK", "Transfer-Encoding: chunked"}) + "1388\r\n" + body + "\r\n0\r\n\r\n"};
+    for (const auto& reply : replies)
+        for (const std::size_t piece : {std::size_t{7}, std::size_t{1} << 20}) {
+            INFO(reply.substr(0, 40) << ", pieces of " << piece);
+            const auto out = parse_reply<spe::ProxyReplyParser>(reply, piece, false, limits);
+            CHECK(out.m.error == spe::LegError::none);
+            CHECK(out.m.status == 200u);
+            CHECK(out.m.bytes == body.size());
+            CHECK(out.m.md5 == spe::md5_hex(body.data(), body.size()));
+            CHECK(out.keep_alive);
+        }
+    SECTION("--max-proxy-body still bounds it") {
+        limits.other_status_cap = 4999;
+        for (const auto& reply : replies)
+            CHECK(parse_reply<spe::ProxyReplyParser>(reply, 64, false, limits).m.error ==
+                  spe::LegError::body_too_large);
+    }
+    SECTION("a reply of the reference's status is cut at the reference's length") {
+        limits.capped_status = 200;
+        limits.body_cap = 10;
+        for (const auto& reply : replies)
+            CHECK(parse_reply<spe::ProxyReplyParser>(reply, 64, false, limits).m.error ==
+                  spe::LegError::body_too_large);
+    }
 }

@@ -45,6 +45,25 @@ TEST_CASE("identical replies are OK and list no header") {
     CHECK(r.mismatched_headers.empty());
 }
 
+TEST_CASE("headers are compared by meaning: an equivalent value is no mismatch, a changed one is named") {
+    const spe::ComparedHeaders ref_headers{{"cache-control", "public, no-transform, proxy-revalidate, max-age=86400"},
+                                           {"content-encoding", "gzip, br"},
+                                           {"vary", "Accept-Encoding, Cookie"}};
+    auto ref = reply(200, "aa", ref_headers);
+    auto reordered = checked(ref, reply(200, "aa",
+                                        {{"cache-control", "public, proxy-revalidate, no-transform, max-age=86400"},
+                                         {"content-encoding", "gzip,br"},
+                                         {"vary", "cookie,accept-encoding"}}));
+    CHECK(reordered.result == ResultClass::ok);
+    CHECK(reordered.mismatched_headers.empty());
+    auto changed = checked(ref, reply(200, "aa",
+                                      {{"cache-control", "public, no-transform, proxy-revalidate, max-age=86401"},
+                                       {"content-encoding", "br, gzip"},
+                                       {"vary", "Cookie, Accept-Encoding"}}));
+    CHECK(changed.result == ResultClass::header_mismatch);
+    CHECK(changed.mismatched_headers == Names{"cache-control", "content-encoding"});
+}
+
 TEST_CASE("a complete reply: status, then body MD5, then headers") {
     auto ref = reply(200, "aa", kRefHeaders);
     auto status = checked(ref, reply(203, "bb", {{"content-type", "text/plain"}, {"etag", "1"}}));

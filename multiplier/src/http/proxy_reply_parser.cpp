@@ -29,6 +29,7 @@ void ProxyReplyParser::on_response_impl(int code, std::string_view reason, int v
     reason_ = kept_.keep(reason);
     // Without a Connection field, HTTP/1.1 keeps the connection and HTTP/1.0 does not.
     header_keep_alive_ = version_ >= 11;
+    if (capped_status_ != 0 && status_ != capped_status_) body_limit(other_status_limit_);
 }
 
 // The value comes trimmed of optional whitespace (detail/basic_parser.ipp, parse_field: an

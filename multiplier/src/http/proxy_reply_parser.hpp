@@ -22,6 +22,13 @@ public:
     // Not defaulted here: `parser.emplace()` would zero the whole object (its kept text) first.
     ProxyReplyParser();
 
+    /// A reply whose status is not `status` gets `limit` as its body limit in place of the one set
+    /// (basic_parser::body_limit): set from the status line, before the length is checked against it.
+    void other_status_body_limit(unsigned status, std::uint64_t limit) {
+        capped_status_ = status;
+        other_status_limit_ = limit;
+    }
+
     /// The sink of the decoded body bytes (set up before the first byte: session/proxy_reply.hpp).
     DigestBody::value_type& body() { return body_; }
     const DigestBody::value_type& body() const { return body_; }
@@ -56,6 +63,8 @@ private:
     unsigned version_ = 0;
     bool header_keep_alive_ = false;
     bool connection_seen_ = false;
+    unsigned capped_status_ = 0;  // 0: the body limit set holds for every status
+    std::uint64_t other_status_limit_ = 0;
     // The reason, names and values are copied as they are parsed. Views of Beast's input would
     // not last: basic_parser (Boost 1.74, impl/basic_parser.ipp: put and parse_fields) hands
     // back the status line and every whole field line it has parsed when the rest of the header

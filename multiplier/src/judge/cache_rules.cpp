@@ -3,6 +3,7 @@
 #include "core/name_list.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 
+#include "http/field_equivalence.hpp"
 #include "http/header_policy.hpp"
 #include "http/http_date.hpp"
 
@@ -451,7 +452,9 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
     for (const auto& [name, field] : kUpdated) {
         const auto before = stored.get(field);
         const auto after = updated.get(field);
-        if (before == after || served.get(field) != before) continue;
+        // By meaning: a 304 that sends the same directives in another order changes nothing, and a
+        // copy served with the new ones reordered was updated.
+        if (equivalent_fields(name, before, after) || !equivalent_fields(name, served.get(field), before)) continue;
         return Finding{rule_id("header-update"), "4.3.4",
                        fmt::format("the origin's 304 changed {} to '{}' during this request; served the stored "
                                    "'{}' (the copy had to be validated: it either was and the 304 was not merged, "

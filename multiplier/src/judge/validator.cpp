@@ -1,4 +1,5 @@
 #include "judge/validator.hpp"
+#include "http/field_equivalence.hpp"
 
 namespace spe {
 
@@ -13,7 +14,7 @@ std::vector<std::string> differing_headers(const ComparedHeaders& a, const Compa
         } else if (ia == a.end() || ib->name < ia->name) {
             out.push_back((ib++)->name);
         } else {
-            if (ia->value != ib->value) out.push_back(ia->name);
+            if (!equivalent_field_values(ia->name, ia->value, ib->value)) out.push_back(ia->name);
             ++ia;
             ++ib;
         }
@@ -92,7 +93,7 @@ void hold_to_other_fetch(const Measure& other_fetch, ProxyResult& result) {
 void validate(const Measure& reference, ProxyResult& result, const Measure* other_fetch) {
     if (!result.measure.replay_refusal.empty()) {
         // SPE's refusal, not the proxy's reply: the reason is the record's error, whatever the read of the
-        // 502's body came to (cut at the reference's length in sequential mode).
+        // 502's body came to (cut at the reference's length in sequential mode when the reference was a 502 too).
         result.measure.error = LegError::replay_refused;
         result.measure.error_detail = result.measure.replay_refusal;
     }

@@ -77,19 +77,22 @@ bool Fanout::compares_bodies() const {
 
 void Fanout::begin() {
     if (legs_wait_for_reference()) return;
-    on_fanout_executor([due = Clock::now()](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body, due); });
+    on_fanout_executor(
+        [due = Clock::now()](Fanout& f) { f.start_legs(f.ctx_->config().max_proxy_body, std::nullopt, due); });
 }
 
 void Fanout::set_reference(Reference reference) {
     // Sequential: the proxies' turn comes once the reference is whole. Their
     // reads then stop past its length: more bytes can only confirm a
-    // mismatch, so an endless body costs one byte more.
+    // mismatch, so an endless body costs one byte more. Only a reply of the
+    // reference's status, though: the length says nothing of another's (a 200
+    // where the Collector sent a 304), which is read whole, timed and hashed.
     const bool legs_now = legs_wait_for_reference() && reference.shortfall.empty();
     // On the heap: the hand-over moves the handler several times, and a Reference holds two Measures.
     auto held = std::make_unique<Reference>(std::move(reference));
     on_fanout_executor([reference = std::move(held), legs_now, due = Clock::now()](Fanout& f) mutable {
         f.take_reference(*reference);
-        if (legs_now) f.start_legs(f.record_.collector.bytes, due);
+        if (legs_now) f.start_legs(f.record_.collector.bytes, f.record_.collector.status, due);
     });
 }
 
@@ -120,13 +123,14 @@ void Fanout::take_reference(Reference& reference) {
     maybe_finish();
 }
 
-void Fanout::start_legs(std::uint64_t body_cap, Clock::time_point due) {
+void Fanout::start_legs(std::uint64_t body_cap, std::optional<unsigned> capped_status, Clock::time_point due) {
     started_ = true;
     if (withheld()) {
         record_withheld();
         return;
     }
     body_cap_ = body_cap;
+    capped_status_ = capped_status;
     const auto n = record_.proxies.size();
     pending_ = n;
     const auto first = n ? ctx_->next_rotation() % n : 0;
@@ -212,7 +216,8 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
         auto* judge = ctx_->cache_judge();
         const ProxyLegLimits limits{cfg.timeout,          body_cap_,
                                     cfg.max_header_bytes, cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes,
-                                    judge != nullptr,     reference_body_.get()};
+                                    judge != nullptr,     reference_body_.get(),
+                                    capped_status_,       cfg.max_proxy_body};
         result.sent_at = unix_seconds();
         // Measured apart and moved in once it ended: a leg whose coroutine is destroyed before (the
         // Multiplier stopping) leaves the record's measure empty, which the record calls aborted.

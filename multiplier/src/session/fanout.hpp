@@ -64,7 +64,7 @@ public:
     /// start once it is whole, and there are legs to send.
     bool compares_bodies() const;
     /// After the Collector leg, with its outcome. Sequential mode: the request
-    /// goes to every proxy now (their reads cut past the reference's length),
+    /// goes to every proxy now (a reply of the reference's status cut past its length),
     /// or, when the reference falls short, not at all: the record says why.
     /// Concurrent mode: a shortfall is the record's note, unless the
     /// Multiplier's own reply stands in as the reference.
@@ -83,8 +83,10 @@ private:
     /// An unsafe request the proxies do not get (--unsafe-requests withhold): each leg is recorded as such.
     bool withheld() const;
     void record_withheld();
-    /// `body_cap`: a proxy's body read ends past this many bytes; `due`: when the legs were handed over.
-    void start_legs(std::uint64_t body_cap, Clock::time_point due);
+    /// `body_cap`: a proxy's body read ends past this many bytes; when `capped_status` is set, only a
+    /// reply of that status (the reference's) is cut there, any other read to --max-proxy-body.
+    /// `due`: when the legs were handed over.
+    void start_legs(std::uint64_t body_cap, std::optional<unsigned> capped_status, Clock::time_point due);
     void take_reference(Reference& reference);  // takes its parts
     /// Waits for the proxy's turn, sends, measures, passes the turn on. `due`: when the leg could
     /// have gone out but for SPE (its queued_us counts from there).
@@ -118,6 +120,7 @@ private:
     std::optional<Measure> own_reply_;
     std::shared_ptr<const ReferenceBody> reference_body_;
     std::uint64_t body_cap_ = 0;
+    std::optional<unsigned> capped_status_;
     std::size_t pending_ = 0;
     bool started_ = false;
     bool has_reference_ = false;

@@ -34,6 +34,11 @@ struct ProxyLegLimits {
     // The body the reply is expected to have (the Collector's, as the client got it): compared, not
     // hashed, while equal. Null: every byte hashed. Outlives the leg (its fan-out holds it).
     const ReferenceBody* reference_body = nullptr;
+    // body_cap is the reference's length (sequential mode), which says nothing of a reply of another status
+    // (a 200 where the Collector answered 304): when set, it cuts only a reply of this status (the
+    // reference's); one of any other is read whole, up to other_status_cap (--max-proxy-body).
+    std::optional<unsigned> capped_status = std::nullopt;
+    std::uint64_t other_status_cap = std::numeric_limits<std::uint64_t>::max();
 };
 
 /// How the reply read ended: with an error (m.error says which), or whole, and then
@@ -52,6 +57,7 @@ inline void configure_body_sink(DigestBody::value_type& body, const ProxyLegLimi
 inline void configure_reply_parser(ProxyReplyParser& p, bool head_request, const ProxyLegLimits& limits) {
     p.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     p.body_limit(limits.body_cap.value_or(std::numeric_limits<std::uint64_t>::max()));
+    if (limits.capped_status) p.other_status_body_limit(*limits.capped_status, limits.other_status_cap);
     p.skip(head_request);
     configure_body_sink(p.body(), limits);
 }

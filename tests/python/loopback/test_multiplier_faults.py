@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import pytest
@@ -70,20 +71,28 @@ def test_every_fault_gets_its_result_class_and_the_client_is_unaffected(lab, goo
 
 
 @pytest.mark.parametrize("mode", ["sequential", "concurrent"])
-def test_a_full_reply_where_a_304_was_due_is_a_status_mismatch_in_both_modes(lab, start_multiplier, mode):
-    """Sequential mode cuts the proxy's read at the Collector's length (0 for a 304): the status still
-    decides, as in concurrent mode, where the whole body is read."""
+def test_a_full_reply_where_a_304_was_due_is_read_whole_and_a_status_mismatch_in_both_modes(lab, start_multiplier,
+                                                                                            mode):
+    """Sequential mode cuts a proxy's read at the Collector's length, but only for a reply of the Collector's
+    status: a 200 where the Collector sent a 304 (no body) is read whole, timed and hashed, as in concurrent
+    mode, and its connection carries the next request."""
     ignorant = lab.fault_proxy(f"ignore-conditional-{mode}", "ignore_conditional")
     m = start_multiplier("--mode", mode, "--proxy", f"ignorant=127.0.0.1:{ignorant.port}")
     url = lab.url(f"/c/conditional-{mode}?size=5000")
     with Connection(m.port) as c:
         first = c.get(url)
         revalidation = c.get(url, headers={"If-None-Match": first.headers["etag"]})
-    assert (first.status, revalidation.status) == (200, 304)
-    _, record = m.records(2)
+        again = c.get(url)
+    assert (first.status, revalidation.status, again.status) == (200, 304, 200)
+    _, record, after = m.records(3)
     (proxy,) = record["proxies"]
     assert (record["collector"]["status"], proxy["status"]) == (304, 200)
     assert proxy["result"] == "STATUS_CODE_MISMATCH", proxy
+    assert proxy["error"] is None, proxy
+    assert proxy["bytes"] == 5000 and proxy["md5"] == hashlib.md5(first.body).hexdigest(), proxy
+    assert proxy["total_us"] > 0
+    (next_leg,) = after["proxies"]
+    assert next_leg["result"] == "OK" and next_leg["connect_us"] == 0, next_leg  # the connection was kept
 
 
 def test_a_hanging_proxy_does_not_delay_the_client(lab, good_squid, faulty, start_multiplier):
