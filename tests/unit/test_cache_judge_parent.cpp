@@ -135,6 +135,34 @@ TEST_CASE("date: a reused reply keeps the Date it was stored with") {
     CHECK(rules(third.collector) == Rules{});
 }
 
+TEST_CASE("date: a hit that writes its own Date is named, with Age or without (Apache as a reverse proxy)") {
+    // mod_cache serving a hit from its quick handler in a reverse proxy writes the time of the hit as Date
+    // (httpd keeps a stored Date only for a proxy request: a forward proxy, as SPE runs it, keeps it). The
+    // stored 200 has Date D, as its parent sent it; the hit 5 s later says D+5, with Apache's Age or none.
+    for (const bool with_age : {true, false}) {
+        spe::CacheJudge judge({"p"});
+        auto stored = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0),
+                                      from_parent(stored, kT0 + 0.02, "0", kT0));
+        judge.judge(first, kRequest);
+
+        auto hit = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "5", kT0 + 5);
+        hit.cache_headers.field_names.add_list(" via x-cache");
+        if (!with_age) hit.cache_headers.clear(spe::CacheField::age);
+        auto second = one_proxy_record(2, kT0 + 5, reply(1, kT0 + 0.001, "max-age=3600", "tag-2", "5", kT0),
+                                       from_parent(hit, kT0 + 0.02, "0", kT0));
+        judge.judge(second, kRequest);
+        const auto& v = *second.proxies[0].measure.cache;
+        CHECK(v.reused);
+        CHECK(rules(second.proxies[0].measure) == (with_age ? Rules{"date"} : Rules{"age", "date"}));
+        const auto date = std::find_if(v.violations.begin(), v.violations.end(),
+                                       [](const spe::Finding& f) { return f.rule == "date"; });
+        REQUIRE(date != v.violations.end());
+        CHECK(date->reason.find(http_date(kT0 + 5)) != std::string::npos);
+        CHECK(date->reason.find(http_date(kT0)) != std::string::npos);
+    }
+}
+
 TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent sent") {
     spe::CacheJudge judge({"p"});
     const std::string sent = kNames + " set-cookie via x-cache x-cache-lookup connection age server content-encoding";
