@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace {
 
@@ -38,6 +39,14 @@ spe::Measure& from_parent(spe::Measure& m, double t, const std::string& age, dou
                           const std::string& names = kNames) {
     m.cache_headers.set(spe::CacheField::parent,
                         fmt::format(R"(t={:.3f}; age="{}"; date="{}"; fields="{}")", t, age, http_date(date), names));
+    return m;
+}
+
+/// `m` with the parent's note, its Date as sent (`date`: any text; nullopt: the parent sent none).
+spe::Measure& from_parent_as_sent(spe::Measure& m, double t, std::optional<std::string> date) {
+    m.cache_headers.set(spe::CacheField::parent,
+                        date ? fmt::format(R"(t={:.3f}; age="0"; date="{}"; fields="{}")", t, *date, kNames)
+                             : fmt::format(R"(t={:.3f}; age="0"; fields="{}")", t, kNames));
     return m;
 }
 
@@ -160,6 +169,28 @@ TEST_CASE("date: a hit that writes its own Date is named, with Age or without (A
         REQUIRE(date != v.violations.end());
         CHECK(date->reason.find(http_date(kT0 + 5)) != std::string::npos);
         CHECK(date->reason.find(http_date(kT0)) != std::string::npos);
+    }
+}
+
+TEST_CASE("date: a Date its parent sent invalid, or none, may be replaced (RFC 9110 6.6.1)") {
+    // A recipient with a clock that receives an invalid Date MAY replace it with the time it received the
+    // response; one that receives none MUST add one. Either way the hit's own Date is no violation.
+    for (const auto& sent : {std::optional<std::string>("foo"), std::optional<std::string>()}) {
+        spe::CacheJudge judge({"p"});
+        auto stored = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0),
+                                      from_parent_as_sent(stored, kT0 + 0.02, sent));
+        judge.judge(first, kRequest);
+
+        auto hit = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "5", kT0 + 5);  // its own Date
+        auto second = one_proxy_record(2, kT0 + 5, reply(1, kT0 + 0.001, "max-age=3600", "tag-2", "5", kT0),
+                                       from_parent_as_sent(hit, kT0 + 0.02, sent));
+        judge.judge(second, kRequest);
+        const auto& v = *second.proxies[0].measure.cache;
+        CHECK(v.reused);
+        CHECK(rules(second.proxies[0].measure) == Rules{});
+        // No valid Date to keep: the rule was not put to the cache.
+        CHECK(std::find(v.exercised.begin(), v.exercised.end(), "date") == v.exercised.end());
     }
 }
 

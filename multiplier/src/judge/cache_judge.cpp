@@ -362,7 +362,7 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
     // What the stored reply must carry as it was received: known only from the parent's own note
     // (a 304 made from the copy carries few of its fields).
     if (q.parent && reply.status != 304) {
-        if (q.parent->date) {
+        if (date_to_keep(*q.parent)) {
             add_exercised(v, rule_id("date"));
             if (auto f = date_finding(*q.parent, reply.cache_headers.date())) v.violations.push_back(std::move(*f));
         }

@@ -366,8 +366,14 @@ bool modified_since(const RequestFacts& request, const CacheHeaders& reply, cons
 
 }  // namespace
 
+bool date_to_keep(const ParentStamp& parent) {
+    // RFC 9110 6.6.1: a recipient with a clock MUST add a Date to a response that has none, and MAY replace
+    // an invalid one with the time it received the response: only a valid Date must be kept as sent.
+    return parent.date && parse_http_date(trim(*parent.date));
+}
+
 std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date) {
-    if (!parent.date) return std::nullopt;  // none sent: the cache had to add one (RFC 9110 6.6.1)
+    if (!date_to_keep(parent)) return std::nullopt;
     if (served_date && trim(*served_date) == trim(*parent.date)) return std::nullopt;
     return Finding{rule_id("date"), "4, 3.2",
                    fmt::format("served Date '{}', but the stored reply's Date (its parent's) is '{}'",

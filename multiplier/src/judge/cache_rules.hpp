@@ -95,8 +95,13 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
 std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
                                    std::optional<std::string_view> reply_age);
 
+/// Whether the parent sent a Date its child must keep: a valid HTTP-date. One that is missing
+/// or invalid the child may add or replace (RFC 9110 6.6.1).
+bool date_to_keep(const ParentStamp& parent);
+
 /// A reused reply carries the Date its cache received (RFC 9111 4 and 3.2: stored
-/// fields are sent as stored, Age aside; RFC 9110 6.6.1): judged against its parent's.
+/// fields are sent as stored, Age aside; RFC 9110 6.6.1): judged against its parent's,
+/// when that is one to keep (date_to_keep).
 std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date);
 
 /// Whether a cache may leave out or replace a field of a stored reply it reuses: hop-by-hop
