@@ -95,6 +95,30 @@ TEST_CASE("a proxy's copy is as old as its parent said, not as the origin said")
     }
 }
 
+TEST_CASE("the parent's Age is read as delta-seconds: invalid ignored, huge stale (RFC 9111 5.1, 1.2.2)") {
+    // What the proxy's parent sent with the copy decides its age on arrival: an Age "10s" is no Age (the copy is
+    // as old as its Date), one past any integer is 2^31, beyond any max-age below it.
+    const auto judged = [](const std::string& cc, const std::string& age) {
+        spe::CacheJudge judge({"p"});
+        auto stored = reply(1, kT0 + 0.001, cc, "tag-1", age, kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, cc, "tag-1", age, kT0),
+                                      from_parent(stored, kT0 + 0.02, age, kT0));
+        judge.judge(first, kRequest);
+        auto hit = reply(1, kT0 + 0.001, cc, "tag-1", "1", kT0);
+        auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, cc, "tag-2", "1", kT0),
+                                       from_parent(hit, kT0 + 0.02, age, kT0));
+        judge.judge(second, kRequest);
+        REQUIRE(second.proxies[0].measure.cache->reused);
+        return rules(second.proxies[0].measure);
+    };
+    CHECK(judged("max-age=5", "10s") == Rules{});
+    CHECK(judged("max-age=5", "abc") == Rules{});
+    CHECK(judged("max-age=5", "10") == Rules{"age", "stale"});  // 11 s old, Age 1
+    // Its Age (1) is below 2^31: understated, the proxy's own too.
+    CHECK(judged("max-age=3600", "2147483648") == Rules{"age", "stale"});
+    CHECK(judged("max-age=3600", "99999999999999999999") == Rules{"age", "stale"});
+}
+
 TEST_CASE("a proxy's own Date neither makes its copy younger nor passes for the origin's") {
     // The origin's reply left it 9 s before the fetch (Date kT0 - 9), max-age=10: 9 s old on arrival.
     // The proxy's reuse 3 s later carries a Date of its own, written when it served.

@@ -259,6 +259,52 @@ TEST_CASE("a reused reply must carry its true Age") {
     CHECK_FALSE(spe::age_finding(young, 200, std::nullopt));  // Age 0 omitted, as Squid does
 }
 
+TEST_CASE("Age is delta-seconds: an invalid one is ignored, a huge one is 2^31 (RFC 9111 5.1, 1.2.2)") {
+    const auto aged = [](const std::string& cc, const std::string& age) {
+        auto f = fetch(cc);
+        f.headers.set(spe::CacheField::age, age);
+        return f;
+    };
+    // Invalid (a suffix, a sign, a fraction, not a number): ignored, as 5.1 says a cache SHOULD, so the copy is
+    // as old as its Date makes it, not as old as the digits in front of a suffix say.
+    for (const std::string bad : {"10s", "-1", "-7200", "abc", "", "7.5", "+10", "10 s"})
+        CHECK(barriers(aged("max-age=5", bad), kRequest, 1).empty());
+    // A list: the first member counts, the rest are discarded (5.1).
+    CHECK(barriers(aged("max-age=5", "7200, 0"), kRequest, 1) == V{"stale"});
+    CHECK(barriers(aged("max-age=5", "0, 7200"), kRequest, 1).empty());
+    // Huge: 2147483648, or more than any integer holds, is 2^31 (1.2.2): stale for any max-age below it.
+    CHECK(barriers(aged("max-age=3600", "2147483648"), kRequest, 1) == V{"stale"});
+    CHECK(barriers(aged("max-age=3600", "99999999999999999999"), kRequest, 1) == V{"stale"});
+    CHECK(barriers(aged("max-age=3600", "18446744073709551616"), kRequest, 1) == V{"stale"});
+
+    // The reused reply's own Age: one that is no delta-seconds is no Age (4: a cache MUST generate one).
+    const auto f = fetch("max-age=600");
+    const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
+    const spe::ReuseQuestion q{f, facts, nullptr, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}};
+    const auto age_rule = [&](const std::string& age) {
+        const auto found = spe::age_finding(q, 200, age);
+        return found ? std::string(found->rule) : std::string("(none)");
+    };
+    CHECK(age_rule("30s") == "age");
+    CHECK(age_rule("-30") == "age");
+    CHECK(age_rule("30, 2") == "(none)");                 // the first member
+    CHECK(age_rule("99999999999999999999") == "(none)");  // 2^31: not below the copy's age
+}
+
+TEST_CASE("max-age and s-maxage are delta-seconds, in token or quoted-string form (RFC 9111 1.2.2, 5.2)") {
+    CHECK(spe::parse_cache_control("max-age=\"3600\"").max_age == 3600);  // recipients accept both forms
+    CHECK(spe::parse_cache_control("max-age=003600").max_age == 3600);
+    CHECK(spe::parse_cache_control("max-age=99999999999999999999").max_age == 2147483648);  // 1.2.2: 2^31
+    CHECK(spe::parse_cache_control("s-maxage=2147483649").s_maxage == 2147483648);
+    // A suffix or a sign after digits too many for any integer is still no delta-seconds.
+    for (const char* bad : {"max-age=99999999999999999999s", "max-age=-99999999999999999999", "max-age=\"36",
+                            "max-age=\"3600\"s", "max-age='3600'", "max-age=3600s", "max-age=-1", "max-age=",
+                            "max-age", "max-age=\"\"", "max-age=\" 3600\""}) {
+        INFO(bad);
+        CHECK_FALSE(spe::parse_cache_control(bad).max_age);
+    }
+}
+
 TEST_CASE("a 304 must match the request's validators") {
     CacheHeaders reply;
     reply.set(spe::CacheField::etag, "\"v2\"");

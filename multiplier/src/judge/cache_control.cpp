@@ -1,24 +1,13 @@
 #include "judge/cache_control.hpp"
 #include "core/ascii.hpp"
 #include "core/name_list.hpp"
+#include "judge/delta_seconds.hpp"
 
 #include <boost/beast/core/string.hpp>
-
-#include <charconv>
-#include <limits>
 
 namespace spe {
 
 namespace {
-
-std::optional<std::int64_t> delta_seconds(std::string_view v) {
-    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);  // tolerated
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec == std::errc::result_out_of_range) return std::numeric_limits<std::int32_t>::max();  // RFC 9111 1.2.2
-    if (ec != std::errc() || end != v.data() + v.size() || n < 0) return std::nullopt;
-    return n;
-}
 
 /// Splits on commas outside quoted strings (field names in no-cache="a, b").
 template <class Each>
@@ -72,7 +61,7 @@ CacheControl parse_cache_control(std::string_view value) {
     bool max_age_seen = false, s_maxage_seen = false;
     for_each_directive(value, [&](std::string_view name, std::optional<std::string_view> arg) {
         auto is = [&](std::string_view n) { return spe::iequals(name, n); };
-        auto seconds = [&] { return arg ? delta_seconds(*arg) : std::nullopt; };
+        auto seconds = [&] { return arg ? directive_seconds(*arg) : std::nullopt; };
         if (is("no-store"))
             cc.no_store = true;
         else if (is("no-cache")) {

@@ -43,8 +43,9 @@ struct CacheControl {
 };
 
 /// Parses a Cache-Control field value (repeated fields joined with ", ").
-/// Unknown directives are ignored; a delta-seconds that does not parse makes
-/// the directive absent. Of a repeated max-age or s-maxage the first counts;
+/// Unknown directives are ignored; an argument that is no delta-seconds
+/// (directive_seconds(), delta_seconds.hpp: `'3600'`, `3600s`, `-1`, empty)
+/// makes the directive absent. Of a repeated max-age or s-maxage the first counts;
 /// an invalid or repeated one is flagged (freshness_invalid, freshness_repeated).
 CacheControl parse_cache_control(std::string_view value);
 

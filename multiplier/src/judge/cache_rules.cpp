@@ -2,6 +2,7 @@
 #include "core/ascii.hpp"
 #include "core/name_list.hpp"
 #include "judge/cache_rule_catalogue.hpp"
+#include "judge/delta_seconds.hpp"
 
 #include "http/header_policy.hpp"
 #include "http/http_date.hpp"
@@ -13,7 +14,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 
 namespace spe {
@@ -44,14 +44,12 @@ bool heuristically_cacheable(unsigned status) {
     }
 }
 
-std::optional<double> seconds_value(std::optional<std::string_view> v) {
+/// An Age value in seconds (delta_seconds.hpp: the first member; 2^31 and up as 2^31); nullopt when absent
+/// or invalid, which RFC 9111 5.1 says a cache SHOULD ignore: no number to make a copy older or younger.
+std::optional<double> age_value(std::optional<std::string_view> v) {
     if (!v) return std::nullopt;
-    std::int64_t n = 0;
-    const auto s = *v;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec != std::errc() || n < 0) return std::nullopt;
-    (void)end;
-    return static_cast<double>(n);
+    if (const auto n = age_seconds(*v)) return static_cast<double>(*n);
+    return std::nullopt;
 }
 
 std::optional<double> date_value(std::optional<std::string_view> v) {
@@ -169,7 +167,7 @@ bool never_fresh(const ReuseQuestion& q, double lifetime) {
     if (q.parent) {
         // As it reached this cache, from its parent (whose own store may have kept it young or old):
         // Age in whole seconds rounded down, Date rounded down too (up to a second over).
-        if (const auto age = seconds_value(q.parent->age); age && *age >= lifetime) return true;
+        if (const auto age = age_value(q.parent->age); age && *age >= lifetime) return true;
         const auto date = date_value(q.parent->date);
         return date && q.parent->time - *date >= lifetime + 1;
     }
@@ -228,7 +226,7 @@ const OriginFacts& KnownFetch::facts() const {
                 o.expires_repeated = true;
             }
         o.last_modified = date_value(headers.last_modified());
-        o.age = seconds_value(headers.age());
+        o.age = age_value(headers.age());
         if (const auto vary = headers.vary()) o.vary = vary_names(*vary);
         facts_ = std::move(o);
     }
@@ -246,7 +244,7 @@ Freshness freshness(const ReuseQuestion& q) {
         // origin's Age and Date do not count: the parent may have answered from its own store.
         const auto date = date_value(q.parent->date);
         std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc, date);
-        const double received = seconds_value(q.parent->age).value_or(0);
+        const double received = age_value(q.parent->age).value_or(0);
         const double apparent = date ? std::max(0.0, q.parent->time - *date) : 0;
         fr.age = std::max(received, apparent) + std::max(0.0, q.at - q.parent->time);
         return fr;
@@ -344,8 +342,10 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
     if (!reply_age)
         return Finding{rule_id("age"), "4",
                        fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
-    const auto age = seconds_value(reply_age);
-    if (!age) return Finding{rule_id("age"), "5.1", fmt::format("Age '{}' is not a number of seconds", *reply_age)};
+    const auto age = age_value(reply_age);
+    if (!age)
+        return Finding{rule_id("age"), "5.1",
+                       fmt::format("Age '{}' is no delta-seconds (an Age a recipient ignores)", *reply_age)};
     if (*age + 1 + kSlack < fr.age)
         return Finding{rule_id("age"), "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
     return std::nullopt;
