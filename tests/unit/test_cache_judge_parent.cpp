@@ -119,6 +119,26 @@ TEST_CASE("the parent's Age is read as delta-seconds: invalid ignored, huge stal
     CHECK(judged("max-age=3600", "99999999999999999999") == Rules{"age", "stale"});
 }
 
+TEST_CASE("a proxy that reuses a copy whose max-age is invalid, as if fresh, is named (RFC 9111 4.2.1)") {
+    // max-age='3600' is no delta-seconds: the reply has no valid max-age, and a shared cache that reuses it
+    // without validation (Traffic Server, as if it said 3600) serves what caches are encouraged to read as stale.
+    spe::CacheJudge judge({"p"});
+    auto stored = reply(1, kT0 + 0.001, "max-age='3600'", "tag-1", "0", kT0);
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age='3600'", "tag-1", "0", kT0),
+                                  from_parent(stored, kT0 + 0.02, "0", kT0));
+    judge.judge(first, kRequest);
+    auto hit = reply(1, kT0 + 0.001, "max-age='3600'", "tag-1", "2", kT0);
+    auto second = one_proxy_record(2, kT0 + 2, reply(3, kT0 + 2.001, "max-age='3600'", "tag-2", "0", kT0 + 2),
+                                   from_parent(hit, kT0 + 0.02, "0", kT0));
+    judge.judge(second, kRequest);
+    const auto& v = *second.proxies[0].measure.cache;
+    CHECK(v.reused);
+    REQUIRE(rules(second.proxies[0].measure) == Rules{"invalid-freshness"});
+    CHECK(v.violations[0].section == "4.2.1");
+    CHECK(v.violations[0].reason.find("max-age") != std::string::npos);
+    CHECK(v.advisories.empty());
+}
+
 TEST_CASE("a proxy's own Date neither makes its copy younger nor passes for the origin's") {
     // The origin's reply left it 9 s before the fetch (Date kT0 - 9), max-age=10: 9 s old on arrival.
     // The proxy's reuse 3 s later carries a Date of its own, written when it served.

@@ -28,9 +28,9 @@ void for_each_directive(std::string_view value, Each each) {
     }
 }
 
-/// max-age and s-maxage: the first occurrence counts, an invalid one is absent
-/// (RFC 9111 4.2.1 leaves the reading to the cache; the judge names the choice).
-void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen,
+/// max-age and s-maxage: the first occurrence counts (RFC 9111 4.2.1); an invalid one is absent and
+/// flagged, the judge reading it as invalid freshness information (cache_rules.cpp).
+void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen, bool& invalid,
                          std::optional<std::int64_t> value) {
     if (value) cc.freshness_longest = std::max(cc.freshness_longest.value_or(0), *value);
     if (seen) {
@@ -39,7 +39,7 @@ void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directiv
     }
     seen = true;
     directive = value;
-    cc.freshness_invalid = cc.freshness_invalid || !value;
+    invalid = !value;
 }
 
 /// The field names of a qualified no-cache or private ("Set-Cookie, X-Token"), appended lowercase and
@@ -77,9 +77,9 @@ CacheControl parse_cache_control(std::string_view value) {
         else if (is("proxy-revalidate"))
             cc.proxy_revalidate = true;
         else if (is("max-age"))
-            freshness_directive(cc, cc.max_age, max_age_seen, seconds());
+            freshness_directive(cc, cc.max_age, max_age_seen, cc.max_age_invalid, seconds());
         else if (is("s-maxage"))
-            freshness_directive(cc, cc.s_maxage, s_maxage_seen, seconds());
+            freshness_directive(cc, cc.s_maxage, s_maxage_seen, cc.s_maxage_invalid, seconds());
         else if (is("stale-while-revalidate"))
             cc.stale_while_revalidate = seconds();
         else if (is("stale-if-error"))

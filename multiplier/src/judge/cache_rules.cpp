@@ -71,6 +71,10 @@ std::string secs(double s) {
 std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc,
                                                 std::optional<double> date = std::nullopt) {
     if (cc.s_maxage) return {static_cast<double>(*cc.s_maxage), "s-maxage"};
+    // Invalid freshness information (4.2.1), which caches are encouraged to consider stale: no lifetime,
+    // whatever Expires says. A valid s-maxage (above) overrides max-age for a shared cache, so only it
+    // makes an invalid max-age not count.
+    if (cc.s_maxage_invalid || cc.max_age_invalid) return {0, "invalid"};
     if (cc.max_age) return {static_cast<double>(*cc.max_age), "max-age"};
     const auto& o = f.facts();
     const double received_date = date ? *date : or_stamp(o.date, f);
@@ -181,14 +185,9 @@ bool never_fresh(const ReuseQuestion& q, double lifetime) {
     return o.date && f.stamp.time - *o.date >= lifetime + 1;
 }
 
-/// RFC 9111 4.2.1 lets a cache read repeated freshness by its first occurrence
-/// and encourages reading invalid freshness as stale: reusing such a copy is
-/// the cache's choice, named as an advisory.
+/// RFC 9111 4.2.1 lets a cache read repeated freshness by its first occurrence:
+/// reusing such a copy is the cache's choice, named as an advisory.
 std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
-    if (o.cc.freshness_invalid)
-        return Finding{rule_id("invalid-freshness"), "4.2.1",
-                       "reused although its max-age or s-maxage is invalid (caches are encouraged to consider it "
-                       "stale)"};
     if (o.cc.freshness_repeated || o.expires_repeated)
         return Finding{rule_id("duplicate-freshness"), "4.2.1",
                        fmt::format("reused by the first of repeated {} (the other reading is stale)",
@@ -197,10 +196,24 @@ std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
 }
 
 std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
+    // Stale only because its freshness is invalid: named as that, before what forbids serving it stale.
+    if (source == "invalid") return *section = "4.2.1", rule_id("invalid-freshness");
     if (cc.must_revalidate) return *section = "5.2.2.2", rule_id("must-revalidate");
     if (cc.proxy_revalidate) return *section = "5.2.2.8", rule_id("proxy-revalidate");
     if (source == "s-maxage") return *section = "5.2.2.10", rule_id("s-maxage");
     return *section = "4.2.4", rule_id("stale");
+}
+
+/// Why a reused copy was stale: how old, how long it was fresh and by what.
+std::string stale_reason(const ReuseQuestion& q, const Freshness& fr, bool unfresh) {
+    const auto unvalidated = q.validated_at ? "" : "; no validation stamped on the copy";
+    if (fr.source == "invalid")
+        return fmt::format("reused {} old, but 'Cache-Control: {}' has a {} that is no delta-seconds: invalid "
+                           "freshness information, which caches are encouraged to consider stale{}",
+                           secs(fr.age), q.fetch.headers.cache_control().value_or(""),
+                           q.fetch.facts().cc.s_maxage_invalid ? "s-maxage" : "max-age", unvalidated);
+    return fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime), fr.source,
+                       unfresh ? "; stale on arrival" : "", unvalidated);
 }
 
 /// Staleness the client or the origin allowed (max-stale, stale-while-revalidate).
@@ -309,8 +322,9 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
         } else if (const bool unfresh = never_fresh(q, fr.lifetime);
                    (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
             // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
-            // "should" (the first, or stale) leaves the reading to the cache, an advisory.
-            if (cc.freshness_repeated && cc.freshness_longest && advisories &&
+            // "should" (the first, or stale) leaves the reading to the cache, an advisory. Not when the
+            // first is invalid: then both readings say stale.
+            if (fr.source != "invalid" && cc.freshness_repeated && cc.freshness_longest && advisories &&
                 fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
                 advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
                                        fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
@@ -320,10 +334,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
             }
             std::string_view section;
             const auto rule = stale_rule(cc, fr.source, &section);
-            out.push_back({rule, section,
-                           fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime),
-                                       fr.source, unfresh ? "; stale on arrival" : "",
-                                       q.validated_at ? "" : "; no validation stamped on the copy")});
+            out.push_back({rule, section, stale_reason(q, fr, unfresh)});
         }
         // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
         if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)

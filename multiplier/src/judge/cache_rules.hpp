@@ -77,7 +77,7 @@ struct ReuseQuestion {
 /// How old and how long-lived a stored copy is, per RFC 9111 4.2.
 struct Freshness {
     double lifetime = 0;
-    std::string_view source;     // "s-maxage", "max-age", "expires", "heuristic", "none"
+    std::string_view source;     // "s-maxage", "max-age", "invalid" (4.2.1), "expires", "heuristic", "none"
     double age = 0;              // current_age at the question's moment
     bool validated_now = false;  // the origin confirmed the copy during this request
 };
