@@ -55,7 +55,7 @@ inline constexpr auto kCacheRules = std::to_array<CacheRule>({
     {"stored-fields", "3.1", RuleSeverity::violation,
      "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"},
     {"header-update", "4.3.4", RuleSeverity::violation,
-     "served a copy without the fields the origin's 304 changed during this request"},
+     "took its parent's 304 and served the copy without a field that 304 carried and the origin changed"},
     {"private-fields", "5.2.2.7", RuleSeverity::violation,
      "reused a stored reply with a field its private=\"...\" named, which a shared cache must not store"},
     {"no-cache-fields", "5.2.2.4", RuleSeverity::violation,

@@ -456,7 +456,7 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
 }
 
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
-                                             const CacheHeaders& served) {
+                                             const CacheHeaders& served, const ParentStamp& parent) {
     // The fields the judge reads that a 304 may update (Age, Date and the stamps aside).
     static constexpr std::array<std::pair<std::string_view, CacheField>, 5> kUpdated = {{
         {"cache-control", CacheField::cache_control},
@@ -466,13 +466,14 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
         {"vary", CacheField::vary},
     }};
     for (const auto& [name, field] : kUpdated) {
+        // A field the parent's 304 did not carry is not updated (3.2): the cache keeps its stored value.
+        if (!parent.sent(name)) continue;
         const auto before = stored.get(field);
         const auto after = updated.get(field);
         if (before == after || served.get(field) != before) continue;
         return Finding{rule_id("header-update"), "4.3.4",
-                       fmt::format("the origin's 304 changed {} to '{}' during this request; served the stored "
-                                   "'{}' (the copy had to be validated: it either was and the 304 was not merged, "
-                                   "or it was served stale)",
+                       fmt::format("its parent's 304 during this request carried {}, which the origin's 304 changed "
+                                   "to '{}'; the copy updated from it still served the stored '{}'",
                                    name, after.value_or("(none)"), before.value_or("(none)"))};
     }
     return std::nullopt;
