@@ -208,10 +208,11 @@ std::string_view stale_rule(const CacheControl& cc, std::string_view source, std
 std::string stale_reason(const ReuseQuestion& q, const Freshness& fr, bool unfresh) {
     const auto unvalidated = q.validated_at ? "" : "; no validation stamped on the copy";
     if (fr.source == "invalid")
-        return fmt::format("reused {} old, but 'Cache-Control: {}' has a {} that is no delta-seconds: invalid "
-                           "freshness information, which caches are encouraged to consider stale{}",
-                           secs(fr.age), q.fetch.headers.cache_control().value_or(""),
-                           q.fetch.facts().cc.s_maxage_invalid ? "s-maxage" : "max-age", unvalidated);
+        return fmt::format(
+            "reused {} old, but 'Cache-Control: {}' has a {} that is no delta-seconds: invalid "
+            "freshness information, which caches are encouraged to consider stale{}",
+            secs(fr.age), q.fetch.headers.cache_control().value_or(""),
+            q.fetch.facts().cc.s_maxage_invalid ? "s-maxage" : "max-age", unvalidated);
     return fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime), fr.source,
                        unfresh ? "; stale on arrival" : "", unvalidated);
 }
