@@ -8,6 +8,7 @@
 #include "judge/cache_control.hpp"
 #include "judge/cache_facts.hpp"
 #include "judge/cache_judge.hpp"
+#include "judge/delta_seconds.hpp"
 #include "judge/fetch_stamp.hpp"
 #include "judge_records.hpp"
 #include "newline_fields.hpp"
@@ -72,6 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (const auto s = spe::parse_fetch_stamp(v); s && (s->time <= 0 || s->id.size() > spe::FetchStamp::kMaxId))
             std::abort();
         (void)spe::parse_unix_seconds(v);
+        for (const auto n : {spe::parse_delta_seconds(v), spe::directive_seconds(v), spe::age_seconds(v)})
+            if (n && (*n < 0 || *n > spe::kDeltaSecondsInfinity)) std::abort();
     }
 
     // The fields as an origin's reply, then the same copy reused by the proxy

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace {
 
@@ -38,6 +39,14 @@ spe::Measure& from_parent(spe::Measure& m, double t, const std::string& age, dou
                           const std::string& names = kNames) {
     m.cache_headers.set(spe::CacheField::parent,
                         fmt::format(R"(t={:.3f}; age="{}"; date="{}"; fields="{}")", t, age, http_date(date), names));
+    return m;
+}
+
+/// `m` with the parent's note, its Date as sent (`date`: any text; nullopt: the parent sent none).
+spe::Measure& from_parent_as_sent(spe::Measure& m, double t, std::optional<std::string> date) {
+    m.cache_headers.set(spe::CacheField::parent,
+                        date ? fmt::format(R"(t={:.3f}; age="0"; date="{}"; fields="{}")", t, *date, kNames)
+                             : fmt::format(R"(t={:.3f}; age="0"; fields="{}")", t, kNames));
     return m;
 }
 
@@ -84,6 +93,50 @@ TEST_CASE("a proxy's copy is as old as its parent said, not as the origin said")
         judge.judge(third, kRequest);
         CHECK(rules(third.proxies[0].measure) == Rules{"age"});
     }
+}
+
+TEST_CASE("the parent's Age is read as delta-seconds: invalid ignored, huge stale (RFC 9111 5.1, 1.2.2)") {
+    // What the proxy's parent sent with the copy decides its age on arrival: an Age "10s" is no Age (the copy is
+    // as old as its Date), one past any integer is 2^31, beyond any max-age below it.
+    const auto judged = [](const std::string& cc, const std::string& age) {
+        spe::CacheJudge judge({"p"});
+        auto stored = reply(1, kT0 + 0.001, cc, "tag-1", age, kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, cc, "tag-1", age, kT0),
+                                      from_parent(stored, kT0 + 0.02, age, kT0));
+        judge.judge(first, kRequest);
+        auto hit = reply(1, kT0 + 0.001, cc, "tag-1", "1", kT0);
+        auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, cc, "tag-2", "1", kT0),
+                                       from_parent(hit, kT0 + 0.02, age, kT0));
+        judge.judge(second, kRequest);
+        REQUIRE(second.proxies[0].measure.cache->reused);
+        return rules(second.proxies[0].measure);
+    };
+    CHECK(judged("max-age=5", "10s") == Rules{});
+    CHECK(judged("max-age=5", "abc") == Rules{});
+    CHECK(judged("max-age=5", "10") == Rules{"age", "stale"});  // 11 s old, Age 1
+    // Its Age (1) is below 2^31: understated, the proxy's own too.
+    CHECK(judged("max-age=3600", "2147483648") == Rules{"age", "stale"});
+    CHECK(judged("max-age=3600", "99999999999999999999") == Rules{"age", "stale"});
+}
+
+TEST_CASE("a proxy that reuses a copy whose max-age is invalid, as if fresh, is named (RFC 9111 4.2.1)") {
+    // max-age='3600' is no delta-seconds: the reply has no valid max-age, and a shared cache that reuses it
+    // without validation (Traffic Server, as if it said 3600) serves what caches are encouraged to read as stale.
+    spe::CacheJudge judge({"p"});
+    auto stored = reply(1, kT0 + 0.001, "max-age='3600'", "tag-1", "0", kT0);
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age='3600'", "tag-1", "0", kT0),
+                                  from_parent(stored, kT0 + 0.02, "0", kT0));
+    judge.judge(first, kRequest);
+    auto hit = reply(1, kT0 + 0.001, "max-age='3600'", "tag-1", "2", kT0);
+    auto second = one_proxy_record(2, kT0 + 2, reply(3, kT0 + 2.001, "max-age='3600'", "tag-2", "0", kT0 + 2),
+                                   from_parent(hit, kT0 + 0.02, "0", kT0));
+    judge.judge(second, kRequest);
+    const auto& v = *second.proxies[0].measure.cache;
+    CHECK(v.reused);
+    REQUIRE(rules(second.proxies[0].measure) == Rules{"invalid-freshness"});
+    CHECK(v.violations[0].section == "4.2.1");
+    CHECK(v.violations[0].reason.find("max-age") != std::string::npos);
+    CHECK(v.advisories.empty());
 }
 
 TEST_CASE("a proxy's own Date neither makes its copy younger nor passes for the origin's") {
@@ -133,6 +186,56 @@ TEST_CASE("date: a reused reply keeps the Date it was stored with") {
     CHECK(third.proxies[0].measure.cache->violations[0].section == "4, 3.2");
     // The Collector's own reply carries no parent's note: judged as before, no date rule.
     CHECK(rules(third.collector) == Rules{});
+}
+
+TEST_CASE("date: a hit that writes its own Date is named, with Age or without (Apache as a reverse proxy)") {
+    // mod_cache serving a hit from its quick handler in a reverse proxy writes the time of the hit as Date
+    // (httpd keeps a stored Date only for a proxy request: a forward proxy, as SPE runs it, keeps it). The
+    // stored 200 has Date D, as its parent sent it; the hit 5 s later says D+5, with Apache's Age or none.
+    for (const bool with_age : {true, false}) {
+        spe::CacheJudge judge({"p"});
+        auto stored = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0),
+                                      from_parent(stored, kT0 + 0.02, "0", kT0));
+        judge.judge(first, kRequest);
+
+        auto hit = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "5", kT0 + 5);
+        hit.cache_headers.field_names.add_list(" via x-cache");
+        if (!with_age) hit.cache_headers.clear(spe::CacheField::age);
+        auto second = one_proxy_record(2, kT0 + 5, reply(1, kT0 + 0.001, "max-age=3600", "tag-2", "5", kT0),
+                                       from_parent(hit, kT0 + 0.02, "0", kT0));
+        judge.judge(second, kRequest);
+        const auto& v = *second.proxies[0].measure.cache;
+        CHECK(v.reused);
+        CHECK(rules(second.proxies[0].measure) == (with_age ? Rules{"date"} : Rules{"age", "date"}));
+        const auto date = std::find_if(v.violations.begin(), v.violations.end(),
+                                       [](const spe::Finding& f) { return f.rule == "date"; });
+        REQUIRE(date != v.violations.end());
+        CHECK(date->reason.find(http_date(kT0 + 5)) != std::string::npos);
+        CHECK(date->reason.find(http_date(kT0)) != std::string::npos);
+    }
+}
+
+TEST_CASE("date: a Date its parent sent invalid, or none, may be replaced (RFC 9110 6.6.1)") {
+    // A recipient with a clock that receives an invalid Date MAY replace it with the time it received the
+    // response; one that receives none MUST add one. Either way the hit's own Date is no violation.
+    for (const auto& sent : {std::optional<std::string>("foo"), std::optional<std::string>()}) {
+        spe::CacheJudge judge({"p"});
+        auto stored = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "0", kT0),
+                                      from_parent_as_sent(stored, kT0 + 0.02, sent));
+        judge.judge(first, kRequest);
+
+        auto hit = reply(1, kT0 + 0.001, "max-age=3600", "tag-1", "5", kT0 + 5);  // its own Date
+        auto second = one_proxy_record(2, kT0 + 5, reply(1, kT0 + 0.001, "max-age=3600", "tag-2", "5", kT0),
+                                       from_parent_as_sent(hit, kT0 + 0.02, sent));
+        judge.judge(second, kRequest);
+        const auto& v = *second.proxies[0].measure.cache;
+        CHECK(v.reused);
+        CHECK(rules(second.proxies[0].measure) == Rules{});
+        // No valid Date to keep: the rule was not put to the cache.
+        CHECK(std::find(v.exercised.begin(), v.exercised.end(), "date") == v.exercised.end());
+    }
 }
 
 TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent sent") {
@@ -224,32 +327,60 @@ TEST_CASE("private-fields and no-cache-fields: a copy reused unvalidated with a 
     CHECK_FALSE(exercised(plain, "no-cache-fields"));
 }
 
-TEST_CASE("header-update: a copy that had to be validated is served with the fields the 304 changed") {
-    spe::CacheJudge judge({"p"});
-    auto proxy = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0);
-    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0),
-                                  from_parent(proxy, kT0 + 0.02, "0", kT0));
-    judge.judge(first, kRequest);
+TEST_CASE("header-update is judged by what the proxy's parent sent it, not by the origin's 304 (RFC 9111 4.3.4)") {
+    // Fetch 1 said max-age=1. 5 s later the Collector revalidated it during the client's request: the origin's
+    // 304 said max-age=2 (the Collector's reply shows it merged). What reached the proxy is known only from the
+    // X-SPE-Parent on the copy it served.
+    const auto judged = [](spe::Measure served) {
+        spe::CacheJudge judge({"p"});
+        auto proxy = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0);
+        auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0),
+                                      from_parent(proxy, kT0 + 0.02, "0", kT0));
+        judge.judge(first, kRequest);
+        auto merged = reply(1, kT0 + 0.001, "max-age=2", "tag-2", "0", kT0 + 5);
+        merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
+        auto second = one_proxy_record(2, kT0 + 5, merged, std::move(served));
+        judge.judge(second, kRequest);
+        CHECK(rules(second.collector) == Rules{});
+        REQUIRE(second.proxies[0].measure.cache->reused);
+        return std::move(*second.proxies[0].measure.cache);
+    };
+    const auto names = [](const spe::CacheVerdict& v) {
+        Rules out;
+        for (const auto& f : v.violations)
+            out.emplace_back(f.rule);
+        return out;
+    };
+    const auto exercised = [](const spe::CacheVerdict& v) {
+        return std::find(v.exercised.begin(), v.exercised.end(), "header-update") != v.exercised.end();
+    };
 
-    // 5 s later the Collector revalidated fetch 1 during this request: the origin's 304 said max-age=2.
-    auto merged = reply(1, kT0 + 0.001, "max-age=2", "tag-2", "0", kT0 + 5);
-    merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
-    auto old = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "5", kT0);
-    auto second = one_proxy_record(2, kT0 + 5, merged, from_parent(old, kT0 + 0.02, "0", kT0));
-    judge.judge(second, kRequest);
-    CHECK(rules(second.collector) == Rules{});
-    const auto& v = *second.proxies[0].measure.cache;
-    REQUIRE(rules(second.proxies[0].measure) == Rules{"header-update"});
-    CHECK(v.violations[0].section == "4.3.4");
-    CHECK(v.violations[0].reason.find("max-age=2") != std::string::npos);
-
+    SECTION("a copy that shows nothing from its parent during this request is judged by its staleness") {
+        // Its X-SPE-Parent is the one it was stored with: the proxy did not ask, dropped its parent's reply or
+        // asked only after serving (Varnish's grace). No update is known to have reached it: it served stale.
+        auto old = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "5", kT0);
+        const auto v = judged(from_parent(old, kT0 + 0.02, "0", kT0));
+        CHECK(names(v) == Rules{"stale"});
+        CHECK_FALSE(exercised(v));
+    }
+    SECTION("a copy that took its parent's 304 during this request must carry the fields that 304 carried") {
+        auto kept_old = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5);
+        const auto v = judged(from_parent(kept_old, kT0 + 5.02, "0", kT0 + 5, "date cache-control x-spe-fetch"));
+        REQUIRE(names(v) == Rules{"header-update"});
+        CHECK(v.violations[0].section == "4.3.4");
+        CHECK(v.violations[0].reason.find("max-age=2") != std::string::npos);
+        CHECK(exercised(v));
+    }
+    SECTION("a field its parent's 304 did not carry is kept as stored, rightly") {
+        auto kept_old = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5);
+        const auto v = judged(from_parent(kept_old, kT0 + 5.02, "0", kT0 + 5, "date x-spe-fetch"));
+        CHECK(names(v) == Rules{});
+        CHECK(exercised(v));
+    }
     SECTION("a copy still fresh for the proxy may keep its fields") {
         auto fresh = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5);
-        auto merged3 = reply(1, kT0 + 0.001, "max-age=2", "tag-3", "0", kT0 + 5);
-        merged3.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
-        auto third = one_proxy_record(3, kT0 + 5, merged3, from_parent(fresh, kT0 + 4.9, "0", kT0 + 5));
-        judge.judge(third, kRequest);
-        CHECK(rules(third.proxies[0].measure) == Rules{});
+        const auto v = judged(from_parent(fresh, kT0 + 4.9, "0", kT0 + 5));
+        CHECK(names(v) == Rules{});
     }
 }
 

@@ -88,7 +88,7 @@ TEST_CASE("HTTP dates in the three forms, and Cache-Control directives") {
     CHECK_FALSE(cc.no_cache);
     CHECK(cc.private_);
     CHECK_FALSE(spe::parse_cache_control("max-age=abc").max_age);  // unparseable: absent, and flagged
-    CHECK(spe::parse_cache_control("max-age=abc").freshness_invalid);
+    CHECK(spe::parse_cache_control("max-age=abc").max_age_invalid);
 }
 
 TEST_CASE("qualified private and no-cache keep the field names they list") {
@@ -257,6 +257,52 @@ TEST_CASE("a reused reply must carry its true Age") {
     CHECK_FALSE(spe::age_finding(q, 304, std::nullopt));
     const spe::ReuseQuestion young{f, facts, nullptr, kFetchedAt + 0.5, kFetchedAt + 0.5, {}, {}, {}};
     CHECK_FALSE(spe::age_finding(young, 200, std::nullopt));  // Age 0 omitted, as Squid does
+}
+
+TEST_CASE("Age is delta-seconds: an invalid one is ignored, a huge one is 2^31 (RFC 9111 5.1, 1.2.2)") {
+    const auto aged = [](const std::string& cc, const std::string& age) {
+        auto f = fetch(cc);
+        f.headers.set(spe::CacheField::age, age);
+        return f;
+    };
+    // Invalid (a suffix, a sign, a fraction, not a number): ignored, as 5.1 says a cache SHOULD, so the copy is
+    // as old as its Date makes it, not as old as the digits in front of a suffix say.
+    for (const std::string bad : {"10s", "-1", "-7200", "abc", "", "7.5", "+10", "10 s"})
+        CHECK(barriers(aged("max-age=5", bad), kRequest, 1).empty());
+    // A list: the first member counts, the rest are discarded (5.1).
+    CHECK(barriers(aged("max-age=5", "7200, 0"), kRequest, 1) == V{"stale"});
+    CHECK(barriers(aged("max-age=5", "0, 7200"), kRequest, 1).empty());
+    // Huge: 2147483648, or more than any integer holds, is 2^31 (1.2.2): stale for any max-age below it.
+    CHECK(barriers(aged("max-age=3600", "2147483648"), kRequest, 1) == V{"stale"});
+    CHECK(barriers(aged("max-age=3600", "99999999999999999999"), kRequest, 1) == V{"stale"});
+    CHECK(barriers(aged("max-age=3600", "18446744073709551616"), kRequest, 1) == V{"stale"});
+
+    // The reused reply's own Age: one that is no delta-seconds is no Age (4: a cache MUST generate one).
+    const auto f = fetch("max-age=600");
+    const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
+    const spe::ReuseQuestion q{f, facts, nullptr, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}};
+    const auto age_rule = [&](const std::string& age) {
+        const auto found = spe::age_finding(q, 200, age);
+        return found ? std::string(found->rule) : std::string("(none)");
+    };
+    CHECK(age_rule("30s") == "age");
+    CHECK(age_rule("-30") == "age");
+    CHECK(age_rule("30, 2") == "(none)");                 // the first member
+    CHECK(age_rule("99999999999999999999") == "(none)");  // 2^31: not below the copy's age
+}
+
+TEST_CASE("max-age and s-maxage are delta-seconds, in token or quoted-string form (RFC 9111 1.2.2, 5.2)") {
+    CHECK(spe::parse_cache_control("max-age=\"3600\"").max_age == 3600);  // recipients accept both forms
+    CHECK(spe::parse_cache_control("max-age=003600").max_age == 3600);
+    CHECK(spe::parse_cache_control("max-age=99999999999999999999").max_age == 2147483648);  // 1.2.2: 2^31
+    CHECK(spe::parse_cache_control("s-maxage=2147483649").s_maxage == 2147483648);
+    // A suffix or a sign after digits too many for any integer is still no delta-seconds.
+    for (const char* bad : {"max-age=99999999999999999999s", "max-age=-99999999999999999999", "max-age=\"36",
+                            "max-age=\"3600\"s", "max-age='3600'", "max-age=3600s", "max-age=-1", "max-age=", "max-age",
+                            "max-age=\"\"", "max-age=\" 3600\""}) {
+        INFO(bad);
+        CHECK_FALSE(spe::parse_cache_control(bad).max_age);
+    }
 }
 
 TEST_CASE("a 304 must match the request's validators") {
@@ -474,17 +520,37 @@ TEST_CASE("HTTP dates exactly as RFC 9110 5.6.7, matched case-insensitively as R
     CHECK(barriers(lower, kRequest, 5).empty());
 }
 
-TEST_CASE("invalid or repeated freshness information is an advisory where RFC 9111 4.2.1 leaves a choice") {
-    // Invalid max-age: ignored (nothing else makes this 200 fresh, so heuristics, unjudged), an advisory.
-    CHECK(barriers(fetch("max-age=abc"), kRequest, 5) == V{"advisory:invalid-freshness"});
-    CHECK(barriers(fetch("max-age=1.5"), kRequest, 5) == V{"advisory:invalid-freshness"});
-    // ... and the Expires it falls back to decides whether it is stale.
-    auto with_expires = fetch("max-age=\"x\"");
+TEST_CASE("an invalid max-age or s-maxage is invalid freshness information, stale (RFC 9111 4.2.1)") {
+    // No delta-seconds (1.2.2): the reply has no valid max-age. 4.2.1 encourages caches to consider such a reply
+    // stale; one reused without validation is named, whatever else (heuristics, Expires) would keep it fresh.
+    for (const char* cc : {"max-age='3600'", "max-age=3600s", "max-age=-1", "max-age=", "max-age", "max-age=abc",
+                           "max-age=1.5", "s-maxage='60'"}) {
+        INFO(cc);
+        CHECK(barriers(fetch(cc), kRequest, 5) == V{"invalid-freshness"});
+        CHECK(barriers(fetch(cc), kRequest, 0.1) == V{"invalid-freshness"});  // never fresh: no slack
+    }
+    // The quoted-string form is valid (5.2: recipients accept it).
+    CHECK(barriers(fetch("max-age=\"3600\""), kRequest, 5).empty());
+    auto with_expires = fetch("max-age='3600'");
     with_expires.headers.set(spe::CacheField::expires, http_date(kFetchedAt + 100));
-    CHECK(barriers(with_expires, kRequest, 50) == V{"advisory:invalid-freshness"});
-    CHECK(barriers(with_expires, kRequest, 150) == V{"stale"});
+    CHECK(barriers(with_expires, kRequest, 50) == V{"invalid-freshness"});
+    // A valid s-maxage decides for a shared cache: the max-age it overrides does not count. An invalid
+    // s-maxage is invalid freshness information however valid the max-age.
+    CHECK(barriers(fetch("s-maxage=600, max-age='3600'"), kRequest, 5).empty());
+    CHECK(barriers(fetch("s-maxage=x, max-age=600"), kRequest, 5) == V{"invalid-freshness"});
+    // Named as what it is, whatever else forbids serving it stale.
+    CHECK(barriers(fetch("max-age='3600', must-revalidate"), kRequest, 5) == V{"invalid-freshness"});
+    // The first occurrence is the one that counts (4.2.1): invalid first is invalid, whatever follows.
+    CHECK(barriers(fetch("max-age=x, max-age=600"), kRequest, 5) == V{"invalid-freshness"});
+    // Validated during the request: nothing was reused. The client allowed a stale copy: no violation.
+    CHECK(barriers(fetch("max-age=abc"), kRequest, 5, kFetchedAt + 5).empty());
+    CHECK(barriers(fetch("max-age='3600'"), "GET http://o/x HTTP/1.1\r\nCache-Control: max-stale\r\n\r\n", 5).empty());
+}
+
+TEST_CASE("repeated freshness information is an advisory where RFC 9111 4.2.1 leaves a choice") {
     // Repeated: judged by the first occurrence; reusing it is an advisory.
     CHECK(barriers(fetch("max-age=600, max-age=5"), kRequest, 20) == V{"advisory:duplicate-freshness"});
+    CHECK(barriers(fetch("max-age=600, max-age=x"), kRequest, 20) == V{"advisory:duplicate-freshness"});
     // Stale by the first, fresh by a later one: 4.2.1's lowercase "should" leaves it to the cache, an advisory;
     // stale by every value given, a violation.
     CHECK(barriers(fetch("max-age=5, max-age=600"), kRequest, 20) == V{"advisory:duplicate-freshness"});
@@ -493,12 +559,11 @@ TEST_CASE("invalid or repeated freshness information is an advisory where RFC 91
     two_expires.headers.set(spe::CacheField::expires, http_date(kFetchedAt + 100) + ", " + http_date(kFetchedAt + 1));
     CHECK(barriers(two_expires, kRequest, 20) == V{"advisory:duplicate-freshness"});
     CHECK(barriers(two_expires, kRequest, 150) == V{"stale"});
-    // Validated during the request: nothing was reused.
-    CHECK(barriers(fetch("max-age=abc"), kRequest, 5, kFetchedAt + 5).empty());
     const auto cc = spe::parse_cache_control("max-age=60, s-maxage=x, max-age=5");
     CHECK(cc.max_age == 60);
     CHECK_FALSE(cc.s_maxage);
-    CHECK(cc.freshness_invalid);
+    CHECK(cc.s_maxage_invalid);
+    CHECK_FALSE(cc.max_age_invalid);  // the first max-age is valid
     CHECK(cc.freshness_repeated);
 }
 

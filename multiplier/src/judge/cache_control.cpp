@@ -1,24 +1,13 @@
 #include "judge/cache_control.hpp"
 #include "core/ascii.hpp"
 #include "core/name_list.hpp"
+#include "judge/delta_seconds.hpp"
 
 #include <boost/beast/core/string.hpp>
-
-#include <charconv>
-#include <limits>
 
 namespace spe {
 
 namespace {
-
-std::optional<std::int64_t> delta_seconds(std::string_view v) {
-    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);  // tolerated
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec == std::errc::result_out_of_range) return std::numeric_limits<std::int32_t>::max();  // RFC 9111 1.2.2
-    if (ec != std::errc() || end != v.data() + v.size() || n < 0) return std::nullopt;
-    return n;
-}
 
 /// Splits on commas outside quoted strings (field names in no-cache="a, b").
 template <class Each>
@@ -39,9 +28,9 @@ void for_each_directive(std::string_view value, Each each) {
     }
 }
 
-/// max-age and s-maxage: the first occurrence counts, an invalid one is absent
-/// (RFC 9111 4.2.1 leaves the reading to the cache; the judge names the choice).
-void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen,
+/// max-age and s-maxage: the first occurrence counts (RFC 9111 4.2.1); an invalid one is absent and
+/// flagged, the judge reading it as invalid freshness information (cache_rules.cpp).
+void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directive, bool& seen, bool& invalid,
                          std::optional<std::int64_t> value) {
     if (value) cc.freshness_longest = std::max(cc.freshness_longest.value_or(0), *value);
     if (seen) {
@@ -50,7 +39,7 @@ void freshness_directive(CacheControl& cc, std::optional<std::int64_t>& directiv
     }
     seen = true;
     directive = value;
-    cc.freshness_invalid = cc.freshness_invalid || !value;
+    invalid = !value;
 }
 
 /// The field names of a qualified no-cache or private ("Set-Cookie, X-Token"), appended lowercase and
@@ -72,7 +61,7 @@ CacheControl parse_cache_control(std::string_view value) {
     bool max_age_seen = false, s_maxage_seen = false;
     for_each_directive(value, [&](std::string_view name, std::optional<std::string_view> arg) {
         auto is = [&](std::string_view n) { return spe::iequals(name, n); };
-        auto seconds = [&] { return arg ? delta_seconds(*arg) : std::nullopt; };
+        auto seconds = [&] { return arg ? directive_seconds(*arg) : std::nullopt; };
         if (is("no-store"))
             cc.no_store = true;
         else if (is("no-cache")) {
@@ -88,9 +77,9 @@ CacheControl parse_cache_control(std::string_view value) {
         else if (is("proxy-revalidate"))
             cc.proxy_revalidate = true;
         else if (is("max-age"))
-            freshness_directive(cc, cc.max_age, max_age_seen, seconds());
+            freshness_directive(cc, cc.max_age, max_age_seen, cc.max_age_invalid, seconds());
         else if (is("s-maxage"))
-            freshness_directive(cc, cc.s_maxage, s_maxage_seen, seconds());
+            freshness_directive(cc, cc.s_maxage, s_maxage_seen, cc.s_maxage_invalid, seconds());
         else if (is("stale-while-revalidate"))
             cc.stale_while_revalidate = seconds();
         else if (is("stale-if-error"))

@@ -34,18 +34,22 @@ struct CacheControl {
     std::optional<std::int64_t> max_stale;
     std::optional<std::int64_t> min_fresh;
     bool only_if_cached = false;
-    // Freshness information a cache may read more than one way (RFC 9111 4.2.1):
-    // "either the first occurrence should be used or the response should be
-    // considered stale"; invalid values "encouraged" to be read as stale.
-    bool freshness_invalid = false;                 // a max-age or s-maxage that is no delta-seconds (left absent)
+    // Freshness information that is invalid or repeated (RFC 9111 4.2.1): caches
+    // "are encouraged to consider responses that have invalid freshness
+    // information ... to be stale"; of repeated values "either the first
+    // occurrence should be used or the response should be considered stale".
+    bool max_age_invalid = false;                   // the first max-age is no delta-seconds (max_age left absent)
+    bool s_maxage_invalid = false;                  // the first s-maxage is no delta-seconds (s_maxage left absent)
     bool freshness_repeated = false;                // max-age or s-maxage given more than once (the first kept)
     std::optional<std::int64_t> freshness_longest;  // the longest of every valid max-age / s-maxage given
 };
 
 /// Parses a Cache-Control field value (repeated fields joined with ", ").
-/// Unknown directives are ignored; a delta-seconds that does not parse makes
-/// the directive absent. Of a repeated max-age or s-maxage the first counts;
-/// an invalid or repeated one is flagged (freshness_invalid, freshness_repeated).
+/// Unknown directives are ignored; an argument that is no delta-seconds
+/// (directive_seconds(), delta_seconds.hpp: `'3600'`, `3600s`, `-1`, empty)
+/// makes the directive absent. Of a repeated max-age or s-maxage the first counts;
+/// an invalid first one or a repeat is flagged (max_age_invalid,
+/// s_maxage_invalid, freshness_repeated).
 CacheControl parse_cache_control(std::string_view value);
 
 }  // namespace spe

@@ -301,7 +301,7 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
             updated ? *updated : *fetch, request, stored, served_at, record.ts, v.validated_at, invalidated,
             h.content_encoding(),        sent};
         judge_reuse(v, q, reply);
-        if (reference && sent) judge_header_update(v, c, *fetch, reply, *reference);
+        if (reference && sent) judge_header_update(v, c, *fetch, reply, *reference, *sent);
         if (!v.violations.empty()) {
             v.evidence_served = judged_fields(fetch->headers);
             v.evidence_served.emplace_back("age (as served)", h.age().value_or("(none)"));
@@ -368,7 +368,7 @@ void CacheJudge::judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Meas
     // What the stored reply must carry as it was received: known only from the parent's own note
     // (a 304 made from the copy carries few of its fields).
     if (q.parent && reply.status != 304) {
-        if (q.parent->date) {
+        if (date_to_keep(*q.parent)) {
             add_exercised(v, rule_id("date"));
             if (auto f = date_finding(*q.parent, reply.cache_headers.date())) v.violations.push_back(std::move(*f));
         }
@@ -390,24 +390,30 @@ void CacheJudge::judge_qualified_fields(CacheVerdict& v, const ReuseQuestion& q,
 }
 
 void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,
-                                     const Measure& reference) {
+                                     const Measure& reference, const ParentStamp& parent) {
     // Only when the origin confirmed this very fetch during this request, with a 304 the Collector
     // merged (its reply shows it), and the proxy served its copy of that fetch.
     const auto& ref = reference.cache;
     if (!ref || !ref->validated_at || *ref->validated_at < c.record.ts - kClockSlack || !c.reference_stamp ||
         c.reference_stamp->serial != fetch.stamp.serial || reply.status == 304)
         return;
+    // Judged by what the proxy's parent sent it, which the served copy shows only by a stamp of this request:
+    // the proxy merged its parent's 304 into the copy. An older stamp is the one the copy was stored with: the
+    // proxy did not ask, dropped the reply or asked only after serving (a background revalidation), and from
+    // outside nothing tells which or what its parent answered. Its staleness finding, if any, stands.
+    if (parent.time < c.record.ts - kClockSlack) return;
     add_exercised(v, rule_id("header-update"));
-    // Old values are fine on a copy the proxy could still reuse: only one that had to be validated
-    // (a staleness or no-cache finding) shows the 304 was not merged, or not asked for. Either way the
-    // old fields are what the client saw: named as header-update, in place of the staleness finding.
-    const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& f) {
-        return f.rule == rule_id("stale") || f.rule == rule_id("must-revalidate") ||
-               f.rule == rule_id("proxy-revalidate") || f.rule == rule_id("s-maxage") || f.rule == rule_id("no-cache");
+    auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers, parent);
+    if (!f) return;
+    // The old fields are also why the copy looked stale, if it did: one finding, the cause's.
+    const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& x) {
+        return x.rule == rule_id("stale") || x.rule == rule_id("must-revalidate") ||
+               x.rule == rule_id("proxy-revalidate") || x.rule == rule_id("s-maxage") || x.rule == rule_id("no-cache");
     });
-    if (needed_validation == v.violations.end()) return;
-    if (auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers))
+    if (needed_validation != v.violations.end())
         *needed_validation = std::move(*f);
+    else
+        v.violations.push_back(std::move(*f));
 }
 
 void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,

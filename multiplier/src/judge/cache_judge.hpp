@@ -89,9 +89,10 @@ private:
     void judge_reuse(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
     /// The fields a qualified private or no-cache named, on a copy served unvalidated.
     static void judge_qualified_fields(CacheVerdict& v, const ReuseQuestion& q, const Measure& reply);
-    /// A proxy's reuse of the fetch the Collector revalidated for this request (RFC 9111 4.3.4).
+    /// A proxy's reuse of the fetch the Collector revalidated for this request (RFC 9111 4.3.4), by what
+    /// `parent` (the served copy's X-SPE-Parent) shows its parent sent it.
     static void judge_header_update(CacheVerdict& v, const Case& c, const KnownFetch& fetch, const Measure& reply,
-                                    const Measure& reference);
+                                    const Measure& reference, const ParentStamp& parent);
     void judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
                          std::optional<double> invalidated, const FetchStamp& served);
     void remember_copy(CacheMemory& memory, UrlKey url, std::uint64_t fetch, bool reused);

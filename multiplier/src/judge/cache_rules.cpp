@@ -2,6 +2,7 @@
 #include "core/ascii.hpp"
 #include "core/name_list.hpp"
 #include "judge/cache_rule_catalogue.hpp"
+#include "judge/delta_seconds.hpp"
 
 #include "http/field_equivalence.hpp"
 #include "http/header_policy.hpp"
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 
 namespace spe {
@@ -45,14 +45,12 @@ bool heuristically_cacheable(unsigned status) {
     }
 }
 
-std::optional<double> seconds_value(std::optional<std::string_view> v) {
+/// An Age value in seconds (delta_seconds.hpp: the first member; 2^31 and up as 2^31); nullopt when absent
+/// or invalid, which RFC 9111 5.1 says a cache SHOULD ignore: no number to make a copy older or younger.
+std::optional<double> age_value(std::optional<std::string_view> v) {
     if (!v) return std::nullopt;
-    std::int64_t n = 0;
-    const auto s = *v;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec != std::errc() || n < 0) return std::nullopt;
-    (void)end;
-    return static_cast<double>(n);
+    if (const auto n = age_seconds(*v)) return static_cast<double>(*n);
+    return std::nullopt;
 }
 
 std::optional<double> date_value(std::optional<std::string_view> v) {
@@ -74,6 +72,10 @@ std::string secs(double s) {
 std::pair<double, std::string_view> lifetime_of(const KnownFetch& f, const CacheControl& cc,
                                                 std::optional<double> date = std::nullopt) {
     if (cc.s_maxage) return {static_cast<double>(*cc.s_maxage), "s-maxage"};
+    // Invalid freshness information (4.2.1), which caches are encouraged to consider stale: no lifetime,
+    // whatever Expires says. A valid s-maxage (above) overrides max-age for a shared cache, so only it
+    // makes an invalid max-age not count.
+    if (cc.s_maxage_invalid || cc.max_age_invalid) return {0, "invalid"};
     if (cc.max_age) return {static_cast<double>(*cc.max_age), "max-age"};
     const auto& o = f.facts();
     const double received_date = date ? *date : or_stamp(o.date, f);
@@ -170,7 +172,7 @@ bool never_fresh(const ReuseQuestion& q, double lifetime) {
     if (q.parent) {
         // As it reached this cache, from its parent (whose own store may have kept it young or old):
         // Age in whole seconds rounded down, Date rounded down too (up to a second over).
-        if (const auto age = seconds_value(q.parent->age); age && *age >= lifetime) return true;
+        if (const auto age = age_value(q.parent->age); age && *age >= lifetime) return true;
         const auto date = date_value(q.parent->date);
         return date && q.parent->time - *date >= lifetime + 1;
     }
@@ -184,14 +186,9 @@ bool never_fresh(const ReuseQuestion& q, double lifetime) {
     return o.date && f.stamp.time - *o.date >= lifetime + 1;
 }
 
-/// RFC 9111 4.2.1 lets a cache read repeated freshness by its first occurrence
-/// and encourages reading invalid freshness as stale: reusing such a copy is
-/// the cache's choice, named as an advisory.
+/// RFC 9111 4.2.1 lets a cache read repeated freshness by its first occurrence:
+/// reusing such a copy is the cache's choice, named as an advisory.
 std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
-    if (o.cc.freshness_invalid)
-        return Finding{rule_id("invalid-freshness"), "4.2.1",
-                       "reused although its max-age or s-maxage is invalid (caches are encouraged to consider it "
-                       "stale)"};
     if (o.cc.freshness_repeated || o.expires_repeated)
         return Finding{rule_id("duplicate-freshness"), "4.2.1",
                        fmt::format("reused by the first of repeated {} (the other reading is stale)",
@@ -200,10 +197,25 @@ std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
 }
 
 std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
+    // Stale only because its freshness is invalid: named as that, before what forbids serving it stale.
+    if (source == "invalid") return *section = "4.2.1", rule_id("invalid-freshness");
     if (cc.must_revalidate) return *section = "5.2.2.2", rule_id("must-revalidate");
     if (cc.proxy_revalidate) return *section = "5.2.2.8", rule_id("proxy-revalidate");
     if (source == "s-maxage") return *section = "5.2.2.10", rule_id("s-maxage");
     return *section = "4.2.4", rule_id("stale");
+}
+
+/// Why a reused copy was stale: how old, how long it was fresh and by what.
+std::string stale_reason(const ReuseQuestion& q, const Freshness& fr, bool unfresh) {
+    const auto unvalidated = q.validated_at ? "" : "; no validation stamped on the copy";
+    if (fr.source == "invalid")
+        return fmt::format(
+            "reused {} old, but 'Cache-Control: {}' has a {} that is no delta-seconds: invalid "
+            "freshness information, which caches are encouraged to consider stale{}",
+            secs(fr.age), q.fetch.headers.cache_control().value_or(""),
+            q.fetch.facts().cc.s_maxage_invalid ? "s-maxage" : "max-age", unvalidated);
+    return fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime), fr.source,
+                       unfresh ? "; stale on arrival" : "", unvalidated);
 }
 
 /// Staleness the client or the origin allowed (max-stale, stale-while-revalidate).
@@ -229,7 +241,7 @@ const OriginFacts& KnownFetch::facts() const {
                 o.expires_repeated = true;
             }
         o.last_modified = date_value(headers.last_modified());
-        o.age = seconds_value(headers.age());
+        o.age = age_value(headers.age());
         if (const auto vary = headers.vary()) o.vary = vary_names(*vary);
         facts_ = std::move(o);
     }
@@ -247,7 +259,7 @@ Freshness freshness(const ReuseQuestion& q) {
         // origin's Age and Date do not count: the parent may have answered from its own store.
         const auto date = date_value(q.parent->date);
         std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc, date);
-        const double received = seconds_value(q.parent->age).value_or(0);
+        const double received = age_value(q.parent->age).value_or(0);
         const double apparent = date ? std::max(0.0, q.parent->time - *date) : 0;
         fr.age = std::max(received, apparent) + std::max(0.0, q.at - q.parent->time);
         return fr;
@@ -312,8 +324,9 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
         } else if (const bool unfresh = never_fresh(q, fr.lifetime);
                    (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
             // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
-            // "should" (the first, or stale) leaves the reading to the cache, an advisory.
-            if (cc.freshness_repeated && cc.freshness_longest && advisories &&
+            // "should" (the first, or stale) leaves the reading to the cache, an advisory. Not when the
+            // first is invalid: then both readings say stale.
+            if (fr.source != "invalid" && cc.freshness_repeated && cc.freshness_longest && advisories &&
                 fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
                 advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
                                        fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
@@ -323,10 +336,7 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
             }
             std::string_view section;
             const auto rule = stale_rule(cc, fr.source, &section);
-            out.push_back({rule, section,
-                           fmt::format("stale: {} old, fresh for {} ({}){}{}", secs(fr.age), secs(fr.lifetime),
-                                       fr.source, unfresh ? "; stale on arrival" : "",
-                                       q.validated_at ? "" : "; no validation stamped on the copy")});
+            out.push_back({rule, section, stale_reason(q, fr, unfresh)});
         }
         // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
         if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
@@ -345,8 +355,10 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
     if (!reply_age)
         return Finding{rule_id("age"), "4",
                        fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
-    const auto age = seconds_value(reply_age);
-    if (!age) return Finding{rule_id("age"), "5.1", fmt::format("Age '{}' is not a number of seconds", *reply_age)};
+    const auto age = age_value(reply_age);
+    if (!age)
+        return Finding{rule_id("age"), "5.1",
+                       fmt::format("Age '{}' is no delta-seconds (an Age a recipient ignores)", *reply_age)};
     if (*age + 1 + kSlack < fr.age)
         return Finding{rule_id("age"), "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
     return std::nullopt;
@@ -367,8 +379,14 @@ bool modified_since(const RequestFacts& request, const CacheHeaders& reply, cons
 
 }  // namespace
 
+bool date_to_keep(const ParentStamp& parent) {
+    // RFC 9110 6.6.1: a recipient with a clock MUST add a Date to a response that has none, and MAY replace
+    // an invalid one with the time it received the response: only a valid Date must be kept as sent.
+    return parent.date && parse_http_date(trim(*parent.date));
+}
+
 std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date) {
-    if (!parent.date) return std::nullopt;  // none sent: the cache had to add one (RFC 9110 6.6.1)
+    if (!date_to_keep(parent)) return std::nullopt;
     if (served_date && trim(*served_date) == trim(*parent.date)) return std::nullopt;
     return Finding{rule_id("date"), "4, 3.2",
                    fmt::format("served Date '{}', but the stored reply's Date (its parent's) is '{}'",
@@ -440,7 +458,7 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
 }
 
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
-                                             const CacheHeaders& served) {
+                                             const CacheHeaders& served, const ParentStamp& parent) {
     // The fields the judge reads that a 304 may update (Age, Date and the stamps aside).
     static constexpr std::array<std::pair<std::string_view, CacheField>, 5> kUpdated = {{
         {"cache-control", CacheField::cache_control},
@@ -450,15 +468,16 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
         {"vary", CacheField::vary},
     }};
     for (const auto& [name, field] : kUpdated) {
+        // A field the parent's 304 did not carry is not updated (3.2): the cache keeps its stored value.
+        if (!parent.sent(name)) continue;
         const auto before = stored.get(field);
         const auto after = updated.get(field);
         // By meaning: a 304 that sends the same directives in another order changes nothing, and a
         // copy served with the new ones reordered was updated.
         if (equivalent_fields(name, before, after) || !equivalent_fields(name, served.get(field), before)) continue;
         return Finding{rule_id("header-update"), "4.3.4",
-                       fmt::format("the origin's 304 changed {} to '{}' during this request; served the stored "
-                                   "'{}' (the copy had to be validated: it either was and the 304 was not merged, "
-                                   "or it was served stale)",
+                       fmt::format("its parent's 304 during this request carried {}, which the origin's 304 changed "
+                                   "to '{}'; the copy updated from it still served the stored '{}'",
                                    name, after.value_or("(none)"), before.value_or("(none)"))};
     }
     return std::nullopt;

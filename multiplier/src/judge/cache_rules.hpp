@@ -77,7 +77,7 @@ struct ReuseQuestion {
 /// How old and how long-lived a stored copy is, per RFC 9111 4.2.
 struct Freshness {
     double lifetime = 0;
-    std::string_view source;     // "s-maxage", "max-age", "expires", "heuristic", "none"
+    std::string_view source;     // "s-maxage", "max-age", "invalid" (4.2.1), "expires", "heuristic", "none"
     double age = 0;              // current_age at the question's moment
     bool validated_now = false;  // the origin confirmed the copy during this request
 };
@@ -95,8 +95,13 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
 std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status,
                                    std::optional<std::string_view> reply_age);
 
+/// Whether the parent sent a Date its child must keep: a valid HTTP-date. One that is missing
+/// or invalid the child may add or replace (RFC 9110 6.6.1).
+bool date_to_keep(const ParentStamp& parent);
+
 /// A reused reply carries the Date its cache received (RFC 9111 4 and 3.2: stored
-/// fields are sent as stored, Age aside; RFC 9110 6.6.1): judged against its parent's.
+/// fields are sent as stored, Age aside; RFC 9110 6.6.1): judged against its parent's,
+/// when that is one to keep (date_to_keep).
 std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date);
 
 /// Whether a cache may leave out or replace a field of a stored reply it reuses: hop-by-hop
@@ -119,10 +124,13 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
 
 /// After a 304, a stored reply's fields are updated from it before it is served (RFC 9111
 /// 4.3.4). `stored`: the fetch's fields as first seen; `updated`: the Collector's reply to this
-/// request, which merged the origin's 304; `served`: the cache's reply of the same fetch.
-/// A finding when a judged field the 304 changed is served with its old value.
+/// request, which merged the origin's 304; `served`: the cache's reply of the same fetch;
+/// `parent`: what the cache's parent sent it with the 304 it merged (its X-SPE-Parent).
+/// A finding when a judged field the origin's 304 changed, which the parent's 304 carried,
+/// is served with its old value. The stamp names the parent's fields, not their values:
+/// the value the parent sent is taken as the Collector's in `updated` (one stored reply).
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
-                                             const CacheHeaders& served);
+                                             const CacheHeaders& served, const ParentStamp& parent);
 
 /// A 304 sent to a conditional request must match its validators (RFC 9111
 /// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.

@@ -19,6 +19,7 @@ The cases (RFC 9111 section: the requests):
 - header-update (4.3.4): max-age=2 with an ETag, then 4 s later the origin's 304 says max-age=3. Not
   max-age=1: the Collector's Age is whole seconds, 1 when a second boundary falls between the origin's reply
   and Varnish's request, and Varnish rightly stores no copy that arrives stale (it would then forward).
+  Whether a proxy merged the 304 is judged by what its parent sent it (the X-SPE-Parent on its copy).
 
 What each proxy does with the judged request ("fwd": asked the Collector; "hit": served its stored copy;
 then the rules the judge flags):
@@ -33,12 +34,12 @@ then the rules the judge flags):
 | private | fwd | fwd | fwd | fwd | fwd |
 | huge-age | hit | hit | hit: age, date | hit | hit |
 | set-cookie | hit: stored-fields | hit: stored-fields | fwd (no store) | fwd (no store) | hit |
-| header-update | fwd | fwd | fwd | hit (grace): header-update | fwd |
+| header-update | fwd | fwd | fwd | hit (grace): stale | fwd |
 
 nginx writes its own Date on every reply, its hits too (`date`). Varnish serves its stale copy in grace
-while it revalidates in the background; the Collector's reply shows that the origin's 304 changed
-Cache-Control during this request, so the old value Varnish serves is named `header-update` (in place of
-`stale`: from outside, a copy revalidated without merging the 304 and one served stale look alike).
+and revalidates in the background, after it has answered: the copy it serves carries the X-SPE-Parent it was
+stored with, nothing its parent sent during this request, so it is named `stale`, not `header-update`
+(that rule needs a copy that shows it took its parent's 304: docs/cache-judge.md).
 The Collector (patched Squid 5.7) breaks none of them but huge-age. nginx never generates Age (RFC 9111 4), so each
 copy it reuses WAIT_S after the fetch also breaks `age`: the wait makes that certain rather than a matter
 of timing (the judge flags an Age more than 2.5 s low). "fwd" and "hit" are checked independently of the
@@ -84,7 +85,7 @@ EXPECTED = {
     "private": {},
     "huge-age": {"nginx": {"age", "date"}},
     "set-cookie": {"squid": {"stored-fields"}, "trafficserver": {"stored-fields"}},
-    "header-update": {"varnish": {"header-update"}},
+    "header-update": {"varnish": {"stale"}},
 }
 # case -> the rules the Collector broke on the judged request (judged by the origin's fields)
 COLLECTOR_EXPECTED = {"huge-age": {"stale", "age"}}
