@@ -28,6 +28,7 @@ from parts import installed_kinds
 from spe_tools.lab.model import PROXY_KINDS
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
+from spe_tools.workload.http11 import CLIENT_HEADER
 
 METHODS = ["POST", "PUT", "PATCH", "DELETE", "PROPPATCH"]  # WebDAV: an extension method the origin parses
 STATUSES = [200, 201, 204, 303, 400, 409, 500]
@@ -69,19 +70,23 @@ def lab():
 
 
 def send(port: int, method: str, url: str, body: bytes, chunked: bool) -> tuple[int, bytes]:
+    # Each case is a client of its own (they share an address, and four run at once): none waits at a proxy
+    # for another's legs (the Multiplier's --order client).
+    client = {CLIENT_HEADER: f"case-{method}-{url}"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         if chunked:
             conn.putrequest(method, url)
             conn.putheader("Transfer-Encoding", "chunked")
             conn.putheader("Content-Type", "application/octet-stream")
+            conn.putheader(CLIENT_HEADER, client[CLIENT_HEADER])
             conn.endheaders()
             for i in range(0, len(body), 7000):
                 piece = body[i:i + 7000]
                 conn.send(b"%x\r\n%s\r\n" % (len(piece), piece))
             conn.send(b"0\r\n\r\n")
         else:
-            conn.request(method, url, body=body, headers={"Content-Type": "application/octet-stream"})
+            conn.request(method, url, body=body, headers={"Content-Type": "application/octet-stream", **client})
         reply = conn.getresponse()
         return reply.status, reply.read()
     finally:
