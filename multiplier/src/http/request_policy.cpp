@@ -299,10 +299,7 @@ Request make_upstream_request(const Request& client_request, const std::string& 
 
 void set_request_tag(Request& upstream, std::string_view tag) {
     upstream.erase(kRequestTagHeader);
-    upstream.erase(kFetchStampHeader);
-    upstream.erase(kValidationStampHeader);
-    upstream.erase(kReplyToHeader);
-    upstream.erase(kParentStampHeader);
+    erase_collector_stamps(upstream);  // a client must not choose another request's stamps
     upstream.erase(kSchemeHeader);
     upstream.set(kRequestTagHeader, tag);
 }
