@@ -162,6 +162,37 @@ TEST_CASE("a proxy's own Date neither makes its copy younger nor passes for the 
     CHECK(v.age_s.value() == Approx(12).margin(0.1));
 }
 
+TEST_CASE("a copy the Collector held before a proxy asked is as old as in front of the origin") {
+    // The origin's reply reached the Collector at kT0 with its Date kT0 and no Age; the proxy asked for it
+    // 3 s later (its legs waited), got it from the Collector's copy with the origin's Date and no Age (its
+    // proxy ports stand in for the origin), and reused it 1 s after that with Age 1. In front of the origin
+    // it would have had a new reply: 1 s old, not 4, and its Age is right.
+    spe::CacheJudge judge({"p"});
+    auto fetched = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
+    fetched.cache_headers.clear(spe::CacheField::age);
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
+                                  from_parent_as_sent(fetched, kT0 + 3, http_date(kT0)));
+    judge.judge(first, kRequest);
+    CHECK_FALSE(first.proxies[0].measure.cache->reused);
+
+    auto reused = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
+    auto second = one_proxy_record(2, kT0 + 4, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "4", kT0),
+                                   from_parent_as_sent(reused, kT0 + 3, http_date(kT0)));
+    judge.judge(second, kRequest);
+    const auto& v = *second.proxies[0].measure.cache;
+    CHECK(v.reused);
+    CHECK(rules(second.proxies[0].measure) == Rules{});
+    CHECK(v.age_s.value() == Approx(1).margin(0.1));
+
+    SECTION("an origin whose Date was behind when the Collector got it still makes the copy older") {
+        auto late = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0 - 9);
+        auto third = one_proxy_record(3, kT0 + 4, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "4", kT0 - 9),
+                                      from_parent_as_sent(late, kT0 + 3, http_date(kT0 - 9)));
+        judge.judge(third, kRequest);
+        CHECK(rules(third.proxies[0].measure) == Rules{"age"});
+    }
+}
+
 TEST_CASE("date: a reused reply keeps the Date it was stored with") {
     spe::CacheJudge judge({"p"});
     auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);

@@ -255,12 +255,17 @@ Freshness freshness(const ReuseQuestion& q) {
     fr.validated_now = basis >= q.request_at - 0.005;
     if (q.parent) {
         // The copy as it reached this cache (RFC 9111 4.2.3, the parent's reply as received): its
-        // age then, from the parent's Age or Date, plus the time it has been resident since. The
-        // origin's Age and Date do not count: the parent may have answered from its own store.
+        // age then, from the Age and Date its parent sent, plus the time it has been resident since.
+        // The Collector's proxy ports stand in for the origin: they send the origin's Age and Date,
+        // from a copy they may have held a while. In front of the origin that copy would have been
+        // new, so its apparent age is the one it had when the origin's reply reached the Collector
+        // (clock skew, the way there), not the Collector's time in store as well.
         const auto date = date_value(q.parent->date);
         std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc, date);
         const double received = age_value(q.parent->age).value_or(0);
-        const double apparent = date ? std::max(0.0, q.parent->time - *date) : 0;
+        double from_origin = q.fetch.stamp.time;
+        if (q.validated_at && *q.validated_at <= q.parent->time) from_origin = std::max(from_origin, *q.validated_at);
+        const double apparent = date ? std::max(0.0, std::min(from_origin, q.parent->time) - *date) : 0;
         fr.age = std::max(received, apparent) + std::max(0.0, q.at - q.parent->time);
         return fr;
     }
