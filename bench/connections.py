@@ -50,6 +50,7 @@ from bench.lib.clients import read_reply
 from bench.lib.doc import machine, publish
 from bench.lib.harness import MULTIPLIER, BenchError
 from bench.lib.meters import busy_seconds
+from bench.lib.servers import BENCH_ORDER
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb
@@ -186,7 +187,8 @@ def close_all(conns: list) -> None:
 def start_multiplier(group: ProcessGroup, name: str, collector: int, proxies: list[int]) -> tuple[int, int]:
     port = free_port()
     argv = [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector", f"127.0.0.1:{collector}",
-            "--log", str(group.workdir / f"{name}.jsonl"), "--client-timeout", "600", "--via-name", f"spe-{name}"]
+            "--log", str(group.workdir / f"{name}.jsonl"), "--client-timeout", "600", "--via-name", f"spe-{name}",
+            *BENCH_ORDER]
     for i, p in enumerate(proxies, 1):
         argv += ["--proxy", f"p{i}=127.0.0.1:{p}"]
     child = group.start(name, argv, port=port, deadline_s=15)

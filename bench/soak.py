@@ -26,6 +26,7 @@ from analysis.stats import percentile
 from bench import ROOT
 from bench.lib.doc import machine, publish
 from bench.lib.harness import MULTIPLIER
+from bench.lib.servers import BENCH_ORDER
 from spe_tools.duration import parse_duration
 from spe_tools.process import Child, ProcessGroup, free_port, open_fds, rss_kb
 from spe_tools.squid import start_squid
@@ -124,7 +125,7 @@ def start_servers(group: ProcessGroup, workdir: Path) -> tuple[int, Child]:
     mult = group.start("multiplier", [str(MULTIPLIER), "--listen", f"127.0.0.1:{port}", "--collector",
                                       f"127.0.0.1:{ports['direct']}", "--log", str(workdir / "m.jsonl"),
                                       # its origin is a fixture: the proxies get the POSTs as before
-                                      "--unsafe-requests", "send", *proxy_flags], port=port)
+                                      "--unsafe-requests", "send", *BENCH_ORDER, *proxy_flags], port=port)
     return origin, mult
 
 

@@ -39,7 +39,7 @@ from bench.lib.nginx_fanout import (
     nginx_conf,
     upstream_blocks,
 )
-from bench.lib.servers import check_alive
+from bench.lib.servers import BENCH_ORDER, check_alive
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
@@ -203,7 +203,7 @@ def start_servers(group: ProcessGroup, origin_ports: list[int], ports: dict[str,
     for n in FANOUTS:
         argv = ["taskset", "-c", str(SERVER_CPU), str(MULTIPLIER), "--listen", f"127.0.0.1:{ports[f'mult{n}']}",
                 "--collector", f"127.0.0.1:{origin_ports[0]}", "--log", str(workdir / f"mult{n}.jsonl"),
-                "--via-name", f"spe-bench-{n}"]
+                "--via-name", f"spe-bench-{n}", *BENCH_ORDER]
         for i in range(1, n + 1):
             argv += ["--proxy", f"p{i}=127.0.0.1:{origin_ports[i]}"]
         mults[n] = group.start(f"mult{n}", argv, port=ports[f"mult{n}"], deadline_s=15).pid

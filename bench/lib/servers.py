@@ -174,6 +174,12 @@ def write_objects(www: Path, sizes: dict[str, int]) -> dict[str, bytes]:
     return bodies
 
 
+# A benchmark's load generator (wrk, the load client) opens many connections from one address whose requests are
+# independent users'; the order a browser causes across its connections (--order client, the default) would make
+# each leg wait for other connections' legs, and the Multiplier's cost depend on the proxies' pace.
+BENCH_ORDER = ["--order", "connection"]
+
+
 def start_multiplier(group: ProcessGroup, name: str, port: int, collector_port: int, proxies: dict[str, int],
                      log: Path | None, mode: str = "sequential", cpu: int | None = SERVER_CPU,
                      extra: tuple[str, ...] = (), *, wrapper: tuple[str, ...] = (), binary: Path = MULTIPLIER,
@@ -181,6 +187,8 @@ def start_multiplier(group: ProcessGroup, name: str, port: int, collector_port: 
     """The Multiplier (the release build, or `binary`) with these proxies under test (name -> port on
     127.0.0.1), started through `wrapper` (e.g. valgrind) if given."""
     flags = [a for n, p in proxies.items() for a in ("--proxy", f"{n}=127.0.0.1:{p}")] + list(extra)
+    if "--order" not in extra:
+        flags += BENCH_ORDER
     if log is not None:
         flags += ["--log", str(log)]
     return start_server(group, name, [*wrapper, str(binary), "--listen", f"127.0.0.1:{port}", "--mode", mode,
