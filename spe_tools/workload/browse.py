@@ -175,6 +175,7 @@ class PageResult:
     failed: int = 0
     objects: list[str] = field(default_factory=list)
     error: str = ""
+    reload: bool = False  # the page reloaded (--reload), not a new one
 
 
 class Browser:
@@ -214,8 +215,10 @@ class Browser:
     async def no_cache(self) -> None:
         await self.cdp.call("Network.setCacheDisabled", {"cacheDisabled": True}, session=self.session)
 
-    async def load(self, url: str, timeout: float) -> PageResult:
-        result = PageResult(url)
+    async def load(self, url: str, timeout: float, reload: bool = False) -> PageResult:
+        """Navigate to `url`, or with `reload` reload the page shown (F5: Chromium revalidates the page
+        itself with the validators it holds), until its load event; what it requested meanwhile."""
+        result = PageResult(url, reload=reload)
         loaded = asyncio.Event()
         started: dict[str, str] = {}
 
@@ -233,7 +236,10 @@ class Browser:
         self.cdp.listeners.append(on_event)
         start = time.monotonic()
         try:
-            nav = await self.cdp.call("Page.navigate", {"url": url}, session=self.session, timeout=timeout)
+            if reload:
+                nav = await self.cdp.call("Page.reload", {"ignoreCache": False}, session=self.session, timeout=timeout)
+            else:
+                nav = await self.cdp.call("Page.navigate", {"url": url}, session=self.session, timeout=timeout)
             if nav.get("errorText"):
                 result.error = nav["errorText"]
                 return result
@@ -302,13 +308,19 @@ async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list
         urls = list(args.urls)
         if args.pages:
             urls = [random_page(args, rng)]
-        while urls and len(results) < max(args.pages, len(args.urls)):
+        pages = 0
+        while urls and pages < max(args.pages, len(args.urls)):
             url = urls.pop(0)
-            result = await browser.load(url, args.timeout)
-            results.append(result)
-            print(f"browse: {url}: {'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
-                  f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
-            if args.pages and len(results) < args.pages:
+            pages += 1
+            for reload in (False, True) if args.reload else (False,):
+                result = await browser.load(url, args.timeout, reload=reload)
+                results.append(result)
+                print(f"browse: {'reload ' if reload else ''}{url}: "
+                      f"{'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
+                      f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
+                if result.error:
+                    break
+            if args.pages and pages < args.pages:
                 following = next_page(await browser.links(), origin_bases(args), rng) if sessions.go_on(rng) else None
                 urls.append(following or random_page(args, rng))
             if urls and args.think_s > 0:
@@ -322,6 +334,7 @@ def summarize(args: argparse.Namespace, results: list[PageResult]) -> dict:
     ok = [r for r in results if not r.error]
     return {"tool": "browse", "proxy": f"{args.proxy[0]}:{args.proxy[1]}", "pages": len(results),
             "loaded": len(ok), "errors": len(results) - len(ok),
+            "reloads": sum(r.reload for r in results),
             "load_ms": distribution([r.load_ms for r in ok]), "wall_ms": distribution([r.wall_ms for r in ok]),
             "requests": sum(r.requests for r in results), "failed_requests": sum(r.failed for r in results),
             "per_page": [r.__dict__ for r in results]}
@@ -345,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--timeout", type=parse_duration, default=60.0, help="per page load (s)")
     p.add_argument("--no-cache", action="store_true", help="disable Chromium's own cache")
+    p.add_argument("--reload", action="store_true",
+                   help="reload each page once after it loaded, as a user pressing F5 (Chromium revalidates the "
+                        "page with the validators it holds: conditional requests)")
     p.add_argument("--profile", help="user-data-dir to use (default: a fresh temporary one, removed after)")
     p.add_argument("--all-through-proxy", action="store_true",
                    help="send Chromium's own requests to other hosts to the proxy too (default: refused locally)")
