@@ -1,0 +1,193 @@
+"""HAR 1.2 (the HTTP Archive format that Chromium's and Firefox's DevTools export, that mitmproxy and Playwright
+write): read into exchanges SPE can replay on either side, and written from exchanges SPE saw.
+
+Only what replaying needs is read; a field the recording left out gets the HAR spec's "unknown" (-1, None).
+Bodies: `response.content.text` is base64 when `content.encoding` is "base64", else the text as UTF-8 (HAR has
+no other encoding); a response whose body was not saved (no `text`, or a `comment`-only content) has
+`body = None` and its `content.size` as `body_size`. Times are Unix seconds (`startedDateTime` is ISO 8601 with
+a zone) and milliseconds as the spec gives them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+HAR_VERSION = "1.2"
+
+
+class HarError(ValueError):
+    """A file that is no HAR, or an entry that lacks what replaying it needs; the message says where."""
+
+
+@dataclass
+class HarRequest:
+    method: str
+    url: str
+    http_version: str = "HTTP/1.1"
+    headers: list[tuple[str, str]] = field(default_factory=list)  # as recorded, in order, repeats kept
+    body: bytes | None = None  # postData.text, None without postData
+
+
+@dataclass
+class HarResponse:
+    status: int
+    reason: str = ""
+    http_version: str = "HTTP/1.1"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes | None = None  # None: the recording did not keep it (body_size tells how long it was)
+    body_size: int = -1  # content.size: the decoded body's length, -1 unknown
+    mime_type: str = ""
+
+
+@dataclass
+class HarEntry:
+    started: float  # Unix seconds
+    request: HarRequest
+    response: HarResponse
+    time_ms: float = -1  # the whole exchange
+    wait_ms: float = -1  # timings.wait: request sent to first byte (the server's time, as the client saw it)
+    connection: str | None = None  # the recording's connection id, where it kept one
+    pageref: str | None = None
+    index: int = 0  # its place in the file (entries are sorted by `started`, this breaks ties)
+
+
+def parse_time(text: str) -> float:
+    """ISO 8601 `startedDateTime` ("2026-11-28T13:01:02.345Z", "+01:00" zones) as Unix seconds."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        raise HarError(f"startedDateTime {text!r} is no ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def format_time(unix_s: float) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _headers(raw: object, where: str) -> list[tuple[str, str]]:
+    if not isinstance(raw, list):
+        raise HarError(f"{where}: headers is no list")
+    out = []
+    for h in raw:
+        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
+            raise HarError(f"{where}: a header without a name")
+        out.append((h["name"], str(h.get("value", ""))))
+    return out
+
+
+def _content_body(content: dict, where: str) -> bytes | None:
+    text = content.get("text")
+    if text is None:
+        return None
+    if content.get("encoding") == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise HarError(f"{where}: content.text is not valid base64") from None
+    return str(text).encode("utf-8")
+
+
+def _number(value: object, default: float = -1) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def parse_entry(raw: dict, index: int) -> HarEntry:
+    where = f"entry {index}"
+    try:
+        req, resp = raw["request"], raw["response"]
+        request = HarRequest(str(req["method"]), str(req["url"]), str(req.get("httpVersion") or "HTTP/1.1"),
+                             _headers(req.get("headers", []), "request"))
+        post = req.get("postData")
+        if isinstance(post, dict) and post.get("text") is not None:
+            request.body = _content_body(post, "request")
+        content = resp.get("content") or {}
+        response = HarResponse(int(resp["status"]), str(resp.get("statusText", "")),
+                               str(resp.get("httpVersion") or "HTTP/1.1"),
+                               _headers(resp.get("headers", []), "response"),
+                               _content_body(content, "response"), int(_number(content.get("size"))),
+                               str(content.get("mimeType", "")))
+        timings = raw.get("timings") or {}
+        connection = raw.get("connection")
+        return HarEntry(parse_time(raw["startedDateTime"]), request, response, _number(raw.get("time")),
+                        _number(timings.get("wait")), None if connection in (None, "") else str(connection),
+                        raw.get("pageref"), index)
+    except HarError as e:
+        raise HarError(f"{where}: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise HarError(f"{where}: {type(e).__name__} {e}") from None
+
+
+def read_har(path: Path | str) -> list[HarEntry]:
+    """The entries of a HAR file, by their start time (then their order in the file)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8-sig"))  # DevTools exports may start with a BOM
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise HarError(f"{path}: not a readable JSON file ({e})") from None
+    entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise HarError(f"{path}: no log.entries (is it a HAR file?)")
+    parsed = [parse_entry(e, i) for i, e in enumerate(entries)]
+    return sorted(parsed, key=lambda e: (e.started, e.index))
+
+
+def read_hars(paths: Iterable[Path | str]) -> Iterator[tuple[Path, list[HarEntry]]]:
+    for path in paths:
+        yield Path(path), read_har(path)
+
+
+def _header_list(headers: list[tuple[str, str]]) -> list[dict]:
+    return [{"name": n, "value": v} for n, v in headers]
+
+
+def _content(body: bytes | None, size: int, mime_type: str) -> dict:
+    content: dict = {"size": len(body) if body is not None else size, "mimeType": mime_type}
+    if body is not None:
+        try:
+            content["text"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            content["text"], content["encoding"] = base64.b64encode(body).decode("ascii"), "base64"
+    return content
+
+
+def entry_json(e: HarEntry) -> dict:
+    """One entry as HAR 1.2 has it (what read_har reads back to the same HarEntry)."""
+    req, resp = e.request, e.response
+    request = {"method": req.method, "url": req.url, "httpVersion": req.http_version,
+               "headers": _header_list(req.headers), "queryString": [], "cookies": [], "headersSize": -1,
+               "bodySize": len(req.body) if req.body is not None else 0}
+    if req.body is not None:
+        content_type = next((v for n, v in req.headers if n.lower() == "content-type"), "")
+        request["postData"] = {"mimeType": content_type, **{k: v for k, v in _content(req.body, -1, "").items()
+                                                            if k in ("text", "encoding")}}
+    response = {"status": resp.status, "statusText": resp.reason, "httpVersion": resp.http_version,
+                "headers": _header_list(resp.headers), "cookies": [],
+                "content": _content(resp.body, resp.body_size, resp.mime_type), "redirectURL": "",
+                "headersSize": -1, "bodySize": len(resp.body) if resp.body is not None else -1}
+    out = {"startedDateTime": format_time(e.started), "time": max(e.time_ms, 0), "request": request,
+           "response": response, "cache": {},
+           "timings": {"send": 0, "wait": max(e.wait_ms, 0), "receive": max(e.time_ms - max(e.wait_ms, 0), 0)}}
+    if e.connection is not None:
+        out["connection"] = e.connection
+    if e.pageref is not None:
+        out["pageref"] = e.pageref
+    return out
+
+
+def har_document(entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "") -> dict:
+    log = {"version": HAR_VERSION, "creator": {"name": creator, "version": HAR_VERSION},
+           "entries": [entry_json(e) for e in entries]}
+    if comment:
+        log["comment"] = comment
+    return {"log": log}
+
+
+def write_har(path: Path | str, entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "") -> None:
+    Path(path).write_text(json.dumps(har_document(entries, creator, comment), indent=1) + "\n")
