@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 HAR_VERSION = "1.2"
 
@@ -55,6 +56,36 @@ class HarEntry:
     connection: str | None = None  # the recording's connection id, where it kept one
     pageref: str | None = None
     index: int = 0  # its place in the file (entries are sorted by `started`, this breaks ties)
+
+
+# Where a recorded URL is asked for in a lab: every host of a recording is served by the lab's one loopback origin,
+# the recorded scheme and host kept in the path so that two hosts' /favicon.ico stay two objects in every cache
+# and nothing ever leaves the machine (no name of the recording is resolved).
+LAB_PREFIX = "/_har/"
+
+
+def lab_url(recorded: str, origin: str) -> str:
+    """The URL a client asks for in the lab for the recorded absolute URL: http://ORIGIN/_har/SCHEME/HOST/PATH?Q
+    (`origin` is the lab origin's HOST:PORT)."""
+    parts = urlsplit(recorded)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise HarError(f"{recorded!r} is no absolute http(s) URL")
+    return urlunsplit(("http", origin, f"{LAB_PREFIX}{parts.scheme}/{parts.netloc}{parts.path or '/'}",
+                       parts.query, ""))
+
+
+def recorded_url(target: str) -> str | None:
+    """The recorded absolute URL a lab request's target (its path and query, or an absolute URL) stands for;
+    None for a target outside LAB_PREFIX."""
+    parts = urlsplit(target)
+    path = parts.path
+    if not path.startswith(LAB_PREFIX):
+        return None
+    scheme, _, rest = path[len(LAB_PREFIX):].partition("/")
+    netloc, slash, tail = rest.partition("/")
+    if scheme not in ("http", "https") or not netloc:
+        return None
+    return urlunsplit((scheme, netloc, slash + tail, parts.query, ""))
 
 
 def parse_time(text: str) -> float:

@@ -8,7 +8,16 @@ import json
 
 import pytest
 
-from spe_tools.workload.har import HarEntry, HarError, HarRequest, HarResponse, read_har, write_har
+from spe_tools.workload.har import (
+    HarEntry,
+    HarError,
+    HarRequest,
+    HarResponse,
+    lab_url,
+    read_har,
+    recorded_url,
+    write_har,
+)
 
 DEVTOOLS_EXPORT = {"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "537.36"}, "entries": [
     {"startedDateTime": "2026-11-28T13:00:01.500+01:00", "time": 40.5,
@@ -75,3 +84,14 @@ def test_a_file_that_cannot_be_replayed_says_where(tmp_path, doc, message):
     path.write_text(json.dumps(doc))
     with pytest.raises(HarError, match=message):
         read_har(path)
+
+
+def test_every_recorded_host_is_asked_for_at_the_labs_one_origin_and_found_again():
+    url = lab_url("https://www.example.org:8443/a/b.css?v=1&x=%20", "localhost:9000")
+    assert url == "http://localhost:9000/_har/https/www.example.org:8443/a/b.css?v=1&x=%20"
+    assert recorded_url(url) == recorded_url("/_har/https/www.example.org:8443/a/b.css?v=1&x=%20") == \
+        "https://www.example.org:8443/a/b.css?v=1&x=%20"
+    assert recorded_url(lab_url("http://example.com", "localhost:9000")) == "http://example.com/"
+    assert recorded_url("/other/path") is None and recorded_url("/_har/ftp/x/y") is None
+    with pytest.raises(HarError):
+        lab_url("/relative", "localhost:9000")
