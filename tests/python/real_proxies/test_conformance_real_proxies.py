@@ -89,9 +89,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "delete-then-get": INVALIDATION_MISSED,
     "m-search-then-get": {**INVALIDATION_MISSED, "apache": {"invalidation"}},
     "proppatch-then-get": {**INVALIDATION_MISSED, "apache": {"invalidation"}},
-    # The Collector's 304 (patched Squid 5.7) carries Cache-Control, Expires, ETag and Date, not the extension
-    # field X-Version (RFC 9110 15.4.5 does not ask for it): the proxies that revalidate take the new
-    # Cache-Control / Expires and rightly keep X-Version: 1; nginx fetches in full. Varnish serves the
+    # A proxy's revalidation gets the origin's own 304 from its Collector port (patch 0021), X-Version: 2 with
+    # the new Cache-Control / Expires; each reply after it carries the stamps of that 304 (the proxy's own
+    # request), so none counts as a reuse of the older copy here (seen 2026-11-28: every leg OK, none reused,
+    # no-cache exercised); nginx fetches in full. Varnish serves the
     # max-age=2 copy in grace 4 s after it arrived, unvalidated: stale (4.2.4). Not header-update (4.3.4): its
     # copy carries the X-SPE-Parent it was stored with, so nothing shows that its parent's 304 (asked for in
     # the background, after it answered) had reached it. Not max-age=1: the Collector's Age is whole seconds, 1 when a
