@@ -155,3 +155,44 @@ TEST_CASE("the judge names, per proxy, the interim rule on whole records") {
     CHECK(r.proxies[1].measure.cache->evidence_reference.back().second == "103 at 0.001 s");
     CHECK(r.proxies[1].measure.cache->evidence_served.back().second == "none");
 }
+
+TEST_CASE("a proxy that answers nothing, or an error of its own, after its parent's interim replies is named") {
+    // The patched Collector (its fetch stamp on the reference) sends a copy's interim replies to every proxy
+    // request answered from it: nginx then hangs until the deadline, Varnish answers a 503 of its own.
+    const auto ref = final_reply({{103, 1000}}, stamp(1, kT0 + 0.001));
+    SECTION("nothing before the deadline") {
+        auto j = spe::judge_interim(ref, no_final_reply({}, spe::LegError::timeout), {nullptr, false});
+        REQUIRE(j.finding);
+        CHECK(j.exercised);
+        CHECK(j.finding->reason.find("no final response (timeout)") != std::string::npos);
+        CHECK(j.finding->reason.find("103") != std::string::npos);
+        CHECK(spe::judged_without_final_reply(ref, no_final_reply({}, spe::LegError::timeout)));
+    }
+    SECTION("a 503 of its own: no fetch stamp") {
+        auto own = final_reply({});
+        own.status = 503;
+        auto j = spe::judge_interim(ref, own, {nullptr, false});
+        REQUIRE(j.finding);
+        CHECK(j.finding->reason.find("a 503 of its own where the origin's 200") != std::string::npos);
+    }
+    SECTION("not a 503 that came from a fetch (the origin's, relayed)") {
+        auto relayed = final_reply({}, stamp(2, kT0 + 0.02));
+        relayed.status = 503;
+        CHECK_FALSE(spe::judge_interim(ref, relayed, {nullptr, false}).finding);
+    }
+    SECTION("not a proxy that could not be reached, nor a leg SPE did not send") {
+        for (const auto error : {spe::LegError::refused, spe::LegError::busy, spe::LegError::aborted}) {
+            CHECK_FALSE(spe::judge_interim(ref, no_final_reply({}, error), {nullptr, false}).finding);
+            CHECK_FALSE(spe::judged_without_final_reply(ref, no_final_reply({}, error)));
+        }
+    }
+    SECTION("not behind a stock Collector (no fetch stamp: it sends a proxy no interim reply from its store)") {
+        const auto stock = final_reply({{103, 1000}});
+        CHECK_FALSE(spe::judge_interim(stock, no_final_reply({}, spe::LegError::timeout), {nullptr, false}).finding);
+    }
+    SECTION("not after a 100 Continue alone") {
+        const auto continued = final_reply({{100, 1000}}, stamp(1, kT0 + 0.001));
+        CHECK_FALSE(
+            spe::judge_interim(continued, no_final_reply({}, spe::LegError::timeout), {nullptr, false}).finding);
+    }
+}

@@ -197,8 +197,8 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
         if (p.measure.status) {
             const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
             p.measure.cache = judge_reply(c, p.measure, &ref, caches_[i], served_at, p.sent_at);
-        } else if (!p.measure.interim.empty()) {
-            p.measure.cache.emplace();  // an interim reply, no final one: judged on that alone
+        } else if (judged_without_final_reply(ref, p.measure)) {
+            p.measure.cache.emplace();  // no final reply: judged on the interim replies alone
         }
         if (p.measure.cache) add_interim_finding(*p.measure.cache, ref, p.measure, p.sent_at);
     }

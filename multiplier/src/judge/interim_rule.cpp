@@ -33,13 +33,49 @@ std::optional<Finding> no_final_reply(const Measure& reply) {
                                last_interim(reply), to_string(reply.error))};
 }
 
+bool owes_interim(const Measure& reference) {
+    return std::any_of(reference.interim.begin(), reference.interim.end(),
+                       [](const Interim& i) { return i.status != 100; });
+}
+
+/// The origin's reply came with interim replies, which the patched Collector (its fetch stamp says it is one)
+/// keeps with the copy and sends every proxy request answered from it before the final reply (patch 0021); a
+/// proxy that then got none, and answered nothing or an error of its own (no fetch stamp: no parent's reply
+/// reached the client), failed on them: nginx hangs, Varnish answers 503 (both seen in front of an origin too).
+std::optional<Finding> failed_after_parent_interim(const Measure& reference, const Measure& reply) {
+    if (!reference.fetch || !owes_interim(reference) || *reference.status >= 500 || !reply.interim.empty())
+        return std::nullopt;
+    const auto sent = interim_text(reference);
+    if (!reply.status &&
+        (reply.error == LegError::timeout || reply.error == LegError::closed || reply.error == LegError::reset))
+        return Finding{rule_id("interim"), "9110 15.2",
+                       fmt::format("no final response ({}) where the origin's came after interim responses ({}), "
+                                   "which its parent passes on",
+                                   to_string(reply.error), sent)};
+    if (reply.status && *reply.status >= 500 && !reply.fetch)
+        return Finding{rule_id("interim"), "9110 15.2",
+                       fmt::format("a {} of its own where the origin's {} came after interim responses ({}), "
+                                   "which its parent passes on",
+                                   *reply.status, *reference.status, sent)};
+    return std::nullopt;
+}
+
 }  // namespace
+
+bool judged_without_final_reply(const Measure& reference, const Measure& reply) {
+    return !reply.interim.empty() || (reference.status && failed_after_parent_interim(reference, reply));
+}
 
 InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent) {
     InterimJudgement out;
     // The reference must have ended well: a proxy is not blamed for an exchange its parent did not finish.
     if (!reference.status) return out;
     if (auto f = no_final_reply(reply)) {
+        out.exercised = true;
+        out.finding = std::move(f);
+        return out;
+    }
+    if (auto f = failed_after_parent_interim(reference, reply)) {
         out.exercised = true;
         out.finding = std::move(f);
         return out;

@@ -30,6 +30,10 @@ struct ParentInterim {
 /// had any interim reply to forward.
 InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent);
 
+/// Whether a leg with no final reply is judged at all: it had an interim reply, or the origin's came with
+/// some that its parent sends every proxy (below).
+bool judged_without_final_reply(const Measure& reference, const Measure& reply);
+
 /// A leg's interim replies as the evidence shows them: "103 at 0.004 s, 102 at 0.051 s" ("none").
 std::string interim_text(const Measure& m);
 

@@ -139,10 +139,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "no-cache-set-cookie": {},
     "date-stored": {"nginx": {"age", "date"}},  # nginx regenerates Date and never sends Age
     # The origin's 103 / 102 reach the client (test below) and, from the Collector's copy, every proxy (patch
-    # 0021): Traffic Server drops a 103 that comes in one read with the final reply and hangs after a 102
-    # (`interim`); nginx answers nothing until the deadline and stores nothing; Varnish answers 503.
-    "interim-103": {"trafficserver": {"interim"}},
-    "interim-102": {"trafficserver": {"interim"}},
+    # 0021): Traffic Server drops a 103 that comes in one read with the final reply and hangs after a 102;
+    # nginx answers nothing until the deadline and stores nothing; Varnish answers 503: all three `interim`.
+    "interim-103": {"trafficserver": {"interim"}, "nginx": {"interim"}, "varnish": {"interim"}},
+    "interim-102": {"trafficserver": {"interim"}, "nginx": {"interim"}, "varnish": {"interim"}},
 }
 
 # Rules whose showing depends on where a second boundary falls, not on what the proxy does: nginx writes its own

@@ -13,16 +13,17 @@ uncacheable URL is an origin fetch of its own, relayed with the origin's interim
 
 | origin sends | squid 5.7 | trafficserver 9.2 | nginx 1.22 | varnish 7.1 | apache 2.4 |
 |---|---|---|---|---|---|
-| 103, 200 ms, 200 | relays both | relays both | nothing until the deadline | 503 (backend fetch failed) | both |
-| 102, 200 | relays both | the 102, then nothing: `interim` | nothing until the deadline | 503 | both |
+| 103, 200 ms, 200 | relays both | relays both | hangs: `interim` | 503: `interim` | both |
+| 102, 200 | relays both | the 102, then nothing: `interim` | hangs: `interim` | 503: `interim` | both |
 
 A 103 that reaches Traffic Server in the same read as its final reply is dropped (`interim`), one that comes
 alone is relayed: timing, so not asserted here (the stand-in proxies of test_interim_responses.py pin the rule).
 
-nginx and Varnish are not named `interim`: nginx's leg got no interim and no reply (NO_RESPONSE, timeout) and
-Varnish's is its own error page (STATUS_CODE_MISMATCH, no stamp); from outside nothing ties either to the interim
-response, so the validator's classes tell, not the judge. (Traffic Server closes after the 102 when the request
-said `Connection: close`; the Multiplier's requests keep the connection, as its client's did.)
+nginx's leg gets no interim and no reply (NO_RESPONSE, timeout), Varnish's is its own error page
+(STATUS_CODE_MISMATCH, no fetch stamp): where the origin's reply came after interim responses and the Collector is
+one that passes them on (its fetch stamp on the client's reply), the judge names both `interim`. (Traffic Server
+closes after the 102 when the request said `Connection: close`; the Multiplier's requests keep the connection, as
+its client's did.)
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ class TestBehindThePatchedCollector:
                 assert "interim" in rules(leg), (name, leg)
             elif behaviour == "hangs":  # no reply at all until the leg's deadline
                 assert leg["error"] == "timeout" and statuses(leg) == [] and not leg["status"], (name, leg)
+                assert "interim" in rules(leg), (name, leg)
             else:  # its own error reply
                 assert leg["status"] == behaviour and statuses(leg) == [], (name, leg)
+                assert "interim" in rules(leg), (name, leg)
 
     def test_a_collector_hit_has_no_interim_for_the_client(self, real_lab):
         lab, _, origin = real_lab
@@ -120,9 +123,10 @@ class TestBehindThePatchedCollector:
 # what the origin sends (its query) -> proxy -> (the interims its leg records, its status, a part of its `interim`
 # reason or None); a proxy left out relays them all and the final reply
 STOCK_EXPECTED = {
-    "interim=103&interim_ms=200": {"nginx": ([], None, None), "varnish": ([], 503, None)},
-    "interim=102": {"trafficserver": ([102], None, "interim response (102"), "nginx": ([], None, None),
-                    "varnish": ([], 503, None)},
+    "interim=103&interim_ms=200": {"nginx": ([], None, "no final response (timeout)"),
+                                   "varnish": ([], 503, "a 503 of its own")},
+    "interim=102": {"trafficserver": ([102], None, "interim response (102"),
+                    "nginx": ([], None, "no final response (timeout)"), "varnish": ([], 503, "a 503 of its own")},
 }
 
 
