@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import http.client
-import json
 import time
 from pathlib import Path
 
@@ -60,14 +59,6 @@ def results(lab, recorded: str, count: int, deadline_s: float = 30) -> list[dict
     return [{p["name"]: p["result"] for p in r["proxies"]} for r in records]
 
 
-def origin_stats(lab) -> dict:
-    conn = http.client.HTTPConnection("127.0.0.1", lab.run.ports.origin, timeout=10)
-    conn.request("GET", "/_stats")
-    stats = json.loads(conn.getresponse().read())
-    conn.close()
-    return stats
-
-
 def test_recorded_replies_come_through_every_proxy_as_recorded(har_lab):
     css = f"{SHOP}/static/site.css"
     assert har_lab.get(path_of(har_lab, css)) == CSS == har_lab.get(path_of(har_lab, css))
@@ -80,7 +71,7 @@ def test_recorded_replies_come_through_every_proxy_as_recorded(har_lab):
     assert results(har_lab, css, 2) == [{"squid": "OK", "dummy": "OK"}] * 2
     assert results(har_lab, f"{SHOP}/", 1) == [{"squid": "OK", "dummy": "OK"}]
     assert results(har_lab, f"{CDN}/js/app.js", 1) == [{"squid": "OK", "dummy": "OK"}]
-    stats = origin_stats(har_lab)
+    stats = har_lab.origin_stats()
     assert stats["by_url"][css] == 1  # max-age=3600: the Collector and Squid kept it
     assert stats["reencoded"] >= 1 and stats["not_in_har"] == 0
 
@@ -93,7 +84,7 @@ def test_a_revalidation_and_a_url_the_recording_lacks(har_lab):
     assert revalidated.status == 304 and revalidated.read() == b""
     missing = ask(har_lab, f"{SHOP}/not-recorded")
     assert missing.status == 404 and b"not in the HAR: GET https://shop.example/not-recorded" in missing.read()
-    assert origin_stats(har_lab)["not_in_har"] == 1
+    assert har_lab.origin_stats()["not_in_har"] == 1
     assert all(r["dummy"] == "OK" for r in results(har_lab, f"{SHOP}/not-recorded", 1))
 
 
