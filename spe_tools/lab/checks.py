@@ -16,6 +16,7 @@ from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import assign_ports
 from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
 from spe_tools.workload import browse, content_model
+from spe_tools.workload.har import HarError, read_har
 
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
@@ -57,9 +58,24 @@ def _origin_and_workload_problems(lab: Lab) -> list[str]:
             content_model.Model.load(str(lab.origin.model))
         except (OSError, ValueError, TypeError) as e:
             problems.append(f"[origin].model: {lab.origin.model}: {e}")
+    problems += _har_problems(lab)
     if lab.workload.kind == "browse" and not os.access(browse.CHROMIUM, os.X_OK):
         problems.append(f"[workload] kind 'browse' needs Chromium ({browse.CHROMIUM}): apt-get install chromium "
                         "(./spe setup does)")
+    return problems
+
+
+def _har_problems(lab: Lab) -> list[str]:
+    """Each recording of a HAR origin read as the origin will read it: a file that is no HAR stops the lab."""
+    problems = []
+    for path in lab.origin.har:
+        if not Path(path).is_file():
+            problems.append(f"[origin].har: {path} is not a file")
+            continue
+        try:
+            read_har(path)
+        except HarError as e:
+            problems.append(f"[origin].har: {e}")
     return problems
 
 

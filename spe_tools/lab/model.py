@@ -27,7 +27,7 @@ from spe_tools.workload.popularity import parse_popularity
 
 PROXY_KINDS = tuple(kinds.KINDS)
 COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
-ORIGIN_KINDS = ("synthetic", "none")
+ORIGIN_KINDS = ("synthetic", "har", "none")
 WORKLOAD_KINDS = ("none", "load", "browse", "command")
 # What a `command` workload's arguments may name, each as {name} (docs/lab-file.md).
 COMMAND_PLACEHOLDERS = ("proxy", "proxy_host", "proxy_port", "proxy_url", "origin", "origin_url", "tls_origin",
@@ -88,7 +88,7 @@ class MultiplierSpec:
 
 @dataclass(frozen=True)
 class OriginSpec:
-    kind: str = "synthetic"  # spe_tools.workload.origin (docs/workloads.md)
+    kind: str = "synthetic"  # spe_tools.workload.origin; har: spe_tools.workload.har_origin (docs/workloads.md)
     # The name clients put in URLs. Not the literal 127.0.0.1: Traffic Server never sends such a
     # request to its parent (a hard-coded localhost test), so it would bypass its Collector port.
     host: str = "localhost"
@@ -99,6 +99,8 @@ class OriginSpec:
     seed: int = 1
     tls: bool = False  # also serve HTTPS (a test CA the lab hands to the Collector)
     tls_port: int = 0
+    har: tuple[Path, ...] = ()  # kind "har": the recordings it serves
+    think_scale: float | None = None  # kind "har": times the recorded server time before a reply; None: 1
 
 
 @dataclass(frozen=True)
@@ -225,14 +227,30 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
                       think_mean_ms=t.number("think_mean_ms", 0, 600000),
                       think_sd_ms=t.number("think_sd_ms", 0, 600000),
                       seed=t.get("seed", int), tls=t.get("tls", bool),
-                      tls_port=t.number("tls_port", 0, 65535, integer=True))
+                      tls_port=t.number("tls_port", 0, 65535, integer=True),
+                      har=tuple(_relative_to(source, path) for path in t.strings("har")),
+                      think_scale=t.number("think_scale", 0, 1000))
     t.finish()
-    if spec.tls and spec.kind != "synthetic":
-        raise LabFileError("[origin].tls: only the synthetic origin serves HTTPS")
-    if spec.host == "127.0.0.1" and spec.kind == "synthetic":
+    _check_origin_kind_keys(spec)
+    if spec.host == "127.0.0.1" and spec.kind != "none":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
                            "the literal 127.0.0.1 straight to the origin, bypassing its Collector port")
     return spec
+
+
+def _check_origin_kind_keys(spec: OriginSpec) -> None:
+    """Each origin kind's own keys, only with it (the HAR files themselves are read by `./spe lab check`)."""
+    if spec.tls and spec.kind != "synthetic":
+        raise LabFileError("[origin].tls: only the synthetic origin serves HTTPS")
+    if spec.kind == "har" and not spec.har:
+        raise LabFileError("[origin].har: kind \"har\" needs the recordings it serves, e.g. har = [\"site.har\"] "
+                           "(relative to the lab file)")
+    if spec.kind != "har" and (spec.har or spec.think_scale is not None):
+        raise LabFileError(f"[origin].{'har' if spec.har else 'think_scale'}: only for kind = \"har\"")
+    synthetic = [k for k in ("model", "think_mean_ms", "think_sd_ms") if getattr(spec, k) is not None]
+    if spec.kind == "har" and synthetic:
+        raise LabFileError(f"[origin].{synthetic[0]}: only for the synthetic origin (a HAR origin waits the "
+                           "recorded server time: think_scale)")
 
 
 def _live(data: dict) -> LiveSpec:
@@ -338,7 +356,8 @@ def _check_no_port_clash(lab: Lab) -> None:
 # message). Checked in this order, so a lab without an origin hears about the origin before its TLS port.
 _PLACEHOLDER_NEEDS: tuple[tuple[frozenset[str], Callable[[Lab], bool], str], ...] = (
     (frozenset({"origin", "origin_url", "tls_origin"}), lambda lab: lab.origin.kind == "none",
-     "[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = \"synthetic\""),
+     "[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = \"synthetic\" or \"har\" "
+     "({tls_origin}: the synthetic one with tls = true)"),
     (frozenset({"tls_origin"}), lambda lab: not lab.origin.tls,
      "[workload].command: {tls_origin} needs [origin].tls = true"),
     (frozenset({"ca_cert"}), lambda lab: not lab.multiplier.intercept_tls,
@@ -347,8 +366,9 @@ _PLACEHOLDER_NEEDS: tuple[tuple[frozenset[str], Callable[[Lab], bool], str], ...
 
 
 def _check_workload_needs(lab: Lab) -> None:
-    if lab.workload.kind in ("load", "browse") and lab.origin.kind == "none":
-        raise LabFileError("[workload].kind: a generated workload needs [origin].kind = \"synthetic\"")
+    if lab.workload.kind in ("load", "browse") and lab.origin.kind != "synthetic":
+        raise LabFileError("[workload].kind: a generated workload needs [origin].kind = \"synthetic\" (its URLs "
+                           "are the synthetic origin's; a HAR origin serves only what it recorded)")
     named = {n for word in lab.workload.command for n in command_placeholders(word)}
     for placeholders, missing, message in _PLACEHOLDER_NEEDS:
         if named & placeholders and missing(lab):

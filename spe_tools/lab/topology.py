@@ -72,7 +72,8 @@ def _origin(lab: Lab, ports: Ports) -> OriginOfRun:
         kind=o.kind, host=o.host, port=ports.origin, model=str(o.model) if o.model else None,
         think_mean_ms=o.think_mean_ms, think_sd_ms=o.think_sd_ms, seed=o.seed,
         stdout=layout.output_of(layout.ORIGIN), tls_port=ports.origin_tls or None,
-        tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None)
+        tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None,
+        har=[str(Path(path).resolve()) for path in o.har] or None, think_scale=o.think_scale)
 
 
 def _version(cmd: list[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -219,6 +220,21 @@ def parse_date(text: str) -> int | None:
     except (TypeError, ValueError, IndexError):
         return None
     return int(parsed.timestamp()) if parsed else None
+
+
+_DAY, _MONTH = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)", "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_WEEKDAY, _TIME = "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)", r"\d\d:\d\d:\d\d"
+# RFC 9110 5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must accept too.
+_HTTP_DATE = re.compile(rf"{_DAY}, \d\d {_MONTH} \d{{4}} {_TIME} GMT"
+                        rf"|{_WEEKDAY}, \d\d-{_MONTH}-\d\d {_TIME} GMT"
+                        rf"|{_DAY} {_MONTH} [ \d]\d {_TIME} \d{{4}}")
+
+
+def parse_http_date(text: str) -> int | None:
+    """A valid HTTP-date only (parse_date also reads other forms a mail header may have, and a cache must take an
+    Expires in any of them as already expired: RFC 9111 5.3); None for anything else."""
+    text = text.strip()
+    return parse_date(text) if _HTTP_DATE.fullmatch(text) else None
 
 
 # The Multiplier's name for one client among others at its address (--order client keeps each one's order
