@@ -15,7 +15,7 @@ from spe_tools.lab.model import Lab
 from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import assign_ports
 from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
-from spe_tools.workload import browse, content_model
+from spe_tools.workload import browse, content_model, har
 
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
@@ -60,6 +60,21 @@ def _origin_and_workload_problems(lab: Lab) -> list[str]:
     if lab.workload.kind == "browse" and not os.access(browse.CHROMIUM, os.X_OK):
         problems.append(f"[workload] kind 'browse' needs Chromium ({browse.CHROMIUM}): apt-get install chromium "
                         "(./spe setup does)")
+    return problems + _replay_problems(lab)
+
+
+def _replay_problems(lab: Lab) -> list[str]:
+    """The recordings a replay needs: there, and a HAR readable as one (an access log's bad lines are only
+    counted when it runs)."""
+    problems = []
+    for path in lab.workload.files:
+        if not Path(path).is_file():
+            problems.append(f"[workload].files: {path} is not a file")
+        elif har.is_har_file(path):
+            try:
+                har.read_har(path)
+            except har.HarError as e:
+                problems.append(f"[workload].files: {e}")
     return problems
 
 

@@ -1,7 +1,7 @@
 """The HAR replay's planning (spe_tools/workload/har_replay.py), pure: start times scaled, connections by recorded
 id or six per host, headers as recorded less the hop-by-hop ones, URLs mapped to the lab's HAR origin, each file a
 client named in X-SPE-Client; and replay.py's choice between a HAR and an access log (sent through a real proxy:
-loopback/test_workload_har_replay.py)."""
+loopback/test_workload_har_replay_through_proxies.py)."""
 
 from __future__ import annotations
 

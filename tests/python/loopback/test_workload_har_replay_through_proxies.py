@@ -2,7 +2,8 @@
 POST with a body, cookies. Sent straight to a recording server playing the proxy, it must arrive as recorded, less
 the hop-by-hop fields, on as many connections as were recorded, in the recorded order; through a stock Squid, two
 recordings (one of them Chromium's HTTP/2, with pseudo-headers and split cookies) must reach the origin as two
-clients with their methods, bodies and cookies (the planning alone: unit/test_workload_har_replay.py)."""
+clients with their methods, bodies and cookies; and a lab's `[workload] kind = "replay"` sends one through its
+Multiplier (the planning alone: unit/test_workload_har_replay.py)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from labsupport import scratch_dir
+from conftest import ROOT, multiplier_binary
+from labsupport import run_lab_file, scratch_dir
+from parts import missing_program, require
 
 from spe_tools.process import ProcessGroup, free_port
-from spe_tools.squid import start_squid
+from spe_tools.rundir.layout import RunDir
+from spe_tools.squid import SQUID, start_squid
 from spe_tools.workload.har import HarEntry, HarRequest, HarResponse, lab_url, write_har
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
@@ -188,3 +191,31 @@ def test_two_recordings_reach_the_origin_through_squid_as_two_clients(recorder, 
     post = next(r for r in by_client["site"] if r.method == "POST")
     assert post.body == CART and post.header("cookie") == "session=abc123; theme=dark"
     assert post.target == "/_har/https/www.example.com/api/cart"
+
+
+def test_a_lab_replays_a_recording_through_its_multiplier():
+    """HAR files with the synthetic origin: their loopback URLs asked as recorded (the origin's port pinned), each
+    reply multiplied to the dummy proxy; the run ends when the replay does."""
+    multiplier_binary()
+    require(missing_program(SQUID), "Debian's squid")
+    with scratch_dir("spe-har-lab-") as runs:
+        port = free_port()
+        base = f"http://localhost:{port}"
+        recorded = [HarEntry(T0 + 0.1 * i, HarRequest("GET", f"{base}{path}", headers=hop([("Accept", "*/*")])),
+                             HarResponse(200), connection=connection)
+                    for i, (path, connection) in enumerate([("/page/1.html", "1"), ("/obj/1", "2"), ("/obj/2", "1")])]
+        post = HarRequest("POST", f"{base}/post/1", headers=[("Content-Type", "text/plain")], body=b"hello")
+        recorded.append(HarEntry(T0 + 0.4, post, HarResponse(200), connection="2"))
+        write_har(runs / "browser.har", recorded)
+        lab = (f'[collector]\nkind = "squid"\n[origin]\nport = {port}\nthink_mean_ms = 0\n'
+               '[workload]\nkind = "replay"\nfiles = ["browser.har"]\nduration_s = 60\n'
+               '[[proxy]]\nname = "dummy"\nkind = "dummy"\n')
+        result = run_lab_file(runs, "harlab", lab)
+        assert result.returncode == 0, result.stdout
+        (rundir,) = runs.glob("*-harlab")
+        summary = json.loads((rundir / "workload.json").read_text())
+        records = [json.loads(line) for line in RunDir(rundir).multiplier_log.read_text().splitlines()]
+    assert summary["format"] == "har" and summary["origin"] is None
+    assert summary["sent"] == summary["completed"] == 4 and summary["connections"] == 2
+    assert sorted((r["method"], r["url"]) for r in records) == sorted((e.request.method, e.request.url)
+                                                                       for e in recorded)
