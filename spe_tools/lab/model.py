@@ -23,12 +23,13 @@ from spe_tools.lab.options import LabFileError, Table, parse_address
 from spe_tools.lab.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT
+from spe_tools.workload.har import replay_format
 from spe_tools.workload.popularity import parse_popularity
 
 PROXY_KINDS = tuple(kinds.KINDS)
 COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
 ORIGIN_KINDS = ("synthetic", "har", "none")
-WORKLOAD_KINDS = ("none", "load", "browse", "command")
+WORKLOAD_KINDS = ("none", "load", "browse", "command", "replay")
 # What a `command` workload's arguments may name, each as {name} (docs/lab-file.md).
 COMMAND_PLACEHOLDERS = ("proxy", "proxy_host", "proxy_port", "proxy_url", "origin", "origin_url", "tls_origin",
                         "duration_s", "rundir", "ca_cert")
@@ -113,7 +114,8 @@ class LiveSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse)
+    kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse);
+    # replay: recorded traffic (spe_tools.workload.replay)
     duration_s: float = 60
     rate: float = 20  # load: requests per second, all clients together
     clients: int = 4  # load: robots, each with its own keep-alive connections
@@ -128,6 +130,9 @@ class WorkloadSpec:
     https_share: float = 0.5  # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
     args: tuple[str, ...] = ()  # extra arguments for the workload's program
     command: tuple[str, ...] = ()  # kind "command": the user's own load generator, argv with {placeholders}
+    files: tuple[Path, ...] = ()  # kind "replay": HAR files (each a client), or one access log
+    speed: float = 1.0  # kind "replay": the recording's time scale (2: twice as fast)
+
 
 
 @dataclass(frozen=True)
@@ -267,7 +272,7 @@ def _live(data: dict) -> LiveSpec:
     return spec
 
 
-def _workload(data: dict) -> WorkloadSpec:
+def _workload(data: dict, source: Path | None) -> WorkloadSpec:
     t = Table("[workload]", data, WorkloadSpec())
     spec = WorkloadSpec(
         kind=t.choice("kind", WORKLOAD_KINDS),
@@ -285,8 +290,11 @@ def _workload(data: dict) -> WorkloadSpec:
         https_share=t.number("https_share", 0, 1),
         args=t.strings("args"),
         command=t.strings("command"),
+        files=tuple(_relative_to(source, path) for path in t.strings("files")),
+        speed=t.number("speed", 0.001, 1000),
     )
     t.finish()
+    _check_replay(spec)
     if spec.kind == "command" and not spec.command:
         raise LabFileError("[workload].command: kind \"command\" needs the program and its arguments, "
                            "e.g. [\"wrk\", \"-d{duration_s}\", \"{origin_url}/\"]")
@@ -307,6 +315,20 @@ def _workload(data: dict) -> WorkloadSpec:
     except ValueError as e:
         raise LabFileError(f"[workload].popularity: {e}") from None
     return spec
+
+
+def _check_replay(spec: WorkloadSpec) -> None:
+    if spec.kind != "replay":
+        if spec.files:
+            raise LabFileError("[workload].files: only for kind = \"replay\"")
+        return
+    if not spec.files:
+        raise LabFileError("[workload].files: kind \"replay\" needs the recordings, e.g. [\"site.har\"] (HAR "
+                           "files, each a client) or [\"access.log\"] (one access log)")
+    try:
+        replay_format(spec.files)
+    except ValueError as e:
+        raise LabFileError(f"[workload].files: {e}") from None
 
 
 def _fixed_ports(lab: Lab) -> list[tuple[str, int]]:
@@ -410,7 +432,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         proxies=tuple(_proxy(p, i) for i, p in enumerate(proxies)),
         multiplier=_multiplier(tables["multiplier"], source),
         origin=_origin(tables["origin"], source),
-        workload=_workload(tables["workload"]),
+        workload=_workload(tables["workload"], source),
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
         share_group=share_group,
         live=_live(tables["live"]),

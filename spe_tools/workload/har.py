@@ -116,6 +116,24 @@ def format_time(unix_s: float) -> str:
     return datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def is_har_file(path: Path | str) -> bool:
+    """A HAR recording, by its suffix (what ./spe replay and the lab go by)."""
+    return str(path).lower().endswith(".har")
+
+
+def replay_format(files: Iterable[Path | str]) -> str:
+    """What ./spe replay makes of its files: "har" for HAR files (any number, each a client), "log" for one access
+    log; a ValueError for a mix, or for several logs."""
+    hars = [is_har_file(f) for f in files]
+    if all(hars):
+        return "har"
+    if any(hars):
+        raise ValueError("HAR files (.har) and an access log cannot be replayed together")
+    if len(hars) > 1:
+        raise ValueError("one access log at a time (HAR files may be several)")
+    return "log"
+
+
 def _headers(raw: object, where: str) -> list[tuple[str, str]]:
     if not isinstance(raw, list):
         raise HarError(f"{where}: headers is no list")

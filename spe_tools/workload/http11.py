@@ -14,6 +14,7 @@ import email.utils
 import re
 import time
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import httptools
@@ -242,10 +243,14 @@ def parse_http_date(text: str) -> int | None:
 CLIENT_HEADER = "X-SPE-Client"
 
 
-def request_bytes(method: str, target: str, host: str, headers: dict[str, str] | None = None,
+def request_bytes(method: str, target: str, host: str,
+                  headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
                   body: bytes | None = None) -> bytes:
+    """A request head and body; `headers` as a mapping, or as (name, value) pairs when a name repeats (a replayed
+    recording's)."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    lines += [f"{k}: {v}" for k, v in pairs]
     if body is not None:
         lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
