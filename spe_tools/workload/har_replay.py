@@ -146,6 +146,9 @@ def plan_har(entries: list[HarEntry], client: str, origin: str | None, speed: fl
     t0, ids = entries[0].started, connection_ids(entries)
     out = []
     for e in entries:
+        if e.response.status == 0:  # blocked or cancelled in the browser: no origin answered it (nor serves it)
+            refused["no response recorded (the browser blocked or cancelled it)"] += 1
+            continue
         try:
             url = target_url(e.request.url, origin, allow_any_host)
         except RefusedError as why:

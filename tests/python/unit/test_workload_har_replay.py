@@ -41,6 +41,14 @@ def test_start_times_are_the_recordings_scaled_by_speed_from_the_files_first_ent
     assert refused == {"not an http(s) URL": 1}
 
 
+def test_a_request_the_browser_never_got_an_answer_to_is_not_replayed():
+    # Chromium records a request it blocked (an ad blocker, CORS) or cancelled with status 0: no origin answered it.
+    entries = [entry(0, 0.0, "http://localhost:8080/"), entry(1, 0.1, "http://localhost:8080/ad.gif", status=0)]
+    planned, refused = plan_har(entries, "site", None, 1.0, False)
+    assert [send.url for _, send in planned] == ["http://localhost:8080/"]
+    assert refused == {"no response recorded (the browser blocked or cancelled it)": 1}
+
+
 def test_each_recorded_connection_id_is_one_connection_and_the_rest_six_per_host():
     entries = [entry(0, 0, "http://localhost:1/", connection="11"),
                entry(1, 0.1, "http://localhost:1/a.css", connection="12"),
