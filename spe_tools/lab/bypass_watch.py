@@ -106,7 +106,7 @@ class BypassWatch:
 def static_warnings(lab: Lab) -> list[str]:
     """Proxies the lab file already shows may bypass their Collector port (the run checks them all)."""
     if lab.origin.kind != "none":
-        return []  # the synthetic origin is named 'localhost' (model.py refuses 127.0.0.1) and is the only one
+        return []  # the lab's origin is named 'localhost' (model.py refuses 127.0.0.1) and is the only one
     warnings = []
     for p in lab.proxies:
         if p.kind == "trafficserver":

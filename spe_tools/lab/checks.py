@@ -15,7 +15,7 @@ from spe_tools.lab.model import Lab
 from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import assign_ports
 from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
-from spe_tools.workload import browse, content_model
+from spe_tools.workload import browse, content_model, har
 
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
@@ -57,9 +57,25 @@ def _origin_and_workload_problems(lab: Lab) -> list[str]:
             content_model.Model.load(str(lab.origin.model))
         except (OSError, ValueError, TypeError) as e:
             problems.append(f"[origin].model: {lab.origin.model}: {e}")
+    problems += _recording_problems("[origin].har", lab.origin.har, all_har=True)
     if lab.workload.kind == "browse" and not os.access(browse.CHROMIUM, os.X_OK):
         problems.append(f"[workload] kind 'browse' needs Chromium ({browse.CHROMIUM}): apt-get install chromium "
                         "(./spe setup does)")
+    return problems + _recording_problems("[workload].files", lab.workload.files, all_har=False)
+
+
+def _recording_problems(where: str, paths: tuple[Path, ...], all_har: bool) -> list[str]:
+    """The recordings a lab reads: there, and each HAR readable as one (a HAR origin's all are; an access log's
+    bad lines are only counted when it runs): a file that is no HAR stops the lab."""
+    problems = []
+    for path in paths:
+        if not Path(path).is_file():
+            problems.append(f"{where}: {path} is not a file")
+        elif all_har or har.is_har_file(path):
+            try:
+                har.read_har(path)
+            except har.HarError as e:
+                problems.append(f"{where}: {e}")
     return problems
 
 

@@ -23,12 +23,13 @@ from spe_tools.lab.options import LabFileError, Table, parse_address
 from spe_tools.lab.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT
+from spe_tools.workload.har import replay_format
 from spe_tools.workload.popularity import parse_popularity
 
 PROXY_KINDS = tuple(kinds.KINDS)
 COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
-ORIGIN_KINDS = ("synthetic", "none")
-WORKLOAD_KINDS = ("none", "load", "browse", "command")
+ORIGIN_KINDS = ("synthetic", "har", "none")
+WORKLOAD_KINDS = ("none", "load", "browse", "command", "replay")
 # What a `command` workload's arguments may name, each as {name} (docs/lab-file.md).
 COMMAND_PLACEHOLDERS = ("proxy", "proxy_host", "proxy_port", "proxy_url", "origin", "origin_url", "tls_origin",
                         "duration_s", "rundir", "ca_cert")
@@ -88,7 +89,7 @@ class MultiplierSpec:
 
 @dataclass(frozen=True)
 class OriginSpec:
-    kind: str = "synthetic"  # spe_tools.workload.origin (docs/workloads.md)
+    kind: str = "synthetic"  # spe_tools.workload.origin; har: spe_tools.workload.har_origin (docs/workloads.md)
     # The name clients put in URLs. Not the literal 127.0.0.1: Traffic Server never sends such a
     # request to its parent (a hard-coded localhost test), so it would bypass its Collector port.
     host: str = "localhost"
@@ -99,6 +100,8 @@ class OriginSpec:
     seed: int = 1
     tls: bool = False  # also serve HTTPS (a test CA the lab hands to the Collector)
     tls_port: int = 0
+    har: tuple[Path, ...] = ()  # kind "har": the recordings it serves
+    think_scale: float | None = None  # kind "har": times the recorded server time before a reply; None: 1
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ class LiveSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse)
+    kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse);
+    # replay: recorded traffic (spe_tools.workload.replay)
     duration_s: float = 60
     rate: float = 20  # load: requests per second, all clients together
     clients: int = 4  # load: robots, each with its own keep-alive connections
@@ -126,6 +130,9 @@ class WorkloadSpec:
     https_share: float = 0.5  # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
     args: tuple[str, ...] = ()  # extra arguments for the workload's program
     command: tuple[str, ...] = ()  # kind "command": the user's own load generator, argv with {placeholders}
+    files: tuple[Path, ...] = ()  # kind "replay": HAR files (each a client), or one access log
+    speed: float = 1.0  # kind "replay": the recording's time scale (2: twice as fast)
+
 
 
 @dataclass(frozen=True)
@@ -225,14 +232,30 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
                       think_mean_ms=t.number("think_mean_ms", 0, 600000),
                       think_sd_ms=t.number("think_sd_ms", 0, 600000),
                       seed=t.get("seed", int), tls=t.get("tls", bool),
-                      tls_port=t.number("tls_port", 0, 65535, integer=True))
+                      tls_port=t.number("tls_port", 0, 65535, integer=True),
+                      har=tuple(_relative_to(source, path) for path in t.strings("har")),
+                      think_scale=t.number("think_scale", 0, 1000))
     t.finish()
-    if spec.tls and spec.kind != "synthetic":
-        raise LabFileError("[origin].tls: only the synthetic origin serves HTTPS")
-    if spec.host == "127.0.0.1" and spec.kind == "synthetic":
+    _check_origin_kind_keys(spec)
+    if spec.host == "127.0.0.1" and spec.kind != "none":
         raise LabFileError("[origin].host: use 'localhost', not '127.0.0.1': Traffic Server sends requests for "
                            "the literal 127.0.0.1 straight to the origin, bypassing its Collector port")
     return spec
+
+
+def _check_origin_kind_keys(spec: OriginSpec) -> None:
+    """Each origin kind's own keys, only with it (the HAR files themselves are read by `./spe lab check`)."""
+    if spec.tls and spec.kind != "synthetic":
+        raise LabFileError("[origin].tls: only the synthetic origin serves HTTPS")
+    if spec.kind == "har" and not spec.har:
+        raise LabFileError("[origin].har: kind \"har\" needs the recordings it serves, e.g. har = [\"site.har\"] "
+                           "(relative to the lab file)")
+    if spec.kind != "har" and (spec.har or spec.think_scale is not None):
+        raise LabFileError(f"[origin].{'har' if spec.har else 'think_scale'}: only for kind = \"har\"")
+    synthetic = [k for k in ("model", "think_mean_ms", "think_sd_ms") if getattr(spec, k) is not None]
+    if spec.kind == "har" and synthetic:
+        raise LabFileError(f"[origin].{synthetic[0]}: only for the synthetic origin (a HAR origin waits the "
+                           "recorded server time: think_scale)")
 
 
 def _live(data: dict) -> LiveSpec:
@@ -249,7 +272,7 @@ def _live(data: dict) -> LiveSpec:
     return spec
 
 
-def _workload(data: dict) -> WorkloadSpec:
+def _workload(data: dict, source: Path | None) -> WorkloadSpec:
     t = Table("[workload]", data, WorkloadSpec())
     spec = WorkloadSpec(
         kind=t.choice("kind", WORKLOAD_KINDS),
@@ -267,8 +290,11 @@ def _workload(data: dict) -> WorkloadSpec:
         https_share=t.number("https_share", 0, 1),
         args=t.strings("args"),
         command=t.strings("command"),
+        files=tuple(_relative_to(source, path) for path in t.strings("files")),
+        speed=t.number("speed", 0.001, 1000),
     )
     t.finish()
+    _check_replay(spec)
     if spec.kind == "command" and not spec.command:
         raise LabFileError("[workload].command: kind \"command\" needs the program and its arguments, "
                            "e.g. [\"wrk\", \"-d{duration_s}\", \"{origin_url}/\"]")
@@ -289,6 +315,20 @@ def _workload(data: dict) -> WorkloadSpec:
     except ValueError as e:
         raise LabFileError(f"[workload].popularity: {e}") from None
     return spec
+
+
+def _check_replay(spec: WorkloadSpec) -> None:
+    if spec.kind != "replay":
+        if spec.files:
+            raise LabFileError("[workload].files: only for kind = \"replay\"")
+        return
+    if not spec.files:
+        raise LabFileError("[workload].files: kind \"replay\" needs the recordings, e.g. [\"site.har\"] (HAR "
+                           "files, each a client) or [\"access.log\"] (one access log)")
+    try:
+        replay_format(spec.files)
+    except ValueError as e:
+        raise LabFileError(f"[workload].files: {e}") from None
 
 
 def _fixed_ports(lab: Lab) -> list[tuple[str, int]]:
@@ -338,7 +378,8 @@ def _check_no_port_clash(lab: Lab) -> None:
 # message). Checked in this order, so a lab without an origin hears about the origin before its TLS port.
 _PLACEHOLDER_NEEDS: tuple[tuple[frozenset[str], Callable[[Lab], bool], str], ...] = (
     (frozenset({"origin", "origin_url", "tls_origin"}), lambda lab: lab.origin.kind == "none",
-     "[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = \"synthetic\""),
+     "[workload].command: {origin}, {origin_url} and {tls_origin} need [origin].kind = \"synthetic\" or \"har\" "
+     "({tls_origin}: the synthetic one with tls = true)"),
     (frozenset({"tls_origin"}), lambda lab: not lab.origin.tls,
      "[workload].command: {tls_origin} needs [origin].tls = true"),
     (frozenset({"ca_cert"}), lambda lab: not lab.multiplier.intercept_tls,
@@ -347,8 +388,9 @@ _PLACEHOLDER_NEEDS: tuple[tuple[frozenset[str], Callable[[Lab], bool], str], ...
 
 
 def _check_workload_needs(lab: Lab) -> None:
-    if lab.workload.kind in ("load", "browse") and lab.origin.kind == "none":
-        raise LabFileError("[workload].kind: a generated workload needs [origin].kind = \"synthetic\"")
+    if lab.workload.kind in ("load", "browse") and lab.origin.kind != "synthetic":
+        raise LabFileError("[workload].kind: a generated workload needs [origin].kind = \"synthetic\" (its URLs "
+                           "are the synthetic origin's; a HAR origin serves only what it recorded)")
     named = {n for word in lab.workload.command for n in command_placeholders(word)}
     for placeholders, missing, message in _PLACEHOLDER_NEEDS:
         if named & placeholders and missing(lab):
@@ -390,7 +432,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         proxies=tuple(_proxy(p, i) for i, p in enumerate(proxies)),
         multiplier=_multiplier(tables["multiplier"], source),
         origin=_origin(tables["origin"], source),
-        workload=_workload(tables["workload"]),
+        workload=_workload(tables["workload"], source),
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
         share_group=share_group,
         live=_live(tables["live"]),

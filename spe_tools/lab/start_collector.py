@@ -40,8 +40,8 @@ def collector_port_names(lab: Lab, ports: Ports) -> dict[str, int]:
 
 
 def lab_destinations(lab: Lab) -> tuple[str, ...]:
-    """Where the Collector may fetch from: with the synthetic origin, only the lab itself (Chromium's
-    own background requests are refused there); with live traffic (origin "none"), anywhere."""
+    """Where the Collector may fetch from: with the lab's own origin (synthetic or HAR), only the lab itself
+    (Chromium's own background requests are refused there); with live traffic (origin "none"), anywhere."""
     if lab.origin.kind == "none":
         return ()
     return tuple(dict.fromkeys((lab.origin.host, "localhost", "127.0.0.1")))
@@ -49,8 +49,8 @@ def lab_destinations(lab: Lab) -> tuple[str, ...]:
 
 def strip_query_terms(lab: Lab) -> bool:
     """Whether the Collector's access.log leaves out URLs' queries: on with live traffic (origin "none": real
-    users' queries carry search terms, session ids, tokens), off with the synthetic origin (its queries are
-    the lab's own: think, size, cc...)."""
+    users' queries carry search terms, session ids, tokens), off with the lab's own origin (the synthetic one's
+    queries are the lab's: think, size, cc...; a HAR origin's are those of a recording the user chose)."""
     return lab.origin.kind == "none"
 
 

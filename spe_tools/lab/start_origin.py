@@ -1,5 +1,6 @@
-"""The synthetic origin of a lab (spe_tools.workload.origin): its command line, and its start (with [origin] tls
-its HTTPS port too, and a test CA made for the run)."""
+"""The origin of a lab: the synthetic one (spe_tools.workload.origin) or the HAR origin
+(spe_tools.workload.har_origin), its command line, and its start (with [origin] tls its HTTPS port too, and a
+test CA made for the run)."""
 
 from __future__ import annotations
 
@@ -35,8 +36,11 @@ def start_origin(run: RunningLab) -> None:
 
 def origin_argv(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
     """The synthetic origin (spe_tools.workload.origin) on the loopback, the lab file's model and think time,
-    and with [origin] tls its HTTPS port, with a test CA made for this run (handed to the Collector)."""
+    and with [origin] tls its HTTPS port, with a test CA made for this run (handed to the Collector); or the HAR
+    origin."""
     o = lab.origin
+    if o.kind == "har":
+        return har_origin_argv(lab, ports)
     argv = [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{ports.origin}",
             "--seed", str(o.seed)]
     if ports.origin_tls:
@@ -47,4 +51,14 @@ def origin_argv(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
         argv += ["--think-mean-ms", f"{o.think_mean_ms:g}"]
     if o.think_sd_ms is not None:
         argv += ["--think-sd-ms", f"{o.think_sd_ms:g}"]
+    return argv
+
+
+def har_origin_argv(lab: Lab, ports: Ports) -> list[str]:
+    """The HAR origin on the loopback, serving the lab file's recordings (absolute: it runs in the run directory)."""
+    o = lab.origin
+    argv = [sys.executable, "-m", "spe_tools.workload.har_origin", "--listen", f"127.0.0.1:{ports.origin}",
+            *(str(Path(path).resolve()) for path in o.har)]
+    if o.think_scale is not None:
+        argv += ["--think-scale", f"{o.think_scale:g}"]
     return argv

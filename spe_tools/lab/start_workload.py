@@ -1,5 +1,5 @@
-"""The workload of a lab: the load client, headless Chromium or the user's own command, all through the
-Multiplier, with their arguments, the values a command's {placeholders} stand for, and its end judged."""
+"""The workload of a lab: the load client, headless Chromium, a replayed recording or the user's own command, all
+through the Multiplier, with their arguments, the values a command's {placeholders} stand for, and its end judged."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from spe_tools.lab.running import RunningLab, lab_env
 from spe_tools.process import Child, tail
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
+from spe_tools.workload.har import replay_format
 
 
 def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None = None) -> list[str] | None:
-    """The workload's command line (None for kind "none"): the load client or headless Chromium,
-    both through the Multiplier, both asking the synthetic origin by its lab name."""
+    """The workload's command line (None for kind "none"): the load client, headless Chromium or the replay, all
+    through the Multiplier, asking the lab's origin by its lab name."""
     w = lab.workload
     proxy = f"{multiplier_host(lab)}:{ports.multiplier}"
     origin = f"{lab.origin.host}:{ports.origin}"
@@ -37,6 +38,10 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
     if w.kind == "command":
         values = command_values(lab, ports, duration_s, rundir or Path("."))
         return [expand_command(word, values) for word in w.command]
+    if w.kind == "replay":
+        return [sys.executable, "-m", "spe_tools.workload.replay", *(str(Path(f).resolve()) for f in w.files),
+                "--proxy", proxy, "--speed", f"{w.speed:g}", "--duration", f"{duration_s:g}",
+                "--json", layout.WORKLOAD_JSON, *replay_origin(lab, origin), *w.args]
     if w.kind == "browse":
         pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
         return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
@@ -44,6 +49,14 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
                 "--seed", str(w.seed),
                 "--json", layout.WORKLOAD_JSON, *tls, *w.args]
     return None
+
+
+def replay_origin(lab: Lab, origin: str) -> list[str]:
+    """--origin for the replay: HAR files ask the HAR origin (which serves every recorded host), an access log's
+    hosts become the synthetic origin's; otherwise the recorded URLs are asked as they are (loopback ones only,
+    unless the workload's args allow any host)."""
+    wanted = "har" if replay_format(lab.workload.files) == "har" else "synthetic"
+    return ["--origin", origin] if lab.origin.kind == wanted else []
 
 
 def workload_tls_args(lab: Lab, ports: Ports, rundir: Path) -> list[str]:

@@ -27,9 +27,15 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
     return LabJson(name=lab.name, lab_file=layout.LAB_TOML, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                    collector=_collector(lab, run.ports), proxies=_proxies(lab, run.ports),
                    multiplier=_multiplier(lab, run.ports, multiplier), origin=_origin(lab, run.ports),
-                   workload=asdict(lab.workload),
+                   workload=_workload(lab),
                    noise_pairs=noise_pairs(lab),  # identical proxies (analysis/noise.py)
                    live=live_of_run(run))
+
+
+def _workload(lab: Lab) -> dict:
+    """The [workload] table, every key; the replay's files as absolute paths (lab.json is read from the run
+    directory, and a Path is no JSON value)."""
+    return {**asdict(lab.workload), "files": [str(Path(path).resolve()) for path in lab.workload.files]}
 
 
 def _collector(lab: Lab, ports: Ports) -> CollectorOfRun:
@@ -72,7 +78,8 @@ def _origin(lab: Lab, ports: Ports) -> OriginOfRun:
         kind=o.kind, host=o.host, port=ports.origin, model=str(o.model) if o.model else None,
         think_mean_ms=o.think_mean_ms, think_sd_ms=o.think_sd_ms, seed=o.seed,
         stdout=layout.output_of(layout.ORIGIN), tls_port=ports.origin_tls or None,
-        tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None)
+        tls_ca=f"{layout.ORIGIN_TLS}/{spe_ca.ORIGIN_CA_NAME}" if ports.origin_tls else None,
+        har=[str(Path(path).resolve()) for path in o.har] or None, think_scale=o.think_scale)
 
 
 def _version(cmd: list[str]) -> str:

@@ -25,6 +25,7 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 from spe_tools.repro.case import UNSAFE, Case, CaseError, OriginReply, Step, load_case
+from spe_tools.workload.conditional import not_modified
 from spe_tools.workload.http11 import Message, format_date, parse_date
 from spe_tools.workload.origin import Delivery, Reply, parse_listen, serve
 
@@ -65,11 +66,11 @@ class StandIn:
             self.start(float(parse_qs(parts.query).get("at", ["0"])[-1]))
             return Reply(204, [("Cache-Control", "no-store")], b"", Delivery())
         if target != self.case.path:
-            return self._error(404, f"not the case's path ({self.case.path})")
+            return self.error(404, f"not the case's path ({self.case.path})")
         unsafe = req.method in UNSAFE
         step = self.in_force(unsafe, self.case_time())
         if step is None:
-            return self._error(405, f"the case has no {'unsafe' if unsafe else 'GET or HEAD'} request")
+            return self.error(405, f"the case has no {'unsafe' if unsafe else 'GET or HEAD'} request")
         if unsafe:
             return Reply(step.reply.status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
                          body_of(step.reply.body_bytes, f"{target} {req.method}"), Delivery())
@@ -98,19 +99,9 @@ class StandIn:
             out.append((SPELLING.get(name, name.title()), value))
         return out
 
-    def _error(self, status: int, text: str) -> Reply:  # also the socket side's answer to a bad request
+    def error(self, status: int, text: str) -> Reply:  # also the socket side's answer to a bad request
         return Reply(status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
                      f"{status} stand-in origin: {text}\n".encode(), Delivery())
-
-
-def not_modified(req: Message, etag: str | None, last_modified: int | None) -> bool:
-    """RFC 9110 13.2.2: If-None-Match (weak comparison) wins over If-Modified-Since."""
-    inm = req.header("if-none-match")
-    if inm:
-        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
-        return "*" in tags or (etag is not None and etag.removeprefix("W/") in tags)
-    since = parse_date(req.header("if-modified-since")) if req.header("if-modified-since") else None
-    return since is not None and last_modified is not None and since >= last_modified
 
 
 def main(argv: list[str] | None = None) -> int:

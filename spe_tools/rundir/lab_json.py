@@ -97,7 +97,7 @@ class MultiplierOfRun(_Table):
 
 @dataclass
 class OriginOfRun(_Table):
-    kind: str | None = None  # "synthetic" or "none" (live traffic)
+    kind: str | None = None  # "synthetic", "har" (recordings served again) or "none" (live traffic)
     host: str | None = None
     port: int | None = None
     model: str | None = None
@@ -107,6 +107,8 @@ class OriginOfRun(_Table):
     stdout: str | None = None
     tls_port: int | None = None
     tls_ca: str | None = None  # relative to the run directory
+    har: list[str] | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # kind "har": its recordings, absolute
+    think_scale: float | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # kind "har", when set
 
 
 # The live page's secret path, handed to its server in the environment (a command line is public: ps); the lab

@@ -4,7 +4,7 @@ embedded objects like a user with think times, page load times reported.
 Run: python -m spe_tools.workload.browse --proxy HOST:PORT URL... [--think-s S] [--json FILE]
      python -m spe_tools.workload.browse --proxy HOST:PORT --origin HOST:PORT --pages N [--seed N]
          [--think-s S] [--session-pages N] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache]
-         [--all-through-proxy] [--json FILE]
+         [--all-through-proxy] [--json FILE] [--har FILE]
 With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/sessions.py):
 a session starts at a random /page/<k>.html and, after each page and a think time, follows a random link
 of the page to another page, or with probability 1/--session-pages ends; N pages in all.
@@ -13,6 +13,7 @@ local user could connect to); its own background traffic is kept down
 by flags, and what remains (a few Google hosts, see docs/workloads.md) fails inside Chromium without a
 DNS query; with --all-through-proxy it goes to the proxy instead, which must then refuse destinations
 outside the lab.
+With --har FILE everything the tab loaded is written as a HAR 1.2 file (har_recorder.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import parse_hostport
 from spe_tools.process import ProcessGroup, tail
+from spe_tools.workload.har_recorder import HarRecorder
 from spe_tools.workload.sessions import SessionModel
 from spe_tools.workload.stats import distribution, fmt_ms
 
@@ -198,6 +200,7 @@ class Browser:
             os.close(commands_in)
             os.close(replies_out)
         self.log = self.process.log
+        self.recorder: HarRecorder | None = None
 
     async def connect(self, deadline_s: float = 30.0) -> None:
         self.cdp = DevTools(await DevToolsPipe.open(self.commands, self.replies))
@@ -212,12 +215,34 @@ class Browser:
         for method in ("Page.enable", "Network.enable"):
             await self.cdp.call(method, session=self.session)
 
+    def record_har(self) -> HarRecorder:
+        """Record what the tab loads from now on (after connect)."""
+        recorder = HarRecorder(lambda method, params: self.cdp.call(method, params, session=self.session))
+
+        def on_event(msg: dict) -> None:
+            if msg.get("sessionId") == self.session and "method" in msg:
+                recorder.on_event(msg["method"], msg.get("params", {}))
+
+        self.cdp.listeners.append(on_event)
+        self.recorder = recorder
+        return recorder
+
     async def no_cache(self) -> None:
         await self.cdp.call("Network.setCacheDisabled", {"cacheDisabled": True}, session=self.session)
 
     async def load(self, url: str, timeout: float, reload: bool = False) -> PageResult:
         """Navigate to `url`, or with `reload` reload the page shown (F5: Chromium revalidates the page
-        itself with the validators it holds), until its load event; what it requested meanwhile."""
+        itself with the validators it holds), until its load event; what it requested meanwhile. When recording,
+        the load is a page of the HAR, and its bodies are collected before the next page replaces them."""
+        if self.recorder is None:
+            return await self._load(url, timeout, reload)
+        self.recorder.begin_page(url)
+        try:
+            return await self._load(url, timeout, reload)
+        finally:
+            await self.recorder.settle()
+
+    async def _load(self, url: str, timeout: float, reload: bool) -> PageResult:
         result = PageResult(url, reload=reload)
         loaded = asyncio.Event()
         started: dict[str, str] = {}
@@ -293,40 +318,52 @@ def random_page(args: argparse.Namespace, rng: random.Random) -> str:
     return f"{base}/page/{rng.randrange(args.start_pages)}.html"
 
 
-async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> list[PageResult]:
+async def browse(args: argparse.Namespace, profile: Path, scratch: Path) -> tuple[list[PageResult], dict | None]:
+    """The pages browsed, and with --har what the file written holds and left out (else None)."""
     proxy = f"{args.proxy[0]}:{args.proxy[1]}"
     trust = spe_ca.spki_sha256(Path(args.ca_cert)) if args.ca_cert else None
     argv = chromium_argv(args.chromium, proxy, profile, args.all_through_proxy, trust)
     browser = Browser(argv, profile, scratch)
-    rng = random.Random(args.seed)
-    sessions = SessionModel(args.think_s, args.session_pages)  # when a session goes on (sessions.py)
-    results: list[PageResult] = []
+    har = None
     try:
         await browser.connect()
         if args.no_cache:
             await browser.no_cache()
-        urls = list(args.urls)
-        if args.pages:
-            urls = [random_page(args, rng)]
-        pages = 0
-        while urls and pages < max(args.pages, len(args.urls)):
-            url = urls.pop(0)
-            pages += 1
-            for reload in (False, True) if args.reload else (False,):
-                result = await browser.load(url, args.timeout, reload=reload)
-                results.append(result)
-                print(f"browse: {'reload ' if reload else ''}{url}: "
-                      f"{'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
-                      f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
-                if result.error:
-                    break
-            if args.pages and pages < args.pages:
-                following = next_page(await browser.links(), origin_bases(args), rng) if sessions.go_on(rng) else None
-                urls.append(following or random_page(args, rng))
-            if urls and args.think_s > 0:
-                await asyncio.sleep(rng.expovariate(1 / args.think_s))
+        recorder = browser.record_har() if args.har else None
+        results = await browse_pages(browser, args)
+        if recorder:  # before Chromium closes: it still holds the last bodies
+            await recorder.settle()
+            har = {"file": args.har, **recorder.write(args.har)}
     finally:
         await browser.close()
+    return results, har
+
+
+async def browse_pages(browser: Browser, args: argparse.Namespace) -> list[PageResult]:
+    """The URLs in order, or --pages N pages of the synthetic origin in sessions, with think times."""
+    rng = random.Random(args.seed)
+    sessions = SessionModel(args.think_s, args.session_pages)  # when a session goes on (sessions.py)
+    results: list[PageResult] = []
+    urls = list(args.urls)
+    if args.pages:
+        urls = [random_page(args, rng)]
+    pages = 0
+    while urls and pages < max(args.pages, len(args.urls)):
+        url = urls.pop(0)
+        pages += 1
+        for reload in (False, True) if args.reload else (False,):
+            result = await browser.load(url, args.timeout, reload=reload)
+            results.append(result)
+            print(f"browse: {'reload ' if reload else ''}{url}: "
+                  f"{'error ' + result.error if result.error else f'load {result.load_ms:.0f} ms'}, "
+                  f"{result.requests} requests, {result.failed} failed", file=sys.stderr, flush=True)
+            if result.error:
+                break
+        if args.pages and pages < args.pages:
+            following = next_page(await browser.links(), origin_bases(args), rng) if sessions.go_on(rng) else None
+            urls.append(following or random_page(args, rng))
+        if urls and args.think_s > 0:
+            await asyncio.sleep(rng.expovariate(1 / args.think_s))
     return results
 
 
@@ -366,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="send Chromium's own requests to other hosts to the proxy too (default: refused locally)")
     p.add_argument("--chromium", default=CHROMIUM, help=f"browser binary (default {CHROMIUM})")
     p.add_argument("--json", help="write the summary as JSON here")
+    p.add_argument("--har", help="write everything the browser loaded here as a HAR 1.2 file (docs/workloads.md)")
     return p
 
 
@@ -373,10 +411,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_args(parser, args)
-    results = _browse_in_scratch(args)
+    results, har = _browse_in_scratch(args)
     summary = summarize(args, results)
     print(f"browse: {summary['loaded']} of {summary['pages']} pages loaded, {summary['requests']} requests "
           f"({summary['failed_requests']} failed); page load {fmt_ms(summary['load_ms'])}")
+    if har:
+        summary["har"] = har
+        print(f"browse: {har['file']}: {har['entries']} entries, {har['bodies_missing']} bodies Chromium no longer "
+              f"held; left out {har['failed']} failed, {har['from_cache']} from its cache, {har['unfinished']} "
+              "unfinished requests")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
@@ -423,7 +466,7 @@ def _resolve_ca_cert(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error(f"--ca-cert {args.ca_cert}: no such file (./spe ca creates SPE's CA)")
 
 
-def _browse_in_scratch(args: argparse.Namespace) -> list[PageResult]:
+def _browse_in_scratch(args: argparse.Namespace) -> tuple[list[PageResult], dict | None]:
     """Browse with a scratch directory (the profile too unless --profile) that is removed afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="spe-browse-"))
     profile = Path(args.profile) if args.profile else scratch / "profile"

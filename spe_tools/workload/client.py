@@ -71,6 +71,7 @@ class Pool:
         self.host, self.port, self.max_conns, self.tls = host, port, max_conns, tls
         self.idle: list[Connection] = []
         self.open = 0
+        self.opened = 0  # connections opened over the pool's life (a replay reports how many it used)
         self.freed = asyncio.Condition()
 
     async def acquire(self) -> Connection:
@@ -80,6 +81,7 @@ class Pool:
             if self.idle:
                 return self.idle.pop()
             self.open += 1
+            self.opened += 1
         try:
             reader, writer = await asyncio.open_connection(self.host, self.port, limit=MAX_HEAD)
         except BaseException:  # also the CancelledError of a connect timeout: the slot must come back

@@ -56,6 +56,19 @@ class HarEntry:
     connection: str | None = None  # the recording's connection id, where it kept one
     pageref: str | None = None
     index: int = 0  # its place in the file (entries are sorted by `started`, this breaks ties)
+    # HAR's timings as a recording measured them (send, wait, receive; blocked, dns, connect, ssl where known),
+    # written as they are; empty: written from time_ms and wait_ms. Not read back: replaying needs wait_ms only.
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class HarPage:
+    """A page of a recording (HAR's log.pages): the entries it loaded name its `id` as their pageref."""
+    id: str
+    title: str
+    started: float  # Unix seconds
+    on_content_load_ms: float = -1  # DOMContentLoaded after `started`, -1 unknown
+    on_load_ms: float = -1  # the load event after `started`, -1 unknown
 
 
 # Where a recorded URL is asked for in a lab: every host of a recording is served by the lab's one loopback origin,
@@ -101,6 +114,24 @@ def parse_time(text: str) -> float:
 
 def format_time(unix_s: float) -> str:
     return datetime.fromtimestamp(unix_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_har_file(path: Path | str) -> bool:
+    """A HAR recording, by its suffix (what ./spe replay and the lab go by)."""
+    return str(path).lower().endswith(".har")
+
+
+def replay_format(files: Iterable[Path | str]) -> str:
+    """What ./spe replay makes of its files: "har" for HAR files (any number, each a client), "log" for one access
+    log; a ValueError for a mix, or for several logs."""
+    hars = [is_har_file(f) for f in files]
+    if all(hars):
+        return "har"
+    if any(hars):
+        raise ValueError("HAR files (.har) and an access log cannot be replayed together")
+    if len(hars) > 1:
+        raise ValueError("one access log at a time (HAR files may be several)")
+    return "log"
 
 
 def _headers(raw: object, where: str) -> list[tuple[str, str]]:
@@ -204,7 +235,8 @@ def entry_json(e: HarEntry) -> dict:
                 "headersSize": -1, "bodySize": len(resp.body) if resp.body is not None else -1}
     out = {"startedDateTime": format_time(e.started), "time": max(e.time_ms, 0), "request": request,
            "response": response, "cache": {},
-           "timings": {"send": 0, "wait": max(e.wait_ms, 0), "receive": max(e.time_ms - max(e.wait_ms, 0), 0)}}
+           "timings": e.timings or {"send": 0, "wait": max(e.wait_ms, 0),
+                                    "receive": max(e.time_ms - max(e.wait_ms, 0), 0)}}
     if e.connection is not None:
         out["connection"] = e.connection
     if e.pageref is not None:
@@ -212,13 +244,22 @@ def entry_json(e: HarEntry) -> dict:
     return out
 
 
-def har_document(entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "") -> dict:
-    log = {"version": HAR_VERSION, "creator": {"name": creator, "version": HAR_VERSION},
-           "entries": [entry_json(e) for e in entries]}
+def page_json(p: HarPage) -> dict:
+    return {"startedDateTime": format_time(p.started), "id": p.id, "title": p.title,
+            "pageTimings": {"onContentLoad": p.on_content_load_ms, "onLoad": p.on_load_ms}}
+
+
+def har_document(entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "",
+                 pages: Iterable[HarPage] = ()) -> dict:
+    log = {"version": HAR_VERSION, "creator": {"name": creator, "version": HAR_VERSION}}
+    if page_list := [page_json(p) for p in pages]:  # optional in HAR 1.2: a recording without pages has none
+        log["pages"] = page_list
+    log["entries"] = [entry_json(e) for e in entries]
     if comment:
         log["comment"] = comment
     return {"log": log}
 
 
-def write_har(path: Path | str, entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "") -> None:
-    Path(path).write_text(json.dumps(har_document(entries, creator, comment), indent=1) + "\n")
+def write_har(path: Path | str, entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "",
+              pages: Iterable[HarPage] = ()) -> None:
+    Path(path).write_text(json.dumps(har_document(entries, creator, comment, pages), indent=1) + "\n")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import httptools
@@ -221,15 +223,34 @@ def parse_date(text: str) -> int | None:
     return int(parsed.timestamp()) if parsed else None
 
 
+_DAY, _MONTH = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)", "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_WEEKDAY, _TIME = "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)", r"\d\d:\d\d:\d\d"
+# RFC 9110 5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must accept too.
+_HTTP_DATE = re.compile(rf"{_DAY}, \d\d {_MONTH} \d{{4}} {_TIME} GMT"
+                        rf"|{_WEEKDAY}, \d\d-{_MONTH}-\d\d {_TIME} GMT"
+                        rf"|{_DAY} {_MONTH} [ \d]\d {_TIME} \d{{4}}")
+
+
+def parse_http_date(text: str) -> int | None:
+    """A valid HTTP-date only (parse_date also reads other forms a mail header may have, and a cache must take an
+    Expires in any of them as already expired: RFC 9111 5.3); None for anything else."""
+    text = text.strip()
+    return parse_date(text) if _HTTP_DATE.fullmatch(text) else None
+
+
 # The Multiplier's name for one client among others at its address (--order client keeps each one's order
 # across its connections; it never passes the header on).
 CLIENT_HEADER = "X-SPE-Client"
 
 
-def request_bytes(method: str, target: str, host: str, headers: dict[str, str] | None = None,
+def request_bytes(method: str, target: str, host: str,
+                  headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
                   body: bytes | None = None) -> bytes:
+    """A request head and body; `headers` as a mapping, or as (name, value) pairs when a name repeats (a replayed
+    recording's)."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    lines += [f"{k}: {v}" for k, v in pairs]
     if body is not None:
         lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")

@@ -31,12 +31,13 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from spe_tools.ca import ORIGIN_CA_NAME, ORIGIN_CERT_NAME, ORIGIN_KEY_NAME, test_origin_tls
-from spe_tools.workload import conformance
+from spe_tools.workload import conditional, conformance
 from spe_tools.workload import content_model as cm
-from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date, parse_date
+from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date
 
 REASONS = {200: "OK", 201: "Created", 303: "See Other", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 500: "Internal Server Error",
@@ -68,6 +69,24 @@ class Reply:
     body: bytes
     delivery: Delivery
     head_only: bool = False  # HEAD: headers as for GET, no body
+    reason: str = ""  # the status line's reason phrase; empty: the usual one (a recorded reply keeps its own)
+    own_server: bool = True  # "Server: spe-origin" (a recorded reply carries the recorded origin's fields only)
+
+
+class Replier(Protocol):
+    """The reply logic Server serves: this origin's, the HAR origin's (har_origin.py), a repro case's stand-in."""
+
+    def handle(self, req: Message) -> Reply: ...
+
+    def error(self, status: int, text: str) -> Reply:
+        """Also the answer to a request that does not parse."""
+        ...
+
+
+def error_reply(status: int, text: str, extra: list | None = None) -> Reply:
+    """A plain-text error, never stored by a cache."""
+    return Reply(status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store"), *(extra or [])],
+                 f"{status} {REASONS.get(status, '')}: {text}\n".encode(), Delivery())
 
 
 def query_int(query: dict, name: str, low: int = 0, high: int = 1 << 40) -> int | None:
@@ -124,10 +143,10 @@ class Origin:
     def handle(self, req: Message) -> Reply:
         method, target = req.method, req.target
         if method == "CONNECT":
-            return self._count(req, "CONNECT", target, self._error(403, "no tunnels: not a lab destination"))
+            return self._count(req, "CONNECT", target, self.error(403, "no tunnels: not a lab destination"))
         parts = urlsplit(target)
         if parts.scheme and not is_lab_host(parts.netloc):
-            return self._count(req, method, target, self._error(403, "not a lab destination"))
+            return self._count(req, method, target, self.error(403, "not a lab destination"))
         path = parts.path or "/"
         if path == "/_stats":
             body = json.dumps(self.stats(), sort_keys=True).encode()
@@ -145,9 +164,8 @@ class Origin:
         reply.headers.append(("X-Origin-Count", str(self.by_path[path])))
         return reply
 
-    def _error(self, status: int, text: str, extra: list | None = None) -> Reply:
-        return Reply(status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store"), *(extra or [])],
-                     f"{status} {REASONS.get(status, '')}: {text}\n".encode(), Delivery())
+    def error(self, status: int, text: str, extra: list | None = None) -> Reply:
+        return error_reply(status, text, extra)
 
     def _think(self, query: dict) -> float:
         forced = query_int(query, "think", 0, 600_000)
@@ -192,18 +210,18 @@ class Origin:
             return self._unsafe(req, method, path, query)
         if path.startswith("/post/") or path == "/post":
             if method != "POST":
-                return self._error(405, "POST only", [("Allow", "POST")])
+                return self.error(405, "POST only", [("Allow", "POST")])
             return self._post(req, path, query)
         if method not in ("GET", "HEAD"):
-            return self._error(405 if method == "POST" else 501, f"{method} not served here",
-                               [("Allow", "GET, HEAD")])
+            return self.error(405 if method == "POST" else 501, f"{method} not served here",
+                              [("Allow", "GET, HEAD")])
         return self._model_object(req, method, path, query)
 
     def _model_object(self, req: Message, method: str, path: str, query: dict) -> Reply:
         """GET or HEAD of an object of the content model, with the query's overrides."""
         kind, oid = cm.parse_path(path)
         if kind == "seq" and int(oid.rsplit("/", 1)[1]) >= self.model.seq_length:
-            return self._error(404, "past the end of the sequence")
+            return self.error(404, "past the end of the sequence")
         spec = self._spec(kind, oid, query)
         cc, cacheable = cm.cache_control(self.model, spec.cache), spec.cacheable
         if "cc" in query:
@@ -214,7 +232,7 @@ class Origin:
                    *(_validator_headers(spec) if cacheable else []), *_cache_headers(spec, query),
                    *self._next_in_sequence(kind, oid)]
         delivery = self._delivery(spec, query)
-        if cacheable and not_modified(req, spec):
+        if cacheable and conditional.not_modified(req, spec.etag, spec.last_modified):
             return Reply(304, headers, b"", delivery)
         serial = None
         if not cacheable:  # each uncacheable reply is told apart by its serial, in a field and in the body
@@ -290,21 +308,9 @@ def interim_bytes(status: int, fields: tuple[tuple[str, str], ...] | None = None
     return f"HTTP/1.1 {status} {reason}\r\n{lines}\r\n".encode("latin-1")
 
 
-def not_modified(req: Message, spec: cm.ObjectSpec) -> bool:
-    """RFC 9110 13.2.2: If-None-Match wins over If-Modified-Since."""
-    inm = req.header("if-none-match")
-    if inm:
-        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
-        return "*" in tags or spec.etag in tags
-    ims = req.header("if-modified-since")
-    if ims:
-        since = parse_date(ims)
-        return since is not None and since >= spec.last_modified
-    return False
-
-
 def head_bytes(reply: Reply, close: bool) -> bytes:
-    lines = [f"HTTP/1.1 {reply.status} {REASONS.get(reply.status, 'Unknown')}", "Server: spe-origin"]
+    reason = reply.reason or REASONS.get(reply.status, "Unknown")
+    lines = [f"HTTP/1.1 {reply.status} {reason}", *(["Server: spe-origin"] if reply.own_server else [])]
     if not any(name.lower() == "date" for name, _ in reply.headers):  # a conformance case may set its own
         lines.insert(1, f"Date: {http_date()}")
     lines += [f"{k}: {v}" for k, v in reply.headers]
@@ -371,7 +377,7 @@ async def send(writer: asyncio.StreamWriter, reply: Reply, close: bool) -> None:
 class Server:
     """The socket side: one task per connection, requests answered in order."""
 
-    def __init__(self, origin: Origin):
+    def __init__(self, origin: Replier):
         self.origin = origin
         self.tasks: set[asyncio.Task] = set()
 
@@ -388,7 +394,7 @@ class Server:
                     if req is None:
                         break
                 except HttpError as e:
-                    await send(writer, self.origin._error(400, str(e)), close=True)
+                    await send(writer, self.origin.error(400, str(e)), close=True)
                     break
                 reply = self.origin.handle(req)
                 close = not req.keep_alive
@@ -421,7 +427,7 @@ def tls_context(directory: Path) -> tuple[ssl.SSLContext, Path]:
     return context, ca
 
 
-async def serve(host: str, port: int, origin: Origin, tls: tuple[str, int, Path] | None = None) -> None:
+async def serve(host: str, port: int, origin: Replier, tls: tuple[str, int, Path] | None = None) -> None:
     server_side = Server(origin)
     server = await asyncio.start_server(server_side.connection, host, port, limit=MAX_HEAD, backlog=1024)
     bound = server.sockets[0].getsockname()

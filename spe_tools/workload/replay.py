@@ -1,13 +1,18 @@
-"""The trace replayer: a Squid native or Apache combined/common access log, sent through a proxy
-with its inter-arrival times (scaled by --speed), one persistent connection per client address.
+"""The trace replayer: a Squid native or Apache combined/common access log, or browsers' HAR recordings
+(har_replay.py), sent through a proxy with their timing (scaled by --speed).
 
 Run: python -m spe_tools.workload.replay LOG --proxy HOST:PORT [--speed X] [--filter-dynamic]
          [--origin HOST:PORT] [--format auto|squid|apache] [--spread-ms 10] [--conns-per-client 1]
-         [--max-requests N] [--timeout S] [--report-every S] [--json FILE] [--allow-any-host]
---origin rewrites every URL's host to the synthetic origin, so a public trace replays without
-touching the internet. Without it, only loopback hosts are replayed unless --allow-any-host.
-Malformed lines are counted and the first few printed as warnings. The summary reports how late
-each request was sent versus its schedule.
+         [--max-requests N] [--duration S] [--timeout S] [--report-every S] [--json FILE] [--allow-any-host]
+     python -m spe_tools.workload.replay FILE.har [FILE.har ...] --proxy HOST:PORT [--speed X] [--origin HOST:PORT]
+         [--format har] [--max-requests N] [--duration S] [--timeout S] [--report-every S] [--json FILE]
+         [--allow-any-host]
+An access log is replayed with one persistent connection per client address; --origin rewrites every URL's host
+to the synthetic origin, so a public trace replays without touching the internet. HAR files (a .har suffix, or
+--format har) are replayed as har_replay.py says: each file a client, each request as recorded; --origin is the
+lab's HAR origin there. Without --origin, only loopback hosts are replayed unless --allow-any-host.
+Malformed lines are counted and the first few printed as warnings. The summary reports how late each request
+was sent versus its schedule.
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ from urllib.parse import urlsplit
 
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import parse_hostport
+from spe_tools.workload import har_replay
 from spe_tools.workload.client import Exchange, Pool, fetch
+from spe_tools.workload.har import replay_format
 from spe_tools.workload.http11 import request_bytes
 from spe_tools.workload.logparse import LogError, is_loopback_host, parse_lines, spread_identical, target_url
-from spe_tools.workload.stats import distribution, fmt_ms
+from spe_tools.workload.schedule import Schedule, exchange_summary, print_exchanges, run_closing, within
 
 SHOWN_WARNINGS = 10
+SPREAD_MS, CONNS_PER_CLIENT = 10.0, 1  # the access-log defaults (a HAR takes neither)
 
 
 def plan(entries, origin: str | None, speed: float, allow_any_host: bool) -> tuple[list, Counter]:
@@ -50,74 +58,34 @@ def plan(entries, origin: str | None, speed: float, allow_any_host: bool) -> tup
     return out, refused
 
 
-class Replay:
-    def __init__(self, args: argparse.Namespace, requests: list):
-        self.args, self.requests = args, requests
+class LogClients:
+    """The log's clients: one pool of persistent connections to the proxy per client address."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
         self.pools: dict[str, Pool] = {}
-        self.results: list[Exchange] = []
-        self.in_flight: set[asyncio.Task] = set()
-        self.lost = 0
 
     def pool(self, client: str) -> Pool:
         if client not in self.pools:
             self.pools[client] = Pool(self.args.proxy[0], self.args.proxy[1], self.args.conns_per_client)
         return self.pools[client]
 
-    async def one(self, client: str, method: str, url: str, scheduled: float) -> None:
+    async def send(self, request: tuple[str, str, str], at: float) -> Exchange:
+        client, method, url = request
         authority = urlsplit(url).netloc
         data = request_bytes(method, url, authority, None, b"" if method == "POST" else None)
-        ex = await fetch(self.pool(client), data, method, Exchange(scheduled, info={"url": url}), self.args.timeout)
+        ex = await fetch(self.pool(client), data, method, Exchange(at, info={"url": url}), self.args.timeout)
         ex.reply = None
-        self.results.append(ex)
-
-    async def run(self) -> float:
-        loop = asyncio.get_running_loop()
-        self.start = loop.time() + 0.05  # a moment to get going: the first request is not late by set-up
-        reporter = asyncio.create_task(self.report_progress())
-        for offset, client, method, url in self.requests:
-            at = self.start + offset
-            delay = at - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            task = asyncio.create_task(self.one(client, method, url, at))
-            self.in_flight.add(task)
-            task.add_done_callback(self.in_flight.discard)
-        if self.in_flight:
-            await asyncio.wait(list(self.in_flight), timeout=self.args.timeout)
-        self.lost = len(self.in_flight)
-        for task in list(self.in_flight):
-            task.cancel()
-        reporter.cancel()
-        for pool in self.pools.values():
-            pool.close()
-        return loop.time() - self.start
-
-    async def report_progress(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(self.args.report_every)
-            late = distribution([ex.late_ms for ex in self.results])
-            print(f"replay: t={loop.time() - self.start:.0f}s sent={len(self.results) + len(self.in_flight)}/"
-                  f"{len(self.requests)} errors={sum(1 for ex in self.results if ex.error)} late {fmt_ms(late)}",
-                  file=sys.stderr, flush=True)
+        return ex
 
 
-def summarize(args: argparse.Namespace, parsed, refused: Counter, replay: Replay, elapsed: float) -> dict:
-    ok = [ex for ex in replay.results if not ex.error]
-    late = [ex.late_ms for ex in replay.results]
+def summarize(args: argparse.Namespace, parsed, refused: Counter, schedule: Schedule, clients: LogClients,
+              elapsed: float) -> dict:
     return {
-        "tool": "replay", "log": args.log, "speed": args.speed, "filter_dynamic": args.filter_dynamic,
-        "proxy": f"{args.proxy[0]}:{args.proxy[1]}", "origin": args.origin,
+        "tool": "replay", "format": "log", "log": args.files[0], "speed": args.speed,
+        "filter_dynamic": args.filter_dynamic, "proxy": f"{args.proxy[0]}:{args.proxy[1]}", "origin": args.origin,
         "entries": len(parsed.entries), "warnings": len(parsed.warnings), "skipped": dict(parsed.skipped),
-        "refused": dict(refused), "scheduled": len(replay.requests), "sent": len(replay.results),
-        "completed": len(ok), "errors": len(replay.results) - len(ok), "lost": replay.lost,
-        "error_kinds": dict(Counter(ex.error.split(":")[0] for ex in replay.results if ex.error)),
-        "clients": len(replay.pools), "elapsed_s": round(elapsed, 3),
-        "trace_span_s": round(replay.requests[-1][0], 3) if replay.requests else 0.0,
-        "statuses": {str(k): v for k, v in sorted(Counter(ex.status for ex in ok).items())},
-        "late_ms": distribution(late), "late_over_20ms": sum(1 for v in late if v > 20),
-        "response_ms": distribution([ex.response_ms for ex in ok]),
-        "bytes": sum(ex.length for ex in ok),
+        "refused": dict(refused), "clients": len(clients.pools), **exchange_summary(schedule, elapsed),
     }
 
 
@@ -129,9 +97,7 @@ def print_summary(s: dict, warnings: list[str]) -> None:
     print(f"replay: {s['sent']} of {s['entries']} log entries sent ({s['warnings']} malformed lines, skipped "
           f"{s['skipped']}, refused {s['refused']}) from {s['clients']} clients in {s['elapsed_s']:.1f} s "
           f"(trace span {s['trace_span_s']:.1f} s at speed {s['speed']})")
-    print(f"replay: {s['completed']} completed, {s['errors']} errors, {s['lost']} still out; statuses {s['statuses']}")
-    print(f"replay: sent late vs schedule: {fmt_ms(s['late_ms'])}; {s['late_over_20ms']} over 20 ms")
-    print(f"replay: response {fmt_ms(s['response_ms'])}")
+    print_exchanges(s)
 
 
 def hostport(text: str) -> tuple[str, int]:
@@ -143,16 +109,23 @@ def hostport(text: str) -> tuple[str, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("log", help="access log (Squid native, Apache combined or common)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="an access log (Squid native, Apache combined or common), or HAR files")
     p.add_argument("--proxy", type=hostport, required=True, help="HOST:PORT of the proxy to replay through")
     p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 replays twice as fast (default 1)")
-    p.add_argument("--filter-dynamic", action="store_true", help="skip cgi-bin, '?', .cgi and POST (ROPE)")
-    p.add_argument("--origin", help="HOST:PORT replacing every URL's host (the synthetic origin)")
-    p.add_argument("--format", choices=("auto", "squid", "apache"), default="auto")
-    p.add_argument("--spread-ms", type=float, default=10.0, help="spacing of identical timestamps (default 10)")
-    p.add_argument("--conns-per-client", type=int, default=1,
-                   help="persistent connections per client address (default 1; a busy one makes the next wait)")
-    p.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests")
+    p.add_argument("--filter-dynamic", action="store_true", help="log: skip cgi-bin, '?', .cgi and POST (ROPE)")
+    p.add_argument("--origin", help="HOST:PORT of the lab's origin: a log's URLs get its host (the synthetic "
+                                    "origin); a HAR's URLs become its /_har/ URLs (the HAR origin)")
+    p.add_argument("--format", choices=("auto", "squid", "apache", "har"), default="auto",
+                   help="auto: HAR for .har files, else the log's first well-formed line decides")
+    p.add_argument("--spread-ms", type=float, default=None,
+                   help=f"log: spacing of identical timestamps (default {SPREAD_MS:g})")
+    p.add_argument("--conns-per-client", type=int, default=None,
+                   help=f"log: persistent connections per client address (default {CONNS_PER_CLIENT}; a busy one "
+                        "makes the next wait)")
+    p.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests (of each HAR)")
+    p.add_argument("--duration", type=parse_duration, default=None,
+                   help="replay only what is scheduled in the first S seconds (after --speed)")
     p.add_argument("--timeout", type=parse_duration, default=30.0, help="per request, and the final drain (s)")
     p.add_argument("--report-every", type=parse_duration, default=10.0, help="progress line period (s)")
     p.add_argument("--allow-any-host", action="store_true", help="replay non-loopback hosts as they are")
@@ -160,9 +133,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def is_har(args: argparse.Namespace, parser: argparse.ArgumentParser) -> bool:
+    """HAR files (--format har, or every file a .har) or one access log; anything else is the user's mistake."""
+    try:
+        har = args.format == "har" or (args.format == "auto" and replay_format(args.files) == "har")
+        if not har:
+            replay_format(args.files)  # a log format named: still one log, no HAR
+    except ValueError as e:
+        parser.error(str(e))
+    log_only = [flag for flag, given in (("--filter-dynamic", args.filter_dynamic),
+                                         ("--spread-ms", args.spread_ms is not None),
+                                         ("--conns-per-client", args.conns_per_client is not None)) if given]
+    if har and log_only:
+        parser.error(f"{', '.join(log_only)}: for access logs only (a HAR keeps its own connections)")
+    return har
+
+
+def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if args.speed <= 0:
         parser.error("--speed must be positive")
     if args.origin:
@@ -170,17 +157,32 @@ def main(argv: list[str] | None = None) -> int:
             parse_hostport(args.origin)
         except ValueError as e:
             parser.error(f"--origin: {e}")
+
+
+def replay_log(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
+    args.spread_ms = SPREAD_MS if args.spread_ms is None else args.spread_ms
+    args.conns_per_client = args.conns_per_client or CONNS_PER_CLIENT
     try:
-        with open(args.log, errors="replace") as f:
+        with open(args.files[0], errors="replace") as f:
             parsed = parse_lines(f, args.format, args.filter_dynamic)
     except OSError as e:
-        parser.error(f"cannot read {args.log}: {e}")
+        parser.error(f"cannot read {args.files[0]}: {e}")
     entries = spread_identical(parsed.entries, args.spread_ms / 1000)[:args.max_requests]
     requests, refused = plan(entries, args.origin, args.speed, args.allow_any_host)
-    replay = Replay(args, requests)
-    elapsed = asyncio.run(replay.run())
-    summary = summarize(args, parsed, refused, replay, elapsed)
+    timed = within([(offset, (client, method, url)) for offset, client, method, url in requests], args.duration)
+    clients = LogClients(args)
+    schedule = Schedule(timed, clients.send, args.timeout, args.report_every)
+    elapsed = asyncio.run(run_closing(schedule, clients.pools))
+    summary = summarize(args, parsed, refused, schedule, clients, elapsed)
     print_summary(summary, parsed.warnings)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(args, parser)
+    summary = har_replay.replay(args, parser) if is_har(args, parser) else replay_log(args, parser)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)

@@ -84,13 +84,17 @@ class LabUnderTest:
                 counts[self.port_names.get(line.port, str(line.port))] += 1
         return counts
 
-    def origin_count(self, path: str) -> int:
-        """Requests the origin served for this path (any query)."""
+    def origin_stats(self) -> dict:
+        """The lab origin's /_stats (the synthetic one's or the HAR origin's counts)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.run.ports.origin, timeout=10)
         conn.request("GET", "/_stats")
         stats = json.loads(conn.getresponse().read())
         conn.close()
-        return stats["by_path"].get(path.split("?")[0], 0)
+        return stats
+
+    def origin_count(self, path: str) -> int:
+        """Requests the origin served for this path (any query)."""
+        return self.origin_stats()["by_path"].get(path.split("?")[0], 0)
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ DURATION_OPTIONS = [
     ("spe_tools.demo", ["--duration", "2m"]),
     ("spe_tools.workload.load", ["--duration", "30s", "--launch-win", "500ms", "--timeout", "2s",
                                  "--report-every", "1m"]),
-    ("spe_tools.workload.replay", ["--timeout", "2s", "--report-every", "500ms"]),
+    ("spe_tools.workload.replay", ["--timeout", "2s", "--report-every", "500ms", "--duration", "1m"]),
     ("spe_tools.workload.browse", ["--timeout", "1m", "--think-s", "500ms"]),
     ("bench.tail_isolation", ["--timeout", "2s"]),
     ("bench.soak", ["--duration", "1h", "--every", "10s"]),

@@ -15,7 +15,7 @@ from spe_tools.collector import port_lines
 from spe_tools.lab.checks import check
 from spe_tools.lab.kinds import KINDS, Context
 from spe_tools.lab.labfile import lab_toml, write_run_lab_file
-from spe_tools.lab.model import PROXY_KINDS, LabFileError, ProxySpec, load_lab, parse_lab
+from spe_tools.lab.model import PROXY_KINDS, Lab, LabFileError, ProxySpec, load_lab, parse_lab
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
 from spe_tools.lab.start_collector import collector_port_names, connect_ports
@@ -91,7 +91,7 @@ def test_the_conformance_share_reaches_the_load_client_and_the_default_lab_uses_
     ('[origin]\nhost = "127.0.0.1"\n' + MINIMAL, "use 'localhost'"),
     ('[origin]\nkind = "none"\n[workload]\nkind = "load"\n' + MINIMAL, "needs [origin].kind = \"synthetic\""),
     ('[workload]\nkind = "builtin"\n' + MINIMAL,
-     "[workload].kind: unknown kind 'builtin' (known: none, load, browse, command)"),
+     "[workload].kind: unknown kind 'builtin' (known: none, load, browse, command, replay)"),
     ('[workload]\nkind = "load"\npopularity = "zipf"\n' + MINIMAL, "[workload].popularity: popularity must be"),
     ('[workload]\nkind = "load"\nhit_ratio = 1.5\n' + MINIMAL, "[workload].hit_ratio: 1.5 is out of range"),
     ('[workload]\nkind = "load"\nconformance = 2\n' + MINIMAL, "[workload].conformance: 2 is out of range"),
@@ -436,3 +436,54 @@ def test_the_runs_prometheus_scrapes_the_multiplier_every_second(tmp_path):
     assert job["static_configs"] == [{"targets": ["127.0.0.1:9464"], "labels": {"lab": "lab", "run": "20261126-run"}}]
     argv = prometheus_argv(tmp_path, 9090)
     assert f"--storage.tsdb.path={tmp_path / 'data'}" in argv and "--web.listen-address=127.0.0.1:9090" in argv
+
+
+def replay_lab(tmp_path: Path, files: list[str], origin: str = "") -> Lab:
+    """A lab replaying `files` (beside its lab file, in labs/), its [origin] table as given."""
+    source = tmp_path / "labs" / "replay.toml"
+    source.parent.mkdir(exist_ok=True)
+    return parse_lab(f'[workload]\nkind = "replay"\nspeed = 2\nfiles = {json.dumps(files)}\n{origin}' + MINIMAL,
+                     source)
+
+
+def test_a_replay_workload_sends_its_recordings_through_the_multiplier(tmp_path):
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5})
+    lab = replay_lab(tmp_path, ["a.har", "sub/b.HAR"])
+    assert lab.workload.files == (tmp_path / "labs" / "a.har", tmp_path / "labs" / "sub" / "b.HAR")
+    argv = workload_argv(lab, ports, 30)
+    assert argv[1:5] == ["-m", "spe_tools.workload.replay", str(tmp_path / "labs" / "a.har"),
+                         str(tmp_path / "labs" / "sub" / "b.HAR")]
+    assert argv[argv.index("--proxy") + 1] == "127.0.0.1:3" and argv[argv.index("--speed") + 1] == "2"
+    assert argv[argv.index("--duration") + 1] == "30" and "--json" in argv
+    # HAR files ask the HAR origin (which serves every recorded host); with the synthetic one, their own URLs
+    assert "--origin" not in argv
+    har_origin = replace(lab, origin=replace(lab.origin, kind="har"))
+    argv = workload_argv(har_origin, ports, 30)
+    assert argv[argv.index("--origin") + 1] == "localhost:1"
+    # An access log's hosts become the synthetic origin's, as ./spe replay --origin does
+    log = workload_argv(replay_lab(tmp_path, ["access.log"]), ports, 30)
+    assert log[3] == str(tmp_path / "labs" / "access.log") and log[log.index("--origin") + 1] == "localhost:1"
+    assert "--origin" not in workload_argv(replay_lab(tmp_path, ["access.log"], '[origin]\nkind = "none"\n'), ports, 30)
+
+
+def test_a_replay_workloads_files_are_checked(tmp_path):
+    assert 'kind "replay" needs the recordings' in error('[workload]\nkind = "replay"\n' + MINIMAL)
+    assert "only for kind" in error('[workload]\nkind = "load"\nfiles = ["a.har"]\n' + MINIMAL)
+    assert "cannot be replayed together" in error('[workload]\nkind = "replay"\nfiles = ["a.har", "b.log"]\n' + MINIMAL)
+    assert "one access log at a time" in error('[workload]\nkind = "replay"\nfiles = ["a.log", "b.log"]\n' + MINIMAL)
+    assert "out of range" in error('[workload]\nkind = "replay"\nfiles = ["a.har"]\nspeed = 0\n' + MINIMAL)
+    lab = replay_lab(tmp_path, ["gone.har", "bad.har", "good.har"])
+    (tmp_path / "labs" / "bad.har").write_text("{}")
+    (tmp_path / "labs" / "good.har").write_text('{"log": {"entries": []}}')
+    problems = [p for p in check(lab) if p.startswith("[workload]")]
+    assert problems == [f"[workload].files: {tmp_path / 'labs' / 'gone.har'} is not a file",
+                        f"[workload].files: {tmp_path / 'labs' / 'bad.har'}: no log.entries (is it a HAR file?)"]
+
+
+def test_a_replay_labs_run_file_names_the_same_recordings(tmp_path):
+    lab = replay_lab(tmp_path, ["a.har"])
+    run_copy = tmp_path / "run" / "lab.toml"
+    run_copy.parent.mkdir()
+    write_run_lab_file(lab, run_copy)
+    again = load_lab(run_copy)
+    assert again.workload.files == (tmp_path / "labs" / "a.har",) and again.workload.speed == 2

@@ -1,0 +1,122 @@
+"""Which recorded response answers a request to the HAR origin (pure: the recordings are given, nothing is read).
+
+A request is matched by its method, the recorded URL it stands for (its /_har/SCHEME/HOST/PATH target, see
+har.lab_url, or on a recording of one host only, its plain path and query) and, when it has a body, that body.
+Repeated requests for one URL take the recorded responses in the order they were recorded, the last one again
+once they run out; a recorded 304 answers only a conditional request (the recording's own revalidation), so an
+unconditional one passes it over. HEAD takes the recorded HEAD, else the GET's response without moving its
+sequence on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from spe_tools.workload.har import HarEntry, recorded_url
+from spe_tools.workload.har_reply import Prepared, prepare
+
+Key = tuple[str, str, bytes | None]  # method, recorded URL (normal_url), request body (None: none)
+
+
+@dataclass
+class Recorded:
+    """One recorded exchange in its sequence, its response prepared once, when first asked for."""
+
+    entry: HarEntry
+    offset: int  # its recording's date offset (har_reply.date_offset)
+    _prepared: Prepared | None = field(default=None, repr=False)
+
+    def prepared(self) -> Prepared:
+        if self._prepared is None:
+            self._prepared = prepare(self.entry, self.offset)
+        return self._prepared
+
+
+def normal_url(url: str) -> str | None:
+    """The form URLs are matched in: scheme and host lower case, "/" for an empty path, no fragment; None for a
+    URL that is not http(s) (data:, blob:, ws:, a browser extension's)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, ""))
+
+
+def servable(entry: HarEntry) -> bool:
+    """An exchange with a final response to serve: DevTools records a blocked or failed request with status 0,
+    and a WebSocket with 101."""
+    return 200 <= entry.response.status <= 599
+
+
+def key(method: str, url: str, body: bytes | None) -> Key:
+    return method.upper(), url, body or None
+
+
+class HarIndex:
+    """The recorded responses by request, and where each sequence has got to."""
+
+    def __init__(self, recordings: Iterable[tuple[list[HarEntry], int]]):
+        """`recordings`: each file's entries (in time order) with its date offset, in the order given."""
+        self.sequences: dict[Key, list[Recorded]] = {}
+        self.cursor: Counter = Counter()
+        self.origins: set[tuple[str, str]] = set()  # (scheme, host) recorded
+        self.left_out = 0  # entries with no response to serve
+        for entries, offset in recordings:
+            for entry in entries:
+                self._add(entry, offset)
+
+    def _add(self, entry: HarEntry, offset: int) -> None:
+        url = normal_url(entry.request.url)
+        if url is None or not servable(entry):
+            self.left_out += 1
+            return
+        self.sequences.setdefault(key(entry.request.method, url, entry.request.body), []).append(
+            Recorded(entry, offset))
+        parts = urlsplit(url)
+        self.origins.add((parts.scheme, parts.netloc))
+
+    @property
+    def responses(self) -> int:
+        return sum(len(s) for s in self.sequences.values())
+
+    def candidates(self, target: str) -> list[str]:
+        """The recorded URLs a request target may stand for: its /_har/ URL; for a plain target, on a recording
+        of one host, that host's URL (https first, where it was recorded under both schemes); else none."""
+        lab = recorded_url(target)
+        if lab is not None:
+            return [url] if (url := normal_url(lab)) else []
+        if len({host for _, host in self.origins}) != 1:
+            return []
+        parts = urlsplit(target)
+        return [urlunsplit((scheme, host, parts.path or "/", parts.query, ""))
+                for scheme, host in sorted(self.origins, reverse=True)]
+
+    def lookup(self, method: str, target: str, body: bytes, conditional: bool) -> tuple[str | None, Recorded | None]:
+        """The recorded URL the request stands for (None: none) and the response that answers it (None: the
+        recording holds none)."""
+        urls = self.candidates(target)
+        for url in urls:
+            found = self.take(method, url, body, conditional)
+            if found is not None:
+                return url, found
+        return (urls[0] if urls else None), None
+
+    def take(self, method: str, url: str, body: bytes, conditional: bool) -> Recorded | None:
+        if method.upper() == "HEAD" and key("HEAD", url, body) not in self.sequences:
+            return self._next(key("GET", url, None), conditional, advance=False)
+        return self._next(key(method, url, body), conditional, advance=True)
+
+    def _next(self, k: Key, conditional: bool, advance: bool) -> Recorded | None:
+        sequence = self.sequences.get(k, [])
+
+        def answers(r: Recorded) -> bool:
+            return conditional or r.entry.response.status != 304
+
+        for i in range(self.cursor[k], len(sequence)):
+            if answers(sequence[i]):
+                if advance:
+                    self.cursor[k] = i + 1
+                return sequence[i]
+        return next((r for r in reversed(sequence) if answers(r)), None)  # run out: the last one again
