@@ -49,6 +49,7 @@ SEQUENCES = {
     "m-search-then-get": ("invalidated", "unsafe-then-get", "M-SEARCH"),
     "proppatch-then-get": ("invalidated", "unsafe-then-get", "PROPPATCH"),
     "no-cache-update": ("no-cache,update", "revalidate", ""),
+    "update-length": ("no-cache,update-length", "revalidate", ""),
     "max-age-update": ("max-age=2,update", "revalidate", ""),
     "expires-update": ("expires-past,update", "revalidate", ""),
     "expires-double-space": ("expires-double-space", "reuse-now", ""),
@@ -100,6 +101,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # copy stale on arrival (so it would forward, and break nothing). nginx writes its own Date on what it
     # reuses (4, 3.2).
     "no-cache-update": {},
+    # The origin's 304 carries Content-Length: 0 (patch 0021 passes it on; 0022 keeps the Collector's own copy
+    # whole): every kind keeps the stored body and its length (3.2), seen 2026-11-28, idle and loaded.
+    "update-length": {},
     "max-age-update": {"varnish": {"stale"}, "nginx": {"date"}},
     "expires-update": {},
     # An invalid Expires is already expired (RFC 9111 5.3; RFC 9110 5.6.7's formats are exact).

@@ -168,6 +168,7 @@ def test_borderline_and_invalid_dates_are_written_as_the_case_says():
 
 @pytest.mark.parametrize("case,updated", [
     ("no-cache,update", {"x-version": "2", "cache-control": "no-cache"}),
+    ("no-cache,update-length", {"x-version": "2", "content-length": "0"}),
     ("max-age=2,update", {"x-version": "2", "cache-control": "max-age=3600"}),
     ("expires-past,update", {"x-version": "2", "expires": cf.FUTURE})])
 def test_a_304_carries_updated_fields_and_every_200_the_old_ones(case, updated):
