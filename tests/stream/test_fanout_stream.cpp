@@ -103,6 +103,11 @@ struct FanoutBed {
 
     /// Hands one client request's fan-out over, as the client's session does, without waiting for it.
     void start_fan_out(const Measure& reference) {
+        begin_fan_out()->set_reference(Reference{reference, 200, std::nullopt, {}, nullptr});
+    }
+
+    /// A client request's fan-out, begun (its number given) but without the Collector's reply yet.
+    std::shared_ptr<Fanout> begin_fan_out() {
         RequestRecord record;
         record.id = ctx->next_request_id();
         record.ts = unix_seconds();
@@ -112,10 +117,15 @@ struct FanoutBed {
         Request req{http::verb::get, record.url, 11};
         req.set(http::field::host, "origin.test");
         auto wire = std::make_shared<const WireRequest>(std::move(req));
-        {
-            auto fanout = std::make_shared<Fanout>(ctx, pools, nullptr, std::move(record), wire, false);
-            fanout->begin();
-            fanout->set_reference(Reference{reference, 200, std::nullopt, {}, nullptr});
+        auto fanout = std::make_shared<Fanout>(ctx, pools, nullptr, std::move(record), wire, false);
+        fanout->begin();
+        return fanout;
+    }
+
+    void run_a_while() {
+        for (int i = 0; i < 10; ++i) {
+            ioc.run_for(20ms);
+            ioc.restart();
         }
     }
 
@@ -209,6 +219,30 @@ TEST_CASE("a fan-out whose reference falls short in sequential mode sends no leg
     CHECK(records[0].at("note") == "the Collector's reply broke off");
     CHECK(records[0].at("proxies").empty());
     CHECK(bed.proxies[0]->requests_seen() == 0);
+}
+
+TEST_CASE("a client that leaves while a leg of its is still to come keeps the proxy connection for it") {
+    // The client's first request is answered by every proxy and its connection is idle; the client then sends
+    // a second one and leaves before SPE sends its legs (the Collector's reply comes after). The proxy gets the
+    // second request on the connection of the first, as the client sent both on one, and that connection
+    // closes after it, as the client's did.
+    const auto reference = reference_of({send_bytes(kReply)});
+    FanoutBed bed({{{send_bytes(kReply)}, {send_bytes(kReply)}}}, FanoutMode::sequential);
+    bed.start_fan_out(reference);
+    auto second = bed.begin_fan_out();
+    bed.run_a_while();  // the first leg is done, its connection idle
+    bed.pools->client_closed();
+    bed.run_a_while();
+    second->set_reference(Reference{reference, 200, std::nullopt, {}, nullptr});
+    second.reset();
+    bed.finish_fan_outs();
+    bed.log->close();
+    const auto records = bed.log_file.records();
+    REQUIRE(records.size() == 2);
+    for (const auto& r : records)
+        CHECK(leg(r, "p0").at("result") == "OK");
+    CHECK(bed.proxies[0]->requests_seen() == 2);
+    CHECK(bed.proxies[0]->connections_accepted() == 1);
 }
 
 TEST_CASE("fan-outs still pending when their client leaves share its proxy connection") {

@@ -34,15 +34,22 @@ std::unique_ptr<UpstreamConnection> ProxyPools::acquire(std::size_t proxy) {
 void ProxyPools::release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn) {
     auto& pool = pools_.at(proxy);
     pool.busy.erase(conn.get());
-    // Kept after the client has gone too: its fan-outs still pending (SPE's backlog) send their legs on
-    // it, as the client's requests came on one connection. The pools go with the last of them.
-    if (conn->is_reusable() && !aborted_) pool.idle.push_back(std::move(conn));
+    if (!conn->is_reusable() || aborted_) return;
+    // Kept after the client has gone too while its fan-outs still to come at this proxy (SPE's backlog, legs
+    // waiting for their turn) need it, as the client's requests came on one connection; the last of them (only
+    // this leg's turn left) closes it, as the client closed its own.
+    if (client_gone_ && turns_.ahead(proxy, issued_.load()) <= 1) return;
+    pool.idle.push_back(std::move(conn));
 }
 
 void ProxyPools::client_closed() {
     asio::post(strand_, [self = shared_from_this()] {
-        for (auto& pool : self->pools_)
-            pool.idle.clear();
+        self->client_gone_ = true;
+        // A proxy done with every fan-out of the client sees its connection close now; one that still has
+        // legs to come keeps it for them (release closes it after the last).
+        const auto issued = self->issued_.load();
+        for (std::size_t proxy = 0; proxy < self->pools_.size(); ++proxy)
+            if (self->turns_.ahead(proxy, issued) == 0) self->pools_[proxy].idle.clear();
     });
 }
 

@@ -1,8 +1,8 @@
 // The connections one client connection holds to each proxy under test. They
 // mirror the client's persistence: kept alive while the client connection
 // lives, at most one outstanding request each (a busy one means a new one,
-// as in ROPE), closed when the client leaves (idle ones at once, the others
-// once the client's last fan-out is done with them). Also whose turn it is at each
+// as in ROPE), closed when the client leaves (at once where no leg of its is
+// still to come, else after the last one). Also whose turn it is at each
 // proxy: the client's requests reach each proxy in the client's order, one at
 // a time (proxy_turns.hpp). Used on their own executor (the fan-out's);
 // client_closed(), abort() and next_sequence() may be called from anywhere.
@@ -35,8 +35,8 @@ public:
     std::unique_ptr<UpstreamConnection> acquire(std::size_t proxy);
     void release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn);
 
-    /// The client connection is gone: close the idle connections. One still in use stays for the
-    /// client's fan-outs not yet done; the last of them closes it (the pools go with it).
+    /// The client connection is gone: close the idle connections of the proxies done with all its
+    /// fan-outs. A connection a later leg will still use stays for it, and the last leg closes it.
     void client_closed();
     const asio::any_io_executor& executor() const { return strand_; }
 
@@ -83,6 +83,7 @@ private:
     std::size_t buffer_limit_;
     std::vector<Pool> pools_;
     bool aborted_ = false;
+    bool client_gone_ = false;  // client_closed() ran (on the strand)
     ProxyTurns turns_;
     // Per proxy, the legs waiting for their turn, by fan-out: observers of timers their
     // coroutines own (each erases itself before its timer goes); cancelled to wake them.
