@@ -9,6 +9,7 @@ and, for a proxy, in its keys (spe_tools.lab.proxy_spec, with their ranges), whi
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -153,8 +154,9 @@ class Lab:
 
 
 def _relative_to(source: Path | None, path: str) -> Path:
-    """A path in the lab file is relative to the file's own directory."""
-    return source.parent / path if source else Path(path)
+    """A path in the lab file is relative to the file's own directory (`..` taken out, links kept: the same file
+    named two ways is one path, as the run's lab.toml writes it)."""
+    return Path(os.path.normpath(source.parent / path)) if source else Path(path)
 
 
 def _collector(data: dict, source: Path | None) -> CollectorSpec:
