@@ -47,9 +47,11 @@ def test_a_proxy_miss_costs_what_the_collector_miss_cost(spe_lab):
     miss_ms = first["collector"]["ttfb_us"] / 1000
     assert miss_ms >= THINK_MS, first["collector"]
     for name, result in by_name(first).items():
-        # Both proxies missed; the Collector answered each from its cache at the original pace.
+        # Both proxies missed; the Collector answered each from its cache at the original pace. Within 25 ms: the
+        # dummy is one more hop and a new connection (under ./spe test an ASan build: 16 ms once), and a hit
+        # without the replay would come some 250 ms early.
         assert result["result"] == "OK", result
-        assert abs(result["ttfb_us"] / 1000 - miss_ms) <= max(0.05 * miss_ms, 15), (name, result, miss_ms)
+        assert abs(result["ttfb_us"] / 1000 - miss_ms) <= max(0.05 * miss_ms, 25), (name, result, miss_ms)
 
     spe_lab.get(path)
     second = spe_lab.records(path, 2)[1]
