@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -69,6 +70,16 @@ class HarPage:
     started: float  # Unix seconds
     on_content_load_ms: float = -1  # DOMContentLoaded after `started`, -1 unknown
     on_load_ms: float = -1  # the load event after `started`, -1 unknown
+
+
+FIELD_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110 5.1, 5.6.2): what a field name must be
+
+
+def connection_listed(fields: list[tuple[str, str]]) -> set[str]:
+    """The lowercase names the recorded Connection fields list: hop-by-hop for the recording's next hop only
+    (RFC 9110 7.6.1), neither replayed nor served."""
+    return {token.strip().lower() for name, value in fields if name.lower() == "connection"
+            for token in value.split(",")}
 
 
 # Where a recorded URL is asked for in a lab: every host of a recording is served by the lab's one loopback origin,

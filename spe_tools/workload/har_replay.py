@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from spe_tools.workload.client import Exchange, Pool, fetch
-from spe_tools.workload.har import HarEntry, HarError, lab_url, read_har
+from spe_tools.workload.har import FIELD_NAME, HarEntry, HarError, connection_listed, lab_url, read_har
 from spe_tools.workload.http11 import CLIENT_HEADER, request_bytes
 from spe_tools.workload.logparse import is_loopback_host
 from spe_tools.workload.schedule import Schedule, exchange_summary, print_exchanges, run_closing, within
@@ -40,7 +40,6 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "u
 # What the replay writes itself: Host from the URL, Content-Length from the body, the client's name.
 WRITTEN = frozenset({"host", "content-length", CLIENT_HEADER.lower()})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})  # sent with a Content-Length even when the body was not kept
-TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a field name (RFC 9110 5.1)
 URL_SAFE = "!#$%&'()*+,/:;=?@[]~"  # what stays as it is in a URL: the rest (spaces, non-ASCII) is percent-encoded
 
 
@@ -78,9 +77,7 @@ def wire_text(text: str) -> str:
 
 def request_headers(recorded: list[tuple[str, str]], client: str) -> list[tuple[str, str]]:
     """The recorded header fields as the replay sends them, in their order, and the client's name last."""
-    named = {token.strip().lower() for name, value in recorded if name.lower() == "connection"
-             for token in value.split(",")}
-    dropped = HOP_BY_HOP | WRITTEN | named
+    dropped = HOP_BY_HOP | WRITTEN | connection_listed(recorded)
     out: list[tuple[str, str]] = []
     cookies: list[str] = []
     cookie_at = -1
@@ -88,7 +85,7 @@ def request_headers(recorded: list[tuple[str, str]], client: str) -> list[tuple[
         low = name.lower()
         # A pseudo-header (":authority") is HTTP/2's request line, which the URL makes; a name or value that would
         # break the head is not sent.
-        if low.startswith(":") or low in dropped or not TOKEN.fullmatch(name) or any(c in value for c in "\r\n\0"):
+        if low.startswith(":") or low in dropped or not FIELD_NAME.fullmatch(name) or any(c in value for c in "\r\n\0"):
             continue
         if low == "cookie":
             cookie_at = len(out) if cookie_at < 0 else cookie_at

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 
-from spe_tools.workload.har import HarEntry
+from spe_tools.workload.har import FIELD_NAME, HarEntry, connection_listed
 from spe_tools.workload.http11 import format_date, parse_http_date
 
 # Hop-by-hop fields (RFC 9110 7.6.1) and the framing the server sets itself from the body it sends.
@@ -28,7 +27,6 @@ NOT_MODIFIED_FIELDS = ("etag", "last-modified", "cache-control", "expires", "var
 NO_BODY = frozenset({204, 304})
 CONDITIONAL = frozenset({"if-none-match", "if-modified-since"})
 LAST_DATE = 253402300799  # 9999-12-31 23:59:59: an HTTP-date has four digits of year
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def _brotli() -> tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]] | None:
@@ -102,12 +100,11 @@ def sent_fields(headers: list[tuple[str, str]], offset: int) -> list[tuple[str, 
     """The recorded fields that go on the wire, in order: no hop-by-hop or framing field, no field Connection
     names, no HTTP/2 pseudo-field, no name that is no token; one field per line of a value (Firefox joins
     repeated Set-Cookie fields with newlines); dates moved by `offset`."""
-    listed = {token.strip().lower() for name, value in headers if name.lower() == "connection"
-              for token in value.split(",")}
+    listed = connection_listed(headers)
     out = []
     for name, value in headers:
         key = name.lower()
-        if key in NOT_FORWARDED or key in listed or not _TOKEN.fullmatch(name):
+        if key in NOT_FORWARDED or key in listed or not FIELD_NAME.fullmatch(name):
             continue
         for line in filter(None, (part.strip() for part in value.splitlines())):
             out.append((name, _wire_text(shift_date(line, offset) if key in SHIFTED else line)))
