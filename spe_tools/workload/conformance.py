@@ -176,6 +176,10 @@ def _no_pause_cases() -> dict[str, Case]:
                                             age=2147483648, scenarios=reuse),
         "date-stored": Case("a reused reply keeps its stored Date (RFC 9110 6.6.1, 4.3.4)", "max-age=3600",
                             scenarios=("repeat",)),
+        "connection=x-hop-field": Case("a field Connection lists is for one hop: neither forwarded nor stored "
+                                       "(RFC 9110 7.6.1, 3.1)", "max-age=3600",
+                                       extra=(("Connection", "X-Hop-Field"), ("X-Hop-Field", "hop")),
+                                       scenarios=reuse),
         "set-cookie,reuse": Case("a stored Set-Cookie is served with the reuse (3.1, 7.3)", "max-age=3600",
                                  set_cookie=True, scenarios=reuse),
         "no-cache,update": Case("the 304 of a revalidation updates the stored reply (4.3.4): X-Version: 2",

@@ -311,6 +311,59 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
     }
 }
 
+TEST_CASE(
+    "connection-fields: a field its parent's Connection listed, forwarded or served from store (RFC 9110 7.6.1)") {
+    // The parent sent Connection: X-Hop-Field, Keep-Alive with both fields (patch 0023 names them apart).
+    const auto hop = [](spe::Measure& m, double t) -> spe::Measure& {
+        m.cache_headers.set(spe::CacheField::parent,
+                            fmt::format(R"(t={:.3f}; age="0"; date="{}"; connection="x-hop-field keep-alive"; )"
+                                        R"(fields="{} connection")",
+                                        t, http_date(kT0), kNames));
+        return m;
+    };
+    const auto exercised = [](const spe::Measure& m) {
+        const auto& e = m.cache->exercised;
+        return std::find(e.begin(), e.end(), "connection-fields") != e.end();
+    };
+    spe::CacheJudge judge({"p"});
+    SECTION("a miss that forwards the field is named; its own Keep-Alive is its hop's") {
+        auto forwarded = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
+        forwarded.cache_headers.field_names.add("x-hop-field");
+        forwarded.cache_headers.field_names.add("keep-alive");
+        auto r = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
+                                  hop(forwarded, kT0 + 0.02));
+        judge.judge(r, kRequest);
+        REQUIRE(rules(r.proxies[0].measure) == Rules{"connection-fields"});
+        const auto& reason = r.proxies[0].measure.cache->violations[0].reason;
+        CHECK(reason.find("x-hop-field") != std::string::npos);
+        CHECK(reason.find("keep-alive") == std::string::npos);
+    }
+    SECTION("a reuse of a copy stored with the field is named; one without it passes") {
+        auto removed = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
+        auto r1 =
+            one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0), hop(removed, kT0 + 0.02));
+        judge.judge(r1, kRequest);
+        CHECK(rules(r1.proxies[0].measure) == Rules{});
+        CHECK(exercised(r1.proxies[0].measure));
+
+        auto stored = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
+        stored.cache_headers.field_names.add("x-hop-field");
+        auto r2 = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
+                                   hop(stored, kT0 + 0.02));
+        judge.judge(r2, kRequest);
+        CHECK(rules(r2.proxies[0].measure) == Rules{"connection-fields"});
+    }
+    SECTION("a parent that listed nothing leaves the rule unexercised") {
+        auto plain = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
+        plain.cache_headers.field_names.add("x-hop-field");
+        auto r = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
+                                  from_parent(plain, kT0 + 0.02, "0", kT0));
+        judge.judge(r, kRequest);
+        CHECK(rules(r.proxies[0].measure) == Rules{});
+        CHECK_FALSE(exercised(r.proxies[0].measure));
+    }
+}
+
 TEST_CASE("private-fields and no-cache-fields: a copy reused unvalidated with a field the qualified form named") {
     // RFC 9111 5.2.2.7: a shared cache does not store the fields private="..." names (it may store the
     // rest); 5.2.2.4: it does not send the fields no-cache="..." names without validating the copy.

@@ -38,6 +38,16 @@ TEST_CASE("a parent stamp names the interim replies sent before the reply (patch
     CHECK(none->interim.empty());
 }
 
+TEST_CASE("a parent stamp names the fields it sent for its hop only (patch 0023)") {
+    const auto s = spe::parse_parent_stamp(R"(t=5; connection="x-hop-field keep-alive"; fields="connection date")");
+    REQUIRE(s);
+    CHECK(s->connection == "x-hop-field keep-alive");
+    CHECK(s->fields == "connection date");
+    const auto none = spe::parse_parent_stamp(R"(t=5; fields="date")");
+    REQUIRE(none);
+    CHECK(none->connection.empty());
+}
+
 TEST_CASE("a parent stamp without a valid time, or with an open quote or junk, is none") {
     for (const char* bad :
          {"", "age=3", "t=", "t=abc", "t=0", "t=-1", R"(t=1; date="open)", R"(t=1; date="a" b)", "t=1.2.3"})

@@ -110,6 +110,14 @@ std::optional<Finding> framing_finding(const Measure& reply) {
                                reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
 }
 
+/// The fields its parent sent for one hop only (patch 0023): neither forwarded nor stored, so a miss and a
+/// reuse are judged alike.
+void judge_connection_fields(CacheVerdict& v, const ParentStamp& parent, const CacheHeaders& served) {
+    if (parent.connection.empty()) return;
+    add_exercised(v, rule_id("connection-fields"));
+    if (auto f = connection_fields_finding(parent, served.field_names)) v.violations.push_back(std::move(*f));
+}
+
 }  // namespace
 
 CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
@@ -281,6 +289,7 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     const ParentStamp* sent = parent ? &*parent : nullptr;
     const KnownFetch* fetch = remember(*stamp, reply, sent, stamp->time >= record.ts - kClockSlack, served_at);
     v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
+    if (sent) judge_connection_fields(v, *sent, h);
 
     v.reused = is_reuse(c, reply, reference, *stamp);
     if (v.reused && record.method != "HEAD") {

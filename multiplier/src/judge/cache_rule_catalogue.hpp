@@ -54,6 +54,8 @@ inline constexpr auto kCacheRules = std::to_array<CacheRule>({
      "reused a stored reply with another Date than the valid one its parent sent"},
     {"stored-fields", "3.1", RuleSeverity::violation,
      "reused a stored reply without an end-to-end field its parent sent (Set-Cookie too)"},
+    {"connection-fields", "9110 7.6.1", RuleSeverity::violation,
+     "forwarded, or served from its store, a field its parent's Connection listed (for that hop only)"},
     {"header-update", "4.3.4", RuleSeverity::violation,
      "took its parent's 304 and served the copy without a field that 304 carried and the origin changed"},
     {"private-fields", "5.2.2.7", RuleSeverity::violation,

@@ -440,6 +440,18 @@ std::optional<Finding> stored_fields_finding(const ParentStamp& parent, const Fi
                                missing)};
 }
 
+std::optional<Finding> connection_fields_finding(const ParentStamp& parent, const FieldNameSet& served_names) {
+    std::string kept;
+    for_each_name(parent.connection, [&](std::string_view name) {
+        if (!field_may_differ(name) && served_names.contains(name)) kept.append(kept.empty() ? "" : ", ").append(name);
+    });
+    if (kept.empty()) return std::nullopt;
+    return Finding{rule_id("connection-fields"), "9110 7.6.1",
+                   fmt::format("its parent's Connection listed {}, a field for that hop only, which this reply "
+                               "carries: a proxy removes it before forwarding and never stores it (RFC 9111 3.1)",
+                               kept)};
+}
+
 std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const FieldNameSet& served_names) {
     auto carried = [&](std::string_view named) {
         std::string out;

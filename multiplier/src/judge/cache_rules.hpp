@@ -116,6 +116,12 @@ bool field_may_differ(std::string_view lower_name);
 std::optional<Finding> stored_fields_finding(const ParentStamp& parent, const FieldNameSet& served_names,
                                              const CacheControl& cc);
 
+/// A field its parent's Connection listed (ParentStamp::connection, patch 0023) was for that hop only: a
+/// proxy removes it before it forwards the reply (RFC 9110 7.6.1) and never stores it (RFC 9111 3.1), so
+/// no reply of the proxy's, a miss or a reuse, carries it. Names a proxy may write for its own hop
+/// (field_may_differ) are not judged. `served_names`: the served reply's field names.
+std::optional<Finding> connection_fields_finding(const ParentStamp& parent, const FieldNameSet& served_names);
+
 /// The fields a stored reply's qualified private="..." or no-cache="..." names, on a copy reused
 /// without validating it during this request: a shared cache does not store the first (RFC 9111
 /// 5.2.2.7) and does not send the second unvalidated (5.2.2.4). `served_names`: the served reply's

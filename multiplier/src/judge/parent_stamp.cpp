@@ -88,6 +88,8 @@ std::optional<ParentStamp> parse_parent_stamp(std::string_view value) {
             stamp.date = std::move(*v);
         } else if (spe::iequals(name, "fields")) {
             stamp.fields = std::move(*v);
+        } else if (spe::iequals(name, "connection")) {
+            stamp.connection = std::move(*v);
         } else if (spe::iequals(name, "interim")) {
             stamp.interim = statuses(*v);
         }

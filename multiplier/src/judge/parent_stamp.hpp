@@ -3,8 +3,10 @@
 // its copy, so a reply the proxy serves from its store says what the proxy
 // received: the judge holds a proxy to that, not to what the origin sent the
 // Collector (which may have answered from its own store, with its own Age).
-//   X-SPE-Parent: t=<unix s.ms>; age="<Age>"; date="<Date>"; interim="<statuses>"; fields="<names>"
-// (interim, patch 0021: the interim responses it sent before this reply, "103 102"; absent: none)
+//   X-SPE-Parent: t=<unix s.ms>; age="<Age>"; date="<Date>"; interim="<statuses>"; connection="<names>";
+//                 fields="<names>"
+// (interim, patch 0021: the interim responses it sent before this reply, "103 102"; absent: none;
+// connection, patch 0023: the fields it sent that its Connection listed, which fields leaves out)
 #pragma once
 
 #include <optional>
@@ -19,6 +21,7 @@ struct ParentStamp {
     std::optional<std::string> age;   // the Age it sent, as sent; nullopt: none
     std::optional<std::string> date;  // the Date it sent, as sent; nullopt: none
     std::string fields;               // the lowercase names of every field it sent, each once, space-separated
+    std::string connection;           // the lowercase names of the fields it sent for its hop only (Connection's)
     std::vector<unsigned> interim;    // the status of each interim response it sent before the reply, in order
 
     /// Whether the parent sent a field of this lowercase name.

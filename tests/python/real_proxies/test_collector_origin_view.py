@@ -137,6 +137,19 @@ def test_a_huge_age_and_an_invalid_date_reach_the_proxies_untouched(bed):
     assert [v for n, v in invalid.fields if n.lower() == "date"] == ["foo"]
 
 
+def test_the_parent_stamp_names_the_connection_listed_field_apart_from_the_others(bed):
+    """X-SPE-Parent's fields leave X-Hop-Field out (no proxy is to keep it) and its connection names it
+    (patch 0023), on the shared fetch and on a hit alike, so the judge can name a proxy that keeps it."""
+    client = tag()
+    bed.get("direct", "connection", client)
+    for reply in (bed.get("p1", "connection", client)[-1], bed.get("p2", "connection", tag())[-1]):
+        stamp = reply.get("X-SPE-Parent")
+        assert reply.get("X-Hop-Field") == "hop" and 'connection="x-hop-field"' in stamp, stamp
+        assert "x-hop-field" not in stamp.split('fields="')[1], stamp
+    plain = bed.get("p1", "huge-age", tag())[-1].get("X-SPE-Parent")
+    assert "connection=" not in plain, plain
+
+
 def test_a_proxy_gets_the_interim_responses_the_fetch_got(bed):
     client = tag()
     direct = bed.get("direct", "early-hints", client)

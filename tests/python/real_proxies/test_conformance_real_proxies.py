@@ -66,6 +66,7 @@ SEQUENCES = {
     "precedence": ("validators", "precedence", ""),
     "etag-vary-304": ("etag,vary", "conditional-vary", ""),
     "set-cookie-reuse": ("set-cookie,reuse", "reuse-now", ""),
+    "connection-field": ("connection=x-hop-field", "reuse-now", ""),
     "private-set-cookie": ("private=set-cookie", "reuse-now", ""),
     "no-cache-set-cookie": ("no-cache=set-cookie", "reuse-now", ""),
     "date-stored": ("date-stored", "repeat", ""),
@@ -139,6 +140,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # Qualified private="Set-Cookie" / no-cache="Set-Cookie" (5.2.2.7, 5.2.2.4): Squid, Traffic Server, nginx and
     # Varnish read them as unqualified (they do not reuse the copy: allowed); Apache reuses it without the
     # Set-Cookie (private-fields and no-cache-fields exercised, passed).
+    # Connection: X-Hop-Field reaches every proxy (patch 0021) and X-SPE-Parent names it (0023): Traffic Server
+    # and nginx forward the field and serve it from their store (RFC 9110 7.6.1, RFC 9111 3.1), the others drop it;
+    # nginx's late reuse is without an Age and with a Date of its own, as everywhere (seen 2026-11-28).
+    "connection-field": {"trafficserver": {"connection-fields"}, "nginx": {"connection-fields", "age", "date"}},
     "private-set-cookie": {},
     "no-cache-set-cookie": {},
     "date-stored": {"nginx": {"age", "date"}},  # nginx regenerates Date and never sends Age
