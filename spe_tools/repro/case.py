@@ -20,6 +20,7 @@ from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, load_lab
 from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun
 from spe_tools.rundir.layout import CASE_JSON, RunDir
+from spe_tools.workload.http11 import format_date, parse_date
 
 FORMAT = 1
 # The log keeps only that a request had credentials; the case sends fixed stand-ins instead.
@@ -34,6 +35,11 @@ MULTIPLIER_KEYS = ("mode", "legs")
 PORT_KEYS = ("port", "collector_port", "address")
 
 
+MOVED = ("expires", "last-modified")  # a reply's absolute dates, moved with its Date in a replay
+# A request's dates that echo a reply's Last-Modified: moved with that reply's (RFC 9110 13.1.3, 13.1.4, 13.1.5)
+MOVED_IN_REQUESTS = ("if-modified-since", "if-unmodified-since", "if-range")
+
+
 class CaseError(RuntimeError):
     """The case cannot be written or read; the message says why."""
 
@@ -44,6 +50,10 @@ class OriginReply:
     headers: dict[str, str]  # the origin's judged fields as recorded, lowercase names
     body_bytes: int
     fetched_offset_s: float  # case time of the fetch that brought it
+    # The names of its other fields (Set-Cookie, Content-Type, X-...: the record keeps names, not values),
+    # sent by the stand-in origin with stand-in values; a case written before they were kept has none.
+    other_fields: tuple[str, ...] = ()
+    interim: tuple[int, ...] = ()  # the interim (1xx) responses the origin sent before it, in order
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,34 @@ class Case:
     steps: tuple[Step, ...]
     collector: dict[str, object] = field(default_factory=dict)
     multiplier: dict[str, object] = field(default_factory=dict)
+
+
+def date_shift(reply: OriginReply, started: float, recorded_start: float) -> float:
+    """Seconds a replay that started at `started` (unix) moves the reply's absolute dates: from its recorded
+    Date to when the replay's fetch of it is due, so an expiry or a Last-Modified keeps its distance."""
+    recorded = parse_date(reply.headers.get("date", ""))
+    fetched = started + reply.fetched_offset_s
+    return fetched - (recorded if recorded is not None else recorded_start + reply.fetched_offset_s)
+
+
+def moved_date(value: str, shift: float) -> str:
+    """An IMF-fixdate moved by `shift` seconds. Anything else stays as it was, byte for byte: an ETag in
+    If-Range, `0`, and a date a cache must read as invalid or in an obsolete form (`2:01:18` for an hour, double
+    spaces: RFC 9111 5.3), which the case is often about and which rewriting would make valid."""
+    moved = parse_date(value)
+    return format_date(int(moved + shift)) if moved is not None and format_date(moved) == value else value
+
+
+def replayed_request_headers(case: Case, step: Step, started: float) -> dict[str, str]:
+    """The step's request fields as a replay sends them: a date that echoes a recorded Last-Modified is
+    moved as the stand-in origin moves that reply's (the proxy compares it with its copy's, as it did)."""
+    out = dict(step.headers)
+    for name in MOVED_IN_REQUESTS:
+        if name not in out:
+            continue
+        echoed = next((s.reply for s in case.steps if s.reply.headers.get("last-modified") == out[name]), step.reply)
+        out[name] = moved_date(out[name], date_shift(echoed, started, case.recorded_start))
+    return out
 
 
 def read_log(path: Path) -> list[dict]:
@@ -127,19 +165,39 @@ def _request_headers(record: dict) -> dict[str, str]:
             for name, value in (record.get("request_headers") or {}).items()}
 
 
+# Names the stand-in origin does not send as the origin's: its own (Date, framing, Server), the hop's, the
+# Collector's and the run's stamps (the replay's Collector adds its own), and a coding its body does not have.
+NOT_REPLAYED = frozenset({"date", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer",
+                          "upgrade", "proxy-connection", "via", "x-cache", "x-cache-lookup", "server",
+                          "content-encoding", "content-type"})
+
+
+def _other_fields(cache: dict, judged: dict[str, str]) -> tuple[str, ...]:
+    names = (cache.get("origin_fields") or "").split()
+    return tuple(n for n in names if n not in judged and n not in NOT_REPLAYED and not n.startswith("x-spe-"))
+
+
+def _interim(collector: dict) -> tuple[int, ...]:
+    # 100 Continue answers the client's Expect, not the origin's reply: not the origin's to replay
+    return tuple(i["status"] for i in collector.get("interim") or () if i.get("status", 100) != 100)
+
+
 def _fresh_reply(record: dict, offset: float, previous: OriginReply | None) -> OriginReply | None:
     """The origin's reply when the Collector fetched it for this request, else None. A 304 to a
     conditional request revalidated the copy: the earlier reply, its fields updated."""
     collector = record.get("collector") or {}
-    origin = (collector.get("cache") or {}).get("origin")
+    cache = collector.get("cache") or {}
+    origin = cache.get("origin")
     if origin is None:
         return None
     status, length = collector.get("status") or 200, collector.get("bytes") or 0
     if status == 304 and previous is not None:
-        return OriginReply(previous.status, {**previous.headers, **origin}, previous.body_bytes, offset)
+        headers = {**previous.headers, **origin}
+        others = tuple(dict.fromkeys((*previous.other_fields, *_other_fields(cache, headers))))
+        return OriginReply(previous.status, headers, previous.body_bytes, offset, others, previous.interim)
     if record["method"] == "HEAD" and previous is not None:
         length = previous.body_bytes  # a HEAD reply has no body: the length stays the GET's
-    return OriginReply(status, dict(origin), length, offset)
+    return OriginReply(status, dict(origin), length, offset, _other_fields(cache, origin), _interim(collector))
 
 
 def _steps(sequence: list[dict]) -> tuple[Step, ...]:
@@ -267,6 +325,12 @@ def readme(case: Case, where: Path) -> str:
                     shown=shown.lstrip(), steps=steps.strip("\n"), here=where)
 
 
+def _origin_reply(data: dict) -> OriginReply:
+    """From case.json, where JSON has lists for the tuples."""
+    return OriginReply(**{**data, "other_fields": tuple(data.get("other_fields", ())),
+                          "interim": tuple(data.get("interim", ()))})
+
+
 def load_case(path: Path) -> Case:
     """Read DIR/case.json (or the file itself)."""
     path = Path(path)
@@ -278,7 +342,7 @@ def load_case(path: Path) -> Case:
     if data.pop("format", None) != FORMAT:
         raise CaseError(f"{file}: not a case of format {FORMAT}")
     try:
-        steps = tuple(Step(**{**s, "reply": OriginReply(**s["reply"])}) for s in data.pop("steps"))
+        steps = tuple(Step(**{**s, "reply": _origin_reply(s["reply"])}) for s in data.pop("steps"))
         return Case(**{**data, "proxy": ProxyOfCase(**data["proxy"]), "steps": steps,
                        "expected": tuple(Finding(**f) for f in data["expected"])})
     except (KeyError, TypeError) as e:

@@ -26,8 +26,8 @@ from spe_tools.lab.runner import bring_up
 from spe_tools.lab.running import ROOT, RunningLab
 from spe_tools.ports import free_port
 from spe_tools.process import ProcessGroup
-from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log
-from spe_tools.repro.stand_in_origin import START_PATH
+from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log, replayed_request_headers
+from spe_tools.repro.stand_in_origin import START_PATH, STARTED_FIELD
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 
@@ -91,19 +91,31 @@ def _env(home: Path) -> dict[str, str]:
     return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(home), "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT)}
 
 
-def _start_clock(origin_port: int) -> None:
+def _start_clock(origin_port: int) -> float:
+    """Starts the stand-in origin's case clock; returns its start (unix s), from which it moves dates."""
     conn = http.client.HTTPConnection("127.0.0.1", origin_port, timeout=10)
     try:
         conn.request("GET", START_PATH)
-        conn.getresponse().read()
+        reply = conn.getresponse()
+        reply.read()
+        return float(reply.getheader(STARTED_FIELD) or time.time())
     finally:
         conn.close()
+
+
+def same_phase_delay(recorded_start: float, now: float) -> float:
+    """Seconds until the clock's fraction of a second is the recording's. Date and Age have one-second
+    resolution, and so has the judge's reading of them: a copy 1.6 s old by the recorded clock can read as 1
+    or 2 s old by another phase, which decides `age` and `stale` near their bounds. At the recorded phase each
+    step's Date rounds as it did."""
+    return (recorded_start - now) % 1.0
 
 
 def send_sequence(case: Case, multiplier_port: int, origin_port: int, timeout_s: float) -> None:
     """Every step through the Multiplier at its offset (or at once, when the previous one ran late)."""
     url = f"http://{ORIGIN_HOST}:{origin_port}{case.path}"
-    _start_clock(origin_port)
+    time.sleep(same_phase_delay(case.recorded_start, time.time()))
+    started = _start_clock(origin_port)
     start = time.monotonic()
     for step in case.steps:
         time.sleep(max(0.0, start + step.offset_s - time.monotonic()))
@@ -111,7 +123,7 @@ def send_sequence(case: Case, multiplier_port: int, origin_port: int, timeout_s:
         try:
             # Only the recorded fields: http.client would add Accept-Encoding of its own.
             conn.putrequest(step.method, url, skip_accept_encoding=True)
-            for name, value in step.headers.items():
+            for name, value in replayed_request_headers(case, step, started).items():
                 conn.putheader(name, value)
             body = b"spe repro\n" if step.method in UNSAFE else None  # the log keeps no request body
             if body is not None:

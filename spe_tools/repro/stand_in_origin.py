@@ -10,8 +10,9 @@ answered with the reply in force at the case time it arrives (docs/repro.md):
 - GET and HEAD: the recorded reply of the latest GET/HEAD step at or before that time (the first one
   before the first step): its status, its judged fields as recorded (Cache-Control, ETag, Vary, Age),
   Date now, Expires and Last-Modified moved by the same amount as that reply's Date (from its recorded
-  Date to the case time of its fetch in this replay), and a deterministic body of the recorded length;
-  304 to a conditional request whose validators match (If-None-Match first, RFC 9110 13.2.2).
+  Date to the case time of its fetch in this replay; a valid IMF-fixdate only), the fields the record names
+  without values with stand-in values, its interim responses first, and a deterministic body of the
+  recorded length; 304 to a conditional request whose validators match (If-None-Match first, RFC 9110 13.2.2).
 - POST, PUT, DELETE, PATCH: the recorded status of the latest such step, Cache-Control: no-store.
 - Any other path: 404, no-store.
 """
@@ -24,13 +25,18 @@ import sys
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from spe_tools.repro.case import UNSAFE, Case, CaseError, OriginReply, Step, load_case
+from spe_tools.repro.case import MOVED, UNSAFE, Case, CaseError, OriginReply, Step, date_shift, load_case, moved_date
 from spe_tools.workload.conditional import not_modified
-from spe_tools.workload.http11 import Message, format_date, parse_date
+from spe_tools.workload.http11 import Message, parse_date
 from spe_tools.workload.origin import Delivery, Reply, parse_listen, serve
 
 START_PATH = "/_spe_repro/start"
-MOVED = ("expires", "last-modified")  # absolute dates of the reply, moved with its Date
+STARTED_FIELD = "X-SPE-Repro-Started"  # the reply to START_PATH: the clock's start (unix s), to move request dates
+# The record keeps the names of the origin's other fields, not their values (a Set-Cookie's is a secret):
+# each is sent with a stand-in value, so a cache that drops or keeps the field does so again.
+STAND_IN_VALUES = {"set-cookie": "spe-repro=1; Path=/", "accept-ranges": "bytes"}
+STAND_IN_VALUE = "spe-repro"
+INTERIM_FIELDS = {103: (("Link", "</spe-repro.css>; rel=preload; as=style"),)}  # Early Hints carry a Link
 SPELLING = {"cache-control": "Cache-Control", "etag": "ETag", "last-modified": "Last-Modified", "expires": "Expires",
             "vary": "Vary", "age": "Age", "content-type": "Content-Type", "pragma": "Pragma"}
 
@@ -64,7 +70,8 @@ class StandIn:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         if parts.path == START_PATH:
             self.start(float(parse_qs(parts.query).get("at", ["0"])[-1]))
-            return Reply(204, [("Cache-Control", "no-store")], b"", Delivery())
+            return Reply(204, [("Cache-Control", "no-store"), (STARTED_FIELD, f"{self.started:.6f}")], b"",
+                         Delivery())
         if target != self.case.path:
             return self.error(404, f"not the case's path ({self.case.path})")
         unsafe = req.method in UNSAFE
@@ -79,24 +86,25 @@ class StandIn:
     def _recorded(self, req: Message, reply: OriginReply) -> Reply:
         headers = self.fields(reply)
         etag, modified = dict(headers).get("ETag"), parse_date(dict(headers).get("Last-Modified", ""))
+        # the interim responses the origin sent first, never to an HTTP/1.0 client (RFC 9110 15.2)
+        interim = reply.interim if req.version != "1.0" else ()
+        delivery = Delivery(interim=interim, interim_fields=INTERIM_FIELDS)
         if reply.status == 200 and not_modified(req, etag, modified):
-            return Reply(304, headers, b"", Delivery())
+            return Reply(304, headers, b"", delivery)
         body = body_of(reply.body_bytes, f"{self.case.path} fetched at {reply.fetched_offset_s:g} s")
-        return Reply(reply.status, [("Content-Type", "application/octet-stream"), *headers], body, Delivery(),
+        return Reply(reply.status, [("Content-Type", "application/octet-stream"), *headers], body, delivery,
                      head_only=req.method == "HEAD")
 
     def fields(self, reply: OriginReply) -> list[tuple[str, str]]:
         """The recorded fields but Date (the server's own, now), absolute dates moved with it."""
-        fetched = self.started + reply.fetched_offset_s  # when this replay's fetch of it is due
-        recorded = parse_date(reply.headers.get("date", ""))
-        shift = fetched - (recorded if recorded is not None else self.case.recorded_start + reply.fetched_offset_s)
+        shift = date_shift(reply, self.started, self.case.recorded_start)
         out = []
         for name, value in reply.headers.items():
             if name == "date":
                 continue
-            moved = parse_date(value) if name in MOVED else None  # an invalid date ("0") stays as it was
-            value = format_date(int(moved + shift)) if moved is not None else value
+            value = moved_date(value, shift) if name in MOVED else value  # an invalid date ("0") stays as it was
             out.append((SPELLING.get(name, name.title()), value))
+        out += [(name.title(), STAND_IN_VALUES.get(name, STAND_IN_VALUE)) for name in reply.other_fields]
         return out
 
     def error(self, status: int, text: str) -> Reply:  # also the socket side's answer to a bad request

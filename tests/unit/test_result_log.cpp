@@ -123,6 +123,7 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
         for (const auto& [name, field] : spe::kShownFields)
             if (auto value = v.origin->get(field)) origin[std::string(name)] = std::string(*value);
         if (!origin.empty()) j["origin"] = origin;
+        if (!v.origin->field_names.empty()) j["origin_fields"] = v.origin->field_names.names();
     }
     return j;
 }
@@ -242,11 +243,16 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         ref.origin->set(spe::CacheField::etag, "\"x\"");
         ref.origin->set(spe::CacheField::cache_control, "max-age=60");
         ref.origin->set(spe::CacheField::x_cache, "MISS from collector");  // not a shown field
+        ref.origin->field_names = spe::FieldNameSet::of("ETag Cache-Control set-cookie X-Origin-Count");
         ref.conservative = "held: vary";
         ref.unjudged = "corrupt stamp: X-SPE-Fetch does not parse";
         r.collector.cache = ref;
         r.request_headers = {{"pragma", "no-cache"}, {"authorization", "(present)"}};
         CHECK(spe::to_json_line(r) == reference_json_line(r));
+        // Every field name of the origin's reply, for a repro case's stand-in origin: Beast's known names
+        // in its order, then the others.
+        CHECK(nlohmann::json::parse(spe::to_json_line(r))["collector"]["cache"]["origin_fields"] ==
+              "cache-control etag set-cookie x-origin-count");
         // Times and ages in ms resolution, written by the short path: the same bytes as nlohmann's.
         for (double t : {1795491050.123, 1795491050.12, 1795491050.1, 1795491050.0, 1700000000.007, 0.5, 0.0, 12.345,
                          7201.1, 1795491050.1234, 3.0000001}) {

@@ -1,4 +1,5 @@
 #include "core/field_name_set.hpp"
+#include "core/ascii.hpp"
 #include "core/name_list.hpp"
 
 namespace spe {
@@ -37,6 +38,17 @@ bool FieldNameSet::operator==(const FieldNameSet& other) const {
     bool same = true;
     for_each_name(unknown_, [&](std::string_view name) { same = same && name_listed(other.unknown_, name); });
     return same;
+}
+
+std::string FieldNameSet::names() const {
+    std::string out;
+    for (std::size_t bit = 0; bit < kKnown; ++bit) {
+        if (!known_.test(bit)) continue;
+        if (!out.empty()) out += ' ';
+        append_lower(out, http::to_string(static_cast<http::field>(bit)));
+    }
+    if (!unknown_.empty()) out.append(out.empty() ? "" : " ").append(unknown_);
+    return out;
 }
 
 bool FieldNameSet::contains(std::string_view name) const {

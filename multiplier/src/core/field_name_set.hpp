@@ -26,6 +26,8 @@ public:
     /// Whether a field of that name was added (without regard to case).
     bool contains(std::string_view name) const;
     bool empty() const { return known_.none() && unknown_.empty(); }
+    /// The names, lowercase and space-separated: those Beast knows in its order, then the others as added.
+    std::string names() const;
     /// The same names, in whatever order they came.
     bool operator==(const FieldNameSet& other) const;
 

@@ -107,6 +107,8 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
         w.key<"origin">();
         shown_fields_object(w, *v.origin);
     }
+    // Every field name of that fetch (Set-Cookie, Content-Type ...): a repro case's stand-in origin sends them all.
+    if (v.origin && !v.origin->field_names.empty()) w.key<"origin_fields">().string(v.origin->field_names.names());
     w.key<"provenance">().string(v.provenance);
     w.key<"reused">().boolean(v.reused);
     if (!v.unjudged.empty()) w.key<"unjudged">().string(v.unjudged);

@@ -5,8 +5,10 @@ recorded length, 304 to matching validators, unsafe methods with their recorded 
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import http.client
+import socket
 import sys
 import time
 
@@ -31,16 +33,23 @@ def origin(tmp_path_factory):
     base = tmp_path_factory.mktemp("repro-origin")
     legs = [{"name": "nginx", "cache": {"violations": [AGE]}}]
     run = make_run(base / "run", [
-        record(1, T0, origin=ORIGIN_1, nbytes=1000),
+        record(1, T0, origin=ORIGIN_1, nbytes=1000, origin_fields="date cache-control set-cookie x-custom"),
         record(2, T0 + 1, method="POST", origin={"cache-control": "no-store"}, status=201, nbytes=0),
         record(3, T0 + 3, origin=ORIGIN_2, nbytes=30, legs=legs),
     ])
+    with stand_in(base, run) as port:
+        yield Origin(port)
+
+
+@contextlib.contextmanager
+def stand_in(base, run):
+    """The stand-in origin of nginx's case on the run's request 3, on a free port."""
     case_dir = write_case(extract_case(run, "nginx", 3), base / "case")
     port = free_port()
     with ProcessGroup(base) as group:
         group.start("stand-in", [sys.executable, "-m", "spe_tools.repro.stand_in_origin", "--case", str(case_dir),
                                  "--listen", f"127.0.0.1:{port}"], port=port, env=ENV)
-        yield Origin(port)
+        yield port
 
 
 class Origin:
@@ -112,3 +121,23 @@ def test_later_in_the_case_the_later_reply_is_in_force(origin):
 
 def test_other_paths_are_not_found(origin):
     assert origin.ask("GET", "/elsewhere")[0].status == 404
+
+
+def test_the_origins_other_fields_come_with_stand_in_values(origin):
+    """The record names Set-Cookie and X-Custom without their values: they are sent with stand-ins."""
+    origin.set_clock(0.5)
+    reply, _ = origin.ask("GET")
+    assert reply.getheader("Set-Cookie") == "spe-repro=1; Path=/" and reply.getheader("X-Custom") == "spe-repro"
+
+
+def test_the_interim_replies_the_origin_sent_go_before_the_reply(tmp_path):
+    legs = [{"name": "nginx", "cache": {"violations": [AGE]}}]
+    run = make_run(tmp_path / "run", [record(1, T0, origin=ORIGIN_1, interim=(103,)),
+                                      record(2, T0 + 1, legs=legs), record(3, T0 + 2, legs=legs)])
+    with stand_in(tmp_path, run) as port, socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /obj?cc=max-age%3D600 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        head = b""
+        while head.count(b"\r\n\r\n") < 2:
+            head += sock.recv(65536)
+    assert head.startswith(b"HTTP/1.1 103 ") and b"\r\nLink: " in head.split(b"\r\n\r\n")[0]
+    assert b"HTTP/1.1 200 " in head.split(b"\r\n\r\n")[1]

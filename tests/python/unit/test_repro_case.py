@@ -11,8 +11,19 @@ from pathlib import Path
 import pytest
 from reprosupport import ORIGIN_1, ORIGIN_2, T0, URL, leg, make_run, record
 
-from spe_tools.repro.case import DUMMY_AUTHORIZATION, DUMMY_COOKIE, CaseError, extract_case, load_case, write_case
+from spe_tools.repro.case import (
+    DUMMY_AUTHORIZATION,
+    DUMMY_COOKIE,
+    CaseError,
+    date_shift,
+    extract_case,
+    load_case,
+    moved_date,
+    replayed_request_headers,
+    write_case,
+)
 from spe_tools.rundir.layout import RunDir
+from spe_tools.workload.http11 import format_date, parse_date
 
 AGE = {"rule": "age", "section": "4", "reason": "Age 0 s, but the copy was 2.6 s old"}
 
@@ -127,3 +138,47 @@ def test_a_rule_of_another_rfc_is_cited_with_its_rfc(tmp_path):
     run = make_run(tmp_path / "run", [record(1, T0, method="HEAD", origin=ORIGIN_1, legs=[leg("nginx", [head_body])])])
     readme = (write_case(extract_case(run, "nginx", 1)) / "README.txt").read_text()
     assert "head-body (RFC 9110 section 9.3.2)" in readme
+
+
+def test_a_request_date_that_echoes_a_last_modified_moves_with_the_reply_the_stand_in_sends(tmp_path):
+    """Squid answers If-Modified-Since from its copy: the date the client echoes must move as the stand-in
+    origin moves that reply's Last-Modified, or a 304 in the run becomes a 200 in the replay."""
+    modified = ORIGIN_2["last-modified"]
+    run = make_run(tmp_path / "run", [
+        record(1, T0, origin=ORIGIN_2, nbytes=7),
+        record(2, T0 + 1.0, headers={"if-modified-since": modified, "if-range": '"v1"'},
+               legs=[leg("nginx", [AGE])]),
+    ])
+    case = extract_case(run, "nginx", 2)
+    started = T0 + 86_400.25
+    shift = date_shift(case.steps[0].reply, started, case.recorded_start)
+    sent = replayed_request_headers(case, case.steps[1], started)
+    assert sent["if-modified-since"] == moved_date(modified, shift) != modified
+    assert sent["if-range"] == '"v1"'  # an entity tag is no date
+    assert moved_date(modified, shift) == format_date(int(parse_date(modified) + shift))
+
+
+def test_the_origins_other_field_names_and_interim_replies_go_into_the_case(tmp_path):
+    """The record keeps every field name of the origin's reply (values only for the judged ones) and its
+    interim responses: the case keeps the names a stand-in origin sends with stand-in values (a stored
+    Set-Cookie dropped by a cache must be dropped again), not the hop's, the Collector's or the framing."""
+    names = "date cache-control etag set-cookie content-type content-length via x-cache x-spe-fetch x-custom"
+    run = make_run(tmp_path / "run", [
+        record(1, T0, origin=ORIGIN_1, nbytes=7, origin_fields=names, interim=(100, 103)),
+        record(2, T0 + 1.0, origin={"etag": '"v1"'}, status=304, origin_fields="date etag x-later",
+               headers={"if-none-match": '"v1"'}),
+        record(3, T0 + 2.0, legs=[leg("nginx", [AGE])]),
+    ])
+    first, revalidated, last = (s.reply for s in extract_case(run, "nginx", 3).steps)
+    assert first.other_fields == ("set-cookie", "x-custom") and first.interim == (103,)
+    assert revalidated.other_fields == ("set-cookie", "x-custom", "x-later") and last == revalidated
+    assert load_case(write_case(extract_case(run, "nginx", 3), tmp_path / "case")).steps[0].reply == first
+
+
+@pytest.mark.parametrize("value", ["Thu, 18 Aug 2050 2:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "0",
+                                   "Thursday, 18-Aug-50 02:01:18 GMT", "Thu, 18 Aug 2050 02:01:18 gMT", '"v1"'])
+def test_only_a_valid_imf_fixdate_is_moved_the_others_stay_byte_for_byte(value):
+    """An Expires a cache must read as expired (RFC 9111 5.3) stays so in the replay: moving it would
+    rewrite it valid, and the proxy's stale reuse would not happen again."""
+    assert moved_date(value, 3600.0) == value
+    assert moved_date("Thu, 18 Aug 2050 02:01:18 GMT", 3600.0) == "Thu, 18 Aug 2050 03:01:18 GMT"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spe_tools.repro.case import Case, Finding, OriginReply, ProxyOfCase, Step
-from spe_tools.repro.replay_case import ReplayError, judge, replay_lab
+from spe_tools.repro.replay_case import ReplayError, judge, replay_lab, same_phase_delay
 
 AGE = Finding("age", "4", "Age 0 s, but the copy was 2.6 s old")
 STEP = Step(1, 0.0, "GET", {}, OriginReply(200, {"cache-control": "max-age=600"}, 5, 0.0), True)
@@ -71,3 +71,10 @@ def test_a_reply_without_the_rule_is_not_reproduced_and_says_how_it_was_judged()
 def test_a_record_without_the_proxy_is_an_error():
     with pytest.raises(ReplayError, match="no leg of 'edge'"):
         judge(CASE, {"id": 2, "proxies": [leg("other")]}, Path("/r"))
+
+
+@pytest.mark.parametrize("recorded, now, wait", [(100.25, 500.75, 0.5), (100.25, 500.25, 0.0), (100.9, 7.1, 0.8)])
+def test_the_replay_starts_at_the_recorded_fraction_of_a_second(recorded, now, wait):
+    """Dates and ages have one-second resolution: at the recorded phase each step's Date rounds as it did."""
+    assert same_phase_delay(recorded, now) == pytest.approx(wait)
+    assert (now + same_phase_delay(recorded, now)) % 1 == pytest.approx(recorded % 1)
