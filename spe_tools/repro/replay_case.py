@@ -36,6 +36,12 @@ from spe_tools.rundir.layout import RunDir
 ORIGIN_HOST = "localhost"
 NOT_STARTED = ("external",)  # kinds the user runs: a replay cannot start a fresh one
 RECORD_WAIT_S = 15.0  # beyond the Multiplier's timeout, for the last record to reach the log
+# Rules broken by a copy older than a bound (its lifetime, or its Age), and `date`, broken by a Date written
+# later than the stored one: a copy only grows older, so the judged request goes this much later than
+# recorded, past a bound (or a second) it crossed by less than the clocks' jitter.
+AGEING_RULES = frozenset({"age", "stale", "must-revalidate", "proxy-revalidate", "s-maxage", "request-max-age",
+                          "date"})
+AGEING_MARGIN_S = 0.5
 
 
 class ReplayError(RuntimeError):
@@ -111,14 +117,23 @@ def same_phase_delay(recorded_start: float, now: float) -> float:
     return (recorded_start - now) % 1.0
 
 
+def send_offsets(case: Case) -> list[float]:
+    """When each step goes, from the first: as recorded, the judged one AGEING_MARGIN_S later when every
+    expected rule is one a copy breaks by growing older (a later reuse breaks it the more)."""
+    offsets = [step.offset_s for step in case.steps]
+    if case.expected and all(f.rule in AGEING_RULES for f in case.expected):
+        offsets[-1] += AGEING_MARGIN_S
+    return offsets
+
+
 def send_sequence(case: Case, multiplier_port: int, origin_port: int, timeout_s: float) -> None:
     """Every step through the Multiplier at its offset (or at once, when the previous one ran late)."""
     url = f"http://{ORIGIN_HOST}:{origin_port}{case.path}"
     time.sleep(same_phase_delay(case.recorded_start, time.time()))
     started = _start_clock(origin_port)
     start = time.monotonic()
-    for step in case.steps:
-        time.sleep(max(0.0, start + step.offset_s - time.monotonic()))
+    for step, offset in zip(case.steps, send_offsets(case), strict=True):
+        time.sleep(max(0.0, start + offset - time.monotonic()))
         conn = http.client.HTTPConnection("127.0.0.1", multiplier_port, timeout=timeout_s)
         try:
             # Only the recorded fields: http.client would add Accept-Encoding of its own.

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from spe_tools.repro.case import Case, Finding, OriginReply, ProxyOfCase, Step
-from spe_tools.repro.replay_case import ReplayError, judge, replay_lab, same_phase_delay
+from spe_tools.repro.replay_case import (
+    AGEING_MARGIN_S,
+    ReplayError,
+    judge,
+    replay_lab,
+    same_phase_delay,
+    send_offsets,
+)
 
 AGE = Finding("age", "4", "Age 0 s, but the copy was 2.6 s old")
 STEP = Step(1, 0.0, "GET", {}, OriginReply(200, {"cache-control": "max-age=600"}, 5, 0.0), True)
@@ -78,3 +85,12 @@ def test_the_replay_starts_at_the_recorded_fraction_of_a_second(recorded, now, w
     """Dates and ages have one-second resolution: at the recorded phase each step's Date rounds as it did."""
     assert same_phase_delay(recorded, now) == pytest.approx(wait)
     assert (now + same_phase_delay(recorded, now)) % 1 == pytest.approx(recorded % 1)
+
+
+def test_a_case_of_an_ageing_rule_sends_its_judged_request_a_little_later():
+    """A copy only grows older: `age` and `stale` found 0.05 s past their bound are still found 0.5 s later,
+    where the replay's clocks cannot land them on the other side; other rules keep the recorded offsets."""
+    later = dataclasses.replace(CASE, steps=(STEP, dataclasses.replace(STEP, offset_s=1.5)))
+    assert send_offsets(later) == [0.0, 1.5 + AGEING_MARGIN_S]
+    stored = dataclasses.replace(later, expected=(AGE, Finding("stored-fields", "3.1", "r")))
+    assert send_offsets(stored) == [0.0, 1.5]
