@@ -62,7 +62,8 @@ def raw_entries(path: Path | str) -> Iterator[object]:
         raise HarError(f"{path}: cannot be read ({e.strerror or e})") from None
     except (ijson.JSONError, UnicodeDecodeError) as e:
         where = f"in or after entry {count}" if count else "before its first entry"
-        raise HarError(f"{path}: not a readable JSON file: {where}: {str(e).strip()}") from None
+        first = (str(e).strip().splitlines() or ["?"])[0]  # yajl adds lines that point at the byte
+        raise HarError(f"{path}: not a readable JSON file: {where}: {first}") from None
     if problem:
         raise HarError(f"{path}: {problem}")
 
