@@ -42,16 +42,29 @@ def entry(i: int, body_kb: int) -> dict:
 
 
 def entries_for(size_mb: float, body_kb: int) -> int:
-    """About how many entries make a file of `size_mb` (a base64 body is 4/3 of its bytes, plus some 1 KB)."""
-    return max(1, int(size_mb * 1024 * 1024 / (body_kb * 1024 * 4 / 3 + 1100)))
+    """About how many entries make a file of `size_mb` MiB: three bodies in four are base64 (4/3 of their bytes),
+    the fourth text; some 1.1 KB of JSON around each."""
+    return max(1, int(size_mb * 2**20 / (body_kb * 1024 * 1.25 + 1100)))
 
 
-def write_big_har(path: Path, size_mb: float, body_kb: int = 64) -> int:
-    """A HAR of about `size_mb` at `path`; its number of entries."""
-    count = entries_for(size_mb, body_kb)
+def write_har_entries(path: Path, count: int, body_kb: int) -> None:
     with open(path, "w") as f:
         f.write('{"log": {"version": "1.2", "creator": {"name": "SPE bench", "version": "1.2"}, "entries": [\n')
         for i in range(count):
             f.write(("," if i else "") + json.dumps(entry(i, body_kb)) + "\n")
         f.write("]}}\n")
+
+
+def write_big_har(path: Path, size_mb: float, body_kb: int = 64) -> int:
+    """A HAR of about `size_mb` at `path`; its number of entries."""
+    count = entries_for(size_mb, body_kb)
+    write_har_entries(path, count, body_kb)
     return count
+
+
+def write_access_log(path: Path, count: int, body_kb: int) -> None:
+    """The same requests as write_har_entries' as a Squid access.log (native format), for `./spe replay`."""
+    with open(path, "w") as f:
+        for i in range(count):
+            f.write(f"{STARTED + i / 1000:.3f}      0 127.0.0.1 TCP_MISS/200 {body_kb * 1024} GET "
+                    f"http://{HOST}/obj/{i} - HIER_DIRECT/127.0.0.1 image/png\n")

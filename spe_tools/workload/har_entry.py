@@ -95,7 +95,8 @@ def _raw_headers(raw: object, where: str) -> list[tuple[str, str]]:
     return out
 
 
-def headers(raw: object, where: str, single: frozenset[str], fixes: Counter) -> list[tuple[str, str]]:
+def headers(raw: object, where: str, single: frozenset[str], fixes: Counter,
+            is_request: bool = False) -> list[tuple[str, str]]:
     """The recorded fields, in order, without pseudo-headers, joined repeats split, repeated singletons once;
     a request's `:authority` becomes its Host where it has none."""
     recorded = _raw_headers(raw, where)
@@ -115,7 +116,7 @@ def headers(raw: object, where: str, single: frozenset[str], fixes: Counter) -> 
     if pseudo:
         fixes["pseudo_headers"] += 1
     authority = next((v for n, v in pseudo if n == ":authority"), None)
-    if authority and where.startswith("request") and "host" not in seen:
+    if authority and is_request and "host" not in seen:
         out.insert(0, ("Host", authority))
         fixes["authority_to_host"] += 1
     return out
@@ -154,7 +155,8 @@ def request_of(req: dict, fixes: Counter) -> HarRequest:
     if not FIELD_NAME.fullmatch(method):
         raise HarError(f"request.method {method!r} is no HTTP method")
     return HarRequest(method, _text(req, "url", "request"), str(req.get("httpVersion") or "HTTP/1.1"),
-                      headers(req.get("headers"), "request.headers", SINGLE_REQUEST, fixes), _post_body(req, fixes))
+                      headers(req.get("headers"), "request.headers", SINGLE_REQUEST, fixes, is_request=True),
+                      _post_body(req, fixes))
 
 
 def response_of(resp: dict, method: str, bodies: Bodies, fixes: Counter) -> HarResponse:
