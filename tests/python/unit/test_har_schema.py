@@ -1,6 +1,7 @@
 """What SPE writes as HAR (har.write_har: `./spe browse --har`'s recorder, the tests' recorded sites) is valid HAR 1.2
 by the JSON Schema of the npm package har-schema (tests/python/har_schema.py); so are the samples of Chromium,
-Firefox and mitmproxy the reader is tested on. Headless Chromium's own recording: browser/test_browse_har.py."""
+Firefox and mitmproxy the reader is tested on, and the recorded shop configs/labs/har.toml serves. Headless
+Chromium's own recording: browser/test_browse_har.py."""
 
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ def test_every_kind_of_entry_spe_writes_is_valid_har(tmp_path):
         assert har_schema.problems(json.loads((tmp_path / name).read_text())) == [], name
 
 
-@pytest.mark.parametrize("name", ["chromium", "firefox", "mitmproxy"])
-def test_the_samples_are_valid_har(name):
-    assert har_schema.problems(json.loads((ROOT / f"tests/fixtures/har/{name}.har").read_text())) == []
+@pytest.mark.parametrize("path", ["tests/fixtures/har/chromium.har", "tests/fixtures/har/firefox.har",
+                                  "tests/fixtures/har/mitmproxy.har", "configs/sites/shop-example.har"])
+def test_the_samples_and_the_shipped_recording_are_valid_har(path):
+    assert har_schema.problems(json.loads((ROOT / path).read_text())) == []
 
 
 def test_the_schema_refuses_what_is_no_har():
