@@ -84,7 +84,7 @@ def origin_peak_kb(origin) -> int:
 
 
 def test_a_har_of_tens_of_mb_is_streamed_on_both_sides(tmp_path):
-    """Peak RSS with a 40 MB HAR against the same with a HAR of the same 100 first entries (about 8 MB): the
+    """Peak RSS with a 40 MB HAR against the same with a HAR of its 100 first entries (about 8 MB): the
     difference is the entries' headers, a small part of the file, never its bodies."""
     big, small = tmp_path / "big.har", tmp_path / "small.har"
     count = write_big_har(big, BIG_MB)
@@ -100,6 +100,7 @@ def test_a_har_of_tens_of_mb_is_streamed_on_both_sides(tmp_path):
     summary = json.loads((tmp_path / "out.json").read_text())
     assert served["responses"] == count and summary["sent"] == summary["completed"] == count
     assert summary["status_matched"] == count and summary["errors"] == 0
-    # Loaded whole, the file alone would add its size (as text, then as decoded bodies): here a tenth of it at most.
-    assert big_peak - small_peak < size_kb / 10, (big_peak, small_peak, size_kb)
-    assert replay_peak - small_replay_peak < size_kb / 10, (replay_peak, small_replay_peak, size_kb)
+    # Loaded whole, the file alone adds twice its size (as text, then as decoded bodies: 113 MB for the origin
+    # where this takes 37): here a quarter of it at most, which leaves room for the replies in flight.
+    assert big_peak - small_peak < size_kb / 4, (big_peak, small_peak, size_kb)
+    assert replay_peak - small_replay_peak < size_kb / 4, (replay_peak, small_replay_peak, size_kb)
