@@ -15,7 +15,7 @@ from spe_tools.lab.model import Lab
 from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import assign_ports
 from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
-from spe_tools.workload import browse, content_model, har
+from spe_tools.workload import browse, content_model, har, har_read
 
 
 def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
@@ -73,7 +73,7 @@ def _recording_problems(where: str, paths: tuple[Path, ...], all_har: bool) -> l
             problems.append(f"{where}: {path} is not a file")
         elif all_har or har.is_har_file(path):
             try:
-                har.read_har(path)
+                har_read.read_har(path, bodies="drop")
             except har.HarError as e:
                 problems.append(f"{where}: {e}")
     return problems

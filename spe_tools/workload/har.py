@@ -1,5 +1,6 @@
 """HAR 1.2 (the HTTP Archive format that Chromium's and Firefox's DevTools export, that mitmproxy and Playwright
-write): read into exchanges SPE can replay on either side, and written from exchanges SPE saw.
+write): the exchanges SPE replays on either side, their lab URLs, and the file written from exchanges SPE saw
+(read by har_read.py, each entry by har_entry.py).
 
 Only what replaying needs is read; a field the recording left out gets the HAR spec's "unknown" (-1, None).
 Bodies: `response.content.text` is base64 when `content.encoding` is "base64", else the text as UTF-8 (HAR has
@@ -11,14 +12,15 @@ a zone) and milliseconds as the spec gives them.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from spe_tools.workload.har_bodies import Spilled
 
 HAR_VERSION = "1.2"
 
@@ -42,9 +44,11 @@ class HarResponse:
     reason: str = ""
     http_version: str = "HTTP/1.1"
     headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes | None = None  # None: the recording did not keep it (body_size tells how long it was)
+    body: bytes | None = None  # None: the recording did not keep it (body_size tells how long it was), or the
+    # reader was told to drop it (the replay) or to spill it (the origin: `spilled`)
     body_size: int = -1  # content.size: the decoded body's length, -1 unknown
     mime_type: str = ""
+    spilled: Spilled | None = None  # the body, in the HAR origin's spill file (har_bodies.py) instead of `body`
 
 
 @dataclass
@@ -60,6 +64,7 @@ class HarEntry:
     # HAR's timings as a recording measured them (send, wait, receive; blocked, dns, connect, ssl where known),
     # written as they are; empty: written from time_ms and wait_ms. Not read back: replaying needs wait_ms only.
     timings: dict[str, float] = field(default_factory=dict)
+    from_cache: str | None = None  # Chromium's `_fromCache` ("memory", "disk"): the browser's cache answered it
 
 
 @dataclass
@@ -143,77 +148,6 @@ def replay_format(files: Iterable[Path | str]) -> str:
     if len(hars) > 1:
         raise ValueError("one access log at a time (HAR files may be several)")
     return "log"
-
-
-def _headers(raw: object, where: str) -> list[tuple[str, str]]:
-    if not isinstance(raw, list):
-        raise HarError(f"{where}: headers is no list")
-    out = []
-    for h in raw:
-        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
-            raise HarError(f"{where}: a header without a name")
-        out.append((h["name"], str(h.get("value", ""))))
-    return out
-
-
-def _content_body(content: dict, where: str) -> bytes | None:
-    text = content.get("text")
-    if text is None:
-        return None
-    if content.get("encoding") == "base64":
-        try:
-            return base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise HarError(f"{where}: content.text is not valid base64") from None
-    return str(text).encode("utf-8")
-
-
-def _number(value: object, default: float = -1) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
-
-
-def parse_entry(raw: dict, index: int) -> HarEntry:
-    where = f"entry {index}"
-    try:
-        req, resp = raw["request"], raw["response"]
-        request = HarRequest(str(req["method"]), str(req["url"]), str(req.get("httpVersion") or "HTTP/1.1"),
-                             _headers(req.get("headers", []), "request"))
-        post = req.get("postData")
-        if isinstance(post, dict) and post.get("text") is not None:
-            request.body = _content_body(post, "request")
-        content = resp.get("content") or {}
-        response = HarResponse(int(resp["status"]), str(resp.get("statusText", "")),
-                               str(resp.get("httpVersion") or "HTTP/1.1"),
-                               _headers(resp.get("headers", []), "response"),
-                               _content_body(content, "response"), int(_number(content.get("size"))),
-                               str(content.get("mimeType", "")))
-        timings = raw.get("timings") or {}
-        connection = raw.get("connection")
-        return HarEntry(parse_time(raw["startedDateTime"]), request, response, _number(raw.get("time")),
-                        _number(timings.get("wait")), None if connection in (None, "") else str(connection),
-                        raw.get("pageref"), index)
-    except HarError as e:
-        raise HarError(f"{where}: {e}") from None
-    except (KeyError, TypeError, ValueError) as e:
-        raise HarError(f"{where}: {type(e).__name__} {e}") from None
-
-
-def read_har(path: Path | str) -> list[HarEntry]:
-    """The entries of a HAR file, by their start time (then their order in the file)."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8-sig"))  # DevTools exports may start with a BOM
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise HarError(f"{path}: not a readable JSON file ({e})") from None
-    entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise HarError(f"{path}: no log.entries (is it a HAR file?)")
-    parsed = [parse_entry(e, i) for i, e in enumerate(entries)]
-    return sorted(parsed, key=lambda e: (e.started, e.index))
-
-
-def read_hars(paths: Iterable[Path | str]) -> Iterator[tuple[Path, list[HarEntry]]]:
-    for path in paths:
-        yield Path(path), read_har(path)
 
 
 def _header_list(headers: list[tuple[str, str]]) -> list[dict]:

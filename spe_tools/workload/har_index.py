@@ -6,19 +6,23 @@ Repeated requests for one URL take the recorded responses in the order they were
 once they run out; a recorded 304 answers only a conditional request (the recording's own revalidation), so an
 unconditional one passes it over. HEAD takes the recorded HEAD, else the GET's response without moving its
 sequence on.
+Memory: a request body is keyed by its SHA-256, and a prepared response's body stays in the origin's spill file
+(har_bodies.py) where it has one.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from spe_tools.workload.har import HarEntry, recorded_url
+from spe_tools.workload.har_bodies import BodyStore
 from spe_tools.workload.har_reply import Prepared, prepare
 
-Key = tuple[str, str, bytes | None]  # method, recorded URL (normal_url), request body (None: none)
+Key = tuple[str, str, bytes | None]  # method, recorded URL (normal_url), the request body's SHA-256 (None: no body)
 
 
 @dataclass
@@ -27,11 +31,12 @@ class Recorded:
 
     entry: HarEntry
     offset: int  # its recording's date offset (har_reply.date_offset)
+    store: BodyStore | None = field(default=None, repr=False)  # where its body was spilled, if it was
     _prepared: Prepared | None = field(default=None, repr=False)
 
     def prepared(self) -> Prepared:
         if self._prepared is None:
-            self._prepared = prepare(self.entry, self.offset)
+            self._prepared = prepare(self.entry, self.offset, self.store)
         return self._prepared
 
 
@@ -51,14 +56,17 @@ def servable(entry: HarEntry) -> bool:
 
 
 def key(method: str, url: str, body: bytes | None) -> Key:
-    return method.upper(), url, body or None
+    return method.upper(), url, hashlib.sha256(body).digest() if body else None
 
 
 class HarIndex:
     """The recorded responses by request, and where each sequence has got to."""
 
-    def __init__(self, recordings: Iterable[tuple[list[HarEntry], int]]):
-        """`recordings`: each file's entries (in time order) with its date offset, in the order given."""
+    def __init__(self, recordings: Iterable[tuple[list[HarEntry], int]], store: BodyStore | None = None):
+        """`recordings`: each file's entries (in time order) with its date offset, in the order given; `store`:
+        where their response bodies were spilled."""
+        self.store = store
+        self.fixes: Counter = Counter()  # what reading the files put right (har_entry.FIXES), set by the reader
         self.sequences: dict[Key, list[Recorded]] = {}
         self.cursor: Counter = Counter()
         self.origins: set[tuple[str, str]] = set()  # (scheme, host) recorded
@@ -73,7 +81,7 @@ class HarIndex:
             self.left_out += 1
             return
         self.sequences.setdefault(key(entry.request.method, url, entry.request.body), []).append(
-            Recorded(entry, offset))
+            Recorded(entry, offset, self.store))
         parts = urlsplit(url)
         self.origins.add((parts.scheme, parts.netloc))
 

@@ -11,7 +11,9 @@ as har_reply.py prepares it: the recorded status, reason and fields in order (no
 dates moved to now by one offset per file, the body as recorded (filler of the recorded size where the HAR left
 it out, encoded again where DevTools kept it decoded), after the recorded server time (timings.wait). A
 conditional request whose validator matches gets the 304 the recorded origin would have sent. A request the
-recording does not hold gets 404. /_stats counts all of it (JSON).
+recording does not hold gets 404. /_stats counts all of it (JSON), and what reading the files put right
+(har_entry.FIXES). The files are streamed, their response bodies spilled to a temporary file (har_bodies.py):
+memory grows with the number of entries, not with the files' size.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from urllib.parse import urlsplit
 
 from spe_tools.workload import har_reply
 from spe_tools.workload.conditional import not_modified
-from spe_tools.workload.har import HarError, read_hars
+from spe_tools.workload.har import HarError
+from spe_tools.workload.har_bodies import BodyStore, body_bytes
 from spe_tools.workload.har_index import HarIndex
+from spe_tools.workload.har_read import read_hars
 from spe_tools.workload.http11 import Message
 from spe_tools.workload.origin import Delivery, Reply, error_reply, is_lab_host, parse_listen, serve
 
@@ -43,14 +47,15 @@ class HarOrigin:
         self.by_path: Counter = Counter()  # request path as asked -> requests (the synthetic origin's name)
         self.by_status: Counter = Counter()
         self.served = self.not_in_har = self.filler_bodies = self.reencoded = self.encoding_dropped = 0
-        self.made_304 = 0
+        self.made_304 = self.length_fixed = 0
 
     def stats(self) -> dict:
         return {"served": self.served, "by_url": dict(self.by_url), "by_path": dict(self.by_path),
                 "by_status": dict(self.by_status), "not_in_har": self.not_in_har,
                 "filler_bodies": self.filler_bodies, "reencoded": self.reencoded,
                 "encoding_dropped": self.encoding_dropped, "made_304": self.made_304,
-                "responses": self.index.responses, "left_out": self.index.left_out}
+                "length_fixed": self.length_fixed, "responses": self.index.responses,
+                "left_out": self.index.left_out, "fixes": dict(self.index.fixes)}
 
     def error(self, status: int, text: str) -> Reply:
         return error_reply(status, text)
@@ -78,7 +83,8 @@ class HarOrigin:
             self.made_304 += 1
         head_only = req.method == "HEAD"
         self._count(url, p, head_only)
-        return Reply(p.status, list(p.fields), p.body, Delivery(think_ms=p.wait_ms * self.think_scale), head_only,
+        body = body_bytes(p.body, self.index.store)
+        return Reply(p.status, list(p.fields), body, Delivery(think_ms=p.wait_ms * self.think_scale), head_only,
                      reason=p.reason, own_server=False)
 
     def _count(self, url: str, p: har_reply.Prepared, head_only: bool) -> None:
@@ -89,12 +95,16 @@ class HarOrigin:
             self.filler_bodies += p.filler
             self.reencoded += p.coding == "reencoded"
             self.encoding_dropped += p.coding == "dropped"
+            self.length_fixed += p.length_fixed
 
 
-def load_index(paths: Iterable[Path | str], now: float) -> HarIndex:
-    """The HAR files' entries, each file's dates moved by its own offset (now less its first start)."""
-    return HarIndex((entries, har_reply.date_offset([e.started for e in entries], now))
-                    for _, entries in read_hars(paths))
+def load_index(paths: Iterable[Path | str], now: float, store: BodyStore | None = None) -> HarIndex:
+    """The HAR files' entries, each file's dates moved by its own offset (now less its first start); their
+    response bodies in `store`, else in memory."""
+    files = list(read_hars(paths, "keep" if store is None else store))
+    index = HarIndex(((f.entries, har_reply.date_offset([e.started for e in f.entries], now)) for f in files), store)
+    index.fixes = sum((f.fixes for f in files), Counter())
+    return index
 
 
 def loopback_listen(text: str) -> tuple[str, int]:
@@ -127,12 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         parser.error("name at least one HAR file")
     try:
-        index = load_index(files, time.time())
+        index = load_index(files, time.time(), BodyStore())
     except HarError as e:
         parser.error(str(e))
     print(f"har origin: {index.responses} recorded responses from {len(files)} file(s), "
           f"{len({host for _, host in index.origins})} host(s); {index.left_out} entries left out (no final "
-          "response, or not http(s))", file=sys.stderr, flush=True)
+          f"response, or not http(s)); put right in reading: {dict(index.fixes) or 'nothing'}",
+          file=sys.stderr, flush=True)
     origin = HarOrigin(index, 0.0 if args.no_think else args.think_scale)
     asyncio.run(serve(args.listen[0], args.listen[1], origin))
     return 0

@@ -12,8 +12,13 @@ here): each entry's request as recorded, at its recorded start (startedDateTime 
   the Multiplier keeps each client's order by it, and removes it.
 - URLs: with --origin (the lab's HAR origin, which serves every recorded host) each becomes
   har.lab_url(url, origin); without it only loopback URLs are replayed unless --allow-any-host.
-The summary adds to the exchanges' how many replies had the recorded status: a first look at whether the site
-behaves as recorded.
+- Not sent: what the browser answered from its own cache (Chromium's `_fromCache`), what got no response
+  (status 0), URLs that are not http(s): refused, by reason.
+The summary adds to the exchanges' how many replies had the recorded status (a first look at whether the site
+behaves as recorded) and `fixes`: what reading the files put right (har_entry.FIXES), and content_length (a
+recorded Content-Length that disagreed with the recorded body: the body's is sent) and request_body_missing
+(a POST, PUT or PATCH whose body was not recorded: sent empty). The files are streamed, their response bodies
+dropped as they are read: the replay needs none.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from spe_tools.workload.client import Exchange, Pool, fetch
-from spe_tools.workload.har import FIELD_NAME, HarEntry, HarError, connection_listed, lab_url, read_har
+from spe_tools.workload.har import FIELD_NAME, HarEntry, HarError, connection_listed, lab_url
+from spe_tools.workload.har_read import read_har_file
 from spe_tools.workload.http11 import CLIENT_HEADER, request_bytes
 from spe_tools.workload.logparse import is_loopback_host
 from spe_tools.workload.schedule import Schedule, exchange_summary, print_exchanges, run_closing, within
@@ -133,27 +139,48 @@ def lane_of(entry: HarEntry, client: str, ids: dict[int, str]) -> Lane:
     return Lane(client, f"host {urlsplit(entry.request.url).netloc}", BROWSER_CONNECTIONS_PER_HOST)
 
 
+def refusal(e: HarEntry) -> str | None:
+    """Why an entry is not sent before its URL is looked at (None: it is)."""
+    if e.from_cache is not None:  # the browser never asked the network: neither will the replay
+        return "answered from the browser's cache (_fromCache)"
+    if e.response.status == 0:  # blocked or cancelled in the browser: no origin answered it (nor serves it)
+        return "no response recorded (the browser blocked or cancelled it)"
+    return None
+
+
+def body_sent(e: HarEntry, fixes: Counter) -> bytes | None:
+    """The request body as sent, its recorded Content-Length checked against it (the body wins: it is framed by
+    its own length)."""
+    method, body = e.request.method, e.request.body
+    if body is None and method in BODY_METHODS:
+        fixes["request_body_missing"] += 1
+        body = b""
+    recorded = next((v.strip() for n, v in e.request.headers if n.lower() == "content-length"), None)
+    if recorded is not None and recorded != str(len(body or b"")):
+        fixes["content_length"] += 1
+    return body
+
+
 def plan_har(entries: list[HarEntry], client: str, origin: str | None, speed: float,
-             allow_any_host: bool) -> tuple[list[tuple[float, HarSend]], Counter]:
+             allow_any_host: bool, fixes: Counter | None = None) -> tuple[list[tuple[float, HarSend]], Counter]:
     """(offset seconds, request) for each entry replayed, by offset (entries as read_har orders them), and the
-    entries refused, by reason."""
+    entries refused, by reason; what was put right is added to `fixes`."""
     refused: Counter = Counter()
+    fixes = Counter() if fixes is None else fixes
     if not entries:
         return [], refused
     t0, ids = entries[0].started, connection_ids(entries)
     out = []
     for e in entries:
-        if e.response.status == 0:  # blocked or cancelled in the browser: no origin answered it (nor serves it)
-            refused["no response recorded (the browser blocked or cancelled it)"] += 1
-            continue
         try:
+            if (why := refusal(e)) is not None:
+                raise RefusedError(why)
             url = target_url(e.request.url, origin, allow_any_host)
         except RefusedError as why:
             refused[str(why)] += 1
             continue
-        method, body = e.request.method, e.request.body
-        send = HarSend(lane_of(e, client, ids), method, url, tuple(request_headers(e.request.headers, client)),
-                       b"" if body is None and method in BODY_METHODS else body, e.response.status)
+        send = HarSend(lane_of(e, client, ids), e.request.method, url,
+                       tuple(request_headers(e.request.headers, client)), body_sent(e, fixes), e.response.status)
         out.append(((e.started - t0) / speed, send))
     return out, refused
 
@@ -210,6 +237,7 @@ class Recording:
     file: str
     client: str
     entries: list[HarEntry]
+    fixes: Counter  # what reading it put right, and planning its requests
 
 
 def status_check(results: list[Exchange]) -> dict:
@@ -230,7 +258,7 @@ def summarize(args: argparse.Namespace, recordings: list[Recording], refused: Co
         "clients": len(recordings),
         "per_client": {r.client: {"file": r.file, "entries": len(r.entries), "sent": sent[r.client]}
                        for r in recordings},
-        "connections": clients.connections,
+        "fixes": dict(sum((r.fixes for r in recordings), Counter())), "connections": clients.connections,
         "recorded_connections": sum(1 for lane in clients.pools if lane.size == 1),
         **exchange_summary(schedule, elapsed), **status_check(schedule.results),
     }
@@ -243,11 +271,16 @@ def print_summary(s: dict) -> None:
           f"(trace span {s['trace_span_s']:.1f} s at speed {s['speed']})")
     print_exchanges(s)
     print(f"replay: the recorded status in {s['status_matched']} of {s['status_compared']} replies "
-          f"(others {s['status_mismatches']})")
+          f"(others {s['status_mismatches']}); put right: {s['fixes'] or 'nothing'}")
+
+
+def read_recording(file: str, client: str) -> Recording:
+    har = read_har_file(file, bodies="drop")  # streamed; the replay sends requests and needs no response body
+    return Recording(file, client, har.entries, har.fixes)
 
 
 def read_recordings(files: list[str]) -> list[Recording]:
-    return [Recording(file, client, read_har(file)) for file, client in zip(files, client_names(files), strict=True)]
+    return [read_recording(file, client) for file, client in zip(files, client_names(files), strict=True)]
 
 
 def replay(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
@@ -260,7 +293,7 @@ def replay(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
     refused: Counter = Counter()
     for r in recordings:
         r.entries = r.entries[:args.max_requests]
-        planned, why = plan_har(r.entries, r.client, args.origin, args.speed, args.allow_any_host)
+        planned, why = plan_har(r.entries, r.client, args.origin, args.speed, args.allow_any_host, r.fixes)
         timed += planned
         refused += why
     timed.sort(key=lambda pair: pair[0])  # stable: a file's entries keep their order

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 from spe_tools.workload.har import FIELD_NAME, HarEntry, connection_listed
+from spe_tools.workload.har_bodies import BodyStore, Spilled
 from spe_tools.workload.http11 import format_date, parse_http_date
 
 # Hop-by-hop fields (RFC 9110 7.6.1) and the framing the server sets itself from the body it sends.
@@ -55,11 +56,12 @@ class Prepared:
     status: int
     reason: str
     fields: tuple[tuple[str, str], ...]  # in recorded order, dates moved, Content-Encoding as sent
-    body: bytes
+    body: bytes | Spilled  # Spilled: in the origin's spill file (har_bodies.body_bytes reads it)
     wait_ms: float  # the recorded server time (timings.wait), 0 when unknown
     filler: bool = False  # the HAR left the body out: `body` is filler of the recorded size
     coding: str = ""  # "reencoded": the body was encoded as Content-Encoding says; "dropped": that field was
     conditional: bool = False  # the recorded request was conditional (a recorded 304 answers only such a one)
+    length_fixed: bool = False  # the recorded Content-Length disagreed with the body: the body's length is sent
 
     def field(self, name: str) -> str | None:
         """The first value of a field (names compared case-insensitively)."""
@@ -166,21 +168,42 @@ def reason_of(status: int, recorded: str) -> str:
         return "Unknown"
 
 
-def prepare(entry: HarEntry, offset: int) -> Prepared:
-    """The recorded response of `entry` as it is sent now, its recording's dates moved by `offset`."""
+def recorded_body(entry: HarEntry, store: BodyStore | None) -> tuple[bytes, bool]:
+    """The body to send before any encoding, and whether it is filler (the HAR left it out)."""
     resp = entry.response
-    fields = sent_fields(resp.headers, offset)
     if resp.status in NO_BODY:
-        body, missing = b"", False
-    elif resp.body is not None:
-        body, missing = resp.body, False
-    else:
-        body = filler(entry.request.url, recorded_size(entry))
-        missing = bool(body)
-    fields, body, coding = encoded(fields, body)
+        return b"", False
+    if resp.body is not None:
+        return resp.body, False
+    if resp.spilled is not None and store is not None:
+        return store.get(resp.spilled), False
+    body = filler(entry.request.url, recorded_size(entry))
+    return body, bool(body)
+
+
+def length_disagrees(entry: HarEntry, sent: int, coding: str) -> bool:
+    """Whether the recorded Content-Length says another length than the body sent (which wins: the origin frames
+    what it sends). Not for a body encoded again (the recorded length was another encoder's) nor one without a
+    body (HEAD, 204, 304: their Content-Length is the full body's)."""
+    if coding == "reencoded" or entry.request.method == "HEAD" or entry.response.status in NO_BODY:
+        return False
+    recorded = next((v.strip() for n, v in entry.response.headers if n.lower() == "content-length"), None)
+    return recorded is not None and recorded != str(sent)
+
+
+def prepare(entry: HarEntry, offset: int, store: BodyStore | None = None) -> Prepared:
+    """The recorded response of `entry` as it is sent now, its recording's dates moved by `offset`. With a store
+    the body stays in it (the recorded one where sent unchanged, else the one made here, added): a prepared
+    response is kept for the next request, its body must not be."""
+    resp = entry.response
+    body, missing = recorded_body(entry, store)
+    fields, body, coding = encoded(sent_fields(resp.headers, offset), body)
     conditional = any(n.lower() in CONDITIONAL for n, _ in entry.request.headers)
-    return Prepared(resp.status, reason_of(resp.status, resp.reason), tuple(fields), body, max(entry.wait_ms, 0.0),
-                    missing, coding, conditional)
+    kept: bytes | Spilled = body
+    if store is not None and body:
+        kept = resp.spilled if resp.spilled is not None and coding != "reencoded" else store.put(body)
+    return Prepared(resp.status, reason_of(resp.status, resp.reason), tuple(fields), kept, max(entry.wait_ms, 0.0),
+                    missing, coding, conditional, length_disagrees(entry, len(body), coding))
 
 
 def not_modified(p: Prepared) -> Prepared:

@@ -1,7 +1,7 @@
 """`./spe browse --har`: headless Chromium loads a small site through Squid (a page that sets cookies, two images,
 one behind a redirect, a binary POST by script, a second page) and the HAR file holds one entry for every request
 the origin served, with its status, the Set-Cookie and Cookie fields, the exact bytes the origin sent, connection
-ids and start times in order (the conversion itself: unit/test_har_recording.py)."""
+ids and start times in order, valid HAR 1.2 by its JSON Schema (the conversion itself: unit/test_har_recording.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import har_schema
 import pytest
 from conftest import ROOT
 from labsupport import scratch_dir
@@ -23,7 +24,8 @@ from parts import missing_program, require
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 from spe_tools.workload.browse import CHROMIUM
-from spe_tools.workload.har import parse_time, read_har
+from spe_tools.workload.har import parse_time
+from spe_tools.workload.har_read import read_har
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 POSTED = bytes([0, 255, 1, 128])
@@ -101,6 +103,8 @@ def test_the_har_holds_every_exchange_as_the_origin_served_it(site_behind_squid)
                           "--think-s", "0", "--har", str(har), "--json", str(summary), f"{base}/page.html",
                           f"{base}/other.html"], env=ENV, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stdout + run.stderr
+    require(har_schema.missing(), "the HAR 1.2 JSON Schema (npm har-schema)")
+    assert har_schema.problems(json.loads(har.read_text())) == []
     entries = read_har(har)
     served = Site.served
     # one entry per request the origin served (Squid passed each on: each was asked for once)

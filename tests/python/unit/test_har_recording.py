@@ -12,8 +12,8 @@ import json
 import pytest
 from conftest import ROOT
 
-from spe_tools.workload.har import read_har
 from spe_tools.workload.har_events import har_entries, har_pages, header_pairs, parse_headers_text
+from spe_tools.workload.har_read import read_har
 from spe_tools.workload.har_recorder import HarRecorder
 
 CAPTURE = json.loads((ROOT / "tests/fixtures/chromium_network_events.json").read_text())

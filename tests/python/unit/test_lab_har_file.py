@@ -15,7 +15,7 @@ from spe_tools.lab.labfile import lab_toml
 from spe_tools.lab.model import LabFileError, load_lab, parse_lab
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.start_collector import lab_destinations, strip_query_terms
-from spe_tools.lab.start_origin import origin_argv
+from spe_tools.lab.start_origin import START_S, origin_argv, ready_deadline_s
 from spe_tools.lab.start_workload import workload_argv
 
 PROXY = '[[proxy]]\nname = "sq"\nkind = "squid"\n'
@@ -71,6 +71,14 @@ def test_a_command_workload_gets_the_origin_and_a_generated_one_is_refused(tmp_p
 ])
 def test_mistakes_are_named(origin, message):
     assert message in error(f"[origin]\n{origin}" + PROXY)
+
+
+def test_the_origin_gets_time_to_read_large_recordings(tmp_path):
+    lab = load_lab(har_lab(tmp_path))
+    with open(tmp_path / "rec" / "site.har", "r+b") as f:
+        f.truncate(60 * 2**20)  # a 60 MB file that takes no disk (only its size is looked at)
+    assert ready_deadline_s(lab) == START_S + 2  # 30 MB a second
+    assert ready_deadline_s(replace(lab, origin=replace(lab.origin, kind="synthetic", har=()))) == START_S
 
 
 def test_check_reads_each_recording(tmp_path):
