@@ -23,56 +23,16 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections import defaultdict
 from pathlib import Path
 
-import httpclient
 import pytest
+from conformancesupport import INTERIM, KINDS_UNDER_TEST, SEQUENCES, lab_text, run_all
 from conftest import multiplier_binary
 from labsupport import lab_session
 from parts import installed_kinds, require
 
 from spe_tools import collector
-from spe_tools.workload import conformance as cf
-from spe_tools.workload.conformance_mix import scenario_steps
-from spe_tools.workload.http11 import CLIENT_HEADER
-
-KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "dummy")  # each named after its kind
-
-# sequence -> (case, scenario, unsafe method); each runs on /c/<case>/<sequence-id>
-SEQUENCES = {
-    "post-then-get": ("invalidated", "unsafe-then-get", "POST"),
-    "put-then-get": ("invalidated", "unsafe-then-get", "PUT"),
-    "delete-then-get": ("invalidated", "unsafe-then-get", "DELETE"),
-    "m-search-then-get": ("invalidated", "unsafe-then-get", "M-SEARCH"),
-    "proppatch-then-get": ("invalidated", "unsafe-then-get", "PROPPATCH"),
-    "no-cache-update": ("no-cache,update", "revalidate", ""),
-    "update-length": ("no-cache,update-length", "revalidate", ""),
-    "max-age-update": ("max-age=2,update", "revalidate", ""),
-    "expires-update": ("expires-past,update", "revalidate", ""),
-    "expires-double-space": ("expires-double-space", "reuse-now", ""),
-    "expires-one-digit-hour": ("expires-one-digit-hour", "reuse-now", ""),
-    "expires-gMT": ("expires-gMT", "reuse-now", ""),
-    "expires-rfc850": ("expires-rfc850", "reuse-now", ""),
-    "expires-asctime": ("expires-asctime", "reuse-now", ""),
-    "expires=0": ("expires=0", "reuse-now", ""),
-    "expires=date": ("expires=date", "reuse-now", ""),
-    "expires-twice": ("expires-twice", "reuse-now", ""),
-    "max-age-twice": ("max-age-twice", "reuse-now", ""),
-    "max-age=non-integer": ("max-age=non-integer", "reuse-now", ""),
-    "huge-age": ("age=2147483648,max-age=3600", "reuse-now", ""),
-    "precedence": ("validators", "precedence", ""),
-    "etag-vary-304": ("etag,vary", "conditional-vary", ""),
-    "set-cookie-reuse": ("set-cookie,reuse", "reuse-now", ""),
-    "connection-field": ("connection=x-hop-field", "reuse-now", ""),
-    "private-set-cookie": ("private=set-cookie", "reuse-now", ""),
-    "no-cache-set-cookie": ("no-cache=set-cookie", "reuse-now", ""),
-    "date-stored": ("date-stored", "repeat", ""),
-    "interim-103": ("interim=103", "reuse-now", ""),
-    "interim-102": ("interim=102", "reuse-now", ""),
-}
 
 # Rule ids of today's other branches that are not named in issue 27's brief: rename here if theirs differ.
 PRECEDENCE = "validator-precedence"  # If-None-Match before If-Modified-Since (RFC 9110 13.2.2)
@@ -176,57 +136,6 @@ def settled(found: dict[str, set[str]], name: str) -> dict[str, set[str]]:
         loose["nginx"] = loose.get("nginx", set()) | {"date"}
     return {who: rules - loose.get(who, set()) for who, rules in found.items() if rules - loose.get(who, set())}
 
-# Issue 27 item 1: on main the Multiplier answers the client from the Collector and then fans out, so a
-# proxy can get request N+1 before it has answered request N (its legs overlap, and what it stored "before"
-# the POST is a matter of timing: Squid, Traffic Server and Apache were flagged `invalidation` in one run of
-# four). Until the `order` branch is merged, the client therefore sends each request once every leg of the
-# previous one is in (its record is written): the order that branch gives every proxy, with no other pause.
-# The lead engineer sets this to False on merging `order`; the Multiplier's own ordering is then under test.
-WAIT_FOR_LEGS = False
-
-
-def legs_done(lab, path: str, count: int, deadline_s: float = 30) -> None:
-    """Until the Multiplier has written `count` records for exactly `path` (each once all its legs are in)."""
-    log, url = lab.rundir / "multiplier.jsonl", lab.origin + path
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        lines = (log.read_text() if log.exists() else "").split("\n")[:-1]  # complete lines only
-        if sum(1 for line in lines if url in line and json.loads(line)["url"] == url) >= count:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"{path}: {count} records not written within {deadline_s} s")
-
-
-def run_sequence(lab, name: str, out: dict, errors: dict) -> None:
-    """One sequence on its own connection; each step `delay_s` after the previous reply (0: at once)."""
-    case, scenario, unsafe = SEQUENCES[name]
-    oid = f"t27-{name}"
-    path = f"{cf.PREFIX}{case}/{oid}"
-    conn = httpclient.Connection(lab.multiplier_port, timeout=30)
-    statuses: list[int] = []  # each request's final status
-    interim: list[list[int]] = []  # the 1xx the client got before each (RFC 9110 15.2)
-    out[name] = (path, statuses)  # what was sent so far, should a step fail
-    INTERIM[name] = interim
-    try:
-        for step in scenario_steps(scenario, case, oid, unsafe or "POST"):
-            if WAIT_FOR_LEGS and statuses:
-                legs_done(lab, path, len(statuses))
-            if step.delay_s:
-                time.sleep(step.delay_s)
-            # Each sequence is a client of its own (they share an address): one's order is not another's.
-            headers = {**(step.headers or {}), CLIENT_HEADER: f"sequence-{name}"}
-            reply = conn.get(lab.origin + path, step.method, headers, step.body or b"")
-            interim.append([])
-            while 100 <= reply.status < 200:
-                interim[-1].append(reply.status)
-                reply = conn.read_reply(head=step.method == "HEAD")
-            statuses.append(reply.status)
-    except Exception as e:  # a thread's exception would go unseen: the test reports it
-        errors[name] = repr(e)
-    finally:
-        conn.close()
-
-
 def exercised(record: dict) -> dict[str, set[str]]:
     """proxy name -> the rule ids one record's replies gave the judge a chance to find broken."""
     return {p["name"]: set((p.get("cache") or {}).get("exercised", [])) for p in record["proxies"]}
@@ -239,7 +148,6 @@ def violations(record: dict) -> dict[str, set[str]]:
     return out
 
 
-INTERIM: dict[str, list[list[int]]] = {}  # sequence -> the 1xx the client got before each reply
 EXERCISED: dict[str, dict[str, set[str]]] = {}  # sequence -> proxy -> the rules its replies could have broken
 FOUND: dict[int, dict] = {}  # each variant's findings, in the order the variants ran
 
@@ -267,24 +175,9 @@ def observed(request):
     require(collector.missing("spe"), "the patched Collector")
     kinds = installed_kinds(KINDS_UNDER_TEST, multiplier_binary())
 
-    def text(_workdir) -> str:
-        t = ('name = "conformance-real"\n[collector]\nkind = "spe"\nuncacheable_ttl_s = 180\nreplay_timing = true\n'
-             '[origin]\nkind = "synthetic"\nhost = "localhost"\nthink_mean_ms = 0\n'
-             '[multiplier]\nmode = "sequential"\ntimeout_s = 10\n')
-        for kind in kinds:
-            t += f'[[proxy]]\nname = "{kind}"\nkind = "{kind}"\n' + ('cache_mb = 16\n' if kind != "dummy" else "")
-        return t
-
-    with lab_session(text) as lab, CpuHogs(2 if request.param == "loaded" else 0):
-        sent: dict = {}
-        errors: dict = {}
-        threads = [threading.Thread(target=run_sequence, args=(lab, name, sent, errors)) for name in SEQUENCES]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=90)
+    with lab_session(lambda _workdir: lab_text(kinds)) as lab, CpuHogs(2 if request.param == "loaded" else 0):
+        sent = run_all(lab, SEQUENCES)
         found: dict[str, dict[str, set[str]]] = {}
-        assert not errors and not any(t.is_alive() for t in threads), errors or "a sequence did not finish in 90 s"
         for name in SEQUENCES:
             path, statuses = sent[name]
             # nginx answers nothing to a request whose parent sends an interim response until the leg's
