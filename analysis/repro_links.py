@@ -23,7 +23,7 @@ def repro_command(run: Path, proxy: str, request: int | str) -> str:
 
 
 def repro_case(run: Path, proxy: str, request: int) -> Path | None:
-    """The case `./spe repro` already wrote for it, in its default place (spe_tools/repro/case.py default_dir)."""
+    """The case `./spe repro` already wrote for it, in its default place (spe_tools/repro/case_dir.py default_dir)."""
     case = RunDir(run).repro(request, proxy)
     return case if (case / CASE_JSON).exists() else None
 

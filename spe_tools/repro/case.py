@@ -3,23 +3,22 @@
 The case holds the requests for the violation's URL up to and including the judged one (method, the
 cache-relevant request fields, time offset from the first), the origin's reply in force for each (the
 Collector's fresh fetch for that request, else the latest earlier one), the proxy's kind and lab-file
-options, the Collector's and the Multiplier's settings, and the violation expected. It is written as
-DIR/case.json with a DIR/README.txt for a bug report (docs/repro.md).
+options, the Collector's and the Multiplier's settings, and the violation expected. case_dir.py writes it as
+DIR/case.json, with DIR/case.har and DIR/README.txt for a bug report (docs/repro.md).
 """
 
 from __future__ import annotations
 
 import json
-import textwrap
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from spe_tools.lab import access
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, load_lab
 from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun
 from spe_tools.rundir.layout import CASE_JSON, RunDir
+from spe_tools.rundir.records import read_records, request_sequence
 from spe_tools.workload.http11 import format_date, parse_date
 
 FORMAT = 1
@@ -120,17 +119,6 @@ def replayed_request_headers(case: Case, step: Step, started: float) -> dict[str
         echoed = next((s.reply for s in case.steps if s.reply.headers.get("last-modified") == out[name]), step.reply)
         out[name] = moved_date(out[name], date_shift(echoed, started, case.recorded_start))
     return out
-
-
-def read_log(path: Path) -> list[dict]:
-    """The records of a multiplier.jsonl; a half-written last line is left out."""
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
 
 
 def _leg(record: dict, proxy: str) -> dict:
@@ -258,7 +246,7 @@ def extract_case(run: Path, proxy: str, request_id: int) -> Case:
     log = RunDir(run).multiplier_log
     if not log.exists():
         raise CaseError(f"no run directory with a multiplier.jsonl at {run}")
-    records = read_log(log)
+    records = read_records(log)
     target = next((r for r in records if r.get("id") == request_id), None)
     if target is None:
         raise CaseError(f"no record {request_id} in {log} ({len(records)} records)")
@@ -267,8 +255,7 @@ def extract_case(run: Path, proxy: str, request_id: int) -> Case:
         raise CaseError(f"{log} has no cache verdicts (written before the cache-rule judge): nothing to reproduce")
     if not _rules(leg):
         raise _no_violation(records, target, proxy)
-    sequence = sorted((r for r in records if r.get("url") == target["url"] and r["ts"] <= target["ts"]
-                       and (r["ts"], r["id"]) <= (target["ts"], target["id"])), key=lambda r: (r["ts"], r["id"]))
+    sequence = request_sequence(records, target)
     parts = urlsplit(target["url"])
     recorded = LabJson.read(run) or LabJson()
     return Case(source=str(run.resolve()), request_id=request_id, url=target["url"],
@@ -277,52 +264,6 @@ def extract_case(run: Path, proxy: str, request_id: int) -> Case:
                 expected=tuple(Finding(v["rule"], v["section"], v["reason"]) for v in leg["cache"]["violations"]),
                 steps=_steps(sequence), collector=_settings(recorded.collector, COLLECTOR_KEYS),
                 multiplier=_settings(recorded.multiplier, MULTIPLIER_KEYS))
-
-
-def default_dir(case: Case) -> Path:
-    return RunDir(case.source).repro(case.request_id, case.proxy.name)
-
-
-def write_case(case: Case, out: Path | None = None) -> Path:
-    """DIR/case.json and DIR/README.txt (DIR: `out`, default RUN/repro/<ID>-<NAME>/); returns DIR."""
-    out = Path(out) if out is not None else default_dir(case)
-    access.make_passable_dirs(out)  # a replay's proxy drops to its own user, who must pass through to replay/
-    access.open_for_services(out, None)  # 0711: passable, not listable; case.json is private (./spe repro's umask)
-    (out / CASE_JSON).write_text(json.dumps({"format": FORMAT, **asdict(case)}, indent=2) + "\n")
-    (out / "README.txt").write_text(readme(case, out))
-    return out
-
-
-def cite(section: str) -> str:
-    """'4' -> 'RFC 9111 section 4'; another RFC's section names it first: '9110 9.3.2'."""
-    rfc, _, rest = section.partition(" ")
-    return f"RFC {rfc} section {rest}" if rest and rfc.isdigit() else f"RFC 9111 section {section}"
-
-
-def readme(case: Case, where: Path) -> str:
-    shown = "\n".join(f"  - {f.rule} ({cite(f.section)}): {f.reason}" for f in case.expected)
-    steps = "\n".join(f"  {s.offset_s:8.3f} s  {s.method} {case.path}" + (
-        f"  [{', '.join(f'{k}: {v}' for k, v in s.headers.items())}]" if s.headers else "")
-                      + f"  -> origin {s.reply.status}" + ("" if s.fresh else " (earlier reply)") for s in case.steps)
-    options = ", ".join(f"{k} = {v!r}" for k, v in case.proxy.options.items()) or "defaults"
-    return textwrap.dedent("""\
-        SPE repro case: proxy {name} (kind {kind}, options: {options}), request {rid}
-        URL: {url}
-
-        What it shows: the proxy's reply to the last request below broke
-        {shown}
-
-        The requests, with their time from the first, and the origin's reply in force:
-        {steps}
-
-        Replay it (a fresh {kind} behind SPE's patched Collector and a stand-in origin that answers as
-        recorded; exit 0 when the violation shows again, 1 when not, 2 on error):
-          ./spe repro {here}
-
-        case.json holds everything the replay uses; docs/repro.md says what a case can and cannot show.
-        Credentials in the original requests are replaced by fixed stand-ins.
-        """).format(name=case.proxy.name, kind=case.proxy.kind, options=options, rid=case.request_id, url=case.url,
-                    shown=shown.lstrip(), steps=steps.strip("\n"), here=where)
 
 
 def _origin_reply(data: dict) -> OriginReply:

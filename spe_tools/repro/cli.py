@@ -2,7 +2,7 @@
 
   ./spe repro RUN --proxy NAME --request ID [--out DIR] [--no-replay]
       write the case of proxy NAME's violation on request ID of the run in RUN (default DIR:
-      RUN/repro/<ID>-<NAME>/: case.json and README.txt), then replay it
+      RUN/repro/<ID>-<NAME>/: case.json, case.har and README.txt), then replay it
   ./spe repro DIR
       replay a written case: a fresh proxy of the recorded kind behind the patched Collector and a
       stand-in origin that answers as recorded, the requests with their recorded timing
@@ -21,7 +21,8 @@ from pathlib import Path
 from spe_tools.lab import access
 from spe_tools.lab.errors import LabError
 from spe_tools.process import ProcessError
-from spe_tools.repro.case import CaseError, extract_case, write_case
+from spe_tools.repro.case import CaseError, extract_case
+from spe_tools.repro.case_dir import write_case
 from spe_tools.repro.replay_case import ReplayError, replay
 from spe_tools.rundir.layout import CASE_JSON
 

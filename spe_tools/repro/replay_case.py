@@ -26,10 +26,11 @@ from spe_tools.lab.runner import bring_up
 from spe_tools.lab.running import ROOT, RunningLab
 from spe_tools.ports import free_port
 from spe_tools.process import ProcessGroup
-from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, read_log, replayed_request_headers
+from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, replayed_request_headers
 from spe_tools.repro.stand_in_origin import START_PATH, STARTED_FIELD
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.records import read_records
 
 # The name clients put in URLs, as in the default lab: Traffic Server never sends a request for the
 # literal 127.0.0.1 to its parent, so it would bypass its Collector port (spe_tools/lab/model.py).
@@ -156,7 +157,7 @@ def last_record(rundir: Path, count: int, deadline_s: float) -> dict:
     end = time.monotonic() + deadline_s
     log = RunDir(rundir).multiplier_log
     while True:
-        records = read_log(log) if log.exists() else []
+        records = read_records(log) if log.exists() else []
         if len(records) >= count:
             return max(records, key=lambda r: r["id"])
         if time.monotonic() > end:

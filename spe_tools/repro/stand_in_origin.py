@@ -26,19 +26,14 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 from spe_tools.repro.case import MOVED, UNSAFE, Case, CaseError, OriginReply, Step, date_shift, load_case, moved_date
+from spe_tools.repro.stand_ins import UNSAFE_REPLY_FIELDS, recorded_fields
 from spe_tools.workload.conditional import not_modified
 from spe_tools.workload.http11 import Message, parse_date
 from spe_tools.workload.origin import Delivery, Reply, parse_listen, serve
 
 START_PATH = "/_spe_repro/start"
 STARTED_FIELD = "X-SPE-Repro-Started"  # the reply to START_PATH: the clock's start (unix s), to move request dates
-# The record keeps the names of the origin's other fields, not their values (a Set-Cookie's is a secret):
-# each is sent with a stand-in value, so a cache that drops or keeps the field does so again.
-STAND_IN_VALUES = {"set-cookie": "spe-repro=1; Path=/", "accept-ranges": "bytes"}
-STAND_IN_VALUE = "spe-repro"
 INTERIM_FIELDS = {103: (("Link", "</spe-repro.css>; rel=preload; as=style"),)}  # Early Hints carry a Link
-SPELLING = {"cache-control": "Cache-Control", "etag": "ETag", "last-modified": "Last-Modified", "expires": "Expires",
-            "vary": "Vary", "age": "Age", "content-type": "Content-Type", "pragma": "Pragma"}
 
 
 def body_of(length: int, label: str) -> bytes:
@@ -79,7 +74,7 @@ class StandIn:
         if step is None:
             return self.error(405, f"the case has no {'unsafe' if unsafe else 'GET or HEAD'} request")
         if unsafe:
-            return Reply(step.reply.status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
+            return Reply(step.reply.status, list(UNSAFE_REPLY_FIELDS),
                          body_of(step.reply.body_bytes, f"{target} {req.method}"), Delivery())
         return self._recorded(req, step.reply)
 
@@ -96,16 +91,11 @@ class StandIn:
                      head_only=req.method == "HEAD")
 
     def fields(self, reply: OriginReply) -> list[tuple[str, str]]:
-        """The recorded fields but Date (the server's own, now), absolute dates moved with it."""
+        """The recorded fields but Date (the server's own, now), absolute dates moved with it (an invalid date,
+        "0", stays as it was)."""
         shift = date_shift(reply, self.started, self.case.recorded_start)
-        out = []
-        for name, value in reply.headers.items():
-            if name == "date":
-                continue
-            value = moved_date(value, shift) if name in MOVED else value  # an invalid date ("0") stays as it was
-            out.append((SPELLING.get(name, name.title()), value))
-        out += [(name.title(), STAND_IN_VALUES.get(name, STAND_IN_VALUE)) for name in reply.other_fields]
-        return out
+        return [(name, moved_date(value, shift) if name.lower() in MOVED else value)
+                for name, value in recorded_fields(reply) if name.lower() != "date"]
 
     def error(self, status: int, text: str) -> Reply:  # also the socket side's answer to a bad request
         return Reply(status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],

@@ -54,6 +54,11 @@ def repro_dir(request_id: int, proxy: str) -> str:
     return f"{REPRO}/{request_id}-{proxy}"
 
 
+def capture_file(request_id: int, proxy: str) -> str:
+    """A mismatch capture's name in the captures directory (the Multiplier's --capture-dir writes it so)."""
+    return f"{request_id:08d}-{proxy}.txt"
+
+
 @dataclass(frozen=True)
 class RunDir:
     """A run directory's paths. `RunDir(path).multiplier_log` and so on; nothing is created or checked."""
@@ -127,6 +132,10 @@ class RunDir:
 
     def proxy_dir(self, name: str) -> Path:
         return self.path / proxy_dir(name)
+
+    def capture(self, request_id: int, proxy: str) -> Path:
+        """The Multiplier's capture of a proxy's mismatching reply to a request (when it wrote one)."""
+        return self.captures / capture_file(request_id, proxy)
 
     def repro(self, request_id: int, proxy: str) -> Path:
         """Where ./spe repro writes the case of a proxy's violation on a request, by default."""

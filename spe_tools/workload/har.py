@@ -1,6 +1,8 @@
 """HAR 1.2 (the HTTP Archive format that Chromium's and Firefox's DevTools export, that mitmproxy and Playwright
 write): the exchanges SPE replays on either side, their lab URLs, and the file written from exchanges SPE saw
-(read by har_read.py, each entry by har_entry.py).
+(`browse --har`), from a run's records (`./spe export`) or a repro case (case.har); read by har_read.py, each entry
+by har_entry.py. What a writer knows is missing goes in HAR's `comment` fields, what HAR has no field for in
+custom ones (`_spe`).
 
 Only what replaying needs is read; a field the recording left out gets the HAR spec's "unknown" (-1, None).
 Bodies: `response.content.text` is base64 when `content.encoding` is "base64", else the text as UTF-8 (HAR has
@@ -36,6 +38,8 @@ class HarRequest:
     http_version: str = "HTTP/1.1"
     headers: list[tuple[str, str]] = field(default_factory=list)  # as recorded, in order, repeats kept
     body: bytes | None = None  # postData.text, None without postData
+    body_size: int = 0  # bodySize without a body kept: 0 (none), -1 (unknown: a log that keeps no request body)
+    comment: str = ""
 
 
 @dataclass
@@ -49,6 +53,9 @@ class HarResponse:
     body_size: int = -1  # content.size: the decoded body's length, -1 unknown
     mime_type: str = ""
     spilled: Spilled | None = None  # the body, in the HAR origin's spill file (har_bodies.py) instead of `body`
+    headers_size: int = -1  # headersSize, -1 unknown
+    comment: str = ""
+    content_comment: str = ""  # content.comment: what the body written is (or why there is none)
 
 
 @dataclass
@@ -65,6 +72,9 @@ class HarEntry:
     # written as they are; empty: written from time_ms and wait_ms. Not read back: replaying needs wait_ms only.
     timings: dict[str, float] = field(default_factory=dict)
     from_cache: str | None = None  # Chromium's `_fromCache` ("memory", "disk"): the browser's cache answered it
+    comment: str = ""
+    # Custom fields of the entry, HAR 1.2's way (names starting with "_": `_spe`), written as they are; not read.
+    extensions: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,6 +85,7 @@ class HarPage:
     started: float  # Unix seconds
     on_content_load_ms: float = -1  # DOMContentLoaded after `started`, -1 unknown
     on_load_ms: float = -1  # the load event after `started`, -1 unknown
+    comment: str = ""
 
 
 FIELD_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110 5.1, 5.6.2): what a field name must be
@@ -154,30 +165,40 @@ def _header_list(headers: list[tuple[str, str]]) -> list[dict]:
     return [{"name": n, "value": v} for n, v in headers]
 
 
-def _content(body: bytes | None, size: int, mime_type: str) -> dict:
-    content: dict = {"size": len(body) if body is not None else size, "mimeType": mime_type}
+def _content(body: bytes | None, size: int, mime_type: str, comment: str = "") -> dict:
+    """HAR's content: `size` the whole body's length (a body kept only in part, a capture's first bytes, is
+    shorter), the text as UTF-8 or base64."""
+    content: dict = {"size": max(size, len(body)) if body is not None else size, "mimeType": mime_type}
     if body is not None:
         try:
             content["text"] = body.decode("utf-8")
         except UnicodeDecodeError:
             content["text"], content["encoding"] = base64.b64encode(body).decode("ascii"), "base64"
-    return content
+    return _commented(content, comment)
+
+
+def _commented(obj: dict, comment: str) -> dict:
+    if comment:
+        obj["comment"] = comment
+    return obj
 
 
 def entry_json(e: HarEntry) -> dict:
     """One entry as HAR 1.2 has it (what read_har reads back to the same HarEntry)."""
     req, resp = e.request, e.response
-    request = {"method": req.method, "url": req.url, "httpVersion": req.http_version,
-               "headers": _header_list(req.headers), "queryString": [], "cookies": [], "headersSize": -1,
-               "bodySize": len(req.body) if req.body is not None else 0}
+    request = _commented({"method": req.method, "url": req.url, "httpVersion": req.http_version,
+                          "headers": _header_list(req.headers), "queryString": [], "cookies": [], "headersSize": -1,
+                          "bodySize": len(req.body) if req.body is not None else req.body_size}, req.comment)
     if req.body is not None:
         content_type = next((v for n, v in req.headers if n.lower() == "content-type"), "")
         request["postData"] = {"mimeType": content_type, **{k: v for k, v in _content(req.body, -1, "").items()
                                                             if k in ("text", "encoding")}}
-    response = {"status": resp.status, "statusText": resp.reason, "httpVersion": resp.http_version,
-                "headers": _header_list(resp.headers), "cookies": [],
-                "content": _content(resp.body, resp.body_size, resp.mime_type), "redirectURL": "",
-                "headersSize": -1, "bodySize": len(resp.body) if resp.body is not None else -1}
+    whole = resp.body is not None and len(resp.body) >= resp.body_size  # bodySize: only of a body kept whole
+    response = _commented({"status": resp.status, "statusText": resp.reason, "httpVersion": resp.http_version,
+                           "headers": _header_list(resp.headers), "cookies": [],
+                           "content": _content(resp.body, resp.body_size, resp.mime_type, resp.content_comment),
+                           "redirectURL": "", "headersSize": resp.headers_size,
+                           "bodySize": len(resp.body) if whole and resp.body is not None else -1}, resp.comment)
     out = {"startedDateTime": format_time(e.started), "time": max(e.time_ms, 0), "request": request,
            "response": response, "cache": {},
            "timings": e.timings or {"send": 0, "wait": max(e.wait_ms, 0),
@@ -186,12 +207,12 @@ def entry_json(e: HarEntry) -> dict:
         out["connection"] = e.connection
     if e.pageref is not None:
         out["pageref"] = e.pageref
-    return out
+    return {**_commented(out, e.comment), **{k: v for k, v in e.extensions.items() if k.startswith("_")}}
 
 
 def page_json(p: HarPage) -> dict:
-    return {"startedDateTime": format_time(p.started), "id": p.id, "title": p.title,
-            "pageTimings": {"onContentLoad": p.on_content_load_ms, "onLoad": p.on_load_ms}}
+    return _commented({"startedDateTime": format_time(p.started), "id": p.id, "title": p.title,
+                       "pageTimings": {"onContentLoad": p.on_content_load_ms, "onLoad": p.on_load_ms}}, p.comment)
 
 
 def har_document(entries: Iterable[HarEntry], creator: str = "SPE", comment: str = "",

@@ -1,6 +1,7 @@
 """The stand-in origin of `./spe repro`, over real HTTP on 127.0.0.1: it answers the case's path with
 the reply in force at the case time, Date now and the other dates moved with it, a body of the
-recorded length, 304 to matching validators, unsafe methods with their recorded status.
+recorded length, 304 to matching validators, unsafe methods with their recorded status. And the case's HAR
+(case.har) served by the HAR origin and replayed by `./spe replay`.
 """
 
 from __future__ import annotations
@@ -8,17 +9,21 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import http.client
+import json
 import socket
+import subprocess
 import sys
 import time
 
 import pytest
-from conftest import ENV
+from conftest import ENV, ROOT
 from reprosupport import T0, make_run, record
 
 from spe_tools.process import ProcessGroup, free_port
-from spe_tools.repro.case import extract_case, write_case
+from spe_tools.repro.case import extract_case
+from spe_tools.repro.case_dir import write_case
 from spe_tools.repro.stand_in_origin import START_PATH
+from spe_tools.rundir.layout import RunDir
 
 DATE_1 = email.utils.formatdate(T0, usegmt=True)
 ORIGIN_1 = {"cache-control": "max-age=600", "date": DATE_1, "etag": '"v1"', "age": "7",
@@ -141,3 +146,39 @@ def test_the_interim_replies_the_origin_sent_go_before_the_reply(tmp_path):
             head += sock.recv(65536)
     assert head.startswith(b"HTTP/1.1 103 ") and b"\r\nLink: " in head.split(b"\r\n\r\n")[0]
     assert b"HTTP/1.1 200 " in head.split(b"\r\n\r\n")[1]
+
+
+def test_the_cases_har_round_trips_through_the_har_origin_and_the_replay(tmp_path):
+    """`./spe repro --no-replay` writes case.har beside case.json; `./spe origin --har` serves it and `./spe replay`
+    sends its requests to it: every request answered with the status of the origin's reply in force, found in the
+    HAR, its recorded fields and body size."""
+    legs = [{"name": "nginx", "cache": {"violations": [AGE]}}]
+    run = make_run(tmp_path / "run", [
+        record(1, T0, origin=ORIGIN_1, nbytes=1000, origin_fields="date cache-control set-cookie x-custom"),
+        record(2, T0 + 1, method="POST", origin={"cache-control": "no-store"}, status=201, nbytes=0),
+        record(3, T0 + 1.5, origin=ORIGIN_2, nbytes=30, legs=legs),
+    ])
+    wrote = spe("repro", str(run), "--proxy", "nginx", "--request", "3", "--no-replay")
+    assert wrote.returncode == 0, wrote.stderr
+    har = RunDir(run).repro(3, "nginx") / "case.har"
+    port = free_port()
+    with ProcessGroup(tmp_path) as group:
+        group.start("har-origin", [sys.executable, "-m", "spe_tools.workload.har_origin", "--listen",
+                                   f"127.0.0.1:{port}", "--har", str(har)], port=port, env=ENV)
+        origin = Origin(port)
+        reply, body = origin.ask("GET", "/_har/http/localhost:40001/obj?cc=max-age%3D600")
+        assert (reply.status, len(body), reply.getheader("ETag"), reply.getheader("X-Custom")) == \
+            (200, 1000, '"v1"', "spe-repro")
+        replayed = spe("replay", str(har), "--proxy", f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}",
+                       "--speed", "10", "--json", str(tmp_path / "replay.json"))
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        served = json.loads(origin.ask("GET", "/_stats")[1])
+    summary = json.loads((tmp_path / "replay.json").read_text())
+    assert summary["sent"] == summary["completed"] == 3 and summary["errors"] == 0
+    assert summary["status_matched"] == summary["status_compared"] == 3, summary
+    assert served["not_in_har"] == 0 and served["by_status"] == {"200": 3, "201": 1}
+
+
+def spe(*args: str) -> subprocess.CompletedProcess:
+    """The front door, as a user runs it."""
+    return subprocess.run([str(ROOT / "spe"), *args], capture_output=True, text=True, timeout=120, env=ENV)

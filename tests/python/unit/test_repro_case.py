@@ -20,8 +20,8 @@ from spe_tools.repro.case import (
     load_case,
     moved_date,
     replayed_request_headers,
-    write_case,
 )
+from spe_tools.repro.case_dir import write_case
 from spe_tools.rundir.layout import RunDir
 from spe_tools.workload.http11 import format_date, parse_date
 

@@ -1,0 +1,5 @@
+import sys
+
+from spe_tools.export.cli import main
+
+sys.exit(main())
