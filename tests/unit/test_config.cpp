@@ -199,6 +199,22 @@ TEST_CASE("unsafe requests are withheld from the proxies unless a replay port an
                       Catch::Contains("replay, withhold or send"));
 }
 
+TEST_CASE("how far the client and the proxies may run ahead of SPE: flags, today's bounds by default") {
+    auto c = parse({"--collector", "h:1"});
+    REQUIRE(c);
+    CHECK(c->max_fanout_backlog == 64);
+    CHECK(c->max_queued_legs == 64);
+    CHECK_FALSE(c->turn_timeout);  // --timeout and a second (fanout_turn_bound)
+    c = parse(
+        {"--collector", "h:1", "--max-fanout-backlog", "0", "--max-queued-legs", "3", "--turn-timeout", "1500ms"});
+    REQUIRE(c);
+    CHECK(c->max_fanout_backlog == 0);
+    CHECK(c->max_queued_legs == 3);
+    CHECK(c->turn_timeout == std::chrono::milliseconds(1500));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--turn-timeout", "soon"}), Catch::Contains("expected a duration"));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--max-queued-legs", "many"}), Catch::Contains("max-queued-legs"));
+}
+
 TEST_CASE("the leaf validity flag: 30 days by default; duration forms; at least 1s; only with interception") {
     using namespace std::chrono_literals;
     auto c = parse({"--collector", "h:1", "--intercept-tls"});

@@ -142,6 +142,27 @@ TEST_CASE("the run's counters render every series of every leg, zeros included")
     CHECK(has_line(text, "process_resident_memory_bytes 1048576"));
 }
 
+TEST_CASE("the client's holds are counted, with their time in all, from the records that carry one") {
+    auto held = record_with_two_proxies();
+    CHECK(spe::tally_of(held).client_held_us == -1);  // no hold before this request
+    held.client_held_us = 1'500;
+    CHECK(spe::tally_of(held).client_held_us == 1'500);
+
+    spe::RunMetrics metrics({"a", "b"});
+    CHECK(has_line(metrics.render({}), "spe_client_holds_total 0"));  // there from the start
+    metrics.add(spe::tally_of(held));
+    metrics.add(spe::tally_of(record_with_two_proxies()));
+    held.client_held_us = 2'000'000;
+    metrics.add(spe::tally_of(held));
+    held.client_held_us = 0;  // held, though for less than a microsecond
+    metrics.add(spe::tally_of(held));
+    const auto text = metrics.render({});
+    CHECK(has_line(text, "# TYPE spe_client_holds_total counter"));
+    CHECK(has_line(text, "spe_client_holds_total 3"));
+    CHECK(has_line(text, "# TYPE spe_client_held_seconds_total counter"));
+    CHECK(has_line(text, "spe_client_held_seconds_total 2.0015"));
+}
+
 TEST_CASE("the process's resident memory is read from /proc") {
     CHECK(spe::resident_memory_bytes() > 1024 * 1024);
 }

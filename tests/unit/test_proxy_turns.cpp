@@ -1,5 +1,6 @@
 // Each proxy gets a client connection's requests one at a time, in the
 // client's order: the turn logic (ProxyTurns) and the waiting on it (ProxyPools).
+#include "session/fanout.hpp"
 #include "session/proxy_pools.hpp"
 #include "session/proxy_turns.hpp"
 
@@ -157,4 +158,15 @@ TEST_CASE("abort wakes the legs waiting for their turn") {
     REQUIRE(bed.outcomes.size() == 1);
     CHECK(bed.outcomes[0] == ProxyPools::TurnWait::aborted);
     CHECK(spe::Clock::now() - start < 2s);
+}
+
+TEST_CASE("one fan-out's bound: --turn-timeout, else --timeout and a second, once per proxy with --legs serial") {
+    spe::Config c;
+    c.timeout = 2s;
+    CHECK(spe::fanout_turn_bound(c, 3) == 3s);
+    c.legs = spe::LegOrder::serial;
+    CHECK(spe::fanout_turn_bound(c, 3) == 9s);
+    CHECK(spe::fanout_turn_bound(c, 0) == 3s);
+    c.turn_timeout = 500ms;  // as given, whatever the legs
+    CHECK(spe::fanout_turn_bound(c, 3) == 500ms);
 }

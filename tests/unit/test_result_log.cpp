@@ -178,6 +178,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
         {"proxies", std::move(proxies)},
     };
     if (!r.request_headers.empty()) j["request_headers"] = reference_fields(r.request_headers);
+    if (r.client_held_us) j["client_held_us"] = *r.client_held_us;
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 }  // namespace
@@ -219,9 +220,16 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         const auto line = spe::to_json_line(r);
         CHECK(line == reference_json_line(r));
         auto j = nlohmann::json::parse(line);
-        CHECK_FALSE(j.contains("client_held_us"));  // the client is never held back for a proxy
         CHECK(j["proxies"][1]["queued_us"] == 312'456);
         CHECK_FALSE(j["proxies"][2].contains("queued_us"));  // never reached its turn: absent, not null
+    }
+    SECTION("SPE's own pace: the client held back before this request, absent when it was not") {
+        CHECK_FALSE(nlohmann::json::parse(spe::to_json_line(r)).contains("client_held_us"));
+        r.client_held_us = 8'123;
+        const auto line = spe::to_json_line(r);
+        CHECK(line == reference_json_line(r));
+        CHECK(nlohmann::json::parse(line)["client_held_us"] == 8'123);
+        CHECK(line.find(R"("client":"127.0.0.1:5555","client_held_us":8123,"client_status")") != std::string::npos);
     }
     SECTION("the cache-rule judge's verdicts and the request's cache fields") {
         spe::CacheVerdict v;

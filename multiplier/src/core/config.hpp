@@ -83,6 +83,13 @@ struct Config {
     std::uint64_t max_request_body = 64ull << 20;
     std::uint64_t max_proxy_body = 1ull << 30;
     std::size_t max_conns_per_proxy = 16;  // per client connection
+    // How far the client and the proxies may run ahead of what SPE has done (session/proxy_pools.hpp): the client
+    // connection's fan-outs the fan-out executor has not reached before the client's next request waits for it
+    // (the record's client_held_us); a connection's legs one proxy may have waiting for their turn before the next
+    // is not sent (busy); how long a leg waits for its turn. None: --timeout and a second (fanout_turn_bound).
+    std::uint64_t max_fanout_backlog = 64;
+    std::uint64_t max_queued_legs = 64;
+    std::optional<std::chrono::milliseconds> turn_timeout;
     unsigned threads = 1;
     unsigned fanout_threads = 1;  // --fanout-threads auto resolved at parsing (core/cpu_placement.hpp)
     std::string via_name = "spe-multiplier-8080";

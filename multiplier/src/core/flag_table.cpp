@@ -305,6 +305,25 @@ std::vector<Flag> make_table() {
     t.push_back(plain<std::size_t, &Config::max_conns_per_proxy>(
         "max-conns-per-proxy", "max_conns_per_proxy", 16,
         "connections one client connection may hold to each proxy at once", "4"));
+    t.push_back(plain<std::uint64_t, &Config::max_fanout_backlog>(
+        "max-fanout-backlog", "max_fanout_backlog", 64,
+        "fan-outs of one client connection SPE's measuring (validation, the judge, the record) may be behind the "
+        "client: past that the client's next request is read only once it has caught up, at most --turn-timeout "
+        "later (a hold, in the record as client_held_us); bounds what a client faster than SPE measures can make "
+        "it hold; 0: the client never runs ahead of the measuring",
+        "8"));
+    t.push_back(plain<std::uint64_t, &Config::max_queued_legs>(
+        "max-queued-legs", "max_queued_legs", 64,
+        "legs of one client connection that may wait for one proxy's turn (a proxy gets a connection's requests one "
+        "at a time, in order): a leg behind more is not sent (NO_RESPONSE, busy), so a proxy slower than the "
+        "client's pace loses legs instead of queueing them without end",
+        "8"));
+    t.push_back(flag<std::string, &Config::turn_timeout>(
+        "turn-timeout", "turn_timeout", nullopt,
+        "the longest a leg waits for its proxy's turn, and again for the client's earlier requests on its other "
+        "connections, before it is not sent (busy); also the longest a client is held (--max-fanout-backlog). "
+        "Default: --timeout and 1s, times the number of proxies with --legs serial (a duration, as --timeout)",
+        "5s", [](Config& c, const std::string& v) { c.turn_timeout = parse_duration(v); }));
     t.push_back(plain<unsigned, &Config::threads>("threads", "threads", 1u,
                                                   "I/O threads for the clients and the Collector", "2"));
     t.push_back(flag<std::string, &Config::fanout_threads>(

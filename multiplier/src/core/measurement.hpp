@@ -116,6 +116,10 @@ struct RequestRecord {
     double ts = 0;  // unix seconds when the request was received
     std::uint64_t id = 0;
     std::string client;
+    // Microseconds the session held the client back before it read this request: SPE's own measuring (the
+    // fan-out executor) was more than --max-fanout-backlog of the connection's fan-outs behind. Never a
+    // proxy's doing. Unset: no hold.
+    std::optional<std::int64_t> client_held_us;
     std::string method;
     std::string url;
     std::string version;       // "HTTP/1.1"

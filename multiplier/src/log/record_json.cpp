@@ -171,6 +171,7 @@ std::string to_json_line(const RequestRecord& r) {
     JsonWriter w(out);
     w.open();
     w.key<"client">().string(r.client);
+    if (r.client_held_us) w.key<"client_held_us">().integer(*r.client_held_us);  // absent: no hold
     w.key<"client_status">().integer(r.client_status);
     w.key<"collector">();
     w.open();

@@ -31,6 +31,7 @@ ResultClass collector_class(const Measure& m) {
 RecordTally tally_of(const RequestRecord& record) {
     RecordTally tally;
     tally.collector = leg_of(record.collector, collector_class(record.collector));
+    if (record.client_held_us) tally.client_held_us = *record.client_held_us;
     tally.proxies.reserve(record.proxies.size());
     for (const auto& p : record.proxies)
         tally.proxies.push_back(leg_of(p.measure, p.result));

@@ -34,6 +34,7 @@ struct LegTally {
 struct RecordTally {
     LegTally collector;
     std::vector<LegTally> proxies;
+    std::int64_t client_held_us = -1;  // -1: the client was not held before this request
 };
 
 /// The record's tally. The Collector's leg is the reference, so its class is

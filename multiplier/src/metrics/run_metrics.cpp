@@ -72,6 +72,15 @@ void write_latency(Exposition& out, const std::vector<std::string>& names, const
     }
 }
 
+void write_holds(Exposition& out, const ClientHolds& holds) {
+    out.family("spe_client_holds_total", "counter",
+               "Client requests read only after the client was held back: SPE's measuring (the fan-out executor) "
+               "more than --max-fanout-backlog of the connection's fan-outs behind (the records' client_held_us)");
+    out.sample("spe_client_holds_total", {}, holds.count);
+    out.family("spe_client_held_seconds_total", "counter", "Time the clients were held back, in all");
+    out.sample("spe_client_held_seconds_total", {}, static_cast<double>(holds.held_us) / 1e6);
+}
+
 void write_process(Exposition& out, const ProcessGauges& p) {
     out.family("spe_client_connections", "gauge", "Client connections open");
     out.sample("spe_client_connections", {}, p.client_connections);
@@ -112,6 +121,12 @@ void LegSeries::add(const LegTally& leg) {
     total.observe_us(leg.total_us);
 }
 
+void ClientHolds::add(std::int64_t us) {
+    if (us < 0) return;  // no hold
+    ++count;
+    held_us += static_cast<std::uint64_t>(us);
+}
+
 std::uint64_t resident_memory_bytes() {
     std::ifstream statm("/proc/self/statm");
     std::uint64_t size = 0, resident = 0;
@@ -129,6 +144,7 @@ RunMetrics::RunMetrics(std::vector<std::string> proxies)
 
 void RunMetrics::add(const RecordTally& tally) {
     std::lock_guard lock(mutex_);
+    holds_.add(tally.client_held_us);
     series_[0].add(tally.collector);
     for (std::size_t i = 0; i < tally.proxies.size() && i + 1 < series_.size(); ++i)
         series_[i + 1].add(tally.proxies[i]);
@@ -136,9 +152,11 @@ void RunMetrics::add(const RecordTally& tally) {
 
 std::string RunMetrics::render(const ProcessGauges& process) const {
     std::vector<LegSeries> series;
+    ClientHolds holds;
     {
         std::lock_guard lock(mutex_);
         series = series_;  // a few kilobytes: the writer thread waits no longer than this copy
+        holds = holds_;
     }
     Exposition out;
     per_leg(out, names_, series, "spe_requests_total", "counter",
@@ -160,6 +178,7 @@ std::string RunMetrics::render(const ProcessGauges& process) const {
                   "Time from the start of the attempt to the reply's first byte", &LegSeries::first_byte);
     write_latency(out, names_, series, "spe_response_seconds",
                   "Time from the start of the attempt to the reply's last byte", &LegSeries::total);
+    write_holds(out, holds);
     write_process(out, process);
     return out.text();
 }

@@ -1,6 +1,7 @@
 // The Multiplier's live counters (--metrics-listen, docs/metrics.md): per
 // proxy and for the Collector, requests, results by class, the judge's
-// findings by rule, bytes, errors by kind and latency histograms, updated on
+// findings by rule, bytes, errors by kind and latency histograms, and the
+// holds of the client (SPE's measuring behind it), updated on
 // the record writer's thread from each written record's tally
 // (log/record_tally.hpp), never on a measuring thread; and the page a scrape
 // gets, rendered from a copy taken under a short lock.
@@ -61,6 +62,14 @@ struct LegSeries {
     void add(const LegTally& leg);
 };
 
+/// The holds of the client (the records' client_held_us): SPE's measuring fell behind, the client waited.
+struct ClientHolds {
+    std::uint64_t count = 0;
+    std::uint64_t held_us = 0;
+
+    void add(std::int64_t us);
+};
+
 /// What the process reports of itself at a scrape (read then, not from the records).
 struct ProcessGauges {
     std::uint64_t client_connections = 0;
@@ -88,6 +97,7 @@ private:
     const std::vector<std::string> names_;  // "collector", then the proxies
     mutable std::mutex mutex_;              // the writer thread's updates against a scrape's copy
     std::vector<LegSeries> series_;         // as names_
+    ClientHolds holds_;
 };
 
 }  // namespace spe

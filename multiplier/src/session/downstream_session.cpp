@@ -1,6 +1,7 @@
 #include "session/downstream_session.hpp"
 #include "core/ascii.hpp"
 #include "core/coroutine_exception.hpp"
+#include "core/steady_clock.hpp"
 #include "core/wall_clock.hpp"
 
 #include "http/md5_digest.hpp"
@@ -114,6 +115,7 @@ RequestRecord DownstreamSession::new_record(const Request& req) {
     r.ts = unix_seconds();
     r.id = ctx_->next_request_id();
     r.client = client_.address;
+    r.client_held_us = std::exchange(held_us_, std::nullopt);  // a hold belongs to the request read after it
     r.method = req.method_string().empty() ? "-" : std::string(req.method_string());
     r.url = req.target().empty() ? "-" : std::string(req.target());
     if (intercepted_) {
@@ -265,17 +267,21 @@ awaitable<void> DownstreamSession::keep_pace_with_measuring() {
     // The proxies play no part: a fan-out's reference is taken when the executor reaches it, whatever
     // its legs are waiting for. Checked with a timer (1 ms, doubling to 8 ms), not a wake-up from the
     // fan-out's thread: with one client thread its io_context is told no other thread touches it. The
-    // bound is explicit, as every wait's: one fan-out's deadline.
-    if (pools_->backlog() <= ProxyPools::kMaxBacklog) co_return;
-    const auto limit = Clock::now() + fanout_turn_bound(ctx_->config(), ctx_->proxies().size());
+    // bound is explicit, as every wait's: one fan-out's deadline. The hold is part of what the client
+    // experiences through SPE, so it is measured and goes on the record of the request read next.
+    const auto bound = ctx_->config().max_fanout_backlog;
+    if (pools_->backlog() <= bound || ctx_->stopping()) co_return;
+    const auto started = Clock::now();
+    const auto limit = started + fanout_turn_bound(ctx_->config(), ctx_->proxies().size());
     asio::steady_timer pause(client_.transport.get_executor());
     Clock::duration recheck = std::chrono::milliseconds(1);
     error_code ec;
-    while (pools_->backlog() > ProxyPools::kMaxBacklog && !ctx_->stopping() && Clock::now() < limit) {
+    while (pools_->backlog() > bound && !ctx_->stopping() && Clock::now() < limit) {
         pause.expires_after(recheck);
         co_await pause.async_wait(with_ec(ec));
         recheck = std::min<Clock::duration>(recheck * 2, std::chrono::milliseconds(8));
     }
+    held_us_ = micros_since(started);
 }
 
 awaitable<Measure> DownstreamSession::reply_from_multiplier(const Refused& refused, bool head_request,

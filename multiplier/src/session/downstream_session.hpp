@@ -15,6 +15,7 @@
 #include "session/proxy_pools.hpp"
 #include "session/server_context.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -38,8 +39,9 @@ private:
     /// or request frame. False: the client left, timed out or we are stopping.
     awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
-    /// Before a request is read: waits (bounded) while the fan-out executor is too far behind this
-    /// connection (ProxyPools::backlog), SPE's own overload, never a proxy's.
+    /// Before a request is read: waits (bounded) while the fan-out executor is more than
+    /// --max-fanout-backlog of this connection's fan-outs behind (ProxyPools::backlog), SPE's own
+    /// overload, never a proxy's; how long, in held_us_ for the record of the request read next.
     awaitable<void> keep_pace_with_measuring();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
     /// CONNECT: checked here, then handed over with the connection (true: it was intercepted, read its requests
@@ -66,8 +68,9 @@ private:
     std::shared_ptr<ClientOrder> order_;
     WorkGuard work_;
     ConnectionCount connection_;
-    bool idle_ = true;      // waiting for the first byte of a request
-    bool refused_ = false;  // an error reply was sent: close lingering (lingering_close.hpp)
+    std::optional<std::int64_t> held_us_;  // keep_pace_with_measuring's hold: the next record's client_held_us
+    bool idle_ = true;                     // waiting for the first byte of a request
+    bool refused_ = false;                 // an error reply was sent: close lingering (lingering_close.hpp)
 };
 
 }  // namespace spe

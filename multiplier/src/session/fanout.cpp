@@ -18,6 +18,7 @@
 namespace spe {
 
 Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies) {
+    if (config.turn_timeout) return *config.turn_timeout;
     const Clock::duration leg = config.timeout + std::chrono::seconds(1);
     return config.legs == LegOrder::serial ? leg * static_cast<Clock::rep>(std::max<std::size_t>(proxies, 1)) : leg;
 }
@@ -197,11 +198,15 @@ awaitable<void> Fanout::run_leg(std::size_t proxy, Clock::time_point due) {
 
 awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     auto& result = record_.proxies[proxy];
-    if (const auto ahead = pools_->ahead(proxy, sequence_); ahead > ProxyPools::kMaxAhead) {
-        // A stalled proxy (a hanging one) must not make the legs queue without end, nor hold the client.
+    // A stalled proxy (a hanging one) must not make the legs queue without end, nor hold the client: a bound on
+    // memory, since a burst of back-to-back requests to a proxy slower than the Collector's hits queues this many
+    // at most (each also waits at most one fan-out's bound, await_order).
+    if (const auto ahead = pools_->ahead(proxy, sequence_); ahead > ctx_->config().max_queued_legs) {
         result.measure.error = LegError::busy;
-        result.measure.error_detail = "not sent: this proxy had not answered the " + std::to_string(ahead) +
-                                      " requests before it on this client connection (it gets them one at a time)";
+        result.measure.error_detail = fmt::format(
+            "not sent: this proxy had not answered the {} requests before it on this client connection "
+            "(it gets them one at a time, at most --max-queued-legs {} waiting)",
+            ahead, ctx_->config().max_queued_legs);
         co_return;
     }
     const bool ready = co_await await_order(proxy);

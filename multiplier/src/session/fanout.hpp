@@ -26,8 +26,8 @@ namespace spe {
 
 class CacheJudge;
 
-/// The longest one fan-out may keep a proxy's turn: its leg's whole deadline (--timeout) and a
-/// second of scheduling, once per proxy with --legs serial (its legs run one after another).
+/// The longest one fan-out may keep a proxy's turn: --turn-timeout, by default its leg's whole deadline
+/// (--timeout) and a second of scheduling, once per proxy with --legs serial (its legs run one after another).
 Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies);
 
 /// The Collector leg's outcome: what the proxies' replies are compared with.

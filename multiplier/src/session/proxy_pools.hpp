@@ -8,7 +8,7 @@
 // client_closed(), abort() and next_sequence() may be called from anywhere.
 // The client is never held back for them (a proxy must not change how fast the
 // client is served): a proxy that falls too far behind gets no more legs until it
-// catches up (kMaxAhead).
+// catches up (--max-queued-legs, Fanout::send_in_turn).
 #pragma once
 
 #include "io/upstream_connection.hpp"
@@ -47,16 +47,12 @@ public:
     void reference_taken() { ++taken_; }
     /// This connection's fan-outs whose reference the fan-out executor has not taken yet: how far
     /// SPE's own measuring work (validation, judging) is behind the client, whatever the proxies do.
+    /// The client is not read from while it is above --max-fanout-backlog (DownstreamSession::
+    /// keep_pace_with_measuring): under overload SPE's memory stays bounded by its own pace, never by
+    /// a proxy's (a hanging proxy does not delay take_reference).
     std::uint64_t backlog() const { return issued_.load() - taken_.load(); }
-    /// The client is not read from while the backlog is above this: under overload SPE's memory stays
-    /// bounded by its own pace, never by a proxy's (a hanging proxy does not delay take_reference).
-    static constexpr std::uint64_t kMaxBacklog = 64;
-    /// A leg is not queued behind more than this many of its connection's fan-outs at one proxy:
-    /// past that the proxy has fallen too far behind the client, and the leg is not sent (`busy`).
-    /// A bound on memory: a burst of back-to-back requests to a proxy slower than the Collector's
-    /// hits queues this many at most (each also waits at most one fan-out's bound, await_turn).
-    static constexpr std::uint64_t kMaxAhead = 64;
-    /// How many of this connection's fan-outs before `seq` `proxy` is not done with yet.
+    /// How many of this connection's fan-outs before `seq` `proxy` is not done with yet (a leg is not
+    /// sent past --max-queued-legs of them).
     std::uint64_t ahead(std::size_t proxy, std::uint64_t seq) const { return turns_.ahead(proxy, seq); }
 
     enum class TurnWait { turn, timed_out, aborted };

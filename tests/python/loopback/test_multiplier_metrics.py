@@ -88,6 +88,9 @@ def test_the_counters_equal_the_records_written(lab, child, start_multiplier):
     assert value(found, "spe_leg_errors_total", proxy="dead", kind="refused") == REQUESTS
     assert value(found, "spe_results_total", proxy="squid", **{"class": "OK"}) == REQUESTS
     assert value(found, "spe_judge_violations_total", proxy="squid", rule="no-store") == 0
+    # One request at a time: SPE's measuring never fell behind the client, so it was never held.
+    assert value(found, "spe_client_holds_total") == len([r for r in records if "client_held_us" in r]) == 0
+    assert value(found, "spe_client_held_seconds_total") == 0
     assert value(found, "spe_client_connections") == 0  # the client has gone
     assert value(found, "spe_requests_in_flight") == 0
     assert value(found, "process_resident_memory_bytes") > 1 << 20

@@ -352,8 +352,9 @@ def test_spes_own_queueing_is_reported_apart_from_the_proxies_times(tmp_path):
     assert {r["name"]: r["queued_p99_ms"] for r in summary["proxies"]}["slow"] == pytest.approx(297.0)
 
 
-def test_a_log_of_todays_multiplier_has_waits_and_no_holds(tmp_path):
-    """The Multiplier no longer holds the client back for a proxy: no hold is reported, the waits are."""
+def test_a_log_without_holds_reports_the_waits_alone(tmp_path):
+    """A run SPE's measuring kept up with (the Multiplier holds the client for nothing else): no hold is
+    reported, the waits are."""
     lines = [record(i, measure(), [{**proxy("slow", total_ms=2.0), "queued_us": i * 100_000}]) for i in range(1, 3)]
     RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     text = text_report(build_report(tmp_path))
