@@ -53,6 +53,9 @@ class OriginReply:
     # sent by the stand-in origin with stand-in values; a case written before they were kept has none.
     other_fields: tuple[str, ...] = ()
     interim: tuple[int, ...] = ()  # the interim (1xx) responses the origin sent before it, in order
+    # The fields its Connection listed, for one hop (collector.cache.origin_connection): sent with a Connection
+    # that lists them, so a proxy that forwards or stores one does it again.
+    hop_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,10 +185,12 @@ def _fresh_reply(record: dict, offset: float, previous: OriginReply | None) -> O
     if status == 304 and previous is not None:
         headers = {**previous.headers, **origin}
         others = tuple(dict.fromkeys((*previous.other_fields, *_other_fields(cache, headers))))
-        return OriginReply(previous.status, headers, previous.body_bytes, offset, others, previous.interim)
+        return OriginReply(previous.status, headers, previous.body_bytes, offset, others, previous.interim,
+                           previous.hop_fields)
     if record["method"] == "HEAD" and previous is not None:
         length = previous.body_bytes  # a HEAD reply has no body: the length stays the GET's
-    return OriginReply(status, dict(origin), length, offset, _other_fields(cache, origin), _interim(collector))
+    hop = tuple((cache.get("origin_connection") or "").split())
+    return OriginReply(status, dict(origin), length, offset, _other_fields(cache, origin), _interim(collector), hop)
 
 
 def _steps(sequence: list[dict]) -> tuple[Step, ...]:
@@ -269,7 +274,7 @@ def extract_case(run: Path, proxy: str, request_id: int) -> Case:
 def _origin_reply(data: dict) -> OriginReply:
     """From case.json, where JSON has lists for the tuples."""
     return OriginReply(**{**data, "other_fields": tuple(data.get("other_fields", ())),
-                          "interim": tuple(data.get("interim", ()))})
+                          "interim": tuple(data.get("interim", ())), "hop_fields": tuple(data.get("hop_fields", ()))})
 
 
 def load_case(path: Path) -> Case:

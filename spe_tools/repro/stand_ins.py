@@ -22,11 +22,14 @@ def spelled(name: str) -> str:
 
 def recorded_fields(reply: OriginReply) -> list[tuple[str, str]]:
     """The reply's judged fields with their recorded values (Date included, no date moved), then its other
-    fields with stand-in values, names spelled as servers do."""
+    fields with stand-in values, then the fields for one hop with a Connection that lists them, names spelled
+    as servers do."""
+    hop = [("Connection", ", ".join(name.title() for name in reply.hop_fields))] if reply.hop_fields else []
     return [*((spelled(name), value) for name, value in reply.headers.items()),
-            *((name.title(), STAND_IN_VALUES.get(name, STAND_IN_VALUE)) for name in reply.other_fields)]
+            *((name.title(), STAND_IN_VALUES.get(name, STAND_IN_VALUE)) for name in reply.other_fields),
+            *hop, *((name.title(), STAND_IN_VALUE) for name in reply.hop_fields)]
 
 
 def stand_in_fields(reply: OriginReply) -> list[str]:
     """The names of the fields recorded_fields sends with stand-in values."""
-    return [name.title() for name in reply.other_fields]
+    return [name.title() for name in (*reply.other_fields, *reply.hop_fields)]

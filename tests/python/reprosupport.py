@@ -19,12 +19,14 @@ def leg(name: str, violations: list | None = None, advisories: list | None = Non
 
 def record(rid: int, ts: float, url: str = URL, method: str = "GET", headers: dict | None = None,
            origin: dict | None = None, status: int = 200, nbytes: int = 5, legs: list | None = None,
-           origin_fields: str | None = None, interim: tuple[int, ...] = ()) -> dict:
+           origin_fields: str | None = None, interim: tuple[int, ...] = (), origin_connection: str = "") -> dict:
     collector = {"status": status, "bytes": nbytes, "cache": {"violations": [], "reused": origin is None}}
     if origin is not None:
         collector["cache"]["origin"] = origin
     if origin_fields is not None:
         collector["cache"]["origin_fields"] = origin_fields
+    if origin_connection:
+        collector["cache"]["origin_connection"] = origin_connection
     if interim:
         collector["interim"] = [{"at_us": 1000 * i, "status": s} for i, s in enumerate(interim)]
     return {"id": rid, "ts": ts, "method": method, "url": url, "request_headers": headers or {},

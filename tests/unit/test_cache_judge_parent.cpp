@@ -353,6 +353,14 @@ TEST_CASE(
         judge.judge(r2, kRequest);
         CHECK(rules(r2.proxies[0].measure) == Rules{"connection-fields"});
     }
+    SECTION("the hop's field names join the origin's (a repro case sends them), from a proxy's stamp of that fetch") {
+        auto removed = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
+        auto r =
+            one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0), hop(removed, kT0 + 0.02));
+        judge.judge(r, kRequest);
+        REQUIRE(r.collector.cache->origin);
+        CHECK(r.collector.cache->origin_connection == "x-hop-field keep-alive");
+    }
     SECTION("a parent that listed nothing leaves the rule unexercised") {
         auto plain = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
         plain.cache_headers.field_names.add("x-hop-field");

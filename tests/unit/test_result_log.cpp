@@ -124,6 +124,7 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
             if (auto value = v.origin->get(field)) origin[std::string(name)] = std::string(*value);
         if (!origin.empty()) j["origin"] = origin;
         if (!v.origin->field_names.empty()) j["origin_fields"] = v.origin->field_names.names();
+        if (!v.origin_connection.empty()) j["origin_connection"] = v.origin_connection;
     }
     return j;
 }
@@ -252,6 +253,7 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         ref.origin->set(spe::CacheField::cache_control, "max-age=60");
         ref.origin->set(spe::CacheField::x_cache, "MISS from collector");  // not a shown field
         ref.origin->field_names = spe::FieldNameSet::of("ETag Cache-Control set-cookie X-Origin-Count");
+        ref.origin_connection = "x-hop-field";
         ref.conservative = "held: vary";
         ref.unjudged = "corrupt stamp: X-SPE-Fetch does not parse";
         r.collector.cache = ref;

@@ -56,6 +56,9 @@ struct CacheVerdict {
     /// judged header fields, kShownFields (what `./spe repro` has a stand-in
     /// origin answer). Kept as taken (one buffer): written for every request.
     std::optional<CacheHeaders> origin;
+    /// Beside `origin`: the names of the fields the origin sent for one hop only (its Connection listed them;
+    /// Squid removed them from this reply), as a proxy's parent stamp of the same fetch names them.
+    std::string origin_connection;
 };
 
 }  // namespace spe

@@ -118,6 +118,22 @@ void judge_connection_fields(CacheVerdict& v, const ParentStamp& parent, const C
     if (auto f = connection_fields_finding(parent, served.field_names)) v.violations.push_back(std::move(*f));
 }
 
+/// The fields the origin sent for one hop only (those its Connection listed) never reach the Multiplier's own
+/// port: Squid removes them. A proxy's parent stamp of the same fetch names them (patch 0023): kept beside the
+/// origin's fields, so a repro case's stand-in origin sends them, and a Connection listing them.
+void add_hop_fields(const RequestRecord& record, CacheVerdict& reference) {
+    if (!reference.origin || !record.collector.fetch) return;
+    for (const auto& p : record.proxies) {
+        const auto text = p.measure.cache_headers.parent();
+        if (p.measure.fetch != record.collector.fetch || !text || text->find("connection=") == std::string_view::npos)
+            continue;
+        const auto stamp = parse_parent_stamp(*text);
+        if (!stamp || stamp->connection.empty()) continue;
+        reference.origin_connection = stamp->connection;
+        return;
+    }
+}
+
 }  // namespace
 
 CacheJudge::CacheJudge(std::vector<std::string> caches, std::size_t capacity)
@@ -210,6 +226,7 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
         }
         if (p.measure.cache) add_interim_finding(*p.measure.cache, ref, p.measure, p.sent_at);
     }
+    if (ref.cache) add_hop_fields(record, *ref.cache);
     record.request_headers = std::move(request.fields);
 }
 

@@ -108,6 +108,7 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
         shown_fields_object(w, *v.origin);
     }
     // Every field name of that fetch (Set-Cookie, Content-Type ...): a repro case's stand-in origin sends them all.
+    if (!v.origin_connection.empty()) w.key<"origin_connection">().string(v.origin_connection);
     if (v.origin && !v.origin->field_names.empty()) w.key<"origin_fields">().string(v.origin->field_names.names());
     w.key<"provenance">().string(v.provenance);
     w.key<"reused">().boolean(v.reused);

@@ -38,7 +38,8 @@ def origin(tmp_path_factory):
     base = tmp_path_factory.mktemp("repro-origin")
     legs = [{"name": "nginx", "cache": {"violations": [AGE]}}]
     run = make_run(base / "run", [
-        record(1, T0, origin=ORIGIN_1, nbytes=1000, origin_fields="date cache-control set-cookie x-custom"),
+        record(1, T0, origin=ORIGIN_1, nbytes=1000, origin_fields="date cache-control set-cookie x-custom",
+               origin_connection="x-hop-field"),
         record(2, T0 + 1, method="POST", origin={"cache-control": "no-store"}, status=201, nbytes=0),
         record(3, T0 + 3, origin=ORIGIN_2, nbytes=30, legs=legs),
     ])
@@ -133,6 +134,8 @@ def test_the_origins_other_fields_come_with_stand_in_values(origin):
     origin.set_clock(0.5)
     reply, _ = origin.ask("GET")
     assert reply.getheader("Set-Cookie") == "spe-repro=1; Path=/" and reply.getheader("X-Custom") == "spe-repro"
+    # the field for one hop comes with a Connection that lists it, as the origin sent it
+    assert "X-Hop-Field" in reply.getheader("Connection") and reply.getheader("X-Hop-Field") == "spe-repro"
 
 
 def test_the_interim_replies_the_origin_sent_go_before_the_reply(tmp_path):

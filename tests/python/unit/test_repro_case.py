@@ -164,13 +164,15 @@ def test_the_origins_other_field_names_and_interim_replies_go_into_the_case(tmp_
     Set-Cookie dropped by a cache must be dropped again), not the hop's, the Collector's or the framing."""
     names = "date cache-control etag set-cookie content-type content-length via x-cache x-spe-fetch x-custom"
     run = make_run(tmp_path / "run", [
-        record(1, T0, origin=ORIGIN_1, nbytes=7, origin_fields=names, interim=(100, 103)),
+        record(1, T0, origin=ORIGIN_1, nbytes=7, origin_fields=names, interim=(100, 103),
+               origin_connection="x-hop-field"),
         record(2, T0 + 1.0, origin={"etag": '"v1"'}, status=304, origin_fields="date etag x-later",
                headers={"if-none-match": '"v1"'}),
         record(3, T0 + 2.0, legs=[leg("nginx", [AGE])]),
     ])
     first, revalidated, last = (s.reply for s in extract_case(run, "nginx", 3).steps)
     assert first.other_fields == ("set-cookie", "x-custom") and first.interim == (103,)
+    assert first.hop_fields == ("x-hop-field",)  # Squid removed it; a proxy's parent stamp named it
     assert revalidated.other_fields == ("set-cookie", "x-custom", "x-later") and last == revalidated
     assert load_case(write_case(extract_case(run, "nginx", 3), tmp_path / "case")).steps[0].reply == first
 
