@@ -1,6 +1,7 @@
 #include "judge/cache_judge.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 
+#include "judge/framing_rules.hpp"
 #include "judge/interim_rule.hpp"
 
 #include <fmt/format.h>
@@ -97,17 +98,10 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
     return "fresh copy";
 }
 
-/// A stored copy whose body did not end where its header said: the leg read
-/// past the declared length (bytes after it) or the body ended short. A cache
-/// that took Content-Length from a 304 onto its stored reply does this (RFC
-/// 9111 3.2 leaves Content-Length out of the update); the leg's own reason says
-/// what it saw.
-std::optional<Finding> framing_finding(const Measure& reply) {
-    if (reply.error != LegError::extra_data && reply.error != LegError::truncated && reply.error != LegError::bad_body)
-        return std::nullopt;
-    return Finding{rule_id("framing"), "3.2",
-                   fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
-                               reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
+/// One rule's judgement added to the verdict: its chance, and its finding if it broke it.
+void add_judgement(CacheVerdict& v, std::string_view rule, RuleJudgement j) {
+    if (j.exercised) add_exercised(v, rule);
+    if (j.finding) v.violations.push_back(std::move(*j.finding));
 }
 
 /// The fields its parent sent for one hop only (patch 0023): neither forwarded nor stored, so a miss and a
@@ -234,12 +228,7 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     v.claim = cache_claim(h, reference ? c.upstream_claims : kNoNames);
     if (const auto validated = h.validated())
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
-    if (record.method == "HEAD") {
-        add_exercised(v, rule_id("head-body"));
-        // The leg reads no body for HEAD: bytes after the header are a body (RFC 9110 9.3.2).
-        if (reply.error == LegError::extra_data)
-            v.violations.push_back({rule_id("head-body"), "9110 9.3.2", "a reply to HEAD followed by body bytes"});
-    }
+    add_judgement(v, rule_id("head-body"), judge_head_body(record.method, reply));
     if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
         add_exercised(v, rule_id("not-modified"));
         const auto* copy = memory.last_copy.find(url);
@@ -292,10 +281,7 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measur
     if (sent) judge_connection_fields(v, *sent, h);
 
     v.reused = is_reuse(c, reply, reference, *stamp);
-    if (v.reused && record.method != "HEAD") {
-        add_exercised(v, rule_id("framing"));
-        if (auto f = framing_finding(reply)) v.violations.push_back(std::move(*f));
-    }
+    add_judgement(v, rule_id("framing"), judge_framing(record.method, v.reused, reply));
     std::optional<double> invalidated;
     if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
     if (fetch && !v.reused) remember_delivery(memory, *fetch, request, sent_at);

@@ -16,6 +16,12 @@
 
 namespace spe {
 
+/// One rule asked of one reply: whether the reply had the chance to break it, and whether it did.
+struct RuleJudgement {
+    bool exercised = false;
+    std::optional<Finding> finding;
+};
+
 /// The origin's caching fields of a fetch, parsed once (every reuse of the
 /// fetch is judged by them).
 struct OriginFacts {

@@ -66,8 +66,8 @@ bool judged_without_final_reply(const Measure& reference, const Measure& reply) 
     return !reply.interim.empty() || (reference.status && failed_after_parent_interim(reference, reply));
 }
 
-InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent) {
-    InterimJudgement out;
+RuleJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent) {
+    RuleJudgement out;
     // The reference must have ended well: a proxy is not blamed for an exchange its parent did not finish.
     if (!reference.status) return out;
     if (auto f = no_final_reply(reply)) {
