@@ -274,14 +274,14 @@ Freshness freshness(const ReuseQuestion& q) {
     return fr;
 }
 
-std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories) {
-    std::vector<Finding> out;
-    // Request directives "are advisory; caches MAY implement them" (RFC 9111
-    // 5.2.1): not honouring one is reported, never as a violation.
-    std::vector<Finding> ignored_requests;
-    auto& request_rules = advisories ? *advisories : ignored_requests;
-    const auto& f = q.fetch;
-    const auto& cc = f.facts().cc;
+namespace {
+
+/// What forbids storing or reusing the copy at all, or for this request: the origin's no-store and private,
+/// the Authorization of the request it was stored for, a Vary that selects another variant (RFC 9111
+/// 5.2.2.5, 5.2.2.7, 3.5, 4.1); the request it was stored for saying no-store goes to `request_rules`
+/// (5.2.1.5).
+void storage_barriers(const ReuseQuestion& q, std::vector<Finding>& out, std::vector<Finding>& request_rules) {
+    const auto& cc = q.fetch.facts().cc;
     if (cc.no_store)
         out.push_back({rule_id("no-store"), "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
     if (q.stored_for && q.stored_for->no_store)
@@ -293,60 +293,90 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
         out.push_back({rule_id("authorization"), "3.5",
                        "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
     if (auto v = vary_finding(q)) out.push_back(std::move(*v));
+}
+
+/// A copy stored before a successful unsafe request to its URI went through the same cache (RFC 9111 4.4).
+std::optional<Finding> invalidation_finding(const ReuseQuestion& q) {
     // When the cache stored (or last had confirmed) this copy: no earlier than the request it got it for left
     // for it (the Multiplier's clock, as the unsafe request's), nor than its parent sent it. The origin's fetch
     // can be older than the cache's copy of it: the Collector may have fetched for the client's request while
     // this cache's turn still waited behind the unsafe one.
-    const double basis = std::max({f.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
+    const double basis = std::max({q.fetch.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
                                    q.stored_for ? q.stored_for->sent_at : 0.0});
-    if (q.invalidated_at && *q.invalidated_at > basis)
-        out.push_back({rule_id("invalidation"), "4.4",
-                       fmt::format("stored {} before a successful unsafe request to the same URI",
-                                   secs(*q.invalidated_at - basis))});
+    if (!q.invalidated_at || *q.invalidated_at <= basis) return std::nullopt;
+    return Finding{
+        rule_id("invalidation"), "4.4",
+        fmt::format("stored {} before a successful unsafe request to the same URI", secs(*q.invalidated_at - basis))};
+}
 
-    const auto fr = freshness(q);
-    if (!fr.validated_now) {
-        if (cc.no_cache)
-            out.push_back(
-                {rule_id("no-cache"), "5.2.2.4", "the origin's reply said no-cache; served without validation"});
-        if (q.request.no_cache())
-            request_rules.push_back(
-                {rule_id("request-no-cache"), "5.2.1.4", "the request said no-cache; answered without validation"});
-        // max-age=0 asks for validation outright; a larger one for a copy no older.
-        const auto& max_age = q.request.cc.max_age;
-        if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
-            request_rules.push_back(
-                {rule_id("request-max-age"), "5.2.1.1",
-                 fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
-        const double staleness = fr.age - fr.lifetime;
-        const auto flagged = out.size();
-        if (fr.source == "heuristic") {
-            if (advisories && f.headers.last_modified() && staleness > kSlack)
-                advisories->push_back({rule_id("heuristic"), "4.2.2",
-                                       fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
-                                                   "Last-Modified) is {}",
-                                                   secs(fr.age), secs(fr.lifetime))});
-        } else if (const bool unfresh = never_fresh(q, fr.lifetime);
-                   (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
-            // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
-            // "should" (the first, or stale) leaves the reading to the cache, an advisory. Not when the
-            // first is invalid: then both readings say stale.
-            if (fr.source != "invalid" && cc.freshness_repeated && cc.freshness_longest && advisories &&
-                fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
-                advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
-                                       fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
-                                                   "ones; stale by the first ({})",
-                                                   secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
-                return out;
-            }
-            std::string_view section;
-            const auto rule = stale_rule(cc, fr.source, &section);
-            out.push_back({rule, section, stale_reason(q, fr, unfresh)});
+/// What asks for validation of a copy served unvalidated, fresh or not: the origin's no-cache (RFC 9111
+/// 5.2.2.4); the request's no-cache and max-age go to `request_rules` (5.2.1.4, 5.2.1.1).
+void validation_barriers(const ReuseQuestion& q, const Freshness& fr, std::vector<Finding>& out,
+                         std::vector<Finding>& request_rules) {
+    if (q.fetch.facts().cc.no_cache)
+        out.push_back({rule_id("no-cache"), "5.2.2.4", "the origin's reply said no-cache; served without validation"});
+    if (q.request.no_cache())
+        request_rules.push_back(
+            {rule_id("request-no-cache"), "5.2.1.4", "the request said no-cache; answered without validation"});
+    // max-age=0 asks for validation outright; a larger one for a copy no older.
+    const auto& max_age = q.request.cc.max_age;
+    if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
+        request_rules.push_back(
+            {rule_id("request-max-age"), "5.2.1.1",
+             fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
+}
+
+/// A copy served stale without permission (RFC 9111 4.2.4, or the directive that forbids it, or its invalid
+/// freshness), or, as advisories, beyond heuristic freshness (4.2.2) and by a reading of repeated freshness
+/// that 4.2.1 leaves to the cache.
+void staleness_barriers(const ReuseQuestion& q, const Freshness& fr, std::vector<Finding>& out,
+                        std::vector<Finding>* advisories) {
+    const auto& f = q.fetch;
+    const auto& cc = f.facts().cc;
+    const double staleness = fr.age - fr.lifetime;
+    const auto flagged = out.size();
+    if (fr.source == "heuristic") {
+        if (advisories && f.headers.last_modified() && staleness > kSlack)
+            advisories->push_back({rule_id("heuristic"), "4.2.2",
+                                   fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
+                                               "Last-Modified) is {}",
+                                               secs(fr.age), secs(fr.lifetime))});
+    } else if (const bool unfresh = never_fresh(q, fr.lifetime);
+               (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
+        // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
+        // "should" (the first, or stale) leaves the reading to the cache, an advisory. Not when the
+        // first is invalid: then both readings say stale.
+        if (fr.source != "invalid" && cc.freshness_repeated && cc.freshness_longest && advisories &&
+            fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
+            advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
+                                   fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
+                                               "ones; stale by the first ({})",
+                                               secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
+            return;
         }
-        // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
-        if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
-            advisories->push_back(*a);
+        std::string_view section;
+        const auto rule = stale_rule(cc, fr.source, &section);
+        out.push_back({rule, section, stale_reason(q, fr, unfresh)});
     }
+    // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
+    if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
+        advisories->push_back(*a);
+}
+
+}  // namespace
+
+std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories) {
+    std::vector<Finding> out;
+    // Request directives "are advisory; caches MAY implement them" (RFC 9111
+    // 5.2.1): not honouring one is reported, never as a violation.
+    std::vector<Finding> ignored_requests;
+    auto& request_rules = advisories ? *advisories : ignored_requests;
+    storage_barriers(q, out, request_rules);
+    if (auto f = invalidation_finding(q)) out.push_back(std::move(*f));
+    const auto fr = freshness(q);
+    if (fr.validated_now) return out;
+    validation_barriers(q, fr, out, request_rules);
+    staleness_barriers(q, fr, out, advisories);
     return out;
 }
 
