@@ -328,14 +328,14 @@ TEST_CASE("a 304 must match the request's validators") {
 TEST_CASE("a cache's own claim, apart from the Collector's") {
     CacheHeaders h;
     h.set(spe::CacheField::x_cache, "MISS from collector, HIT from squid");
-    CHECK(spe::cache_claim(h, {"collector"}) == "hit");
+    CHECK(spe::cache_claim(h, {"collector"}) == spe::CacheClaim::hit);
     h.set(spe::CacheField::x_cache, "MISS from collector");
-    CHECK(spe::cache_claim(h, {"collector"}).empty());
+    CHECK(spe::cache_claim(h, {"collector"}) == spe::CacheClaim::none);
     CacheHeaders cs;
     cs.set(spe::CacheField::cache_status, "collector; fwd=uri-miss, ExampleCache; hit; ttl=30");
-    CHECK(spe::cache_claim(cs, {"collector"}) == "hit");
+    CHECK(spe::cache_claim(cs, {"collector"}) == spe::CacheClaim::hit);
     cs.set(spe::CacheField::cache_status, "ExampleCache; fwd=stale; stored");
-    CHECK(spe::cache_claim(cs, {}) == "miss");
+    CHECK(spe::cache_claim(cs, {}) == spe::CacheClaim::miss);
     CHECK(spe::claim_names(h) == std::vector<std::string>{"collector"});
 }
 

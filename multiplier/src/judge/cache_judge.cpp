@@ -133,9 +133,9 @@ void add_evidence(CacheVerdict& v, const KnownFetch& fetch, const Measure& reply
 /// A cache's claim against what it served: a claimed hit that was a fetch made for this request, a claimed
 /// miss that was a stored copy.
 void judge_claim(CacheVerdict& v, const RequestRecord& record, const FetchStamp& stamp) {
-    if (v.claim == "hit" && !v.reused && stamp.time >= record.ts - kClockSlack)
+    if (v.claim == CacheClaim::hit && !v.reused && stamp.time >= record.ts - kClockSlack)
         v.claim_conflict = "claimed a hit, but served a fetch made for this request";
-    else if (v.claim == "miss" && v.reused)
+    else if (v.claim == CacheClaim::miss && v.reused)
         v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
                                        record.ts - stamp.time);
 }
@@ -294,7 +294,7 @@ std::optional<FetchStamp> CacheJudge::trusted_stamp(CacheVerdict& v, Case& c, co
     const auto& reply = leg.reply;
     if (!reply.fetch) {
         // A 304 has no body from any fetch; anything else unstamped is not from the origin.
-        if (reply.status == 304) v.provenance = "not-modified";
+        if (reply.status == 304) v.provenance = Provenance::not_modified;
         v.unjudged = reply.status == 304 ? "a 304 without a stamp: only the 304 rules apply"
                                          : "no X-SPE-Fetch stamp: not from the origin";
         return std::nullopt;
@@ -302,7 +302,7 @@ std::optional<FetchStamp> CacheJudge::trusted_stamp(CacheVerdict& v, Case& c, co
     const auto stamp = c.stamp(*reply.fetch);
     const bool ours = stamp && is_ours(stamp->collector(), !leg.reference);
     if (!stamp || !ours || stamp->time > leg.served_at + kFutureSlack) {
-        v.provenance = "corrupt";
+        v.provenance = Provenance::corrupt;
         v.unjudged = !stamp ? "corrupt stamp: X-SPE-Fetch does not parse"
                      : !ours
                          ? fmt::format("corrupt stamp: names Collector {}, not this run's", stamp->collector())
@@ -345,7 +345,7 @@ const KnownFetch* CacheJudge::trace(CacheVerdict& v, const RequestRecord& record
     v.fetch = stamp.id;
     v.fetched_at = stamp.time;
     const KnownFetch* fetch = remember(stamp, leg.reply, parent, stamp.time >= record.ts - kClockSlack, leg.served_at);
-    v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
+    v.provenance = fetch && fetch->seen_fresh ? Provenance::origin : Provenance::unknown;
     return fetch;
 }
 

@@ -622,7 +622,7 @@ std::vector<std::string> claim_names(const CacheHeaders& reply) {
     return out;
 }
 
-std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
+CacheClaim cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
     // The member nearest the client is the last one (RFC 9211 2): the proxy's own.
     if (const auto cache_status = reply.cache_status()) {
         const auto ms = members(*cache_status);
@@ -630,19 +630,19 @@ std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::s
             if (contains(upstream_names, member_name(*it, true))) continue;
             const auto params = it->substr(std::min(it->size(), it->find(';')));
             if (params.find("hit") != std::string_view::npos && params.find("fwd=") == std::string_view::npos)
-                return "hit";
-            return "miss";
+                return CacheClaim::hit;
+            return CacheClaim::miss;
         }
     }
     if (const auto x_cache = reply.x_cache()) {
         const auto ms = members(*x_cache);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
             if (contains(upstream_names, member_name(*it, false))) continue;
-            if (spe::iequals(it->substr(0, 3), "HIT")) return "hit";
-            if (spe::iequals(it->substr(0, 4), "MISS")) return "miss";
+            if (spe::iequals(it->substr(0, 3), "HIT")) return CacheClaim::hit;
+            if (spe::iequals(it->substr(0, 4), "MISS")) return CacheClaim::miss;
         }
     }
-    return {};
+    return CacheClaim::none;
 }
 
 std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request, const CacheHeaders& reply) {
