@@ -1,3 +1,4 @@
+#include "judge/cache_rule_catalogue.hpp"
 #include "log/mismatch_capture.hpp"
 #include "log/record_json.hpp"
 #include "log/rope_lines.hpp"
@@ -229,8 +230,8 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         v.fetched_at = 1700000000.125;
         v.reused = true;
         v.age_s = 12.3456;
-        v.violations.push_back({"no-store", "5.2.2.5", "served a \"no-store\" copy"});
-        v.advisories.push_back({"heuristic", "4.2.2", "beyond 10 %"});
+        v.violations.push_back({spe::cache_rule("no-store"), "served a \"no-store\" copy"});
+        v.advisories.push_back({spe::cache_rule("heuristic"), "beyond 10 %"});
         v.exercised = {"no-store", "age"};
         v.claim = spe::CacheClaim::hit;
         v.evidence_served = {{"cache-control", "no-store"}, {"age (as served)", "3"}};

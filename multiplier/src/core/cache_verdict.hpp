@@ -61,10 +61,25 @@ constexpr std::string_view to_string(CacheClaim c) {
     return {};
 }
 
+enum class RuleSeverity { violation, advisory };
+
+/// A rule of the cache-rule judge as its catalogue writes it (kCacheRules, judge/cache_rule_catalogue.hpp:
+/// the one place a rule's id and section are written).
+struct CacheRule {
+    std::string_view id;
+    std::string_view section;  // RFC 9111's, or another RFC's named first: "9110 9.3.2"
+    RuleSeverity severity;
+    std::string_view meaning;  // what a reply that breaks it did
+};
+
 /// One rule a reply broke (or, for an advisory, a SHOULD it did not follow).
 struct Finding {
+    /// Made only from the catalogue's row (cache_rule("...")): its id and section are the row's, so the
+    /// section a record shows is always the catalogue's, and a call site names the rule alone.
+    Finding(const CacheRule& row, std::string why) : rule(row.id), section(row.section), reason(std::move(why)) {}
+
     std::string_view rule;     // stable id, e.g. "no-store"
-    std::string_view section;  // RFC 9111 section, e.g. "5.2.2.5"
+    std::string_view section;  // the catalogue's, e.g. "5.2.2.5"
     std::string reason;
 };
 

@@ -10,7 +10,7 @@ RuleJudgement judge_head_body(std::string_view method, const Measure& reply) {
     if (method != "HEAD") return out;
     out.exercised = true;
     if (reply.error == LegError::extra_data)
-        out.finding = Finding{rule_id("head-body"), "9110 9.3.2", "a reply to HEAD followed by body bytes"};
+        out.finding = Finding{cache_rule("head-body"), "a reply to HEAD followed by body bytes"};
     return out;
 }
 
@@ -22,7 +22,7 @@ RuleJudgement judge_framing(std::string_view method, bool reused, const Measure&
         return out;
     // The leg's own reason says what it saw.
     out.finding =
-        Finding{rule_id("framing"), "3.2",
+        Finding{cache_rule("framing"),
                 fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
                             reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
     return out;
