@@ -41,8 +41,10 @@ CLAIMS = {"hit": "claimed a hit, was a fresh fetch", "miss": "claimed a miss, se
 
 
 def rfc(section: str) -> str:
-    """`4.2.4` -> `RFC 9111 4.2.4`; a section of another RFC names it first (`9110 9.3.2`)."""
-    return f"RFC {section}" if " " in section else f"RFC 9111 {section}"
+    """`4.2.4` -> `RFC 9111 4.2.4`, `4, 5.1` -> `RFC 9111 4, 5.1`; a section of another RFC names it first
+    (`9110 9.3.2`)."""
+    number, _, rest = section.partition(" ")
+    return f"RFC {section}" if rest and number.isdigit() else f"RFC 9111 {section}"
 
 
 def source_label(name: str) -> str:

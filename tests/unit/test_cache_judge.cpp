@@ -38,7 +38,7 @@ TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the fi
     judge.judge(first, kRequest);
     CHECK_FALSE(first.collector.cache->reused);
     CHECK_FALSE(first.proxies[0].measure.cache->reused);
-    CHECK(first.proxies[0].measure.cache->provenance == "origin");
+    CHECK(first.proxies[0].measure.cache->provenance == spe::Provenance::origin);
 
     // The Collector fetches again (no-store); the proxy serves its own copy of fetch 1.
     auto second = one_proxy_record(2, kT0 + 5, reply(fetch_stamp(2, kT0 + 5.001), "no-store", "tag-2"),
@@ -71,24 +71,24 @@ TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are
     auto r = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"), reply("", "", ""));
     r.proxies[0].measure.fetch.reset();
     judge.judge(r, kRequest);
-    CHECK(r.proxies[0].measure.cache->provenance == "none");
+    CHECK(r.proxies[0].measure.cache->provenance == spe::Provenance::none);
     CHECK(r.proxies[0].measure.cache->unjudged == "no X-SPE-Fetch stamp: not from the origin");
     CHECK(r.collector.cache->unjudged.empty());
 
     auto forged = one_proxy_record(2, kT0 + 1, reply(fetch_stamp(2, kT0 + 1.001), "max-age=600", "tag-2"),
                                    reply("ffff-1.9; t=1700000001.000", "max-age=600", "tag-2"));
     judge.judge(forged, kRequest);
-    CHECK(forged.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(forged.proxies[0].measure.cache->provenance == spe::Provenance::corrupt);
     CHECK(forged.proxies[0].measure.cache->unjudged == "corrupt stamp: names Collector ffff-1, not this run's");
     auto garbage = one_proxy_record(3, kT0 + 2, reply(fetch_stamp(3, kT0 + 2.001), "max-age=600", "tag-3"),
                                     reply("not a stamp", "max-age=600", "tag-3"));
     judge.judge(garbage, kRequest);
-    CHECK(garbage.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(garbage.proxies[0].measure.cache->provenance == spe::Provenance::corrupt);
     CHECK(garbage.proxies[0].measure.cache->unjudged == "corrupt stamp: X-SPE-Fetch does not parse");
     auto future = one_proxy_record(4, kT0 + 3, reply(fetch_stamp(4, kT0 + 3.001), "max-age=600", "tag-4"),
                                    reply(fetch_stamp(5, kT0 + 3600), "max-age=600", "tag-4"));
     judge.judge(future, kRequest);
-    CHECK(future.proxies[0].measure.cache->provenance == "corrupt");
+    CHECK(future.proxies[0].measure.cache->provenance == spe::Provenance::corrupt);
     CHECK(future.proxies[0].measure.cache->unjudged.starts_with("corrupt stamp: fetched 3597."));
 }
 

@@ -291,6 +291,19 @@ TEST_CASE("Age is delta-seconds: an invalid one is ignored, a huge one is 2^31 (
     CHECK(age_rule("99999999999999999999") == "(none)");  // 2^31: not below the copy's age
 }
 
+TEST_CASE("age cites the catalogue's sections whichever way its Age is wrong (RFC 9111 4, 5.1)") {
+    const auto f = fetch("max-age=600");
+    const auto facts = spe::request_facts("GET", "http://o/x", kRequest);
+    const spe::ReuseQuestion q{f, facts, nullptr, kFetchedAt + 30, kFetchedAt + 30, {}, {}, {}};
+    // Missing (4), understated (4), no delta-seconds (5.1): one rule, one section, as --list-cache-rules says.
+    for (const auto& age :
+         {std::optional<std::string>{}, std::optional<std::string>{"3"}, std::optional<std::string>{"30s"}}) {
+        const auto found = spe::age_finding(q, 200, age);
+        REQUIRE(found);
+        CHECK(found->section == "4, 5.1");
+    }
+}
+
 TEST_CASE("max-age and s-maxage are delta-seconds, in token or quoted-string form (RFC 9111 1.2.2, 5.2)") {
     CHECK(spe::parse_cache_control("max-age=\"3600\"").max_age == 3600);  // recipients accept both forms
     CHECK(spe::parse_cache_control("max-age=003600").max_age == 3600);
@@ -328,14 +341,14 @@ TEST_CASE("a 304 must match the request's validators") {
 TEST_CASE("a cache's own claim, apart from the Collector's") {
     CacheHeaders h;
     h.set(spe::CacheField::x_cache, "MISS from collector, HIT from squid");
-    CHECK(spe::cache_claim(h, {"collector"}) == "hit");
+    CHECK(spe::cache_claim(h, {"collector"}) == spe::CacheClaim::hit);
     h.set(spe::CacheField::x_cache, "MISS from collector");
-    CHECK(spe::cache_claim(h, {"collector"}).empty());
+    CHECK(spe::cache_claim(h, {"collector"}) == spe::CacheClaim::none);
     CacheHeaders cs;
     cs.set(spe::CacheField::cache_status, "collector; fwd=uri-miss, ExampleCache; hit; ttl=30");
-    CHECK(spe::cache_claim(cs, {"collector"}) == "hit");
+    CHECK(spe::cache_claim(cs, {"collector"}) == spe::CacheClaim::hit);
     cs.set(spe::CacheField::cache_status, "ExampleCache; fwd=stale; stored");
-    CHECK(spe::cache_claim(cs, {}) == "miss");
+    CHECK(spe::cache_claim(cs, {}) == spe::CacheClaim::miss);
     CHECK(spe::claim_names(h) == std::vector<std::string>{"collector"});
 }
 

@@ -144,7 +144,7 @@ TEST_CASE("the judge names, per proxy, the interim rule on whole records") {
     CHECK(rules(1) == std::vector<std::string>{"interim"});
     REQUIRE(r.proxies[2].measure.cache);
     CHECK(rules(2) == std::vector<std::string>{"interim"});
-    CHECK(r.proxies[2].measure.cache->provenance == "none");
+    CHECK(r.proxies[2].measure.cache->provenance == spe::Provenance::none);
     CHECK(rules(3).empty());
     const auto& exercised = r.proxies[1].measure.cache->exercised;
     CHECK(std::find(exercised.begin(), exercised.end(), "interim") != exercised.end());

@@ -31,8 +31,8 @@ spe::RequestRecord record_with_two_proxies() {
     hit.measure.ttfb_us = 80;
     hit.measure.total_us = 90;
     hit.measure.cache.emplace();
-    hit.measure.cache->violations.push_back({spe::rule_id("no-store"), "5.2.2.5", "reused"});
-    hit.measure.cache->advisories.push_back({spe::rule_id("heuristic"), "4.2.2", "too long"});
+    hit.measure.cache->violations.push_back({spe::cache_rule("no-store"), "reused"});
+    hit.measure.cache->advisories.push_back({spe::cache_rule("heuristic"), "too long"});
     spe::ProxyResult dead{"b", {}, spe::ResultClass::no_response, {}};
     dead.measure.error = spe::LegError::timeout;
     r.proxies = {hit, dead};

@@ -1,3 +1,4 @@
+#include "judge/cache_rule_catalogue.hpp"
 #include "log/mismatch_capture.hpp"
 #include "log/record_json.hpp"
 #include "log/rope_lines.hpp"
@@ -101,7 +102,7 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
         return a;
     };
     // Empty and null members are left out.
-    nlohmann::json j = {{"provenance", v.provenance}, {"reused", v.reused}};
+    nlohmann::json j = {{"provenance", spe::to_string(v.provenance)}, {"reused", v.reused}};
     if (!v.fetch.empty()) j["fetch"] = std::string(v.fetch.data(), v.fetch.size());
     if (v.fetched_at) j["fetched_at"] = *v.fetched_at;
     if (v.validated_at) j["validated_at"] = *v.validated_at;
@@ -110,7 +111,7 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
     if (!v.advisories.empty()) j["advisories"] = findings(v.advisories);
     if (!v.exercised.empty()) j["exercised"] = v.exercised;
     for (auto [key, text] : {std::pair{"conservative", std::string_view(v.conservative)},
-                             {"claim", v.claim},
+                             {"claim", spe::to_string(v.claim)},
                              {"claim_conflict", std::string_view(v.claim_conflict)},
                              {"unjudged", std::string_view(v.unjudged)}})
         if (!text.empty()) j[key] = text;
@@ -234,15 +235,15 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
     }
     SECTION("the cache-rule judge's verdicts and the request's cache fields") {
         spe::CacheVerdict v;
-        v.provenance = "origin";
+        v.provenance = spe::Provenance::origin;
         v.fetch = "65f1-1c2.7";
         v.fetched_at = 1700000000.125;
         v.reused = true;
         v.age_s = 12.3456;
-        v.violations.push_back({"no-store", "5.2.2.5", "served a \"no-store\" copy"});
-        v.advisories.push_back({"heuristic", "4.2.2", "beyond 10 %"});
+        v.violations.push_back({spe::cache_rule("no-store"), "served a \"no-store\" copy"});
+        v.advisories.push_back({spe::cache_rule("heuristic"), "beyond 10 %"});
         v.exercised = {"no-store", "age"};
-        v.claim = "hit";
+        v.claim = spe::CacheClaim::hit;
         v.evidence_served = {{"cache-control", "no-store"}, {"age (as served)", "3"}};
         v.evidence_request = {{"method", "GET"}};
         r.proxies[0].measure.cache = v;
@@ -292,6 +293,26 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.id = std::numeric_limits<std::uint64_t>::max();
         CHECK(spe::to_json_line(r) == reference_json_line(r));
     }
+}
+
+TEST_CASE("a verdict's provenance and claim are written in the records' words (the log schema's enums)") {
+    auto r = sample();
+    auto written = [&](spe::Provenance provenance, spe::CacheClaim claim) {
+        spe::CacheVerdict v;
+        v.provenance = provenance;
+        v.claim = claim;
+        r.proxies[0].measure.cache = v;
+        return nlohmann::json::parse(spe::to_json_line(r))["proxies"][0]["cache"];
+    };
+    using P = spe::Provenance;
+    for (auto [provenance, word] :
+         {std::pair{P::none, "none"}, std::pair{P::origin, "origin"}, std::pair{P::unknown, "unknown"},
+          std::pair{P::not_modified, "not-modified"}, std::pair{P::corrupt, "corrupt"}})
+        CHECK(written(provenance, spe::CacheClaim::none)["provenance"] == word);
+    CHECK(written(P::origin, spe::CacheClaim::hit)["claim"] == "hit");
+    CHECK(written(P::origin, spe::CacheClaim::miss)["claim"] == "miss");
+    CHECK_FALSE(written(P::origin, spe::CacheClaim::none).contains("claim"));  // no claim: left out, as null
+    CHECK(spe::CacheVerdict{}.provenance == P::none);
 }
 
 TEST_CASE("a capture writes cookies and credentials as digests, unless asked to keep them") {

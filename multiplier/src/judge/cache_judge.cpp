@@ -1,6 +1,7 @@
 #include "judge/cache_judge.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 
+#include "judge/framing_rules.hpp"
 #include "judge/interim_rule.hpp"
 
 #include <fmt/format.h>
@@ -97,17 +98,46 @@ std::string miss_cause(const RequestFacts& r, const KnownFetch& cand) {
     return "fresh copy";
 }
 
-/// A stored copy whose body did not end where its header said: the leg read
-/// past the declared length (bytes after it) or the body ended short. A cache
-/// that took Content-Length from a 304 onto its stored reply does this (RFC
-/// 9111 3.2 leaves Content-Length out of the update); the leg's own reason says
-/// what it saw.
-std::optional<Finding> framing_finding(const Measure& reply) {
-    if (reply.error != LegError::extra_data && reply.error != LegError::truncated && reply.error != LegError::bad_body)
-        return std::nullopt;
-    return Finding{rule_id("framing"), "3.2",
-                   fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
-                               reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
+/// One rule's judgement added to the verdict: its chance, and its finding if it broke it.
+void add_judgement(CacheVerdict& v, std::string_view rule, RuleJudgement j) {
+    if (j.exercised) add_exercised(v, rule);
+    if (j.finding) v.violations.push_back(std::move(*j.finding));
+}
+
+/// A 200 to a conditional GET or HEAD whose If-None-Match matches: a 304 was due, whatever
+/// If-Modified-Since says (RFC 9110 13.2.2).
+void judge_full_reply_precedence(CacheVerdict& v, const RequestRecord& record, const RequestFacts& request,
+                                 const Measure& reply) {
+    if (reply.status != 200 || !request.if_none_match || !request.if_modified_since ||
+        (record.method != "GET" && record.method != "HEAD"))
+        return;
+    add_exercised(v, rule_id("validator-precedence"));
+    if (auto f = full_reply_precedence_finding(request, reply.cache_headers)) v.violations.push_back(std::move(*f));
+}
+
+/// A reuse's violations shown: the fetch's judged fields and what the cache served of them (its Age; for a
+/// proxy, its Date and what its parent sent), the reference's fields, the request's.
+void add_evidence(CacheVerdict& v, const KnownFetch& fetch, const Measure& reply, const Measure* reference,
+                  const RequestFacts& request, const StoredFor* stored, const ParentStamp* parent) {
+    const auto& h = reply.cache_headers;
+    v.evidence_served = judged_fields(fetch.headers);
+    v.evidence_served.emplace_back("age (as served)", h.age().value_or("(none)"));
+    if (parent) {
+        v.evidence_served.emplace_back("date (as served)", h.date().value_or("(none)"));
+        v.evidence_served.emplace_back("x-spe-parent (as served)", *h.parent());
+    }
+    if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
+    v.evidence_request = request_fields(request, stored);
+}
+
+/// A cache's claim against what it served: a claimed hit that was a fetch made for this request, a claimed
+/// miss that was a stored copy.
+void judge_claim(CacheVerdict& v, const RequestRecord& record, const FetchStamp& stamp) {
+    if (v.claim == CacheClaim::hit && !v.reused && stamp.time >= record.ts - kClockSlack)
+        v.claim_conflict = "claimed a hit, but served a fetch made for this request";
+    else if (v.claim == CacheClaim::miss && v.reused)
+        v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
+                                       record.ts - stamp.time);
 }
 
 /// The fields its parent sent for one hop only (patch 0023): neither forwarded nor stored, so a miss and a
@@ -214,13 +244,13 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
     std::lock_guard lock(mutex_);
     if (ref.status) {
         const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
-        ref.cache = judge_reply(c, ref, nullptr, collector_, served_at, record.ts);
+        ref.cache = judge_reply(c, Leg{ref, nullptr, collector_, served_at, record.ts});
     }
     for (std::size_t i = 0; i < record.proxies.size() && i < caches_.size(); ++i) {
         auto& p = record.proxies[i];
         if (p.measure.status) {
             const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
-            p.measure.cache = judge_reply(c, p.measure, &ref, caches_[i], served_at, p.sent_at);
+            p.measure.cache = judge_reply(c, Leg{p.measure, &ref, caches_[i], served_at, p.sent_at});
         } else if (judged_without_final_reply(ref, p.measure)) {
             p.measure.cache.emplace();  // no final reply: judged on the interim replies alone
         }
@@ -239,114 +269,117 @@ std::optional<FetchStamp> CacheJudge::Case::stamp(std::string_view text) {
     return last_stamp;
 }
 
-CacheVerdict CacheJudge::judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
-                                     double served_at, double sent_at) {
-    const auto& record = c.record;
-    const auto& request = c.request;
-    const auto url = c.url;
-    static const std::vector<std::string> kNoNames;
+CacheVerdict CacheJudge::judge_reply(Case& c, const Leg& leg) {
     CacheVerdict v;
-    const auto& h = reply.cache_headers;
+    judge_reply_itself(v, c, leg);
+    if (const auto stamp = trusted_stamp(v, c, leg)) judge_stamped(v, c, leg, *stamp);
+    return v;
+}
+
+void CacheJudge::judge_reply_itself(CacheVerdict& v, const Case& c, const Leg& leg) const {
+    static const std::vector<std::string> kNoNames;
+    const auto& h = leg.reply.cache_headers;
     // The Collector's own claim counts; in a proxy's reply, the Collector's entries are not the proxy's.
-    v.claim = cache_claim(h, reference ? c.upstream_claims : kNoNames);
+    v.claim = cache_claim(h, leg.reference ? c.upstream_claims : kNoNames);
     if (const auto validated = h.validated())
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
-    if (record.method == "HEAD") {
-        add_exercised(v, rule_id("head-body"));
-        // The leg reads no body for HEAD: bytes after the header are a body (RFC 9110 9.3.2).
-        if (reply.error == LegError::extra_data)
-            v.violations.push_back({rule_id("head-body"), "9110 9.3.2", "a reply to HEAD followed by body bytes"});
+    add_judgement(v, rule_id("head-body"), judge_head_body(c.record.method, leg.reply));
+    judge_not_modified(v, c, leg);
+    judge_full_reply_precedence(v, c.record, c.request, leg.reply);
+}
+
+void CacheJudge::judge_not_modified(CacheVerdict& v, const Case& c, const Leg& leg) const {
+    const auto& record = c.record;
+    const auto& request = c.request;
+    const auto& h = leg.reply.cache_headers;
+    if (leg.reply.status != 304 || (!request.if_none_match && !request.if_modified_since)) return;
+    add_exercised(v, rule_id("not-modified"));
+    const auto* copy = leg.memory.last_copy.find(c.url);
+    const KnownFetch* stored = copy ? find_fetch(copy->fetch) : nullptr;
+    const CacheHeaders* held = stored ? &stored->headers : nullptr;
+    if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
+    // A proxy's 304 that names this request is its parent's, relayed: the
+    // parent's fields (judged on the Collector's own row), not the proxy's.
+    const bool relayed = leg.reference && h.reply_to() && !record.tag.empty() && *h.reply_to() == record.tag;
+    if (held && !relayed) {
+        add_exercised(v, rule_id("not-modified-fields"));
+        if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
     }
-    if (reply.status == 304 && (request.if_none_match || request.if_modified_since)) {
-        add_exercised(v, rule_id("not-modified"));
-        const auto* copy = memory.last_copy.find(url);
-        const KnownFetch* stored = copy ? find_fetch(copy->fetch) : nullptr;
-        const CacheHeaders* held = stored ? &stored->headers : nullptr;
-        if (auto f = not_modified_finding(request, h, held)) v.violations.push_back(std::move(*f));
-        // A proxy's 304 that names this request is its parent's, relayed: the
-        // parent's fields (judged on the Collector's own row), not the proxy's.
-        const bool relayed = reference && h.reply_to() && !record.tag.empty() && *h.reply_to() == record.tag;
-        if (held && !relayed) {
-            add_exercised(v, rule_id("not-modified-fields"));
-            if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
-        }
-    }
-    if (reply.status == 200 && request.if_none_match && request.if_modified_since &&
-        (record.method == "GET" || record.method == "HEAD")) {
-        add_exercised(v, rule_id("validator-precedence"));
-        if (auto f = full_reply_precedence_finding(request, h)) v.violations.push_back(std::move(*f));
-    }
+}
+
+std::optional<FetchStamp> CacheJudge::trusted_stamp(CacheVerdict& v, Case& c, const Leg& leg) {
+    const auto& reply = leg.reply;
     if (!reply.fetch) {
         // A 304 has no body from any fetch; anything else unstamped is not from the origin.
-        if (reply.status == 304) v.provenance = "not-modified";
+        if (reply.status == 304) v.provenance = Provenance::not_modified;
         v.unjudged = reply.status == 304 ? "a 304 without a stamp: only the 304 rules apply"
                                          : "no X-SPE-Fetch stamp: not from the origin";
-        return v;
+        return std::nullopt;
     }
-
     const auto stamp = c.stamp(*reply.fetch);
-    if (stamp && !reference &&
-        std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) == collector_ids_.end())
-        collector_ids_.emplace_back(stamp->collector());  // the reference names the Collector
-    const bool ours =
-        stamp && std::find(collector_ids_.begin(), collector_ids_.end(), stamp->collector()) != collector_ids_.end();
-    if (!stamp || !ours || stamp->time > served_at + kFutureSlack) {
-        v.provenance = "corrupt";
-        v.unjudged = !stamp  ? "corrupt stamp: X-SPE-Fetch does not parse"
-                     : !ours ? fmt::format("corrupt stamp: names Collector {}, not this run's", stamp->collector())
-                             : fmt::format("corrupt stamp: fetched {:.1f} s after the reply", stamp->time - served_at);
-        return v;
+    const bool ours = stamp && is_ours(stamp->collector(), !leg.reference);
+    if (!stamp || !ours || stamp->time > leg.served_at + kFutureSlack) {
+        v.provenance = Provenance::corrupt;
+        v.unjudged = !stamp ? "corrupt stamp: X-SPE-Fetch does not parse"
+                     : !ours
+                         ? fmt::format("corrupt stamp: names Collector {}, not this run's", stamp->collector())
+                         : fmt::format("corrupt stamp: fetched {:.1f} s after the reply", stamp->time - leg.served_at);
+        return std::nullopt;
     }
-    v.fetch = stamp->id;
-    v.fetched_at = stamp->time;
+    return stamp;
+}
+
+bool CacheJudge::is_ours(std::string_view collector, bool on_reference) {
+    if (std::find(collector_ids_.begin(), collector_ids_.end(), collector) != collector_ids_.end()) return true;
+    if (on_reference) collector_ids_.emplace_back(collector);  // the reference names the Collector
+    return on_reference;
+}
+
+void CacheJudge::judge_stamped(CacheVerdict& v, Case& c, const Leg& leg, const FetchStamp& stamp) {
+    const auto& record = c.record;
+    const auto& h = leg.reply.cache_headers;
     // What the proxy's parent sent it with this copy. Not for the Collector's own reply: its parent is the
     // origin, whose fields the fetch keeps.
     std::optional<ParentStamp> parent;
-    if (const auto p = h.parent(); p && reference) parent = parse_parent_stamp(*p);
+    if (const auto p = h.parent(); p && leg.reference) parent = parse_parent_stamp(*p);
     const ParentStamp* sent = parent ? &*parent : nullptr;
-    const KnownFetch* fetch = remember(*stamp, reply, sent, stamp->time >= record.ts - kClockSlack, served_at);
-    v.provenance = fetch && fetch->seen_fresh ? "origin" : "unknown";
+    const KnownFetch* fetch = trace(v, record, leg, stamp, sent);
     if (sent) judge_connection_fields(v, *sent, h);
-
-    v.reused = is_reuse(c, reply, reference, *stamp);
-    if (v.reused && record.method != "HEAD") {
-        add_exercised(v, rule_id("framing"));
-        if (auto f = framing_finding(reply)) v.violations.push_back(std::move(*f));
-    }
+    v.reused = is_reuse(c, leg.reply, leg.reference, stamp);
+    add_judgement(v, rule_id("framing"), judge_framing(record.method, v.reused, leg.reply));
     std::optional<double> invalidated;
-    if (const auto* at = memory.invalidated.find(url); at && *at <= sent_at) invalidated = *at;
-    if (fetch && !v.reused) remember_delivery(memory, *fetch, request, sent_at);
-    if (!reference && !v.reused) v.origin = h;
-    if (fetch && v.reused) {
-        const StoredFor* stored = stored_for(*fetch, memory);
-        // A copy the cache updated from a 304 (RFC 9111 4.3.4: its X-SPE-Validated is newer than the fetch)
-        // is fresh by the fields that 304 brought, as it serves them, not by the fetch's first header.
-        std::optional<KnownFetch> updated;
-        if (v.validated_at && *v.validated_at > fetch->stamp.time) updated = updated_by_304(*fetch, h);
-        const ReuseQuestion q{
-            updated ? *updated : *fetch, request, stored, served_at, record.ts, v.validated_at, invalidated,
-            h.content_encoding(),        sent};
-        judge_reuse(v, q, reply);
-        if (reference && sent) judge_header_update(v, c, *fetch, reply, *reference, *sent);
-        if (!v.violations.empty()) {
-            v.evidence_served = judged_fields(fetch->headers);
-            v.evidence_served.emplace_back("age (as served)", h.age().value_or("(none)"));
-            if (sent) {
-                v.evidence_served.emplace_back("date (as served)", h.date().value_or("(none)"));
-                v.evidence_served.emplace_back("x-spe-parent (as served)", *h.parent());
-            }
-            if (reference) v.evidence_reference = judged_fields(reference->cache_headers);
-            v.evidence_request = request_fields(request, stored);
-        }
-    }
-    judge_candidate(v, c, memory, served_at, invalidated, *stamp);
-    if (v.claim == "hit" && !v.reused && stamp->time >= record.ts - kClockSlack)
-        v.claim_conflict = "claimed a hit, but served a fetch made for this request";
-    else if (v.claim == "miss" && v.reused)
-        v.claim_conflict = fmt::format("claimed a miss, but served a stored copy fetched {:.1f} s before the request",
-                                       record.ts - stamp->time);
-    if (record.method == "GET") remember_copy(memory, url, stamp->serial, v.reused);
-    return v;
+    if (const auto* at = leg.memory.invalidated.find(c.url); at && *at <= leg.sent_at) invalidated = *at;
+    if (fetch && !v.reused) remember_delivery(leg.memory, *fetch, c.request, leg.sent_at);
+    if (!leg.reference && !v.reused) v.origin = h;
+    if (fetch && v.reused) judge_reused_copy(v, c, leg, *fetch, sent, invalidated);
+    judge_candidate(v, c, leg.memory, leg.served_at, invalidated, stamp);
+    judge_claim(v, record, stamp);
+    if (record.method == "GET") remember_copy(leg.memory, c.url, stamp.serial, v.reused);
+}
+
+const KnownFetch* CacheJudge::trace(CacheVerdict& v, const RequestRecord& record, const Leg& leg,
+                                    const FetchStamp& stamp, const ParentStamp* parent) {
+    v.fetch = stamp.id;
+    v.fetched_at = stamp.time;
+    const KnownFetch* fetch = remember(stamp, leg.reply, parent, stamp.time >= record.ts - kClockSlack, leg.served_at);
+    v.provenance = fetch && fetch->seen_fresh ? Provenance::origin : Provenance::unknown;
+    return fetch;
+}
+
+void CacheJudge::judge_reused_copy(CacheVerdict& v, const Case& c, const Leg& leg, const KnownFetch& fetch,
+                                   const ParentStamp* parent, std::optional<double> invalidated) {
+    const auto& h = leg.reply.cache_headers;
+    const StoredFor* stored = stored_for(fetch, leg.memory);
+    // A copy the cache updated from a 304 (RFC 9111 4.3.4: its X-SPE-Validated is newer than the fetch)
+    // is fresh by the fields that 304 brought, as it serves them, not by the fetch's first header.
+    std::optional<KnownFetch> updated;
+    if (v.validated_at && *v.validated_at > fetch.stamp.time) updated = updated_by_304(fetch, h);
+    const ReuseQuestion q{
+        updated ? *updated : fetch, c.request, stored, leg.served_at, c.record.ts, v.validated_at, invalidated,
+        h.content_encoding(),       parent};
+    judge_reuse(v, q, leg.reply);
+    if (leg.reference && parent) judge_header_update(v, c, fetch, leg.reply, *leg.reference, *parent);
+    if (!v.violations.empty()) add_evidence(v, fetch, leg.reply, leg.reference, c.request, stored, parent);
 }
 
 bool CacheJudge::is_reuse(const Case& c, const Measure& reply, const Measure* reference, const FetchStamp& stamp) {

@@ -15,6 +15,7 @@
 #include "judge/recent_table.hpp"
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,39 @@ private:
     /// The request `memory`'s cache received `fetch` for, if known.
     static const StoredFor* stored_for(const KnownFetch& fetch, const CacheMemory& memory);
     void remember_delivery(CacheMemory& memory, const KnownFetch& fetch, const RequestFacts& request, double sent_at);
-    /// `reference`: the Collector's reply (nullptr: this is it); `sent_at`: when the request left for this cache.
-    CacheVerdict judge_reply(Case& c, const Measure& reply, const Measure* reference, CacheMemory& memory,
-                             double served_at, double sent_at);
+    /// One cache's reply being judged, and where that cache's memory is.
+    struct Leg {
+        const Measure& reply;
+        const Measure* reference;  // the Collector's reply; nullptr: this is it
+        CacheMemory& memory;
+        double served_at;  // when the reply's first byte came (unix s)
+        double sent_at;    // when the request left for this cache
+    };
+
+    CacheVerdict judge_reply(Case& c, const Leg& leg);
+    /// What the reply shows whatever fetch it came from: its claim and validation, the rules of a reply to
+    /// HEAD and to a conditional request.
+    void judge_reply_itself(CacheVerdict& v, const Case& c, const Leg& leg) const;
+    /// A 304 to a conditional request: its validators (RFC 9111 4.3.2), and the fields of the stored reply it
+    /// stands for (RFC 9110 15.4.5), that copy being the one the cache last passed on for the URL.
+    void judge_not_modified(CacheVerdict& v, const Case& c, const Leg& leg) const;
+    /// The reply's fetch stamp when it is this run's Collector's (a reference's stamp names it); otherwise
+    /// nothing, the verdict saying why the reply is not judged as a reuse (no stamp, a corrupt one).
+    std::optional<FetchStamp> trusted_stamp(CacheVerdict& v, Case& c, const Leg& leg);
+    /// Whether a stamp's `collector` is this run's Collector: one a reference's stamp named, this one
+    /// if it is on the reference (`on_reference`: then remembered).
+    bool is_ours(std::string_view collector, bool on_reference);
+    /// A reply from a fetch of this run: its provenance, whether it is a reuse and what that broke, what
+    /// it could have broken; what the cache received and passed on is remembered for the next requests.
+    void judge_stamped(CacheVerdict& v, Case& c, const Leg& leg, const FetchStamp& stamp);
+    /// The fetch the reply came from, remembered (nullptr: another Collector process's serial), and the
+    /// verdict's provenance from it.
+    const KnownFetch* trace(CacheVerdict& v, const RequestRecord& record, const Leg& leg, const FetchStamp& stamp,
+                            const ParentStamp* parent);
+    /// A reuse of a known fetch: the rules it broke and, with violations, the evidence. `parent`: what the
+    /// cache's parent sent it with the copy (X-SPE-Parent), nullptr for the Collector.
+    void judge_reused_copy(CacheVerdict& v, const Case& c, const Leg& leg, const KnownFetch& fetch,
+                           const ParentStamp* parent, std::optional<double> invalidated);
     static bool is_reuse(const Case& c, const Measure& reply, const Measure* reference, const FetchStamp& stamp);
     /// RFC 9110 15.2 on a proxy's leg (interim_rule.hpp).
     static void add_interim_finding(CacheVerdict& v, const Measure& reference, const Measure& reply, double sent_at);

@@ -1,28 +1,24 @@
 // The catalogue of the cache-rule judge's rules: each rule's id (what a
 // record's violations, advisories and `exercised` name), its section (RFC
-// 9111's unless it names another RFC), whether breaking it is a violation or
+// 9111's unless it names another RFC; every section a finding of the rule may
+// cite, as a finding takes it from here), whether breaking it is a violation or
 // an advisory (a SHOULD, or a request directive RFC 9111 5.2.1 makes optional),
-// and what breaking it means. The judge names a rule only through rule_id(),
-// which the compiler checks against this table; --list-cache-rules prints it.
+// and what breaking it means. The judge names a rule only through cache_rule()
+// and rule_id(), which the compiler checks against this table; a finding is
+// made from the row (core/cache_verdict.hpp), so no call site writes a section.
+// --list-cache-rules prints the table.
 // `python -m analysis.cache_rule_catalogue --update` writes that output for the
 // report (analysis/cache_rule_catalogue.json) and the log schema's enums, and
 // tests/python/loopback/test_cache_rule_catalogue.py fails while they are behind.
 #pragma once
+
+#include "core/cache_verdict.hpp"
 
 #include <array>
 #include <string>
 #include <string_view>
 
 namespace spe {
-
-enum class RuleSeverity { violation, advisory };
-
-struct CacheRule {
-    std::string_view id;
-    std::string_view section;
-    RuleSeverity severity;
-    std::string_view meaning;  // what a reply that breaks it did
-};
 
 inline constexpr auto kCacheRules = std::to_array<CacheRule>({
     {"no-store", "5.2.2.5", RuleSeverity::violation, "reused a reply whose Cache-Control had no-store"},
@@ -38,7 +34,8 @@ inline constexpr auto kCacheRules = std::to_array<CacheRule>({
      "served a variant whose Vary-named request headers differ from this request's"},
     {"invalidation", "4.4", RuleSeverity::violation,
      "served a copy stored before a successful unsafe request to the same URI"},
-    {"age", "4", RuleSeverity::violation,
+    // 4: a reused reply carries Age, its true age; 5.1: an Age that is no delta-seconds is none.
+    {"age", "4, 5.1", RuleSeverity::violation,
      "reused reply with no Age, an Age that is no delta-seconds, or an Age below the copy's true age"},
     {"not-modified", "4.3.2", RuleSeverity::violation, "a 304 whose validators do not match the client's request"},
     {"head-body", "9110 9.3.2", RuleSeverity::violation, "a reply to HEAD with a body"},
@@ -73,12 +70,17 @@ inline constexpr auto kCacheRules = std::to_array<CacheRule>({
      "reused a copy fresh by the first of repeated max-age, s-maxage or Expires"},
 });
 
-/// The id of a rule of the catalogue, checked when compiled: a rule that is not in
-/// kCacheRules does not compile (the string the record writes is the catalogue's own).
-consteval std::string_view rule_id(std::string_view id) {
+/// The catalogue's row of a rule, checked when compiled: a rule that is not in
+/// kCacheRules does not compile. What a Finding is made from.
+consteval const CacheRule& cache_rule(std::string_view id) {
     for (const auto& rule : kCacheRules)
-        if (rule.id == id) return rule.id;
+        if (rule.id == id) return rule;
     throw "not a rule of kCacheRules (judge/cache_rule_catalogue.hpp)";
+}
+
+/// The id of a rule of the catalogue, checked when compiled (the string the record writes is the catalogue's own).
+consteval std::string_view rule_id(std::string_view id) {
+    return cache_rule(id).id;
 }
 
 /// The catalogue as JSON (--list-cache-rules): [{"id", "section", "severity", "meaning"}, ...] in table order.

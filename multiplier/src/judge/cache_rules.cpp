@@ -141,21 +141,21 @@ std::optional<Finding> vary_finding(const ReuseQuestion& q) {
     const auto& f = q.fetch;
     if (!q.stored_for || !f.headers.vary()) return std::nullopt;
     for (const auto& [name, stored] : q.stored_for->vary) {
-        if (name == "*") return Finding{rule_id("vary"), "4.1", "the stored reply has Vary: *, which never matches"};
+        if (name == "*") return Finding{cache_rule("vary"), "the stored reply has Vary: *, which never matches"};
         if (name == "accept-encoding") {
             // Caches may normalize Accept-Encoding (Varnish does): what counts
             // is whether this request accepts the coding it was served.
             const auto ae = request_field(q.request, "accept-encoding");
             const auto coding = q.content_encoding.value_or("");
             if (!accepts_coding(ae, coding))
-                return Finding{rule_id("vary"), "4.1",
+                return Finding{cache_rule("vary"),
                                fmt::format("served Content-Encoding '{}' to a request with Accept-Encoding '{}'",
                                            coding.empty() ? "identity" : coding, ae.value_or("(none)"))};
             continue;
         }
         const auto now = selecting_value(q.request, name);
         if (now != stored)
-            return Finding{rule_id("vary"), "4.1",
+            return Finding{cache_rule("vary"),
                            fmt::format("the stored variant was selected by {}: '{}', this request has '{}'", name,
                                        stored.value_or("(absent)"), now.value_or("(absent)"))};
     }
@@ -190,19 +190,19 @@ bool never_fresh(const ReuseQuestion& q, double lifetime) {
 /// reusing such a copy is the cache's choice, named as an advisory.
 std::optional<Finding> ambiguous_freshness(const OriginFacts& o) {
     if (o.cc.freshness_repeated || o.expires_repeated)
-        return Finding{rule_id("duplicate-freshness"), "4.2.1",
+        return Finding{cache_rule("duplicate-freshness"),
                        fmt::format("reused by the first of repeated {} (the other reading is stale)",
                                    o.expires_repeated ? "Expires" : "max-age or s-maxage")};
     return std::nullopt;
 }
 
-std::string_view stale_rule(const CacheControl& cc, std::string_view source, std::string_view* section) {
+const CacheRule& stale_rule(const CacheControl& cc, std::string_view source) {
     // Stale only because its freshness is invalid: named as that, before what forbids serving it stale.
-    if (source == "invalid") return *section = "4.2.1", rule_id("invalid-freshness");
-    if (cc.must_revalidate) return *section = "5.2.2.2", rule_id("must-revalidate");
-    if (cc.proxy_revalidate) return *section = "5.2.2.8", rule_id("proxy-revalidate");
-    if (source == "s-maxage") return *section = "5.2.2.10", rule_id("s-maxage");
-    return *section = "4.2.4", rule_id("stale");
+    if (source == "invalid") return cache_rule("invalid-freshness");
+    if (cc.must_revalidate) return cache_rule("must-revalidate");
+    if (cc.proxy_revalidate) return cache_rule("proxy-revalidate");
+    if (source == "s-maxage") return cache_rule("s-maxage");
+    return cache_rule("stale");
 }
 
 /// Why a reused copy was stale: how old, how long it was fresh and by what.
@@ -274,79 +274,105 @@ Freshness freshness(const ReuseQuestion& q) {
     return fr;
 }
 
+namespace {
+
+/// What forbids storing or reusing the copy at all, or for this request: the origin's no-store and private,
+/// the Authorization of the request it was stored for, a Vary that selects another variant (RFC 9111
+/// 5.2.2.5, 5.2.2.7, 3.5, 4.1); the request it was stored for saying no-store goes to `request_rules`
+/// (5.2.1.5).
+void storage_barriers(const ReuseQuestion& q, std::vector<Finding>& out, std::vector<Finding>& request_rules) {
+    const auto& cc = q.fetch.facts().cc;
+    if (cc.no_store) out.push_back({cache_rule("no-store"), "the origin's reply said no-store: it must not be stored"});
+    if (q.stored_for && q.stored_for->no_store)
+        request_rules.push_back({cache_rule("request-no-store"), "stored from a request that said no-store"});
+    if (cc.private_)
+        out.push_back({cache_rule("private"), "the origin's reply said private: a shared cache must not store it"});
+    if (q.stored_for && q.stored_for->authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
+        out.push_back({cache_rule("authorization"),
+                       "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
+    if (auto v = vary_finding(q)) out.push_back(std::move(*v));
+}
+
+/// A copy stored before a successful unsafe request to its URI went through the same cache (RFC 9111 4.4).
+std::optional<Finding> invalidation_finding(const ReuseQuestion& q) {
+    // When the cache stored (or last had confirmed) this copy: no earlier than the request it got it for left
+    // for it (the Multiplier's clock, as the unsafe request's), nor than its parent sent it. The origin's fetch
+    // can be older than the cache's copy of it: the Collector may have fetched for the client's request while
+    // this cache's turn still waited behind the unsafe one.
+    const double basis = std::max({q.fetch.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
+                                   q.stored_for ? q.stored_for->sent_at : 0.0});
+    if (!q.invalidated_at || *q.invalidated_at <= basis) return std::nullopt;
+    return Finding{
+        cache_rule("invalidation"),
+        fmt::format("stored {} before a successful unsafe request to the same URI", secs(*q.invalidated_at - basis))};
+}
+
+/// What asks for validation of a copy served unvalidated, fresh or not: the origin's no-cache (RFC 9111
+/// 5.2.2.4); the request's no-cache and max-age go to `request_rules` (5.2.1.4, 5.2.1.1).
+void validation_barriers(const ReuseQuestion& q, const Freshness& fr, std::vector<Finding>& out,
+                         std::vector<Finding>& request_rules) {
+    if (q.fetch.facts().cc.no_cache)
+        out.push_back({cache_rule("no-cache"), "the origin's reply said no-cache; served without validation"});
+    if (q.request.no_cache())
+        request_rules.push_back(
+            {cache_rule("request-no-cache"), "the request said no-cache; answered without validation"});
+    // max-age=0 asks for validation outright; a larger one for a copy no older.
+    const auto& max_age = q.request.cc.max_age;
+    if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
+        request_rules.push_back(
+            {cache_rule("request-max-age"),
+             fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
+}
+
+/// A copy served stale without permission (RFC 9111 4.2.4, or the directive that forbids it, or its invalid
+/// freshness), or, as advisories, beyond heuristic freshness (4.2.2) and by a reading of repeated freshness
+/// that 4.2.1 leaves to the cache.
+void staleness_barriers(const ReuseQuestion& q, const Freshness& fr, std::vector<Finding>& out,
+                        std::vector<Finding>* advisories) {
+    const auto& f = q.fetch;
+    const auto& cc = f.facts().cc;
+    const double staleness = fr.age - fr.lifetime;
+    const auto flagged = out.size();
+    if (fr.source == "heuristic") {
+        if (advisories && f.headers.last_modified() && staleness > kSlack)
+            advisories->push_back(
+                {cache_rule("heuristic"), fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
+                                                      "Last-Modified) is {}",
+                                                      secs(fr.age), secs(fr.lifetime))});
+    } else if (const bool unfresh = never_fresh(q, fr.lifetime);
+               (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
+        // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
+        // "should" (the first, or stale) leaves the reading to the cache, an advisory. Not when the
+        // first is invalid: then both readings say stale.
+        if (fr.source != "invalid" && cc.freshness_repeated && cc.freshness_longest && advisories &&
+            fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
+            advisories->push_back({cache_rule("duplicate-freshness"),
+                                   fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
+                                               "ones; stale by the first ({})",
+                                               secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
+            return;
+        }
+        out.push_back({stale_rule(cc, fr.source), stale_reason(q, fr, unfresh)});
+    }
+    // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
+    if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
+        advisories->push_back(*a);
+}
+
+}  // namespace
+
 std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>* advisories) {
     std::vector<Finding> out;
     // Request directives "are advisory; caches MAY implement them" (RFC 9111
     // 5.2.1): not honouring one is reported, never as a violation.
     std::vector<Finding> ignored_requests;
     auto& request_rules = advisories ? *advisories : ignored_requests;
-    const auto& f = q.fetch;
-    const auto& cc = f.facts().cc;
-    if (cc.no_store)
-        out.push_back({rule_id("no-store"), "5.2.2.5", "the origin's reply said no-store: it must not be stored"});
-    if (q.stored_for && q.stored_for->no_store)
-        request_rules.push_back({rule_id("request-no-store"), "5.2.1.5", "stored from a request that said no-store"});
-    if (cc.private_)
-        out.push_back(
-            {rule_id("private"), "5.2.2.7", "the origin's reply said private: a shared cache must not store it"});
-    if (q.stored_for && q.stored_for->authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
-        out.push_back({rule_id("authorization"), "3.5",
-                       "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
-    if (auto v = vary_finding(q)) out.push_back(std::move(*v));
-    // When the cache stored (or last had confirmed) this copy: no earlier than the request it got it for left
-    // for it (the Multiplier's clock, as the unsafe request's), nor than its parent sent it. The origin's fetch
-    // can be older than the cache's copy of it: the Collector may have fetched for the client's request while
-    // this cache's turn still waited behind the unsafe one.
-    const double basis = std::max({f.stamp.time, q.validated_at.value_or(0), q.parent ? q.parent->time : 0.0,
-                                   q.stored_for ? q.stored_for->sent_at : 0.0});
-    if (q.invalidated_at && *q.invalidated_at > basis)
-        out.push_back({rule_id("invalidation"), "4.4",
-                       fmt::format("stored {} before a successful unsafe request to the same URI",
-                                   secs(*q.invalidated_at - basis))});
-
+    storage_barriers(q, out, request_rules);
+    if (auto f = invalidation_finding(q)) out.push_back(std::move(*f));
     const auto fr = freshness(q);
-    if (!fr.validated_now) {
-        if (cc.no_cache)
-            out.push_back(
-                {rule_id("no-cache"), "5.2.2.4", "the origin's reply said no-cache; served without validation"});
-        if (q.request.no_cache())
-            request_rules.push_back(
-                {rule_id("request-no-cache"), "5.2.1.4", "the request said no-cache; answered without validation"});
-        // max-age=0 asks for validation outright; a larger one for a copy no older.
-        const auto& max_age = q.request.cc.max_age;
-        if (max_age && (*max_age == 0 || fr.age > static_cast<double>(*max_age) + kSlack))
-            request_rules.push_back(
-                {rule_id("request-max-age"), "5.2.1.1",
-                 fmt::format("the request allowed max-age={}, the copy was {} old", *max_age, secs(fr.age))});
-        const double staleness = fr.age - fr.lifetime;
-        const auto flagged = out.size();
-        if (fr.source == "heuristic") {
-            if (advisories && f.headers.last_modified() && staleness > kSlack)
-                advisories->push_back({rule_id("heuristic"), "4.2.2",
-                                       fmt::format("heuristic freshness: served {} old, 10 % of (Date - "
-                                                   "Last-Modified) is {}",
-                                                   secs(fr.age), secs(fr.lifetime))});
-        } else if (const bool unfresh = never_fresh(q, fr.lifetime);
-                   (staleness > kSlack || unfresh) && !stale_permitted(q, cc, staleness)) {
-            // Stale by the first of repeated max-age values but fresh by a later one: 4.2.1's lowercase
-            // "should" (the first, or stale) leaves the reading to the cache, an advisory. Not when the
-            // first is invalid: then both readings say stale.
-            if (fr.source != "invalid" && cc.freshness_repeated && cc.freshness_longest && advisories &&
-                fr.age - static_cast<double>(*cc.freshness_longest) <= kSlack) {
-                advisories->push_back({rule_id("duplicate-freshness"), "4.2.1",
-                                       fmt::format("reused {} old by a later max-age or s-maxage ({} s) of repeated "
-                                                   "ones; stale by the first ({})",
-                                                   secs(fr.age), *cc.freshness_longest, secs(fr.lifetime))});
-                return out;
-            }
-            std::string_view section;
-            const auto rule = stale_rule(cc, fr.source, &section);
-            out.push_back({rule, section, stale_reason(q, fr, unfresh)});
-        }
-        // Not stale by the first occurrence (or the fallback), but a reading the RFC allows says so.
-        if (const auto a = ambiguous_freshness(f.facts()); a && advisories && out.size() == flagged)
-            advisories->push_back(*a);
-    }
+    if (fr.validated_now) return out;
+    validation_barriers(q, fr, out, request_rules);
+    staleness_barriers(q, fr, out, advisories);
     return out;
 }
 
@@ -358,14 +384,14 @@ std::optional<Finding> age_finding(const ReuseQuestion& q, unsigned reply_status
     // Age 0 or 1 a cache would have sent (Squid omits Age 0): not flagged.
     if (!reply_age && fr.age < kSlack) return std::nullopt;
     if (!reply_age)
-        return Finding{rule_id("age"), "4",
+        return Finding{cache_rule("age"),
                        fmt::format("a reused reply without Age (the copy was {} old)", secs(fr.age))};
     const auto age = age_value(reply_age);
     if (!age)
-        return Finding{rule_id("age"), "5.1",
+        return Finding{cache_rule("age"),
                        fmt::format("Age '{}' is no delta-seconds (an Age a recipient ignores)", *reply_age)};
     if (*age + 1 + kSlack < fr.age)
-        return Finding{rule_id("age"), "4", fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
+        return Finding{cache_rule("age"), fmt::format("Age {} s, but the copy was {} old", *age, secs(fr.age))};
     return std::nullopt;
 }
 
@@ -393,7 +419,7 @@ bool date_to_keep(const ParentStamp& parent) {
 std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std::string_view> served_date) {
     if (!date_to_keep(parent)) return std::nullopt;
     if (served_date && trim(*served_date) == trim(*parent.date)) return std::nullopt;
-    return Finding{rule_id("date"), "4, 3.2",
+    return Finding{cache_rule("date"),
                    fmt::format("served Date '{}', but the stored reply's Date (its parent's) is '{}'",
                                served_date.value_or("(none)"), *parent.date)};
 }
@@ -434,7 +460,7 @@ std::optional<Finding> stored_fields_finding(const ParentStamp& parent, const Fi
             missing.append(missing.empty() ? "" : ", ").append(name);
     });
     if (missing.empty()) return std::nullopt;
-    return Finding{rule_id("stored-fields"), "3.1",
+    return Finding{cache_rule("stored-fields"),
                    fmt::format("its parent sent {}, which the reused reply lacks: a cache stores and sends every "
                                "end-to-end field it received",
                                missing)};
@@ -446,7 +472,7 @@ std::optional<Finding> connection_fields_finding(const ParentStamp& parent, cons
         if (!field_may_differ(name) && served_names.contains(name)) kept.append(kept.empty() ? "" : ", ").append(name);
     });
     if (kept.empty()) return std::nullopt;
-    return Finding{rule_id("connection-fields"), "9110 7.6.1",
+    return Finding{cache_rule("connection-fields"),
                    fmt::format("its parent's Connection listed {}, a field for that hop only, which this reply "
                                "carries: a proxy removes it before forwarding and never stores it (RFC 9111 3.1)",
                                kept)};
@@ -462,12 +488,12 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
     };
     std::vector<Finding> out;
     if (const auto fields = carried(cc.private_names); !fields.empty())
-        out.push_back({rule_id("private-fields"), "5.2.2.7",
+        out.push_back({cache_rule("private-fields"),
                        fmt::format("the origin's reply said private=\"{}\": a shared cache must not store those "
                                    "fields; the reused reply carries {}",
                                    cc.private_names, fields)});
     if (const auto fields = carried(cc.no_cache_names); !fields.empty())
-        out.push_back({rule_id("no-cache-fields"), "5.2.2.4",
+        out.push_back({cache_rule("no-cache-fields"),
                        fmt::format("the origin's reply said no-cache=\"{}\": those fields are not sent without "
                                    "validating the copy; the reply reused unvalidated carries {}",
                                    cc.no_cache_names, fields)});
@@ -492,7 +518,7 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
         // By meaning: a 304 that sends the same directives in another order changes nothing, and a
         // copy served with the new ones reordered was updated.
         if (equivalent_fields(name, before, after) || !equivalent_fields(name, served.get(field), before)) continue;
-        return Finding{rule_id("header-update"), "4.3.4",
+        return Finding{cache_rule("header-update"),
                        fmt::format("its parent's 304 during this request carried {}, which the origin's 304 changed "
                                    "to '{}'; the copy updated from it still served the stored '{}'",
                                    name, after.value_or("(none)"), before.value_or("(none)"))};
@@ -530,12 +556,12 @@ std::optional<Finding> not_modified_finding(const RequestFacts& request, const C
         // If-Modified-Since alone would have allowed it: the cache evaluated the date, which
         // a recipient must ignore when the request has If-None-Match (RFC 9110 13.2.2).
         if (request.if_modified_since && !modified_since(request, reply, fetch))
-            return Finding{rule_id("validator-precedence"), "9110 13.2.2",
+            return Finding{cache_rule("validator-precedence"),
                            what + ", judged by If-Modified-Since, which If-None-Match overrides"};
-        return Finding{rule_id("not-modified"), "4.3.2", what};
+        return Finding{cache_rule("not-modified"), what};
     }
     if (request.if_modified_since && modified_since(request, reply, fetch))
-        return Finding{rule_id("not-modified"), "4.3.2",
+        return Finding{cache_rule("not-modified"),
                        fmt::format("a 304 to If-Modified-Since: {} for a reply Last-Modified {}",
                                    *request.if_modified_since, *last_modified_of(reply, fetch))};
     return std::nullopt;
@@ -545,12 +571,11 @@ std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, co
     const bool etag = stored.etag() && !reply.etag();
     const bool vary = stored.vary() && !reply.vary();
     if (!etag && !vary) return std::nullopt;
-    return Finding{rule_id("not-modified-fields"), "9110 15.4.5",
-                   fmt::format("a 304 without the {} the stored reply has ({})",
-                               etag && vary ? "ETag and Vary"
-                               : etag       ? "ETag"
-                                            : "Vary",
-                               etag ? *stored.etag() : *stored.vary())};
+    return Finding{cache_rule("not-modified-fields"), fmt::format("a 304 without the {} the stored reply has ({})",
+                                                                  etag && vary ? "ETag and Vary"
+                                                                  : etag       ? "ETag"
+                                                                               : "Vary",
+                                                                  etag ? *stored.etag() : *stored.vary())};
 }
 
 namespace {
@@ -592,7 +617,7 @@ std::vector<std::string> claim_names(const CacheHeaders& reply) {
     return out;
 }
 
-std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
+CacheClaim cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names) {
     // The member nearest the client is the last one (RFC 9211 2): the proxy's own.
     if (const auto cache_status = reply.cache_status()) {
         const auto ms = members(*cache_status);
@@ -600,26 +625,26 @@ std::string_view cache_claim(const CacheHeaders& reply, const std::vector<std::s
             if (contains(upstream_names, member_name(*it, true))) continue;
             const auto params = it->substr(std::min(it->size(), it->find(';')));
             if (params.find("hit") != std::string_view::npos && params.find("fwd=") == std::string_view::npos)
-                return "hit";
-            return "miss";
+                return CacheClaim::hit;
+            return CacheClaim::miss;
         }
     }
     if (const auto x_cache = reply.x_cache()) {
         const auto ms = members(*x_cache);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
             if (contains(upstream_names, member_name(*it, false))) continue;
-            if (spe::iequals(it->substr(0, 3), "HIT")) return "hit";
-            if (spe::iequals(it->substr(0, 4), "MISS")) return "miss";
+            if (spe::iequals(it->substr(0, 3), "HIT")) return CacheClaim::hit;
+            if (spe::iequals(it->substr(0, 4), "MISS")) return CacheClaim::miss;
         }
     }
-    return {};
+    return CacheClaim::none;
 }
 
 std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request, const CacheHeaders& reply) {
     if (!request.if_none_match || !request.if_modified_since || !reply.etag()) return std::nullopt;
     const bool matched = trim(*request.if_none_match) == "*" || listed_in(*request.if_none_match, *reply.etag());
     if (!matched || !modified_since(request, reply, nullptr)) return std::nullopt;
-    return Finding{rule_id("validator-precedence"), "9110 13.2.2",
+    return Finding{cache_rule("validator-precedence"),
                    fmt::format("a 200 for ETag {}, which If-None-Match: {} matches (a 304 was due), judged by "
                                "If-Modified-Since: {}, which If-None-Match overrides",
                                *reply.etag(), *request.if_none_match, *request.if_modified_since)};

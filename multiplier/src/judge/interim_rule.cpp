@@ -25,10 +25,10 @@ std::string last_interim(const Measure& m) {
 std::optional<Finding> no_final_reply(const Measure& reply) {
     if (reply.status || reply.interim.empty() || reply.error == LegError::aborted) return std::nullopt;
     if (reply.error == LegError::timeout)
-        return Finding{rule_id("interim"), "9110 15.2",
+        return Finding{cache_rule("interim"),
                        fmt::format("hung after an interim response ({}): no final response before the deadline",
                                    last_interim(reply))};
-    return Finding{rule_id("interim"), "9110 15.2",
+    return Finding{cache_rule("interim"),
                    fmt::format("an interim response ({}) as its final response: {} without a final response",
                                last_interim(reply), to_string(reply.error))};
 }
@@ -48,12 +48,12 @@ std::optional<Finding> failed_after_parent_interim(const Measure& reference, con
     const auto sent = interim_text(reference);
     if (!reply.status &&
         (reply.error == LegError::timeout || reply.error == LegError::closed || reply.error == LegError::reset))
-        return Finding{rule_id("interim"), "9110 15.2",
+        return Finding{cache_rule("interim"),
                        fmt::format("no final response ({}) where the origin's came after interim responses ({}), "
                                    "which its parent passes on",
                                    to_string(reply.error), sent)};
     if (reply.status && *reply.status >= 500 && !reply.fetch)
-        return Finding{rule_id("interim"), "9110 15.2",
+        return Finding{cache_rule("interim"),
                        fmt::format("a {} of its own where the origin's {} came after interim responses ({}), "
                                    "which its parent passes on",
                                    *reply.status, *reference.status, sent)};
@@ -66,8 +66,8 @@ bool judged_without_final_reply(const Measure& reference, const Measure& reply) 
     return !reply.interim.empty() || (reference.status && failed_after_parent_interim(reference, reply));
 }
 
-InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent) {
-    InterimJudgement out;
+RuleJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent) {
+    RuleJudgement out;
     // The reference must have ended well: a proxy is not blamed for an exchange its parent did not finish.
     if (!reference.status) return out;
     if (auto f = no_final_reply(reply)) {
@@ -94,7 +94,7 @@ InterimJudgement judge_interim(const Measure& reference, const Measure& reply, P
         const auto due = static_cast<std::size_t>(std::count(owed.begin(), owed.end(), status));
         if (count_of(reply.interim, status) < due) {
             out.finding = Finding{
-                rule_id("interim"), "9110 15.2",
+                cache_rule("interim"),
                 fmt::format("dropped the {} interim response its parent relayed for this request "
                             "({} sent {} of them)",
                             status, parent.sent ? "its parent's X-SPE-Parent says it" : "the Collector's reply had",

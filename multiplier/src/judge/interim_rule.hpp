@@ -6,15 +6,10 @@
 #include "core/measurement.hpp"
 #include "judge/cache_rules.hpp"
 
-#include <optional>
 #include <string>
+#include <vector>
 
 namespace spe {
-
-struct InterimJudgement {
-    bool exercised = false;          // the leg had the chance to break the rule
-    std::optional<Finding> finding;  // and broke it
-};
 
 /// What the proxy's parent sent before the reply, as far as the judge knows.
 struct ParentInterim {
@@ -28,7 +23,7 @@ struct ParentInterim {
 
 /// Judges one proxy's leg against the Collector's (`reference`); a reply from the proxy's own store never
 /// had any interim reply to forward.
-InterimJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent);
+RuleJudgement judge_interim(const Measure& reference, const Measure& reply, ParentInterim parent);
 
 /// Whether a leg with no final reply is judged at all: it had an interim reply, or the origin's came with
 /// some that its parent sends every proxy (below).

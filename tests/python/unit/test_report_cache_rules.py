@@ -13,7 +13,7 @@ from conftest import read_records
 from test_analysis import measure, proxy, record
 from test_report_trust import topology, write_run
 
-from analysis.cache_rules import RULES, evidence_rows
+from analysis.cache_rules import RULES, evidence_rows, rfc
 from analysis.cli import main as report_main
 from analysis.records import COLLECTOR
 from analysis.report import build_report, html_report, text_report
@@ -96,7 +96,8 @@ def test_counts_shares_and_standing_per_proxy(tmp_path):
     squid = sections(build_report(judged_run(tmp_path)))["squid"]
     assert squid["summary"] == SQUID_SUMMARY
     age, vary, no_store, private = (rules(squid)[r] for r in ("age", "vary", "no-store", "private"))
-    assert (age["count"], age["share_pct"], age["standing"], age["section"]) == (2, 200 / 3, "violated", "RFC 9111 4")
+    assert (age["count"], age["standing"], age["section"]) == (2, "violated", "RFC 9111 4, 5.1")
+    assert age["share_pct"] == 200 / 3
     assert age["example"]["id"] == 2 and age["example"]["url"] == "http://o/2" and age["example"]["method"] == "GET"
     assert age["example"]["evidence"] == AGE_EVIDENCE
     assert (vary["count"], vary["standing"], vary["chance_pct"]) == (0, "passed (2 chances)", 0)
@@ -157,7 +158,7 @@ def test_html_section_tables_and_evidence(tmp_path):
     section = page[page.index('<h2 id="cache-rules">'):]
     assert "<h3 id=\"cache-squid\">squid</h3>" in section and "<h3 id=\"cache-Collector\">Collector</h3>" in section
     squid = section[section.index('<h3 id="cache-squid">'):section.index('<h3 id="cache-varnish">')]
-    assert "<tr><th>age</th><td>RFC 9111 4</td>" in squid and "<tr><th>private</th>" not in squid
+    assert "<tr><th>age</th><td>RFC 9111 4, 5.1</td>" in squid and "<tr><th>private</th>" not in squid
     assert "<td>passed (2 chances)</td>" in squid and "<td>not exercised</td>" not in squid
     untried = ", ".join(r for r in RULES if r not in ("age", "vary", "no-store"))
     assert f"<p>Not exercised (no reply could have broken them: not passed either): {untried}</p>" in squid
@@ -196,6 +197,14 @@ def test_the_page_opens_with_each_sources_violations_by_rule_and_how_to_reproduc
     at = next(i for i, line in enumerate(lines) if line.startswith("Reproduce one as a case: "))
     assert lines[at].startswith(f"Reproduce one as a case: ./spe repro {run} --proxy PROXY --request ID")
     assert [" ".join(line.split()) for line in lines[at + 1:at + 3]] == ["squid age 2", "varnish head-body 3"]
+
+
+def test_a_section_is_cited_with_its_rfc_and_a_list_of_sections_as_rfc_9111s():
+    assert rfc("4.2.4") == "RFC 9111 4.2.4"
+    assert rfc("9110 9.3.2") == "RFC 9110 9.3.2"
+    # A rule judged by two sections of RFC 9111 (age, date) is not cited as "RFC 4".
+    assert rfc("4, 5.1") == "RFC 9111 4, 5.1"
+    assert rfc("4, 3.2") == "RFC 9111 4, 3.2"
 
 
 def test_evidence_rows_put_each_header_beside_its_counterparts():
