@@ -202,3 +202,26 @@ def test_a_revalidated_copy_gives_the_origins_304_and_its_updated_fields(bed):
     assert bed.fetches("update") == 2
     # Squid's own copy keeps its length too (patch 0022): the client's next hit has the body.
     assert exchange(bed.ports["direct"], bed.url("update"), tag())[1].startswith(b"case /case/update fetch")
+
+
+def test_a_client_requests_proxies_get_its_304_after_a_later_reload_revalidated(bed):
+    """The proxies' requests come after their client request's reply, and may come after a later client
+    request revalidated the copy: a browser reloading page after page revalidates the same image each time,
+    and a real origin's 304s differ (DokuWiki's carry a new Expires). Each proxy request still gets what its
+    own client request got: that request's 304 from the origin, the copy as that 304 updated it, and its
+    stamps (patch 0024); before, the late request was revalidated anew and got the origin's next 304."""
+    bed.get("direct", "reload", tag())
+    reload = {"Cache-Control": "max-age=0", "If-None-Match": '"r1"'}
+    first, second = tag(), tag()
+    first_304 = bed.get("direct", "reload", {**first, **reload})[-1]
+    second_304 = bed.get("direct", "reload", {**second, **reload})[-1]
+    assert first_304.status == second_304.status == 304
+    assert first_304.get("X-Serial") != second_304.get("X-Serial")
+    fetches = bed.fetches("reload")
+    late = bed.get("p1", "reload", {**first, **reload})[-1]
+    assert (late.status, late.get("X-Serial")) == (304, first_304.get("X-Serial"))
+    assert late.get("X-SPE-Validated") == first_304.get("X-SPE-Validated") != second_304.get("X-SPE-Validated")
+    whole = bed.get("p2", "reload", first)[-1]  # the copy as the first reload left it
+    assert (whole.status, whole.get("X-Serial")) == (200, first_304.get("X-Serial"))
+    assert bed.get("p1", "reload", {**second, **reload})[-1].get("X-Serial") == second_304.get("X-Serial")
+    assert bed.fetches("reload") == fetches  # none of them went to the origin
