@@ -96,12 +96,24 @@ class Case:
     multiplier: dict[str, object] = field(default_factory=dict)
 
 
+#: An origin's Date is its clock read to the second as it answers: within this of the fetch's recorded time it is
+#: the recording's clock; further off it is not (an origin's wrong clock, a fixed Date the case is about).
+SAME_CLOCK_S = 2.0
+
+
 def date_shift(reply: OriginReply, started: float, recorded_start: float) -> float:
-    """Seconds a replay that started at `started` (unix) moves the reply's absolute dates: from its recorded
-    Date to when the replay's fetch of it is due, so an expiry or a Last-Modified keeps its distance."""
+    """Whole seconds a replay that started at `started` (unix) moves the reply's absolute dates, so an expiry or a
+    Last-Modified keeps its distance to when the replay's fetch of it is due. Every reply whose Date is the
+    recording's clock moves by the same amount, the replay's start from the recording's: dates equal in the run
+    stay equal in the replay whichever fetch carries them (a proxy may compare If-Modified-Since with its copy's
+    Last-Modified exactly, as nginx does; each fetch's own Date, read to the second at another sub-second phase,
+    would move them apart by a second). A Date off that clock keeps its own distance to the fetch."""
+    whole = round(started - recorded_start)
     recorded = parse_date(reply.headers.get("date", ""))
-    fetched = started + reply.fetched_offset_s
-    return fetched - (recorded if recorded is not None else recorded_start + reply.fetched_offset_s)
+    if recorded is None:
+        return whole
+    off = recorded_start + reply.fetched_offset_s - recorded
+    return whole + (round(off) if abs(off) > SAME_CLOCK_S else 0)
 
 
 def moved_date(value: str, shift: float) -> str:

@@ -184,3 +184,26 @@ def test_only_a_valid_imf_fixdate_is_moved_the_others_stay_byte_for_byte(value):
     rewrite it valid, and the proxy's stale reuse would not happen again."""
     assert moved_date(value, 3600.0) == value
     assert moved_date("Thu, 18 Aug 2050 02:01:18 GMT", 3600.0) == "Thu, 18 Aug 2050 03:01:18 GMT"
+
+
+def test_a_last_modified_two_fetches_carry_moves_to_one_date_whatever_their_sub_second_phase(tmp_path):
+    """Two fetches of one resource read the origin's clock at other sub-second phases (at .95 and .05: Dates 2 s
+    apart, fetches 1.1 s apart), and a loaded machine starts the replay 0.3 s off the run's phase: the
+    Last-Modified both carry, and the If-Modified-Since that echoes it, must still move to the same second, or
+    nginx (which compares them exactly) answers 200 where the run had a 304 (a CI replay did)."""
+    modified = "Thu, 01 Jan 1998 00:00:00 GMT"
+
+    def origin(at: float) -> dict:
+        return {"cache-control": "max-age=1", "date": format_date(int(at)), "last-modified": modified, "etag": '"m"'}
+
+    run = make_run(tmp_path / "run", [
+        record(1, T0 + 0.7, origin=origin(T0 + 0.7), nbytes=7),
+        record(2, T0 + 1.8, origin=origin(T0 + 1.8), nbytes=7),
+        record(3, T0 + 3.0, headers={"if-modified-since": modified}, legs=[leg("nginx", [AGE])]),
+    ])
+    case = extract_case(run, "nginx", 3)
+    started = case.recorded_start + 86_400.3
+    first, second = case.steps[0].reply, case.steps[1].reply
+    moved = {moved_date(modified, date_shift(reply, started, case.recorded_start)) for reply in (first, second)}
+    assert moved == {replayed_request_headers(case, case.steps[2], started)["if-modified-since"]}
+    assert moved == {format_date(int(parse_date(modified) + 86_400))}
