@@ -45,6 +45,7 @@ class CollectorOptions:
     replay_port: int | None = None  # the Multiplier's --replay-listen port: the proxies' unsafe copies go there
     strip_query_terms: bool = False  # log URLs without their query (live traffic: queries hold private data)
     connect_ports: tuple[int, ...] = (443,)  # CONNECT only to these: the Multiplier's --connect-port list
+    tag_to_origin: bool = False  # X-SPE-Request reaches the origin (the lab's HAR origin: one reply per tag)
 
 
 def binary(kind: str) -> Path:
@@ -185,6 +186,8 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         tls_outgoing=tls_outgoing(tuple(options.origin_ca_files)),
         port_limits=port_limit_rules(tuple(options.port_limits)),
         unsafe_replay=unsafe_replay_rules(options.replay_port),
+        tag_to_origin=("request_header_access X-SPE-Request allow all\n" if options.tag_to_origin
+                       else "# (the origin is not the lab's: it never sees the tag)\n"),
         strip_query_terms="on" if options.strip_query_terms else "off",
         destination_rules=destination_rules(tuple(options.allowed_destinations))), str(TEMPLATE.relative_to(ROOT)))
 

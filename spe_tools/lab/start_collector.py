@@ -28,6 +28,7 @@ def start_collector(run: RunningLab) -> None:
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
             origin_ca_files=origin_ca_files(run), strip_query_terms=strip_query_terms(run.lab),
             replay_port=run.ports.replay, connect_ports=connect_ports(run.lab, run.ports),
+            tag_to_origin=run.lab.origin.kind == "har",
             port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e

@@ -217,13 +217,27 @@ def wire_request_headers(request: RequestEvents, hop: int) -> list[tuple[str, st
     return header_pairs(request.sent[hop]["request"].get("headers"))
 
 
-def wire_response_head(request: RequestEvents, hop: int, response: dict) -> tuple[str, list[tuple[str, str]]]:
+def _received_extra(request: RequestEvents, hop: int) -> dict | None:
+    index = _extra_index(request, hop)
+    return request.received_extra[index] if index is not None and index < len(request.received_extra) else None
+
+
+def wire_status(request: RequestEvents, hop: int, response: dict) -> int:
+    """The status the server sent. When Chromium revalidated its own copy, the server's 304 is only in the
+    ExtraInfo event: responseReceived reports the cached 200 it was merged into. The HAR keeps the 304 that went
+    over the wire, as DevTools' own export does (a replay's origin must answer that request 304 again)."""
+    status = int(response.get("status", 0))
+    extra = _received_extra(request, hop)
+    return 304 if status == 200 and extra is not None and extra.get("statusCode") == 304 else status
+
+
+def wire_response_head(request: RequestEvents, hop: int, status: int, response: dict,
+                       ) -> tuple[str, list[tuple[str, str]]]:
     """The hop's status line (when Chromium kept it) and response fields as received, cookies included; the
     filtered fields of responseReceived when there is no ExtraInfo for it (or it is for another status)."""
-    index = _extra_index(request, hop)
-    if index is not None and index < len(request.received_extra):
-        extra = request.received_extra[index]
-        if extra.get("statusCode") in (None, response.get("status")):
+    extra = _received_extra(request, hop)
+    if extra is not None:
+        if extra.get("statusCode") in (None, status):
             if extra.get("headersText"):
                 return parse_headers_text(extra["headersText"])
             return "", header_pairs(extra.get("headers"))
@@ -282,8 +296,8 @@ def hop_entry(request: RequestEvents, hop: int) -> HarEntry | None:
     if response is None or ended is None or request.from_cache or not from_network(response) or \
             not url.startswith(("http://", "https://")):
         return None
-    status = int(response.get("status", 0))
-    status_line, headers = wire_response_head(request, hop, response)
+    status = wire_status(request, hop, response)
+    status_line, headers = wire_response_head(request, hop, status, response)
     version = http_version(response, status_line)
     body, size = response_body(request, hop, status)
     timings = har_timings(response.get("timing"), ended.get("timestamp"))

@@ -4,8 +4,10 @@ A request is matched by its method, the recorded URL it stands for (its /_har/SC
 har.lab_url, or on a recording of one host only, its plain path and query) and, when it has a body, that body.
 Repeated requests for one URL take the recorded responses in the order they were recorded, the last one again
 once they run out; a recorded 304 answers only a conditional request (the recording's own revalidation), so an
-unconditional one passes it over. HEAD takes the recorded HEAD, else the GET's response without moving its
-sequence on.
+unconditional one passes it over. The requests of one client request (its tag, X-SPE-Request, which the lab's
+Collector passes to a HAR origin) take one response: the client's, and each proxy's copy that reaches the origin
+(an unconditional copy of one the recording answered 304 gets the complete response as that 304 updated it).
+HEAD takes the recorded HEAD, else the GET's response without moving its sequence on.
 Memory: a request body is keyed by its SHA-256, and a prepared response's body stays in the origin's spill file
 (har_bodies.py) where it has one.
 """
@@ -13,16 +15,19 @@ Memory: a request body is keyed by its SHA-256, and a prepared response's body s
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
+from spe_tools.workload import har_reply
 from spe_tools.workload.har import HarEntry, recorded_url
 from spe_tools.workload.har_bodies import BodyStore
 from spe_tools.workload.har_reply import Prepared, prepare
 
 Key = tuple[str, str, bytes | None]  # method, recorded URL (normal_url), the request body's SHA-256 (None: no body)
+#: How many client requests' responses are remembered by tag: the proxies' copies of one come within its timeout.
+TAGS_KEPT = 4096
 
 
 @dataclass
@@ -69,6 +74,7 @@ class HarIndex:
         self.fixes: Counter = Counter()  # what reading the files put right (har_entry.FIXES), set by the reader
         self.sequences: dict[Key, list[Recorded]] = {}
         self.cursor: Counter = Counter()
+        self.by_tag: OrderedDict[tuple[str, Key], Recorded] = OrderedDict()  # the response each tag took
         self.origins: set[tuple[str, str]] = set()  # (scheme, host) recorded
         self.left_out = 0  # entries with no response to serve
         for entries, offset in recordings:
@@ -101,26 +107,52 @@ class HarIndex:
         return [urlunsplit((scheme, host, parts.path or "/", parts.query, ""))
                 for scheme, host in sorted(self.origins, reverse=True)]
 
-    def lookup(self, method: str, target: str, body: bytes, conditional: bool) -> tuple[str | None, Recorded | None]:
+    def lookup(self, method: str, target: str, body: bytes, conditional: bool, tag: str = "",
+               ) -> tuple[str | None, Recorded | None]:
         """The recorded URL the request stands for (None: none) and the response that answers it (None: the
-        recording holds none)."""
+        recording holds none). `tag`: the client request it is part of (X-SPE-Request; "" none)."""
         urls = self.candidates(target)
         for url in urls:
-            found = self.take(method, url, body, conditional)
+            found = self.take(method, url, body, conditional, tag)
             if found is not None:
                 return url, found
         return (urls[0] if urls else None), None
 
-    def take(self, method: str, url: str, body: bytes, conditional: bool) -> Recorded | None:
+    def take(self, method: str, url: str, body: bytes, conditional: bool, tag: str = "") -> Recorded | None:
         if method.upper() == "HEAD" and key("HEAD", url, body) not in self.sequences:
-            return self._next(key("GET", url, None), conditional, advance=False)
-        return self._next(key(method, url, body), conditional, advance=True)
+            return self._tagged(tag, key("GET", url, None), conditional, advance=False)
+        return self._tagged(tag, key(method, url, body), conditional, advance=True)
+
+    def _tagged(self, tag: str, k: Key, conditional: bool, advance: bool) -> Recorded | None:
+        """The response the tag's first request took (a proxy's copy gets what the client got), else the next.
+        An unconditional copy of a request the recording answered 304 gets the complete response that 304
+        confirmed, as the 304 updated it: what the recorded origin would have sent that request then."""
+        taken = self.by_tag.get((tag, k)) if tag else None
+        if taken is not None:
+            return taken if _answers(taken, conditional) else self._confirmed_by(k, taken)
+        found = self._next(k, conditional, advance)
+        if tag and found is not None:
+            self.by_tag[(tag, k)] = found
+            while len(self.by_tag) > TAGS_KEPT:
+                self.by_tag.popitem(last=False)
+        return found
+
+    def _confirmed_by(self, k: Key, not_modified: Recorded) -> Recorded | None:
+        """The complete response a recorded 304 confirmed (the latest before it, else the first after it), with
+        the 304's fields; None when the sequence holds no complete response."""
+        sequence = self.sequences.get(k, [])
+        at = next(i for i, r in enumerate(sequence) if r is not_modified)
+        full = next((r for r in [*reversed(sequence[:at]), *sequence[at + 1:]] if _answers(r, False)), None)
+        if full is None:
+            return None
+        merged = har_reply.updated(full.prepared(), not_modified.prepared())
+        return Recorded(full.entry, full.offset, full.store, _prepared=merged)
 
     def _next(self, k: Key, conditional: bool, advance: bool) -> Recorded | None:
         sequence = self.sequences.get(k, [])
 
         def answers(r: Recorded) -> bool:
-            return conditional or r.entry.response.status != 304
+            return _answers(r, conditional)
 
         for i in range(self.cursor[k], len(sequence)):
             if answers(sequence[i]):
@@ -128,3 +160,8 @@ class HarIndex:
                     self.cursor[k] = i + 1
                 return sequence[i]
         return next((r for r in reversed(sequence) if answers(r)), None)  # run out: the last one again
+
+
+def _answers(r: Recorded, conditional: bool) -> bool:
+    """A recorded 304 answers only a conditional request (the recording's own revalidation)."""
+    return conditional or r.entry.response.status != 304

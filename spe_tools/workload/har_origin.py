@@ -69,7 +69,7 @@ class HarOrigin:
                          json.dumps(self.stats(), sort_keys=True).encode(), Delivery(), req.method == "HEAD")
         self.by_path[parts.path or "/"] += 1
         conditional = bool(req.header("if-none-match") or req.header("if-modified-since"))
-        url, found = self.index.lookup(req.method, req.target, req.body, conditional)
+        url, found = self.index.lookup(req.method, req.target, req.body, conditional, req.header("x-spe-request"))
         if found is None:
             self.not_in_har += 1
             self.by_status[404] += 1

@@ -9,6 +9,7 @@ the body (or a filler of the recorded size where the HAR left it out) encoded as
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import zlib
@@ -210,3 +211,21 @@ def not_modified(p: Prepared) -> Prepared:
     """The 304 the recorded origin would have sent for this response: its validators and cache fields."""
     fields = tuple((n, v) for n, v in p.fields if n.lower() in NOT_MODIFIED_FIELDS)
     return Prepared(304, "Not Modified", fields, b"", p.wait_ms, conditional=True)
+
+
+def updated(full: Prepared, not_modified_reply: Prepared) -> Prepared:
+    """The complete response the recorded origin would have sent instead of its recorded 304: the response the
+    304 confirmed, each of its fields the 304 carries in the 304's value (RFC 9111 3.2: what a cache that stored
+    it would now hold), the 304's other fields added; its body and framing the complete response's."""
+    fresh: dict[str, list[tuple[str, str]]] = {}
+    for name, value in not_modified_reply.fields:
+        fresh.setdefault(name.lower(), []).append((name, value))
+    fields: list[tuple[str, str]] = []
+    for name, value in full.fields:
+        if name.lower() not in fresh:
+            fields.append((name, value))
+        elif fresh[name.lower()]:
+            fields.extend(fresh[name.lower()])  # in the place of the first of its name
+            fresh[name.lower()] = []
+    fields.extend(field for added in fresh.values() for field in added)
+    return dataclasses.replace(full, fields=tuple(fields), wait_ms=not_modified_reply.wait_ms)

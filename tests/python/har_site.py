@@ -10,6 +10,7 @@ asked twice with two answers; a POST; an image whose body the export left out; a
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 from spe_tools.workload.har import HarEntry, HarRequest, HarResponse, write_har
@@ -82,3 +83,23 @@ def entries() -> list[HarEntry]:
 def write_site(path: Path) -> Path:
     write_har(path, entries(), creator="WebInspector")
     return path
+
+
+
+def both_sides(runs: Path, name: str, har: str, kinds: list[str], duration_s: int, timeout: float,
+               ) -> tuple[dict, list[dict]]:
+    """`./spe lab run` of a lab that puts the recording runs/`har` on both sides (the HAR origin serves it, the
+    HAR replay sends it) of the patched Collector, a proxy of each kind (16 MB of cache) and the dummy; the
+    replay's summary and the Multiplier's records."""
+    from labsupport import lab_cli
+
+    proxies = "".join(f'[[proxy]]\nname = "{k}"\nkind = "{k}"\ncache_mb = 16\n' for k in kinds)
+    (runs / "lab.toml").write_text(
+        f'name = "{name}"\n[collector]\nkind = "spe"\n[origin]\nkind = "har"\nhar = ["{har}"]\n'
+        f'[multiplier]\ntimeout_s = 20\n[workload]\nkind = "replay"\nfiles = ["{har}"]\n'
+        f'duration_s = {duration_s}\n{proxies}[[proxy]]\nname = "dummy"\nkind = "dummy"\n')
+    result = lab_cli("run", str(runs / "lab.toml"), "--runs-dir", str(runs), "--no-report", timeout=timeout)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (rundir,) = runs.glob(f"*-{name}")
+    return (json.loads((rundir / "workload.json").read_text()),
+            [json.loads(line) for line in (rundir / "multiplier.jsonl").read_text().splitlines()])

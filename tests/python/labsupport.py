@@ -202,3 +202,17 @@ def real_proxies_lab(name: str, collector_kind: str, origin: Callable[[int], lis
 
     # localhost, not 127.0.0.1: Traffic Server would bypass its parent
     return lab_session(text, start_origin), kinds, f"http://localhost:{origin_port}"
+
+
+def results_per_proxy(records: list[dict], kinds: list[str]) -> tuple[dict[str, Counter], list[tuple]]:
+    """Each proxy's results over a run's records (printed by the tests, `-s`, for the record), and what the dummy,
+    which has no cache, got that differed from the Collector: SPE's own noise, never a proxy's."""
+    results = {kind: Counter() for kind in [*kinds, "dummy"]}
+    differing = []
+    for record in records:
+        for proxy in record["proxies"]:
+            results[proxy["name"]][proxy["result"]] += 1
+            if proxy["name"] == "dummy" and proxy["result"] != "OK":
+                differing.append((record["method"], record["url"], record["collector"]["status"], proxy["result"],
+                                  proxy.get("status"), proxy.get("mismatched_headers"), proxy.get("error")))
+    return results, differing

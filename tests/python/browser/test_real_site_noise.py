@@ -11,11 +11,10 @@ import json
 import subprocess
 import sys
 import time
-from collections import Counter
 
 import dokuwiki_site
 from conftest import ROOT
-from labsupport import lab_session
+from labsupport import lab_session, results_per_proxy
 from parts import installed_kinds, missing_program, require
 
 from spe_tools.process import free_port
@@ -68,14 +67,7 @@ def test_the_dummy_never_differs_from_the_collector_on_a_real_site():
         assert summary["errors"] == 0 and summary["reloads"] == len(dokuwiki_site.PAGES), summary
         records = settled_records(lab, summary["requests"] - summary["failed_requests"])
 
-    results = {kind: Counter() for kind in [*kinds, "dummy"]}
-    differing = []
-    for record in records:
-        for proxy in record["proxies"]:
-            results[proxy["name"]][proxy["result"]] += 1
-            if proxy["name"] == "dummy" and proxy["result"] != "OK":
-                differing.append((record["method"], record["url"], record["collector"]["status"], proxy["result"],
-                                  proxy.get("status"), proxy.get("mismatched_headers"), proxy.get("error")))
+    results, differing = results_per_proxy(records, kinds)
     print("results per proxy:", {kind: dict(counts) for kind, counts in results.items()})
     conditional = [r for r in records if r["collector"]["status"] == 304]
     assert len(records) >= 60 and conditional, (len(records), len(conditional))  # a site, and its 304s

@@ -6,45 +6,20 @@ Collector."""
 
 from __future__ import annotations
 
-import json
-
-from har_site import write_site
-from labsupport import lab_cli, scratch_dir
+from har_site import both_sides, write_site
+from labsupport import scratch_dir
 from parts import installed_kinds, require
 
 from spe_tools import collector
-
-LAB = """name = "har-both"
-[collector]
-kind = "spe"
-[origin]
-kind = "har"
-har = ["site.har"]
-[multiplier]
-timeout_s = 20
-[workload]
-kind = "replay"
-files = ["site.har"]
-duration_s = 30
-{proxies}[[proxy]]
-name = "dummy"
-kind = "dummy"
-"""
 
 
 def test_a_recorded_site_replayed_against_itself_through_every_proxy():
     require(collector.missing("spe"), "the patched Collector")
     from conftest import multiplier_binary
     kinds = installed_kinds(["squid", "trafficserver"], multiplier_binary())
-    proxies = "".join(f'[[proxy]]\nname = "{k}"\nkind = "{k}"\ncache_mb = 16\n' for k in kinds)
     with scratch_dir("spe-lab-har-both-") as runs:
         write_site(runs / "site.har")
-        (runs / "lab.toml").write_text(LAB.format(proxies=proxies))
-        result = lab_cli("run", str(runs / "lab.toml"), "--runs-dir", str(runs), "--no-report", timeout=180)
-        assert result.returncode == 0, result.stdout + result.stderr
-        (rundir,) = runs.glob("*-har-both")
-        summary = json.loads((rundir / "workload.json").read_text())
-        records = [json.loads(line) for line in (rundir / "multiplier.jsonl").read_text().splitlines()]
+        summary, records = both_sides(runs, "har-both", "site.har", kinds, 30, timeout=180)
 
     assert summary["format"] == "har" and summary["errors"] == 0, summary
     # The request the browser blocked was never answered: not replayed (the origin has nothing for it either).

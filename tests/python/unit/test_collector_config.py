@@ -28,3 +28,13 @@ def test_the_rules_are_one_delay_pool_per_limited_port():
     assert "acl spe_limited_1 myportname pf" in rules and "delay_parameters 1 65536/65536" in rules
     assert "delay_access 2 allow spe_limited_2" in rules and "delay_parameters 2 1024/1024" in rules
     assert "direct" not in rules and port_limit_rules(()) == ""
+
+
+@pytest.mark.parametrize("tag_to_origin, allowed", [(False, False), (True, True)])
+def test_only_a_har_origin_sees_the_client_requests_tag(tmp_path, tag_to_origin, allowed):
+    """A real origin never sees X-SPE-Request; the lab's HAR origin does (one recorded response per client
+    request: spe_tools/workload/har_index.py). Squid takes the first request_header_access rule that matches."""
+    text = collector_config("squid", tmp_path, 3128, {"p1": 3129}, tag_to_origin=tag_to_origin)
+    rules = [line for line in text.splitlines() if line.startswith("request_header_access X-SPE-Request")]
+    assert (rules[0] == "request_header_access X-SPE-Request allow all") == allowed
+    assert rules[-1] == "request_header_access X-SPE-Request deny all"

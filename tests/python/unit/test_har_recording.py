@@ -161,6 +161,23 @@ def test_a_304_has_no_body_and_a_body_not_sent_along_is_asked_for():
     assert ("Network.getRequestPostData", "upload") in calls and upload.request.body == b"\x01big"
 
 
+def test_a_revalidation_of_chromiums_own_copy_is_the_304_the_server_sent():
+    """Chromium reports the cached 200 it merged the server's 304 into (responseReceived); only ExtraInfo has
+    what came over the wire. Recorded as a 200, a replay's origin answered the same conditional request 304 and
+    every reload of a real site counted as a status mismatch (browser/test_real_site_har.py)."""
+    wire = "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nX-Cache: MISS from squid\r\n\r\n"
+    events = [
+        sent("reload", "http://a.test/logo.svg", 1.0, headers={"If-None-Match": '"v1"'}),
+        ["Network.responseReceived", {**received("reload", 200, headers={"ETag": '"v1"'})[1], "hasExtraInfo": True}],
+        ["Network.responseReceivedExtraInfo", {"requestId": "reload", "statusCode": 304, "headersText": wire,
+                                               "headers": {"ETag": '"v1"'}}],
+        ended("reload"),
+    ]
+    (entry,) = har_entries(record(events, bodies={"reload": {"body": "<svg/>"}})[0].log)  # the cached body
+    assert (entry.response.status, entry.response.body, entry.response.body_size) == (304, b"", 0)
+    assert entry.response.headers == [("ETag", '"v1"'), ("X-Cache", "MISS from squid")]
+
+
 @pytest.mark.parametrize("headers, pairs", [
     ({"Set-Cookie": "a=1\nb=2", "Vary": "Cookie"}, [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2"), ("Vary", "Cookie")]),
     ({":status": "200", "content-type": "text/html"}, [("content-type", "text/html")]),  # HTTP/2 pseudo-headers

@@ -102,6 +102,32 @@ def test_repeated_requests_take_the_recorded_responses_in_order_then_the_last_ag
     assert origin.stats()["by_url"][stock] == 3
 
 
+def test_the_requests_of_one_client_request_take_one_recorded_response(origin):
+    """Behind the lab's Collector a client request reaches the origin, and so may each proxy's copy of it that
+    the Collector does not answer itself: all carry its tag (X-SPE-Request), and all get the response the first
+    took, as the recorded origin answered that request once. Before, each copy took the next recorded one (a
+    304 with another Expires: every proxy, the dummy too, differed from the client on a recorded site)."""
+    stock = f"{SHOP}/api/stock?item=7"
+    client = origin.handle(request("GET", stock, {"X-SPE-Request": "t-1"}))
+    copies = [origin.handle(request("GET", stock, {"X-SPE-Request": "t-1"})).body for _ in range(3)]
+    assert copies == [client.body] * 3 == [b'{"item": 7, "left": 3}'] * 3
+    assert origin.handle(request("GET", stock, {"X-SPE-Request": "t-2"})).body == b'{"item": 7, "left": 2}'
+    assert origin.handle(request("GET", stock)).body == b'{"item": 7, "left": 2}'  # untagged: the sequence
+
+
+def test_an_unconditional_copy_of_a_request_answered_304_gets_the_complete_response_as_the_304_left_it(origin):
+    """A proxy that holds no copy forwards the client's revalidation without its validators (nginx does): the
+    origin answers it with the complete response the recorded 304 confirmed, the 304's fields in its own."""
+    css = f"{SHOP}/static/site.css"
+    origin.handle(request("GET", css))
+    origin.handle(request("GET", css))
+    client = origin.handle(request("GET", css, {"If-None-Match": CSS_ETAG, "X-SPE-Request": "t-9"}))
+    copy = origin.handle(request("GET", css, {"X-SPE-Request": "t-9"}))
+    assert client.status == 304 and copy.status == 200 and copy.body == CSS
+    assert dict(copy.headers)["Date"] == dict(client.headers)["Date"] == "Mon, 01 Jul 2024 12:00:09 GMT"
+    assert [n for n, _ in copy.headers][:4] == ["Date", "Content-Type", "Cache-Control", "ETag"]
+
+
 def test_a_recorded_304_answers_only_a_conditional_request(origin):
     css = f"{SHOP}/static/site.css"
     first, again = origin.handle(request("GET", css)), origin.handle(request("GET", css))
