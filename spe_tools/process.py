@@ -133,6 +133,7 @@ class Child:
     port: int | None = None
     ready_line: str | None = None  # ready once this text is in its log (when it has no port)
     ending: str | None = None  # how it ended, once stop() has run: "exit 0 after SIGTERM", ...
+    signalled: tuple[int, float] | None = None  # the stop signal sent and when (monotonic), once it was
 
     @property
     def pid(self) -> int:
@@ -166,14 +167,22 @@ class Child:
         what = f"listen on {host}:{self.port}" if self.port is not None else f"log {self.ready_line!r}"
         raise ProcessError(f"{self.name} did not {what} within {deadline_s} s:\n{tail(self.log)}")
 
-    def stop(self, deadline_s: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
-        """Signal its process group, wait for the main process with a deadline, then SIGKILL the group;
-        last, SIGKILL whatever is left in its session (bounded). Returns the main process's exit code."""
-        if self.alive():
-            end = time.monotonic() + deadline_s
+    def signal_stop(self, sig: int = signal.SIGTERM) -> None:
+        """Send its process group the stop signal, if it runs and has not had it; stop() then waits for it."""
+        if self.signalled is None and self.alive():
+            self.signalled = (sig, time.monotonic())
             self._signal_group(sig)
+
+    def stop(self, deadline_s: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
+        """Signal its process group (unless signal_stop did), wait for the main process until the deadline from
+        the signal, then SIGKILL the group; last, SIGKILL whatever is left in its session (bounded). Returns the
+        main process's exit code."""
+        self.signal_stop(sig)
+        if self.signalled is not None and self.ending is None:
+            sig, at = self.signalled
+            end = at + deadline_s
             try:
-                self.popen.wait(timeout=deadline_s)
+                self.popen.wait(timeout=max(0.0, end - time.monotonic()))
                 code = self.popen.returncode
                 self.ending = (f"stopped by {signal.Signals(sig).name}" if code == -sig
                                else f"{describe_exit(code)} after {signal.Signals(sig).name}")
@@ -247,8 +256,19 @@ class ProcessGroup:
             child.wait_ready(deadline_s=deadline_s)
         return child
 
-    def stop_all(self) -> None:
-        for child in reversed(self.children):
+    def stop_all(self, head_start_s: float = 0.5) -> None:
+        """Stop the last started first: each gets the signal in turn, and up to head_start_s to exit before the
+        next one gets it (what started later may use what started earlier: the Multiplier its proxies while it
+        flushes its log, a prefetch agent its Squid, a proxy its Collector); then each is waited for with its own
+        deadline. Most exit within milliseconds; the slow ones (a Squid takes 2 to 3 s, Traffic Server 1 s) no
+        longer hold the rest up: a lab's dozen, one after the other, took 13 s."""
+        children = list(reversed(self.children))
+        for child in children:
+            child.signal_stop()
+            if child.signalled is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.popen.wait(timeout=head_start_s)
+        for child in children:
             child.stop()
 
     def __enter__(self) -> ProcessGroup:
