@@ -28,6 +28,8 @@ import jsonschema
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The venv has the checkout it was set up in on its path (./spe setup: spe-tools.pth); the checkout under test comes
+# first, so that a second worktree sharing the venv tests its own code.
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 

@@ -1,6 +1,7 @@
 """The shape of the Python code, from its imports (read with `ast`, nothing imported): no two modules import each
-other, directly or around a loop, and the lab, workload, repro and prefetch side reaches the analysis only through
-the run directory's contract (spe_tools/rundir), never the other way round."""
+other, directly or around a loop (the benchmarks included), the lab, workload, repro and prefetch side reaches the
+analysis only through the run directory's contract (spe_tools/rundir), never the other way round, and the
+benchmarks stand on top: no tool imports them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-PACKAGES = ("spe_tools", "analysis")
+PACKAGES = ("spe_tools", "analysis", "bench")
 
 
 def module_name(path: Path) -> str:
@@ -84,6 +85,13 @@ def test_the_lab_side_reaches_the_analysis_only_through_the_contract():
                 for name, targets in graph.items() if name.split(".")[0] == "spe_tools"}
     # ./spe lab run's report at the end of a run is `python -m analysis.cli RUN --lab-summary`, not an import
     assert {name: targets for name, targets in crossing.items() if targets} == {}
+
+
+def test_the_benchmarks_stand_on_top_no_tool_imports_them():
+    graph = import_graph()
+    assert any(name.startswith("bench.") for name in graph)  # they are read
+    assert {name: sorted(t for t in targets if t.split(".")[0] == "bench") for name, targets in graph.items()
+            if name.split(".")[0] != "bench" and any(t.split(".")[0] == "bench" for t in targets)} == {}
 
 
 def test_the_contract_stands_below_the_lab_and_the_analysis():
