@@ -16,7 +16,7 @@ from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
 from analysis.report import build_report, html_report, short_report, summary_json, text_report
 from analysis.sections.collector_ports import port_rows
-from analysis.stats import mean_ci, median_ci, percentile
+from spe_tools.summary_stats import mean_ci, median_ci, percentile
 from spe_tools.rundir.layout import RunDir
 
 
