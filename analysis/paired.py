@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from analysis.records import COLLECTOR
 from analysis.report_data import PAIRED
 from analysis.section import BEST, RunData, Section
-from analysis.stats import MS_PER_US, mean_ci_of, median_ci_ranks, quantile_ranks
+from analysis.stats import MS_PER_US
 from analysis.stats_sql import quantile, values_at_ranks
+from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
 
 if TYPE_CHECKING:
     from analysis.engine import ReplyQueries

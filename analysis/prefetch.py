@@ -39,11 +39,11 @@ from analysis.collector_log import strips_query_terms
 from analysis.engine import ReplyQueries, RunTables
 from analysis.records import COLLECTOR
 from analysis.section import Section
-from analysis.stats import mean_ci_of, quantile_ranks
 from analysis.stats_sql import TIMED, quantile, values_at_ranks
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import PREFETCH_AGENT_LOG, RunDir
 from spe_tools.rundir.log_schema import sql_string
+from spe_tools.summary_stats import mean_ci_of, quantile_ranks
 
 PREFETCH_COLUMNS = ["prefetch_requests", "prefetch_rate_per_s", "prefetch_bytes", "prefetch_precision",
                     "prefetch_wasted_bytes", "prefetch_lead_ms_p10", "prefetch_lead_ms_p50", "prefetch_lead_ms_p90",

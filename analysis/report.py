@@ -28,7 +28,7 @@ from analysis.prefetch import prefetch_columns
 from analysis.records import Records, find_log, is_rope
 from analysis.report_data import Report
 from analysis.section import FIRST, QUESTIONS, RunData, Section, fmt
-from analysis.stats import RESULT_CLASSES, proxy_table
+from analysis.stats import RESULT_CLASSES
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
 
@@ -82,8 +82,8 @@ def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dic
     return rows
 
 
-# How the report reads a run: "duckdb" (analysis/engine.py: Parquet or JSON Lines through DuckDB, the per-proxy
-# table as queries) or "memory" (the whole log parsed by Arrow into polars, as before DuckDB: kept to compare).
+# How the report reads a run: "duckdb" (analysis/engine.py: Parquet or JSON Lines through DuckDB) or "memory" (the
+# whole log parsed by Arrow into polars, as before DuckDB, and a ROPE text log always); the same queries on either.
 ENGINES = ("duckdb", "memory")
 
 
@@ -93,8 +93,8 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
     could not be read. A ROPE text log is always read into memory."""
     if engine == "memory" or is_rope(log):
         records, verdicts, bad_cache_lines = load_judged_run(log)
-        return (FrameTables(records.results, verdicts), records, bad_cache_lines,
-                proxy_table(records.results, records.proxies), 0)
+        frames = FrameTables(records.results, verdicts)
+        return frames, records, bad_cache_lines, stats_sql.proxy_table(frames, records.proxies), 0
     tables = RunTables(log)
     try:
         progress(f"{tables.requests:,} records from {tables.source} ({tables.bad_lines} unreadable lines); "

@@ -1,18 +1,19 @@
-"""The per-proxy table (analysis/stats.py proxy_table, its definitions there and in docs/report.md) as DuckDB
-queries over a run's `results` view (analysis/engine.py), in memory that does not grow with the run.
+"""The per-proxy table (its definitions in analysis/stats.py and docs/report.md) as DuckDB queries over a run's
+`results` view (analysis/engine.py), either engine's, in memory that does not grow with the run.
 
 Counts, shares, means, standard deviations and sums are one aggregate per reply source. The percentiles, the
 medians and the median's confidence interval are order statistics: each is read at its exact rank from a sort
 DuckDB spills to disk when it must (a window numbering each source's values), not from a sample and not from
 an aggregate that holds every value in memory; the linear interpolation between two ranks is done here, as
-stats.py's percentile does it.
+spe_tools/summary_stats.py's percentile does it.
 """
 
 from __future__ import annotations
 
-from analysis.engine import ReplyQueries, RunTables
+from analysis.engine import ReplyQueries
 from analysis.records import COLLECTOR
-from analysis.stats import RESULT_CLASSES, mean_ci_of, median_ci_ranks, quantile_ranks
+from analysis.stats import RESULT_CLASSES
+from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
 
 DELIVERED = "status IS NOT NULL AND error IS NULL"
 TIMED = f"{DELIVERED} AND total_us IS NOT NULL"  # a delivered reply with its response time
@@ -25,7 +26,7 @@ ORDERED = {
 QUANTILES = {"latency": (0.5, 0.9, 0.99), "ttfb": (0.5,), "queued": (0.5, 0.99)}
 
 
-def _aggregates(tables: RunTables) -> dict[str, dict]:
+def _aggregates(tables: ReplyQueries) -> dict[str, dict]:
     """Per source: the counts, means, spreads and sums of the table, and how many values each ORDERED has."""
     counted = ", ".join(f"count({value}) FILTER ({where}) AS n_{what}" for what, (value, where) in ORDERED.items())
     rows = tables.con.execute(f"""
@@ -39,7 +40,7 @@ def _aggregates(tables: RunTables) -> dict[str, dict]:
     return {row[0]: dict(zip(columns, row, strict=True)) for row in rows.fetchall()}
 
 
-def _result_counts(tables: RunTables) -> dict[str, dict[str, int]]:
+def _result_counts(tables: ReplyQueries) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for name, result, n in tables.rows("SELECT name, result, count(*) FROM results GROUP BY ALL"):
         counts.setdefault(name, {})[result] = n
@@ -51,7 +52,7 @@ def _wanted_ranks(what: str, n: int) -> set[int]:
     return ranks | (set(median_ci_ranks(n)) if what == "latency" and n >= 3 else set())
 
 
-def _order_statistics(tables: RunTables, counts: dict[str, dict]) -> dict[tuple[str, str], dict[int, float]]:
+def _order_statistics(tables: ReplyQueries, counts: dict[str, dict]) -> dict[tuple[str, str], dict[int, float]]:
     """(what, source) -> rank -> value, for the ranks the table needs: one sort of each source's values."""
     wanted = [(what, name, rank) for name, agg in counts.items() for what in ORDERED
               for rank in _wanted_ranks(what, agg[f"n_{what}"] or 0) if agg[f"n_{what}"]]
@@ -84,7 +85,7 @@ def values_at_ranks(tables: ReplyQueries, values: str, ranks: set[int]) -> dict[
 
 def quantile(values: dict[int, float], n: int, q: float) -> float | None:
     """The q-quantile of n values from their order statistics (`values`: rank -> value, the ranks quantile_ranks
-    names), linear between the two, as stats.py's percentile."""
+    names), linear between the two, as summary_stats.percentile."""
     if not n:
         return None
     lo, hi, frac = quantile_ranks(n, q)
@@ -92,7 +93,7 @@ def quantile(values: dict[int, float], n: int, q: float) -> float | None:
 
 
 def _row(name: str, agg: dict, classes: dict[str, int], ordered: dict) -> dict:
-    """One source's row, with stats.py proxy_table's columns and meanings."""
+    """One source's row: the columns docs/report.md defines."""
     requests, n = agg["requests"], agg["n_latency"]
     row = {"name": name, "requests": requests, "responses": agg["responses"]}
     for cls in RESULT_CLASSES:
@@ -119,8 +120,8 @@ def _row(name: str, agg: dict, classes: dict[str, int], ordered: dict) -> dict:
     return row
 
 
-def proxy_table(tables: RunTables, names: list[str]) -> list[dict]:
-    """One row per reply source: the Collector first, then each proxy in `names` order (stats.py proxy_table)."""
+def proxy_table(tables: ReplyQueries, names: list[str]) -> list[dict]:
+    """One row per reply source: the Collector first, then each proxy in `names` order."""
     aggregates = _aggregates(tables)
     classes = _result_counts(tables)
     ordered = _order_statistics(tables, aggregates)

@@ -43,7 +43,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from analysis.stats import median
 from bench.lib.callgrind import callgrind, inclusive_rows, split_name
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
@@ -54,6 +53,7 @@ from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, cpu_times, free_port
+from spe_tools.summary_stats import median
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Cost of the cache-rule judge"

@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.stats import median
 from bench import ROOT
 from bench.lib.clients import timed_get
 from bench.lib.doc import machine, write_section
 from spe_tools.collector import BINARIES, start_collector
 from spe_tools.process import ProcessGroup, free_port
+from spe_tools.summary_stats import median
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Collector timing replay: replayed hit vs original miss"

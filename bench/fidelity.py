@@ -5,7 +5,8 @@
   fixed-rate client sends a mix of object sizes (1 KB to 256 KB, all Collector HITs after a warm-up);
   from the Multiplier's JSON Lines log it compares, request by request, the Collector's measured
   latency (total_us) with each dummy's: mean, median and p90 of each, and the paired difference with
-  its 95 % confidence interval (normal approximation for the mean, order statistics for the median: analysis/stats.py).
+  its 95 % confidence interval (normal approximation for the mean, order statistics for the median:
+  spe_tools/summary_stats.py).
   A dummy is one more hop than the direct path, so it is expected to be slower by the cost of a hop;
   the two dummies must be equal to each other.
 
@@ -42,7 +43,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.stats import mean_ci, median, median_ci, percentile
 from bench.lib.clients import fixed_rate, get
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
@@ -61,6 +61,7 @@ from bench.lib.servers import (
 )
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup
+from spe_tools.summary_stats import mean_ci, median, median_ci, percentile
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Measurement fidelity"

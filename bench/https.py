@@ -33,7 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-from analysis.stats import median
 from bench import ROOT
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
@@ -42,6 +41,7 @@ from bench.lib.servers import check_alive, numbered, start_multiplier, start_ngi
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port, process_tree
+from spe_tools.summary_stats import median
 
 TITLE = "HTTPS interception at 4-way fan-out, 1 KB"
 CLIENT = ROOT / "build/release/bench/tls_load/spe-tls-load"

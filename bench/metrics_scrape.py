@@ -33,7 +33,6 @@ import threading
 import time
 from pathlib import Path
 
-from analysis.stats import median
 from bench.lib.callgrind import callgrind, inclusive_rows
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
@@ -42,6 +41,7 @@ from bench.lib.servers import check_alive, numbered, start_file_server, start_mu
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port, process_tree
+from spe_tools.summary_stats import median
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "What /metrics costs, 4-way, scraped every second"

@@ -52,7 +52,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.stats import median
 from bench.lib.clients import get
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
@@ -76,6 +75,7 @@ from spe_tools.rundir import layout
 from spe_tools.rundir.access_log import SPE_LOGFORMAT
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.port_usage import PortUsage, add_access_line
+from spe_tools.summary_stats import median
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier overhead on loopback"

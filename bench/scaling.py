@@ -30,7 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-from analysis.stats import percentile
 from bench import ROOT
 from bench.lib.clients import fixed_rate, get
 from bench.lib.doc import command_line, machine, publish
@@ -48,6 +47,7 @@ from bench.lib.servers import (
 )
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup
+from spe_tools.summary_stats import percentile
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Multiplier scaling: CPU and memory versus request rate and proxies"

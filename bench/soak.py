@@ -22,7 +22,6 @@ import threading
 import time
 from pathlib import Path
 
-from analysis.stats import percentile
 from bench import ROOT
 from bench.lib.doc import machine, publish
 from bench.lib.harness import MULTIPLIER
@@ -30,6 +29,7 @@ from bench.lib.servers import BENCH_ORDER
 from spe_tools.duration import parse_duration
 from spe_tools.process import Child, ProcessGroup, free_port, open_fds, rss_kb
 from spe_tools.squid import start_squid
+from spe_tools.summary_stats import percentile
 from tests.python.httpclient import Connection
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)

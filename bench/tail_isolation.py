@@ -42,7 +42,6 @@ import threading
 import time
 from pathlib import Path
 
-from analysis.stats import percentile
 from bench import ROOT
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import BenchError, run_main
@@ -51,6 +50,7 @@ from bench.lib.servers import pin, start_multiplier
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, cpu_times, free_port, process_tree
 from spe_tools.squid import start_squid
+from spe_tools.summary_stats import percentile
 from tests.python.httpclient import Connection
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)

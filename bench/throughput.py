@@ -26,7 +26,6 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.stats import median
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, BenchError, run_main
 from bench.lib.meters import busy_seconds, cpu_seconds
@@ -44,6 +43,7 @@ from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, free_port, process_tree
+from spe_tools.summary_stats import median
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"

@@ -16,8 +16,8 @@ from analysis.cli import main as report_main
 from analysis.records import COLLECTOR, load_jsonl, load_rope
 from analysis.report import build_report, html_report, short_report, summary_json, text_report
 from analysis.sections.collector_ports import port_rows
-from analysis.stats import mean_ci, median_ci, percentile
 from spe_tools.rundir.layout import RunDir
+from spe_tools.summary_stats import mean_ci, median_ci, percentile
 
 
 def measure(status=200, total_ms=1.0, ttfb_ms=0.5, connect_us=0, body=1000, header=200, md5="aa", error=None):

@@ -1,27 +1,56 @@
-"""The statistics without polars (spe_tools/summary_stats.py) agree with the report's (analysis/stats.py); the
-programs that need only them do not load polars (loopback/test_lean_imports.py)."""
+"""The summary statistics, defined once (spe_tools/summary_stats.py) on plain lists, and the report's reading of
+them from DuckDB's sorts at the ranks they name (analysis/stats_sql.py) agree; the programs that need only them
+do not load polars (loopback/test_lean_imports.py)."""
 
 from __future__ import annotations
 
 import random
+import statistics
 
+import duckdb
 import pytest
 
-from analysis import stats as report_stats
+from analysis import stats_sql
+from analysis.engine import ReplyQueries
 from spe_tools import summary_stats
 from spe_tools.hostport import parse_hostport
 from spe_tools.workload.stats import distribution
 
 
+class Values(ReplyQueries):
+    """One column `x` as a DuckDB table, queried as the report queries a run."""
+
+    def __init__(self, values: list[float | None]):
+        self.con = duckdb.connect()
+        self.con.execute("CREATE TABLE t (x DOUBLE)")
+        self.con.executemany("INSERT INTO t VALUES (?)", [(v,) for v in values])
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
-def test_the_plain_statistics_are_the_reports(n):
+def test_the_reports_order_statistics_are_the_plain_ones(n):
     rng = random.Random(n)
     values = [rng.expovariate(1 / 80) for _ in range(n)] + [None]
-    for q in (0, 0.1, 0.5, 0.9, 0.99, 1):
-        assert summary_stats.percentile(values, q) == pytest.approx(report_stats.percentile(values, q))
-    for name in ("median", "mean_ci", "median_ci"):
-        plain, framed = getattr(summary_stats, name)(values), getattr(report_stats, name)(values)
-        assert plain == (None if framed is None else pytest.approx(framed))
+    quantiles = (0, 0.1, 0.5, 0.9, 0.99, 1)
+    ranks = {r for q in quantiles for r in summary_stats.quantile_ranks(n, q)[:2]}
+    if n >= 3:
+        ranks |= set(summary_stats.median_ci_ranks(n))
+    with Values(values) as table:
+        at = stats_sql.values_at_ranks(table, "SELECT x FROM t", ranks)
+    for q in quantiles:
+        assert stats_sql.quantile(at, n, q) == pytest.approx(summary_stats.percentile(values, q))
+    if n >= 3:
+        low, high = summary_stats.median_ci_ranks(n)
+        assert (at[low], at[high]) == summary_stats.median_ci(values)
+
+
+def test_the_definitions():
+    values = [4.0, 1.0, 3.0, None, 2.0]
+    assert summary_stats.percentile(values, 0.9) == pytest.approx(3.7)  # linear between ranks 2 and 3
+    assert summary_stats.median(values) == 2.5 and summary_stats.mean(values) == 2.5
+    half = 1.96 * statistics.stdev([1, 2, 3, 4]) / 2
+    assert summary_stats.mean_ci(values) == pytest.approx((2.5 - half, 2.5 + half))
+    assert summary_stats.median_ci(values) == (1.0, 4.0)  # ranks n/2 -/+ 0.98 sqrt(n), clamped
+    assert summary_stats.mean_ci([1.0]) is None and summary_stats.median_ci([1.0, 2.0]) is None
 
 
 def test_a_distribution_of_no_values_and_of_some():
