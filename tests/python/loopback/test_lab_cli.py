@@ -355,8 +355,10 @@ def test_a_failed_bring_up_stops_forked_helpers_and_records_the_lab_that_ran(run
 def test_a_process_the_lab_could_not_stop_stays_in_pids_json_for_down(runs, monkeypatch, capsys, sessions):
     needs("squid")
     with_forked_helper(monkeypatch)
-    stop = Child.stop
+    stop, signal_stop = Child.stop, Child.signal_stop  # a process that does not stop when told
     monkeypatch.setattr(Child, "stop", lambda child, **kw: None if child.name == "helper" else stop(child, **kw))
+    monkeypatch.setattr(Child, "signal_stop",
+                        lambda child, *a: None if child.name == "helper" else signal_stop(child, *a))
     rc, rundir, err = failing_bring_up(runs, monkeypatch, capsys, sessions)
     assert rc == 1
     state = json.loads((rundir / "pids.json").read_text())  # kept: the helper is still running
