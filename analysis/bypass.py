@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from analysis.collector_log import strips_query_terms
 from analysis.records import COLLECTOR
 from analysis.report_data import BYPASS
+from analysis.run_collector import strips_query_terms
 from analysis.section import TRUST, RunData, Section
 from spe_tools.rundir.port_usage import PortUsage
 

@@ -35,9 +35,9 @@ import json
 from pathlib import Path
 
 from analysis.access_log_sql import read_access_log
-from analysis.collector_log import strips_query_terms
 from analysis.engine import ReplyQueries, RunTables
 from analysis.records import COLLECTOR
+from analysis.run_collector import strips_query_terms
 from analysis.section import Section
 from analysis.stats_sql import TIMED, quantile, values_at_ranks
 from spe_tools.rundir.lab_json import LabJson

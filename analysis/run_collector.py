@@ -1,6 +1,8 @@
-"""Which Collector a run used, read from its directory: lab.json's "collector" (kind and
-uncacheable_ttl_s), else the Collector's own squid.conf (only the patched one has collector_*
-directives). Whether it shared uncacheable replies decides what a body mismatch on one means."""
+"""Which Collector a run used, and how it logged, read from its directory: lab.json's "collector" (kind,
+uncacheable_ttl_s, whether it stripped query terms), else the Collector's own squid.conf (only the patched one has
+collector_* directives). Whether it shared uncacheable replies decides what a body mismatch on one means; whether
+it logged URLs without their query, how its access.log's URLs are matched with the records'. The log's reader and
+the per-port counts are the run directory's contract (spe_tools/rundir/access_log.py and port_usage.py)."""
 
 from __future__ import annotations
 
@@ -44,3 +46,8 @@ def collector_of_run(run: Path | None) -> RunCollector:
         return RunCollector(lab_json.collector.kind, int(DEFAULT_UNCACHEABLE_TTL_S if ttl is None else ttl))
     conf = RunDir(run).collector_conf
     return _from_squid_conf(conf) if conf.exists() else RunCollector(None)
+
+
+def strips_query_terms(lab_json: LabJson | None) -> bool:
+    """Whether the run's Collector logged URLs without their query (lab.json; older runs: no)."""
+    return lab_json is not None and lab_json.collector.strips_query_terms()
