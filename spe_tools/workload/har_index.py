@@ -150,16 +150,12 @@ class HarIndex:
 
     def _next(self, k: Key, conditional: bool, advance: bool) -> Recorded | None:
         sequence = self.sequences.get(k, [])
-
-        def answers(r: Recorded) -> bool:
-            return _answers(r, conditional)
-
         for i in range(self.cursor[k], len(sequence)):
-            if answers(sequence[i]):
+            if _answers(sequence[i], conditional):
                 if advance:
                     self.cursor[k] = i + 1
                 return sequence[i]
-        return next((r for r in reversed(sequence) if answers(r)), None)  # run out: the last one again
+        return next((r for r in reversed(sequence) if _answers(r, conditional)), None)  # run out: the last one again
 
 
 def _answers(r: Recorded, conditional: bool) -> bool:
