@@ -66,9 +66,20 @@ def test_the_dummy_never_differs_from_the_collector_on_a_real_site():
         summary = browse(lab.workdir, lab.multiplier_port, [site + page for page in dokuwiki_site.PAGES])
         assert summary["errors"] == 0 and summary["reloads"] == len(dokuwiki_site.PAGES), summary
         records = settled_records(lab, summary["requests"] - summary["failed_requests"])
+        results, differing = results_per_proxy(records, kinds)
+        evidence = collector_lines(lab, {entry[1].split("?")[0] for entry in differing})
 
-    results, differing = results_per_proxy(records, kinds)
     print("results per proxy:", {kind: dict(counts) for kind, counts in results.items()})
     conditional = [r for r in records if r["collector"]["status"] == 304]
     assert len(records) >= 60 and conditional, (len(records), len(conditional))  # a site, and its 304s
+    print("\n".join(["the Collector's lines of the URLs the dummy got otherwise:", *evidence]))
     assert not differing, differing
+
+
+def collector_lines(lab, urls: set[str]) -> list[str]:
+    """The Collector's access-log lines of these URLs (logged without their query; tag, port, Squid's result):
+    how a difference came about, in a failure's message, since the lab's files go with it."""
+    log = lab.files.access_log
+    if not urls or not log.exists():
+        return []
+    return [line for line in log.read_text().split("\n") if any(url in line for url in urls)]

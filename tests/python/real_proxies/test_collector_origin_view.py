@@ -225,3 +225,26 @@ def test_a_client_requests_proxies_get_its_304_after_a_later_reload_revalidated(
     assert (whole.status, whole.get("X-Serial")) == (200, first_304.get("X-Serial"))
     assert bed.get("p1", "reload", {**second, **reload})[-1].get("X-Serial") == second_304.get("X-Serial")
     assert bed.fetches("reload") == fetches  # none of them went to the origin
+
+
+def test_a_clients_conditional_miss_gives_its_proxies_the_origins_304(bed):
+    """A browser revalidates its own copy where the Collector holds none (another cookie in the key, a copy it
+    evicted): the Collector forwards the client's validators and the origin answers 304. The proxies' requests
+    caused by that client request that forward the same validators get that 304 (its X-Serial, its Date), not
+    one of their own from the origin a moment later: a real origin's next 304 differs (DokuWiki's in Expires)
+    and even the dummy differed (patch 0025). Any other request is the origin's to answer."""
+    url = bed.url("reload") + "?conditional-miss"
+    client, validators = tag(), {"Cache-Control": "max-age=0", "If-None-Match": '"r1"'}
+    fetches = bed.fetches("reload")
+    first = exchange(bed.ports["direct"], url, {**client, **validators})[0][-1]
+    assert first.status == 304 and bed.fetches("reload") == fetches + 1
+    time.sleep(1.1)  # the origin's next 304 carries another Date
+    for port in ("p1", "p2"):
+        late = exchange(bed.ports[port], url, {**client, **validators})[0][-1]
+        assert (late.status, late.get("X-Serial"), late.get("Date"), late.get("X-SPE-Validated")) == \
+            (304, first.get("X-Serial"), first.get("Date"), first.get("X-SPE-Validated"))
+    assert bed.fetches("reload") == fetches + 1
+    stranger = exchange(bed.ports["p1"], url, {**tag(), **validators})[0][-1]  # another client request's
+    assert stranger.status == 304 and stranger.get("X-Serial") != first.get("X-Serial")
+    whole = exchange(bed.ports["p2"], url, client)[0][-1]  # without the validators: never the 304
+    assert whole.status == 200 and bed.fetches("reload") == fetches + 3
