@@ -12,8 +12,10 @@ and replay again (./spe origin --har, ./spe replay).
 RUN is a run directory (or its multiplier.jsonl). Each entry holds what the run kept and says in its comments what
 it did not: the record keeps request and reply fields caches decide by, body sizes and MD5s, not bodies; where the
 Multiplier captured a mismatch (RUN/captures/), the whole reply header and the first body bytes. Cookies and
-credentials stay as the run keeps them: "(present)" or an hmac: digest. Exit status: 0 written, 2 error (no run
-directory, no such proxy or request, a file that cannot be written). Reference: docs/report.md, "Export as a HAR".
+credentials stay as the run keeps them: "(present)" or an hmac: digest; with --keep-secrets, the values a capture
+holds as received (a run with --capture-secrets) are written as received (the file is private: mode 0600). Exit
+status: 0 written, 2 error (no run directory, no such proxy or request, a file that cannot be written). Reference:
+docs/report.md, "Export as a HAR".
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--proxy", metavar="NAME", help="what this proxy under test answered, instead of the Collector")
     p.add_argument("--request", type=int, metavar="ID",
                    help="only this record (the log's `id`) and the requests for its URL before it")
+    p.add_argument("--keep-secrets", action="store_true",
+                   help="write the cookies and credentials a capture holds as received (--capture-secrets) as they "
+                        "are, not as (present); the records' digests stay digests")
     return p
 
 
@@ -51,7 +56,7 @@ def summary(export_count: int, captured: int, left_out: dict[str, int], out: Pat
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        export = export_run(args.run, args.proxy, args.request)
+        export = export_run(args.run, args.proxy, args.request, args.keep_secrets)
         with access.umask(None):  # what the run's records hold (URLs, fields) stays as private as the run
             write_export(export, args.har)
     except ExportError as e:

@@ -48,8 +48,10 @@ def _recorded(record: dict) -> HarResponse:
                        content_comment=BODY_NOT_KEPT if status is not None else "no body: no reply")
 
 
-def collector_response(record: dict, capture: Capture | None, capture_name: str) -> HarResponse:
+def collector_response(record: dict, capture: Capture | None, capture_name: str,
+                       keep_secrets: bool = False) -> HarResponse:
     collector = record.get("collector") or {}
     if capture is not None and capture.collector is not None:
-        return captured_response(capture.collector, "the Collector's", capture_name, collector.get("header_bytes"))
+        return captured_response(capture.collector, "the Collector's", capture_name, collector.get("header_bytes"),
+                                 keep_secrets)
     return _recorded(record)

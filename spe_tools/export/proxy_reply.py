@@ -92,7 +92,8 @@ def _recorded(record: dict, leg: dict, comparison: Comparison) -> HarResponse:
 
 
 def proxy_response(record: dict, leg: dict, capture: Capture | None, capture_name: str,
-                   comparison: Comparison) -> HarResponse:
+                   comparison: Comparison, keep_secrets: bool = False) -> HarResponse:
     if capture is not None and capture.proxy is not None:
-        return captured_response(capture.proxy, f"{leg['name']}'s", capture_name, leg.get("header_bytes"))
+        return captured_response(capture.proxy, f"{leg['name']}'s", capture_name, leg.get("header_bytes"),
+                                 keep_secrets)
     return _recorded(record, leg, comparison)

@@ -91,7 +91,7 @@ def _capture(source: Source, record: dict, proxy: str | None) -> tuple[Capture |
 def _collector_view(source: Source, record: dict) -> View:
     capture, name = _capture(source, record, None)
     results = {str(leg.get("name")): leg.get("result") for leg in record.get("proxies") or ()}
-    return View(record.get("collector") or {}, collector_response(record, capture, name),
+    return View(record.get("collector") or {}, collector_response(record, capture, name, source.keep_secrets),
                 {"client_status": record.get("client_status"), "note": record.get("note"), "results": results},
                 capture is not None and capture.collector is not None)
 
@@ -102,7 +102,7 @@ def _proxy_view(source: Source, record: dict, proxy: str) -> View:
     more = {"proxy": proxy, "result": leg.get("result"), "mismatched_headers": leg.get("mismatched_headers"),
             "error": leg.get("error_detail") or leg.get("error"), "queued_us": leg.get("queued_us"),
             "reference": {"status": collector.get("status"), "md5": collector.get("md5")}}
-    return View(leg, proxy_response(record, leg, capture, name, source.comparison), more,
+    return View(leg, proxy_response(record, leg, capture, name, source.comparison, source.keep_secrets), more,
                 capture is not None and capture.proxy is not None)
 
 
@@ -129,8 +129,9 @@ def _comment(source: Source, proxy: str | None, left_out: Counter) -> str:
     return "; ".join(said) + " (docs/report.md, Export as a HAR)"
 
 
-def export_run(path: Path, proxy: str | None = None, request: int | None = None) -> Export:
-    source = read_source(path)
+def export_run(path: Path, proxy: str | None = None, request: int | None = None,
+               keep_secrets: bool = False) -> Export:
+    source = read_source(path, keep_secrets)
     entries: list[HarEntry] = []
     left_out: Counter = Counter()
     captured = 0

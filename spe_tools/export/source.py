@@ -27,6 +27,7 @@ class Source:
     records: list[dict]
     captures: dict[int, dict[str, Path]]
     comparison: Comparison = Comparison()
+    keep_secrets: bool = False  # --keep-secrets: a capture's values held as received are written as received
 
 
 def _log_of(path: Path) -> tuple[Path, Path]:
@@ -47,7 +48,7 @@ def _comparison(run: Path) -> Comparison:
     return Comparison(spec.compare_headers, spec.ignore_headers) if spec is not None else Comparison()
 
 
-def read_source(path: Path) -> Source:
+def read_source(path: Path, keep_secrets: bool = False) -> Source:
     run, log = _log_of(Path(path))
     recorded = LabJson.read(run) or LabJson()
     captures = run / recorded.multiplier.captures if recorded.multiplier.captures else RunDir(run).captures
@@ -55,7 +56,7 @@ def read_source(path: Path) -> Source:
         records = read_records(log)
     except (OSError, UnicodeDecodeError) as e:
         raise ExportError(f"cannot read {log}: {getattr(e, 'strerror', None) or e}") from None
-    return Source(run, log, records, captures_by_request(captures), _comparison(run))
+    return Source(run, log, records, captures_by_request(captures), _comparison(run), keep_secrets)
 
 
 def proxies(source: Source) -> list[str]:

@@ -199,3 +199,15 @@ def test_a_proxys_reply_to_a_304_compares_only_the_fields_a_304_carries(tmp_path
     run = make_run(tmp_path / "run", [rec])
     entry = export(run, "--proxy", "nginx")["entries"][0]
     assert set(headers(entry["response"])) == {"cache-control", "etag"}
+
+
+def test_keep_secrets_writes_what_a_capture_holds_as_received_and_the_file_stays_private(run):
+    """--keep-secrets: a value the capture holds as received (a run with --capture-secrets) is written as is, for
+    a bug report whose reader needs the cookie; the records' digests stay digests (they are all the run has)."""
+    fresh = export(run, "--proxy", "sq", "--keep-secrets")["entries"][0]
+    assert SECRET in headers(fresh["response"])["Set-Cookie"]
+    assert "as received (--capture-secrets, --keep-secrets)" in fresh["response"]["comment"]
+    request = export(run, "--keep-secrets")["entries"][0]["request"]
+    assert headers(request)["authorization"] == "(present)"
+    newest = max(run.parent.glob("out-*.har"), key=lambda p: p.stat().st_mtime_ns)
+    assert newest.stat().st_mode & 0o077 == 0
