@@ -73,6 +73,13 @@ class HarSend:
     headers: tuple[tuple[str, str], ...]
     body: bytes | None
     recorded_status: int  # 0: the recording has none (a request the browser cancelled)
+    wire: bytes  # the request as sent, head and body: made when planned, not at its send time (HarSend.planned)
+
+    @staticmethod
+    def planned(lane: Lane, method: str, url: str, headers: tuple[tuple[str, str], ...], body: bytes | None,
+                recorded_status: int) -> HarSend:
+        wire = request_bytes(method, url, urlsplit(url).netloc, headers, body)
+        return HarSend(lane, method, url, headers, body, recorded_status, wire)
 
 
 def wire_text(text: str) -> str:
@@ -179,8 +186,9 @@ def plan_har(entries: list[HarEntry], client: str, origin: str | None, speed: fl
         except RefusedError as why:
             refused[str(why)] += 1
             continue
-        send = HarSend(lane_of(e, client, ids), e.request.method, url,
-                       tuple(request_headers(e.request.headers, client)), body_sent(e, fixes), e.response.status)
+        send = HarSend.planned(lane_of(e, client, ids), e.request.method, url,
+                               tuple(request_headers(e.request.headers, client)), body_sent(e, fixes),
+                               e.response.status)
         out.append(((e.started - t0) / speed, send))
     return out, refused
 
@@ -214,16 +222,15 @@ class HarClients:
         return self.pools[lane]
 
     async def send(self, request: HarSend, at: float) -> Exchange:
-        data = request_bytes(request.method, request.url, urlsplit(request.url).netloc, request.headers, request.body)
         ex = Exchange(at, info={"client": request.lane.client, "recorded": request.recorded_status})
         pool = self.pool(request.lane)
         if request.lane.size == 1:
             # A recorded connection's requests go in their recorded order: asyncio's Lock is first come, first
             # served, and each request queues at its scheduled time (the pool's own wait lets a newcomer pass).
             async with self.turns[request.lane]:
-                await fetch(pool, data, request.method, ex, self.timeout)
+                await fetch(pool, request.wire, request.method, ex, self.timeout)
         else:
-            await fetch(pool, data, request.method, ex, self.timeout)
+            await fetch(pool, request.wire, request.method, ex, self.timeout)
         ex.reply = None
         return ex
 

@@ -6,6 +6,7 @@ loopback/test_har_samples_both_sides.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 
@@ -13,8 +14,9 @@ import pytest
 from conftest import ROOT
 
 from spe_tools.workload.har_bodies import BodyStore
+from spe_tools.workload.har_entry import dropped_body_size
 from spe_tools.workload.har_origin import HarOrigin, load_index
-from spe_tools.workload.har_read import read_har_file
+from spe_tools.workload.har_read import read_har, read_har_file
 from spe_tools.workload.har_replay import plan_har
 from spe_tools.workload.http11 import Message
 
@@ -68,3 +70,18 @@ def test_each_sample_replayed_against_the_har_origin_gets_the_recorded_statuses(
     stats = origin.stats()
     assert stats["served"] == len(planned) and stats["not_in_har"] == 0
     assert stats["fixes"] == EXPECTED[name][2]
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_a_dropped_body_keeps_the_size_decoding_it_gives(name):
+    """The replay drops response bodies without decoding them (the fifth of its reading it cost): the size it
+    keeps is still the decoded body's, for base64 with any padding and for non-ASCII text."""
+    path = SAMPLES / f"{name}.har"
+    kept, dropped = read_har(path), read_har(path, bodies="drop")
+    assert [e.response.body_size for e in dropped] == [e.response.body_size for e in kept]
+    assert all(e.response.body is None for e in dropped)
+    for data in (b"", b"a", b"ab", b"abc", bytes(range(256)) * 3 + b"x"):
+        content = {"text": base64.b64encode(data).decode(), "encoding": "base64"}
+        assert dropped_body_size(content) == len(data)
+    assert dropped_body_size({"text": "h\u00e9llo \u2603"}) == len("h\u00e9llo \u2603".encode())
+    assert dropped_body_size({}) is None
