@@ -10,7 +10,7 @@ With --fail-on (e.g. violations>0,mismatches>1%,noise>0), exits 3 when a thresho
 (spe_tools/thresholds.py, docs/report.md). With --lab-summary, every format is written and the short form
 is printed instead of the whole text: what `./spe lab run` ends with (the lab runs this as a program of its
 own, so nothing of the lab imports the analysis).
-The records are read through DuckDB (analysis/engine.py): from RUN/parquet/ once `./spe logs compact RUN` has
+The records are read through DuckDB (analysis/readers/engine.py): from RUN/parquet/ once `./spe logs compact RUN` has
 run (and the lines written since, from the log), else from the JSON Lines; --engine memory parses the whole log
 into memory as before.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from analysis.compare import compare_rows, compare_text, compared_report, write_compare
 from analysis.report import ENGINES, FORMATS, Progress, build_report, short_report, text_report, write_report
+from analysis.sections import noise
 from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     write_report(rep, out, formats)
     print(text_report(rep))
     print(f"Report written to {out}/" + (" (open report.html)" if "html" in formats else ""))
-    rc, lines = threshold_lines(args.fail_on, rep.rows, rep.noise)
+    rc, lines = threshold_lines(args.fail_on, rep.rows, noise.of(rep))
     for line in lines:
         print(f"spe report: {line}", file=sys.stderr if rc else sys.stdout)
     return rc
@@ -101,7 +102,7 @@ def lab_summary(rep, out: Path, fail_on: list) -> int:
     for line in short_report(rep):
         print(line)
     print(f"spe lab: report {written[-1]}")
-    rc, lines = threshold_lines(list(fail_on), rep.rows, rep.noise)
+    rc, lines = threshold_lines(list(fail_on), rep.rows, noise.of(rep))
     for line in lines:
         print(f"spe lab: {line}")
     return rc

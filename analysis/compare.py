@@ -14,14 +14,15 @@ import json
 from pathlib import Path
 
 from analysis.report import Progress, build_report
-from analysis.report_data import BYPASS, Report
+from analysis.report_data import Report
+from analysis.sections import bypass
 
 COMPARED = [("ok_pct", "match %"), ("latency_median_ms", "median ms"), ("latency_p90_ms", "p90 ms"),
             ("hit_ratio", "hit ratio"), ("rel_bandwidth_received", "rel. bw in")]
 # The sections whose computing changes the columns compared: the bypass evidence blanks the hit ratio and bandwidth of
 # a proxy whose replies did not come through its Collector port (tests/python/unit/test_report_compare.py checks that
 # computing the others changes none of them).
-ROW_SECTIONS = (BYPASS,)
+ROW_SECTIONS = (bypass.NAME,)
 
 
 def compared_report(run: Path, progress: Progress | None = None, engine: str = "duckdb") -> Report:

@@ -21,13 +21,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from analysis import sections, stats_sql
-from analysis.cache_behaviour import cache_columns, collector_usage, delivered
-from analysis.cache_records import load_judged_run
-from analysis.engine import FrameTables, ReplyQueries, RunTables
-from analysis.prefetch import prefetch_columns
-from analysis.records import Records, find_log, is_rope
+from analysis.hit_ratios import cache_columns, collector_usage, delivered
+from analysis.readers.engine import FrameTables, ReplyQueries, RunTables
+from analysis.readers.judge_records import load_judged_run
+from analysis.readers.records import Records, find_log, is_rope
 from analysis.report_data import Report
 from analysis.section import FIRST, QUESTIONS, RunData, Section, fmt
+from analysis.sections.prefetch import prefetch_columns
 from analysis.stats import RESULT_CLASSES
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
@@ -82,7 +82,8 @@ def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dic
     return rows
 
 
-# How the report reads a run: "duckdb" (analysis/engine.py: Parquet or JSON Lines through DuckDB) or "memory" (the
+# How the report reads a run: "duckdb" (analysis/readers/engine.py: Parquet or JSON Lines through DuckDB) or
+# "memory" (the
 # whole log parsed by Arrow into polars, as before DuckDB, and a ROPE text log always); the same queries on either.
 ENGINES = ("duckdb", "memory")
 
@@ -243,7 +244,8 @@ def section_html(section: Section, rep: Report, page: dict) -> tuple[Markup, Mar
     """A section's verdict and details on the page: its template's macros, else its text in <p> and <pre>."""
     macros = None
     if section.template:
-        context = {**page, **(section.context(rep) if section.context else {})}
+        # `data`: what the section computed (Report.data[its name]), so its template names no section
+        context = {**page, "data": rep.data.get(section.name), **(section.context(rep) if section.context else {})}
         macros = HTML.get_template(section.template).make_module(context)
     verdict = getattr(macros, "verdict", None)
     details = getattr(macros, "details", None)
@@ -283,9 +285,10 @@ def write_report(rep: Report, out: Path, formats: set[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if "png" in formats:
-        for name, png in rep.figures.items():
-            (out / name).write_bytes(png)
-            written.append(out / name)
+        for section in sections.SECTIONS:
+            for name, contents in (section.files(rep) if section.files else {}).items():
+                (out / name).write_bytes(contents)
+                written.append(out / name)
     if "csv" in formats:
         with (out / "summary.csv").open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=summary_columns(), extrasaction="ignore")

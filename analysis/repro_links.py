@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from analysis.records import COLLECTOR
+from analysis.readers.records import COLLECTOR
 from spe_tools.rundir.layout import CASE_JSON, MULTIPLIER_LOG, RunDir
 
 

@@ -13,18 +13,19 @@ Every hook is optional. The report calls them in this order:
 - `details_text(report)` and the template's `details()` macro: its part of the details, below the per-proxy
   table, grouped by question like the verdict.
 - `summary(report, rows)`: its keys of summary.json (it may add to the rows, the `proxies` list).
+- `files(report)`: the files it writes beside the report (the figures' PNG files, `--formats png`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
-    from analysis.records import Records
+    from analysis.readers.engine import ReplyQueries
+    from analysis.readers.records import Records
     from analysis.report_data import Report
     from spe_tools.rundir.lab_json import LabJson
     from spe_tools.rundir.port_usage import PortUsage
@@ -80,6 +81,8 @@ class Section:
     template: str | None = None
     context: Callable[[Report], dict] | None = None  # more variables for its template
     summary: Callable[[Report, list[dict]], dict] | None = None
+    # The files it writes beside the report (name -> contents; `--formats png`): the figures' PNG files.
+    files: Callable[[Report], Mapping[str, bytes]] | None = None
 
     def verdict_lines(self, report: Report) -> list[str]:
         return self.verdict_text(report) if self.verdict_text else []

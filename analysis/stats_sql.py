@@ -1,5 +1,5 @@
 """The per-proxy table (its definitions in analysis/stats.py and docs/report.md) as DuckDB queries over a run's
-`results` view (analysis/engine.py), either engine's, in memory that does not grow with the run.
+`results` view (analysis/readers/engine.py), either engine's, in memory that does not grow with the run.
 
 Counts, shares, means, standard deviations and sums are one aggregate per reply source. The percentiles, the
 medians and the median's confidence interval are order statistics: each is read at its exact rank from a sort
@@ -10,8 +10,8 @@ spe_tools/summary_stats.py's percentile does it.
 
 from __future__ import annotations
 
-from analysis.engine import ReplyQueries
-from analysis.records import COLLECTOR
+from analysis.readers.engine import ReplyQueries
+from analysis.readers.records import COLLECTOR
 from analysis.stats import RESULT_CLASSES
 from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
 

@@ -1,24 +1,34 @@
 """The report's sections: each declared once in its own module (analysis/section.py says what a section
 declares), registered once here. Their order here is the order they compute in (a section may read the columns
 an earlier one added to the rows), of their summary.csv columns, and of their parts under each question of the
-report (the verdict and the details); new sections without a home module of their own live in this package.
+report (the verdict and the details). Every section's module is in this package; what they read a run with is in
+analysis/readers/.
 """
 
 from __future__ import annotations
 
-from analysis import bypass, cache_rules, mismatches, noise, paired, plots, prefetch
 from analysis.section import QUESTIONS, Section
-from analysis.sections import collector_ports, failed_legs
+from analysis.sections import (
+    bypass,
+    collector_ports,
+    failed_legs,
+    figures,
+    judge_findings,
+    mismatches,
+    noise,
+    paired,
+    prefetch,
+)
 
 SECTIONS: tuple[Section, ...] = (
     mismatches.SECTION,
     noise.SECTION,
     bypass.SECTION,  # before the figures: a proxy that bypassed its Collector port has no hit ratio to plot
-    cache_rules.SECTION,
-    cache_rules.JUDGE_NOISE,
+    judge_findings.SECTION,
+    judge_findings.JUDGE_NOISE,
     prefetch.SECTION,
     paired.SECTION,
-    plots.SECTION,
+    figures.SECTION,
     failed_legs.SECTION,
     collector_ports.SECTION,
 )

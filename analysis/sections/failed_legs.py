@@ -8,7 +8,7 @@ its row. A section added through the registry alone: this module and one line in
 
 from __future__ import annotations
 
-from analysis.records import COLLECTOR
+from analysis.readers.records import COLLECTOR
 from analysis.section import TRUST, RunData, Section
 
 

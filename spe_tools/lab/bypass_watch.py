@@ -3,7 +3,7 @@ lab file already shows it, before.
 
 A proxy's hit ratio and bandwidth are what reached its own Collector port; a proxy that fetches
 from the origin directly shows a perfect hit ratio, silently. The same two evidences as the report
-(analysis/bypass.py, docs/report.md), here on the live logs:
+(analysis/sections/bypass.py, docs/report.md), here on the live logs:
 - the stamp: the Collector's replies carry `X-SPE-Fetch` (logged as `fetch`); a proxy's reply
   without it, where the Collector's reply to the same request had it, did not come through it;
 - the Collector's access.log: the proxy's port saw no request at all while the proxy answered

@@ -43,7 +43,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _noise_note(lab: Lab) -> str:
-    """What will measure SPE's own noise floor in this lab (analysis/noise.py)."""
+    """What will measure SPE's own noise floor in this lab (analysis/sections/noise.py)."""
     pairs = [" = ".join(pair) for pair in noise_pairs(lab)]
     dummies = [p.name for p in lab.proxies if p.kind == "dummy"]
     if not pairs and not dummies:

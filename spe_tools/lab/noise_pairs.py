@@ -3,7 +3,7 @@
 Diffy's idea: run the same thing twice; whatever the two copies disagree on is noise (timing, the
 Collector, the comparison), not a difference between caches. The lab recognises such pairs by
 itself, lists them in lab.json (`noise_pairs`) and the report shows how often each pair disagreed
-(analysis/noise.py). Settings are the keys a kind declares (kinds.Kind.options), at their effective
+(analysis/sections/noise.py). Settings are the keys a kind declares (kinds.Kind.options), at their effective
 values (a default and the same value written out are equal), except where the proxy listens.
 """
 

@@ -56,5 +56,5 @@ class ProxySpec:
     max_age_s: int = MAX_AGE_S.default
     host: str = "127.0.0.1"
     collector_port: int = COLLECTOR_PORT.default  # fix it for an external proxy
-    twin_of: str = TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/prefetch.py)
+    twin_of: str = TWIN_OF.default  # a prefetching proxy's non-prefetching twin (analysis/sections/prefetch.py)
     collector_limit_kbps: int = COLLECTOR_LIMIT_KBPS.default  # its Collector port's pace (0: none)

@@ -28,7 +28,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
                    collector=_collector(lab, run.ports), proxies=_proxies(lab, run.ports),
                    multiplier=_multiplier(lab, run.ports, multiplier), origin=_origin(lab, run.ports),
                    workload=_workload(lab),
-                   noise_pairs=noise_pairs(lab),  # identical proxies (analysis/noise.py)
+                   noise_pairs=noise_pairs(lab),  # identical proxies (analysis/sections/noise.py)
                    live=live_of_run(run))
 
 

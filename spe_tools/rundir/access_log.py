@@ -2,7 +2,7 @@
 
 Squid's native format, then the port the request arrived on (which proxy under test sent it), the request's
 size, the Multiplier's request tag (X-SPE-Request: which client request a proxy's request came from,
-analysis/prefetch.py) and, from the patched Collector, the port's name. Each field is declared once, in
+analysis/sections/prefetch.py) and, from the patched Collector, the port's name. Each field is declared once, in
 FIELDS: the `spe` logformat that the Collector's squid.conf (spe_tools/collector.py) and the test Squids
 (spe_tools/squid.py) write is built from it (logformat), and so is AccessRecord. To log another field, add
 it to FIELDS, at the end (a log written before it still reads: its lines lack the field, which reads as None).

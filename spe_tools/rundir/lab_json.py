@@ -137,7 +137,7 @@ class LabJson:
     multiplier: MultiplierOfRun = field(default_factory=MultiplierOfRun)
     origin: OriginOfRun = field(default_factory=OriginOfRun)
     workload: dict[str, Any] = field(default_factory=dict)  # the lab file's [workload] table, every key
-    noise_pairs: list[tuple[str, str]] = field(default_factory=list)  # identical proxies (analysis/noise.py)
+    noise_pairs: list[tuple[str, str]] = field(default_factory=list)  # identical proxies (analysis/sections/noise.py)
     live: LiveOfRun | None = None  # written only when the run had a live page
 
     @classmethod

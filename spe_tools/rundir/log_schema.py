@@ -1,5 +1,5 @@
 """What the analysis reads of a Multiplier record (docs/log-format.md), as one schema both readers share: Arrow's
-JSON reader (analysis/records.py, the in-memory path) and DuckDB (`./spe logs compact`'s Parquet files and the
+JSON reader (analysis/readers/records.py, the in-memory path) and DuckDB (`./spe logs compact`'s Parquet files and the
 report's engine, spe_tools/rundir/parquet_log.py). Fields it does not name are ignored: records carry more.
 """
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 _MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.int64()), ("md5", pa.string()),
             ("connect_us", pa.int64()), ("ttfb_us", pa.int64()), ("total_us", pa.int64()), ("error", pa.string()),
             ("fetch", pa.string())]
-# The per-proxy table and the sections: one row per reply (analysis/records.py).
+# The per-proxy table and the sections: one row per reply (analysis/readers/records.py).
 LOG_SCHEMA = pa.schema([
     ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
     ("note", pa.string()), ("tag", pa.string()), ("client_held_us", pa.int64()), ("collector", pa.struct(_MEASURE)),
@@ -18,7 +18,7 @@ LOG_SCHEMA = pa.schema([
                                     ("mismatched_headers", pa.list_(pa.string())), ("queued_us", pa.int64())]))),
 ])
 
-# The cache-rule judge's verdict on a reply (analysis/cache_records.py); its free-form `evidence` and `origin`
+# The cache-rule judge's verdict on a reply (analysis/readers/judge_records.py); its free-form `evidence` and `origin`
 # maps are read with `json`, only for the replies the report shows.
 _FINDINGS = pa.list_(pa.struct([("rule", pa.string()), ("section", pa.string()), ("reason", pa.string())]))
 CACHE = pa.struct([

@@ -5,5 +5,5 @@ Debian's former squid-prefetch package: when a client fetches an HTML page throu
 fetches the page again through the same Squid (normally a hit), parses it, and warms the Squid with the
 objects the page embeds and the pages it links to, within limits on depth, rate and bytes
 (docs/lab-file.md, kind "squid-prefetch"). SPE measures it from outside like any other proxy
-(analysis/prefetch.py): its prefetches are the requests its Collector port saw that no client caused.
+(analysis/sections/prefetch.py): its prefetches are the requests its Collector port saw that no client caused.
 """

@@ -1,6 +1,6 @@
 """One cache-rule catalogue: the judge's own (multiplier/src/judge/cache_rule_catalogue.hpp, printed by
 `spe-multiplier --list-cache-rules`) is the one the report reads (analysis/cache_rule_catalogue.json,
-behind RULES and ADVISORIES in analysis/cache_rules.py) and the one the log schema's enums name
+behind RULES and ADVISORIES in analysis/sections/judge_findings.py) and the one the log schema's enums name
 (docs/multiplier-log.schema.json: $defs rule and advisory). Both files are written by
 `python -m analysis.cache_rule_catalogue --update`; these tests fail until it has been run."""
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, multiplier_binary
 
 from analysis import cache_rule_catalogue
-from analysis.cache_rules import ADVISORIES, RULES
+from analysis.sections.judge_findings import ADVISORIES, RULES
 
 UPDATE = "run `.venv/bin/python -m analysis.cache_rule_catalogue --update` after ./spe build"
 

@@ -11,6 +11,7 @@ from labsupport import ALL_CACHEABLE, lab_session
 from parts import require
 
 from analysis.report import build_report, text_report
+from analysis.sections import bypass
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.status import StatusTracker
@@ -41,7 +42,7 @@ def test_traffic_server_fetching_127_0_0_1_itself_is_named_not_scored():
         tracker.update()  # replies are judged against the access.log one update later
         assert watch.bypassing == {"ats"}, (watch.ports.requests, watch.silent_port_replies)
         rep = build_report(lab.rundir)
-    assert set(rep.bypass) == {"ats"}
+    assert set(bypass.of(rep)) == {"ats"}
     rows = {r["name"]: r for r in rep.rows}
     assert rows["ats"]["hit_ratio"] is None and rows["ats"]["rel_bandwidth_received"] is None
     assert rows["squid"]["hit_ratio"] is not None and rows["squid"]["collector_requests"] >= 6

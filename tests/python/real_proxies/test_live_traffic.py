@@ -16,7 +16,7 @@ from conftest import ROOT
 from labsupport import lab_session
 from parts import require
 
-from analysis.prefetch import prefetch_columns
+from analysis.sections.prefetch import prefetch_columns
 from spe_tools import collector
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.start_collector import strip_query_terms

@@ -11,10 +11,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from analysis import plots
 from analysis.cli import main as report_main
-from analysis.records import COLLECTOR, load_jsonl, load_rope
+from analysis.readers.records import COLLECTOR, load_jsonl, load_rope
 from analysis.report import build_report, html_report, short_report, summary_json, text_report
+from analysis.sections import figures, mismatches, paired
 from analysis.sections.collector_ports import port_rows
 from spe_tools.rundir.layout import RunDir
 from spe_tools.summary_stats import mean_ci, median_ci, percentile
@@ -166,7 +166,7 @@ def test_collector_ports_and_mismatch_report(run):
     assert (ports["direct"]["requests"], ports["direct"]["hits"], ports["direct"]["bytes_out"]) == (4, 0, 4800)
     assert (ports["flaky"]["requests"], ports["flaky"]["hits"], ports["flaky"]["misses"]) == (2, 2, 0)
     assert rep.bad_collector_lines == 1  # the garbage line; the no-request probe line is not counted
-    m = rep.mismatches
+    m = mismatches.of(rep)
     assert m["by_proxy"] == {"dead": {"NO_RESPONSE": 4}, "flaky": {"BODY_MISMATCH": 1, "HEADER_MISMATCH": 1}}
     assert m["headers"] == [("etag", 1)]
     assert [e["id"] for e in m["examples"]["HEADER_MISMATCH"]] == [4]
@@ -183,7 +183,7 @@ def test_a_run_without_proxies(tmp_path):
 
 def drawn(rep) -> set[str]:
     """The figures of the report drawn, by name (each a PNG file's contents)."""
-    return {name for name, png in rep.figures.items() if png.startswith(b"\x89PNG\r\n")}
+    return {name for name, png in figures.of(rep).items() if png.startswith(b"\x89PNG\r\n")}
 
 
 FIGURES = {"latency_cdf.png", "latency_over_time.png", "hit_ratio_vs_latency.png", "bandwidth_vs_latency.png"}
@@ -228,7 +228,7 @@ def test_the_tables_text_and_summary_draw_no_figure(run, monkeypatch):
     def no_drawing(fig):
         raise AssertionError("a figure was drawn")
 
-    monkeypatch.setattr(plots, "png_bytes", no_drawing)
+    monkeypatch.setattr(figures, "png_bytes", no_drawing)
     rep = build_report(run)
     assert text_report(rep) and summary_json(rep)["proxies"] and short_report(rep)
     assert report_main([str(run), "--out", str(run / "out"), "--format", "csv,json,text"]) == 0
@@ -274,7 +274,7 @@ def uncacheable_body_mismatch_run(path: Path, lab: dict | None, squid_conf: str 
 
 def uncacheable_hint(run: Path) -> str:
     rep = build_report(run)
-    hint = rep.mismatches["examples"]["BODY_MISMATCH"][0]["hint"]
+    hint = mismatches.of(rep)["examples"]["BODY_MISMATCH"][0]["hint"]
     assert hint in text_report(rep) and html.escape(hint) in html_report(rep)
     return hint
 
@@ -412,25 +412,26 @@ def test_paired_comparison_finds_a_known_difference_and_calls_the_rest_a_tie(tmp
     """Unpaired, the spread between requests hides slow's 10 ms; paired it is exact. The ranking puts base and
     twin in one tier, slow after."""
     rep = build_report(paired_run(tmp_path))
-    by_pair = {(p["a"], p["b"]): p for p in rep.pairs}
+    by_pair = {(p["a"], p["b"]): p for p in paired.pairs_of(rep)}
     slow = by_pair[("base", "slow")]
     assert slow["n"] == 299 and slow["mean_ms"] == pytest.approx(-10) and slow["median_ms"] == pytest.approx(-10)
     assert slow["mean_ci_low_ms"] == pytest.approx(-10) and slow["significant"] and slow["faster"] == "base"
     twin = by_pair[("base", "twin")]
     assert twin["n"] == 300 and not twin["significant"] and twin["faster"] is None
     assert twin["mean_ci_low_ms"] < 0 < twin["mean_ci_high_ms"]
-    assert [set(tier) for tier in rep.ranking] == [{"base", "twin"}, {"slow"}]
+    assert [set(tier) for tier in paired.ranking_of(rep)] == [{"base", "twin"}, {"slow"}]
     text = text_report(rep)
-    assert "Ranking (paired, 95 %; '=' a tie the run cannot split): " + " = ".join(rep.ranking[0]) + " > slow" in text
+    first = " = ".join(paired.ranking_of(rep)[0])
+    assert "Ranking (paired, 95 %; '=' a tie the run cannot split): " + first + " > slow" in text
     assert "base - slow: mean -10.00 [-10.00, -10.00], median -10.00 [-10.00, -10.00], n 299: base faster" in text
     assert "Paired comparison" in html_report(rep) and "base faster" in html_report(rep)
     assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["ranking"] == rep.ranking and len(summary["pairs"]) == 3
+    assert summary["ranking"] == paired.ranking_of(rep) and len(summary["pairs"]) == 3
 
 
 def test_the_ranking_only_orders_what_is_significant_across_tiers():
-    from analysis.paired import ranking
+    from analysis.sections.paired import ranking
     rows = [{"name": n, "latency_mean_ms": m} for n, m in (("a", 1.0), ("b", 2.0), ("c", 3.0))]
     # a beats c, but b ties both: nobody can be put after anyone for certain
     pairs = [{"a": "a", "b": "b", "faster": None}, {"a": "a", "b": "c", "faster": "a"},
@@ -443,9 +444,9 @@ def test_the_ranking_only_orders_what_is_significant_across_tiers():
 def test_the_paired_matrix_shows_each_pair_from_both_sides(tmp_path):
     """One cell per ordered pair, the row's latency minus the column's: base - slow is -10 ms (base faster),
     slow - base +10 ms with the interval mirrored; proxies in ranking order, nothing on the diagonal."""
-    from analysis.paired import matrix
+    from analysis.sections.paired import matrix
     rep = build_report(paired_run(tmp_path))
-    names, cells = matrix(rep.pairs, rep.ranking)
+    names, cells = matrix(paired.pairs_of(rep), paired.ranking_of(rep))
     assert set(names[:2]) == {"base", "twin"} and names[2] == "slow"
     at = {(a, b): cells[i][j] for i, a in enumerate(names) for j, b in enumerate(names)}
     assert at[("base", "base")] is None

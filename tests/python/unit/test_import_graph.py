@@ -105,7 +105,7 @@ def test_the_contract_stands_below_the_lab_and_the_analysis():
 def test_the_graph_sees_imports():
     """A guard for the tests above: the reader finds imports of each form."""
     graph = import_graph()
-    assert "spe_tools.rundir.lab_json" in graph["analysis.noise"]  # from a.b import C
+    assert "spe_tools.rundir.lab_json" in graph["analysis.sections.noise"]  # from a.b import C
     assert "spe_tools.lab.access" in graph["spe_tools.lab.runner"]  # from a import module
     assert "spe_tools.thresholds" in graph["analysis.cli"]  # from a.b import f
     assert "analysis.report_data" in graph["analysis.section"]  # under TYPE_CHECKING

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 from conftest import ROOT
 
-from analysis.bypass import silent_port_evidence
-from analysis.engine import FrameTables
+from analysis.readers.engine import FrameTables
+from analysis.sections.bypass import silent_port_evidence
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.cli import main as lab_main
 from spe_tools.lab.model import load_lab, parse_lab

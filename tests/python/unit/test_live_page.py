@@ -18,11 +18,13 @@ import uvicorn
 from test_analysis import measure, proxy, record
 from test_report_cache_rules import judged_run
 
-from analysis import cache_records, cache_rules, live
-from analysis.cache_records import _lines_from_end, load_evidence
+from analysis import live
 from analysis.live import LivePage, LiveServer
-from analysis.records import COLLECTOR
+from analysis.readers import judge_records
+from analysis.readers.judge_records import _lines_from_end, load_evidence
+from analysis.readers.records import COLLECTOR
 from analysis.report import build_report, html_report
+from analysis.sections import judge_findings
 from spe_tools.lab.labfile import lab_toml
 from spe_tools.lab.model import LabFileError, LiveSpec, parse_lab
 from spe_tools.rundir.lab_json import LabJson, LiveOfRun
@@ -123,7 +125,7 @@ def test_each_rule_s_example_is_its_latest_request_with_its_evidence_and_case(tm
     its repro case once written), the final report still 2."""
     run = judged_run(tmp_path)
     reads = []
-    monkeypatch.setattr(cache_rules, "load_evidence", lambda *a, **kw: reads.append(kw) or load_evidence(*a, **kw))
+    monkeypatch.setattr(judge_findings, "load_evidence", lambda *a, **kw: reads.append(kw) or load_evidence(*a, **kw))
     case = RunDir(run).repro(3, "squid")
     case.mkdir(parents=True)
     (case / CASE_JSON).write_text("{}")
@@ -153,7 +155,7 @@ def test_the_latest_example_s_evidence_is_found_without_reading_the_log_s_head(t
     log.write_text("".join(json.dumps({"id": i, "collector": {"cache": {"evidence": {"served": {"Age": str(i)}}}}})
                            + "\n" for i in range(1, 1001)))
     parsed = []
-    monkeypatch.setattr(cache_records.json, "loads", lambda line: parsed.append(line) or json.JSONDecoder().decode(
+    monkeypatch.setattr(judge_records.json, "loads", lambda line: parsed.append(line) or json.JSONDecoder().decode(
         line.decode()))
     found = load_evidence(log, {(1000, COLLECTOR), (999, COLLECTOR)}, from_end=True)
     assert found == {(i, COLLECTOR): {"served": {"Age": str(i)}} for i in (1000, 999)}

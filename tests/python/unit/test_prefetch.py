@@ -1,4 +1,4 @@
-"""Prefetch accounting (analysis/prefetch.py) on a hand-made run whose prefetches, uses, waste and lead
+"""Prefetch accounting (analysis/sections/prefetch.py) on a hand-made run whose prefetches, uses, waste and lead
 times are known: which requests on a proxy's Collector port no client request caused, and what became
 of them; on a proxy that forwards tags, an untagged request is its own even inside a client's leg; on one that
 drops them, the window that keeps an untagged client request from being called a prefetch, at its edge."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analysis.access_log_sql import read_access_log
-from analysis.engine import RunTables
-from analysis.prefetch import HORIZON_S, prefetch_columns, prefetch_text
+from analysis.readers.access_log_sql import read_access_log
+from analysis.readers.engine import RunTables
+from analysis.sections.prefetch import HORIZON_S, prefetch_columns, prefetch_text
 from spe_tools.rundir.access_log import FIELDS, BadLineError
 from spe_tools.rundir.access_log import read_access_log as python_reader
 from spe_tools.rundir.layout import RunDir

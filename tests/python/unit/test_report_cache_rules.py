@@ -13,10 +13,11 @@ from conftest import read_records
 from test_analysis import measure, proxy, record
 from test_report_trust import topology, write_run
 
-from analysis.cache_rules import RULES, evidence_rows, rfc
 from analysis.cli import main as report_main
-from analysis.records import COLLECTOR
+from analysis.readers.records import COLLECTOR
 from analysis.report import build_report, html_report, text_report
+from analysis.sections import judge_findings
+from analysis.sections.judge_findings import RULES, evidence_rows, rfc
 
 
 def finding(rule: str, section: str | None = None) -> dict:
@@ -79,7 +80,7 @@ def test_the_hand_made_records_honour_the_log_schema(tmp_path):
 
 
 def sections(rep) -> dict[str, dict]:
-    return {s["name"]: s for s in rep.cache_rules}
+    return {s["name"]: s for s in judge_findings.of(rep)}
 
 
 def rules(section: dict) -> dict[str, dict]:
@@ -124,7 +125,7 @@ def test_a_violation_without_reuse_has_no_share_and_provenance_is_counted(tmp_pa
 
 def test_the_collector_is_judged_as_its_own_row(tmp_path):
     rep = build_report(judged_run(tmp_path))
-    assert [s["label"] for s in rep.cache_rules] == ["Collector", "squid", "varnish", "dummy"]
+    assert [s["label"] for s in judge_findings.of(rep)] == ["Collector", "squid", "varnish", "dummy"]
     collector = sections(rep)[COLLECTOR]
     assert collector["summary"]["reused"] == 1 and collector["summary"]["violations"] == {"stale": 1}
     stale = rules(collector)["stale"]
@@ -239,7 +240,7 @@ def test_a_log_without_cache_objects_gives_no_section(tmp_path):
     records = [record(i, measure(), [proxy("squid"), proxy("dummy")]) for i in range(1, 3)]
     run = write_run(tmp_path, records, topology({"squid": "squid", "dummy": "dummy"}))
     rep = build_report(run)
-    assert rep.cache_rules == [] and "Cache rules" not in text_report(rep)
+    assert judge_findings.of(rep) == [] and "Cache rules" not in text_report(rep)
     assert "cache-rules" not in html_report(rep)
     from analysis.cli import main as report_main
     assert report_main([str(run), "--format", "json"]) == 0
@@ -269,7 +270,7 @@ def test_a_rope_log_gives_no_section(tmp_path):
     line = ("Wed Jun 20 02:10:11 2001:(pid=1):RESULT: Collector: 0:1 0:1 5 {DUMMY,} 1.2.3.4 non-validation "
             "HTTP/1.0 GET http://o/\n")
     (tmp_path / "multiplier.rope.log").write_text(line)
-    assert build_report(tmp_path).cache_rules == []
+    assert judge_findings.of(build_report(tmp_path)) == []
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ from test_analysis import measure, paired_run, proxy, record
 from test_prefetch import prefetch_run
 from test_report_trust import PORTS, origin_fetch, topology, write_run
 
-from analysis import plots, sections
+from analysis import sections
 from analysis.cli import main as report_main
 from analysis.compare import ROW_SECTIONS, compare_rows, compared_report
 from analysis.report import build_report
-from analysis.report_data import BYPASS
+from analysis.sections import bypass, figures
 
 
 def bypass_run(path: Path) -> Path:
@@ -49,10 +49,10 @@ def test_compare_computes_only_the_sections_that_change_its_rows_and_draws_nothi
         raise AssertionError("a figure was drawn")
 
     monkeypatch.setattr(sections, "SECTIONS", tuple(spied(s) if s.compute else s for s in sections.SECTIONS))
-    monkeypatch.setattr(plots, "png_bytes", no_drawing)
+    monkeypatch.setattr(figures, "png_bytes", no_drawing)
     out = tmp_path / "cmp"
     assert report_main(["--compare", *map(str, runs), "--out", str(out)]) == 0
-    assert computed == [BYPASS] * len(runs)
+    assert computed == [bypass.NAME] * len(runs)
     assert sorted(p.name for p in out.iterdir()) == ["compare.csv", "compare.json", "compare.txt"]
     assert not [p for p in tmp_path.rglob("*.png")]
 
@@ -63,7 +63,7 @@ def test_compare_shows_the_whole_reports_rows(runs, engine):
     cannot give, so ROW_SECTIONS is not empty for nothing; and the prefetcher's hit ratio leaves its prefetches out."""
     whole = compare_rows([build_report(run, engine=engine) for run in runs])
     assert compare_rows([compared_report(run, engine=engine) for run in runs]) == whole
-    assert ROW_SECTIONS == (BYPASS,)
+    assert ROW_SECTIONS == (bypass.NAME,)
     assert compare_rows([build_report(run, engine=engine, computed=()) for run in runs]) != whole
     pf = next(r for r in whole if r["name"] == "pf" and r["run"] == str(runs[0]))
     assert pf["hit_ratio"] == pytest.approx(1 - 2 / 5)

@@ -14,8 +14,8 @@ from test_prefetch import prefetch_run, twin_run
 from test_report_cache_rules import judged_run
 from test_report_trust import noisy_run
 
-from analysis.engine import FrameTables, RunTables
-from analysis.records import load_jsonl
+from analysis.readers.engine import FrameTables, RunTables
+from analysis.readers.records import load_jsonl
 from analysis.report import build_report, summary_json
 from bench.report_speed import write_compacted_run, write_run
 from spe_tools.rundir.layout import RunDir
@@ -127,7 +127,7 @@ def test_an_empty_log(tmp_path):
 
 
 def test_log_order_orders_the_replies_as_the_in_memory_table_on_either_engine(tmp_path):
-    """The Collector's replies in the log's order, then the proxies' record by record, as analysis/records.py
+    """The Collector's replies in the log's order, then the proxies' record by record, as analysis/readers/records.py
     makes them: the first few rows the sections keep (the examples) are the same ones."""
     log = RunDir(mixed_run(tmp_path)).multiplier_log
     records = load_jsonl(log)

@@ -11,8 +11,9 @@ from pathlib import Path
 from test_analysis import measure, proxy, record
 
 from analysis.cli import main as report_main
-from analysis.records import load_jsonl
+from analysis.readers.records import load_jsonl
 from analysis.report import build_report, text_report, text_table
+from analysis.sections import bypass, mismatches, noise
 from analysis.sections.collector_ports import port_rows
 from spe_tools.rundir.layout import RunDir
 
@@ -52,7 +53,7 @@ def noisy_run(path: Path) -> Path:
 
 def test_the_noise_floor_and_each_proxy_beside_it(tmp_path):
     rep = build_report(noisy_run(tmp_path))
-    floor = rep.noise
+    floor = noise.of(rep)
     assert floor["measured"] and not floor["zero"]
     assert floor["pairs"] == [{"a": "squid", "b": "squid-twin", "both_answered": 3, "disagreements": 1,
                                "pct": 100 / 3}]
@@ -94,7 +95,7 @@ def test_a_zero_noise_floor_meets_the_goal(tmp_path):
     records = [record(i, measure(), [proxy("a"), proxy("b"), proxy("dummy")]) for i in range(1, 4)]
     rep = build_report(write_run(tmp_path, records, topology({"a": "squid", "b": "squid", "dummy": "dummy"},
                                                              [["a", "b"]])))
-    assert rep.noise["zero"] and rep.noise["floor_pct"] == 0
+    assert noise.of(rep)["zero"] and noise.of(rep)["floor_pct"] == 0
     assert ("Noise floor: 0.00 % (dummy 0 of 3 replies differ from the Collector's; a = b disagree on 0 of 3 "
             "requests; goal met: SPE agrees with itself)") in text_report(rep)
 
@@ -102,7 +103,7 @@ def test_a_zero_noise_floor_meets_the_goal(tmp_path):
 def test_a_run_without_dummy_or_pair_says_the_floor_was_not_measured(tmp_path):
     records = [record(i, measure(), [proxy("squid"), proxy("ats")]) for i in range(1, 3)]
     rep = build_report(write_run(tmp_path, records, topology({"squid": "squid", "ats": "trafficserver"})))
-    assert not rep.noise["measured"]
+    assert not noise.of(rep)["measured"]
     assert ("Noise floor: not measured (this lab has no dummy proxy and no noise pair, two proxies of the same kind "
             "and settings)") in text_report(rep)
     bare = build_report(RunDir(tmp_path).multiplier_log)  # a log file alone: kinds unknown
@@ -126,7 +127,7 @@ def test_a_mismatch_from_a_fetch_of_the_proxys_own_says_so(tmp_path):
     head["method"] = "HEAD"
     rep = build_report(write_run(tmp_path, [head], topology({"nginx": "nginx", "squid": "squid"})) /
                        "multiplier.jsonl")
-    hints = {e["proxy"]: e["hint"] for e in rep.mismatches["examples"]["HEADER_MISMATCH"]}
+    hints = {e["proxy"]: e["hint"] for e in mismatches.of(rep)["examples"]["HEADER_MISMATCH"]}
     assert "another origin fetch than the client's (c0ffee.9 instead of c0ffee.7)" in hints["nginx"]
     assert "a HEAD it forwarded as a GET" in hints["nginx"]
     assert hints["squid"] is None
@@ -160,7 +161,7 @@ def test_replies_without_the_collector_stamp_get_no_cache_figures(tmp_path):
                                                     origin_fetch(6, 5002, "HIER_NONE/-", "TCP_MEM_HIT")]
     rep = build_report(write_run(tmp_path, records, topology({"squid": "squid", "ats": "trafficserver"},
                                                              ports=PORTS), log))
-    assert set(rep.bypass) == {"ats"} and rep.bypass["ats"]["unstamped"] == 4
+    assert set(bypass.of(rep)) == {"ats"} and bypass.of(rep)["ats"]["unstamped"] == 4
     rows = {r["name"]: r for r in rep.rows}
     for column in ("hit_ratio", "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent"):
         assert rows["ats"][column] is None, column
@@ -180,7 +181,7 @@ def test_a_silent_collector_port_gets_no_cache_figures(tmp_path):
     log = [origin_fetch(i) for i in range(1, 5)] + [origin_fetch(1, 5001, "HIER_NONE/-", "TCP_MEM_HIT")]
     rep = build_report(write_run(tmp_path, records, topology({"squid": "squid", "ats": "trafficserver"},
                                                              ports=PORTS), log))
-    assert set(rep.bypass) == {"ats"} and rep.bypass["ats"]["silent_port_replies"] == 4
+    assert set(bypass.of(rep)) == {"ats"} and bypass.of(rep)["ats"]["silent_port_replies"] == 4
     rows = {r["name"]: r for r in rep.rows}
     assert rows["ats"]["hit_ratio"] is None and rows["squid"]["hit_ratio"] == 0.75
     assert ("ats: its Collector port saw no request while it answered 4 requests the Collector fetched from the "
@@ -192,7 +193,7 @@ def test_a_silent_port_without_origin_fetches_is_no_evidence(tmp_path):
     records = [record(i, measure(), [proxy("ats")]) for i in range(1, 3)]
     log = [origin_fetch(i, 5000, "HIER_NONE/-", "TCP_MEM_HIT") for i in range(1, 3)]
     rep = build_report(write_run(tmp_path, records, topology({"ats": "trafficserver"}, ports=PORTS), log))
-    assert rep.bypass == {} and {r["name"]: r for r in rep.rows}["ats"]["hit_ratio"] == 1.0
+    assert bypass.of(rep) == {} and {r["name"]: r for r in rep.rows}["ats"]["hit_ratio"] == 1.0
 
 
 def test_a_proxy_whose_collector_port_is_unknown_is_not_judged_and_a_silent_port_is_listed(tmp_path):
@@ -202,7 +203,7 @@ def test_a_proxy_whose_collector_port_is_unknown_is_not_judged_and_a_silent_port
     log = [origin_fetch(i) for i in range(1, 3)]
     rep = build_report(write_run(tmp_path, records, topology({"ats": "trafficserver", "mine": "external"},
                                                              ports=PORTS), log))
-    assert set(rep.bypass) == {"ats"}
+    assert set(bypass.of(rep)) == {"ats"}
     ports = {r["port"]: r for r in port_rows(rep)}
     assert ports["ats"]["requests"] == 0 and ports["squid"]["requests"] == 0 and "mine" not in ports
 
@@ -218,7 +219,7 @@ def test_a_copy_of_another_fetch_is_no_noise_and_no_mismatch(tmp_path):
     ]) for i in range(1, 5)]
     rep = build_report(write_run(tmp_path, records, topology({"dummy": "dummy", "squid": "squid",
                                                               "squid-twin": "squid"}, [["squid", "squid-twin"]])))
-    assert rep.noise["zero"] and rep.noise["floor_pct"] == 0
+    assert noise.of(rep)["zero"] and noise.of(rep)["floor_pct"] == 0
     rows = {r["name"]: r for r in rep.rows}
     assert rows["squid"]["other_fetch_pct"] == 50 and rows["squid"]["mismatch_pct"] == 0
-    assert rep.mismatches["total"] == 0 and rep.mismatches["by_proxy"]["squid"] == {"OTHER_FETCH": 2}
+    assert mismatches.of(rep)["total"] == 0 and mismatches.of(rep)["by_proxy"]["squid"] == {"OTHER_FETCH": 2}

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from analysis import stats_sql
-from analysis.engine import ReplyQueries
+from analysis.readers.engine import ReplyQueries
 from spe_tools import summary_stats
 from spe_tools.hostport import parse_hostport
 from spe_tools.workload.stats import distribution

@@ -19,7 +19,7 @@ from typing import BinaryIO
 import polars as pl
 import pyarrow as pa
 
-from analysis.records import (
+from analysis.readers.records import (
     COLLECTOR,
     Records,
     is_rope,

@@ -10,15 +10,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analysis.records import COLLECTOR
-from analysis.report_data import PAIRED
+from analysis.readers.records import COLLECTOR
 from analysis.section import BEST, RunData, Section
 from analysis.stats import MS_PER_US
 from analysis.stats_sql import quantile, values_at_ranks
 from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
+    from analysis.readers.engine import ReplyQueries
+    from analysis.report_data import Report
+
+NAME = "paired"  # the section's name: its anchor, and the key of its data in Report.data
+
+
+def pairs_of(report: Report) -> list[dict]:
+    """Paired differences per pair of proxies (this section's data)."""
+    return report.data.get(NAME, {}).get("pairs", [])
+
+
+def ranking_of(report: Report) -> list[list[str]]:
+    """Tiers, fastest first; a tier is a tie (this section's data)."""
+    return report.data.get(NAME, {}).get("ranking", [])
 
 
 def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]:
@@ -171,14 +183,14 @@ def matrix_text(pair_list: list[dict], tiers: list[list[str]]) -> list[str]:
 
 def pairs_details(rep) -> list[str]:
     """report.txt's paired comparison: the ranking, the matrix, then every pair with its intervals."""
-    lines = pairs_text(rep.pairs, rep.ranking)
-    return [*lines[:2], "  Row minus column, mean ms ('*': significant at 95 %):", *matrix_text(rep.pairs, rep.ranking),
-            "  Each pair:", *lines[2:]]
+    lines = pairs_text(pairs_of(rep), ranking_of(rep))
+    return [*lines[:2], "  Row minus column, mean ms ('*': significant at 95 %):",
+            *matrix_text(pairs_of(rep), ranking_of(rep)), "  Each pair:", *lines[2:]]
 
 
 def _matrix_context(rep) -> dict:
-    names, cells = matrix(rep.pairs, rep.ranking)
-    return {"names": names, "cells": cells, "ranking": ranking_line(rep.ranking) if rep.ranking else "",
+    names, cells = matrix(pairs_of(rep), ranking_of(rep))
+    return {"names": names, "cells": cells, "ranking": ranking_line(ranking_of(rep)) if ranking_of(rep) else "",
             "mean_ms": {r["name"]: r.get("latency_mean_ms") for r in rep.rows}}
 
 
@@ -188,7 +200,7 @@ def _pairs_and_ranking(run: RunData) -> dict:
 
 
 SECTION = Section(
-    PAIRED, "Paired comparison", question=BEST, compute=_pairs_and_ranking, applies=lambda rep: bool(rep.pairs),
-    verdict_text=lambda rep: [ranking_line(rep.ranking)] if rep.ranking else [], details_text=pairs_details,
+    NAME, "Paired comparison", question=BEST, compute=_pairs_and_ranking, applies=lambda rep: bool(pairs_of(rep)),
+    verdict_text=lambda rep: [ranking_line(ranking_of(rep))] if ranking_of(rep) else [], details_text=pairs_details,
     template="sections/paired.html.j2", context=_matrix_context,
-    summary=lambda rep, rows: {"pairs": rep.pairs, "ranking": rep.ranking})
+    summary=lambda rep, rows: {"pairs": pairs_of(rep), "ranking": ranking_of(rep)})

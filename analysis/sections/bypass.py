@@ -20,16 +20,25 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from analysis.records import COLLECTOR
-from analysis.report_data import BYPASS
-from analysis.run_collector import strips_query_terms
+from analysis.readers.records import COLLECTOR
+from analysis.readers.run_collector import strips_query_terms
 from analysis.section import TRUST, RunData, Section
 from spe_tools.rundir.port_usage import PortUsage
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
+    from analysis.readers.engine import ReplyQueries
+    from analysis.report_data import Report
+
+NAME = "bypass"  # the section's name: its anchor, and the key of its data in Report.data
+
+
+def of(report: Report) -> dict:
+    """Proxy -> evidence it bypassed its Collector port (this section's data)."""
+    return report.data.get(NAME, {})
+
 
 # What a bypassing proxy's row must not show (they would be computed from a port it did not use).
+
 CACHE_FIGURES = ("hit_ratio", "byte_hit_ratio", "rel_bandwidth_received", "rel_bandwidth_sent")
 
 
@@ -122,6 +131,6 @@ def _withhold_bypassed(run: RunData) -> dict[str, dict]:
 
 
 SECTION = Section(
-    BYPASS, "Proxies that bypassed their Collector port", question=TRUST, columns=("bypassed_replies",),
-    compute=_withhold_bypassed, applies=lambda rep: bool(rep.bypass), verdict_text=lambda rep: bypass_lines(rep.bypass),
-    template="sections/bypass.html.j2", summary=lambda rep, rows: {"bypass": rep.bypass})
+    NAME, "Proxies that bypassed their Collector port", question=TRUST, columns=("bypassed_replies",),
+    compute=_withhold_bypassed, applies=lambda rep: bool(of(rep)), verdict_text=lambda rep: bypass_lines(of(rep)),
+    template="sections/bypass.html.j2", summary=lambda rep, rows: {"bypass": of(rep)})

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analysis.report_data import NOISE_FLOOR
 from analysis.section import TRUST, RunData, Section
 from analysis.stats import NOT_MISMATCHES
 from spe_tools.rundir.lab_json import LabJson
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
+    from analysis.readers.engine import ReplyQueries
+    from analysis.report_data import Report
+
+NAME = "noise-floor"  # the section's name: its anchor, and the key of its data in Report.data
+
+
+def of(report: Report) -> dict:
+    """The noise floor SPE measured (this section's data)."""
+    return report.data.get(NAME, {})
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -120,9 +127,9 @@ def _beside_each_proxy(run: RunData) -> dict:
 
 
 SECTION = Section(
-    NOISE_FLOOR, "Noise floor", question=TRUST,
+    NAME, "Noise floor", question=TRUST,
     columns=("mismatch_pct", "noise_floor_pct", "noise_floor", "noise_pair_disagreement_pct"),
-    compute=_beside_each_proxy, applies=lambda rep: bool(rep.noise),
-    verdict_text=lambda rep: floor_text(rep.rows, rep.noise), template="sections/noise_floor.html.j2",
-    context=lambda rep: {"line": floor_line(rep.noise)},
-    summary=lambda rep, rows: {"noise_floor": rep.noise})
+    compute=_beside_each_proxy, applies=lambda rep: bool(of(rep)),
+    verdict_text=lambda rep: floor_text(rep.rows, of(rep)), template="sections/noise_floor.html.j2",
+    context=lambda rep: {"line": floor_line(of(rep))},
+    summary=lambda rep, rows: {"noise_floor": of(rep)})

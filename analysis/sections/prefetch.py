@@ -22,8 +22,9 @@ end (negative: late, the client asked before the prefetch finished). Not found: 
 wasted bandwidth. Precision is the share of prefetches used.
 
 In bounded memory (issue 29): every step is a DuckDB query, over the report's replies (the view `results` of
-analysis/engine.py, either engine) and the access log, which DuckDB reads once into a table
-(analysis/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run DuckDB read),
+analysis/readers/engine.py, either engine) and the access log, which DuckDB reads once into a table
+(analysis/readers/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run
+DuckDB read),
 never a Python object per record or line.
 A leg's window is tested with a running maximum and an ASOF join, the first use with an ASOF join: no pair of lines
 and requests for a popular URL is ever formed. A leg never sent (NOT_SENT, not in `results`) opens no window.
@@ -34,10 +35,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.access_log_sql import read_access_log
-from analysis.engine import ReplyQueries, RunTables
-from analysis.records import COLLECTOR
-from analysis.run_collector import strips_query_terms
+from analysis.readers.access_log_sql import read_access_log
+from analysis.readers.engine import ReplyQueries, RunTables
+from analysis.readers.records import COLLECTOR
+from analysis.readers.run_collector import strips_query_terms
 from analysis.section import Section
 from analysis.stats_sql import TIMED, quantile, values_at_ranks
 from spe_tools.rundir.lab_json import LabJson
@@ -271,7 +272,7 @@ def _prefetchers(rep) -> list[dict]:
 
 
 # No compute: the report reads the prefetch columns before the per-proxy table's hit ratios, which leave a
-# prefetcher's own requests out (analysis/cache_behaviour.py).
+# prefetcher's own requests out (analysis/hit_ratios.py).
 SECTION = Section("prefetching", "Prefetching", columns=tuple(PREFETCH_COLUMNS),
                   applies=lambda rep: bool(_prefetchers(rep)), details_text=lambda rep: prefetch_text(rep.rows),
                   template="sections/prefetching.html.j2", context=lambda rep: {"prefetchers": _prefetchers(rep)})

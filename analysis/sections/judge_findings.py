@@ -16,22 +16,31 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.cache_records import load_evidence
 from analysis.cache_rule_catalogue import load as load_catalogue
 from analysis.cache_rule_catalogue import of_severity
-from analysis.noise import floor_line
-from analysis.records import COLLECTOR
-from analysis.report_data import CACHE_RULES
+from analysis.readers.judge_records import load_evidence
+from analysis.readers.records import COLLECTOR
 from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
 from analysis.section import BUGS, FIRST, LATEST, TRUST, RunData, Section
+from analysis.sections import noise
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
+    from analysis.readers.engine import ReplyQueries
+    from analysis.report_data import Report
+
+NAME = "cache-rules"  # the section's name: its anchor, and the key of its data in Report.data
+
+
+def of(report: Report) -> list[dict]:
+    """What the cache-rule judge found, per source; empty for a log without it (this section's data)."""
+    return report.data.get(NAME, [])
+
 
 # rule id -> (its section, what breaking it means), from the judge's own catalogue; the section is RFC 9111's
 # unless it names another RFC. Advisories are SHOULD-level findings and the request's own directives, which
 # RFC 9111 5.2.1 makes advisory ("caches MAY implement them"): reported beside the violations, never
 # counted as violations.
+
 RULES = of_severity(load_catalogue(), "violation")
 ADVISORIES = of_severity(load_catalogue(), "advisory")
 PROVENANCE = {"origin": "from an origin fetch the Multiplier saw", "none": "no stamp: not from the origin",
@@ -281,9 +290,9 @@ def add_cache_rule_columns(rows: list[dict], sections: list[dict]) -> None:
 
 def cache_rules_summary(rep, rows: list[dict]) -> dict:
     """Each proxy row gains its `cache_rules`; the Collector's go top-level. Nothing for a log without them."""
-    if not rep.cache_rules:
+    if not of(rep):
         return {}
-    tallies = {s["name"]: s["summary"] for s in rep.cache_rules}
+    tallies = {s["name"]: s["summary"] for s in of(rep)}
     for row in rows:
         if row["name"] != COLLECTOR and row["name"] in tallies:
             row["cache_rules"] = tallies[row["name"]]
@@ -306,14 +315,14 @@ def _page_context(rep) -> dict:
     def case(name: str, request: int) -> Path | None:
         return repro_case(run, name, request) if run and name != COLLECTOR else None
 
-    firsts = [repro(s["name"], r["example"]["id"]) for s in rep.cache_rules for r in s["rules"]
+    firsts = [repro(s["name"], r["example"]["id"]) for s in of(rep) for r in s["rules"]
               if r["count"] and r["example"]]
-    return {"evidence_rows": evidence_rows, "judge_noise": judge_noise(rep.cache_rules, rep.noise),
-            "floor": floor_line(rep.noise) if rep.noise else "", "violated": violated_rules(rep.cache_rules),
-            "by_rule": {s["name"]: {r["rule"]: r for r in s["rules"]} for s in rep.cache_rules},
-            "standings": {s["name"]: _standings(s) for s in rep.cache_rules}, "repro": repro, "repro_case": case,
+    return {"evidence_rows": evidence_rows, "judge_noise": judge_noise(of(rep), noise.of(rep)),
+            "floor": noise.floor_line(noise.of(rep)) if noise.of(rep) else "", "violated": violated_rules(of(rep)),
+            "by_rule": {s["name"]: {r["rule"]: r for r in s["rules"]} for s in of(rep)},
+            "standings": {s["name"]: _standings(s) for s in of(rep)}, "repro": repro, "repro_case": case,
             "example_repro": next((command for command in firsts if command), None),
-            "which": rep.cache_rules[0]["examples"]}
+            "which": of(rep)[0]["examples"]}
 
 
 def _tally_sections(run: RunData) -> list[dict]:
@@ -323,12 +332,12 @@ def _tally_sections(run: RunData) -> list[dict]:
 
 
 SECTION = Section(
-    CACHE_RULES, "Cache rules (RFC 9111)", question=BUGS,
+    NAME, "Cache rules (RFC 9111)", question=BUGS,
     columns=("cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories"),
-    compute=_tally_sections, applies=lambda rep: bool(rep.cache_rules),
-    verdict_text=lambda rep: [*cache_rules_text(rep.cache_rules), *repro_text(rep.cache_rules, repro_run(rep.run))],
+    compute=_tally_sections, applies=lambda rep: bool(of(rep)),
+    verdict_text=lambda rep: [*cache_rules_text(of(rep)), *repro_text(of(rep), repro_run(rep.run))],
     template="sections/cache_rules.html.j2", context=_page_context, summary=cache_rules_summary)
 # The dummy's reuse and violations: the judge's own noise, a reason to doubt its verdicts.
 JUDGE_NOISE = Section("judge-noise", "The cache-rule judge's own noise", question=TRUST,
-                      applies=lambda rep: bool(judge_noise(rep.cache_rules, rep.noise)),
-                      verdict_text=lambda rep: judge_noise(rep.cache_rules, rep.noise))
+                      applies=lambda rep: bool(judge_noise(of(rep), noise.of(rep))),
+                      verdict_text=lambda rep: judge_noise(of(rep), noise.of(rep)))

@@ -15,15 +15,23 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from analysis.records import COLLECTOR  # noqa: E402
-from analysis.report_data import FIGURES  # noqa: E402
+from analysis.readers.records import COLLECTOR  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
 from analysis.stats import MS_PER_US  # noqa: E402
 from analysis.stats_sql import TIMED  # noqa: E402
 from spe_tools.rundir.log_schema import sql_string  # noqa: E402
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
+    from analysis.readers.engine import ReplyQueries
+    from analysis.report_data import Report
+
+NAME = "figures"  # the section's name: its anchor, and the key of its data in Report.data
+
+
+def of(report: Report) -> Mapping[str, bytes]:
+    """PNG file name -> contents, each drawn when first read (this section's data)."""
+    return report.data.get(NAME, {})
+
 
 CDF_POINTS = 2000
 
@@ -197,6 +205,7 @@ class Figures(Mapping[str, bytes]):
         return len(self._draw)
 
 
-SECTION = Section(FIGURES, "Figures", question=BEST, compute=Figures, template="sections/figures.html.j2",
+SECTION = Section(NAME, "Figures", question=BEST, compute=Figures, template="sections/figures.html.j2",
                   context=lambda rep: {"pngs": {name: base64.b64encode(png).decode()
-                                                for name, png in rep.figures.items()}})
+                                                for name, png in of(rep).items()}},
+                  files=of)

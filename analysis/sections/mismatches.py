@@ -6,16 +6,25 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.records import COLLECTOR
-from analysis.report_data import MISMATCHES
-from analysis.run_collector import RunCollector, collector_of_run
+from analysis.readers.records import COLLECTOR
+from analysis.readers.run_collector import RunCollector, collector_of_run
 from analysis.section import BUGS, RunData, Section
 
 if TYPE_CHECKING:
-    from analysis.engine import ReplyQueries
+    from analysis.readers.engine import ReplyQueries
+    from analysis.report_data import Report
+
+NAME = "mismatches"  # the section's name: its anchor, and the key of its data in Report.data
+
+
+def of(report: Report) -> dict:
+    """The mismatches' summary (this section's data)."""
+    return report.data[NAME]
+
 
 # The classes examples are kept for: every one but OK. OTHER_FETCH is listed for its examples, but counted in
 # no total of mismatches (analysis/stats.py NOT_MISMATCHES).
+
 MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
                     "REPLAY_REFUSED", "OTHER_FETCH"]
 
@@ -149,6 +158,6 @@ def _summarise(run: RunData) -> dict:
     return mismatch_summary(run.tables, run.capture_dir, collector_of_run(run.run))
 
 
-SECTION = Section(MISMATCHES, "Mismatches", question=BUGS, compute=_summarise,
-                  details_text=lambda rep: mismatch_text(rep.mismatches), template="sections/mismatches.html.j2",
-                  summary=lambda rep, rows: {"mismatches": rep.mismatches})
+SECTION = Section(NAME, "Mismatches", question=BUGS, compute=_summarise,
+                  details_text=lambda rep: mismatch_text(of(rep)), template="sections/mismatches.html.j2",
+                  summary=lambda rep, rows: {"mismatches": of(rep)})

@@ -25,7 +25,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from analysis.records import COLLECTOR, INTERCEPTED, Records, skip_reason
+from analysis.readers.records import COLLECTOR, INTERCEPTED, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
 from spe_tools.rundir.log_schema import CACHE, sql_string
 from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
@@ -60,8 +60,8 @@ JUDGED = "cache.reused IS NOT NULL"
 class ReplyQueries:
     """What a report section reads a run's replies through, whichever engine read the run: SQL over the views
     `results` (one row per reply the tables count, RESULT_SCHEMA's columns) and `verdicts` (one row per judged
-    reply: id, method, url, name and the `cache` object's fields, as analysis/cache_records.py reads them).
-    `log_order` is an expression of either view that orders its rows as analysis/records.py's table (the
+    reply: id, method, url, name and the `cache` object's fields, as analysis/readers/judge_records.py reads them).
+    `log_order` is an expression of either view that orders its rows as analysis/readers/records.py's table (the
     Collector's replies in the log's order, then the proxies' record by record), for the sections that keep the
     first few rows (ORDER BY it, or take its min)."""
 
@@ -171,7 +171,7 @@ class RunTables(ReplyQueries):
         return self.value("SELECT count(DISTINCT seq) FROM replies WHERE cache IS NOT NULL AND NOT " + JUDGED)
 
     def skipped_fanouts(self) -> dict[str, int]:
-        """As analysis/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
+        """As analysis/readers/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
         reasons: Counter[str] = Counter()
         for note, n in self.rows(
                 "SELECT note, count(*) FROM records WHERE coalesce(len(proxies), 0) = 0 AND note IS NOT NULL "
@@ -180,7 +180,7 @@ class RunTables(ReplyQueries):
         return dict(reasons.most_common())
 
     def https_counts(self) -> dict[str, int]:
-        """As analysis/records.py https_counts."""
+        """As analysis/readers/records.py https_counts."""
         connects, requests, intercepted, opaque, failed = self.row("""
             SELECT count(*) FILTER (method = 'CONNECT'), count(*) FILTER (starts_with(url, 'https://')),
                    count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), ?)),
@@ -193,12 +193,13 @@ class RunTables(ReplyQueries):
                 "failed_handshakes": failed}
 
     def client_holds(self) -> dict:
-        """As analysis/records.py client_holds."""
+        """As analysis/readers/records.py client_holds."""
         requests, total = self.row("SELECT count(client_held_us), sum(client_held_us) FROM records")
         return {"requests": requests, "total_s": float(total or 0) / 1e6}
 
     def records(self) -> Records:
-        """The run's counts as analysis/records.py reads them, without its replies (`results` None): the sections
+        """The run's counts as analysis/readers/records.py reads them, without its replies (`results` None): the
+        sections
         query them."""
         if not self.requests:
             return Records(None, [], 0, self.bad_lines)
