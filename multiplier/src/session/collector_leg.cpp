@@ -75,141 +75,191 @@ awaitable<bool> CollectorLeg::relay_interim(const http::response_header<>& inter
 CollectorLeg::CollectorLeg(const asio::any_io_executor& strand, ServerContext& ctx)
     : ctx_(ctx), conn_(strand, ctx.collector(), read_buffer_limit(ctx.config())) {}
 
+/// What the steps of one relay share: the client, the outcome being filled, the parser of the Collector's
+/// reply (a fresh one per interim reply: each is a whole header-only message to Beast) and, from the final
+/// header on, the client's copy of it and the body kept for the proxies.
+struct CollectorLeg::RelayState {
+    RelayState(ClientSide& client_side, ReplayRecording* recording, bool capturing)
+        : client(client_side), replay(recording), capture(capturing) {}
+
+    ClientSide& client;
+    ReplayRecording* replay;
+    bool capture;  // --capture-dir: the header and the first body bytes are kept for a mismatch capture
+    RelayOutcome out;
+    std::optional<RelayParser> parser;
+    ClientReply reply;
+    bool has_body = false;
+    bool upstream_keep_alive = false;
+    std::optional<KeptBody> body;
+
+    /// The relay ends early: the leg's time taken, the Collector connection closed (its reply is unfinished).
+    void stop(UpstreamConnection& conn) {
+        out.measure.total_us = micros_since(conn.started());
+        conn.close();
+    }
+};
+
 awaitable<RelayOutcome> CollectorLeg::relay(const WireRequest& req, ClientSide client, ReplayRecording* replay,
                                             bool keep_body) {
-    RelayOutcome out;
-    Measure& m = out.measure;
-    const auto& cfg = ctx_.config();
-    const bool capture = !cfg.capture_dir.empty();
+    RelayState state(client, replay, !ctx_.config().capture_dir.empty());
+    Measure& m = state.out.measure;
     const auto t0 = Clock::now();
-    if (auto e = co_await conn_.send(req, t0, t0 + cfg.client_timeout, m); e != LegError::none) {
+    if (auto e = co_await conn_.send(req, t0, t0 + ctx_.config().client_timeout, m); e != LegError::none) {
         m.error = e;
         m.total_us = micros_since(conn_.started());
-        co_return out;
+        co_return std::move(state.out);
     }
+    if (!co_await read_final_header(state)) co_return std::move(state.out);
+    take_final_header(state);
+    co_await stream_body(state);
+    finish(state, keep_body);
+    co_return std::move(state.out);
+}
 
+awaitable<bool> CollectorLeg::read_final_header(RelayState& state) {
+    const auto& cfg = ctx_.config();
+    Measure& m = state.out.measure;
     error_code ec;
-    std::optional<RelayParser> parser;
-    // Each interim (1xx) reply is a complete header-only message to Beast: the
-    // next one, or the final reply, needs a fresh parser.
     for (;;) {
-        parser.emplace();
-        parser->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
-        parser->body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed, never held
-        parser->skip(client.head_request);
-        m.header_bytes += parse_buffered(*parser, conn_.buffer(), ec);
-        if (!ec && !parser->is_header_done()) {
+        auto& parser = state.parser.emplace();
+        parser.header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // streamed, never held
+        parser.skip(state.client.head_request);
+        m.header_bytes += parse_buffered(parser, conn_.buffer(), ec);
+        if (!ec && !parser.is_header_done()) {
             conn_.stream().expires_after(cfg.client_timeout);
-            m.header_bytes += co_await http::async_read_header(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
+            m.header_bytes += co_await http::async_read_header(conn_.stream(), conn_.buffer(), parser, with_ec(ec));
         }
-        if (!ec && !status_code_valid(parser->get().result_int())) ec = http::error::bad_status;
+        if (!ec && !status_code_valid(parser.get().result_int())) ec = http::error::bad_status;
         if (ec) {
             m.error = classify(ec, false);
             m.error_detail = "reading the Collector's reply header: " + ec.message();
-            m.total_us = micros_since(conn_.started());
-            conn_.close();
-            co_return out;
+            state.stop(conn_);
+            co_return false;
         }
-        const unsigned status = parser->get().result_int();
-        if (status >= 200 || status == 101) break;
+        const unsigned status = parser.get().result_int();
+        if (status >= 200 || status == 101) co_return true;
         note_interim(m, status, conn_.started());
-        if (!co_await relay_interim(parser->get().base(), client)) {
-            out.client_failed = true;
-            out.keep_alive = false;
-            m.total_us = micros_since(conn_.started());
-            conn_.close();
-            co_return out;
+        if (!co_await relay_interim(parser.get().base(), state.client)) {
+            state.out.client_failed = true;
+            state.out.keep_alive = false;
+            state.stop(conn_);
+            co_return false;
         }
     }
+}
 
-    auto& upstream = parser->get();
-    take_header(m, upstream.base(), ctx_.policy(), ctx_.config().cache_judge);
-    if (capture) m.raw_header = header_text(upstream.base());
-    if (replay) replay->header(upstream.base());
-    const bool has_body = !client.head_request && !no_body_status(*m.status);
-    const bool upstream_keep_alive = upstream.keep_alive();
+void CollectorLeg::take_final_header(RelayState& state) {
+    const auto& cfg = ctx_.config();
+    Measure& m = state.out.measure;
+    auto& parser = *state.parser;
+    auto& upstream = parser.get();
+    take_header(m, upstream.base(), ctx_.policy(), cfg.cache_judge);
+    if (state.capture) m.raw_header = header_text(upstream.base());
+    if (state.replay) state.replay->header(upstream.base());
+    state.has_body = !state.client.head_request && !no_body_status(*m.status);
+    state.upstream_keep_alive = upstream.keep_alive();
 
-    ClientReply reply;
     // Moved, not copied: the parser reads the body on without its header fields (its framing is its own).
-    reply.base() = std::move(upstream.base());
+    state.reply.base() = std::move(upstream.base());
     // The fetch stamp is for the record, not for the client (a --dummy proxy
     // under test passes it on untouched: its client is a Multiplier).
-    if (!cfg.dummy && !cfg.client_fetch_stamp) erase_collector_stamps(reply.base());
-    erase_withheld_fields(reply.base());
-    prepare_client_reply(reply.base(), cfg.via_name, has_body, parser->content_length().has_value(), client);
-    out.keep_alive = client.keep_alive;
-    http::response_serializer<http::buffer_body> serializer(reply);
+    if (!cfg.dummy && !cfg.client_fetch_stamp) erase_collector_stamps(state.reply.base());
+    erase_withheld_fields(state.reply.base());
+    prepare_client_reply(state.reply.base(), cfg.via_name, state.has_body, parser.content_length().has_value(),
+                         state.client);
+    state.out.keep_alive = state.client.keep_alive;
+
+    // Kept whether the proxies compare with it or not: a kept body is hashed after the client has it.
+    std::optional<std::uint64_t> length;
+    if (!state.has_body)
+        length = 0;
+    else if (const auto declared = parser.content_length())
+        length = *declared;
+    state.body.emplace(ctx_.reference_budget(), length);
+}
+
+awaitable<void> CollectorLeg::stream_body(RelayState& state) {
+    const auto& cfg = ctx_.config();
+    Measure& m = state.out.measure;
+    auto& parser = *state.parser;
+    auto& body = *state.body;
+    http::response_serializer<http::buffer_body> serializer(state.reply);
 
     // The relay buffer lives while this reply does (an idle connection holds
     // none), is not zeroed (only the pages bodies touch become resident), and
     // is no larger than a body of known length needs.
     const std::size_t chunk_bytes =
-        relay_buffer_bytes(has_body ? parser->content_length() : boost::optional<std::uint64_t>(0));
+        relay_buffer_bytes(state.has_body ? parser.content_length() : boost::optional<std::uint64_t>(0));
     const auto chunk_holder = std::make_unique_for_overwrite<char[]>(chunk_bytes);
     char* const chunk = chunk_holder.get();
 
-    // The header leaves with the first body bytes (one write); each read takes
-    // what the Collector has already sent, up to one buffer, so a body that
-    // arrives in small pieces still goes out in few writes, without waiting.
-    // Kept whether the proxies compare with it or not: a kept body is hashed after the client has it.
-    std::optional<std::uint64_t> length;
-    if (!has_body)
-        length = 0;
-    else if (const auto declared = parser->content_length())
-        length = *declared;
-    KeptBody body(ctx_.reference_budget(), length);
+    // The header leaves with the first body bytes (one write).
     for (;;) {
-        std::size_t filled = 0;
-        while (!parser->is_done() && filled < chunk_bytes) {
-            upstream.body().data = chunk + filled;
-            upstream.body().size = chunk_bytes - filled;
-            conn_.stream().expires_after(cfg.client_timeout);
-            co_await http::async_read_some(conn_.stream(), conn_.buffer(), *parser, with_ec(ec));
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) break;
-            filled = chunk_bytes - upstream.body().size;
-            error_code ignored;
-            if (filled > 0 && conn_.buffer().size() == 0 &&
-                (!conn_.stream().last_read_filled_buffer() || conn_.stream().socket().available(ignored) == 0))
-                break;
-        }
+        error_code ec;
+        const std::size_t filled = co_await fill_chunk(state, chunk, chunk_bytes, ec);
         if (ec) {
             m.error = classify(ec, true);
             m.error_detail = "reading the Collector's body after " + std::to_string(body.bytes() + filled) +
                              " bytes: " + ec.message();
-            break;
+            co_return;
         }
         // No bytes means "end of body": a null pointer, as Beast's buffer_body
         // would otherwise emit an empty chunk, which reads as a premature last-chunk.
-        reply.body().data = filled ? chunk : nullptr;
-        reply.body().size = filled;
-        reply.body().more = !parser->is_done();
-        out.client_answered = true;
-        client.stream.expires_after(cfg.client_timeout);
-        co_await http::async_write(client.stream, serializer, with_ec(ec));
+        state.reply.body().data = filled ? chunk : nullptr;
+        state.reply.body().size = filled;
+        state.reply.body().more = !parser.is_done();
+        state.out.client_answered = true;
+        state.client.stream.expires_after(cfg.client_timeout);
+        co_await http::async_write(state.client.stream, serializer, with_ec(ec));
         if (ec == http::error::need_buffer) ec = {};
         body.append(chunk, filled);  // after it is sent: the client does not wait for a copy or an MD5
-        if (replay) replay->body(chunk, filled);
-        if (capture && m.body_head.size() < cfg.capture_body_bytes)
+        if (state.replay) state.replay->body(chunk, filled);
+        if (state.capture && m.body_head.size() < cfg.capture_body_bytes)
             m.body_head.append(chunk, std::min(filled, cfg.capture_body_bytes - m.body_head.size()));
         if (ec) {
-            out.client_failed = true;
-            break;
+            state.out.client_failed = true;
+            co_return;
         }
-        if (parser->is_done()) break;
+        if (parser.is_done()) co_return;
     }
-    m.bytes = body.bytes();
+}
+
+awaitable<std::size_t> CollectorLeg::fill_chunk(RelayState& state, char* chunk, std::size_t size, error_code& ec) {
+    // Each read takes what the Collector has already sent, up to one buffer, so
+    // a body that arrives in small pieces still goes out in few writes, without waiting.
+    auto& parser = *state.parser;
+    auto& into = parser.get().body();
+    std::size_t filled = 0;
+    while (!parser.is_done() && filled < size) {
+        into.data = chunk + filled;
+        into.size = size - filled;
+        conn_.stream().expires_after(ctx_.config().client_timeout);
+        co_await http::async_read_some(conn_.stream(), conn_.buffer(), parser, with_ec(ec));
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) co_return filled;
+        filled = size - into.size;
+        error_code ignored;
+        if (filled > 0 && conn_.buffer().size() == 0 &&
+            (!conn_.stream().last_read_filled_buffer() || conn_.stream().socket().available(ignored) == 0))
+            co_return filled;
+    }
+    co_return filled;
+}
+
+void CollectorLeg::finish(RelayState& state, bool keep_body) {
+    Measure& m = state.out.measure;
+    m.bytes = state.body->bytes();
     m.total_us = micros_since(conn_.started());
-    if (m.error == LegError::none && !out.client_failed) {
-        m.md5 = body.md5();
-        if (keep_body) out.body = body.finish(*m.md5);
-        conn_.end_reply(upstream_keep_alive);
+    if (m.error == LegError::none && !state.out.client_failed) {
+        m.md5 = state.body->md5();
+        if (keep_body) state.out.body = state.body->finish(*m.md5);
+        conn_.end_reply(state.upstream_keep_alive);
     } else {
         // A reply cut short can't be completed for the client: closing is how it learns.
         conn_.close();
-        out.keep_alive = false;
+        state.out.keep_alive = false;
     }
-    co_return out;
 }
 
 }  // namespace spe

@@ -44,8 +44,21 @@ public:
     void close() { conn_.close(); }
 
 private:
+    struct RelayState;  // what the steps of one relay share (collector_leg.cpp)
+
+    /// Reads the Collector's reply up to its final header, relaying each interim (1xx) reply to the client;
+    /// false: the relay ended there (the error or the client's failure is in the outcome).
+    awaitable<bool> read_final_header(RelayState& state);
     /// Relays an interim (1xx) reply to an HTTP/1.1 client; false: writing to the client failed.
     awaitable<bool> relay_interim(const http::response_header<>& interim, ClientSide& client);
+    /// Records the final header and makes the client's copy of it (moved from the parser's).
+    void take_final_header(RelayState& state);
+    /// Streams the body to the client as it arrives (the header leaves with its first bytes), kept on the way.
+    awaitable<void> stream_body(RelayState& state);
+    /// Reads what the Collector has already sent of the body into `chunk`, up to `size` bytes; the bytes read.
+    awaitable<std::size_t> fill_chunk(RelayState& state, char* chunk, std::size_t size, error_code& ec);
+    /// The measure's end: the MD5 and the kept body of a whole reply, the Collector connection kept or closed.
+    void finish(RelayState& state, bool keep_body);
 
     ServerContext& ctx_;
     UpstreamConnection conn_;
