@@ -13,16 +13,11 @@ Definitions (also in docs/report.md):
 
 from __future__ import annotations
 
-# REPLAY_REFUSED: the proxy's copy of an unsafe request did not match the client's (kept from the origin).
-# OTHER_FETCH: a faithful copy of another origin fetch than the client's, differing only by what differs between
-# the two fetches: no mismatch (NOT_MISMATCHES), so neither a proxy's mismatch rate nor the noise floor counts it.
-# NOT_SENT legs (unsafe requests withheld from the proxies) are no result: analysis/readers/records.py drops them.
-RESULT_CLASSES = ["OK", "STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
-                  "REPLAY_REFUSED", "OTHER_FETCH"]
-NOT_MISMATCHES = ("OK", "OTHER_FETCH")
+# The result classes are the log contract's (spe_tools/rundir/records.py), named here for the report.
+from spe_tools.rundir.records import NOT_MISMATCHES, RESULT_CLASSES  # noqa: E402,F401
 
 # Microseconds to milliseconds as polars converts them (a column divided by a number is multiplied by its reciprocal:
 # the two differ in the last bit), for the queries that read what polars computed before them
 # (analysis/sections/paired.py,
-# plots.py): a median of two values at a tie of the report's last digit (-1.725) then rounds as it did.
+# figures.py): a median of two values at a tie of the report's last digit (-1.725) then rounds as it did.
 MS_PER_US = 1 / 1000

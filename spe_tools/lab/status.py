@@ -9,6 +9,7 @@ from pathlib import Path
 
 from spe_tools.lab.bypass_watch import BypassWatch
 from spe_tools.lab.tail import LogTail
+from spe_tools.rundir.records import NOT_MISMATCHES
 
 
 @dataclass
@@ -43,14 +44,17 @@ class StatusTracker:
 def format_status(elapsed_s: float, requests: int, previous: int, results: dict[str, Counter],
                   names: list[str], down: frozenset[str] | set[str] = frozenset(),
                   bypass: frozenset[str] | set[str] = frozenset()) -> str:
-    """One line: elapsed time, requests (and per second since the last line), per proxy OK/other/no reply,
+    """One line: elapsed time, requests (and per second since the last line), per proxy OK, faithful copies of
+    another origin fetch (other-fetch: no mismatch), mismatches (diff) and no reply,
     DOWN after a proxy whose process has died, BYPASS after one whose replies skip its Collector port."""
     parts = [f"{elapsed_s:6.0f} s", f"requests {requests} (+{requests - previous})"]
     for name in names:
         counts = results.get(name, Counter())
         ok = counts.get("OK", 0)
         none = counts.get("NO_RESPONSE", 0)
-        other = sum(counts.values()) - ok - none
-        parts.append(f"{name} ok {ok}" + (f" diff {other}" if other else "") + (f" none {none}" if none else "")
+        fetch = sum(counts.get(c, 0) for c in NOT_MISMATCHES if c != "OK")  # another origin fetch: no mismatch
+        other = sum(counts.values()) - ok - none - fetch
+        parts.append(f"{name} ok {ok}" + (f" other-fetch {fetch}" if fetch else "")
+                     + (f" diff {other}" if other else "") + (f" none {none}" if none else "")
                      + (" DOWN" if name in down else "") + (" BYPASS" if name in bypass else ""))
     return " | ".join(parts)

@@ -7,6 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# What a proxy's leg may be, as the Multiplier writes its `result` (docs/log-format.md), in the report's order.
+# REPLAY_REFUSED: the proxy's copy of an unsafe request did not match the client's (kept from the origin).
+# OTHER_FETCH: a faithful copy of another origin fetch than the client's, differing only by what differs between
+# the two fetches: no mismatch (NOT_MISMATCHES), so neither a proxy's mismatch rate, the noise floor nor the lab's
+# status line counts it as one. NOT_SENT legs (unsafe requests withheld from the proxies) are no result: the
+# report's readers drop them.
+RESULT_CLASSES = ["OK", "STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
+                  "REPLAY_REFUSED", "OTHER_FETCH"]
+NOT_MISMATCHES = ("OK", "OTHER_FETCH")
+
 
 def read_records(path: Path) -> list[dict]:
     """The records of a multiplier.jsonl, in the file's order; a line that is no JSON object (the half-written

@@ -250,6 +250,9 @@ def test_status_tracker_reads_only_complete_lines(tmp_path):
 def test_format_status():
     line = format_status(3.2, 12, 10, {"a": Counter(OK=9, BODY_MISMATCH=1), "b": Counter(NO_RESPONSE=2)}, ["a", "b"])
     assert line == "     3 s | requests 12 (+2) | a ok 9 diff 1 | b ok 0 none 2"
+    # a copy of another origin fetch is no mismatch (the report's OTHER_FETCH): not under "diff"
+    line = format_status(3.2, 12, 10, {"a": Counter(OK=9, OTHER_FETCH=2, HEADER_MISMATCH=1)}, ["a"])
+    assert line == "     3 s | requests 12 (+2) | a ok 9 other-fetch 2 diff 1"
 
 
 def ran(lab):
