@@ -27,7 +27,7 @@ from spe_tools import collector
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import bring_up
 from spe_tools.lab.running import RunningLab, down
-from spe_tools.process import Child, ProcessGroup, alive, free_port
+from spe_tools.process import Child, ProcessGroup, alive, free_port, session_members
 from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
@@ -131,6 +131,62 @@ def lab_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """`./spe lab ARGS` (python -m spe_tools.lab) as a user runs it, its output captured."""
     return subprocess.run([sys.executable, "-m", "spe_tools.lab", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+
+
+def lab_pids(rundir: Path) -> set[int]:
+    """Every process of a running lab (pids.json), forked helpers included; none while it cannot be read (not
+    written yet, or being replaced)."""
+    try:
+        state = json.loads((rundir / "pids.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    return {pid for e in state["processes"] for pid in (e["pid"], *session_members(e["pid"]))}
+
+
+class LabUp:
+    """`./spe lab up` running as a user runs it: its run directory once it has its lab.json, its processes."""
+
+    def __init__(self, up: subprocess.Popen, rundir: Path):
+        self.up, self.rundir = up, rundir
+        self.pids = lab_pids(rundir)
+        self.output = ""  # what `up` printed, once it has ended
+
+    def down(self) -> None:
+        """`./spe lab down RUN`, as a user runs it: it succeeds and `up` ends with exit 0."""
+        self.pids |= lab_pids(self.rundir)
+        stopped = lab_cli("down", str(self.rundir))
+        assert stopped.returncode == 0, stopped.stderr
+        assert self.up.wait(timeout=60) == 0
+
+
+@contextlib.contextmanager
+def lab_up(labfile: Path, runs_dir: Path, deadline_s: float = 120) -> Iterator[LabUp]:
+    """`./spe lab up LABFILE --runs-dir RUNS_DIR` in a session of its own, once its run directory has its
+    lab.json (the test calls `down()`); however the test ends, `up` is stopped, its output kept, and no process
+    of the lab may survive it."""
+    before = set(runs_dir.glob("*/lab.json"))
+    up = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "up", str(labfile), "--runs-dir", str(runs_dir)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, start_new_session=True)
+    lab = None
+    try:
+        end = time.monotonic() + deadline_s
+        while not (found := set(runs_dir.glob("*/lab.json")) - before):
+            assert up.poll() is None, up.stdout.read()
+            assert time.monotonic() < end, "the lab did not come up"
+            time.sleep(0.2)
+        (json_file,) = found
+        lab = LabUp(up, json_file.parent)
+        yield lab
+    finally:
+        if up.poll() is None:
+            up.terminate()
+            up.wait(timeout=60)
+        output = up.stdout.read()
+        if lab is not None:
+            lab.output = output
+            survived = [p for p in lab.pids if alive(p)]
+            assert not survived, f"processes survived the lab: {survived}"
 
 
 @contextlib.contextmanager

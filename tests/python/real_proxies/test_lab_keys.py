@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, multiplier_binary
-from labsupport import lab_cli
+from labsupport import lab_cli, lab_pids, lab_up
 from parts import environment_skip, require
 
 from spe_tools import ca as spe_ca
@@ -33,7 +33,7 @@ from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import load_lab
 from spe_tools.lab.running import down
 from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
-from spe_tools.process import ProcessGroup, alive, free_port, session_members
+from spe_tools.process import ProcessGroup, alive, free_port
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 BODY = b"hello from an origin with a CA of its own\n"
@@ -75,14 +75,6 @@ def runs():
         for rundir in path.rglob("pids.json"):
             down(rundir.parent)
     shutil.rmtree(path, ignore_errors=True)
-
-
-def lab_pids(rundir: Path) -> set[int]:
-    try:
-        state = json.loads((rundir / "pids.json").read_text())
-    except (OSError, ValueError):
-        return set()
-    return {pid for e in state["processes"] for pid in (e["pid"], *session_members(e["pid"]))}
 
 
 def curl(port: int, url: str, cacert: Path) -> subprocess.CompletedProcess:
@@ -127,18 +119,8 @@ def test_a_lab_with_its_own_https_origins_ca_comes_up_serves_it_and_goes_down(ru
     path, port = runs
     labfile = path / "ownca.toml"
     labfile.write_text(OWN_CA_LAB.format(port=port))
-    up = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "up", str(labfile), "--runs-dir", str(path / "runs")],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
-                          start_new_session=True)
-    pids: set[int] = set()
-    try:
-        end = time.monotonic() + 120
-        while not list(path.glob("runs/*-ownca/lab.json")):
-            assert up.poll() is None, up.stdout.read()
-            assert time.monotonic() < end, "the lab did not come up"
-            time.sleep(0.2)
-        (rundir,) = path.glob("runs/*-ownca")
-        pids = lab_pids(rundir)
+    with lab_up(labfile, path / "runs") as lab:
+        rundir = lab.rundir
         topo = json.loads((rundir / "lab.json").read_text())
         assert topo["collector"]["origin_ca_files"] == [str((path / "own-ca/origin-ca.pem").resolve())]
         url = f"https://localhost:{port}/mine?q=1"
@@ -147,17 +129,8 @@ def test_a_lab_with_its_own_https_origins_ca_comes_up_serves_it_and_goes_down(ru
         (record,) = wait_records(rundir, "/mine", proxies=2)
         assert record["url"] == url and record["collector"]["status"] == 200
         assert {p["name"]: p["result"] for p in record["proxies"]} == {"sq": "OK", "dummy": "OK"}, record
-        pids |= lab_pids(rundir)
-        stopped = lab_cli("down", str(rundir))
-        assert stopped.returncode == 0, stopped.stderr
-        assert up.wait(timeout=60) == 0
-    finally:
-        if up.poll() is None:
-            up.terminate()
-            up.wait(timeout=60)
-    out = up.stdout.read()
-    assert re.search(r"how they ended: .*multiplier exit 0 after SIGTERM", out), out
-    assert not [p for p in pids if alive(p)], "processes survived the lab"
+        lab.down()
+    assert re.search(r"how they ended: .*multiplier exit 0 after SIGTERM", lab.output), lab.output
     assert not (rundir / "pids.json").exists()
 
 

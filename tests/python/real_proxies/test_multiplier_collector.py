@@ -5,45 +5,19 @@ every proxy gets the same copy of an uncacheable reply."""
 from __future__ import annotations
 
 import json
-import shutil
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from conftest import Multiplier
-from parts import require
-from test_collector import ORIGIN, fetch
-
-from spe_tools import collector
-from spe_tools.collector import hold_replay_port, start_collector
-from spe_tools.process import ProcessGroup, free_port
-from spe_tools.squid import start_squid
+from collectorbed import multiplier_behind_collector, squid
+from test_collector import fetch
 
 PROXIES = ("squid1", "squid2")
 
 
 @pytest.fixture(scope="module")
 def bed():
-    require(collector.missing("spe"), "the patched Collector")
-    workdir = Path(tempfile.mkdtemp(prefix="spe-mult-collector-"))
-    workdir.chmod(0o755)
-    with ProcessGroup(workdir) as group:
-        origin = free_port()
-        group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
-        direct, ports, replay = free_port(), {name: free_port() for name in PROXIES}, free_port()
-        holder = hold_replay_port(replay)  # as the lab does: the Collector finds its parent when it starts
-        start_collector(group, "collector", "spe", direct, ports, replay_port=replay)
-        holder.close()
-        children = [start_squid(group, name, free_port(), parent_port=ports[name]) for name in PROXIES]
-        args = ["--collector", f"127.0.0.1:{direct}", "--replay-listen", f"127.0.0.1:{replay}"]
-        for name, child in zip(PROXIES, children, strict=True):
-            args += ["--proxy", f"{name}=127.0.0.1:{child.port}"]
-        multiplier = Multiplier(group, workdir, "multiplier", args)
-        yield origin, multiplier
-        multiplier.stop()
-    shutil.rmtree(workdir, ignore_errors=True)
+    with multiplier_behind_collector("spe-mult-collector-", {name: squid(name) for name in PROXIES}) as bed:
+        yield bed
 
 
 def origin_count(origin: int, path: str) -> int:

@@ -9,51 +9,34 @@ the replay port's 502, recorded REPLAY_REFUSED with the reason, and the client i
 from __future__ import annotations
 
 import json
-import shutil
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
-from conftest import ENV, PYTHON, ROOT, Multiplier
-from parts import require
-from test_collector import ORIGIN, fetch
+from collectorbed import StartProxy, multiplier_behind_collector, squid
+from conftest import ENV, PYTHON, ROOT
+from test_collector import fetch
 
-from spe_tools import collector
-from spe_tools.collector import hold_replay_port, start_collector
-from spe_tools.process import ProcessGroup, free_port
-from spe_tools.squid import start_squid
+from spe_tools.process import free_port
 
 SQUIDS = ("squid1", "squid2")
 FAULTY = {"mangler": "mangle_body", "untagger": "drop_tag"}
 
 
+def fault_proxy(name: str, mode: str) -> StartProxy:
+    """tests/fixtures/fault_proxy.py in `mode`, its Collector port its parent."""
+    def start(group, parent: int) -> int:
+        port = free_port()
+        group.start(name, [PYTHON, str(ROOT / "tests/fixtures/fault_proxy.py"), "--port", str(port),
+                           "--parent", f"127.0.0.1:{parent}", "--mode", mode], port=port, env=ENV)
+        return port
+    return start
+
+
 @pytest.fixture(scope="module")
 def bed():
-    require(collector.missing("spe"), "the patched Collector")
-    workdir = Path(tempfile.mkdtemp(prefix="spe-replay-refusals-"))
-    workdir.chmod(0o755)
-    with ProcessGroup(workdir) as group:
-        origin = free_port()
-        group.start("origin", [sys.executable, str(ORIGIN), str(origin)], port=origin)
-        direct, replay = free_port(), free_port()
-        ports = {name: free_port() for name in (*SQUIDS, *FAULTY)}
-        holder = hold_replay_port(replay)  # as the lab does: the Collector finds its parent when it starts
-        start_collector(group, "collector", "spe", direct, ports, replay_port=replay)
-        args = ["--collector", f"127.0.0.1:{direct}", "--replay-listen", f"127.0.0.1:{replay}"]
-        for name in SQUIDS:
-            squid = start_squid(group, name, free_port(), parent_port=ports[name])
-            args += ["--proxy", f"{name}=127.0.0.1:{squid.port}"]
-        for name, mode in FAULTY.items():
-            port = free_port()
-            group.start(name, [PYTHON, str(ROOT / "tests/fixtures/fault_proxy.py"), "--port", str(port), "--parent",
-                               f"127.0.0.1:{ports[name]}", "--mode", mode], port=port, env=ENV)
-            args += ["--proxy", f"{name}=127.0.0.1:{port}"]
-        holder.close()
-        multiplier = Multiplier(group, workdir, "multiplier", args)
-        yield origin, multiplier
-        multiplier.stop()
-    shutil.rmtree(workdir, ignore_errors=True)
+    proxies = {name: squid(name) for name in SQUIDS}
+    proxies |= {name: fault_proxy(name, mode) for name, mode in FAULTY.items()}
+    with multiplier_behind_collector("spe-replay-refusals-", proxies) as bed:
+        yield bed
 
 
 def test_a_changed_or_untagged_copy_is_refused_and_never_reaches_the_origin(bed):

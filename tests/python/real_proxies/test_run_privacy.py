@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, multiplier_binary
+from labsupport import lab_up
 from parts import environment_skip, installed_kinds
 
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import PROXY_KINDS
 from spe_tools.lab.running import down
-from spe_tools.process import alive, session_members
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 GROUP = "users"  # Debian's group 100: any existing group does
@@ -105,23 +105,9 @@ def every_proxy_answered(rundir: Path) -> None:
             assert leg.get("status") is not None and not leg.get("error"), (leg["name"], record["url"], leg)
 
 
-def lab_pids(rundir: Path) -> set[int]:
-    state = json.loads((rundir / "pids.json").read_text())
-    return {pid for e in state["processes"] for pid in (e["pid"], *session_members(e["pid"]))}
-
-
 def test_a_run_is_private_while_it_runs_and_after(runs):
-    up = subprocess.Popen([sys.executable, "-m", "spe_tools.lab", "up", str(runs / "lab.toml"), "--runs-dir",
-                           str(runs)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV, cwd=ROOT,
-                          start_new_session=True)
-    pids: set[int] = set()
-    try:
-        end = time.monotonic() + 120
-        while not list(runs.glob("*-private/lab.json")):
-            assert up.poll() is None and time.monotonic() < end, up.stdout.read() if up.poll() is not None else ""
-            time.sleep(0.2)
-        (rundir,) = runs.glob("*-private")
-        pids = lab_pids(rundir)
+    with lab_up(runs / "lab.toml", runs) as lab:
+        rundir = lab.rundir
         topo = json.loads((rundir / "lab.json").read_text())
         proxy = f"http://127.0.0.1:{topo['multiplier']['port']}"
         origin = f"http://localhost:{topo['origin']['port']}"
@@ -146,16 +132,8 @@ def test_a_run_is_private_while_it_runs_and_after(runs):
         # each service's directory is its own (it writes there), out of reach of everyone else
         collector_dir = (rundir / "collector").stat()
         assert collector_dir.st_uid == pwd.getpwnam("proxy").pw_uid and stat.S_IMODE(collector_dir.st_mode) == 0o700
-        down_cli = subprocess.run([sys.executable, "-m", "spe_tools.lab", "down", str(rundir)], capture_output=True,
-                                  text=True, env=ENV, cwd=ROOT, timeout=120)
-        assert down_cli.returncode == 0, down_cli.stderr
-        assert up.wait(timeout=60) == 0
-    finally:
-        if up.poll() is None:
-            up.terminate()
-            up.wait(timeout=60)
-    out = up.stdout.read()
-    assert not [p for p in pids if alive(p)], "processes survived the lab"
+        lab.down()
+    out = lab.output
     every_proxy_answered(rundir)
     # After the run: no file with any permission for others, no directory with more than o+x.
     assert not others_bits(rundir), others_bits(rundir)
