@@ -46,6 +46,11 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     return [*argv, *m.extra_args]
 
 
+# How long the Multiplier may take to listen: it listens within a second on an idle machine, but an ASan build
+# on two cores shared with a lab's proxies starting beside it once took more than 10 s (a failure exits at once).
+START_DEADLINE_S = 30.0
+
+
 def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) -> None:
     if run.lab.multiplier.intercept_tls:
         files, created = spe_ca.create_spe_ca(ca_dir(run.lab))
@@ -60,7 +65,7 @@ def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) 
         child = run.group.start(layout.MULTIPLIER, argv, port=run.ports.multiplier, ready=False,
                                 env=lab_env(run.rundir))
         run.record(child)
-        child.wait_ready(host=multiplier_host(run.lab))
+        child.wait_ready(host=multiplier_host(run.lab), deadline_s=START_DEADLINE_S)
     except ProcessError as e:
         raise LabError(f"the Multiplier failed to start: {e}") from e
     run.multiplier = child
