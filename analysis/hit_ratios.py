@@ -5,9 +5,8 @@ proxy: hit ratio = 1 - requests its clients' requests caused on its Collector po
 delivered; byte hit ratio = 1 - bytes those requests pulled from the Collector / bytes it delivered
 (headers and bodies). Only the requests of responses it delivered count: a Collector request tagged
 (X-SPE-Request) with a client request whose leg at this proxy failed (no reply, a read that failed, e.g. a
-refused PUT) is neither side of the ratio. A prefetcher's own requests (analysis/sections/prefetch.py) are not its
-clients': a
-request a prefetch served is a hit, and the prefetch's cost shows in the relative bandwidth = all
+refused PUT) is neither side of the ratio. A prefetcher's own requests (analysis/sections/prefetch.py) are not
+its clients': a request a prefetch served is a hit, and the prefetch's cost shows in the relative bandwidth = all
 bytes it pulled (or sent) / bytes the direct path pulled (sent).
 Ratios are clipped to [0, 1]; they are None without a Collector log or delivered responses.
 """

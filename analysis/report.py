@@ -28,9 +28,9 @@ from analysis.readers.records import Records, find_log, is_rope
 from analysis.report_data import Report
 from analysis.section import FIRST, QUESTIONS, RunData, Section, fmt
 from analysis.sections.prefetch import prefetch_columns
-from analysis.stats import RESULT_CLASSES
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.records import RESULT_CLASSES
 
 # The per-proxy table's columns of summary.csv / summary.json (documented in docs/report.md); each section's
 # follow (summary_columns).
@@ -83,8 +83,8 @@ def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dic
 
 
 # How the report reads a run: "duckdb" (analysis/readers/engine.py: Parquet or JSON Lines through DuckDB) or
-# "memory" (the
-# whole log parsed by Arrow into polars, as before DuckDB, and a ROPE text log always); the same queries on either.
+# "memory" (the whole log parsed by Arrow into polars, as before DuckDB, and a ROPE text log always); the same
+# queries on either.
 ENGINES = ("duckdb", "memory")
 
 

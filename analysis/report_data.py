@@ -2,7 +2,7 @@
 
 analysis/report.py builds it and writes it out; the sections' hooks (analysis/section.py) read it. It imports
 nothing of the analysis, so both can depend on it. It knows no section by name: what a section computed is
-`data[its name]`, and the section's own module reads it for others (`noise.of(report)`, `paired.ranking(report)`).
+`data[its name]`, and the section's own module reads it for others (`noise.of(report)`, `paired.ranking_of(report)`).
 """
 
 from __future__ import annotations

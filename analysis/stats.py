@@ -1,5 +1,5 @@
-"""The result classes of a reply and the units the per-proxy table is read in (ROPE's Tables 1 and 2 and what the
-paper lacked). The table itself is analysis/stats_sql.py's, for either engine; each summary statistic it uses is
+"""What the per-proxy table's figures mean and the units it is read in (ROPE's Tables 1 and 2 and what the paper
+lacked). The table itself is analysis/stats_sql.py's, for either engine; each summary statistic it uses is
 defined once, in spe_tools/summary_stats.py.
 
 Definitions (also in docs/report.md):
@@ -13,11 +13,10 @@ Definitions (also in docs/report.md):
 
 from __future__ import annotations
 
-# The result classes are the log contract's (spe_tools/rundir/records.py), named here for the report.
-from spe_tools.rundir.records import NOT_MISMATCHES, RESULT_CLASSES  # noqa: E402,F401
+# The result classes (RESULT_CLASSES, NOT_MISMATCHES) are the log contract's: spe_tools/rundir/records.py.
 
 # Microseconds to milliseconds as polars converts them (a column divided by a number is multiplied by its reciprocal:
 # the two differ in the last bit), for the queries that read what polars computed before them
-# (analysis/sections/paired.py,
-# figures.py): a median of two values at a tie of the report's last digit (-1.725) then rounds as it did.
+# (analysis/sections/paired.py, figures.py): a median of two values at a tie of the report's last digit (-1.725)
+# then rounds as it did.
 MS_PER_US = 1 / 1000

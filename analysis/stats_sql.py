@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from analysis.readers.engine import ReplyQueries
 from analysis.readers.records import COLLECTOR
-from analysis.stats import RESULT_CLASSES
+from spe_tools.rundir.records import RESULT_CLASSES
 from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
 
 DELIVERED = "status IS NOT NULL AND error IS NULL"

@@ -199,8 +199,7 @@ class RunTables(ReplyQueries):
 
     def records(self) -> Records:
         """The run's counts as analysis/readers/records.py reads them, without its replies (`results` None): the
-        sections
-        query them."""
+        sections query them."""
         if not self.requests:
             return Records(None, [], 0, self.bad_lines)
         return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis.section import TRUST, RunData, Section
-from analysis.stats import NOT_MISMATCHES
 from spe_tools.rundir.lab_json import LabJson
+from spe_tools.rundir.records import NOT_MISMATCHES
 
 if TYPE_CHECKING:
     from analysis.readers.engine import ReplyQueries

@@ -24,8 +24,7 @@ wasted bandwidth. Precision is the share of prefetches used.
 In bounded memory (issue 29): every step is a DuckDB query, over the report's replies (the view `results` of
 analysis/readers/engine.py, either engine) and the access log, which DuckDB reads once into a table
 (analysis/readers/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run
-DuckDB read),
-never a Python object per record or line.
+DuckDB read), never a Python object per record or line.
 A leg's window is tested with a running maximum and an ASOF join, the first use with an ASOF join: no pair of lines
 and requests for a popular URL is ever formed. A leg never sent (NOT_SENT, not in `results`) opens no window.
 """
