@@ -252,7 +252,11 @@ class Apache(Kind):
         enable = "\n".join(f"CacheEnable disk http://:{p}/" for p in ports)
         line = _user_line(ctx, self.user, "User {{user}}\nGroup {{user}}")
         return [render_file("apache", "httpd.conf", ctx.dir / "httpd.conf",
-                            ctx.values(user_line=line, cache_enable=enable))]
+                            ctx.values(user_line=line, cache_enable=enable, parent_lines=self.parent_lines(ctx)))]
+
+    def parent_lines(self, ctx: Context) -> str:
+        """A forward proxy: every request, absolute-form, to its Collector port as its parent proxy."""
+        return f"ProxyRequests On\nProxyRemote * http://127.0.0.1:{ctx.collector_port}"
 
     def argv(self, ctx: Context) -> list[str]:
         return [self.programs[0], "-f", str(ctx.dir / "httpd.conf"), "-DFOREGROUND"]
@@ -263,6 +267,23 @@ class Apache(Kind):
         every = self.CLEAN_EVERY_S
         script = f"echo 'htcacheclean: every {every} s'; while :; do {clean}; sleep {every}; done"
         return [Companion(f"{ctx.spec.name}.htcacheclean", ["/bin/sh", "-c", script], "htcacheclean: every")]
+
+
+class ApacheGateway(Apache):
+    """Apache as a gateway (a reverse proxy in front of the origin, as it is most often deployed), the same
+    mod_cache_disk: the request-target's authority names the origin, the path goes to its Collector port
+    (an accelerator port) with the client's Host. A gateway's cache answers before mod_proxy marks the
+    request as proxied, so Apache writes a Date of its own on every reuse (RFC 9110 6.6.1 has a cache keep
+    the stored one): a behaviour the forward kind does not show."""
+
+    name = "apache-gateway"
+    accel = True
+
+    def parent_lines(self, ctx: Context) -> str:
+        # UseCanonicalName Off: the cache key's port is the one the request names (each origin port its own
+        # copies), not the port Apache listens on.
+        return (f"ProxyPass / http://127.0.0.1:{ctx.collector_port}/\nProxyPreserveHost On\n"
+                "UseCanonicalName Off")
 
 
 class Nginx(Kind):
@@ -369,6 +390,7 @@ class External(Kind):
         pass
 
 
-KINDS: dict[str, Kind] = {k.name: k for k in (Squid(), SquidPrefetch(), TrafficServer(), Varnish(), Apache(), Nginx(),
+KINDS: dict[str, Kind] = {k.name: k for k in (Squid(), SquidPrefetch(), TrafficServer(), Varnish(), Apache(),
+                                               ApacheGateway(), Nginx(),
                                                HAProxy(), Tinyproxy(), Privoxy(), Dummy(), External())}
 

@@ -14,7 +14,8 @@ from spe_tools.workload import conformance as cf
 from spe_tools.workload.conformance_mix import scenario_steps
 from spe_tools.workload.http11 import CLIENT_HEADER
 
-KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "dummy")  # each named after its kind
+# each named after its kind
+KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "apache-gateway", "dummy")
 
 # sequence -> (case, scenario, unsafe method); each runs on /c/<case>/<sequence-id>
 SEQUENCES = {

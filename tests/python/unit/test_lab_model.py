@@ -206,6 +206,20 @@ def test_apache_caches_each_origin_port(tmp_path):
                   collector_port=2, origin_host="localhost", origin_ports=[8000], as_root=False)
     text = KINDS["apache"].render(ctx)[0].read_text()
     assert "CacheEnable disk http://:8000/" in text and "CacheEnable disk http://:8080/" in text
+    assert "ProxyRemote * http://127.0.0.1:2" in text and "ProxyPass" not in text
+
+
+def test_apache_gateway_passes_origin_form_to_an_accelerator_port(tmp_path):
+    ctx = Context(spec=ProxySpec(name="g", kind="apache-gateway"), dir=tmp_path, port=1, collector_port=2,
+                  origin_host="localhost", origin_ports=[8000], as_root=False)
+    text = KINDS["apache-gateway"].render(ctx)[0].read_text()
+    assert "ProxyPass / http://127.0.0.1:2/" in text and "ProxyPreserveHost On" in text
+    assert "ProxyRequests On" not in text and "CacheEnable disk http://:8000/" in text
+    lab = parse_lab('[[proxy]]\nname = "g"\nkind = "apache-gateway"\n')
+    from spe_tools.lab.port_plan import Ports
+
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"g": 4}, collector={"g": 7})
+    assert collector_port_names(lab, ports) == {"g@accel": 7}
 
 
 def test_accel_ports_for_origin_form_proxies(tmp_path):
@@ -228,7 +242,7 @@ def test_accel_ports_for_origin_form_proxies(tmp_path):
 def test_templates_use_only_known_placeholders():
     known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
              "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports",
-             "client_addresses", "access_log", "max_object_bytes", "max_age_s"}
+             "client_addresses", "access_log", "max_object_bytes", "max_age_s", "parent_lines"}
     for path in TEMPLATES.rglob("*"):
         if path.is_file():
             assert placeholders(path.read_text()) <= known, path
