@@ -43,7 +43,7 @@ kind = "squid"
 think_mean_ms = 5
 [workload]
 kind = "load"
-duration_s = 40
+duration_s = 20
 rate = 20
 clients = 2
 [live]
