@@ -20,6 +20,7 @@ from typing import Any
 from spe_tools.collector import BINARIES, CollectorOptions
 from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab import kinds
+from spe_tools.lab.multiplier_args import with_config_resolved
 from spe_tools.lab.options import LabFileError, Table, parse_address
 from spe_tools.lab.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
 from spe_tools.rundir import layout
@@ -208,7 +209,7 @@ def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
         fanout_threads=t.number("fanout_threads", 0, 64, integer=True),
         compare_headers=t.strings("compare_headers"),
         ignore_headers=t.strings("ignore_headers"),
-        extra_args=t.strings("extra_args"),
+        extra_args=with_config_resolved(t.strings("extra_args"), source.parent if source else None),
         intercept_tls=t.get("intercept_tls", bool),
         no_intercept=t.strings("no_intercept"),
         ca_dir=_relative_to(source, ca_dir) if (ca_dir := t.get("ca_dir", str, None)) else None,

@@ -10,6 +10,7 @@ from spe_tools import collector
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import Lab
+from spe_tools.lab.multiplier_args import option_values
 from spe_tools.lab.places import origin_tls_dir
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab
@@ -58,14 +59,10 @@ def strip_query_terms(lab: Lab) -> bool:
 def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
     """The ports CONNECT may reach, the Multiplier's --connect-port list (multiplier_argv): 443, with
     interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
-    replaces the default 443 when it is the only one). The Collector refuses CONNECT to any other."""
-    listed = [443, ports.origin_tls or 443] if lab.multiplier.intercept_tls else []
-    args = list(lab.multiplier.extra_args)
-    for i, arg in enumerate(args):
-        value = args[i + 1] if arg == "--connect-port" and i + 1 < len(args) else \
-            arg.partition("=")[2] if arg.startswith("--connect-port=") else ""
-        if value.isdigit():
-            listed.append(int(value))
+    replaces the default 443 when it is the only one), or else in the --config file it names. The Collector
+    refuses CONNECT to any other."""
+    tls = [f"--connect-port={port}" for port in (443, ports.origin_tls or 443)] if lab.multiplier.intercept_tls else []
+    listed = [int(v) for v in option_values([*tls, *lab.multiplier.extra_args], "connect-port") if v.isdigit()]
     return tuple(dict.fromkeys(listed or [443]))
 
 

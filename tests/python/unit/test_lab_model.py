@@ -373,18 +373,31 @@ def test_a_collector_without_delay_pools_is_named_before_the_lab_starts(monkeypa
     ('extra_args = ["--connect-port", "8443"]\n', (8443,)),  # a --connect-port replaces the default
     ('intercept_tls = true\nca_dir = "ca"\nextra_args = ["--connect-port=8443", "--connect-port", "443"]\n',
      (443, 6, 8443)),
+    ('extra_args = ["--config", "m.conf"]\n', (8443, 563)),  # a config file's connect-port lines
+    ('extra_args = ["--config=m.conf", "--connect-port", "9443"]\n', (9443,)),  # flags win over the file
+    ('intercept_tls = true\nca_dir = "ca"\nextra_args = ["--config", "m.conf"]\n', (443, 6)),  # the lab's flags too
 ])
 def test_the_lab_gives_the_collector_the_multipliers_connect_ports(tmp_path, multiplier, expected):
     """The Collector refuses CONNECT to any port outside the Multiplier's list (real_proxies/
     test_connect_authority.py): both get the same list."""
+    (tmp_path / "m.conf").write_text("# the Multiplier's own options\nconnect-port = 8443\nconnect-port=563  # nntps\n")
     lab = parse_lab(f'[origin]\ntls = true\n[multiplier]\n{multiplier}'
                     '[[proxy]]\nname = "sq"\nkind = "squid"\n', tmp_path / "lab.toml")
     ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5}, origin_tls=6)
     assert connect_ports(lab, ports) == expected
     argv = multiplier_argv(lab, ports, tmp_path)
+    # what the Multiplier takes: its flags, else the file's lines (its --config path is the lab file's, resolved)
     listed = [int(argv[i + 1]) for i, a in enumerate(argv) if a == "--connect-port"]
     listed += [int(a.split("=")[1]) for a in argv if a.startswith("--connect-port=")]
+    if not listed and any(a.startswith("--config") for a in argv):
+        listed = [8443, 563]
+        assert str(tmp_path / "m.conf") in " ".join(argv)
     assert tuple(dict.fromkeys(listed or [443])) == expected
+
+
+def test_a_config_file_the_multiplier_cannot_read_is_the_lab_files_mistake(tmp_path):
+    with pytest.raises(LabFileError, match=r"extra_args: --config nowhere.conf: no such file"):
+        parse_lab('[multiplier]\nextra_args = ["--config", "nowhere.conf"]\n' + DUMMY, tmp_path / "lab.toml")
 
 
 DUMMY = '[[proxy]]\nname = "dummy"\nkind = "dummy"\n[origin]\nthink_mean_ms = 0\n'
