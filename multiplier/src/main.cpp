@@ -1,4 +1,6 @@
 // spe-multiplier: flags/config -> io_context -> listener; signals; graceful stop.
+#include "context/memory_trim.hpp"
+#include "context/server_context.hpp"
 #include "core/config.hpp"
 #include "core/cpu_placement.hpp"
 #include "core/flag_table.hpp"
@@ -8,8 +10,6 @@
 #include "metrics/run_metrics.hpp"
 #include "replay/replay_server.hpp"
 #include "session/listener.hpp"
-#include "session/memory_trim.hpp"
-#include "session/server_context.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -62,10 +62,11 @@ awaitable<void> drain(asio::io_context& ioc, std::shared_ptr<ServerContext> ctx)
     const auto drain_deadline = Clock::now() + ctx->config().drain_timeout;
     std::optional<Clock::time_point> abort_deadline;
     error_code ec;
-    while (ctx->unfinished_work() > 0) {
+    while (ctx->stop().unfinished_work() > 0) {
         if (!abort_deadline && Clock::now() >= drain_deadline) {
-            spdlog::warn("drain time over: aborting {} unfinished request(s)/connection(s)", ctx->unfinished_work());
-            ctx->abort_all();
+            spdlog::warn("drain time over: aborting {} unfinished request(s)/connection(s)",
+                         ctx->stop().unfinished_work());
+            ctx->stop().abort_all();
             abort_deadline = Clock::now() + std::chrono::seconds(2);
         }
         if (abort_deadline && Clock::now() >= *abort_deadline) break;
@@ -134,8 +135,9 @@ std::unique_ptr<MetricsServer> start_metrics_listener(asio::io_context& ioc, con
     if (!config.metrics_listen || !metrics) return nullptr;
     const auto& at = *config.metrics_listen;
     auto page = [ctx, &log, metrics] {
-        return metrics->render({ctx->client_connections(), ctx->requests_in_flight(), log.records_written(),
-                                log.records_dropped(), log.records_failed(), resident_memory_bytes()});
+        return metrics->render({ctx->load().client_connections(), ctx->load().requests_in_flight(),
+                                log.records_written(), log.records_dropped(), log.records_failed(),
+                                resident_memory_bytes()});
     };
     try {
         const auto endpoints = resolve(ioc, at, "metrics listener");
@@ -195,13 +197,13 @@ void serve(const Config& config, ResultLog& log, const RunMetrics* metrics) {
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int sig) {
         if (ec) return;
-        if (ctx->stopping()) {
+        if (ctx->stop().stopping()) {
             spdlog::warn("second signal {}: aborting everything now", sig);
-            ctx->abort_all();
+            ctx->stop().abort_all();
             return;
         }
         spdlog::info("signal {}: no new connections; finishing in-flight requests", sig);
-        ctx->set_stopping();
+        ctx->stop().set_stopping();
         listener->stop();
         if (replay) replay->stop();
         asio::co_spawn(ioc, drain(ioc, ctx), asio::detached);

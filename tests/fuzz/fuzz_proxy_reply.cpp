@@ -13,10 +13,10 @@
 #include <utility>
 
 #include "http/header_policy.hpp"
+#include "http/read_proxy_reply.hpp"
 #include "judge/parent_stamp.hpp"
 #include "judge/validator.hpp"
 #include "reply_parsers_compared.hpp"
-#include "session/proxy_reply.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

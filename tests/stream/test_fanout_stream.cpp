@@ -3,11 +3,11 @@
 // logged once, with each leg's own result, in both fan-out modes.
 #include "core/config.hpp"
 #include "core/wall_clock.hpp"
+#include "fanout/fanout.hpp"
+#include "fanout/proxy_leg.hpp"
 #include "log/result_log.hpp"
 #include "reference_md5.hpp"
 #include "scripted_server.hpp"
-#include "session/fanout.hpp"
-#include "session/proxy_leg.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <catch2/catch.hpp>
@@ -72,7 +72,7 @@ struct FanoutBed {
     Config config;
     std::optional<ResultLog> log;
     std::shared_ptr<ServerContext> ctx;
-    std::shared_ptr<ProxyPools> pools;
+    std::shared_ptr<ClientFanouts> fanouts;
 
     FanoutBed(std::vector<std::vector<std::vector<Step>>> scripts, FanoutMode mode) {
         std::vector<ResolvedProxy> resolved;
@@ -85,7 +85,7 @@ struct FanoutBed {
         config.log_path = log_file.path.string();
         log.emplace(config);
         ctx = std::make_shared<ServerContext>(config, std::vector<tcp::endpoint>{}, std::move(resolved), *log, ioc);
-        pools = std::make_shared<ProxyPools>(ioc.get_executor(), ctx->proxies(), 4, 64 * 1024);
+        fanouts = std::make_shared<ClientFanouts>(ioc.get_executor(), ctx->proxies(), 4, 64 * 1024);
     }
     ~FanoutBed() {
         for (auto& p : proxies)
@@ -96,7 +96,7 @@ struct FanoutBed {
     std::vector<json> fan_out(const Measure& reference) {
         start_fan_out(reference);
         finish_fan_outs();
-        pools->client_closed();
+        fanouts->client_closed();
         log->close();
         return log_file.records();
     }
@@ -117,7 +117,7 @@ struct FanoutBed {
         Request req{http::verb::get, record.url, 11};
         req.set(http::field::host, "origin.test");
         auto wire = std::make_shared<const WireRequest>(std::move(req));
-        auto fanout = std::make_shared<Fanout>(ctx, pools, nullptr, std::move(record), wire, false);
+        auto fanout = std::make_shared<Fanout>(ctx, fanouts, nullptr, std::move(record), wire, false);
         fanout->begin();
         return fanout;
     }
@@ -132,11 +132,11 @@ struct FanoutBed {
     /// Until every fan-out has logged its record and let go of the context.
     void finish_fan_outs() {
         const auto give_up = Clock::now() + 10s;
-        while (ctx->unfinished_work() > 0 && Clock::now() < give_up) {
+        while (ctx->stop().unfinished_work() > 0 && Clock::now() < give_up) {
             ioc.run_for(20ms);
             ioc.restart();
         }
-        REQUIRE(ctx->unfinished_work() == 0);
+        REQUIRE(ctx->stop().unfinished_work() == 0);
     }
 };
 
@@ -205,11 +205,11 @@ TEST_CASE("a fan-out whose reference falls short in sequential mode sends no leg
     record.url = "http://origin.test/x";
     auto wire = std::make_shared<const WireRequest>(Request{http::verb::get, record.url, 11});
     {
-        auto fanout = std::make_shared<Fanout>(bed.ctx, bed.pools, nullptr, std::move(record), wire, false);
+        auto fanout = std::make_shared<Fanout>(bed.ctx, bed.fanouts, nullptr, std::move(record), wire, false);
         fanout->begin();
         fanout->set_reference(Reference{reference, 200, std::nullopt, "the Collector's reply broke off", nullptr});
     }
-    for (int i = 0; i < 50 && bed.ctx->unfinished_work() > 0; ++i) {
+    for (int i = 0; i < 50 && bed.ctx->stop().unfinished_work() > 0; ++i) {
         bed.ioc.run_for(20ms);
         bed.ioc.restart();
     }
@@ -231,7 +231,7 @@ TEST_CASE("a client that leaves while a leg of its is still to come keeps the pr
     bed.start_fan_out(reference);
     auto second = bed.begin_fan_out();
     bed.run_a_while();  // the first leg is done, its connection idle
-    bed.pools->client_closed();
+    bed.fanouts->client_closed();
     bed.run_a_while();
     second->set_reference(Reference{reference, 200, std::nullopt, {}, nullptr});
     second.reset();
@@ -254,7 +254,7 @@ TEST_CASE("fan-outs still pending when their client leaves share its proxy conne
     FanoutBed bed({{{send_bytes(kReply)}, {send_bytes(kReply)}, {send_bytes(kReply)}}}, FanoutMode::sequential);
     for (int i = 0; i < 3; ++i)
         bed.start_fan_out(reference);
-    bed.pools->client_closed();  // before any leg has run: posted ahead of them
+    bed.fanouts->client_closed();  // before any leg has run: posted ahead of them
     bed.finish_fan_outs();
     bed.log->close();
     const auto records = bed.log_file.records();

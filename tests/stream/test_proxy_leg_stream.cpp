@@ -1,10 +1,10 @@
 // The proxy leg against scripted loopback peers: every reply fragmented,
 // broken or stalled in a known way must give its exact measure and error.
+#include "fanout/proxy_leg.hpp"
 #include "http/md5_digest.hpp"
 #include "http/reply_header.hpp"
 #include "judge/validator.hpp"
 #include "scripted_server.hpp"
-#include "session/proxy_leg.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

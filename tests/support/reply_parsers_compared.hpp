@@ -6,8 +6,8 @@
 // tests/fuzz/fuzz_proxy_reply.cpp (whatever the fuzzer makes).
 #pragma once
 
+#include "http/read_proxy_reply.hpp"
 #include "http/reply_header.hpp"
-#include "session/proxy_reply.hpp"
 
 #include <boost/beast/http/parser.hpp>
 

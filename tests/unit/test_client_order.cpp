@@ -1,7 +1,7 @@
 // A client's order across its connections (ClientOrder): a request sent after the client had the whole
 // reply to an earlier one reaches each proxy after that proxy is done with the earlier one; requests
 // in flight together go in any order.
-#include "session/client_order.hpp"
+#include "context/client_order.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

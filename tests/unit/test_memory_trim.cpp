@@ -1,7 +1,7 @@
 // When the Multiplier gives freed heap memory back (once after a burst has
 // subsided, never under steady load or for small bursts), and that doing so
 // really returns it: the resident size falls back after a burst.
-#include "session/memory_trim.hpp"
+#include "context/memory_trim.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,9 @@
 // Each proxy gets a client connection's requests one at a time, in the
-// client's order: the turn logic (ProxyTurns) and the waiting on it (ProxyPools).
-#include "session/fanout.hpp"
-#include "session/proxy_pools.hpp"
-#include "session/proxy_turns.hpp"
+// client's order: the turn logic (ProxyTurns) and the waiting on it (ProxyTurnQueue).
+#include "fanout/fanout.hpp"
+#include "fanout/fanout_backlog.hpp"
+#include "fanout/proxy_turn_queue.hpp"
+#include "fanout/proxy_turns.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -15,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-using spe::ProxyPools;
+using spe::ProxyTurnQueue;
 using spe::ProxyTurns;
 using namespace std::chrono_literals;
 
@@ -58,24 +59,24 @@ namespace {
 
 struct Bed {
     boost::asio::io_context io;
-    std::vector<spe::ResolvedProxy> proxies{{"a", {}}, {"b", {}}};
-    std::shared_ptr<ProxyPools> pools = std::make_shared<ProxyPools>(io.get_executor(), proxies, 4, 64 * 1024);
+    spe::FanoutBacklog backlog;
+    ProxyTurnQueue turns{io.get_executor(), 2};
     std::vector<std::string> sent;  // "proxy:fan-out" in the order the legs got their turn
-    std::vector<ProxyPools::TurnWait> outcomes;
+    std::vector<ProxyTurnQueue::Wait> outcomes;
 
     /// A leg: waits for its turn, "sends", holds the proxy for `busy` (as a slow proxy's reply), passes on.
     void leg(std::size_t proxy, std::uint64_t seq, std::chrono::milliseconds busy, spe::Clock::duration bound = 10s) {
         boost::asio::co_spawn(
             io,
             [this, proxy, seq, busy, bound]() -> spe::awaitable<void> {
-                const auto turn = co_await pools->await_turn(proxy, seq, bound);
+                const auto turn = co_await turns.await_turn(proxy, seq, bound);
                 outcomes.push_back(turn);
-                if (turn == ProxyPools::TurnWait::turn)
+                if (turn == ProxyTurnQueue::Wait::turn)
                     sent.push_back(std::to_string(proxy) + ":" + std::to_string(seq));
                 boost::asio::steady_timer reply(io, busy);
                 spe::error_code ec;
                 co_await reply.async_wait(spe::with_ec(ec));
-                pools->pass_turn(proxy, seq);
+                turns.pass(proxy, seq);
             },
             boost::asio::detached);
     }
@@ -86,7 +87,7 @@ struct Bed {
 TEST_CASE("legs started out of order reach each proxy in the client's order, woken as the one before ends") {
     Bed bed;
     for (std::uint64_t seq = 0; seq < 3; ++seq)
-        CHECK(bed.pools->next_sequence() == seq);
+        CHECK(bed.backlog.next_sequence() == seq);
     // Proxy 0 is slow on the first request; the later legs are spawned first, as a busy executor might run them.
     bed.leg(0, 2, 1ms);
     bed.leg(1, 2, 1ms);
@@ -94,7 +95,7 @@ TEST_CASE("legs started out of order reach each proxy in the client's order, wok
     bed.leg(1, 1, 1ms);
     bed.leg(0, 0, 50ms);
     bed.leg(1, 0, 1ms);
-    CHECK(bed.pools->ahead(0, 3) == 3);
+    CHECK(bed.turns.ahead(0, 3) == 3);
     const auto start = spe::Clock::now();
     bed.io.run_for(5s);
     CHECK(spe::Clock::now() - start < 2s);  // woken, not timed out
@@ -110,53 +111,53 @@ TEST_CASE("legs started out of order reach each proxy in the client's order, wok
         return std::find(bed.sent.begin(), bed.sent.end(), s) - bed.sent.begin();
     };
     CHECK(index("1:2") < index("0:1"));
-    CHECK(bed.pools->ahead(0, 3) == 0);
-    CHECK(bed.pools->ahead(1, 3) == 0);
+    CHECK(bed.turns.ahead(0, 3) == 0);
+    CHECK(bed.turns.ahead(1, 3) == 0);
 }
 
 TEST_CASE("a fan-out that sends nothing still passes its turn on") {
     Bed bed;
     for (int i = 0; i < 3; ++i)
-        bed.pools->next_sequence();
+        bed.backlog.next_sequence();
     bed.leg(0, 2, 1ms);
     bed.leg(0, 0, 20ms);
-    bed.pools->pass_all(1);              // a reference shortfall: fan-out 1 has no legs
-    CHECK(bed.pools->ahead(1, 3) == 2);  // 0 and 2; 1 is done everywhere
+    bed.turns.pass_all(1);              // a reference shortfall: fan-out 1 has no legs
+    CHECK(bed.turns.ahead(1, 3) == 2);  // 0 and 2; 1 is done everywhere
     bed.io.run_for(5s);
     CHECK(bed.sent == std::vector<std::string>{"0:0", "0:2"});
-    CHECK(bed.pools->ahead(0, 3) == 0);
-    CHECK(bed.pools->ahead(1, 3) == 2);  // proxy 1 still waits for fan-out 0 (its turn never came here)
-    bed.pools->pass_all(0);
-    CHECK(bed.pools->ahead(1, 3) == 1);  // 0 and 1 done everywhere, 2 not at proxy 1
-    bed.pools->pass_all(2);
-    CHECK(bed.pools->ahead(1, 3) == 0);
+    CHECK(bed.turns.ahead(0, 3) == 0);
+    CHECK(bed.turns.ahead(1, 3) == 2);  // proxy 1 still waits for fan-out 0 (its turn never came here)
+    bed.turns.pass_all(0);
+    CHECK(bed.turns.ahead(1, 3) == 1);  // 0 and 1 done everywhere, 2 not at proxy 1
+    bed.turns.pass_all(2);
+    CHECK(bed.turns.ahead(1, 3) == 0);
 }
 
 TEST_CASE("the wait for a turn has a deadline: one fan-out's bound, however many legs are ahead") {
     Bed bed;
-    bed.pools->next_sequence();
-    bed.pools->next_sequence();
+    bed.backlog.next_sequence();
+    bed.backlog.next_sequence();
     // Fan-out 0 never passes proxy 0 (it hangs, or a bug elsewhere): fan-out 1's leg gives up after 20 ms.
     const auto start = spe::Clock::now();
     bed.leg(0, 1, 1ms, 20ms);
     bed.io.run_for(5s);
     const auto waited = spe::Clock::now() - start;
     REQUIRE(bed.outcomes.size() == 1);
-    CHECK(bed.outcomes[0] == ProxyPools::TurnWait::timed_out);
+    CHECK(bed.outcomes[0] == ProxyTurnQueue::Wait::timed_out);
     CHECK(waited >= 20ms);
     CHECK(waited < 2s);
 }
 
 TEST_CASE("abort wakes the legs waiting for their turn") {
     Bed bed;
-    bed.pools->next_sequence();
-    bed.pools->next_sequence();
+    bed.backlog.next_sequence();
+    bed.backlog.next_sequence();
     bed.leg(0, 1, 1ms);
-    boost::asio::post(bed.io, [&] { bed.pools->abort(); });
+    boost::asio::post(bed.io, [&] { bed.turns.abort(); });
     const auto start = spe::Clock::now();
     bed.io.run_for(5s);
     REQUIRE(bed.outcomes.size() == 1);
-    CHECK(bed.outcomes[0] == ProxyPools::TurnWait::aborted);
+    CHECK(bed.outcomes[0] == ProxyTurnQueue::Wait::aborted);
     CHECK(spe::Clock::now() - start < 2s);
 }
 

@@ -1,5 +1,5 @@
+#include "context/reference_budget.hpp"
 #include "http/md5_digest.hpp"
-#include "session/reference_budget.hpp"
 
 #include <catch2/catch.hpp>
 

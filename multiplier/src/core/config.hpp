@@ -83,7 +83,7 @@ struct Config {
     std::uint64_t max_request_body = 64ull << 20;
     std::uint64_t max_proxy_body = 1ull << 30;
     std::size_t max_conns_per_proxy = 16;  // per client connection
-    // How far the client and the proxies may run ahead of what SPE has done (session/proxy_pools.hpp): the client
+    // How far the client and the proxies may run ahead of what SPE has done (fanout/client_fanouts.hpp): the client
     // connection's fan-outs the fan-out executor has not reached before the client's next request waits for it
     // (the record's client_held_us); a connection's legs one proxy may have waiting for their turn before the next
     // is not sent (busy); how long a leg waits for its turn. None: --timeout and a second (fanout_turn_bound).

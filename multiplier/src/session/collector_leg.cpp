@@ -1,7 +1,7 @@
 #include "session/collector_leg.hpp"
 
+#include "context/reference_budget.hpp"
 #include "http/reply_header.hpp"
-#include "session/reference_budget.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>

@@ -3,13 +3,13 @@
 // The client is answered here; the measure becomes the fan-out's reference.
 #pragma once
 
+#include "context/server_context.hpp"
 #include "core/measurement.hpp"
 #include "http/expected_body_digest.hpp"
 #include "http/header_policy.hpp"
 #include "io/client_stream.hpp"
 #include "io/upstream_connection.hpp"
 #include "replay/replay_store.hpp"
-#include "session/server_context.hpp"
 
 #include <memory>
 

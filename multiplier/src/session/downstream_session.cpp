@@ -4,12 +4,12 @@
 #include "core/steady_clock.hpp"
 #include "core/wall_clock.hpp"
 
+#include "fanout/fanout.hpp"
 #include "http/md5_digest.hpp"
 #include "http/request_policy.hpp"
 #include "io/lingering_close.hpp"
 #include "judge/cache_judge.hpp"
 #include "log/result_log.hpp"
-#include "session/fanout.hpp"
 #include "session/intercept_session.hpp"
 #include "session/tunnel_session.hpp"
 #include "tls/tls_interceptor.hpp"
@@ -48,14 +48,14 @@ DownstreamSession::DownstreamSession(tcp::socket socket, std::shared_ptr<ServerC
     : ctx_(std::move(ctx)),
       client_(std::move(socket), read_buffer_limit(ctx_->config())),
       collector_(client_.transport.get_executor(), *ctx_),
-      pools_(std::make_shared<ProxyPools>(ctx_->fanout_executor(client_.transport.get_executor()), ctx_->proxies(),
-                                          ctx_->config().max_conns_per_proxy, read_buffer_limit(ctx_->config()))),
-      work_(*ctx_),
-      connection_(*ctx_) {}
+      fanouts_(std::make_shared<ClientFanouts>(ctx_->fanout_executor(client_.transport.get_executor()), ctx_->proxies(),
+                                               ctx_->config().max_conns_per_proxy, read_buffer_limit(ctx_->config()))),
+      work_(ctx_->stop()),
+      connection_(ctx_->load()) {}
 
 void DownstreamSession::start() {
-    ctx_->register_abortable(shared_from_this());
-    ctx_->register_abortable(pools_);
+    ctx_->stop().register_abortable(shared_from_this());
+    ctx_->stop().register_abortable(fanouts_);
     asio::co_spawn(client_.transport.get_executor(), run(),
                    report_exception([self = shared_from_this()](const char* what) {
                        spdlog::error("client {}: session ended by an internal error: {}", self->client_.address, what);
@@ -80,7 +80,7 @@ void DownstreamSession::close() {
     error_code ignored;
     client_.transport.socket().close(ignored);
     collector_.close();
-    pools_->client_closed();
+    fanouts_->client_closed();
 }
 
 awaitable<void> DownstreamSession::run() {
@@ -145,7 +145,7 @@ std::shared_ptr<ClientOrder> DownstreamSession::client_order(const Request& req)
 awaitable<bool> DownstreamSession::wait_for_request() {
     if (client_.buffer.size() > 0) co_return true;  // a pipelined request is already buffered
     idle_ = true;
-    if (ctx_->stopping()) co_return false;
+    if (ctx_->stop().stopping()) co_return false;
     client_.buffer.shrink_to_fit();
     // Inside TLS the engine may hold a whole request already read from the
     // socket, which then shows nothing: the read itself waits (serve_one).
@@ -162,7 +162,7 @@ awaitable<bool> DownstreamSession::serve_one() {
     parser.header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
     parser.body_limit(cfg.max_request_body);
     idle_ = client_.buffer.size() == 0;
-    if (idle_ && ctx_->stopping()) co_return false;
+    if (idle_ && ctx_->stop().stopping()) co_return false;
 
     error_code ec;
     client_.transport.expires_after(cfg.client_timeout);
@@ -195,7 +195,7 @@ awaitable<bool> DownstreamSession::serve_one() {
         }
     }
     Request req = parser.release();
-    const bool keep_alive = client_wants_keep_alive(req) && !ctx_->stopping();
+    const bool keep_alive = client_wants_keep_alive(req) && !ctx_->stop().stopping();
 
     if (req.method() == http::verb::connect) co_return co_await connect(req, std::move(record));
     if (intercepted_ && !co_await adopt_intercepted(req, record)) co_return false;
@@ -222,7 +222,8 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     std::optional<ReplayRecording> replay;
     if (store && !record.tag.empty() && is_unsafe_method(record.method)) replay.emplace(store->max_bytes());
     const std::string tag = record.tag;
-    auto fanout = std::make_shared<Fanout>(ctx_, pools_, client_order(req), std::move(record), upstream, head_request);
+    auto fanout =
+        std::make_shared<Fanout>(ctx_, fanouts_, client_order(req), std::move(record), upstream, head_request);
     fanout->begin();
 
     auto out =
@@ -257,7 +258,7 @@ awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bo
     fanout->set_reference(
         {std::move(out.measure), status, std::nullopt, std::move(shortfall), whole ? std::move(out.body) : nullptr});
     if (!whole) co_return false;
-    co_return out.keep_alive && !ctx_->stopping();
+    co_return out.keep_alive && !ctx_->stop().stopping();
 }
 
 awaitable<void> DownstreamSession::keep_pace_with_measuring() {
@@ -270,13 +271,13 @@ awaitable<void> DownstreamSession::keep_pace_with_measuring() {
     // bound is explicit, as every wait's: one fan-out's deadline. The hold is part of what the client
     // experiences through SPE, so it is measured and goes on the record of the request read next.
     const auto bound = ctx_->config().max_fanout_backlog;
-    if (pools_->backlog() <= bound || ctx_->stopping()) co_return;
+    if (fanouts_->backlog().backlog() <= bound || ctx_->stop().stopping()) co_return;
     const auto started = Clock::now();
     const auto limit = started + fanout_turn_bound(ctx_->config(), ctx_->proxies().size());
     asio::steady_timer pause(client_.transport.get_executor());
     Clock::duration recheck = std::chrono::milliseconds(1);
     error_code ec;
-    while (pools_->backlog() > bound && !ctx_->stopping() && Clock::now() < limit) {
+    while (fanouts_->backlog().backlog() > bound && !ctx_->stop().stopping() && Clock::now() < limit) {
         pause.expires_after(recheck);
         co_await pause.async_wait(with_ec(ec));
         recheck = std::min<Clock::duration>(recheck * 2, std::chrono::milliseconds(8));

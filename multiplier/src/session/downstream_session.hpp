@@ -8,12 +8,12 @@
 // tunnel's requests as https ones. An Upgrade goes to a TunnelSession too.
 #pragma once
 
+#include "context/server_context.hpp"
 #include "core/refusals.hpp"
+#include "fanout/client_fanouts.hpp"
 #include "http/request_policy.hpp"
 #include "io/client_connection.hpp"
 #include "session/collector_leg.hpp"
-#include "session/proxy_pools.hpp"
-#include "session/server_context.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +40,7 @@ private:
     awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
     /// Before a request is read: waits (bounded) while the fan-out executor is more than
-    /// --max-fanout-backlog of this connection's fan-outs behind (ProxyPools::backlog), SPE's own
+    /// --max-fanout-backlog of this connection's fan-outs behind (FanoutBacklog), SPE's own
     /// overload, never a proxy's; how long, in held_us_ for the record of the request read next.
     awaitable<void> keep_pace_with_measuring();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
@@ -63,7 +63,7 @@ private:
     ClientConnection client_;                   // its stream is TLS once a tunnel is intercepted
     std::optional<ConnectTarget> intercepted_;  // the tunnel's target, once intercepted
     CollectorLeg collector_;
-    std::shared_ptr<ProxyPools> pools_;
+    std::shared_ptr<ClientFanouts> fanouts_;
     std::string order_key_;  // the client its last request named (client_order)
     std::shared_ptr<ClientOrder> order_;
     WorkGuard work_;

@@ -8,10 +8,10 @@
 // the tunnel's requests through it as https ones.
 #pragma once
 
+#include "context/server_context.hpp"
 #include "core/measurement.hpp"
 #include "http/request_policy.hpp"
 #include "io/client_connection.hpp"
-#include "session/server_context.hpp"
 #include "tls/client_hello.hpp"
 #include "tls/tls_interceptor.hpp"
 #include "tunnel/connect_tunnel.hpp"

@@ -6,7 +6,7 @@
 // races an accept, and the session list needs no lock.
 #pragma once
 
-#include "session/server_context.hpp"
+#include "context/server_context.hpp"
 
 #include <memory>
 

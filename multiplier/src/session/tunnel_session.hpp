@@ -6,10 +6,10 @@
 // it runs the tunnel (tunnel/) to its end and logs the record.
 #pragma once
 
+#include "context/server_context.hpp"
 #include "core/measurement.hpp"
 #include "core/refusals.hpp"
 #include "io/client_connection.hpp"
-#include "session/server_context.hpp"
 #include "tunnel/connect_tunnel.hpp"
 
 #include <optional>

@@ -1,19 +1,19 @@
 // What every session shares: the validated config, resolved upstreams, the
-// result log, counters, and the registry used to stop everything on SIGTERM.
+// result log, the judge and the other services sessions use, how to stop, and the load counters.
 #pragma once
 
+#include "context/client_order.hpp"
+#include "context/load_counters.hpp"
+#include "context/reference_budget.hpp"
+#include "context/stop_control.hpp"
 #include "core/config.hpp"
 #include "core/net.hpp"
 #include "http/header_policy.hpp"
-#include "session/client_order.hpp"
-#include "session/reference_budget.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 namespace spe {
@@ -27,15 +27,6 @@ class TlsInterceptor;
 struct ResolvedProxy {
     std::string name;
     std::vector<tcp::endpoint> endpoints;
-};
-
-/// Something that can be cut short when the drain time is over (a client
-/// session, a session's proxy connections). abort() may be called from any
-/// thread; implementations post to their own strand.
-class Abortable {
-public:
-    virtual ~Abortable() = default;
-    virtual void abort() = 0;
 };
 
 class ServerContext {
@@ -81,27 +72,10 @@ public:
     /// always goes first.
     std::size_t next_rotation() { return rotation_++; }
 
-    bool stopping() const { return stopping_.load(); }
-    void set_stopping() { stopping_.store(true); }
-
-    /// Work that keeps a graceful stop waiting (open sessions, fan-outs not logged).
-    void work_started() { ++unfinished_work_; }
-    void work_finished() { --unfinished_work_; }
-    int unfinished_work() const { return unfinished_work_.load(); }
-
-    void register_abortable(const std::shared_ptr<Abortable>& a);
-    void abort_all();
-
-    /// Client requests being answered or fanned out (see RequestCount).
-    void request_started();
-    void request_finished() { --requests_; }
-    std::size_t requests_in_flight() const { return requests_.load(); }
-    /// Client connections open (for /metrics): relaxed counts, one pair per connection.
-    void connection_opened() { connections_.fetch_add(1, std::memory_order_relaxed); }
-    void connection_closed() { connections_.fetch_sub(1, std::memory_order_relaxed); }
-    std::size_t client_connections() const { return connections_.load(std::memory_order_relaxed); }
-    /// The most requests in flight at once since the last call (then restarts from now).
-    std::size_t take_request_peak() { return request_peak_.exchange(requests_.load()); }
+    /// Stopping: the flag, the work a graceful stop waits for, what is aborted when the drain time is over.
+    StopControl& stop() { return stop_; }
+    /// Client connections and requests in flight, for /metrics and the memory trimming.
+    LoadCounters& load() { return load_; }
 
 private:
     Config config_;
@@ -119,54 +93,8 @@ private:
     const std::string process_tag_;  // random, the first part of every request tag
     std::atomic<std::uint64_t> last_id_{0};
     std::atomic<std::size_t> rotation_{0};
-    std::atomic<bool> stopping_{false};
-    std::atomic<int> unfinished_work_{0};  // WorkGuards alive
-    std::atomic<std::size_t> requests_{0};
-    std::atomic<std::size_t> request_peak_{0};
-    std::atomic<std::size_t> connections_{0};
-    std::mutex abortables_mutex_;
-    std::vector<std::weak_ptr<Abortable>> abortables_;
-};
-
-/// RAII count of one unit of in-flight work.
-class WorkGuard {
-public:
-    explicit WorkGuard(ServerContext& ctx) : ctx_(&ctx) { ctx_->work_started(); }
-    ~WorkGuard() {
-        if (ctx_) ctx_->work_finished();
-    }
-    WorkGuard(WorkGuard&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)) {}
-    WorkGuard(const WorkGuard&) = delete;
-    WorkGuard& operator=(const WorkGuard&) = delete;
-    WorkGuard& operator=(WorkGuard&&) = delete;
-
-private:
-    ServerContext* ctx_;
-};
-
-/// RAII count of one open client connection (held by its session).
-class ConnectionCount {
-public:
-    explicit ConnectionCount(ServerContext& ctx) : ctx_(&ctx) { ctx_->connection_opened(); }
-    ~ConnectionCount() { ctx_->connection_closed(); }
-    ConnectionCount(const ConnectionCount&) = delete;
-    ConnectionCount& operator=(const ConnectionCount&) = delete;
-
-private:
-    ServerContext* ctx_;
-};
-
-/// RAII count of one client request in flight (held by its fan-out record,
-/// which lives from the Collector request to the log), for memory trimming.
-class RequestCount {
-public:
-    explicit RequestCount(ServerContext& ctx) : ctx_(&ctx) { ctx_->request_started(); }
-    ~RequestCount() { ctx_->request_finished(); }
-    RequestCount(const RequestCount&) = delete;
-    RequestCount& operator=(const RequestCount&) = delete;
-
-private:
-    ServerContext* ctx_;
+    StopControl stop_;
+    LoadCounters load_;
 };
 
 }  // namespace spe

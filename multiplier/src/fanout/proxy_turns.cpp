@@ -1,4 +1,4 @@
-#include "session/proxy_turns.hpp"
+#include "fanout/proxy_turns.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "session/reference_budget.hpp"
+#include "context/reference_budget.hpp"
 
 namespace spe {
 namespace {

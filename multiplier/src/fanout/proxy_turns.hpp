@@ -5,7 +5,7 @@
 // the client and the Collector saw them (RFC 9111 4.4: an unsafe request
 // invalidates, then the next GET must not overtake it). A fan-out may be done
 // before its turn comes (no leg at all, e.g. no reference): the turn then
-// passes over it when it arrives. Plain data, no I/O: ProxyPools owns one on
+// passes over it when it arrives. Plain data, no I/O: ProxyTurnQueue owns one on
 // its strand and does the waking.
 #pragma once
 

@@ -4,8 +4,8 @@
 
 #include "core/measurement.hpp"
 #include "http/header_policy.hpp"
+#include "http/read_proxy_reply.hpp"  // ProxyLegLimits
 #include "io/upstream_connection.hpp"
-#include "session/proxy_reply.hpp"  // ProxyLegLimits
 
 #include <optional>
 

@@ -1,4 +1,4 @@
-#include "session/client_order.hpp"
+#include "context/client_order.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -2,21 +2,21 @@
 // request to every proxy under test in a rotating order, gathers the measures,
 // validates them against the reference and hands one record to the log.
 // Lives on the fan-out executor of its client connection (the connection's
-// ProxyPools executor, on the fan-out threads), not on the client's: the
+// ClientFanouts executor, on the fan-out threads), not on the client's: the
 // session's calls are posted there in call order. Owns the record until it
 // is logged. Each fan-out has its number in the client's order, and each of
-// its legs waits for its proxy's turn (ProxyPools::await_turn): a proxy gets a
+// its legs waits for its proxy's turn (ProxyTurnQueue::await_turn): a proxy gets a
 // connection's requests one at a time, in the order the client sent them. A
 // fan-out that sends a proxy nothing still passes its turn on, at the latest
 // in its destructor.
 #pragma once
 
+#include "context/server_context.hpp"
 #include "core/measurement.hpp"
 #include "core/net.hpp"
+#include "fanout/client_fanouts.hpp"
 #include "http/expected_body_digest.hpp"
 #include "http/wire_request.hpp"
-#include "session/proxy_pools.hpp"
-#include "session/server_context.hpp"
 
 #include <memory>
 #include <optional>
@@ -47,8 +47,9 @@ struct Reference {
 class Fanout : public std::enable_shared_from_this<Fanout> {
 public:
     /// `order`: the client's order across its connections (nullptr: only this connection's).
-    Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools, std::shared_ptr<ClientOrder> order,
-           RequestRecord record, std::shared_ptr<const WireRequest> request, bool head_request);
+    Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ClientFanouts> fanouts,
+           std::shared_ptr<ClientOrder> order, RequestRecord record, std::shared_ptr<const WireRequest> request,
+           bool head_request);
     /// Logs the record if nothing else did: no client request goes unrecorded.
     ~Fanout();
     Fanout(const Fanout&) = delete;
@@ -107,7 +108,7 @@ private:
     const Measure& compared_reference() const;
 
     std::shared_ptr<ServerContext> ctx_;
-    std::shared_ptr<ProxyPools> pools_;
+    std::shared_ptr<ClientFanouts> fanouts_;
     RequestRecord record_;
     std::shared_ptr<const WireRequest> request_;
     std::shared_ptr<ClientOrder> order_;  // nullptr: --order connection

@@ -3,7 +3,7 @@
 // read through a digesting body to its end, the outcome classified. A template
 // on the stream so that the fuzz target (tests/fuzz/fuzz_proxy_reply.cpp) runs
 // this very code over a stream that hands out its input in pieces; the leg
-// runs it over its connection's TimedStream (proxy_leg.cpp).
+// runs it over its connection's TimedStream (fanout/proxy_leg.cpp).
 #pragma once
 
 #include "core/errors.hpp"
@@ -11,10 +11,10 @@
 #include "core/steady_clock.hpp"
 #include "http/digest_body.hpp"
 #include "http/header_policy.hpp"
+#include "http/parse_buffered.hpp"
 #include "http/proxy_reply_parser.hpp"
 #include "http/read_buffer.hpp"
 #include "http/reply_header.hpp"
-#include "io/upstream_connection.hpp"
 
 #include <boost/beast/http/read.hpp>
 #include <boost/optional.hpp>

@@ -1,11 +1,11 @@
-#include "session/fanout.hpp"
+#include "fanout/fanout.hpp"
 #include "core/coroutine_exception.hpp"
 
+#include "fanout/proxy_leg.hpp"
 #include "judge/cache_judge.hpp"
 #include "judge/fetch_memory.hpp"
 #include "judge/validator.hpp"
 #include "log/result_log.hpp"
-#include "session/proxy_leg.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -23,20 +23,20 @@ Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies) {
     return config.legs == LegOrder::serial ? leg * static_cast<Clock::rep>(std::max<std::size_t>(proxies, 1)) : leg;
 }
 
-Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> pools,
+Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ClientFanouts> fanouts,
                std::shared_ptr<ClientOrder> order, RequestRecord record, std::shared_ptr<const WireRequest> request,
                bool head_request)
     : ctx_(std::move(ctx)),
-      pools_(std::move(pools)),
+      fanouts_(std::move(fanouts)),
       record_(std::move(record)),
       request_(std::move(request)),
       order_(std::move(order)),
       place_(order_ ? order_->arrive(record_.id) : nullptr),
-      sequence_(pools_->next_sequence()),
+      sequence_(fanouts_->backlog().next_sequence()),
       head_request_(head_request),
       unsafe_(is_unsafe_method(record_.method)),
-      work_(*ctx_),
-      request_count_(*ctx_) {
+      work_(ctx_->stop()),
+      request_count_(ctx_->load()) {
     record_.proxies.resize(ctx_->proxies().size());
     for (std::size_t i = 0; i < record_.proxies.size(); ++i)
         record_.proxies[i].name = ctx_->proxies()[i].name;
@@ -44,9 +44,10 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ProxyPools> p
 
 Fanout::~Fanout() {
     // No leg holds this fan-out any more: whatever it did not pass on, the proxies' turns move past it.
-    asio::post(pools_->executor(), [pools = pools_, sequence = sequence_] { pools->pass_all(sequence); });
+    asio::post(fanouts_->executor(),
+               [fanouts = fanouts_, sequence = sequence_] { fanouts->turns().pass_all(sequence); });
     if (order_) order_->retire(place_);
-    if (!has_reference_) pools_->reference_taken();  // never reached (the session failed): no backlog left
+    if (!has_reference_) fanouts_->backlog().reference_taken();  // never reached (the session failed): no backlog left
     if (logged_) return;
     if (record_.note.empty()) record_.note = "fan-out interrupted";
     for (auto& p : record_.proxies)
@@ -56,7 +57,7 @@ Fanout::~Fanout() {
 
 template <class Step>
 void Fanout::on_fanout_executor(Step step) {
-    asio::post(pools_->executor(), [self = shared_from_this(), step = std::move(step)]() mutable { step(*self); });
+    asio::post(fanouts_->executor(), [self = shared_from_this(), step = std::move(step)]() mutable { step(*self); });
 }
 
 bool Fanout::sequential() const {
@@ -107,7 +108,7 @@ void Fanout::take_reference(Reference& reference) {
     own_reply_ = std::move(reference.own_reply);
     reference_body_ = std::move(reference.body);
     has_reference_ = true;
-    pools_->reference_taken();
+    fanouts_->backlog().reference_taken();
     // As soon as the client's reply is whole: a proxy may serve this fetch to a later request that ends first.
     if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
     // The Collector invalidated when its reply left, not when this executor got to it: the client's next
@@ -117,7 +118,7 @@ void Fanout::take_reference(Reference& reference) {
         if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();
             started_ = true;
-            pools_->pass_all(sequence_);
+            fanouts_->turns().pass_all(sequence_);
         }
         if (legs_wait_for_reference() || !own_reply_) record_.note = std::move(reference.shortfall);
     }
@@ -156,13 +157,13 @@ void Fanout::record_withheld() {
             "unsafe method: not sent to the proxies, since without a replay port (--replay-listen) each copy "
             "would reach the origin";
     }
-    pools_->pass_all(sequence_);
+    fanouts_->turns().pass_all(sequence_);
     maybe_finish();
 }
 
 void Fanout::spawn(awaitable<void> work, std::optional<std::size_t> proxy) {
     asio::co_spawn(
-        pools_->executor(), std::move(work), report_exception([self = shared_from_this(), proxy](const char* what) {
+        fanouts_->executor(), std::move(work), report_exception([self = shared_from_this(), proxy](const char* what) {
             spdlog::error("{} of request {} failed: {}",
                           proxy ? "proxy leg " + self->record_.proxies[*proxy].name : std::string("the proxy legs"),
                           self->record_.id, what);
@@ -184,7 +185,7 @@ awaitable<void> Fanout::run_leg(std::size_t proxy, Clock::time_point due) {
         Fanout& fanout;
         std::size_t proxy;
         ~PassTurn() {
-            fanout.pools_->pass_turn(proxy, fanout.sequence_);
+            fanout.fanouts_->turns().pass(proxy, fanout.sequence_);
             if (fanout.order_) fanout.order_->done(fanout.place_, proxy);
         }
     };
@@ -201,7 +202,7 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     // A stalled proxy (a hanging one) must not make the legs queue without end, nor hold the client: a bound on
     // memory, since a burst of back-to-back requests to a proxy slower than the Collector's hits queues this many
     // at most (each also waits at most one fan-out's bound, await_order).
-    if (const auto ahead = pools_->ahead(proxy, sequence_); ahead > ctx_->config().max_queued_legs) {
+    if (const auto ahead = fanouts_->turns().ahead(proxy, sequence_); ahead > ctx_->config().max_queued_legs) {
         result.measure.error = LegError::busy;
         result.measure.error_detail = fmt::format(
             "not sent: this proxy had not answered the {} requests before it on this client connection "
@@ -212,7 +213,7 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     const bool ready = co_await await_order(proxy);
     result.queued_us = micros_since(due);
     if (!ready) co_return;
-    auto conn = pools_->acquire(proxy);
+    auto conn = fanouts_->acquire(proxy);
     if (!conn) {
         result.measure.error = LegError::busy;
         result.measure.error_detail = "too many requests outstanding on this proxy for this client connection";
@@ -229,7 +230,7 @@ awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
         Measure measure;
         co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy(), measure);
         result.measure = std::move(measure);
-        pools_->release(proxy, std::move(conn));
+        fanouts_->release(proxy, std::move(conn));
         if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
     }
 }
@@ -243,13 +244,13 @@ awaitable<bool> Fanout::await_order(std::size_t proxy) {
         measure.error_detail = fmt::format("not sent: after {} ms this proxy was still answering {}",
                                            std::chrono::duration_cast<std::chrono::milliseconds>(bound).count(), what);
     };
-    const auto turn = co_await pools_->await_turn(proxy, sequence_, bound);
-    if (turn == ProxyPools::TurnWait::aborted) {
+    const auto turn = co_await fanouts_->turns().await_turn(proxy, sequence_, bound);
+    if (turn == ProxyTurnQueue::Wait::aborted) {
         measure.error = LegError::aborted;
         measure.error_detail = "the Multiplier stopped while the leg waited for its turn";
         co_return false;
     }
-    if (turn == ProxyPools::TurnWait::timed_out) {
+    if (turn == ProxyTurnQueue::Wait::timed_out) {
         fell_behind(
             "this client connection's earlier requests (it gets them one at a time; a leg waits for its turn one "
             "fan-out's deadline at most)");
@@ -258,7 +259,7 @@ awaitable<bool> Fanout::await_order(std::size_t proxy) {
     if (!order_) co_return true;
     // The same bound again, not what is left of it: this wait is for other connections' legs, each of which
     // has a deadline of its own.
-    auto waited = co_await order_->await_earlier(place_, proxy, bound, pools_->executor());
+    auto waited = co_await order_->await_earlier(place_, proxy, bound, fanouts_->executor());
     record_.proxies[proxy].waited_for = std::move(waited.ids);
     if (waited.how == ClientOrder::Wait::timed_out) {
         fell_behind(

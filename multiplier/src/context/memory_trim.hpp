@@ -12,7 +12,7 @@
 // malloc_trim(0) (a few milliseconds); under steady load it never does.
 #pragma once
 
-#include "session/server_context.hpp"
+#include "context/server_context.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,4 +1,4 @@
-#include "session/proxy_leg.hpp"
+#include "fanout/proxy_leg.hpp"
 
 namespace spe {
 

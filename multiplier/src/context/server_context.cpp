@@ -1,4 +1,4 @@
-#include "session/server_context.hpp"
+#include "context/server_context.hpp"
 #include "replay/replay_store.hpp"
 
 #include "judge/cache_judge.hpp"
@@ -8,8 +8,6 @@
 #include "tls/tls_interceptor.hpp"
 
 #include <boost/asio/strand.hpp>
-
-#include <algorithm>
 
 namespace spe {
 
@@ -59,32 +57,6 @@ asio::any_io_executor ServerContext::fanout_executor(const asio::any_io_executor
     if (config_.fanout_threads == 0) return client;
     if (config_.fanout_threads == 1) return fanout_.get_executor();
     return asio::make_strand(fanout_);
-}
-
-void ServerContext::register_abortable(const std::shared_ptr<Abortable>& a) {
-    std::lock_guard lock(abortables_mutex_);
-    // Drop entries whose owner is gone, so the registry stays as small as the live set.
-    if (abortables_.size() >= 64 && abortables_.size() % 64 == 0)
-        std::erase_if(abortables_, [](const auto& w) { return w.expired(); });
-    abortables_.push_back(a);
-}
-
-void ServerContext::request_started() {
-    const auto now = ++requests_;
-    auto peak = request_peak_.load();
-    while (peak < now && !request_peak_.compare_exchange_weak(peak, now)) {
-    }
-}
-
-void ServerContext::abort_all() {
-    std::vector<std::shared_ptr<Abortable>> live;
-    {
-        std::lock_guard lock(abortables_mutex_);
-        for (auto& w : abortables_)
-            if (auto a = w.lock()) live.push_back(std::move(a));
-    }
-    for (auto& a : live)
-        a->abort();
 }
 
 }  // namespace spe

@@ -1,4 +1,4 @@
-#include "session/memory_trim.hpp"
+#include "context/memory_trim.hpp"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -62,11 +62,11 @@ awaitable<void> trim_memory_after_bursts(std::shared_ptr<ServerContext> ctx, asi
     asio::steady_timer tick(co_await asio::this_coro::executor);
     TrimPolicy policy;
     error_code ec;
-    while (!ctx->stopping()) {
+    while (!ctx->stop().stopping()) {
         tick.expires_after(std::chrono::seconds(1));
         co_await tick.async_wait(with_ec(ec));
-        const auto now = ctx->requests_in_flight();
-        if (!policy.due(ctx->take_request_peak(), now)) continue;
+        const auto now = ctx->load().requests_in_flight();
+        if (!policy.due(ctx->load().take_request_peak(), now)) continue;
         const auto before = resident_kib();
         const auto t0 = Clock::now();
         asio::post(fanout, [] { give_back_memory(); });
