@@ -21,13 +21,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from analysis import sections, stats_sql
-from analysis.hit_ratios import cache_columns, collector_usage, delivered
 from analysis.readers.engine import FrameTables, ReplyQueries, RunTables
 from analysis.readers.judge_records import load_judged_run
 from analysis.readers.records import Records, find_log, is_rope
 from analysis.report_data import Report
 from analysis.section import FIRST, QUESTIONS, RunData, Section, fmt
-from analysis.sections.prefetch import prefetch_columns
+from analysis.sections.hit_ratios import collector_usage
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.records import RESULT_CLASSES
@@ -38,8 +37,7 @@ CORE_COLUMNS = ["name", "requests", "responses", "ok_pct", *[f"{c.lower()}_pct" 
                 "latency_mean_ms", "latency_mean_ci_low_ms", "latency_mean_ci_high_ms", "latency_median_ms",
                 "latency_median_ci_low_ms", "latency_median_ci_high_ms", "latency_p90_ms", "latency_p99_ms",
                 "connect_mean_ms", "ttfb_mean_ms", "ttfb_median_ms", "queued_median_ms", "queued_p99_ms",
-                "body_bytes", "collector_requests", "hit_ratio", "byte_hit_ratio", "rel_bandwidth_received",
-                "rel_bandwidth_sent"]
+                "body_bytes"]
 
 
 # What write_report can write: report.html, summary.csv, summary.json, report.txt and the figures' PNG files.
@@ -66,20 +64,6 @@ class Progress:
 def _log_size(run: Path) -> int:
     files = [run] if run.is_file() else [*run.glob("*.jsonl"), *run.glob("*.rope.log")]
     return sum(f.stat().st_size for f in files)
-
-
-def per_proxy_rows(run: Path, records: Records, tables: ReplyQueries, usage: dict | None,
-                   rows: list[dict]) -> list[dict]:
-    """The per-proxy table's `rows` (the Collector's row, then one per proxy) with their hit ratios and bandwidth.
-    A prefetcher's own requests are no client's: its hit ratio leaves them out, so they are counted first (queries
-    over the same `tables`)."""
-    prefetch = prefetch_columns(run, records.proxies, tables) if run.is_dir() else {}
-    responses = delivered(tables) if usage is not None else {}
-    for row in rows:
-        own = prefetch.get(row["name"], {})
-        row.update(own, **cache_columns(responses.get(row["name"], (0, 0)), row["name"], usage,
-                                        own.get("prefetch_requests") or 0, own.get("prefetch_bytes") or 0))
-    return rows
 
 
 # How the report reads a run: "duckdb" (analysis/readers/engine.py: Parquet or JSON Lines through DuckDB) or
@@ -121,16 +105,18 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
     tables, records, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
     with tables:
         usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
-        rows = per_proxy_rows(run, records, tables, usage, table)
         files = RunDir(run)
         inputs = RunData(run, log, records, tables, LabJson.read(run) if run.is_dir() else None, usage,
-                         files.captures if files.captures.is_dir() else None, rows, examples)
+                         files.captures if files.captures.is_dir() else None, table, examples)
+        for section in sections.SECTIONS:
+            if section.rows:
+                section.rows(inputs)
         data = {}
         for section in sections.SECTIONS:
             if section.compute and (computed is None or section.name in computed):
                 progress(f"section {section.name}")
                 data[section.name] = section.compute(inputs)
-    return Report(run, rows, records.requests, records.bad_lines, bad_collector_lines, usage or {},
+    return Report(run, table, records.requests, records.bad_lines, bad_collector_lines, usage or {},
                   skipped=records.skipped, held=records.held, https=records.https, bad_cache_lines=bad_cache_lines,
                   bad_parts=bad_parts, data=data)
 

@@ -5,6 +5,8 @@ analysis/sections/__init__.py registers it once. The report (analysis/report.py)
 only iterate the registry, so adding a section touches no other file (docs/report.md, "Adding a section").
 
 Every hook is optional. The report calls them in this order:
+- `rows(run)` once per run, in registry order, before any section computes: adds the section's `columns` to the
+  per-proxy rows (`run.rows`) that other sections read (the hit ratios leave the prefetch counts out).
 - `compute(run)` once per run, in registry order: the section's data, kept in `Report.data[name]`
   (analysis/report_data.py); it may add its `columns` to the per-proxy rows (`run.rows`).
 - `applies(report)`: whether the run has anything for it to show; a section that does not apply shows nothing.
@@ -72,6 +74,7 @@ class Section:
     title: str  # the heading of its details
     question: str | None = None  # BEST, BUGS or TRUST: the question its verdict answers (None: details only)
     columns: tuple[str, ...] = ()  # the per-proxy columns it adds to summary.csv / summary.json, in order
+    rows: Callable[[RunData], None] | None = None
     compute: Callable[[RunData], Any] | None = None
     applies: Callable[[Report], bool] = always
     verdict_text: Callable[[Report], list[str]] | None = None

@@ -1,8 +1,8 @@
 """The report's sections: each declared once in its own module (analysis/section.py says what a section
-declares), registered once here. Their order here is the order they compute in (a section may read the columns
-an earlier one added to the rows), of their summary.csv columns, and of their parts under each question of the
-report (the verdict and the details). Every section's module is in this package; what they read a run with is in
-analysis/readers/.
+declares), registered once here. Their order here is the order they add their columns to the rows and compute in
+(a section may read the columns an earlier one added to the rows), of their summary.csv columns, and of their parts
+under each question of the report (the verdict and the details). Every section's module is in this package; what
+they read a run with is in analysis/readers/.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from analysis.sections import (
     collector_ports,
     failed_legs,
     figures,
+    hit_ratios,
     judge_findings,
     mismatches,
     noise,
@@ -21,12 +22,13 @@ from analysis.sections import (
 )
 
 SECTIONS: tuple[Section, ...] = (
+    prefetch.SECTION,  # its rows first: the hit ratios leave a prefetcher's own requests out
+    hit_ratios.SECTION,
     mismatches.SECTION,
     noise.SECTION,
     bypass.SECTION,  # before the figures: a proxy that bypassed its Collector port has no hit ratio to plot
     judge_findings.SECTION,
     judge_findings.JUDGE_NOISE,
-    prefetch.SECTION,
     paired.SECTION,
     figures.SECTION,
     failed_legs.SECTION,

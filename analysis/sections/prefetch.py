@@ -38,7 +38,7 @@ from analysis.readers.access_log_sql import read_access_log
 from analysis.readers.engine import ReplyQueries, RunTables
 from analysis.readers.records import COLLECTOR
 from analysis.readers.run_collector import strips_query_terms
-from analysis.section import Section
+from analysis.section import RunData, Section
 from analysis.stats_sql import TIMED, quantile, values_at_ranks
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import PREFETCH_AGENT_LOG, RunDir
@@ -270,8 +270,15 @@ def _prefetchers(rep) -> list[dict]:
     return [r for r in rep.rows[1:] if r.get("prefetch_requests")]
 
 
-# No compute: the report reads the prefetch columns before the per-proxy table's hit ratios, which leave a
-# prefetcher's own requests out (analysis/hit_ratios.py).
-SECTION = Section("prefetching", "Prefetching", columns=tuple(PREFETCH_COLUMNS),
+def add_prefetch_columns(run: RunData) -> None:
+    """Each proxy's prefetch columns in its row (a bare log has none)."""
+    columns = prefetch_columns(run.run, run.records.proxies, run.tables) if run.run.is_dir() else {}
+    for row in run.rows:
+        row.update(columns.get(row["name"], {}))
+
+
+# Its columns are added before any section computes: the hit ratios (analysis/sections/hit_ratios.py) leave a
+# prefetcher's own requests out.
+SECTION = Section("prefetching", "Prefetching", columns=tuple(PREFETCH_COLUMNS), rows=add_prefetch_columns,
                   applies=lambda rep: bool(_prefetchers(rep)), details_text=lambda rep: prefetch_text(rep.rows),
                   template="sections/prefetching.html.j2", context=lambda rep: {"prefetchers": _prefetchers(rep)})

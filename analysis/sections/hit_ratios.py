@@ -5,7 +5,7 @@ proxy: hit ratio = 1 - requests its clients' requests caused on its Collector po
 delivered; byte hit ratio = 1 - bytes those requests pulled from the Collector / bytes it delivered
 (headers and bodies). Only the requests of responses it delivered count: a Collector request tagged
 (X-SPE-Request) with a client request whose leg at this proxy failed (no reply, a read that failed, e.g. a
-refused PUT) is neither side of the ratio. A prefetcher's own requests (analysis/sections/prefetch.py) are not
+refused PUT) is neither side of the ratio. A prefetcher's own requests (prefetch.py, its columns added first) are not
 its clients': a request a prefetch served is a hit, and the prefetch's cost shows in the relative bandwidth = all
 bytes it pulled (or sent) / bytes the direct path pulled (sent).
 Ratios are clipped to [0, 1]; they are None without a Collector log or delivered responses.
@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.section import RunData, Section
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import ACCESS_LOG
 from spe_tools.rundir.port_usage import PortUsage, parse_access_log
@@ -82,3 +83,21 @@ def cache_columns(responses: tuple[int, int], name: str, usage: dict[str, PortUs
     if direct and direct.bytes_from_client:
         out["rel_bandwidth_sent"] = mine.bytes_from_client / direct.bytes_from_client
     return out
+
+
+HIT_RATIO_COLUMNS = ("collector_requests", "hit_ratio", "byte_hit_ratio", "rel_bandwidth_received",
+                     "rel_bandwidth_sent")
+
+
+def add_hit_ratios(run: RunData) -> None:
+    """Each row's hit ratios and bandwidth, a prefetcher's own requests left out (its prefetch columns, added
+    before these)."""
+    responses = delivered(run.tables) if run.usage is not None else {}
+    for row in run.rows:
+        row.update(cache_columns(responses.get(row["name"], (0, 0)), row["name"], run.usage,
+                                 row.get("prefetch_requests") or 0, row.get("prefetch_bytes") or 0))
+
+
+# Columns of the per-proxy table itself (the text and HTML tables show them): nothing to show of its own.
+SECTION = Section("hit-ratios", "Hit ratios", columns=HIT_RATIO_COLUMNS, rows=add_hit_ratios,
+                  applies=lambda rep: False)
