@@ -187,6 +187,9 @@ def _no_pause_cases() -> dict[str, Case]:
         "no-cache,update-length": Case("a 304 with Content-Length: 0 (as some origins send) updates no stored "
                                        "Content-Length (3.2)", "no-cache", extra=(v1,),
                                        updated=(("Content-Length", "0"), v2), scenarios=update),
+        "max-age=2,update-length": Case("revalidated after 2 s, a 304 with Content-Length: 0 updates no stored "
+                                        "Content-Length (3.2)", "max-age=2", extra=(v1,),
+                                        updated=(("Content-Length", "0"), v2), scenarios=update),
         "max-age=2,update": Case("the 304 updates Cache-Control to max-age=3600 and X-Version (4.3.4)", "max-age=2",
                                  extra=(v1,), updated=(("Cache-Control", "max-age=3600"), v2), scenarios=update),
         "expires-past,update": Case("the 304 updates Expires to 2038 and X-Version (4.3.4)", expires=PAST,

@@ -317,6 +317,24 @@ TEST_CASE("a reused copy whose body disagrees with its Content-Length is named, 
     CHECK(rules(fresh.proxies[0].measure).empty());
 }
 
+TEST_CASE("a copy revalidated during the request, its Content-Length taken from the 304, is named framing") {
+    // Squid 5.7 merges its parent's 304 (whose stamps name this request: no reuse) with Content-Length: 0 into
+    // the stored reply and serves the stored body after it: the body is the store's, fetched before the request.
+    spe::CacheJudge judge({"p"});
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=2", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=2", "tag-1"));
+    judge.judge(first, kRequest);
+    auto again = one_proxy_record(2, kT0 + 4, reply(fetch_stamp(1, kT0 + 0.001), "max-age=2", "tag-2"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=2", "tag-2"));
+    auto& m = again.proxies[0].measure;
+    m.error = spe::LegError::extra_data;
+    m.error_detail = "bytes after the reply";
+    m.bytes = 0;
+    judge.judge(again, kRequest);
+    CHECK_FALSE(m.cache->reused);
+    CHECK(rules(m) == Rules{"framing"});
+}
+
 TEST_CASE("the Collector invalidates when it takes the unsafe request's reply, on the clock of its stamps") {
     // The POST's reply reached the Collector at kT0 + 1.002 (its stamp) and the Multiplier 4 ms later. In
     // between, a proxy's request made the Collector fetch again (kT0 + 1.004): a copy stored after the

@@ -346,7 +346,10 @@ void CacheJudge::judge_stamped(CacheVerdict& v, Case& c, const Leg& leg, const F
     const KnownFetch* fetch = trace(v, record, leg, stamp, sent);
     if (sent) judge_connection_fields(v, *sent, h);
     v.reused = is_reuse(c, leg.reply, leg.reference, stamp);
-    add_judgement(v, rule_id("framing"), judge_framing(record.method, v.reused, leg.reply));
+    // A body from the proxy's store: a copy it reused, or one it revalidated during this request (its fetch is
+    // older than the request), as a cache that merged its parent's 304 serves.
+    const bool from_store = v.reused || stamp.time < record.ts - kClockSlack;
+    add_judgement(v, rule_id("framing"), judge_framing(record.method, from_store, leg.reply));
     std::optional<double> invalidated;
     if (const auto* at = leg.memory.invalidated.find(c.url); at && *at <= leg.sent_at) invalidated = *at;
     if (fetch && !v.reused) remember_delivery(leg.memory, *fetch, c.request, leg.sent_at);

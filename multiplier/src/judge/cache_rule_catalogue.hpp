@@ -46,7 +46,7 @@ inline constexpr auto kCacheRules = std::to_array<CacheRule>({
     {"not-modified-fields", "9110 15.4.5", RuleSeverity::violation,
      "a 304 without the ETag or Vary the stored reply has"},
     {"framing", "3.2", RuleSeverity::violation,
-     "a reused copy whose body disagrees with its Content-Length (e.g. taken from a 304)"},
+     "a stored copy (reused or revalidated) whose body disagrees with its Content-Length (e.g. taken from a 304)"},
     {"date", "4, 3.2", RuleSeverity::violation,
      "reused a stored reply with another Date than the valid one its parent sent"},
     {"stored-fields", "3.1", RuleSeverity::violation,

@@ -14,16 +14,16 @@ RuleJudgement judge_head_body(std::string_view method, const Measure& reply) {
     return out;
 }
 
-RuleJudgement judge_framing(std::string_view method, bool reused, const Measure& reply) {
+RuleJudgement judge_framing(std::string_view method, bool from_store, const Measure& reply) {
     RuleJudgement out;
-    if (!reused || method == "HEAD") return out;
+    if (!from_store || method == "HEAD") return out;
     out.exercised = true;
     if (reply.error != LegError::extra_data && reply.error != LegError::truncated && reply.error != LegError::bad_body)
         return out;
     // The leg's own reason says what it saw.
     out.finding =
         Finding{cache_rule("framing"),
-                fmt::format("a reused copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
+                fmt::format("a stored copy's body disagrees with its framing ({} bytes read: {})", reply.bytes,
                             reply.error_detail.empty() ? to_string(reply.error) : reply.error_detail)};
     return out;
 }
