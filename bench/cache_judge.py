@@ -20,15 +20,18 @@ fetch; a proxy's copy of a URL is always the same fetch (a serial from the URL),
 real run. wrk asks for --urls different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding,
 Accept-Language): the judge's tables grow as in a real run, up to their bound of 16384 entries each.
 
-1. CPU per client request (Δ utime+stime of the Multiplier over wrk's completed requests), req/s and
-   wrk's p50/p99, each round with both builds, order alternating; ratios with judge / without.
+1. CPU per client request (Δ utime+stime of the Multiplier over the client's completed requests), req/s and
+   p50/p99, each round with both builds, order alternating; ratios with judge / without. The client is paced
+   (--rate, on CPU0) below what either build sustains: back-to-back (wrk, --rate 0) the judging build falls
+   behind its proxies' turns, most of its legs are lost as `busy` and go unjudged, and its cost is undercounted.
 2. Memory: each Multiplier's RSS after the rounds and after --fill-requests more requests, each for a URL
    not asked for before (/1k?v=fN; 70000 fills every table of the judge to its bound)
    and the difference.
 3. Where it goes: both run under callgrind (instructions: repeatable on a busy machine) for
    --callgrind-seconds; instructions per request with and without, and the judge's own functions.
 
-Run: ./spe bench cache_judge [--quick] [--rounds 4] [--seconds 8] [--urls 70000] [--fill-requests 70000]
+Run: ./spe bench cache_judge [--quick] [--rounds 4] [--seconds 8] [--rate 1500] [--urls 70000]
+                             [--fill-requests 70000]
                              [--callgrind-seconds 6] [--no-append] [--keep]
 """
 
@@ -38,12 +41,14 @@ import argparse
 import datetime
 import json
 import math
+import os
 import re
 import sys
 from collections import Counter
 from pathlib import Path
 
 from bench.lib.callgrind import callgrind, inclusive_rows, split_name
+from bench.lib.clients import fixed_rate
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
 from bench.lib.logs import lines_in
@@ -125,13 +130,16 @@ def upstream_servers(ports: list[int], www: Path, legs: str = "reused") -> str:
     return body
 
 
+# What every request carries, the fields the Vary replies vary on (wrk's and the paced client's alike).
+URL_HEADERS = (("Accept-Encoding", "gzip, deflate"), ("Accept-Language", "en-GB, en;q=0.8"))
+
+
 def wrk_script(reference_port: int, urls: int, prefix: str = "") -> str:
     """wrk Lua: absolute-form GETs (the Multiplier is a forward proxy) of /1k?v=<prefix>0 .. urls-1 in turn
     (one wrk thread: one sequence over all its connections)."""
-    return (f"local n = -1\n"
-            f'wrk.headers["Accept-Encoding"] = "gzip, deflate"\n'
-            f'wrk.headers["Accept-Language"] = "en-GB, en;q=0.8"\n'
-            f"request = function()\n"
+    return ("local n = -1\n"
+            + "".join(f'wrk.headers["{name}"] = "{value}"\n' for name, value in URL_HEADERS)
+            + "request = function()\n"
             f"  n = (n + 1) % {urls}\n"
             f'  return wrk.format("GET", "http://127.0.0.1:{reference_port}/1k?v={prefix}" .. n)\n'
             f"end\n")
@@ -245,14 +253,41 @@ def kernel_events(pid: int) -> dict[str, int]:
             "involuntary": int(status["nonvoluntary_ctxt_switches"])}
 
 
+def paced_load(url: str, reference_port: int, args: argparse.Namespace) -> dict:
+    """args.rate requests a second for args.seconds from the fixed-rate client on LOAD_CPU (the URLs and
+    headers of wrk_script), as wrk's figures: requests, rps, p50/p99 µs, errors, the client's own CPU-s."""
+    port = int(url.split(":")[2].split("/")[0])
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {LOAD_CPU})
+    try:
+        c0 = sum(os.times()[:2])
+        r = fixed_rate(port, lambda i: f"http://127.0.0.1:{reference_port}/1k?v={i % args.urls}", args.rate,
+                       args.seconds, connections=10, headers=URL_HEADERS)
+        client_cpu = sum(os.times()[:2]) - c0
+    finally:
+        os.sched_setaffinity(0, own)
+    latency = sorted(r["latency"])
+    bad = sum(n for status, n in r["status"].items() if status != 200)
+    late = sum(1 for x in r["late"] if x > 0.01)
+    return {"requests": len(latency), "rps": len(latency) / r["elapsed"],
+            "p50": quantile_of(latency, 0.5) * 1e6, "p99": quantile_of(latency, 0.99) * 1e6,
+            "errors": (f"{len(r['errors'])} errors, {bad} not 200, {late} sent >10 ms late"
+                       if r["errors"] or bad or late else ""), "wrk_cpu": client_cpu}
+
+
+def quantile_of(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else 0.0
+
+
 def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], script: Path,
-                   workdir: Path) -> list[dict]:
+                   workdir: Path, reference_port: int) -> list[dict]:
     runs = []
     for rnd in range(args.rounds):
         for build in BUILDS if rnd % 2 == 0 else BUILDS[::-1]:
             pid, url = mults[build]
             (u0, s0), b0, k0 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
-            result = run_wrk(url, script, args.seconds, 10, workdir, latency=True)
+            result = (paced_load(url, reference_port, args) if args.rate
+                      else run_wrk(url, script, args.seconds, 10, workdir, latency=True))
             (u1, s1), b1, k1 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
             n = max(result["requests"], 1)
             cpu = (u1 - u0) + (s1 - s0)
@@ -299,6 +334,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=parse_duration, default=8, help="wrk run per build and round")
     parser.add_argument("--urls", type=int, default=70000, help="different URLs asked for in turn")
+    parser.add_argument("--rate", type=float, default=1500,
+                        help="requests/s of the paced client in the measured rounds (default 1500, below what "
+                             "either build sustains, so no leg is lost as busy and every one is judged); 0: "
+                             "wrk back-to-back (10 connections), as before")
     parser.add_argument("--legs", choices=("reused", "mixed"), default="reused",
                         help="reused (default): every proxy leg is a reuse, the judge's worst case; mixed: half "
                              "the proxies reuse, half forward (a hit ratio of one half)")
@@ -333,7 +372,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
         for build in BUILDS:  # warm-up: keep-alive pools, nginx's file cache
             run_wrk(mults[build][1], script, 2, 10, workdir)
-        runs = measure_rounds(args, mults, script, workdir)
+        runs = measure_rounds(args, mults, script, workdir, upstream_ports[0])
         check_alive(group)
         mem = {"after the rounds": memory(mults, logs)}
         new_urls = 0
@@ -381,7 +420,7 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              f"Machine: {machine()}. Command: `{command_line('cache_judge')}`.\n",
              f"The same Multiplier binary (release build, sequential mode, JSON log, {FANOUT} proxies) with its "
              "cache-rule judge and with `--no-cache-judge`, both running, measured in turn in interleaved rounds "
-             f"(order alternating). wrk -t1 -c10 on CPU{LOAD_CPU}, asking for {args.urls:,} different URLs "
+             f"(order alternating). {load_text(args)} on CPU{LOAD_CPU}, asking for {args.urls:,} different URLs "
              f"(`/1k?v=N`) in turn; on CPU{SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
              "stand-in proxies) and the two Multipliers. Every reply carries the Collector's stamps and caching "
              "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL for the proxies' "
@@ -390,11 +429,22 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              "reference is a fresh origin fetch, every proxy's reply a reuse of a stored copy fetched up to 99 s "
              "before (`X-SPE-Reply-To: some-old-tag`), so every leg gets the full rule evaluation, and the "
              "judge's fetch table gains 1 or 2 entries per request. CPU µs/req = Δ(utime+stime) of the Multiplier over "
-             "wrk's completed requests; p50/p99 are wrk's (10 connections back-to-back: mostly queueing).\n"]
+             "the client's completed requests; p50/p99 are the client's"
+             + (" (10 connections back-to-back: mostly queueing).\n" if not args.rate else
+                ": paced below what either build sustains, so that no leg is lost as `busy` and every leg is judged "
+                "(back-to-back, the judging build fell behind its proxies' turns and most of its legs went "
+                "unjudged: the judge's cost was undercounted). The table-filling requests (2.) and callgrind's "
+                "load (3.) are wrk's, back-to-back.\n")]
     lines += rounds_section(args, runs) + memory_section(args, runs, mem, new_urls)
     lines += instructions_section(args, counts) if counts else []
     lines += checks_section(facts)
     return "\n".join(lines) + "\n"
+
+
+def load_text(args: argparse.Namespace) -> str:
+    if args.rate:
+        return f"A paced client at {args.rate:,.0f} requests/s on 10 persistent connections (asyncio, in the bench)"
+    return "wrk -t1 -c10"
 
 
 def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:

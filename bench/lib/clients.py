@@ -55,12 +55,12 @@ async def read_reply(reader: asyncio.StreamReader, parser: h11.Connection) -> tu
 
 
 def fixed_rate(port: int, urls: Callable[[int], str], rate: float, seconds: float, connections: int = 16,
-               timeout_s: float = 10) -> dict:
+               timeout_s: float = 10, headers: tuple[tuple[str, str], ...] = ()) -> dict:
     """Open-loop client: request i is due at start + i/rate (a fixed rate) and goes out on a free one of
-    `connections` persistent connections (absolute-form GET of urls(i), as to a proxy). A request that
-    finds every connection busy waits and counts as late. Returns the latencies (s, from sending to the
-    last body byte), the lateness of each send (s), statuses, errors and the elapsed time."""
-    client = FixedRateClient(port, urls, timeout_s)
+    `connections` persistent connections (absolute-form GET of urls(i), as to a proxy, with `headers`). A
+    request that finds every connection busy waits and counts as late. Returns the latencies (s, from sending
+    to the last body byte), the lateness of each send (s), statuses, errors and the elapsed time."""
+    client = FixedRateClient(port, urls, timeout_s, headers)
     asyncio.run(client.run(rate, max(1, int(rate * seconds)), connections))
     return client.result
 
@@ -76,8 +76,9 @@ class FixedRateClient:
     """fixed_rate's run: a schedule that queues each request when it is due, and workers that each send the
     queued requests on a persistent connection of their own; result holds what fixed_rate returns."""
 
-    def __init__(self, port: int, urls: Callable[[int], str], timeout_s: float):
-        self.port, self.urls, self.timeout_s = port, urls, timeout_s
+    def __init__(self, port: int, urls: Callable[[int], str], timeout_s: float,
+                 headers: tuple[tuple[str, str], ...] = ()):
+        self.port, self.urls, self.timeout_s, self.headers = port, urls, timeout_s, headers
         self.result: dict = {"latency": [], "late": [], "status": collections.Counter(), "errors": [], "bytes": 0}
 
     async def run(self, rate: float, n: int, connections: int) -> None:
@@ -116,7 +117,7 @@ class FixedRateClient:
                 conn = ClientConnection(reader, writer, h11.Connection(h11.CLIENT))
             else:
                 conn.parser.start_next_cycle()
-            request = h11.Request(method="GET", target=url, headers=[("Host", url.split("/")[2])])
+            request = h11.Request(method="GET", target=url, headers=[("Host", url.split("/")[2]), *self.headers])
             conn.writer.write(conn.parser.send(request))
             conn.parser.send(h11.EndOfMessage())
             status, size = await asyncio.wait_for(read_reply(conn.reader, conn.parser), self.timeout_s)
