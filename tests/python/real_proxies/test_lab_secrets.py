@@ -39,7 +39,7 @@ SECRETS = ("SECRETCOOKIE123", "OTHERCOOKIE789", "SECRETTOKEN456", "OTHERTOKEN789
 FAULTS = {"careless": "ignore_vary", "mismatch": "content_type"}
 # What each kind keeps on disk as a cache (under proxies/<name>/): replies with their Set-Cookie, and the
 # request fields a Vary names. The proxies' stores, not SPE's files; private to their users (docs/lab-file.md).
-CACHE_STORES = {"apache": "cache/", "nginx": "cache/", "trafficserver": "rr/cache"}
+CACHE_STORES = {"apache": "cache/", "apache-gateway": "cache/", "nginx": "cache/", "trafficserver": "rr/cache"}
 
 
 @dataclass
