@@ -134,6 +134,9 @@ class Child:
     ready_line: str | None = None  # ready once this text is in its log (when it has no port)
     ending: str | None = None  # how it ended, once stop() has run: "exit 0 after SIGTERM", ...
     signalled: tuple[int, float] | None = None  # the stop signal sent and when (monotonic), once it was
+    # How long it may take to finish after the stop signal while what started before it still runs (the
+    # Multiplier's drain: its last legs still go to the proxies); 0: the group's head start.
+    drain_s: float = 0.0
 
     @property
     def pid(self) -> int:
@@ -259,17 +262,18 @@ class ProcessGroup:
     def stop_all(self, head_start_s: float = 0.5) -> None:
         """Stop the last started first: each gets the signal in turn, and up to head_start_s to exit before the
         next one gets it (what started later may use what started earlier: the Multiplier its proxies while it
-        flushes its log, a prefetch agent its Squid, a proxy its Collector); then each is waited for with its own
-        deadline. Most exit within milliseconds; the slow ones (a Squid takes 2 to 3 s, Traffic Server 1 s) no
-        longer hold the rest up: a lab's dozen, one after the other, took 13 s."""
+        flushes its log, a prefetch agent its Squid, a proxy its Collector; a child with a drain_s gets that
+        instead); then each is waited for with its own deadline. Most exit within milliseconds; the slow ones (a
+        Squid takes 2 to 3 s, Traffic Server 1 s) no longer hold the rest up: a lab's dozen, one after the other,
+        took 13 s."""
         children = list(reversed(self.children))
         for child in children:
             child.signal_stop()
             if child.signalled is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    child.popen.wait(timeout=head_start_s)
+                    child.popen.wait(timeout=max(head_start_s, child.drain_s))
         for child in children:
-            child.stop()
+            child.stop(deadline_s=max(10.0, child.drain_s + 5.0))
 
     def __enter__(self) -> ProcessGroup:
         return self
@@ -281,7 +285,8 @@ class ProcessGroup:
 # ---------------------------------------------------------------- stopping from another process
 
 def stop_recorded(entries: list[dict], deadline_s: float = 10.0, by_group: bool = True) -> list[str]:
-    """Stop processes recorded earlier ({name, pid, start, signal}), in order; returns what was stopped.
+    """Stop processes recorded earlier ({name, pid, start, signal[, deadline_s]}), in order, each given its own
+    deadline_s or `deadline_s` to exit before SIGKILL and before the next is signalled; returns what was stopped.
 
     For `./spe lab down`, which runs in another process and cannot wait() on them: it polls. With
     `by_group`, each is a session leader started by a ProcessGroup: its whole group is signalled and
@@ -291,7 +296,7 @@ def stop_recorded(entries: list[dict], deadline_s: float = 10.0, by_group: bool 
         pid, started = entry["pid"], entry.get("start")
         if alive(pid, started):
             _signal_recorded(pid, entry.get("signal", signal.SIGTERM), by_group)
-            end = time.monotonic() + deadline_s
+            end = time.monotonic() + entry.get("deadline_s", deadline_s)
             # The whole group got the signal: its forked helpers get the same time to finish as the main
             # process (on a loaded machine a helper may still be in its handler when the main one is gone).
             while (alive(pid, started) or (by_group and session_members(pid))) and time.monotonic() < end:

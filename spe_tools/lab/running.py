@@ -35,9 +35,10 @@ class RunningLab:
 
     def record(self, child: Child) -> None:
         """Add a started process to pids.json (written at once: `down` may run any time)."""
-        self.pids.append(
-            {"name": child.name, "pid": child.pid, "start": start_time(child.pid), "signal": int(signal.SIGTERM)}
-        )
+        entry = {"name": child.name, "pid": child.pid, "start": start_time(child.pid), "signal": int(signal.SIGTERM)}
+        if child.drain_s:  # the Multiplier: `down` waits for its drain before the next, and kills it only after
+            entry["deadline_s"] = child.drain_s + 5.0
+        self.pids.append(entry)
         self.write_pids()
 
     def write_pids(self) -> None:

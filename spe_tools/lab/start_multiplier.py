@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from spe_tools import ca as spe_ca
+from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import MULTIPLIER
 from spe_tools.lab.model import Lab
+from spe_tools.lab.multiplier_args import option_values
 from spe_tools.lab.places import ca_dir, multiplier_host
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab, lab_env
@@ -49,6 +51,17 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
 # How long the Multiplier may take to listen: it listens within a second on an idle machine, but an ASan build
 # on two cores shared with a lab's proxies starting beside it once took more than 10 s (a failure exits at once).
 START_DEADLINE_S = 30.0
+DRAIN_S = 10.0  # the Multiplier's default --drain-timeout
+ABORT_S = 5.0  # after its drain, what it takes to abort what is left and write the last records (about 1 s)
+
+
+def drain_s(lab: Lab) -> float:
+    """The Multiplier's --drain-timeout: its default, or what [multiplier] extra_args (or its --config) give."""
+    given = option_values(lab.multiplier.extra_args, "drain-timeout")
+    try:
+        return parse_duration(given[-1]) if given else DRAIN_S
+    except DurationError:
+        return DRAIN_S  # the Multiplier refuses it and says why
 
 
 def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) -> None:
@@ -64,6 +77,9 @@ def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) 
     try:
         child = run.group.start(layout.MULTIPLIER, argv, port=run.ports.multiplier, ready=False,
                                 env=lab_env(run.rundir))
+        # Stopped first, it finishes its last fan-outs (its --drain-timeout) before the proxies and the Collector
+        # are stopped: a leg sent to a proxy already gone would be recorded against the proxy (refused).
+        child.drain_s = drain_s(run.lab) + ABORT_S
         run.record(child)
         child.wait_ready(host=multiplier_host(run.lab), deadline_s=START_DEADLINE_S)
     except ProcessError as e:

@@ -48,6 +48,43 @@ def test_stop_sends_sigterm_to_every_process_of_the_group(tmp_path):
     assert not child.members()
 
 
+def test_what_a_draining_child_uses_is_stopped_only_once_it_has_exited(tmp_path):
+    """The Multiplier, stopped first, still sends its last legs to the proxies while it drains: each process
+    started before it gets the stop signal only after it exited (up to its drain_s), not half a second in."""
+    draining = ("import signal, sys, time\n"
+                "def drain(*_):\n    time.sleep(1.5)\n    print('drained', time.monotonic(), flush=True)\n"
+                "    sys.exit(0)\n"
+                "signal.signal(signal.SIGTERM, drain)\nprint('up', flush=True)\ntime.sleep(600)\n")
+    used = ("import signal, sys, time\n"
+            "def stop(*_):\n    print('stopped', time.monotonic(), flush=True)\n    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, stop)\nprint('up', flush=True)\ntime.sleep(600)\n")
+    group = ProcessGroup(tmp_path)
+    try:
+        proxy = group.start("proxy", [PYTHON, "-c", used], ready_line="up")
+        multiplier = group.start("multiplier", [PYTHON, "-c", draining], ready_line="up")
+        multiplier.drain_s = 5.0
+    finally:
+        group.stop_all()
+    drained = float(multiplier.log.read_text().split("drained ")[1].split()[0])
+    stopped = float(proxy.log.read_text().split("stopped ")[1].split()[0])
+    assert stopped >= drained, "the proxy was stopped while the Multiplier still drained"
+    assert multiplier.ending == "exit 0 after SIGTERM" and proxy.ending == "exit 0 after SIGTERM"
+
+
+def test_lab_down_gives_a_recorded_process_its_own_deadline(tmp_path):
+    """`./spe lab down` has only pids.json: the Multiplier's entry carries its drain, so it is not killed while it
+    finishes its last records (1.5 s here, past the default deadline given)."""
+    slow = ("import signal, sys, time\n"
+            "def drain(*_):\n    time.sleep(1.5)\n    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, drain)\nprint('up', flush=True)\ntime.sleep(600)\n")
+    with ProcessGroup(tmp_path) as group:
+        child = group.start("multiplier", [PYTHON, "-c", slow], ready_line="up")
+        entry = {"name": "multiplier", "pid": child.pid, "start": start_time(child.pid),
+                 "signal": int(signal.SIGTERM), "deadline_s": 10.0}
+        assert stop_recorded([entry], deadline_s=0.5) == ["multiplier"]
+        assert child.popen.wait(timeout=5) == 0  # it exited by itself, not by SIGKILL
+
+
 def test_a_process_that_ignores_sigterm_is_killed_at_the_deadline_and_says_so(tmp_path):
     script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); " \
              "time.sleep(600)"

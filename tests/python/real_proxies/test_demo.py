@@ -9,10 +9,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, multiplier_binary
+from conftest import ROOT, multiplier_binary, read_records
 
 from spe_tools.lab.model import load_lab
 
@@ -38,9 +39,17 @@ def test_a_short_demo_runs_the_default_lab_and_reports_every_proxy():
         assert expected <= set(rows), f"missing from the report: {expected - set(rows)}"
         direct = rows["Collector (direct)"]
         assert direct["responses"] >= 50 and direct["latency_median_ms"] > 50  # the origin's think time
+        # A proxy that hangs after an interim response (nginx after a 103, Traffic Server after a 102: docs/
+        # cache-judge.md) holds its later legs on that connection until its deadline, longer than these 8 s: the
+        # lab's stop finds them still waiting, and the Multiplier's drain records them aborted (never against
+        # the proxy as refused: the proxies are stopped only once it has exited). Every other leg is answered.
+        aborted = Counter(p["name"] for record in read_records(rundir / "multiplier.jsonl")
+                          for p in record["proxies"] if p.get("error") == "aborted")
         for name in expected:
-            assert rows[name]["responses"] == direct["responses"], name
-            assert rows[name]["ok_pct"] >= 80, rows[name]
+            assert rows[name]["responses"] + aborted[name] == direct["responses"], name
+            assert aborted[name] or rows[name]["ok_pct"] >= 80, rows[name]
+        assert not any(p.get("error") == "refused" for record in read_records(rundir / "multiplier.jsonl")
+                       for p in record["proxies"]), "a leg was sent to a proxy the lab had stopped"
         assert rows["dummy"]["hit_ratio"] == 0 and rows["squid"]["hit_ratio"] > 0.1
         assert json.loads((rundir / "lab.json").read_text())["collector"]["kind"] == "spe"
     finally:
