@@ -9,7 +9,7 @@ from spe_tools import ca as spe_ca
 from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import MULTIPLIER
-from spe_tools.lab.model import Lab
+from spe_tools.lab.model import Lab, MultiplierSpec
 from spe_tools.lab.multiplier_args import option_values
 from spe_tools.lab.places import ca_dir, multiplier_host
 from spe_tools.lab.port_plan import Ports
@@ -19,6 +19,14 @@ from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 
 
+def optional_flags(m: MultiplierSpec) -> list[str]:
+    """The [multiplier] keys given that the Multiplier has defaults for (absent: its default)."""
+    given = {"--fanout-threads": m.fanout_threads, "--max-fanout-backlog": m.max_fanout_backlog,
+             "--max-queued-legs": m.max_queued_legs,
+             "--turn-timeout": None if m.turn_timeout_s is None else f"{m.turn_timeout_s:g}"}
+    return [part for flag, value in given.items() if value is not None for part in (flag, str(value))]
+
+
 def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER) -> list[str]:
     m = lab.multiplier
     argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
@@ -26,8 +34,7 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
             "--replay-listen", f"127.0.0.1:{ports.replay}",
             "--log", str(RunDir(rundir).multiplier_log), "--rope-log", str(RunDir(rundir).rope_log),
             "--capture-dir", str(RunDir(rundir).captures)]
-    if m.fanout_threads is not None:
-        argv += ["--fanout-threads", str(m.fanout_threads)]
+    argv += optional_flags(m)
     for p in lab.proxies:
         argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
     if metrics := m.metrics_address:

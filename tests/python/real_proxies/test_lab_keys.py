@@ -173,6 +173,9 @@ no_intercept = ["*.example.invalid"]
 ca_dir = "spe-ca"
 metrics_listen = "127.0.0.1:{ports["metrics"]}"
 prometheus = true
+max_fanout_backlog = 32
+max_queued_legs = 48
+turn_timeout_s = 25
 [workload]
 kind = "load"
 duration_s = 5
