@@ -50,7 +50,7 @@ from pathlib import Path
 from bench.lib.callgrind import callgrind, inclusive_rows, split_name
 from bench.lib.clients import fixed_rate
 from bench.lib.doc import command_line, machine, publish
-from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, on_load_cpu, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds, rss_and_peak_kb
 from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, write_objects
@@ -58,7 +58,7 @@ from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, cpu_times, free_port
-from spe_tools.summary_stats import median
+from spe_tools.summary_stats import median, percentile
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)
 TITLE = "Cost of the cache-rule judge"
@@ -257,26 +257,18 @@ def paced_load(url: str, reference_port: int, args: argparse.Namespace) -> dict:
     """args.rate requests a second for args.seconds from the fixed-rate client on LOAD_CPU (the URLs and
     headers of wrk_script), as wrk's figures: requests, rps, p50/p99 µs, errors, the client's own CPU-s."""
     port = int(url.split(":")[2].split("/")[0])
-    own = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {LOAD_CPU})
-    try:
+    with on_load_cpu():
         c0 = sum(os.times()[:2])
         r = fixed_rate(port, lambda i: f"http://127.0.0.1:{reference_port}/1k?v={i % args.urls}", args.rate,
                        args.seconds, connections=10, headers=URL_HEADERS)
         client_cpu = sum(os.times()[:2]) - c0
-    finally:
-        os.sched_setaffinity(0, own)
-    latency = sorted(r["latency"])
+    latency = r["latency"]
     bad = sum(n for status, n in r["status"].items() if status != 200)
     late = sum(1 for x in r["late"] if x > 0.01)
     return {"requests": len(latency), "rps": len(latency) / r["elapsed"],
-            "p50": quantile_of(latency, 0.5) * 1e6, "p99": quantile_of(latency, 0.99) * 1e6,
+            "p50": (percentile(latency, 0.5) or 0.0) * 1e6, "p99": (percentile(latency, 0.99) or 0.0) * 1e6,
             "errors": (f"{len(r['errors'])} errors, {bad} not 200, {late} sent >10 ms late"
                        if r["errors"] or bad or late else ""), "wrk_cpu": client_cpu}
-
-
-def quantile_of(sorted_values: list[float], q: float) -> float:
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else 0.0
 
 
 def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], script: Path,

@@ -35,7 +35,6 @@ import argparse
 import collections
 import datetime
 import json
-import os
 import random
 import statistics
 import sys
@@ -45,7 +44,7 @@ from pathlib import Path
 
 from bench.lib.clients import fixed_rate, get
 from bench.lib.doc import command_line, machine, publish
-from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, on_load_cpu, run_main
 from bench.lib.logs import fmt_counter, stderr_problems
 from bench.lib.meters import busy_seconds
 from bench.lib.servers import (
@@ -98,13 +97,9 @@ def warm(port: int, origin_host: str, names: list[str]) -> int:
 def drive(port: int, origin_host: str, rate: float, seconds: float, seed: int) -> dict:
     """The fixed-rate client on LOAD_CPU, with the machine's CPU use around it."""
     urls = url_list(origin_host, int(rate * seconds) + 1, seed)
-    own = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {LOAD_CPU})
     busy0, t0 = busy_seconds(), time.monotonic()
-    try:
+    with on_load_cpu():
         result = fixed_rate(port, urls.__getitem__, rate, seconds)
-    finally:
-        os.sched_setaffinity(0, own)
     result["busy_cpu"] = busy_seconds() - busy0
     result["wall"] = time.monotonic() - t0
     return result

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from pathlib import Path
 from bench import ROOT
 from bench.lib.clients import fixed_rate, get
 from bench.lib.doc import command_line, machine, publish
-from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
+from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, on_load_cpu, run_main
 from bench.lib.logs import fmt_counter, read_multiplier_log, stderr_problems
 from bench.lib.meters import busy_seconds, cpu_seconds, rss_and_peak_kb
 from bench.lib.servers import (
@@ -74,16 +73,12 @@ def point(group: ProcessGroup, ports: dict[str, int], n: int, rate: float, secon
             status, _, _ = get(ports["mult"], url, host)
             if status != 200:
                 raise BenchError(f"{name}: warm-up request gave {status}")
-        own = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {LOAD_CPU})
-        try:
+        with on_load_cpu():
             fixed_rate(ports["mult"], lambda i: url, rate, WARMUP_S, CONNECTIONS)  # connections, pools, pages
             rss0, _ = rss_and_peak_kb(mult.pid)
             cpu0, busy0, t0 = cpu_seconds([mult.pid]), busy_seconds(), time.monotonic()
             r = fixed_rate(ports["mult"], lambda i: url, rate, seconds, CONNECTIONS)
             cpu1, busy1, wall = cpu_seconds([mult.pid]), busy_seconds(), time.monotonic() - t0
-        finally:
-            os.sched_setaffinity(0, own)
         rss1, hwm = rss_and_peak_kb(mult.pid)
         check_alive(group)
     finally:

@@ -139,6 +139,11 @@ class Child:
     drain_s: float = 0.0
 
     @property
+    def stop_deadline_s(self) -> float:
+        """How long it has after the stop signal before SIGKILL: 10 s, or its drain and 5 s more."""
+        return max(10.0, self.drain_s + 5.0)
+
+    @property
     def pid(self) -> int:
         return self.popen.pid
 
@@ -273,7 +278,7 @@ class ProcessGroup:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.popen.wait(timeout=max(head_start_s, child.drain_s))
         for child in children:
-            child.stop(deadline_s=max(10.0, child.drain_s + 5.0))
+            child.stop(deadline_s=child.stop_deadline_s)
 
     def __enter__(self) -> ProcessGroup:
         return self

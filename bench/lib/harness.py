@@ -9,7 +9,8 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench import ROOT
@@ -18,6 +19,17 @@ from spe_tools.process import ProcessError
 # SPE_MULTIPLIER (as in the tests): another build, e.g. an older commit's, for a before/after run
 MULTIPLIER = ROOT / os.environ.get("SPE_MULTIPLIER", "build/release/multiplier/spe-multiplier")
 LOAD_CPU, SERVER_CPU = 0, 1  # the project's perf anchors: the load generator on CPU0, every server on CPU1
+
+
+@contextmanager
+def on_load_cpu() -> Iterator[None]:
+    """The benchmark process itself on LOAD_CPU (its own fixed-rate client is the load), as it was after."""
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {LOAD_CPU})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, own)
 
 
 class BenchError(RuntimeError):

@@ -3,31 +3,33 @@ of one flag, and of the same key in a `--config FILE` (the Multiplier's 'key = v
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from spe_tools.lab.options import LabFileError
 
 
-def flag_values(args: tuple[str, ...] | list[str], flag: str) -> list[str]:
-    """The values of `--flag V` and `--flag=V` in args, in order."""
-    values = []
+def _occurrences(args: tuple[str, ...] | list[str], flag: str) -> Iterator[tuple[int, str, bool]]:
+    """Each `--flag V` and `--flag=V` in args: the index of its value, the value, and whether it is joined."""
     for i, arg in enumerate(args):
         if arg == f"--{flag}" and i + 1 < len(args):
-            values.append(args[i + 1])
+            yield i + 1, args[i + 1], False
         elif arg.startswith(f"--{flag}="):
-            values.append(arg.partition("=")[2])
-    return values
+            yield i, arg.partition("=")[2], True
+
+
+def flag_values(args: tuple[str, ...] | list[str], flag: str) -> list[str]:
+    """The values of `--flag V` and `--flag=V` in args, in order."""
+    return [value for _, value, _ in _occurrences(args, flag)]
 
 
 def with_config_resolved(args: tuple[str, ...], lab_dir: Path | None) -> tuple[str, ...]:
     """args with a relative --config FILE made relative to the lab file, as every path in it is (the Multiplier
     runs in the run directory); a FILE that cannot be read is the lab file's mistake."""
     out = list(args)
-    for i, arg in enumerate(out):
-        if arg == "--config" and i + 1 < len(out):
-            out[i + 1] = _resolved(out[i + 1], lab_dir)
-        elif arg.startswith("--config="):
-            out[i] = "--config=" + _resolved(arg.partition("=")[2], lab_dir)
+    for i, value, joined in _occurrences(args, "config"):
+        path = _resolved(value, lab_dir)
+        out[i] = f"--config={path}" if joined else path
     return tuple(out)
 
 

@@ -37,7 +37,7 @@ class RunningLab:
         """Add a started process to pids.json (written at once: `down` may run any time)."""
         entry = {"name": child.name, "pid": child.pid, "start": start_time(child.pid), "signal": int(signal.SIGTERM)}
         if child.drain_s:  # the Multiplier: `down` waits for its drain before the next, and kills it only after
-            entry["deadline_s"] = child.drain_s + 5.0
+            entry["deadline_s"] = child.stop_deadline_s
         self.pids.append(entry)
         self.write_pids()
 

@@ -61,6 +61,7 @@ def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
     interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
     replaces the default 443 when it is the only one), or else in the --config file it names. The Collector
     refuses CONNECT to any other."""
+    # The lab's own flags first (multiplier_argv's): with them, as with any flag, a --config file's lines do not count.
     tls = [f"--connect-port={port}" for port in (443, ports.origin_tls or 443)] if lab.multiplier.intercept_tls else []
     listed = [int(v) for v in option_values([*tls, *lab.multiplier.extra_args], "connect-port") if v.isdigit()]
     return tuple(dict.fromkeys(listed or [443]))

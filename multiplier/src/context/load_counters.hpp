@@ -27,29 +27,23 @@ private:
     std::atomic<std::size_t> connections_{0};
 };
 
-/// RAII count of one open client connection (held by its session).
-class ConnectionCount {
+/// RAII count of one thing while it lives: `Up` when made, `Down` when gone.
+template <void (LoadCounters::*Up)(), void (LoadCounters::*Down)()>
+class ScopedCount {
 public:
-    explicit ConnectionCount(LoadCounters& load) : load_(&load) { load_->connection_opened(); }
-    ~ConnectionCount() { load_->connection_closed(); }
-    ConnectionCount(const ConnectionCount&) = delete;
-    ConnectionCount& operator=(const ConnectionCount&) = delete;
+    explicit ScopedCount(LoadCounters& load) : load_(&load) { (load_->*Up)(); }
+    ~ScopedCount() { (load_->*Down)(); }
+    ScopedCount(const ScopedCount&) = delete;
+    ScopedCount& operator=(const ScopedCount&) = delete;
 
 private:
     LoadCounters* load_;
 };
 
-/// RAII count of one client request in flight (held by its fan-out record,
-/// which lives from the Collector request to the log), for memory trimming.
-class RequestCount {
-public:
-    explicit RequestCount(LoadCounters& load) : load_(&load) { load_->request_started(); }
-    ~RequestCount() { load_->request_finished(); }
-    RequestCount(const RequestCount&) = delete;
-    RequestCount& operator=(const RequestCount&) = delete;
-
-private:
-    LoadCounters* load_;
-};
+/// One open client connection (held by its session).
+using ConnectionCount = ScopedCount<&LoadCounters::connection_opened, &LoadCounters::connection_closed>;
+/// One client request in flight (held by its fan-out record, which lives from the Collector request to the
+/// log), for memory trimming.
+using RequestCount = ScopedCount<&LoadCounters::request_started, &LoadCounters::request_finished>;
 
 }  // namespace spe
