@@ -19,8 +19,12 @@ def leg(name: str, violations: list | None = None, advisories: list | None = Non
 
 def record(rid: int, ts: float, url: str = URL, method: str = "GET", headers: dict | None = None,
            origin: dict | None = None, status: int = 200, nbytes: int = 5, legs: list | None = None,
-           origin_fields: str | None = None, interim: tuple[int, ...] = (), origin_connection: str = "") -> dict:
-    collector = {"status": status, "bytes": nbytes, "cache": {"violations": [], "reused": origin is None}}
+           origin_fields: str | None = None, interim: tuple[int, ...] = (), origin_connection: str = "",
+           revalidated: bool = False) -> dict:
+    """`revalidated`: the Collector served its stored copy after the origin's 304 during this request (`origin`:
+    its fields as that 304 updated them)."""
+    collector = {"status": status, "bytes": nbytes,
+                 "cache": {"violations": [], "reused": origin is None or revalidated}}
     if origin is not None:
         collector["cache"]["origin"] = origin
     if origin_fields is not None:

@@ -60,6 +60,14 @@ std::vector<std::string> rules(const spe::Measure& m) {
 
 using Rules = std::vector<std::string>;
 
+/// Request 1 (tag-1): the Collector fetched `cc` from the origin at kT0 and sent it to the proxy, which stored it.
+void judge_first_fetch(spe::CacheJudge& judge, const std::string& cc) {
+    auto proxy = reply(1, kT0 + 0.001, cc, "tag-1", "0", kT0);
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, cc, "tag-1", "0", kT0),
+                                  from_parent(proxy, kT0 + 0.02, "0", kT0));
+    judge.judge(first, kRequest);
+}
+
 }  // namespace
 
 TEST_CASE("a proxy's copy is as old as its parent said, not as the origin said") {
@@ -474,6 +482,72 @@ TEST_CASE("header-update is judged by what the proxy's parent sent it, not by th
         const auto v = judged(from_parent(fresh, kT0 + 4.9, "0", kT0 + 5));
         CHECK(names(v) == Rules{});
     }
+}
+
+TEST_CASE("a proxy that says it revalidated during this request is held to its parent's 304 (RFC 9111 4.3.4)") {
+    // nginx with proxy_cache_revalidate keeps its stored header, X-SPE-Parent included, after its
+    // parent's 304: only its Cache-Status (RFC 9211 fwd-status=304) says it asked. Fetch 1 said max-age=1;
+    // 5 s later the Collector revalidated it with the origin during the client's request.
+    const auto judged = [](const std::string& origin_304_cc, const std::string& cache_status) {
+        spe::CacheJudge judge({"p"});
+        judge_first_fetch(judge, "max-age=1");
+        auto merged = reply(1, kT0 + 0.001, origin_304_cc, "tag-2", "0", kT0 + 5);
+        merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
+        auto kept = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0);
+        from_parent(kept, kT0 + 0.02, "0", kT0);
+        if (!cache_status.empty()) kept.cache_headers.set(spe::CacheField::cache_status, cache_status);
+        auto second = one_proxy_record(2, kT0 + 5, merged, std::move(kept));
+        judge.judge(second, kRequest);
+        REQUIRE(second.proxies[0].measure.cache->reused);
+        return second.proxies[0].measure;
+    };
+    constexpr auto kRevalidated = "p; fwd=stale; fwd-status=304";
+
+    SECTION("the copy served with the fields the origin's 304 changed left as stored: header-update") {
+        const auto m = judged("max-age=2", kRevalidated);
+        REQUIRE(rules(m) == Rules{"header-update"});
+        CHECK(m.cache->violations[0].reason.find("max-age=2") != std::string::npos);
+        CHECK(m.cache->claim == spe::CacheClaim::revalidated);
+    }
+    SECTION("a 304 that changed nothing the judge reads: the copy is validated, neither stale nor aged") {
+        CHECK(rules(judged("max-age=1", kRevalidated)) == Rules{});
+    }
+    SECTION("without the claim the copy looks served stale without asking, as before") {
+        CHECK(rules(judged("max-age=2", "")) == Rules{"age", "stale"});
+    }
+}
+
+TEST_CASE("a copy a proxy said it revalidated is as old as that revalidation on its later reuses") {
+    // Stored at kT0 with max-age=1, revalidated by the proxy's claim at kT0+5, reused 0.5 s later (a
+    // claimed hit, its header and X-SPE-Parent still the stored ones): fresh, neither stale nor aged.
+    spe::CacheJudge judge({"p"});
+    judge_first_fetch(judge, "max-age=1");
+    const auto kept = [](const std::string& cache_status) {
+        auto m = reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0);
+        from_parent(m, kT0 + 0.02, "0", kT0);
+        m.cache_headers.set(spe::CacheField::cache_status, cache_status);
+        return m;
+    };
+    auto merged = reply(1, kT0 + 0.001, "max-age=1", "tag-2", "0", kT0 + 5);
+    merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
+    auto second = one_proxy_record(2, kT0 + 5, merged, kept("p; fwd=stale; fwd-status=304"));
+    judge.judge(second, kRequest);
+    CHECK(rules(second.proxies[0].measure) == Rules{});
+    // The Collector's copy, revalidated with the origin during this request, is recorded with the fields the
+    // origin's 304 left it with (`origin`): a repro case's stand-in origin answers with them from then on.
+    REQUIRE(second.collector.cache->reused);
+    REQUIRE(second.collector.cache->origin);
+    CHECK(second.collector.cache->origin->date() == merged.cache_headers.date());
+    auto third =
+        one_proxy_record(3, kT0 + 5.5, reply(1, kT0 + 0.001, "max-age=1", "tag-3", "0", kT0 + 5), kept("p; hit"));
+    judge.judge(third, kRequest);
+    REQUIRE(third.proxies[0].measure.cache->reused);
+    CHECK(rules(third.proxies[0].measure) == Rules{});
+    // Past the lifetime counted from that revalidation it is stale again.
+    auto fourth =
+        one_proxy_record(4, kT0 + 8, reply(1, kT0 + 0.001, "max-age=1", "tag-4", "0", kT0 + 5), kept("p; hit"));
+    judge.judge(fourth, kRequest);
+    CHECK(rules(fourth.proxies[0].measure) == Rules{"age", "stale"});
 }
 
 TEST_CASE("a copy a proxy stored after its own unsafe request is not invalidated by it") {

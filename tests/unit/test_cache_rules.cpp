@@ -349,6 +349,14 @@ TEST_CASE("a cache's own claim, apart from the Collector's") {
     CHECK(spe::cache_claim(cs, {"collector"}) == spe::CacheClaim::hit);
     cs.set(spe::CacheField::cache_status, "ExampleCache; fwd=stale; stored");
     CHECK(spe::cache_claim(cs, {}) == spe::CacheClaim::miss);
+    // RFC 9211 2.5: fwd-status is what the next hop answered; a 304 to the cache's own forward means it
+    // revalidated its copy during this request and served it.
+    cs.set(spe::CacheField::cache_status, "nginx; fwd=stale; fwd-status=304");
+    CHECK(spe::cache_claim(cs, {}) == spe::CacheClaim::revalidated);
+    cs.set(spe::CacheField::cache_status, "nginx; fwd=stale; fwd-status=200");
+    CHECK(spe::cache_claim(cs, {}) == spe::CacheClaim::miss);
+    cs.set(spe::CacheField::cache_status, "nginx; fwd=stale; fwd-status=3040");
+    CHECK(spe::cache_claim(cs, {}) == spe::CacheClaim::miss);
     CHECK(spe::claim_names(h) == std::vector<std::string>{"collector"});
 }
 
@@ -627,13 +635,13 @@ TEST_CASE("header-update compares the fields by meaning: a reordering is no chan
     spe::ParentStamp parent;  // the parent's 304 during this request carried both fields
     parent.time = 1;
     parent.fields = "cache-control vary";
-    CHECK_FALSE(spe::header_update_finding(stored, updated, served, parent));
+    CHECK_FALSE(spe::header_update_finding(stored, updated, served, &parent));
     // A real change served with its stored value is the finding; served reordered, it was updated.
     updated.set(spe::CacheField::cache_control, "max-age=120, public");
-    REQUIRE(spe::header_update_finding(stored, updated, served, parent));
+    REQUIRE(spe::header_update_finding(stored, updated, served, &parent));
     served.set(spe::CacheField::cache_control, "public,max-age=120");
-    CHECK_FALSE(spe::header_update_finding(stored, updated, served, parent));
+    CHECK_FALSE(spe::header_update_finding(stored, updated, served, &parent));
     // The stored directives reordered are the stored value still.
     served.set(spe::CacheField::cache_control, "max-age=60,public");
-    CHECK(spe::header_update_finding(stored, updated, served, parent));
+    CHECK(spe::header_update_finding(stored, updated, served, &parent));
 }

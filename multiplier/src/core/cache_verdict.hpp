@@ -46,7 +46,9 @@ constexpr std::string_view to_string(Provenance p) {
 }
 
 /// What a cache said it did (Cache-Status, RFC 9211, or X-Cache): the record's `claim`.
-enum class CacheClaim { none, hit, miss };
+/// `revalidated`: it forwarded and its parent answered 304 (Cache-Status fwd-status=304), so the
+/// stored copy it served was validated during this request.
+enum class CacheClaim { none, hit, miss, revalidated };
 
 /// The record's word for it; empty for none (the record leaves the member out).
 constexpr std::string_view to_string(CacheClaim c) {
@@ -55,6 +57,8 @@ constexpr std::string_view to_string(CacheClaim c) {
             return "hit";
         case CacheClaim::miss:
             return "miss";
+        case CacheClaim::revalidated:
+            return "revalidated";
         case CacheClaim::none:
             break;
     }

@@ -283,6 +283,9 @@ void CacheJudge::judge_reply_itself(CacheVerdict& v, const Case& c, const Leg& l
     v.claim = cache_claim(h, leg.reference ? c.upstream_claims : kNoNames);
     if (const auto validated = h.validated())
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
+    // A cache that keeps its stored header after its parent's 304 (nginx) shows no newer stamp: its claim
+    // says it asked during this request, by the time it answered at the latest.
+    if (v.claim == CacheClaim::revalidated) v.validated_at = std::max(v.validated_at.value_or(0), leg.served_at);
     add_judgement(v, rule_id("head-body"), judge_head_body(c.record.method, leg.reply));
     judge_not_modified(v, c, leg);
     judge_full_reply_precedence(v, c.record, c.request, leg.reply);
@@ -353,11 +356,19 @@ void CacheJudge::judge_stamped(CacheVerdict& v, Case& c, const Leg& leg, const F
     std::optional<double> invalidated;
     if (const auto* at = leg.memory.invalidated.find(c.url); at && *at <= leg.sent_at) invalidated = *at;
     if (fetch && !v.reused) remember_delivery(leg.memory, *fetch, c.request, leg.sent_at);
-    if (!leg.reference && !v.reused) v.origin = h;
-    if (fetch && v.reused) judge_reused_copy(v, c, leg, *fetch, sent, invalidated);
+    // The Collector's reply as the origin left it: a fresh fetch, or a copy the origin's 304 updated during this
+    // request (what a repro case's stand-in origin answers with from then on).
+    const bool validated_now = v.validated_at && *v.validated_at >= record.ts - kClockSlack;
+    if (!leg.reference && (!v.reused || validated_now)) v.origin = h;
+    if (fetch && v.reused) {
+        recall_claimed_validation(v, leg.memory, c.url, stamp.serial);
+        judge_reused_copy(v, c, leg, *fetch, sent, invalidated);
+    }
     judge_candidate(v, c, leg.memory, leg.served_at, invalidated, stamp);
     judge_claim(v, record, stamp);
-    if (record.method == "GET") remember_copy(leg.memory, c.url, stamp.serial, v.reused);
+    if (record.method == "GET")
+        remember_copy(leg.memory, c.url, stamp.serial, v.reused,
+                      v.claim == CacheClaim::revalidated ? v.validated_at.value_or(0) : 0);
 }
 
 const KnownFetch* CacheJudge::trace(CacheVerdict& v, const RequestRecord& record, const Leg& leg,
@@ -463,9 +474,13 @@ void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const Known
     // the proxy merged its parent's 304 into the copy. An older stamp is the one the copy was stored with: the
     // proxy did not ask, dropped the reply or asked only after serving (a background revalidation), and from
     // outside nothing tells which or what its parent answered. Its staleness finding, if any, stands.
-    if (parent.time < c.record.ts - kClockSlack) return;
+    // A cache that claims it revalidated (Cache-Status fwd-status=304) did ask during this request: its parent's
+    // port, standing in for the origin, answered with the origin's 304, so every field that changed came in it.
+    const bool stamped_now = parent.time >= c.record.ts - kClockSlack;
+    if (!stamped_now && v.claim != CacheClaim::revalidated) return;
     add_exercised(v, rule_id("header-update"));
-    auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers, parent);
+    auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers,
+                                   stamped_now ? &parent : nullptr);
     if (!f) return;
     // The old fields are also why the copy looked stale, if it did: one finding, the cause's.
     const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& x) {
@@ -507,12 +522,21 @@ void CacheJudge::judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& me
         v.conservative = fmt::format("{}: {}", copy->reused ? "held" : "passed on", miss_cause(request, *cand));
 }
 
-void CacheJudge::remember_copy(CacheMemory& memory, UrlKey key, std::uint64_t fetch, bool reused) {
+void CacheJudge::remember_copy(CacheMemory& memory, UrlKey key, std::uint64_t fetch, bool reused,
+                               double claimed_validation) {
     if (auto* copy = memory.last_copy.find(key); copy && copy->fetch == fetch) {
         copy->reused = copy->reused || reused;
+        copy->claimed_validation = std::max(copy->claimed_validation, claimed_validation);
         return;
     }
-    memory.last_copy.insert_or_assign(key, LastCopy{fetch, reused});
+    memory.last_copy.insert_or_assign(key, LastCopy{fetch, reused, claimed_validation});
+}
+
+void CacheJudge::recall_claimed_validation(CacheVerdict& v, const CacheMemory& memory, UrlKey url,
+                                           std::uint64_t fetch) {
+    const auto* copy = memory.last_copy.find(url);
+    if (!copy || copy->fetch != fetch || copy->claimed_validation <= v.validated_at.value_or(0)) return;
+    v.validated_at = copy->claimed_validation;
 }
 
 }  // namespace spe

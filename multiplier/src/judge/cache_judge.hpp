@@ -45,6 +45,9 @@ private:
     struct LastCopy {
         std::uint64_t fetch = 0;  // serial
         bool reused = false;
+        // When the cache last said it revalidated this copy (Cache-Status fwd-status=304), 0: never. A cache
+        // that keeps its stored header after its parent's 304 (nginx) shows it on no later reuse of the copy.
+        double claimed_validation = 0;
     };
     /// What one cache did, as far as a verdict needs it. Fetches are named by
     /// their serial (one Collector; a stamp of another is corrupt).
@@ -126,7 +129,10 @@ private:
                                     const Measure& reference, const ParentStamp& parent);
     void judge_candidate(CacheVerdict& v, const Case& c, CacheMemory& memory, double served_at,
                          std::optional<double> invalidated, const FetchStamp& served);
-    void remember_copy(CacheMemory& memory, UrlKey url, std::uint64_t fetch, bool reused);
+    /// The copy the cache last served for `url`; `claimed_validation`: when it said it revalidated it (0: not now).
+    void remember_copy(CacheMemory& memory, UrlKey url, std::uint64_t fetch, bool reused, double claimed_validation);
+    /// The last revalidation the cache claimed for this copy, if later than the one on the reply.
+    static void recall_claimed_validation(CacheVerdict& v, const CacheMemory& memory, UrlKey url, std::uint64_t fetch);
     CacheMemory& memory_of(int cache) { return cache < 0 ? collector_ : caches_[static_cast<std::size_t>(cache)]; }
 
     std::mutex mutex_;

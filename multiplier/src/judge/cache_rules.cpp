@@ -263,6 +263,12 @@ Freshness freshness(const ReuseQuestion& q) {
         const auto date = date_value(q.parent->date);
         std::tie(fr.lifetime, fr.source) = lifetime_of(q.fetch, cc, date);
         const double received = age_value(q.parent->age).value_or(0);
+        // Validated after its parent sent it, by the cache's own claim: the 304's Age and Date are not known,
+        // and its age starts again there (RFC 9111 4.3.4).
+        if (q.validated_at && *q.validated_at > q.parent->time) {
+            fr.age = std::max(0.0, q.at - *q.validated_at);
+            return fr;
+        }
         double from_origin = q.fetch.stamp.time;
         if (q.validated_at && *q.validated_at <= q.parent->time) from_origin = std::max(from_origin, *q.validated_at);
         const double apparent = date ? std::max(0.0, std::min(from_origin, q.parent->time) - *date) : 0;
@@ -501,7 +507,7 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
 }
 
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
-                                             const CacheHeaders& served, const ParentStamp& parent) {
+                                             const CacheHeaders& served, const ParentStamp* parent) {
     // The fields the judge reads that a 304 may update (Age, Date and the stamps aside).
     static constexpr std::array<std::pair<std::string_view, CacheField>, 5> kUpdated = {{
         {"cache-control", CacheField::cache_control},
@@ -512,15 +518,18 @@ std::optional<Finding> header_update_finding(const CacheHeaders& stored, const C
     }};
     for (const auto& [name, field] : kUpdated) {
         // A field the parent's 304 did not carry is not updated (3.2): the cache keeps its stored value.
-        if (!parent.sent(name)) continue;
+        if (parent && !parent->sent(name)) continue;
         const auto before = stored.get(field);
         const auto after = updated.get(field);
         // By meaning: a 304 that sends the same directives in another order changes nothing, and a
         // copy served with the new ones reordered was updated.
         if (equivalent_fields(name, before, after) || !equivalent_fields(name, served.get(field), before)) continue;
         return Finding{cache_rule("header-update"),
-                       fmt::format("its parent's 304 during this request carried {}, which the origin's 304 changed "
-                                   "to '{}'; the copy updated from it still served the stored '{}'",
+                       fmt::format("{} {}, which the origin's 304 changed to '{}'; the copy updated from it still "
+                                   "served the stored '{}'",
+                                   parent ? "its parent's 304 during this request carried"
+                                          : "it revalidated during this request (Cache-Status fwd-status=304): its "
+                                            "parent's 304 carried",
                                    name, after.value_or("(none)"), before.value_or("(none)"))};
     }
     return std::nullopt;
@@ -600,6 +609,22 @@ std::string_view member_name(std::string_view m, bool cache_status) {
     return from == std::string_view::npos ? std::string_view{} : trim(m.substr(from + 6));
 }
 
+/// Whether a Cache-Status member's parameters ("; hit; fwd=stale") hold `key` with this value (or, without
+/// one, the bare key).
+bool has_param(std::string_view params, std::string_view key, std::string_view value = {}) {
+    while (!params.empty()) {
+        const auto semi = params.find(';');
+        const auto p = trim(params.substr(0, semi));
+        const auto eq = p.find('=');
+        const bool bare = eq == std::string_view::npos;
+        if (trim(p.substr(0, eq)) == key && (value.empty() ? bare : !bare && trim(p.substr(eq + 1)) == value))
+            return true;
+        if (semi == std::string_view::npos) break;
+        params.remove_prefix(semi + 1);
+    }
+    return false;
+}
+
 bool contains(const std::vector<std::string>& names, std::string_view n) {
     return std::find(names.begin(), names.end(), n) != names.end();
 }
@@ -624,8 +649,8 @@ CacheClaim cache_claim(const CacheHeaders& reply, const std::vector<std::string>
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
             if (contains(upstream_names, member_name(*it, true))) continue;
             const auto params = it->substr(std::min(it->size(), it->find(';')));
-            if (params.find("hit") != std::string_view::npos && params.find("fwd=") == std::string_view::npos)
-                return CacheClaim::hit;
+            if (has_param(params, "fwd-status", "304")) return CacheClaim::revalidated;
+            if (has_param(params, "hit") && params.find("fwd=") == std::string_view::npos) return CacheClaim::hit;
             return CacheClaim::miss;
         }
     }

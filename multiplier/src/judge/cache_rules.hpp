@@ -137,12 +137,13 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
 /// After a 304, a stored reply's fields are updated from it before it is served (RFC 9111
 /// 4.3.4). `stored`: the fetch's fields as first seen; `updated`: the Collector's reply to this
 /// request, which merged the origin's 304; `served`: the cache's reply of the same fetch;
-/// `parent`: what the cache's parent sent it with the 304 it merged (its X-SPE-Parent).
+/// `parent`: what the cache's parent sent it with the 304 it merged (its X-SPE-Parent); nullptr
+/// when only the cache's claim shows it revalidated (the parent's port sent the origin's 304).
 /// A finding when a judged field the origin's 304 changed, which the parent's 304 carried,
 /// is served with its old value. The stamp names the parent's fields, not their values:
 /// the value the parent sent is taken as the Collector's in `updated` (one stored reply).
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
-                                             const CacheHeaders& served, const ParentStamp& parent);
+                                             const CacheHeaders& served, const ParentStamp* parent);
 
 /// A 304 sent to a conditional request must match its validators (RFC 9111
 /// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.

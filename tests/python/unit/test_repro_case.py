@@ -177,6 +177,23 @@ def test_the_origins_other_field_names_and_interim_replies_go_into_the_case(tmp_
     assert load_case(write_case(extract_case(run, "nginx", 3), tmp_path / "case")).steps[0].reply == first
 
 
+def test_a_copy_the_collector_revalidated_for_a_plain_get_carries_the_fields_the_origins_304_updated(tmp_path):
+    """The client asked without validators; the Collector's copy was stale, it revalidated it and the origin's 304
+    changed Cache-Control: the record keeps the merged fields (a reused copy with `origin`). The stand-in must
+    answer from then on with them (a body of the same length), or a proxy that keeps its stored header after its
+    parent's 304 (nginx) is never put to it in the replay."""
+    updated = {**ORIGIN_1, "cache-control": "max-age=3600", "date": "Tue, 24 Nov 2026 02:31:41 GMT"}
+    run = make_run(tmp_path / "run", [
+        record(1, T0, origin=ORIGIN_1, nbytes=7, origin_fields="date cache-control etag x-version"),
+        record(2, T0 + 4.0, origin=updated, nbytes=7, origin_fields="date cache-control etag x-version",
+               revalidated=True, legs=[leg("nginx", [AGE])]),
+    ])
+    first, revalidated = (s.reply for s in extract_case(run, "nginx", 2).steps)
+    assert revalidated.headers == updated and revalidated.body_bytes == first.body_bytes == 7
+    assert revalidated.other_fields == ("x-version",)
+    assert [s.fresh for s in extract_case(run, "nginx", 2).steps] == [True, True]
+
+
 @pytest.mark.parametrize("value", ["Thu, 18 Aug 2050 2:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "0",
                                    "Thursday, 18-Aug-50 02:01:18 GMT", "Thu, 18 Aug 2050 02:01:18 gMT", '"v1"'])
 def test_only_a_valid_imf_fixdate_is_moved_the_others_stay_byte_for_byte(value):
