@@ -19,9 +19,13 @@ namespace spe {
 
 class UpstreamConnection {
 public:
-    /// `buffer_limit`: most bytes held unparsed (a header block, long chunk extensions ...).
+    /// How long a kept-alive connection may have been idle and still carry a GET or HEAD unprobed.
+    static constexpr Clock::duration kProbeAfter = std::chrono::milliseconds(50);
+
+    /// `buffer_limit`: most bytes held unparsed (a header block, long chunk extensions ...);
+    /// `probe_after`: kProbeAfter but in tests.
     UpstreamConnection(const asio::any_io_executor& ex, const std::vector<tcp::endpoint>& endpoints,
-                       std::size_t buffer_limit);
+                       std::size_t buffer_limit, Clock::duration probe_after = kProbeAfter);
 
     /// Connects unless a kept-alive connection is open, writes `req` and waits
     /// until the first reply byte is buffered. Sets m.connect_us and m.ttfb_us
@@ -34,7 +38,8 @@ public:
     /// times count from the start of that second attempt (started()), so the
     /// failed one is not charged to the peer. Before any other method goes
     /// out on a kept-alive connection, a connection the peer has visibly
-    /// closed is replaced first.
+    /// closed is replaced first; so is one idle for `probe_after` or more, or
+    /// after a HEAD, that has anything to read (see peer_gone).
     awaitable<LegError> send(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
     /// The start of the attempt the reply belongs to: the last send's `t0`, or
     /// when it sent the request again. The caller's total time counts from it.
@@ -63,12 +68,17 @@ private:
     /// True if the peer has closed this (idle, kept-alive) connection or sent
     /// bytes nobody asked for: it cannot carry a request.
     bool peer_gone();
+    /// Whether to ask the kernel (peer_gone) before sending `method` on the kept-alive connection.
+    bool worth_probing(http::verb method, Clock::time_point now) const;
     awaitable<LegError> send_once(const WireRequest& req, Clock::time_point t0, Clock::time_point deadline, Measure& m);
 
     TimedStream stream_;
     ReadBuffer buffer_;
     const std::vector<tcp::endpoint>& endpoints_;
+    const Clock::duration probe_after_;
     Clock::time_point started_{};
+    Clock::time_point idle_since_{};  // when the last reply ended
+    bool last_was_head_ = false;
     bool reusable_ = false;
     bool bytes_after_reply_ = false;
 };
