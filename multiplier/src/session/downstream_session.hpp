@@ -34,9 +34,10 @@ public:
 
 private:
     awaitable<void> run();
-    /// Between requests: frees the read buffer and waits (bounded) until the
-    /// client sends something, so an idle connection holds no buffer, parser
-    /// or request frame. False: the client left, timed out or we are stopping.
+    /// Between requests: frees the read buffer and reads
+    /// (bounded) what the client sends next into it, so an idle connection holds
+    /// no parser or request frame and 0.5 KB of buffer. False: the client
+    /// left, timed out or we are stopping.
     awaitable<bool> wait_for_request();
     awaitable<bool> serve_one();
     /// Before a request is read: waits (bounded) while the fan-out executor is more than
