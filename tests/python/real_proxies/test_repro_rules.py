@@ -22,6 +22,12 @@ from spe_tools import collector
 
 SHARE = 0.9
 COPIED = ("multiplier.jsonl", "lab.json", "lab.toml")
+# Rules whose first example the record cannot hold the cause of (docs/repro.md, "What a case cannot reproduce"):
+# Squid's `framing` comes from a 304's `Content-Length: 0`, and the record keeps the fields the 304 left the copy
+# with, not the 304's framing. Replayed and checked to stay unreproduced (else docs/repro.md is wrong), but not
+# in the share: with one such rule in twelve, any one timing-bound rule (`date`, `age`) landing on the other side
+# of a second on a loaded machine would decide the test.
+NOT_IN_THE_RECORD = {"framing"}
 
 
 @pytest.fixture(scope="module")
@@ -65,5 +71,8 @@ def test_the_first_example_of_each_rule_reproduces_twice(first_findings):
     assert {"invalidation", "stale", "age", "stored-fields", "interim", "connection-fields"} <= set(first), first
     for attempt in ("first", "second"):
         missed = replay_all(run, first, run.parent / attempt)
-        failed = {rule: why for rule, why in missed.items() if why}
-        assert len(first) - len(failed) >= SHARE * len(first), (attempt, failed)
+        failed = {rule: why for rule, why in missed.items() if why and rule not in NOT_IN_THE_RECORD}
+        judged = [rule for rule in first if rule not in NOT_IN_THE_RECORD]
+        assert len(judged) - len(failed) >= SHARE * len(judged), (attempt, failed)
+        reproduced_anyway = {rule for rule in NOT_IN_THE_RECORD & set(first) if not missed[rule]}
+        assert not reproduced_anyway, f"{reproduced_anyway} reproduced: docs/repro.md says a case cannot"
