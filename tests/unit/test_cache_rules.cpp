@@ -415,6 +415,19 @@ TEST_CASE("the reply's field names are a set, asked without regard to case") {
     CHECK_FALSE(names.empty());
 }
 
+TEST_CASE("a name inside another name, or at the end of one, is a name of its own") {
+    spe::FieldNameSet names;
+    for (auto name : {"X-Custom-Long", "x-cust", "Custom-Long", "X-CUSTOM", "custom-long", "x-cust", "Long"})
+        names.add(boost::beast::http::field::unknown, name);
+    CHECK(names.names() == "x-custom-long x-cust custom-long x-custom long");
+    CHECK(names == spe::FieldNameSet::of("long x-custom custom-long x-cust x-custom-long"));
+    const std::string very_long(100, 'X');  // longer than names are lowercased on the stack
+    names.add(boost::beast::http::field::unknown, very_long);
+    names.add(boost::beast::http::field::unknown, std::string(100, 'x'));
+    CHECK(names.names() == "x-custom-long x-cust custom-long x-custom long " + std::string(100, 'x'));
+    CHECK(names.contains(very_long));
+}
+
 TEST_CASE("judged fields share one buffer; a value repeated after another field is joined whole") {
     spe::CacheHeaders h;
     h.set(spe::CacheField::cache_control, "max-age=60");

@@ -206,6 +206,15 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.proxies[2].measure.retried = true;
         CHECK(spe::to_json_line(r) == reference_json_line(r));
     }
+    SECTION("a character to escape anywhere in a long string (strings are scanned eight bytes at a time)") {
+        for (std::string_view special : {"\"", "\\", "\x01", "\x1f", "\n", "\x7f", " ", "~", "\xc3\xa9", "\xff"})
+            for (std::size_t at = 0; at <= 24; ++at) {
+                r.url = std::string(24, 'a');
+                r.url.insert(at, special);
+                INFO("byte " << at << " of " << r.url.size());
+                CHECK(spe::to_json_line(r) == reference_json_line(r));
+            }
+    }
     SECTION("interim replies: in order, only on the legs that had some") {
         r.collector.interim = {{103, 1200}, {102, 35000}};
         r.proxies[1].measure.interim = {{103, 900}};

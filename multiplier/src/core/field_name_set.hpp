@@ -6,7 +6,8 @@
 
 #include <boost/beast/http/field.hpp>
 
-#include <bitset>
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,7 +26,7 @@ public:
 
     /// Whether a field of that name was added (without regard to case).
     bool contains(std::string_view name) const;
-    bool empty() const { return known_.none() && unknown_.empty(); }
+    bool empty() const;
     /// The names, lowercase and space-separated: those Beast knows in its order, then the others as added.
     std::string names() const;
     /// The same names, in whatever order they came.
@@ -33,10 +34,15 @@ public:
 
 private:
     static constexpr std::size_t kKnown = static_cast<std::size_t>(boost::beast::http::field::xref) + 1;
+    static constexpr std::size_t kWordBits = 64;
+    static constexpr std::size_t kUnknownRoom = 64;  // a reply's unknown names: X-Cache and SPE's stamps
     /// The bit of a name Beast knows, or kKnown for any other name.
     static std::size_t bit_of(boost::beast::http::field id);
+    void add_unknown(std::string_view name);
 
-    std::bitset<kKnown> known_;
+    // Words rather than a std::bitset: names() visits the set bits (a dozen of Beast's 350 names) a word
+    // at a time; it runs for the Collector's reply of every request (the record's origin_fields).
+    std::array<std::uint64_t, (kKnown + kWordBits - 1) / kWordBits> known_{};
     std::string unknown_;  // lowercase, space-separated, each once (core/name_list.hpp)
 };
 

@@ -57,7 +57,7 @@ void shown_fields_object(JsonWriter& w, const CacheHeaders& h) {
     for (const auto& [name, field] : kShownFields)
         if (const auto value = h.get(field)) {
             w.element();
-            w.string(name);
+            w.name(name);
             w.colon();
             w.string(*value);
         }
@@ -78,7 +78,7 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
         findings(w, v.advisories);
     }
     if (v.age_s) w.key<"age_s">().number_ms(std::round(*v.age_s * 1000) / 1000);
-    if (v.claim != CacheClaim::none) w.key<"claim">().string(to_string(v.claim));
+    if (v.claim != CacheClaim::none) w.key<"claim">().name(to_string(v.claim));
     if (!v.claim_conflict.empty()) w.key<"claim_conflict">().string(v.claim_conflict);
     if (!v.conservative.empty()) w.key<"conservative">().string(v.conservative);
     if (!v.violations.empty()) {
@@ -97,7 +97,7 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
         w.open_array();
         for (auto rule : v.exercised) {
             w.element();
-            w.string(rule);
+            w.name(rule);
         }
         w.close_array();
     }
@@ -110,7 +110,7 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
     // Every field name of that fetch (Set-Cookie, Content-Type ...): a repro case's stand-in origin sends them all.
     if (!v.origin_connection.empty()) w.key<"origin_connection">().string(v.origin_connection);
     if (v.origin && !v.origin->field_names.empty()) w.key<"origin_fields">().string(v.origin->field_names.names());
-    w.key<"provenance">().string(to_string(v.provenance));
+    w.key<"provenance">().name(to_string(v.provenance));
     w.key<"reused">().boolean(v.reused);
     if (!v.unjudged.empty()) w.key<"unjudged">().string(v.unjudged);
     if (v.validated_at) w.key<"validated_at">().number_ms(*v.validated_at);
