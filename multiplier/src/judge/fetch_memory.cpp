@@ -7,16 +7,6 @@ std::optional<FetchStamp> stamp_of(const Measure& m) {
     return m.fetch ? parse_fetch_stamp(*m.fetch) : std::nullopt;
 }
 
-/// What the validator compares, and nothing else (no captures, times or judge fields).
-Measure compared_part(const Measure& m) {
-    Measure out;
-    out.status = m.status;
-    out.md5 = m.md5;
-    out.headers = m.headers;
-    out.fetch = m.fetch;
-    return out;
-}
-
 }  // namespace
 
 void FetchMemory::remember(std::string_view method, const Measure& reference) {
@@ -25,7 +15,9 @@ void FetchMemory::remember(std::string_view method, const Measure& reference) {
     if (!stamp) return;
     const std::lock_guard lock(mutex_);
     if (const auto* kept = fetches_.find(stamp->serial); kept && kept->stamp.id == stamp->id) return;
-    fetches_.insert_or_assign(stamp->serial, Kept{*stamp, compared_part(reference)});
+    // What the validator compares, and nothing else (no captures, times or judge fields).
+    fetches_.insert_or_assign(stamp->serial,
+                              Kept{*stamp, reference.status, reference.md5, reference.headers, reference.fetch});
 }
 
 std::optional<Measure> FetchMemory::other_fetch(const Measure& reference, const Measure& reply) const {
@@ -36,7 +28,12 @@ std::optional<Measure> FetchMemory::other_fetch(const Measure& reference, const 
     const std::lock_guard lock(mutex_);
     const auto* kept = fetches_.find(mine->serial);
     if (!kept || kept->stamp.id != mine->id) return std::nullopt;
-    return kept->reply;
+    Measure out;
+    out.status = kept->status;
+    out.md5 = kept->md5;
+    out.headers = kept->headers;
+    out.fetch = kept->fetch;
+    return out;
 }
 
 }  // namespace spe
