@@ -9,6 +9,8 @@
 // fill consecutive sets, so the table holds exactly the last `capacity` of them.
 #pragma once
 
+#include "core/huge_pages.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -79,8 +81,9 @@ private:
 
     std::size_t sets_;
     std::uint64_t tick_ = 0;
-    std::vector<TagSet> tags_;   // one per set
-    std::vector<Value> values_;  // kWays per set, in the order of the tags
+    // The large ones in huge pages (core/huge_pages.hpp): looked up at random, they missed the TLB.
+    std::vector<TagSet, HugePageAllocator<TagSet>> tags_;  // one per set
+    std::vector<Value, HugePageAllocator<Value>> values_;  // kWays per set, in the order of the tags
 };
 
 }  // namespace spe
