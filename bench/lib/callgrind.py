@@ -49,16 +49,18 @@ def split_name(where: str) -> dict[str, str]:
 
 
 def callgrind(group: ProcessGroup, name: str, start: Callable[[list[str]], int], url: str, script: Path | None,
-              seconds: float, workdir: Path, served: Callable[[], int] | None = None) -> dict:
-    """Starts a server under callgrind (start(wrapper) -> pid), warms it, counts the instructions of
-    `seconds` of load; requests are counted by served() (e.g. log records) or else by wrk."""
+              seconds: float, workdir: Path, served: Callable[[], int] | None = None,
+              warm_script: Path | None = None) -> dict:
+    """Starts a server under callgrind (start(wrapper) -> pid), warms it (with `warm_script` if given, else
+    `script`), counts the instructions of `seconds` of load; requests are counted by served() (e.g. log
+    records) or else by wrk."""
     dump = workdir / f"callgrind-{name}"
     # One dump per thread: the stack rule of callgrind_costs holds within a thread (a Multiplier with
     # fan-out threads has a call stack per thread, each with its thread's share as its own cost).
     wrapper = ["valgrind", "--tool=callgrind", "--smc-check=all-non-file", "--separate-threads=yes",
                f"--callgrind-out-file={dump}.%p"]
     pid = start(wrapper)
-    run_wrk(url, script, 3, 10, workdir)
+    run_wrk(url, warm_script or script, 3, 10, workdir)
     subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True, timeout=60)
     before = served() if served else 0
     result = run_wrk(url, script, seconds, 10, workdir)
