@@ -1,9 +1,9 @@
 // Memory in whole 2 MiB pages for the large tables the judge fills
 // (judge/recent_table.hpp), where the kernel gives them: transparent huge pages
-// asked for with madvise, which Debian's default ("madvise") grants. Why: a
-// table of the last 16,384 fetches spans 11 MB (the fetch memory's, 28 MB), and
-// each request reads and writes it at random places; on 4 KiB pages nearly each
-// of those missed the TLB as well as the caches. Measured with
+// asked for with madvise, which Debian's default ("madvise") grants. Why: the
+// judge's table of the last 16,384 fetches spans 11 MB (the fetch memory's, 3 MB),
+// and each request reads and writes it at random places; on 4 KiB pages nearly
+// each of those missed the TLB as well as the caches. Measured with
 // `./spe bench cache_judge`: see docs/benchmarks.md, "Cost of the cache-rule judge".
 #pragma once
 
