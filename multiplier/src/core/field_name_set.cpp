@@ -5,24 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <vector>
 
 namespace spe {
 
 namespace http = boost::beast::http;
 
 namespace {
-
-/// Beast's names, lowercased once: names() writes a dozen of them per request.
-const std::vector<std::string>& lowercase_names(std::size_t count) {
-    static const std::vector<std::string> names = [count] {
-        std::vector<std::string> out(count);
-        for (std::size_t bit = 0; bit < count; ++bit)
-            append_lower(out[bit], http::to_string(static_cast<http::field>(bit)));
-        return out;
-    }();
-    return names;
-}
 
 /// Whether a lowercase, space-separated list names `lower` (lowercase too): found where it stands alone.
 bool listed_lowercase(std::string_view list, std::string_view lower) {
@@ -34,6 +22,16 @@ bool listed_lowercase(std::string_view list, std::string_view lower) {
 }
 
 }  // namespace
+
+const std::array<std::string, FieldNameSet::kKnown>& FieldNameSet::lowercase_known() {
+    static const auto names = [] {
+        std::array<std::string, kKnown> out;
+        for (std::size_t bit = 0; bit < kKnown; ++bit)
+            append_lower(out[bit], http::to_string(static_cast<http::field>(bit)));
+        return out;
+    }();
+    return names;
+}
 
 std::size_t FieldNameSet::bit_of(http::field id) {
     const auto bit = static_cast<std::size_t>(id);
@@ -92,7 +90,7 @@ bool FieldNameSet::operator==(const FieldNameSet& other) const {
 }
 
 std::string FieldNameSet::names() const {
-    const auto& lower = lowercase_names(kKnown);
+    const auto& lower = lowercase_known();
     std::string out;
     out.reserve(256);
     for (std::size_t word = 0; word < known_.size(); ++word)

@@ -38,6 +38,8 @@ private:
     static constexpr std::size_t kUnknownRoom = 64;  // a reply's unknown names: X-Cache and SPE's stamps
     /// The bit of a name Beast knows, or kKnown for any other name.
     static std::size_t bit_of(boost::beast::http::field id);
+    /// Beast's names, lowercased once: names() writes a dozen of them per request.
+    static const std::array<std::string, kKnown>& lowercase_known();
     void add_unknown(std::string_view name);
 
     // Words rather than a std::bitset: names() visits the set bits (a dozen of Beast's 350 names) a word

@@ -13,17 +13,20 @@
 
 namespace spe {
 
+/// A huge page on x86-64 (transparent huge pages): the unit of map_huge_pages.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
 /// At least `bytes` of zeroed memory, 2 MiB-aligned, advised for huge pages; throws std::bad_alloc.
 void* map_huge_pages(std::size_t bytes);
 /// Returns what map_huge_pages(bytes) gave.
 void unmap_huge_pages(void* at, std::size_t bytes) noexcept;
 
-/// An allocator that maps blocks of kHugeFrom bytes or more in huge pages and leaves smaller
+/// An allocator that maps blocks of a huge page or more in huge pages and leaves smaller
 /// ones to the heap (a table of a few hundred KB would waste most of a page).
 template <class T>
 struct HugePageAllocator {
     using value_type = T;
-    static constexpr std::size_t kHugeFrom = std::size_t{2} << 20;
+    static constexpr std::size_t kHugeFrom = kHugePageBytes;
 
     HugePageAllocator() = default;
     template <class U>

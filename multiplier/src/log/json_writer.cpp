@@ -45,14 +45,7 @@ std::string_view::const_iterator first_needing_care(std::string_view s) {
 void JsonWriter::string(std::string_view s) {
     first_ = false;
     const auto care = first_needing_care(s);
-    if (care == s.end()) {  // the common case: one append, quotes included
-        const auto at = out_.size();
-        out_.resize(at + s.size() + 2);
-        out_[at] = '"';
-        s.copy(out_.data() + at + 1, s.size());
-        out_[at + 1 + s.size()] = '"';
-        return;
-    }
+    if (care == s.end()) return quoted(s);  // the common case: one append, quotes included
     if (std::any_of(care, s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
         // Non-ASCII: nlohmann's own escaping, which replaces invalid UTF-8 (client-supplied URLs) instead of throwing.
         out_ += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -103,6 +103,14 @@ public:
     /// `-` and `_`), written without the scan for characters to escape: a judged record has a dozen.
     void name(std::string_view s) {
         assert(std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || c < 0x20; }));
+        quoted(s);
+    }
+    /// The string, or null when it is empty.
+    void string_or_null(std::string_view s) { s.empty() ? null() : string(s); }
+
+private:
+    /// `s` between quotes, as it is (nothing in it needs escaping), in one append.
+    void quoted(std::string_view s) {
         const auto at = out_.size();
         out_.resize(at + s.size() + 2);
         out_[at] = '"';
@@ -110,10 +118,7 @@ public:
         out_[at + 1 + s.size()] = '"';
         first_ = false;
     }
-    /// The string, or null when it is empty.
-    void string_or_null(std::string_view s) { s.empty() ? null() : string(s); }
 
-private:
     std::string& out_;
     bool first_ = true;
 };
