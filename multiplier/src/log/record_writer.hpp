@@ -21,6 +21,8 @@ namespace spe {
 class RecordWriter {
 public:
     static constexpr std::chrono::milliseconds kPeriod{100};
+    /// Each file's stdio buffer: what a period of records at thousands a second fills a few times.
+    static constexpr std::size_t kFileBuffer = 256 * 1024;
 
     /// Opens (appends to) the files; an empty path writes no such file. Each
     /// written record's tally goes to `tallies` (if any), on the writer thread.
@@ -53,6 +55,9 @@ private:
     bool write(const RecordWrite& record);
     void flush();
 
+    using Buffer = std::unique_ptr<char[]>;
+    Buffer json_buffer_;  // before the files: closed before it is freed
+    Buffer rope_buffer_;
     File json_;
     File rope_;
     RecordQueue queue_;
