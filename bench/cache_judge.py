@@ -1,11 +1,13 @@
 """What the cache-rule judge costs (issue 16: judging must not slow the client; target: at most +10 % of
 the Multiplier's CPU per request at 4-way fan-out): the same Multiplier binary with the judge and with
-`--no-cache-judge`, side by side in interleaved rounds.
+`--no-cache-judge`, side by side in interleaved rounds, with a second judging Multiplier of the same binary as a
+control (judge / control: what one run's figures move with nothing changed).
 
 Set-up as in `throughput` / `cpu_breakdown` (127.0.0.1 only, every process stopped by PID): one nginx
 (one worker) serving /1k on 5 ports, the reference upstream (the Multiplier's Collector) and 4 stand-in
-proxies under test; two Multipliers (release build, sequential mode, JSON log, 4 proxies), one judging,
-one with --no-cache-judge. wrk -t1 -c10 on CPU0; every server on CPU1.
+proxies under test; three Multipliers (release build, sequential mode, JSON log, 4 proxies), one judging,
+one with --no-cache-judge, one judging as the control (not filled, not under callgrind). wrk -t1 -c10 on
+CPU0; every server on CPU1.
 
 The judge only works on replies that carry the Collector's stamps, so every reply carries them, made by
 nginx from its own variables (`add_header ... always`):
@@ -21,7 +23,8 @@ real run. wrk asks for --urls different URLs (/1k?v=N; every fifth with Vary: Ac
 Accept-Language): the judge's tables grow as in a real run, up to their bound of 16384 entries each.
 
 1. CPU per client request (Δ utime+stime of the Multiplier over the client's completed requests), req/s and
-   p50/p99, each round with both builds, order alternating; ratios with judge / without. The client is paced
+   p50/p99, each round with every build, the order turned by one each round; ratios with judge / without, and
+   judge / control for the CPU (the resolution of the first ratio). The client is paced
    (--rate, on CPU0) below what either build sustains: back-to-back (wrk, --rate 0) the judging build falls
    behind its proxies' turns, most of its legs are lost as `busy` and go unjudged, and its cost is undercounted.
 2. Memory: each Multiplier's RSS after the rounds and after --fill-requests more requests, each for a URL
@@ -68,6 +71,10 @@ TARGET_RATIO = 1.10  # issue 16: the judge may add at most 10 % to the Multiplie
 TABLE_BOUND = 16384  # CacheJudge's default capacity per table
 COLLECTOR_ID = "65f1a2b3-1c2"
 BUILDS = ("judge", "no-judge")  # the first judges, the second runs with --no-cache-judge
+# A second judging Multiplier of the same binary, measured in the same rounds: judge / control is what one run's
+# figures move with nothing changed, the resolution of the judge / no-judge ratio beside it.
+CONTROL = "judge again"
+MEASURED = (*BUILDS, CONTROL)
 
 # nginx's variables, padded so that server + connection + request number is a unique decimal serial.
 PAD_MAPS = """\
@@ -150,18 +157,24 @@ def wrk_script(reference_port: int, urls: int, prefix: str = "") -> str:
 FIGURES = ("cpu_us", "rps", "p50", "p99")
 
 
-def round_ratios(runs: list[dict]) -> dict[str, list[float]]:
-    """figure -> [judge / no-judge] per round, each pair from the same round."""
+def round_ratios(runs: list[dict], builds: tuple[str, str] = BUILDS) -> dict[str, list[float]]:
+    """figure -> [builds[0] / builds[1]] per round (judge / no-judge by default), each pair from the same round."""
     by_round: dict[int, dict[str, dict]] = {}
     for r in runs:
         by_round.setdefault(r["round"], {})[r["build"]] = r
     out: dict[str, list[float]] = {f: [] for f in FIGURES}
     for pair in (by_round[k] for k in sorted(by_round)):
-        if set(BUILDS) <= set(pair):
+        if set(builds) <= set(pair):
             for f in FIGURES:
-                base = pair[BUILDS[1]][f]
-                out[f].append(pair[BUILDS[0]][f] / base if base else float("nan"))
+                base = pair[builds[1]][f]
+                out[f].append(pair[builds[0]][f] / base if base else float("nan"))
     return out
+
+
+def round_order(rnd: int) -> tuple[str, ...]:
+    """The builds in the order round `rnd` measures them: turned by one each round, so each takes each place."""
+    shift = rnd % len(MEASURED)
+    return MEASURED[shift:] + MEASURED[:shift]
 
 
 # multiplier/src/judge/cache_rules.cpp, http/http_date.cpp (and the flat multiplier/src/ of older builds).
@@ -275,7 +288,7 @@ def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], 
                    workdir: Path, reference_port: int) -> list[dict]:
     runs = []
     for rnd in range(args.rounds):
-        for build in BUILDS if rnd % 2 == 0 else BUILDS[::-1]:
+        for build in round_order(rnd):
             pid, url = mults[build]
             (u0, s0), b0, k0 = cpu_times([pid]), busy_seconds(), kernel_events(pid)
             result = (paced_load(url, reference_port, args) if args.rate
@@ -289,7 +302,7 @@ def measure_rounds(args: argparse.Namespace, mults: dict[str, tuple[int, str]], 
                          "foreign": (b1 - b0) - cpu - result["wrk_cpu"],
                          **{name: (k1[name] - k0[name]) / n for name in k0}})
             r = runs[-1]
-            print(f"round {rnd + 1}/{args.rounds} {build:8s} {r['rps']:7.0f} req/s  {r['cpu_us']:6.1f} µs/req  "
+            print(f"round {rnd + 1}/{args.rounds} {build:11s} {r['rps']:7.0f} req/s  {r['cpu_us']:6.1f} µs/req  "
                   f"p50 {r['p50']:7.0f} µs  p99 {r['p99']:7.0f} µs  {r['errors']}  "
                   f"faults/req {r['minflt']:.3f}  switches/req {r['voluntary']:.2f} + {r['involuntary']:.2f}",
                   flush=True)
@@ -353,16 +366,17 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     upstream_ports = [free_port() for _ in range(1 + FANOUT)]
     script = workdir / "urls.lua"
     script.write_text(wrk_script(upstream_ports[0], args.urls))
-    logs = {b: workdir / f"{b}.jsonl" for b in BUILDS}
+    logs = {b: workdir / f"{b.replace(' ', '-')}.jsonl" for b in MEASURED}
     with ProcessGroup(workdir) as group:
         servers = upstream_servers(upstream_ports, workdir / "www", args.legs)
         start_nginx(group, "upstreams", servers, upstream_ports)
         mults = {}
-        for build in BUILDS:
+        for build in MEASURED:
             port = free_port()
-            pid = start_build(group, build, port, upstream_ports, logs[build], judge=build == "judge")
+            pid = start_build(group, build.replace(" ", "-"), port, upstream_ports, logs[build],
+                              judge=build != "no-judge")
             mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
-        for build in BUILDS:  # warm-up: keep-alive pools, nginx's file cache
+        for build in MEASURED:  # warm-up: keep-alive pools, nginx's file cache
             run_wrk(mults[build][1], script, 2, 10, workdir)
         runs = measure_rounds(args, mults, script, workdir, upstream_ports[0])
         check_alive(group)
@@ -373,9 +387,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             fill_script.write_text(wrk_script(upstream_ports[0], args.fill_requests, prefix="f"))
             rps = {b: median(r["rps"] for r in runs if r["build"] == b) for b in BUILDS}
             new_urls = fill(mults, fill_script, args.fill_requests, rps, workdir)
-            mem[f"after {args.fill_requests:,} more requests, each to a new URL"] = memory(mults, logs)
+            filled = {b: mults[b] for b in BUILDS}  # the control is not filled
+            mem[f"after {args.fill_requests:,} more requests, each to a new URL"] = memory(filled, logs)
         check_alive(group)
-        facts = {b: log_facts(logs[b], 20000) for b in BUILDS}
+        facts = {b: log_facts(logs[b], 20000) for b in MEASURED}
         counts = {}
         if args.callgrind_seconds:
             # Warmed on other URLs than it is measured on: a stand-in proxy's copy of a URL asked for again
@@ -420,10 +435,12 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
     lines = [f"\n## {TITLE} — {now}\n",
              f"Machine: {machine()}. Command: `{command_line('cache_judge')}`.\n",
              f"The same Multiplier binary (release build, sequential mode, JSON log, {FANOUT} proxies) with its "
-             "cache-rule judge and with `--no-cache-judge`, both running, measured in turn in interleaved rounds "
-             f"(order alternating). {load_text(args)} on CPU{LOAD_CPU}, asking for {args.urls:,} different URLs "
+             "cache-rule judge and with `--no-cache-judge`, and a second judging one as a control "
+             f"(`{CONTROL}`: what the figures move with nothing changed), all running, measured in turn in "
+             f"interleaved rounds (the order turned by one each round). {load_text(args)} on CPU{LOAD_CPU}, "
+             f"asking for {args.urls:,} different URLs "
              f"(`/1k?v=N`) in turn; on CPU{SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
-             "stand-in proxies) and the two Multipliers. Every reply carries the Collector's stamps and caching "
+             "stand-in proxies) and the three Multipliers. Every reply carries the Collector's stamps and caching "
              "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL for the proxies' "
              "copies; `X-SPE-Reply-To`, Cache-Control "
              "`public, max-age=600`, Vary, ETag, Last-Modified, Date; the proxies also Age and X-Cache): the "
@@ -451,8 +468,9 @@ def load_text(args: argparse.Namespace) -> str:
 def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:
     """1: CPU per request, req/s and latency of each run and build, the ratios per round and the target."""
     ratios = round_ratios(runs)
+    control = round_ratios(runs, ("judge", CONTROL))["cpu_us"]
     med = {b: {f: median(r[f] for r in runs if r["build"] == b) for f in (*FIGURES, "user_us", "sys_us", "foreign")}
-           for b in BUILDS}
+           for b in MEASURED}
     cpu_ratio = median(ratios["cpu_us"])
     lines = [f"### 1. CPU per client request, throughput and latency ({args.rounds} × {args.seconds:g} s per build)\n",
              "| round | build | req/s | CPU µs/req (user + kernel) | p50 µs | p99 µs | foreign CPU-s/run "
@@ -462,7 +480,7 @@ def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:
         lines.append(f"| {r['round'] + 1} | {r['build']} | {r['rps']:.0f} | {r['cpu_us']:.1f} ({r['user_us']:.1f} "
                      f"+ {r['sys_us']:.1f}) | {r['p50']:.0f} | {r['p99']:.0f} | {r['foreign']:.2f} "
                      f"| {r['minflt']:.3f} | {r['voluntary']:.2f} + {r['involuntary']:.2f} |")
-    for b in BUILDS:
+    for b in MEASURED:
         m = med[b]
         lines.append(f"| **median** | **{b}** | **{m['rps']:.0f}** | **{m['cpu_us']:.1f}** ({m['user_us']:.1f} + "
                      f"{m['sys_us']:.1f}) | **{m['p50']:.0f}** | **{m['p99']:.0f}** | {m['foreign']:.2f} | | |")
@@ -471,6 +489,12 @@ def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:
     names = {"cpu_us": "CPU per request", "rps": "requests/s", "p50": "p50 latency", "p99": "p99 latency"}
     for f in FIGURES:
         lines.append(f"| {names[f]} | {', '.join(f'{x:.3f}' for x in ratios[f])} | **{median(ratios[f]):.3f}** |")
+    lines.append(f"| CPU per request, judge / {CONTROL} (the same binary, judging: nothing changed) | "
+                 f"{', '.join(f'{x:.3f}' for x in control)} | **{median(control):.3f}** |")
+    spread = max(abs(x - 1) for x in control) if control else float("nan")
+    lines.append(f"\nThe resolution of one run: the judging build against itself moved by up to {spread:.1%} in a "
+                 f"round and by {median(control) - 1:+.1%} in the median (the row above); the judge's ratio is "
+                 "read against that.")
     verdict = "met" if cpu_ratio <= TARGET_RATIO else "NOT met"
     lines.append(f"\nTarget (issue 16): the judge adds at most {TARGET_RATIO - 1:.0%} to the Multiplier's CPU per "
                  f"request: **{cpu_ratio - 1:+.1%}** (median of the per-round ratios), **{verdict}**.\n")

@@ -64,6 +64,20 @@ def test_ratios_pair_the_builds_of_the_same_round_and_skip_an_unpaired_round():
     assert ratios["rps"] == pytest.approx([1.0, 0.8])
 
 
+def test_the_control_is_paired_with_the_judge_of_its_round():
+    runs = [run("judge", 0, 110), run("no-judge", 0, 100), run(cache_judge.CONTROL, 0, 100),
+            run(cache_judge.CONTROL, 1, 50), run("judge", 1, 55)]
+    assert cache_judge.round_ratios(runs, ("judge", cache_judge.CONTROL))["cpu_us"] == pytest.approx([1.1, 1.1])
+    assert cache_judge.round_ratios(runs)["cpu_us"] == pytest.approx([1.1])  # round 1 has no no-judge
+
+
+def test_each_build_takes_each_place_in_the_order_over_as_many_rounds_as_builds():
+    orders = [cache_judge.round_order(rnd) for rnd in range(len(cache_judge.MEASURED))]
+    assert all(sorted(o) == sorted(cache_judge.MEASURED) for o in orders)
+    for place in range(len(cache_judge.MEASURED)):
+        assert sorted(o[place] for o in orders) == sorted(cache_judge.MEASURED)
+
+
 ROWS = [
     (5000, "/work/main/multiplier/src/cache_rules.cpp:spe::freshness(spe::ReuseQuestion const&) [/x/spe-multiplier]"),
     (900, "/work/main/multiplier/src/http_date.cpp:spe::parse_http_date(std::basic_string_view<char>) [/x/m]"),
