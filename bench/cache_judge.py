@@ -18,8 +18,8 @@ nginx from its own variables (`add_header ... always`):
              "HIT from ...", and X-SPE-Reply-To: some-old-tag: every leg is judged as a reuse of a stored
              copy (the full rule evaluation)
 The reference's every reply has a serial of its own (server, $connection, $connection_requests): a fresh
-fetch; a proxy's copy of a URL is always the same fetch (a serial from the URL), as a stored copy is in a
-real run. wrk asks for --urls different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding,
+fetch; a proxy's copy of a URL is the same fetch for 100 s (a serial from the URL and the 100 s), as a
+stored copy is in a real run. wrk asks for --urls different URLs (/1k?v=N; every fifth with Vary: Accept-Encoding,
 Accept-Language): the judge's tables grow as in a real run, up to their bound of 16384 entries each.
 
 1. CPU per client request (Δ utime+stime of the Multiplier over the client's completed requests), req/s and
@@ -89,8 +89,11 @@ PAD_MAPS = """\
     # A stored copy: fetched at the start of the current 100 s, as old as Age says.
     map $msec $spe_fetched { "~^(?<spe_s>\\d+)\\d\\d\\.(?<spe_ms>\\d+)$" "${spe_s}00.${spe_ms}"; }
     map $msec $spe_age { "~0(?<spe_a>\\d)\\.\\d+$" "$spe_a"; "~(?<spe_b>\\d\\d)\\.\\d+$" "$spe_b"; }
-    # A stored copy is the same fetch every time its URL is asked for (as in a real run, where a proxy
-    # reuses a fetch it got once): a serial from the URL, 7<v> (8<v> for the fill phase's /1k?v=f<v>).
+    # A stored copy is the same fetch every time its URL is asked for within a 100 s (as in a real run, where
+    # a proxy reuses a fetch it got once): a serial from the 100 s (eight digits) and the URL, 7<v> (8<v> for
+    # the fill phase's /1k?v=f<v>). A new 100 s is a new fetch: the same serial with a new time would be, to
+    # the judge, its first fetch served too young (age violations and their evidence, not the case measured).
+    map $msec $spe_window { "~^(?<spe_w>\\d+)\\d\\d\\.\\d+$" "$spe_w"; }
     map $arg_v $spe_copy { "~^f(?<spe_f>\\d+)$" "8$spe_f"; "~^(?<spe_v>\\d+)$" "7$spe_v"; default "6"; }
     map $arg_v $spe_vary { "~[05]$" "Accept-Encoding, Accept-Language"; default "Accept-Encoding"; }
     open_file_cache max=64 inactive=600s; open_file_cache_valid 3600s;
@@ -108,7 +111,7 @@ REFERENCE_HEADERS = """\
 """
 
 PROXY_HEADERS = """\
-            add_header X-SPE-Fetch "{{id}}.$spe_copy; t=$spe_fetched" always;
+            add_header X-SPE-Fetch "{{id}}.$spe_window$spe_copy; t=$spe_fetched" always;
             add_header X-SPE-Reply-To "some-old-tag" always;
             add_header Age $spe_age always;
             add_header X-Cache "HIT from standin-{{server}}" always;
@@ -420,6 +423,10 @@ def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
         out.append(f"the judge did not take most references as fresh origin fetches: {dict(judged['collector'])}")
     if judged["proxy_reused"].get("reused", 0) < judged["records"] * FANOUT * 0.9:
         out.append(f"the judge did not take most legs as reuses: {dict(judged['proxy_reused'])}")
+    for build in MEASURED:
+        if facts[build]["violations"]:
+            out.append(f"{build}: the judge found violations in the rounds ({dict(facts[build]['violations'])}): "
+                       "their evidence is a costlier case than the one measured")
     if facts.get("judge, under callgrind", {}).get("violations"):
         out.append(f"the judge found violations under callgrind, which the rounds had none of: its counts are of "
                    f"another case ({dict(facts['judge, under callgrind']['violations'])})")
@@ -441,7 +448,8 @@ def report(args: argparse.Namespace, runs: list[dict], mem: dict, facts: dict, c
              f"asking for {args.urls:,} different URLs "
              f"(`/1k?v=N`) in turn; on CPU{SERVER_CPU} one nginx serving 1 KB on 5 ports (the reference and 4 "
              "stand-in proxies) and the three Multipliers. Every reply carries the Collector's stamps and caching "
-             "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL for the proxies' "
+             "headers (`X-SPE-Fetch`: a new fetch for each reference reply, one fetch per URL and 100 s for the "
+             "proxies' "
              "copies; `X-SPE-Reply-To`, Cache-Control "
              "`public, max-age=600`, Vary, ETag, Last-Modified, Date; the proxies also Age and X-Cache): the "
              "reference is a fresh origin fetch, every proxy's reply a reuse of a stored copy fetched up to 99 s "
@@ -568,7 +576,7 @@ def memory_summary(mem: dict, distinct_urls: int) -> str:
 
 def table_entries(records: int, distinct_urls: int) -> dict[str, int]:
     """How full the judge's tables are after `records` requests of this benchmark to `distinct_urls` URLs
-    (the Collector's every reply a new fetch, the proxies' copies one fetch per URL): fetches, URLs per
+    (the Collector's every reply a new fetch, the proxies' copies one fetch per URL and 100 s): fetches, URLs per
     cache, the Collector's deliveries (a proxy delivers nothing: it never passes a fetch on here)."""
     return {"fetches": min(TABLE_BOUND, records + min(records, distinct_urls)),
             "urls": min(TABLE_BOUND, records, distinct_urls),

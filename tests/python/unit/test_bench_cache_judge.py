@@ -36,13 +36,25 @@ def test_a_proxys_copy_is_fetched_at_the_start_of_the_current_100_s_and_its_age_
     assert nginx_map(age, "1732412300.001") == "0"
 
 
+def test_a_proxys_copy_of_a_url_is_a_new_fetch_each_100_s_so_its_serial_never_names_two_fetch_times():
+    # The same serial with a new time looks, to the judge, like its first fetch served too young (age
+    # violations, with evidence: a costlier case than the one measured).
+    maps = cache_judge.render_text(cache_judge.PAD_MAPS, {"conn": "", "req": ""})
+    window = next(line for line in maps.splitlines() if "$spe_window" in line)
+    assert nginx_map(window, "1732412345.123") == "17324123"
+    assert nginx_map(window, "1732412399.999") == "17324123"
+    assert nginx_map(window, "1732412400.000") == "17324124"
+    proxy = cache_judge.upstream_servers([1001, 1002], Path("/www")).split("    server {")[2]
+    assert f'"{cache_judge.COLLECTOR_ID}.$spe_window$spe_copy; t=$spe_fetched"' in proxy
+
+
 def test_the_reference_is_a_fresh_fetch_and_every_proxy_a_reuse_with_the_same_collector_id():
     body = cache_judge.upstream_servers([1001, 1002, 1003, 1004, 1005], Path("/www"))
     servers = body.split("    server {")[1:]
     assert len(servers) == 5
     assert "t=$msec" in servers[0] and "$http_x_spe_request" in servers[0] and "Age" not in servers[0]
     for server in servers[1:]:
-        assert f'"{cache_judge.COLLECTOR_ID}.$spe_copy; t=$spe_fetched"' in server  # one fetch per URL
+        assert f'"{cache_judge.COLLECTOR_ID}.$spe_window$spe_copy; t=$spe_fetched"' in server  # one per URL
         assert '"some-old-tag"' in server and "add_header Age $spe_age always;" in server
     assert all("max-age=600" in s and "Vary" in s for s in servers)
 
