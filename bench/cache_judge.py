@@ -224,13 +224,18 @@ def short_function(where: str) -> str:
 
 def log_facts(path: Path, limit: int) -> dict:
     """What the judge saw in the first `limit` records: the Collector's provenance, the proxies' reuse,
-    violations by rule, proxy results; and the mean record size (bytes)."""
+    violations by rule, proxy results; and the mean record size (bytes). The records after those are only
+    looked through for a violation (`later`, `later_with_violations`): a run's later rounds can meet a case
+    its first ones did not."""
     facts: dict = {"records": 0, "bytes": 0, "collector": Counter(), "proxy_reused": Counter(),
-                   "violations": Counter(), "results": Counter(), "conservative": Counter()}
+                   "violations": Counter(), "results": Counter(), "conservative": Counter(),
+                   "later": 0, "later_with_violations": 0}
     with path.open(errors="replace") as f:
         for line in f:
             if facts["records"] >= limit:
-                break
+                facts["later"] += 1
+                facts["later_with_violations"] += '"violations":[{' in line  # as the Multiplier writes one
+                continue
             rec = json.loads(line)
             facts["records"] += 1
             facts["bytes"] += len(line)
@@ -427,6 +432,9 @@ def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
         if facts[build]["violations"]:
             out.append(f"{build}: the judge found violations in the rounds ({dict(facts[build]['violations'])}): "
                        "their evidence is a costlier case than the one measured")
+        if facts[build].get("later_with_violations"):
+            out.append(f"{build}: {facts[build]['later_with_violations']:,} of the {facts[build]['later']:,} records "
+                       "after those checked carry violations: a costlier case than the one measured")
     if facts.get("judge, under callgrind", {}).get("violations"):
         out.append(f"the judge found violations under callgrind, which the rounds had none of: its counts are of "
                    f"another case ({dict(facts['judge, under callgrind']['violations'])})")
@@ -556,7 +564,8 @@ def checks_section(facts: dict) -> list[str]:
         lines.append(f"- {b}: first {f['records']:,} records, mean {f['bytes'] / n:,.0f} bytes each; Collector "
                      f"verdicts {dict(f['collector'])}; proxy legs {dict(f['proxy_reused'])}; proxy results "
                      f"{dict(f['results'])}; violations {dict(f['violations']) or 'none'}; missed hits "
-                     f"{dict(f['conservative']) or 'none'}")
+                     f"{dict(f['conservative']) or 'none'}; the {f['later']:,} records after them: "
+                     f"{f['later_with_violations']:,} with violations")
     return lines
 
 

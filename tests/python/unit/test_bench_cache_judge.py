@@ -3,6 +3,7 @@ judge's rows in callgrind's tables and what its log check counts."""
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,23 @@ def test_the_log_check_counts_what_the_judge_saw(tmp_path):
     assert facts["records"] == 2
     assert facts["collector"] == {"origin": 2} and facts["proxy_reused"] == {"reused": 4}
     assert facts["violations"] == {"age": 4} and facts["conservative"] == {"passed on: vary": 2}
+
+
+def test_a_violation_after_the_records_read_is_still_counted_and_reported(tmp_path):
+    # The records past the limit are not parsed, only looked through for a violation (as the Multiplier
+    # writes them: compact, and the key only when there is one).
+    clean = {"collector": {"cache": {"provenance": "origin", "reused": False}}, "proxies": [{"result": "OK"}]}
+    bad = {"collector": {"cache": {"provenance": "origin", "reused": False,
+                                   "violations": [{"rule": "age", "section": "4.2.3", "reason": "x"}]}},
+           "proxies": [{"result": "OK"}]}
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in (clean, clean, clean, bad, clean)))
+    facts = cache_judge.log_facts(log, limit=2)
+    assert facts["records"] == 2 and not facts["violations"]
+    assert facts["later"] == 3 and facts["later_with_violations"] == 1
+    facts_of = {b: {**facts, "violations": Counter()} for b in cache_judge.MEASURED}
+    facts_of["judge"] = {**facts, "collector": Counter(origin=2), "proxy_reused": Counter(reused=8)}
+    assert any("judge: 1 of the 3 records after" in p for p in cache_judge.problems([], facts_of))
 
 
 def test_the_tables_fill_up_to_their_bound():
