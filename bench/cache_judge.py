@@ -76,6 +76,11 @@ BUILDS = ("judge", "no-judge")  # the first judges, the second runs with --no-ca
 CONTROL = "judge again"
 MEASURED = (*BUILDS, CONTROL)
 
+
+def file_name(build: str) -> str:
+    """A build's name in its log's and its process's names."""
+    return build.replace(" ", "-")
+
 # nginx's variables, padded so that server + connection + request number is a unique decimal serial.
 PAD_MAPS = """\
     map $connection $spe_conn {
@@ -374,15 +379,14 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     upstream_ports = [free_port() for _ in range(1 + FANOUT)]
     script = workdir / "urls.lua"
     script.write_text(wrk_script(upstream_ports[0], args.urls))
-    logs = {b: workdir / f"{b.replace(' ', '-')}.jsonl" for b in MEASURED}
+    logs = {b: workdir / f"{file_name(b)}.jsonl" for b in MEASURED}
     with ProcessGroup(workdir) as group:
         servers = upstream_servers(upstream_ports, workdir / "www", args.legs)
         start_nginx(group, "upstreams", servers, upstream_ports)
         mults = {}
         for build in MEASURED:
             port = free_port()
-            pid = start_build(group, build.replace(" ", "-"), port, upstream_ports, logs[build],
-                              judge=build != "no-judge")
+            pid = start_build(group, file_name(build), port, upstream_ports, logs[build], judge=build != "no-judge")
             mults[build] = (pid, f"http://127.0.0.1:{port}/1k")
         for build in MEASURED:  # warm-up: keep-alive pools, nginx's file cache
             run_wrk(mults[build][1], script, 2, 10, workdir)
@@ -432,7 +436,7 @@ def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:
         if facts[build]["violations"]:
             out.append(f"{build}: the judge found violations in the rounds ({dict(facts[build]['violations'])}): "
                        "their evidence is a costlier case than the one measured")
-        if facts[build].get("later_with_violations"):
+        if facts[build]["later_with_violations"]:
             out.append(f"{build}: {facts[build]['later_with_violations']:,} of the {facts[build]['later']:,} records "
                        "after those checked carry violations: a costlier case than the one measured")
     if facts.get("judge, under callgrind", {}).get("violations"):

@@ -19,20 +19,20 @@ bool put(std::FILE* f, const std::string& text) {
 RecordWriter::RecordWriter(const std::string& json_path, const std::string& rope_path, std::size_t queue_bytes,
                            RecordTallySink* tallies)
     : queue_(queue_bytes), tallies_(tallies) {
-    auto open = [](const std::string& path, Buffer& buffer) {
-        if (path.empty()) return File{};
-        File f(std::fopen(path.c_str(), "ab"));
-        if (!f) throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
-        // A batch in a few writes: through stdio's default buffer (the file system's 4 KiB block) a
-        // judged record of 3 KB cost a write system call of its own, nearly one per client request.
-        // Ours: glibc takes a size only with a buffer.
-        buffer = std::make_unique_for_overwrite<char[]>(kFileBuffer);
-        std::setvbuf(f.get(), buffer.get(), _IOFBF, kFileBuffer);
-        return f;
-    };
-    json_ = open(json_path, json_buffer_);
-    rope_ = open(rope_path, rope_buffer_);
+    json_ = open(json_path);
+    rope_ = open(rope_path);
     thread_ = std::thread([this] { run(); });
+}
+
+RecordWriter::LogFile RecordWriter::open(const std::string& path) {
+    if (path.empty()) return {};
+    File f(std::fopen(path.c_str(), "ab"));
+    if (!f) throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
+    // A batch in a few writes: through stdio's default buffer (the file system's 4 KiB block) a
+    // judged record of 3 KB cost a write system call of its own, nearly one per client request.
+    auto buffer = std::make_unique_for_overwrite<char[]>(kFileBuffer);
+    std::setvbuf(f.get(), buffer.get(), _IOFBF, kFileBuffer);
+    return {std::move(buffer), std::move(f)};
 }
 
 RecordWriter::~RecordWriter() {

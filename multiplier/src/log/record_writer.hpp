@@ -55,11 +55,19 @@ private:
     bool write(const RecordWrite& record);
     void flush();
 
-    using Buffer = std::unique_ptr<char[]>;
-    Buffer json_buffer_;  // before the files: closed before it is freed
-    Buffer rope_buffer_;
-    File json_;
-    File rope_;
+    /// A log file and the stdio buffer it writes through (ours: glibc takes a size only with a buffer).
+    struct LogFile {
+        std::unique_ptr<char[]> buffer;  // before the file: closed before it is freed
+        File file;
+
+        std::FILE* get() const { return file.get(); }
+        explicit operator bool() const { return file != nullptr; }
+    };
+    /// Opens (appends to) `path` with a kFileBuffer buffer; an empty path: no file.
+    static LogFile open(const std::string& path);
+
+    LogFile json_;
+    LogFile rope_;
     RecordQueue queue_;
     RecordTallySink* tallies_;
     std::atomic<std::uint64_t> written_{0};
