@@ -40,11 +40,13 @@ def _replies_sql() -> str:
     leg = ", ".join(f'p."{c}" AS "{c}"' for c in MEASURE)
     return f"""
         SELECT seq, 0 AS leg, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector}, NULL::VARCHAR AS result,
-               NULL::VARCHAR[] AS mismatched_headers, NULL::BIGINT AS queued_us, collector.cache AS cache
+               NULL::VARCHAR[] AS mismatched_headers, NULL::BIGINT AS queued_us, NULL::BIGINT[] AS overtook,
+               collector.cache AS cache
         FROM records
         UNION ALL
         SELECT seq, leg, id, ts, method, url, tag, p.name AS name, {leg}, p.result AS result,
-               p.mismatched_headers AS mismatched_headers, p.queued_us AS queued_us, p.cache AS cache
+               p.mismatched_headers AS mismatched_headers, p.queued_us AS queued_us, p.overtook AS overtook,
+               p.cache AS cache
         FROM (SELECT seq, id, ts, method, url, tag, unnest(proxies) AS p, generate_subscripts(proxies, 1) AS leg
               FROM records)
         WHERE p IS NOT NULL"""

@@ -30,6 +30,8 @@ RESULT_SCHEMA = {
     "fetch": pl.Utf8,  # the Collector's X-SPE-Fetch stamp on the reply (null: none; older logs lack it)
     "tag": pl.Utf8,  # the request's X-SPE-Request tag, which the Collector's access.log names (null: none)
     "queued_us": pl.Int64,  # a proxy leg's wait inside SPE before it was sent (null: the Collector, older logs)
+    # the client's earlier requests the proxy was still answering when the leg went, out of order (--order-wait)
+    "overtook": pl.List(pl.Int64),
 }
 
 
@@ -105,11 +107,12 @@ def _results_table(df: pl.DataFrame) -> pl.DataFrame:
     collector = collector.with_columns(
         pl.lit(COLLECTOR).alias("name"), pl.lit(None, pl.Utf8).alias("result"),
         df.select(pl.col("collector").struct.field("error")).to_series().cast(pl.Utf8).alias("error"),
-        pl.lit(None, pl.List(pl.Utf8)).alias("mismatched_headers"), pl.lit(None, pl.Int64).alias("queued_us"))
+        pl.lit(None, pl.List(pl.Utf8)).alias("mismatched_headers"), pl.lit(None, pl.Int64).alias("queued_us"),
+        pl.lit(None, pl.List(pl.Int64)).alias("overtook"))
     proxies = df.select("id", "ts", "method", "url", tag, "proxies").explode("proxies").drop_nulls("proxies")
     if proxies.height:
         proxies = proxies.with_columns(pl.col("proxies").struct.field(
-            "name", *measure_cols, "result", "error", "mismatched_headers", "queued_us")).drop("proxies")
+            "name", *measure_cols, "result", "error", "mismatched_headers", "queued_us", "overtook")).drop("proxies")
         # A leg never sent (an unsafe request withheld from the proxies) measured nothing.
         proxies = proxies.filter(pl.col("result").ne_missing("NOT_SENT"))
     else:
@@ -214,6 +217,7 @@ def load_rope(path: Path) -> Records:
             "connect_us": None, "ttfb_us": irt, "total_us": total,
             "result": None if is_collector else (parts[2] if len(parts) > 2 else None), "error": None,
             "mismatched_headers": None if is_collector else parts[3:], "fetch": None, "tag": None, "queued_us": None,
+            "overtook": None,
         })
     results = pl.DataFrame(rows, schema=RESULT_SCHEMA) if rows else pl.DataFrame(schema=RESULT_SCHEMA)
     names = results.filter(pl.col("name") != COLLECTOR)["name"].unique(maintain_order=True).to_list()

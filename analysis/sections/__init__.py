@@ -17,6 +17,7 @@ from analysis.sections import (
     judge_findings,
     mismatches,
     noise,
+    out_of_order,
     paired,
     prefetch,
 )
@@ -32,6 +33,7 @@ SECTIONS: tuple[Section, ...] = (
     paired.SECTION,
     figures.SECTION,
     failed_legs.SECTION,
+    out_of_order.SECTION,
     collector_ports.SECTION,
 )
 

@@ -83,10 +83,11 @@ class MultiplierSpec:
     metrics_listen: str | None = None  # HOST:PORT of /metrics (Prometheus; port 0: a free one); None: off
     prometheus: bool = False  # Debian's Prometheus scrapes metrics_listen for the run (start_prometheus.py)
     # How far the client and the proxies may run ahead of SPE's measuring (None: the Multiplier's defaults):
-    # --max-fanout-backlog, --max-queued-legs, --turn-timeout
+    # --max-fanout-backlog, --max-queued-legs, --turn-timeout, --order-wait
     max_fanout_backlog: int | None = None
     max_queued_legs: int | None = None
     turn_timeout_s: float | None = None
+    order_wait_s: float | None = None
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:
@@ -223,6 +224,7 @@ def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
         max_fanout_backlog=t.number("max_fanout_backlog", 0, 1_000_000, integer=True),
         max_queued_legs=t.number("max_queued_legs", 0, 1_000_000, integer=True),
         turn_timeout_s=t.number("turn_timeout_s", 0.001, 3600),
+        order_wait_s=t.number("order_wait_s", 0.001, 3600),
     )
     t.finish()
     if spec.metrics_listen:  # checked now: a bad address is the lab file's mistake

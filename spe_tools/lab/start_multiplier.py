@@ -23,7 +23,8 @@ def optional_flags(m: MultiplierSpec) -> list[str]:
     """The [multiplier] keys given that the Multiplier has defaults for (absent: its default)."""
     given = {"--fanout-threads": m.fanout_threads, "--max-fanout-backlog": m.max_fanout_backlog,
              "--max-queued-legs": m.max_queued_legs,
-             "--turn-timeout": None if m.turn_timeout_s is None else f"{m.turn_timeout_s:g}"}
+             "--turn-timeout": None if m.turn_timeout_s is None else f"{m.turn_timeout_s:g}",
+             "--order-wait": None if m.order_wait_s is None else f"{m.order_wait_s:g}"}
     return [part for flag, value in given.items() if value is not None for part in (flag, str(value))]
 
 

@@ -15,7 +15,8 @@ LOG_SCHEMA = pa.schema([
     ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
     ("note", pa.string()), ("tag", pa.string()), ("client_held_us", pa.int64()), ("collector", pa.struct(_MEASURE)),
     ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
-                                    ("mismatched_headers", pa.list_(pa.string())), ("queued_us", pa.int64())]))),
+                                    ("mismatched_headers", pa.list_(pa.string())), ("queued_us", pa.int64()),
+                                    ("overtook", pa.list_(pa.int64()))]))),
 ])
 
 # The cache-rule judge's verdict on a reply (analysis/readers/judge_records.py); its free-form `evidence` and `origin`

@@ -66,6 +66,32 @@ TEST_CASE("the same fetch from the Collector's store is no reuse by the proxy wh
     CHECK(second.proxies[0].measure.cache->conservative == "passed on: fresh copy");
 }
 
+TEST_CASE("a leg that overtook an earlier request for its URL is not held to what the cache kept before") {
+    // As above, but the proxy's leg of request 2 went before the proxy had answered an earlier request of the
+    // client for the same URL (--order-wait gave the order up): the copy the judge last saw it pass on need not
+    // be what the cache held when this leg arrived, so no missed hit is claimed, and the verdict says why.
+    spe::CacheJudge judge({"p"});
+    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    judge.judge(first, kRequest);
+    auto second = one_proxy_record(2, kT0 + 5, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
+                                   reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"));
+    second.proxies[0].overtook = {1};
+    second.proxies[0].overtook_related = true;
+    judge.judge(second, kRequest);
+    const auto& v = *second.proxies[0].measure.cache;
+    CHECK(v.conservative.empty());
+    CHECK(v.unjudged.starts_with("overtook:"));
+    CHECK(v.provenance == spe::Provenance::origin);  // the rest is judged as ever
+    // Overtaking a request for another URL changes nothing the cache gives this one: judged in full.
+    auto third = one_proxy_record(3, kT0 + 6, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"),
+                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
+    third.proxies[0].overtook = {2};
+    judge.judge(third, kRequest);
+    CHECK(third.proxies[0].measure.cache->conservative == "passed on: fresh copy");
+    CHECK(third.proxies[0].measure.cache->unjudged.empty());
+}
+
 TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are named") {
     spe::CacheJudge judge({"p"});
     auto r = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"), reply("", "", ""));

@@ -16,13 +16,18 @@ using spe::ClientOrder;
 using namespace std::chrono_literals;
 
 namespace {
+/// Request `id`, a GET of its own URL.
+spe::OrderTicket ticket(std::uint64_t id, bool unsafe = false) {
+    return {id, spe::order_url_key("http://o/" + std::to_string(id)), unsafe};
+}
+
 /// Runs one leg's wait on `io`, keeping what it returned.
 void wait_in(boost::asio::io_context& io, ClientOrder& order, ClientOrder::PlacePtr place, std::size_t proxy,
              std::chrono::milliseconds bound, std::optional<ClientOrder::Waited>& out) {
     boost::asio::co_spawn(
         io,
         [&order, place, proxy, bound, &out, ex = io.get_executor()]() -> spe::awaitable<void> {
-            out = co_await order.await_earlier(place, proxy, bound, ex);
+            out = co_await order.await_earlier(place, proxy, spe::Clock::now() + bound, ex);
         },
         boost::asio::detached);
 }
@@ -31,9 +36,9 @@ void wait_in(boost::asio::io_context& io, ClientOrder& order, ClientOrder::Place
 TEST_CASE("a request sent after an earlier reply was whole waits at each proxy for that one") {
     boost::asio::io_context io;
     ClientOrder order(2);
-    auto first = order.arrive(1);
+    auto first = order.arrive(ticket(1));
     order.delivered(first);
-    auto second = order.arrive(2);  // e.g. on another connection, after reading reply 1
+    auto second = order.arrive(ticket(2));  // e.g. on another connection, after reading reply 1
     std::optional<ClientOrder::Waited> at0, at1;
     wait_in(io, order, second, 0, 5000ms, at0);
     wait_in(io, order, second, 1, 5000ms, at1);
@@ -57,8 +62,8 @@ TEST_CASE("a request sent after an earlier reply was whole waits at each proxy f
 TEST_CASE("requests the client had in flight together do not wait for each other") {
     boost::asio::io_context io;
     ClientOrder order(1);
-    auto first = order.arrive(1);
-    auto second = order.arrive(2);  // sent before reply 1 was whole
+    auto first = order.arrive(ticket(1));
+    auto second = order.arrive(ticket(2));  // sent before reply 1 was whole
     order.delivered(first);
     std::optional<ClientOrder::Waited> waited;
     wait_in(io, order, second, 0, 5000ms, waited);
@@ -68,26 +73,50 @@ TEST_CASE("requests the client had in flight together do not wait for each other
     CHECK(waited->ids.empty());
 }
 
-TEST_CASE("the wait has a deadline: a proxy that never answers the earlier request loses the later one") {
+TEST_CASE("the wait has a deadline: then the earlier request is set aside and the later one goes") {
     boost::asio::io_context io;
-    ClientOrder order(1);
-    auto first = order.arrive(1);
+    ClientOrder order(2);
+    auto first = order.arrive(ticket(1, true));
     order.delivered(first);
-    auto second = order.arrive(2);
-    std::optional<ClientOrder::Waited> waited;
+    auto second = order.arrive(ticket(2));
+    auto third = order.arrive(ticket(3));  // in flight with 2, after 1
+    std::optional<ClientOrder::Waited> waited, also;
     wait_in(io, order, second, 0, 30ms, waited);
+    wait_in(io, order, third, 0, 5000ms, also);
+    const auto start = spe::Clock::now();
     io.run_for(500ms);
     REQUIRE(waited);
-    CHECK(waited->how == ClientOrder::Wait::timed_out);
+    CHECK(waited->how == ClientOrder::Wait::gave_up);
     CHECK(waited->ids == std::vector<std::uint64_t>{1});
+    // Request 3 waited for 1 too: it goes with 2, not after its own deadline.
+    REQUIRE(also);
+    CHECK(also->how == ClientOrder::Wait::ready);
+    CHECK(spe::Clock::now() - start < 2s);
+    // Both overtake 1 at proxy 0 while it is still out there, and know it was unsafe.
+    const auto overtaken = order.overtaken(second, 0);
+    REQUIRE(overtaken.size() == 1);
+    CHECK(overtaken[0].id == 1);
+    CHECK(overtaken[0].affects(spe::order_url_key("http://o/2")));
+    CHECK(order.overtaken(third, 0).size() == 1);
+    CHECK(order.overtaken(second, 1).empty());  // proxy 1 was not given up on
+    order.done(first, 0);                       // the hung leg ends at last
+    CHECK(order.overtaken(second, 0).empty());
+}
+
+TEST_CASE("overtaking a safe request for another URL changes nothing a cache shows; the same URL does") {
+    const spe::OrderTicket get{1, spe::order_url_key("http://o/a"), false};
+    CHECK_FALSE(get.affects(spe::order_url_key("http://o/b")));
+    CHECK(get.affects(spe::order_url_key("http://o/a")));
+    const spe::OrderTicket put{2, spe::order_url_key("http://o/a"), true};
+    CHECK(put.affects(spe::order_url_key("http://o/b")));  // its reply's Location may name any URL
 }
 
 TEST_CASE("a wake from another thread reaches a leg that is about to wait") {
     boost::asio::io_context io;
     ClientOrder order(1);
-    auto first = order.arrive(1);
+    auto first = order.arrive(ticket(1));
     order.delivered(first);
-    auto second = order.arrive(2);
+    auto second = order.arrive(ticket(2));
     std::optional<ClientOrder::Waited> waited;
     wait_in(io, order, second, 0, 10000ms, waited);
     std::thread other([&] { order.done(first, 0); });  // the earlier leg ends on another fan-out thread
@@ -101,14 +130,14 @@ TEST_CASE("a wake from another thread reaches a leg that is about to wait") {
 
 TEST_CASE("retired requests are forgotten once those before them are; the rest are kept") {
     ClientOrder order(2);
-    auto first = order.arrive(1);
-    auto second = order.arrive(2);
+    auto first = order.arrive(ticket(1));
+    auto second = order.arrive(ticket(2));
     order.delivered(second);
     order.retire(second);  // ended first: kept until the one before it ends too
     CHECK(order.tracked() == 2);
     order.retire(first);  // never delivered (the client left): retiring is enough
     CHECK(order.tracked() == 0);
-    auto third = order.arrive(3);
+    auto third = order.arrive(ticket(3));
     std::optional<ClientOrder::Waited> waited;
     boost::asio::io_context io;
     wait_in(io, order, third, 0, 5000ms, waited);

@@ -203,14 +203,17 @@ TEST_CASE("how far the client and the proxies may run ahead of SPE: flags, today
     auto c = parse({"--collector", "h:1"});
     REQUIRE(c);
     CHECK(c->max_fanout_backlog == 64);
-    CHECK(c->max_queued_legs == 64);
-    CHECK_FALSE(c->turn_timeout);  // --timeout and a second (fanout_turn_bound)
-    c = parse(
-        {"--collector", "h:1", "--max-fanout-backlog", "0", "--max-queued-legs", "3", "--turn-timeout", "1500ms"});
+    CHECK(c->max_queued_legs == 1024);
+    CHECK_FALSE(c->turn_timeout);  // --timeout and a second (client_hold_bound)
+    CHECK(c->order_wait == std::chrono::seconds(2));
+    c = parse({"--collector", "h:1", "--max-fanout-backlog", "0", "--max-queued-legs", "3", "--turn-timeout", "1500ms",
+               "--order-wait", "250ms"});
     REQUIRE(c);
     CHECK(c->max_fanout_backlog == 0);
     CHECK(c->max_queued_legs == 3);
     CHECK(c->turn_timeout == std::chrono::milliseconds(1500));
+    CHECK(c->order_wait == std::chrono::milliseconds(250));
+    CHECK_THROWS_WITH(parse({"--collector", "h:1", "--order-wait", "0"}), Catch::Contains("more than 0"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--turn-timeout", "soon"}), Catch::Contains("expected a duration"));
     CHECK_THROWS_WITH(parse({"--collector", "h:1", "--max-queued-legs", "many"}), Catch::Contains("max-queued-legs"));
 }

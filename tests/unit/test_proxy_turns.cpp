@@ -1,5 +1,6 @@
 // Each proxy gets a client connection's requests one at a time, in the
-// client's order: the turn logic (ProxyTurns) and the waiting on it (ProxyTurnQueue).
+// client's order, as long as --order-wait allows: the turn logic (ProxyTurns)
+// and the waiting on it (ProxyTurnQueue).
 #include "fanout/fanout.hpp"
 #include "fanout/fanout_backlog.hpp"
 #include "fanout/proxy_turn_queue.hpp"
@@ -63,16 +64,25 @@ struct Bed {
     ProxyTurnQueue turns{io.get_executor(), 2};
     std::vector<std::string> sent;  // "proxy:fan-out" in the order the legs got their turn
     std::vector<ProxyTurnQueue::Wait> outcomes;
+    std::vector<std::size_t> overtook;  // per leg sent: how many earlier fan-outs it overtook
 
     /// A leg: waits for its turn, "sends", holds the proxy for `busy` (as a slow proxy's reply), passes on.
-    void leg(std::size_t proxy, std::uint64_t seq, std::chrono::milliseconds busy, spe::Clock::duration bound = 10s) {
+    /// `after`: when the leg is handed over (its request came), from now.
+    void leg(std::size_t proxy, std::uint64_t seq, std::chrono::milliseconds busy, spe::Clock::duration bound = 10s,
+             std::chrono::milliseconds after = 0ms) {
         boost::asio::co_spawn(
             io,
-            [this, proxy, seq, busy, bound]() -> spe::awaitable<void> {
-                const auto turn = co_await turns.await_turn(proxy, seq, bound);
+            [this, proxy, seq, busy, bound, after]() -> spe::awaitable<void> {
+                if (after > 0ms) {
+                    boost::asio::steady_timer due(io, after);
+                    co_await due.async_wait(boost::asio::use_awaitable);
+                }
+                const auto turn = co_await turns.await_turn(proxy, seq, spe::Clock::now() + bound);
                 outcomes.push_back(turn);
-                if (turn == ProxyTurnQueue::Wait::turn)
+                if (turn != ProxyTurnQueue::Wait::aborted) {
                     sent.push_back(std::to_string(proxy) + ":" + std::to_string(seq));
+                    overtook.push_back(turns.overtaken(proxy, seq).size());
+                }
                 boost::asio::steady_timer reply(io, busy);
                 spe::error_code ec;
                 co_await reply.async_wait(spe::with_ec(ec));
@@ -133,19 +143,81 @@ TEST_CASE("a fan-out that sends nothing still passes its turn on") {
     CHECK(bed.turns.ahead(1, 3) == 0);
 }
 
-TEST_CASE("the wait for a turn has a deadline: one fan-out's bound, however many legs are ahead") {
+TEST_CASE("the wait for a turn has a deadline: then the leg ahead is set aside and the leg goes") {
     Bed bed;
     bed.backlog.next_sequence();
     bed.backlog.next_sequence();
-    // Fan-out 0 never passes proxy 0 (it hangs, or a bug elsewhere): fan-out 1's leg gives up after 20 ms.
+    // Fan-out 0 never passes proxy 0 (it hangs): fan-out 1's leg stops waiting after 20 ms and goes.
     const auto start = spe::Clock::now();
     bed.leg(0, 1, 1ms, 20ms);
     bed.io.run_for(5s);
     const auto waited = spe::Clock::now() - start;
     REQUIRE(bed.outcomes.size() == 1);
-    CHECK(bed.outcomes[0] == ProxyTurnQueue::Wait::timed_out);
+    CHECK(bed.outcomes[0] == ProxyTurnQueue::Wait::gave_up);
+    CHECK(bed.sent == std::vector<std::string>{"0:1"});
+    CHECK(bed.overtook == std::vector<std::size_t>{1});
     CHECK(waited >= 20ms);
     CHECK(waited < 2s);
+    CHECK(bed.turns.ahead(0, 2) == 0);  // the turn went on past both
+}
+
+TEST_CASE("one hung leg costs only itself: the legs after it go in order once one of them gave up") {
+    Bed bed;
+    constexpr std::uint64_t kLegs = 100;
+    for (std::uint64_t seq = 0; seq <= kLegs; ++seq)
+        bed.backlog.next_sequence();
+    bed.turns.enter(0, {100, 7, false});
+    bed.leg(0, 0, 3s);  // hangs, as a proxy after a 103 until --timeout
+    // The client's next requests come every 5 ms, each leg waiting 100 ms at most; the proxy answers them at once.
+    for (std::uint64_t seq = 1; seq <= kLegs; ++seq)
+        bed.leg(0, seq, 0ms, 100ms, std::chrono::milliseconds(5 * seq));
+    bed.io.run_for(1500ms);
+    // The first leg behind the hung one waited its 100 ms; the rest followed it in order, none waiting out
+    // its own deadline.
+    REQUIRE(bed.sent.size() == kLegs + 1);
+    CHECK(bed.outcomes[1] == ProxyTurnQueue::Wait::gave_up);
+    CHECK(std::count(bed.outcomes.begin(), bed.outcomes.end(), ProxyTurnQueue::Wait::gave_up) == 1);
+    CHECK(std::count(bed.outcomes.begin(), bed.outcomes.end(), ProxyTurnQueue::Wait::turn) == kLegs);
+    // Each sent while fan-out 0 was still out: each overtook it, and its ticket names it.
+    CHECK(std::all_of(bed.overtook.begin() + 1, bed.overtook.end(), [](auto n) { return n == 1; }));
+    const auto overtaken = bed.turns.overtaken(0, kLegs + 1);
+    REQUIRE(overtaken.size() == 1);
+    CHECK(overtaken[0].id == 100);
+    bed.io.restart();
+    bed.io.run_for(3s);  // the hung leg ends: nothing is overtaken any more
+    CHECK(bed.turns.overtaken(0, kLegs + 1).empty());
+}
+
+TEST_CASE("setting aside moves the turn past the legs still out, which end in any order") {
+    ProxyTurns t(1);
+    CHECK_FALSE(t.pass(0, 2));  // 2 is done early
+    CHECK(t.set_aside_before(0, 4) == std::vector<std::uint64_t>{0, 1, 3});
+    CHECK(t.is_turn(0, 4));
+    CHECK(t.is_set_aside(0, 0));
+    CHECK_FALSE(t.is_set_aside(0, 2));
+    CHECK(t.set_aside_until(0, 5) == std::vector<std::uint64_t>{0, 1, 3});
+    CHECK(t.set_aside_until(0, 2) == std::vector<std::uint64_t>{0, 1});
+    CHECK_FALSE(t.pass(0, 1));  // a set-aside leg ends: the turn stays where it is
+    CHECK(t.set_aside_until(0, 5) == std::vector<std::uint64_t>{0, 3});
+    CHECK(t.is_turn(0, 4));
+    CHECK(t.ahead(0, 7) == 3);
+    CHECK(t.pass(0, 4) == 5u);
+}
+
+TEST_CASE("a leg whose turn was set aside while it waited goes at once, out of order") {
+    Bed bed;
+    for (int i = 0; i < 3; ++i)
+        bed.backlog.next_sequence();
+    bed.leg(0, 0, 3s);         // hangs
+    bed.leg(0, 1, 1ms, 10s);   // waits long
+    bed.leg(0, 2, 1ms, 50ms);  // gives up first: sets 0 and the waiting 1 aside
+    const auto start = spe::Clock::now();
+    bed.io.run_for(300ms);
+    CHECK(spe::Clock::now() - start < 1s);
+    REQUIRE(bed.outcomes.size() == 3);
+    CHECK(bed.outcomes[1] == ProxyTurnQueue::Wait::gave_up);
+    CHECK(bed.outcomes[2] == ProxyTurnQueue::Wait::set_aside);
+    CHECK(bed.sent == std::vector<std::string>{"0:0", "0:2", "0:1"});
 }
 
 TEST_CASE("abort wakes the legs waiting for their turn") {
@@ -161,13 +233,14 @@ TEST_CASE("abort wakes the legs waiting for their turn") {
     CHECK(spe::Clock::now() - start < 2s);
 }
 
-TEST_CASE("one fan-out's bound: --turn-timeout, else --timeout and a second, once per proxy with --legs serial") {
+TEST_CASE(
+    "the longest hold of a client: --turn-timeout, else --timeout and a second, once per proxy with --legs serial") {
     spe::Config c;
     c.timeout = 2s;
-    CHECK(spe::fanout_turn_bound(c, 3) == 3s);
+    CHECK(spe::client_hold_bound(c, 3) == 3s);
     c.legs = spe::LegOrder::serial;
-    CHECK(spe::fanout_turn_bound(c, 3) == 9s);
-    CHECK(spe::fanout_turn_bound(c, 0) == 3s);
+    CHECK(spe::client_hold_bound(c, 3) == 9s);
+    CHECK(spe::client_hold_bound(c, 0) == 3s);
     c.turn_timeout = 500ms;  // as given, whatever the legs
-    CHECK(spe::fanout_turn_bound(c, 3) == 500ms);
+    CHECK(spe::client_hold_bound(c, 3) == 500ms);
 }

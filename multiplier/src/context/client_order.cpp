@@ -16,8 +16,8 @@ struct ClientOrder::Waker {
 
 ClientOrder::ClientOrder(std::size_t proxies) : proxies_(proxies) {}
 
-ClientOrder::PlacePtr ClientOrder::arrive(std::uint64_t id) {
-    PlacePtr place(new Place(id, proxies_));
+ClientOrder::PlacePtr ClientOrder::arrive(const OrderTicket& ticket) {
+    PlacePtr place(new Place(ticket, proxies_));
     std::lock_guard lock(mutex_);
     for (const auto& earlier : live_)
         if (earlier->delivered_) place->after_.push_back(earlier);
@@ -30,18 +30,17 @@ void ClientOrder::delivered(const PlacePtr& place) {
     place->delivered_ = true;
 }
 
+void ClientOrder::Place::wake(std::size_t proxy) {
+    for (auto& w : waiters_[proxy])
+        if (auto waker = w.lock()) asio::post(waker->timer.get_executor(), [waker] { waker->timer.cancel(); });
+    waiters_[proxy].clear();
+}
+
 void ClientOrder::done(const PlacePtr& place, std::size_t proxy) {
-    std::vector<std::shared_ptr<Waker>> wake;
-    {
-        std::lock_guard lock(mutex_);
-        if (proxy >= place->done_.size() || place->done_[proxy]) return;
-        place->done_[proxy] = true;
-        for (auto& w : place->waiters_[proxy])
-            if (auto waker = w.lock()) wake.push_back(std::move(waker));
-        place->waiters_[proxy].clear();
-    }
-    for (auto& waker : wake)
-        asio::post(waker->timer.get_executor(), [waker] { waker->timer.cancel(); });
+    std::lock_guard lock(mutex_);
+    if (proxy >= place->at_.size() || place->at_[proxy] == Place::AtProxy::done) return;
+    place->at_[proxy] = Place::AtProxy::done;
+    place->wake(proxy);  // none waits for one set aside: then there is nobody to wake
 }
 
 void ClientOrder::retire(const PlacePtr& place) {
@@ -55,7 +54,7 @@ void ClientOrder::retire(const PlacePtr& place) {
 std::vector<ClientOrder::PlacePtr> ClientOrder::pending_before(const Place& place, std::size_t proxy) const {
     std::vector<PlacePtr> pending;
     for (const auto& earlier : place.after_)
-        if (!earlier->done_[proxy]) pending.push_back(earlier);
+        if (earlier->at_[proxy] == Place::AtProxy::pending) pending.push_back(earlier);
     return pending;
 }
 
@@ -68,7 +67,7 @@ void ClientOrder::forget_finished() {
     }
 }
 
-awaitable<ClientOrder::Waited> ClientOrder::await_earlier(PlacePtr place, std::size_t proxy, Clock::duration bound,
+awaitable<ClientOrder::Waited> ClientOrder::await_earlier(PlacePtr place, std::size_t proxy, Clock::time_point deadline,
                                                           asio::any_io_executor executor) {
     Waited out;
     std::shared_ptr<Waker> waker;
@@ -79,22 +78,35 @@ awaitable<ClientOrder::Waited> ClientOrder::await_earlier(PlacePtr place, std::s
             pending = pending_before(*place, proxy);
             if (!pending.empty() && !waker) {
                 waker = std::make_shared<Waker>(executor);
-                waker->timer.expires_after(bound);  // one deadline for the whole wait
+                waker->timer.expires_at(deadline);  // one deadline for the whole wait
             }
             for (const auto& p : pending)
                 p->waiters_[proxy].push_back(waker);
         }
         for (const auto& p : pending)
-            if (std::find(out.ids.begin(), out.ids.end(), p->id_) == out.ids.end()) out.ids.push_back(p->id_);
+            if (std::find(out.ids.begin(), out.ids.end(), p->id()) == out.ids.end()) out.ids.push_back(p->id());
         if (pending.empty()) co_return out;
         error_code ec;
         co_await waker->timer.async_wait(with_ec(ec));
-        if (!ec) {  // the deadline, not a wake-up: ready only if the last of them ended just now
-            std::lock_guard lock(mutex_);
-            if (!pending_before(*place, proxy).empty()) out.how = Wait::timed_out;
-            co_return out;
-        }
+        if (!ec) break;  // the deadline, not a wake-up
     }
+    // The deadline: what is still out at the proxy is set aside there, and the later legs waiting for it
+    // are woken to go too (they record that they overtook it).
+    std::lock_guard lock(mutex_);
+    for (const auto& p : pending_before(*place, proxy)) {
+        p->at_[proxy] = Place::AtProxy::set_aside;
+        p->wake(proxy);
+        out.how = Wait::gave_up;
+    }
+    co_return out;
+}
+
+std::vector<OrderTicket> ClientOrder::overtaken(const PlacePtr& place, std::size_t proxy) const {
+    std::vector<OrderTicket> out;
+    std::lock_guard lock(mutex_);
+    for (const auto& earlier : place->after_)
+        if (earlier->at_[proxy] == Place::AtProxy::set_aside) out.push_back(earlier->ticket_);
+    return out;
 }
 
 std::size_t ClientOrder::tracked() const {

@@ -8,11 +8,17 @@
 // requests the client had in flight together may go in any order. Within one
 // connection ProxyTurns already keeps the client's order, which is stricter.
 //
+// The order is kept only briefly (--order-wait): a leg whose wait reaches its
+// deadline sets the earlier requests it waited for aside at that proxy and
+// goes; later legs no longer wait for them either, and each leg sent while
+// one of them is still out records that it overtook it (overtaken()).
+//
 // One ClientOrder per client address, shared by its connections
 // (ServerContext::client_order); their fan-outs may run on different threads,
 // so it is guarded by a mutex and wakes a waiting leg on its own executor.
 #pragma once
 
+#include "context/order_ticket.hpp"
 #include "core/net.hpp"
 #include "core/steady_clock.hpp"
 
@@ -36,9 +42,9 @@ public:
 
     explicit ClientOrder(std::size_t proxies);
 
-    /// A request of this client arrived (`id`: its record id). It will wait, at each proxy, for the
+    /// A request of this client arrived (`ticket.id`: its record id). It will wait, at each proxy, for the
     /// client's earlier requests whose reply the client already had whole and that proxy is not done with.
-    PlacePtr arrive(std::uint64_t id);
+    PlacePtr arrive(const OrderTicket& ticket);
     /// The client has the whole reply to `place`'s request: its later requests come after it.
     void delivered(const PlacePtr& place);
     /// `proxy` is done with `place`'s request (its leg ended, or none is sent). Idempotent.
@@ -47,14 +53,19 @@ public:
     /// those before it are too. Every place must be retired, delivered or not.
     void retire(const PlacePtr& place);
 
-    enum class Wait { ready, timed_out };
+    /// `gave_up`: the deadline came first, and the earlier requests still out at the proxy were set aside.
+    enum class Wait { ready, gave_up };
     struct Waited {
         Wait how = Wait::ready;
         std::vector<std::uint64_t> ids;  // the earlier requests it had to wait for (none: it went at once)
     };
-    /// Waits until `proxy` is done with every request `place` comes after, at most `bound`.
-    awaitable<Waited> await_earlier(PlacePtr place, std::size_t proxy, Clock::duration bound,
+    /// Waits until `proxy` is done with (or has set aside) every request `place` comes after, until
+    /// `deadline` at most.
+    awaitable<Waited> await_earlier(PlacePtr place, std::size_t proxy, Clock::time_point deadline,
                                     asio::any_io_executor executor);
+    /// The earlier requests `place` comes after that were set aside at `proxy` and are still out there:
+    /// those its leg, sent now, overtakes.
+    std::vector<OrderTicket> overtaken(const PlacePtr& place, std::size_t proxy) const;
 
     /// Requests still tracked (not retired, or retired after one that is not): for tests.
     std::size_t tracked() const;
@@ -62,6 +73,7 @@ public:
 private:
     struct Waker;
     /// The earlier requests `place` must wait for at `proxy`, those it still must (under the lock).
+    /// A request set aside there is no longer waited for.
     std::vector<PlacePtr> pending_before(const Place& place, std::size_t proxy) const;
     void forget_finished();  // under the lock
 
@@ -72,15 +84,21 @@ private:
 
 class ClientOrder::Place {
 public:
-    std::uint64_t id() const { return id_; }
+    std::uint64_t id() const { return ticket_.id; }
 
 private:
     friend class ClientOrder;
-    Place(std::uint64_t id, std::size_t proxies) : id_(id), done_(proxies, false), waiters_(proxies) {}
-    std::uint64_t id_;
+    /// Where a proxy is with this request: still to answer it, done with it, or still answering it after a
+    /// later leg stopped waiting for it.
+    enum class AtProxy : std::uint8_t { pending, done, set_aside };
+    Place(const OrderTicket& ticket, std::size_t proxies)
+        : ticket_(ticket), at_(proxies, AtProxy::pending), waiters_(proxies) {}
+    /// Wakes the legs waiting for this request at `proxy` (under the lock; posts to their executors).
+    void wake(std::size_t proxy);
+    OrderTicket ticket_;
     bool delivered_ = false;
     bool retired_ = false;
-    std::vector<bool> done_;                                  // per proxy
+    std::vector<AtProxy> at_;                                 // per proxy
     std::vector<PlacePtr> after_;                             // delivered before this one arrived
     std::vector<std::vector<std::weak_ptr<Waker>>> waiters_;  // per proxy: legs waiting for this one
 };

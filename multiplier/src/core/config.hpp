@@ -86,10 +86,14 @@ struct Config {
     // How far the client and the proxies may run ahead of what SPE has done (fanout/client_fanouts.hpp): the client
     // connection's fan-outs the fan-out executor has not reached before the client's next request waits for it
     // (the record's client_held_us); a connection's legs one proxy may have waiting for their turn before the next
-    // is not sent (busy); how long a leg waits for its turn. None: --timeout and a second (fanout_turn_bound).
+    // is not sent (busy); how long a client is held at most. None: --timeout and a second (fanout_turn_bound).
     std::uint64_t max_fanout_backlog = 64;
-    std::uint64_t max_queued_legs = 64;
+    std::uint64_t max_queued_legs = 1024;
     std::optional<std::chrono::milliseconds> turn_timeout;
+    // How long a leg waits for its proxy to answer the requests it comes after (fanout/proxy_turns.hpp) before
+    // it sets them aside and goes on another connection: long enough for a proxy to answer what the Collector
+    // answered, short enough that one hung leg costs its client's later requests no more than this.
+    std::chrono::milliseconds order_wait{2'000};
     unsigned threads = 1;
     unsigned fanout_threads = 1;  // --fanout-threads auto resolved at parsing (core/cpu_placement.hpp)
     std::string via_name = "spe-multiplier-8080";

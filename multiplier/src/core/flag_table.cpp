@@ -313,16 +313,22 @@ std::vector<Flag> make_table() {
         "it hold; 0: the client never runs ahead of the measuring",
         "8"));
     t.push_back(plain<std::uint64_t, &Config::max_queued_legs>(
-        "max-queued-legs", "max_queued_legs", 64,
+        "max-queued-legs", "max_queued_legs", 1024,
         "legs of one client connection that may wait for one proxy's turn (a proxy gets a connection's requests one "
-        "at a time, in order): a leg behind more is not sent (NO_RESPONSE, busy), so a proxy slower than the "
-        "client's pace loses legs instead of queueing them without end",
+        "at a time, in order, each leg waiting --order-wait at most): a leg behind more is not sent (NO_RESPONSE, "
+        "busy). A bound on memory that only a burst faster than this many per --order-wait reaches",
         "8"));
+    t.push_back(flag<std::string, &Config::order_wait>(
+        "order-wait", "order_wait", "2s",
+        "the longest a leg waits for its proxy to answer the client's earlier requests (this connection's, and "
+        "those on its other connections whose reply the client had): then it sets them aside and goes on another "
+        "connection to that proxy, recorded (overtook); the requests set aside keep their own --timeout. A duration, "
+        "as --timeout",
+        "500ms", [](Config& c, const std::string& v) { c.order_wait = parse_duration(v); }));
     t.push_back(flag<std::string, &Config::turn_timeout>(
         "turn-timeout", "turn_timeout", nullopt,
-        "the longest a leg waits for its proxy's turn, and again for the client's earlier requests on its other "
-        "connections, before it is not sent (busy); also the longest a client is held (--max-fanout-backlog). "
-        "Default: --timeout and 1s, times the number of proxies with --legs serial (a duration, as --timeout)",
+        "the longest a client is held while SPE's measuring catches up (--max-fanout-backlog). Default: --timeout "
+        "and 1s, times the number of proxies with --legs serial (a duration, as --timeout)",
         "5s", [](Config& c, const std::string& v) { c.turn_timeout = parse_duration(v); }));
     t.push_back(plain<unsigned, &Config::threads>("threads", "threads", 1u,
                                                   "I/O threads for the clients and the Collector", "2"));

@@ -109,6 +109,13 @@ struct ProxyResult {
     // arrived and which this proxy had not answered yet when the leg was ready: it waited for them (record
     // ids; queued_us includes the wait). Empty when it waited for none.
     std::vector<std::uint64_t> waited_for = {};
+    // The client's earlier requests this leg came after that the proxy was still answering when it was sent:
+    // a leg ahead of it held the turn past --order-wait (or --max-queued-legs), so the order was given up
+    // and this leg went on another connection (record ids, ascending). Empty: sent in the client's order.
+    std::vector<std::uint64_t> overtook = {};
+    // Whether one of them may have changed what the proxy's cache gives this request (the same URL, or an
+    // unsafe request): the judge then does not hold the proxy to what those requests left in its cache.
+    bool overtook_related = false;
 };
 
 /// One client request and everything measured for it: one log record.

@@ -6,8 +6,8 @@
 // live as long as the client's: closed when the client leaves, at once where
 // no leg of its is still to come, else after the last one. The client is never
 // held back for a proxy (a proxy must not change how fast the client is
-// served): a proxy that falls too far behind gets no more legs until it catches
-// up (--max-queued-legs, Fanout::send_in_turn). client_closed() and abort()
+// served): a leg waits for the proxy's earlier legs --order-wait at most, then
+// goes on another connection (Fanout::send_in_turn). client_closed() and abort()
 // may be called from anywhere, the backlog read anywhere; the rest runs on
 // executor().
 #pragma once
@@ -30,14 +30,19 @@ public:
     FanoutBacklog& backlog() { return backlog_; }
     ProxyTurnQueue& turns() { return turns_; }
 
-    /// A connection for a leg to `proxy`, or nullptr when it has too many outstanding for this client.
-    std::unique_ptr<UpstreamConnection> acquire(std::size_t proxy) { return connections_.acquire(proxy); }
+    /// A connection for a leg to `proxy`, waiting until `deadline` when it has too many outstanding for this
+    /// client; nullptr after it.
+    awaitable<std::unique_ptr<UpstreamConnection>> acquire(std::size_t proxy, Clock::time_point deadline) {
+        return connections_.acquire(proxy, deadline);
+    }
     /// The leg is done with `conn`: kept for the next one unless the client has gone and no leg is to come.
     void release(std::size_t proxy, std::unique_ptr<UpstreamConnection> conn);
     /// The client connection is gone: close the idle connections of the proxies done with all its
     /// fan-outs. A connection a later leg will still use stays for it, and the last leg closes it.
     void client_closed();
     void abort() override;
+    /// abort() has run (on the strand): a leg that got no connection was stopped, not refused one.
+    bool aborted() const { return aborted_; }
 
 private:
     asio::any_io_executor strand_;

@@ -17,7 +17,7 @@
 
 namespace spe {
 
-Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies) {
+Clock::duration client_hold_bound(const Config& config, std::size_t proxies) {
     if (config.turn_timeout) return *config.turn_timeout;
     const Clock::duration leg = config.timeout + std::chrono::seconds(1);
     return config.legs == LegOrder::serial ? leg * static_cast<Clock::rep>(std::max<std::size_t>(proxies, 1)) : leg;
@@ -31,7 +31,7 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ClientFanouts
       record_(std::move(record)),
       request_(std::move(request)),
       order_(std::move(order)),
-      place_(order_ ? order_->arrive(record_.id) : nullptr),
+      place_(order_ ? order_->arrive(ticket()) : nullptr),
       sequence_(fanouts_->backlog().next_sequence()),
       head_request_(head_request),
       unsafe_(is_unsafe_method(record_.method)),
@@ -40,12 +40,19 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ClientFanouts
     record_.proxies.resize(ctx_->proxies().size());
     for (std::size_t i = 0; i < record_.proxies.size(); ++i)
         record_.proxies[i].name = ctx_->proxies()[i].name;
+    // Posted before any of this fan-out's calls: its ticket is there before a leg of it can be set aside.
+    asio::post(fanouts_->executor(), [fanouts = fanouts_, sequence = sequence_, ticket = ticket()] {
+        fanouts->turns().enter(sequence, ticket);
+    });
+}
+
+OrderTicket Fanout::ticket() const {
+    return {record_.id, order_url_key(record_.url), is_unsafe_method(record_.method)};
 }
 
 Fanout::~Fanout() {
     // No leg holds this fan-out any more: whatever it did not pass on, the proxies' turns move past it.
-    asio::post(fanouts_->executor(),
-               [fanouts = fanouts_, sequence = sequence_] { fanouts->turns().pass_all(sequence); });
+    asio::post(fanouts_->executor(), [fanouts = fanouts_, sequence = sequence_] { fanouts->turns().leave(sequence); });
     if (order_) order_->retire(place_);
     if (!has_reference_) fanouts_->backlog().reference_taken();  // never reached (the session failed): no backlog left
     if (logged_) return;
@@ -199,75 +206,89 @@ awaitable<void> Fanout::run_leg(std::size_t proxy, Clock::time_point due) {
 
 awaitable<void> Fanout::send_in_turn(std::size_t proxy, Clock::time_point due) {
     auto& result = record_.proxies[proxy];
-    // A stalled proxy (a hanging one) must not make the legs queue without end, nor hold the client: a bound on
-    // memory, since a burst of back-to-back requests to a proxy slower than the Collector's hits queues this many
-    // at most (each also waits at most one fan-out's bound, await_order).
+    // A bound on memory: each leg waits --order-wait at most, so only a client that sends faster than
+    // --max-queued-legs per --order-wait on one connection (a pipelined burst) reaches it; the rest is busy.
     if (const auto ahead = fanouts_->turns().ahead(proxy, sequence_); ahead > ctx_->config().max_queued_legs) {
         result.measure.error = LegError::busy;
         result.measure.error_detail = fmt::format(
             "not sent: this proxy had not answered the {} requests before it on this client connection "
-            "(it gets them one at a time, at most --max-queued-legs {} waiting)",
+            "(at most --max-queued-legs {} wait for it)",
             ahead, ctx_->config().max_queued_legs);
         co_return;
     }
-    const bool ready = co_await await_order(proxy);
+    // One deadline for the order: however many requests the leg comes after, on however many connections, it
+    // waits --order-wait at most, then overtakes what is still out (recorded: note_overtaken).
+    // Two statements, not `ready ? co_await ... : nullptr`: GCC 12 destroys the awaited result of a co_await
+    // inside a conditional expression too early (the leg then sent on a freed connection at shutdown).
+    std::unique_ptr<UpstreamConnection> conn;
+    if (co_await await_order(proxy, Clock::now() + ctx_->config().order_wait)) conn = co_await await_connection(proxy);
     result.queued_us = micros_since(due);
-    if (!ready) co_return;
-    auto conn = fanouts_->acquire(proxy);
-    if (!conn) {
-        result.measure.error = LegError::busy;
-        result.measure.error_detail = "too many requests outstanding on this proxy for this client connection";
-    } else {
-        const auto& cfg = ctx_->config();
-        auto* judge = ctx_->cache_judge();
-        const ProxyLegLimits limits{cfg.timeout,          body_cap_,
-                                    cfg.max_header_bytes, cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes,
-                                    judge != nullptr,     reference_body_.get(),
-                                    capped_status_,       cfg.max_proxy_body};
-        result.sent_at = unix_seconds();
-        // Measured apart and moved in once it ended: a leg whose coroutine is destroyed before (the
-        // Multiplier stopping) leaves the record's measure empty, which the record calls aborted.
-        Measure measure;
-        co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy(), measure);
-        result.measure = std::move(measure);
-        fanouts_->release(proxy, std::move(conn));
-        if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
-    }
+    if (!conn) co_return;
+    note_overtaken(proxy);
+    const auto& cfg = ctx_->config();
+    auto* judge = ctx_->cache_judge();
+    const ProxyLegLimits limits{cfg.timeout,          body_cap_,
+                                cfg.max_header_bytes, cfg.capture_dir.empty() ? 0 : cfg.capture_body_bytes,
+                                judge != nullptr,     reference_body_.get(),
+                                capped_status_,       cfg.max_proxy_body};
+    result.sent_at = unix_seconds();
+    // Measured apart and moved in once it ended: a leg whose coroutine is destroyed before (the
+    // Multiplier stopping) leaves the record's measure empty, which the record calls aborted.
+    Measure measure;
+    co_await run_proxy_leg(*conn, *request_, head_request_, limits, ctx_->policy(), measure);
+    result.measure = std::move(measure);
+    fanouts_->release(proxy, std::move(conn));
+    if (judge) note_leg(*judge, static_cast<int>(proxy), result.measure);
 }
 
-awaitable<bool> Fanout::await_order(std::size_t proxy) {
+awaitable<std::unique_ptr<UpstreamConnection>> Fanout::await_connection(std::size_t proxy) {
+    // As long as the order's wait, when this client connection's connections are all out at the proxy: a leg
+    // that has just stopped waiting for the order must not find the time for a connection already spent.
+    auto conn = co_await fanouts_->acquire(proxy, Clock::now() + ctx_->config().order_wait);
+    if (conn) co_return conn;
     auto& measure = record_.proxies[proxy].measure;
-    const auto bound = fanout_turn_bound(ctx_->config(), record_.proxies.size());
-    // A proxy still busy with what came before has fallen behind the client: the leg is not sent.
-    const auto fell_behind = [&](std::string_view what) {
+    if (fanouts_->aborted()) {
+        measure.error = LegError::aborted;
+        measure.error_detail = "the Multiplier stopped while the leg waited for a connection";
+    } else {
         measure.error = LegError::busy;
-        measure.error_detail = fmt::format("not sent: after {} ms this proxy was still answering {}",
-                                           std::chrono::duration_cast<std::chrono::milliseconds>(bound).count(), what);
-    };
-    const auto turn = co_await fanouts_->turns().await_turn(proxy, sequence_, bound);
+        measure.error_detail = fmt::format(
+            "not sent: the {} connections this client connection may hold to this proxy (--max-conns-per-proxy) "
+            "were all still answering earlier requests for --order-wait",
+            ctx_->config().max_conns_per_proxy);
+    }
+    co_return nullptr;
+}
+
+awaitable<bool> Fanout::await_order(std::size_t proxy, Clock::time_point deadline) {
+    const auto turn = co_await fanouts_->turns().await_turn(proxy, sequence_, deadline);
     if (turn == ProxyTurnQueue::Wait::aborted) {
+        auto& measure = record_.proxies[proxy].measure;
         measure.error = LegError::aborted;
         measure.error_detail = "the Multiplier stopped while the leg waited for its turn";
         co_return false;
     }
-    if (turn == ProxyTurnQueue::Wait::timed_out) {
-        fell_behind(
-            "this client connection's earlier requests (it gets them one at a time; a leg waits for its turn one "
-            "fan-out's deadline at most)");
-        co_return false;
-    }
     if (!order_) co_return true;
-    // The same bound again, not what is left of it: this wait is for other connections' legs, each of which
-    // has a deadline of its own.
-    auto waited = co_await order_->await_earlier(place_, proxy, bound, fanouts_->executor());
+    auto waited = co_await order_->await_earlier(place_, proxy, deadline, fanouts_->executor());
     record_.proxies[proxy].waited_for = std::move(waited.ids);
-    if (waited.how == ClientOrder::Wait::timed_out) {
-        fell_behind(
-            "requests this client had the reply to before it sent this one, on its other connections "
-            "(waited_for)");
-        co_return false;
-    }
     co_return true;
+}
+
+void Fanout::note_overtaken(std::size_t proxy) {
+    auto overtaken = fanouts_->turns().overtaken(proxy, sequence_);
+    if (order_) {
+        const auto others = order_->overtaken(place_, proxy);
+        overtaken.insert(overtaken.end(), others.begin(), others.end());
+    }
+    auto& result = record_.proxies[proxy];
+    const auto key = order_url_key(record_.url);
+    for (const auto& earlier : overtaken) {
+        result.overtook.push_back(earlier.id);
+        result.overtook_related = result.overtook_related || earlier.affects(key);
+    }
+    // A request of this connection can be set aside at both (its turn, and the client's order it was delivered in).
+    std::sort(result.overtook.begin(), result.overtook.end());
+    result.overtook.erase(std::unique(result.overtook.begin(), result.overtook.end()), result.overtook.end());
 }
 
 void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {

@@ -6,9 +6,10 @@
 // session's calls are posted there in call order. Owns the record until it
 // is logged. Each fan-out has its number in the client's order, and each of
 // its legs waits for its proxy's turn (ProxyTurnQueue::await_turn): a proxy gets a
-// connection's requests one at a time, in the order the client sent them. A
-// fan-out that sends a proxy nothing still passes its turn on, at the latest
-// in its destructor.
+// connection's requests one at a time, in the order the client sent them, for
+// as long as --order-wait allows; a leg that waited that long goes on another
+// connection and records what it overtook. A fan-out that sends a proxy nothing
+// still passes its turn on, at the latest in its destructor.
 #pragma once
 
 #include "context/server_context.hpp"
@@ -26,9 +27,10 @@ namespace spe {
 
 class CacheJudge;
 
-/// The longest one fan-out may keep a proxy's turn: --turn-timeout, by default its leg's whole deadline
-/// (--timeout) and a second of scheduling, once per proxy with --legs serial (its legs run one after another).
-Clock::duration fanout_turn_bound(const Config& config, std::size_t proxies);
+/// The longest a client is held while SPE's measuring catches up (--max-fanout-backlog): --turn-timeout, by
+/// default one fan-out's legs' deadline (--timeout) and a second of scheduling, once per proxy with --legs
+/// serial (its legs run one after another).
+Clock::duration client_hold_bound(const Config& config, std::size_t proxies);
 
 /// The Collector leg's outcome: what the proxies' replies are compared with.
 struct Reference {
@@ -94,8 +96,15 @@ private:
     awaitable<void> run_leg(std::size_t proxy, Clock::time_point due);
     awaitable<void> send_in_turn(std::size_t proxy, Clock::time_point due);
     /// Waits for this connection's turn at the proxy, then for the client's earlier requests on its other
-    /// connections (ClientOrder); false: the leg is not sent (the record says why).
-    awaitable<bool> await_order(std::size_t proxy);
+    /// connections (ClientOrder), both until `deadline` (--order-wait); false: the Multiplier is stopping.
+    awaitable<bool> await_order(std::size_t proxy, Clock::time_point deadline);
+    /// A connection to `proxy` for the leg, waiting --order-wait at most when all this client connection's are
+    /// out there; nullptr: none (the record says why).
+    awaitable<std::unique_ptr<UpstreamConnection>> await_connection(std::size_t proxy);
+    /// What the leg, sent now, overtakes at `proxy`: the record's `overtook`, and whether any of them may
+    /// have changed what the proxy's cache gives this request (OrderTicket::affects).
+    void note_overtaken(std::size_t proxy);
+    OrderTicket ticket() const;
     /// --legs serial: each leg once the previous one has ended.
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due);
     /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.

@@ -10,7 +10,27 @@ ProxyConnections::ProxyConnections(asio::any_io_executor strand, const std::vect
       buffer_limit_(buffer_limit),
       pools_(proxies.size()) {}
 
-std::unique_ptr<UpstreamConnection> ProxyConnections::acquire(std::size_t proxy) {
+awaitable<std::unique_ptr<UpstreamConnection>> ProxyConnections::acquire(std::size_t proxy,
+                                                                         Clock::time_point deadline) {
+    for (;;) {
+        if (aborted_) co_return nullptr;
+        if (auto conn = try_acquire(proxy)) co_return conn;
+        if (Clock::now() >= deadline) co_return nullptr;
+        asio::steady_timer wake(strand_);
+        wake.expires_at(deadline);
+        auto& waiting = pools_.at(proxy).waiting;
+        waiting.insert(&wake);
+        struct Unlist {  // however the wait ends, the observer goes before the timer does
+            std::set<asio::steady_timer*>& waiting;
+            asio::steady_timer* timer;
+            ~Unlist() { waiting.erase(timer); }
+        } unlist{waiting, &wake};
+        error_code ec;
+        co_await wake.async_wait(with_ec(ec));
+    }
+}
+
+std::unique_ptr<UpstreamConnection> ProxyConnections::try_acquire(std::size_t proxy) {
     auto& pool = pools_.at(proxy);
     std::unique_ptr<UpstreamConnection> conn;
     if (!pool.idle.empty()) {
@@ -29,13 +49,18 @@ void ProxyConnections::release(std::size_t proxy, std::unique_ptr<UpstreamConnec
     auto& pool = pools_.at(proxy);
     pool.busy.erase(conn.get());
     if (keep && conn->is_reusable()) pool.idle.push_back(std::move(conn));
+    for (auto* wake : pool.waiting)
+        wake->cancel();
 }
 
 void ProxyConnections::abort() {
+    aborted_ = true;
     for (auto& pool : pools_) {
         pool.idle.clear();
         for (auto* conn : pool.busy)
             conn->close();
+        for (auto* wake : pool.waiting)
+            wake->cancel();
     }
 }
 

@@ -250,7 +250,8 @@ void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
         auto& p = record.proxies[i];
         if (p.measure.status) {
             const double served_at = p.sent_at + static_cast<double>(p.measure.ttfb_us.value_or(0)) / 1e6;
-            p.measure.cache = judge_reply(c, Leg{p.measure, &ref, caches_[i], served_at, p.sent_at});
+            p.measure.cache =
+                judge_reply(c, Leg{p.measure, &ref, caches_[i], served_at, p.sent_at, p.overtook_related});
         } else if (judged_without_final_reply(ref, p.measure)) {
             p.measure.cache.emplace();  // no final reply: judged on the interim replies alone
         }
@@ -273,6 +274,10 @@ CacheVerdict CacheJudge::judge_reply(Case& c, const Leg& leg) {
     CacheVerdict v;
     judge_reply_itself(v, c, leg);
     if (const auto stamp = trusted_stamp(v, c, leg)) judge_stamped(v, c, leg, *stamp);
+    if (leg.overtook && v.unjudged.empty())
+        v.unjudged =
+            "overtook: sent before this proxy had answered an earlier request for this URL or an unsafe one, so "
+            "the rules that read what the cache kept before (a missed hit, a 304's stored fields) are not judged";
     return v;
 }
 
@@ -304,7 +309,7 @@ void CacheJudge::judge_not_modified(CacheVerdict& v, const Case& c, const Leg& l
     // A proxy's 304 that names this request is its parent's, relayed: the
     // parent's fields (judged on the Collector's own row), not the proxy's.
     const bool relayed = leg.reference && h.reply_to() && !record.tag.empty() && *h.reply_to() == record.tag;
-    if (held && !relayed) {
+    if (held && !relayed && !leg.overtook) {  // `held` is what the cache kept in the client's order
         add_exercised(v, rule_id("not-modified-fields"));
         if (auto f = not_modified_fields_finding(h, *held)) v.violations.push_back(std::move(*f));
     }
@@ -364,7 +369,7 @@ void CacheJudge::judge_stamped(CacheVerdict& v, Case& c, const Leg& leg, const F
         recall_claimed_validation(v, leg.memory, c.url, stamp.serial);
         judge_reused_copy(v, c, leg, *fetch, sent, invalidated);
     }
-    judge_candidate(v, c, leg.memory, leg.served_at, invalidated, stamp);
+    if (!leg.overtook) judge_candidate(v, c, leg.memory, leg.served_at, invalidated, stamp);
     judge_claim(v, record, stamp);
     if (record.method == "GET")
         remember_copy(leg.memory, c.url, stamp.serial, v.reused,

@@ -91,6 +91,9 @@ private:
         CacheMemory& memory;
         double served_at;  // when the reply's first byte came (unix s)
         double sent_at;    // when the request left for this cache
+        // It went before the cache had answered an earlier request of the client for the same URL, or an
+        // unsafe one (ProxyResult::overtook_related): what the cache did before is not what it saw before.
+        bool overtook = false;
     };
 
     CacheVerdict judge_reply(Case& c, const Leg& leg);

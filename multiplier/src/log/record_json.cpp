@@ -122,6 +122,16 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
 }
 
 /// The interim (1xx) replies before the final one: [{"at_us":N,"status":103}, ...].
+/// Record ids, as a JSON array (after its key).
+void id_array(JsonWriter& w, const std::vector<std::uint64_t>& ids) {
+    w.open_array();
+    for (const auto id : ids) {
+        w.element();
+        w.integer(id);
+    }
+    w.close_array();
+}
+
 void interim_array(JsonWriter& w, const std::vector<Interim>& interim) {
     w.key<"interim">();
     w.open_array();
@@ -196,19 +206,12 @@ std::string to_json_line(const RequestRecord& r) {
             }
             w.close_array();
             w.key<"name">().string(p.name);
+            if (!p.overtook.empty()) id_array(w.key<"overtook">(), p.overtook);  // absent: in the client's order
             w.key<"position">().integer(p.position);
             if (p.queued_us) w.key<"queued_us">().integer(*p.queued_us);
             w.key<"result">().string(to_string(p.result));
         });
-        if (!p.waited_for.empty()) {  // after ttfb_us: the keys stay in order
-            w.key<"waited_for">();
-            w.open_array();
-            for (const auto id : p.waited_for) {
-                w.element();
-                w.integer(id);
-            }
-            w.close_array();
-        }
+        if (!p.waited_for.empty()) id_array(w.key<"waited_for">(), p.waited_for);  // after ttfb_us: keys in order
         w.close();
     }
     w.close_array();

@@ -283,7 +283,7 @@ awaitable<void> DownstreamSession::keep_pace_with_measuring() {
     const auto bound = ctx_->config().max_fanout_backlog;
     if (fanouts_->backlog().backlog() <= bound || ctx_->stop().stopping()) co_return;
     const auto started = Clock::now();
-    const auto limit = started + fanout_turn_bound(ctx_->config(), ctx_->proxies().size());
+    const auto limit = started + client_hold_bound(ctx_->config(), ctx_->proxies().size());
     asio::steady_timer pause(client_.transport.get_executor());
     Clock::duration recheck = std::chrono::milliseconds(1);
     error_code ec;

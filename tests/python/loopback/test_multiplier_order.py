@@ -18,6 +18,10 @@ from httpclient import Connection
 from spe_tools.process import free_port
 
 REQUESTS = 6  # per client connection, back to back
+# The stand-ins answer in 200-400 ms, so the sixth request of a connection may wait two seconds for the five
+# before it: longer than --order-wait's default, past which a leg goes out of order on purpose
+# (test_multiplier_order_wait.py). These tests are about the order itself.
+KEEP_ORDER = ("--order-wait", "30s")
 CONNECTIONS = ("a", "b")
 
 
@@ -117,7 +121,7 @@ def test_each_proxy_sees_each_connection_in_order_when_every_proxy_is_slower(lab
     with slow_proxies(lab.origin_port, 2) as proxies:
         dead = free_port()  # a proxy that refuses: its failed legs must pass their turn on too
         slow = [a for i, p in enumerate(proxies) for a in ("--proxy", f"slow{i}=127.0.0.1:{p.server_port}")]
-        m = start_multiplier("--mode", mode, "--legs", legs, "--timeout", "10", *slow,
+        m = start_multiplier("--mode", mode, "--legs", legs, "--timeout", "10", *KEEP_ORDER, *slow,
                              "--proxy", f"dead=127.0.0.1:{dead}")
         origin = f"http://127.0.0.1:{lab.origin_port}"
         errors: list = []
@@ -189,7 +193,7 @@ def test_each_proxy_sees_a_clients_dependent_requests_in_its_order_across_connec
     run = f"cross-{order}-{time.monotonic_ns()}"
     with slow_proxies(lab.origin_port, 2) as proxies:
         slow = [a for i, p in enumerate(proxies) for a in ("--proxy", f"slow{i}=127.0.0.1:{p.server_port}")]
-        m = start_multiplier("--order", order, "--timeout", "10", "--unsafe-requests", "send", *slow)
+        m = start_multiplier("--order", order, "--timeout", "10", *KEEP_ORDER, "--unsafe-requests", "send", *slow)
         dependent_pairs(m.port, f"http://127.0.0.1:{lab.origin_port}", run, PAIRS)
         records = m.records(2 * PAIRS, deadline_s=30)
         seen = [list(p.seen) for p in proxies]
@@ -220,7 +224,7 @@ def test_clients_named_apart_at_one_address_keep_their_own_order(lab, start_mult
     run = f"named-{time.monotonic_ns()}"
     origin = f"http://127.0.0.1:{lab.origin_port}"
     with slow_proxies(lab.origin_port, 1) as proxies:
-        m = start_multiplier("--timeout", "10", "--unsafe-requests", "send",
+        m = start_multiplier("--timeout", "10", *KEEP_ORDER, "--unsafe-requests", "send",
                              "--proxy", f"slow0=127.0.0.1:{proxies[0].server_port}")
         with Connection(m.port, timeout=30) as first, Connection(m.port, timeout=30) as second:
             assert first.get(f"{origin}/c/{run}/order-a/0", headers={"X-SPE-Client": "user-1"}).status == 200

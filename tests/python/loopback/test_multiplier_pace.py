@@ -112,18 +112,3 @@ def test_a_proxy_too_far_behind_loses_the_legs_past_max_queued_legs(lab, good, s
     for leg in busy:
         assert leg["result"] == "NO_RESPONSE" and "--max-queued-legs 2" in leg["error_detail"], leg
     assert all(leg["result"] == "OK" for leg in slow_legs if leg not in busy)
-
-
-def test_a_leg_waits_for_its_turn_at_most_turn_timeout(lab, good, start_multiplier):
-    slower = lab.fault_proxy("pace-slower", "slow", "--delay-ms", "1500")
-    m = start_multiplier("--timeout", "5", "--turn-timeout", "300ms", "--proxy", f"good=127.0.0.1:{good.port}",
-                         "--proxy", f"slower=127.0.0.1:{slower.port}")
-    count = 3
-    pipeline(lab, m.port, "turn", count)
-    records = m.records(count, deadline_s=30)
-    first, *later = [r["proxies"][1] for r in records]
-    assert first["result"] == "OK" and first["total_us"] >= 1_400_000, first
-    # Without the flag each would wait up to --timeout and a second (6 s) and then be sent.
-    for leg in later:
-        assert (leg["result"], leg["error"]) == ("NO_RESPONSE", "busy"), leg
-        assert "after 300 ms" in leg["error_detail"] and 250_000 <= leg["queued_us"] < 1_400_000, leg

@@ -14,6 +14,7 @@ import pytest
 from analysis.cli import main as report_main
 from analysis.readers.records import COLLECTOR, load_jsonl, load_rope
 from analysis.report import build_report, html_report, short_report, summary_json, text_report
+from analysis import sections
 from analysis.sections import figures, mismatches, paired
 from analysis.sections.collector_ports import port_rows
 from spe_tools.rundir.layout import RunDir
@@ -360,6 +361,31 @@ def test_a_log_without_holds_reports_the_waits_alone(tmp_path):
     text = text_report(build_report(tmp_path))
     assert "SPE's queueing (in no proxy's times): legs' wait to be sent, median/p99 ms: slow " in text
     assert "held back" not in text
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "memory"])
+def test_legs_sent_out_of_the_clients_order_are_counted_per_proxy(tmp_path, engine):
+    """Request 1 hung at `hung`: its legs of requests 2-4 went past it (overtook [1]); `fine` kept the order. The
+    report counts them under "Can I trust this run?" and in summary.json, on either engine."""
+    lines = [record(1, measure(), [proxy("hung", result="NO_RESPONSE", status=None, error="timeout"), proxy("fine")])]
+    lines += [record(i, measure(), [{**proxy("hung"), "overtook": [1]}, proxy("fine")]) for i in range(2, 5)]
+    RunDir(tmp_path).multiplier_log.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rep = build_report(tmp_path, engine=engine)
+    rows = {r["name"]: r for r in rep.rows[1:]}
+    assert (rows["hung"]["out_of_order_legs"], rows["fine"]["out_of_order_legs"]) == (3, 0)
+    assert rep.data["out-of-order"] == {"hung": {"legs": 3, "overtaken": 1}}
+    text = text_report(rep)
+    trust = text[text.index("Can I trust this run?"):]
+    assert "went out of the client's order: hung 3 of 4, past 1 request(s) it was still answering" in trust
+    summary = summary_json(rep)
+    assert summary["out_of_order_legs"] == {"hung": {"legs": 3, "overtaken": 1}}
+    assert {r["name"]: r["out_of_order_legs"] for r in summary["proxies"][1:]} == {"hung": 3, "fine": 0}
+
+
+def test_a_run_in_the_clients_order_has_no_out_of_order_section(run):
+    rep = build_report(run)
+    assert "out-of-order" not in [s.name for s in sections.shown(rep)]
+    assert "out of the client's order" not in text_report(rep)
 
 
 def test_a_log_without_queueing_fields_reports_none(run):

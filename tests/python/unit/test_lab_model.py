@@ -398,14 +398,18 @@ def test_the_lab_gives_the_collector_the_multipliers_connect_ports(tmp_path, mul
 def test_the_bounds_on_how_far_the_client_runs_ahead_are_lab_keys(tmp_path):
     ports = Ports(origin=1, direct=2, multiplier=3, proxies={"dummy": 4}, collector={"dummy": 5})
     argv = multiplier_argv(parse_lab(DUMMY), ports, tmp_path)
-    assert not {"--max-fanout-backlog", "--max-queued-legs", "--turn-timeout"} & set(argv)  # the Multiplier's own
-    lab = parse_lab('[multiplier]\nmax_fanout_backlog = 0\nmax_queued_legs = 8\nturn_timeout_s = 2.5\n' + DUMMY)
+    assert not {"--max-fanout-backlog", "--max-queued-legs", "--turn-timeout", "--order-wait"} & set(argv)
+    lab = parse_lab('[multiplier]\nmax_fanout_backlog = 0\nmax_queued_legs = 8\nturn_timeout_s = 2.5\n'
+                    'order_wait_s = 0.5\n' + DUMMY)
     argv = multiplier_argv(lab, ports, tmp_path)
     flags = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
-    assert (flags["--max-fanout-backlog"], flags["--max-queued-legs"], flags["--turn-timeout"]) == ("0", "8", "2.5")
+    assert (flags["--max-fanout-backlog"], flags["--max-queued-legs"], flags["--turn-timeout"],
+            flags["--order-wait"]) == ("0", "8", "2.5", "0.5")
     assert parse_lab(lab_toml(lab)).multiplier == lab.multiplier
     with pytest.raises(LabFileError, match=r"turn_timeout_s"):
         parse_lab('[multiplier]\nturn_timeout_s = 0\n' + DUMMY)
+    with pytest.raises(LabFileError, match=r"order_wait_s"):
+        parse_lab('[multiplier]\norder_wait_s = 0\n' + DUMMY)
 
 
 def test_a_config_file_the_multiplier_cannot_read_is_the_lab_files_mistake(tmp_path):
