@@ -39,7 +39,7 @@ def verdict(rep) -> list[str]:
     data = rep.data["out-of-order"]
     legs = ", ".join(f"{row['name']} {row['out_of_order_legs']:,} of {row['requests']:,}, past "
                      f"{data[row['name']]['overtaken']:,} request(s) it was still answering" for row in _rows(rep))
-    return [f"Legs that stopped waiting for the proxy's earlier legs and went out of the client's order: {legs}"]
+    return [f"Legs sent out of the client's order (an earlier leg still out after --order-wait): {legs}"]
 
 
 def details(rep) -> list[str]:

@@ -376,7 +376,8 @@ def test_legs_sent_out_of_the_clients_order_are_counted_per_proxy(tmp_path, engi
     assert rep.data["out-of-order"] == {"hung": {"legs": 3, "overtaken": 1}}
     text = text_report(rep)
     trust = text[text.index("Can I trust this run?"):]
-    assert "went out of the client's order: hung 3 of 4, past 1 request(s) it was still answering" in trust
+    assert "out of the client's order (an earlier leg still out after --order-wait): hung 3 of 4, past 1 request(s) " \
+           "it was still answering" in trust
     summary = summary_json(rep)
     assert summary["out_of_order_legs"] == {"hung": {"legs": 3, "overtaken": 1}}
     assert {r["name"]: r["out_of_order_legs"] for r in summary["proxies"][1:]} == {"hung": 3, "fine": 0}
