@@ -320,6 +320,26 @@ TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent 
 }
 
 TEST_CASE(
+    "stored-fields: the fields specific to the proxy a cache forwards through are never required (RFC 9111 3.1)") {
+    // RFC 9111 3.1: header fields specific to the proxy a cache uses when forwarding MUST NOT be stored unless that
+    // proxy is part of the cache key: Proxy-Authenticate, Proxy-Authentication-Info and Proxy-Authorization. A cache
+    // that leaves them out of its copy does what it must; one that adds nothing else is not named.
+    spe::CacheJudge judge({"p"});
+    const std::string sent = kNames + " proxy-authenticate proxy-authentication-info proxy-authorization";
+    auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
+                                  from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
+    judge.judge(first, kRequest);
+    auto reused = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
+    auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
+                                   from_parent(reused, kT0 + 0.02, "0", kT0, sent));
+    judge.judge(second, kRequest);
+    CHECK(rules(second.proxies[0].measure) == Rules{});
+    const auto& exercised = second.proxies[0].measure.cache->exercised;
+    CHECK(std::find(exercised.begin(), exercised.end(), "stored-fields") != exercised.end());
+}
+
+TEST_CASE(
     "connection-fields: a field its parent's Connection listed, forwarded or served from store (RFC 9110 7.6.1)") {
     // The parent sent Connection: X-Hop-Field, Keep-Alive with both fields (patch 0023 names them apart).
     const auto hop = [](spe::Measure& m, double t) -> spe::Measure& {

@@ -432,9 +432,10 @@ std::optional<Finding> date_finding(const ParentStamp& parent, std::optional<std
 
 /// Fields a hop writes or may change: hop-by-hop ones, its own Age, Date, Via, Server ..., framing, and
 /// Content-Encoding, which a proxy that decodes for a client not accepting the coding drops (a transformation
-/// RFC 9110 7.7 allows without no-transform; Varnish gunzips so).
+/// RFC 9110 7.7 allows without no-transform; Varnish gunzips so). The three Proxy-Auth* fields are specific to
+/// the proxy a cache forwards through, which RFC 9111 3.1 forbids it to store (unless that proxy is in its key).
 bool field_may_differ(std::string_view n) {
-    static constexpr std::array<std::string_view, 20> kNames = {"connection",
+    static constexpr std::array<std::string_view, 21> kNames = {"connection",
                                                                 "keep-alive",
                                                                 "proxy-connection",
                                                                 "te",
@@ -443,6 +444,7 @@ bool field_may_differ(std::string_view n) {
                                                                 "transfer-encoding",
                                                                 "proxy-authenticate",
                                                                 "proxy-authentication-info",
+                                                                "proxy-authorization",
                                                                 "age",
                                                                 "date",
                                                                 "via",

@@ -11,10 +11,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
+from analysis import sections
 from analysis.cli import main as report_main
 from analysis.readers.records import COLLECTOR, load_jsonl, load_rope
 from analysis.report import build_report, html_report, short_report, summary_json, text_report
-from analysis import sections
 from analysis.sections import figures, mismatches, paired
 from analysis.sections.collector_ports import port_rows
 from spe_tools.rundir.layout import RunDir
