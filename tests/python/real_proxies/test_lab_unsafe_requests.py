@@ -37,7 +37,9 @@ BODIES = {"empty": b"", "small": b"name=spe&order=1", "100k": bytes(range(256)) 
 
 
 def lab_text(kinds: list[str], external: tuple[int, int], model: Path, collector: str) -> str:
-    text = (f'name = "unsafe"\n[collector]\nkind = "{collector}"\n[multiplier]\ntimeout_s = 30\n'
+    # order_wait_s: the proxies' copies wait for a slow request before them as long as it takes (five seconds in
+    # test_copies_that_waited_behind_a_slow_request_get_the_clients_reply), not the default two.
+    text = (f'name = "unsafe"\n[collector]\nkind = "{collector}"\n[multiplier]\ntimeout_s = 30\norder_wait_s = 20\n'
             f'[origin]\nthink_mean_ms = 0\nmodel = "{model}"\n')
     text += (f'[[proxy]]\nname = "p-external"\nkind = "external"\naddress = "127.0.0.1:{external[0]}"\n'
              f'collector_port = {external[1]}\n')
@@ -174,6 +176,43 @@ def test_the_proxies_get_the_clients_reply(lab):
         for name in ("p-squid", "p-dummy", "p-nginx"):
             if name in results:
                 assert results[name] == "OK", (path, name, record)
+
+
+def test_copies_that_waited_behind_a_slow_request_get_the_clients_reply(lab):
+    """A client GETs a reply the origin takes five seconds to give, then PUTs on the same connection: each proxy's
+    copy of the PUT waits for that proxy's GET, then goes through the Collector to the replay port, which
+    answers it from the client's reply (kept --replay-ttl, 180 s), not with an error of the Collector's."""
+    client = {CLIENT_HEADER: "slow-then-put"}
+    conn = http.client.HTTPConnection("127.0.0.1", lab.multiplier_port, timeout=60)
+    paths = []
+    try:
+        for n in range(2):
+            conn.request("GET", f"{lab.origin}/unsafe/slow-{n}?think=5000", headers=client)
+            assert conn.getresponse().read() is not None
+            path = f"/unsafe/after-slow-{n}"
+            conn.request("PUT", f"{lab.origin}{path}?status=200", body=BODIES["small"],
+                         headers={"Content-Type": "application/octet-stream", **client})
+            reply = conn.getresponse()
+            reply.read()
+            assert reply.status == 200
+            paths.append(path)
+    finally:
+        conn.close()
+    records = wait_for_records(lab, set(paths))
+    assert set(records) == set(paths)
+    wrong = []
+    for path, record in sorted(records.items()):
+        for p in record["proxies"]:
+            waited = p.get("queued_us", 0)
+            # Squid, the dummy and nginx pass a PUT on unchanged: each copy is the client's, replayed.
+            if p["name"] in ("p-squid", "p-dummy", "p-nginx") and p["result"] != "OK":
+                wrong.append(f"{path}: {p['name']} got {p['status']} ({p['result']}, {p['error_detail']}) "
+                             f"after waiting {waited / 1e6:.1f} s")
+            if p["status"] in (502, 503) and p["result"] != "REPLAY_REFUSED":
+                wrong.append(f"{path}: {p['name']} got the Collector's own {p['status']}")
+    assert not wrong, "\n".join(wrong)
+    # The copies did wait for the slow GET: the case is the one the test means.
+    assert max(p.get("queued_us", 0) for r in records.values() for p in r["proxies"]) > 3_000_000
 
 
 def test_a_copy_the_replay_port_cannot_match_is_refused_not_forwarded(lab):
