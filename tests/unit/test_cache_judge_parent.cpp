@@ -621,3 +621,33 @@ TEST_CASE("a copy updated from a 304 is fresh by the fields the 304 brought (RFC
         CHECK(rules(third.proxies[0].measure) == Rules{"stale"});
     }
 }
+
+TEST_CASE("stale: a copy whose Age on arrival exceeds its Expires - Date lifetime is stale on arrival (RFC 9111 4.2)") {
+    // The origin's reply: Date 10 s in the past, Expires 10 s ahead (a lifetime of 20 s) and Age: 25. It was
+    // stale when it reached the proxy; reusing it unvalidated is `stale`, whatever Date the proxy then serves.
+    spe::CacheJudge judge({"p"});
+    const auto with_expires = [](spe::Measure m) {
+        m.cache_headers.set(spe::CacheField::expires, http_date(kT0 + 10));
+        m.cache_headers.field_names.add("expires");
+        return m;
+    };
+    auto proxy = with_expires(reply(1, kT0 + 0.001, "", "tag-1", "25", kT0 - 10));
+    auto first = one_proxy_record(1, kT0, with_expires(reply(1, kT0 + 0.001, "", "tag-1", "25", kT0 - 10)),
+                                  from_parent(proxy, kT0 + 0.02, "25", kT0 - 10, kNames + " expires"));
+    judge.judge(first, kRequest);
+
+    auto reused = with_expires(reply(1, kT0 + 0.001, "", "tag-1", "26", kT0 - 10));
+    auto second = one_proxy_record(2, kT0 + 1, with_expires(reply(2, kT0 + 1.001, "", "tag-2", "25", kT0 - 9)),
+                                   from_parent(reused, kT0 + 0.02, "25", kT0 - 10, kNames + " expires"));
+    judge.judge(second, kRequest);
+    CHECK(second.proxies[0].measure.cache->reused);
+    CHECK(rules(second.proxies[0].measure) == Rules{"stale"});
+
+    SECTION("served with a Date of its own, as nginx does: both rules") {
+        auto own_date = with_expires(reply(1, kT0 + 0.001, "", "tag-1", "26", kT0 + 2));
+        auto third = one_proxy_record(3, kT0 + 2, with_expires(reply(3, kT0 + 2.001, "", "tag-3", "25", kT0 - 8)),
+                                      from_parent(own_date, kT0 + 0.02, "25", kT0 - 10, kNames + " expires"));
+        judge.judge(third, kRequest);
+        CHECK(rules(third.proxies[0].measure) == Rules{"date", "stale"});
+    }
+}
