@@ -29,6 +29,12 @@ spe::Measure reply(const std::string& stamp, const std::string& cache_control, c
     return m;
 }
 
+/// Request `id` at `at`: the Collector and the proxy both serve fetch 1 (max-age=600), each reply naming `tag`.
+spe::RequestRecord fresh_copy_request(std::uint64_t id, double at, const std::string& tag) {
+    return one_proxy_record(id, at, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", tag),
+                            reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", tag));
+}
+
 }  // namespace
 
 TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the first fetch's rules") {
@@ -54,11 +60,9 @@ TEST_CASE("a proxy's copy naming an earlier request is a reuse, judged by the fi
 
 TEST_CASE("the same fetch from the Collector's store is no reuse by the proxy when it names this request") {
     spe::CacheJudge judge({"p"});
-    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto first = fresh_copy_request(1, kT0, "tag-1");
     judge.judge(first, kRequest);
-    auto second = one_proxy_record(2, kT0 + 5, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
-                                   reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"));
+    auto second = fresh_copy_request(2, kT0 + 5, "tag-2");
     judge.judge(second, kRequest);
     CHECK(second.collector.cache->reused);  // the Collector's own hit
     CHECK_FALSE(second.proxies[0].measure.cache->reused);
@@ -71,11 +75,9 @@ TEST_CASE("a leg that overtook an earlier request for its URL is not held to wha
     // client for the same URL (--order-wait gave the order up): the copy the judge last saw it pass on need not
     // be what the cache held when this leg arrived, so no missed hit is claimed, and the verdict says why.
     spe::CacheJudge judge({"p"});
-    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+    auto first = fresh_copy_request(1, kT0, "tag-1");
     judge.judge(first, kRequest);
-    auto second = one_proxy_record(2, kT0 + 5, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"),
-                                   reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-2"));
+    auto second = fresh_copy_request(2, kT0 + 5, "tag-2");
     second.proxies[0].overtook = {1};
     second.proxies[0].overtook_related = true;
     judge.judge(second, kRequest);
@@ -84,8 +86,7 @@ TEST_CASE("a leg that overtook an earlier request for its URL is not held to wha
     CHECK(v.unjudged.starts_with("overtook:"));
     CHECK(v.provenance == spe::Provenance::origin);  // the rest is judged as ever
     // Overtaking a request for another URL changes nothing the cache gives this one: judged in full.
-    auto third = one_proxy_record(3, kT0 + 6, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"),
-                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-3"));
+    auto third = fresh_copy_request(3, kT0 + 6, "tag-3");
     third.proxies[0].overtook = {2};
     judge.judge(third, kRequest);
     CHECK(third.proxies[0].measure.cache->conservative == "passed on: fresh copy");

@@ -68,6 +68,22 @@ void judge_first_fetch(spe::CacheJudge& judge, const std::string& cc) {
     judge.judge(first, kRequest);
 }
 
+/// Request 1 stores fetch 1 (Cache-Control `cc`) at the proxy from a parent that sent the fields `sent`; request 2,
+/// a second later, reuses it with the fields `served` adds to the record's own. Returns request 2, judged.
+spe::RequestRecord reuse_after_parent_sent(spe::CacheJudge& judge, const std::string& sent,
+                                           const std::string& served = "", const std::string& cc = "max-age=600") {
+    auto proxy = reply(1, kT0 + 0.001, cc, "tag-1", "0", kT0);
+    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, cc, "tag-1", "0", kT0),
+                                  from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
+    judge.judge(first, kRequest);
+    auto reused = reply(1, kT0 + 0.001, cc, "tag-1", "1", kT0);
+    if (!served.empty()) reused.cache_headers.field_names.add(served);
+    auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, cc, "tag-2", "1", kT0),
+                                   from_parent(reused, kT0 + 0.02, "0", kT0, sent));
+    judge.judge(second, kRequest);
+    return second;
+}
+
 }  // namespace
 
 TEST_CASE("a proxy's copy is as old as its parent said, not as the origin said") {
@@ -278,43 +294,23 @@ TEST_CASE("date: a Date its parent sent invalid, or none, may be replaced (RFC 9
 }
 
 TEST_CASE("stored-fields: a reused reply lacking an end-to-end field its parent sent") {
-    spe::CacheJudge judge({"p"});
     const std::string sent = kNames + " set-cookie via x-cache x-cache-lookup connection age server content-encoding";
-    auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
-    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
-                                  from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
-    judge.judge(first, kRequest);
-
     // Via, X-Cache, Connection, Age, Server: a hop's own; Content-Encoding: a proxy may decode for a client that
     // does not accept the coding (RFC 9110 7.7; Varnish does); Set-Cookie: stored, so sent (RFC 9111 3.1).
-    auto dropped = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
-    auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
-                                   from_parent(dropped, kT0 + 0.02, "0", kT0, sent));
-    judge.judge(second, kRequest);
+    spe::CacheJudge judge({"p"});
+    const auto second = reuse_after_parent_sent(judge, sent);
     const auto& v = *second.proxies[0].measure.cache;
     REQUIRE(rules(second.proxies[0].measure) == Rules{"stored-fields"});
     CHECK(v.violations[0].reason.find("set-cookie") != std::string::npos);
     CHECK(v.violations[0].reason.find("via") == std::string::npos);
 
-    auto kept = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
-    kept.cache_headers.field_names.add("set-cookie");
-    auto third = one_proxy_record(3, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-3", "1", kT0),
-                                  from_parent(kept, kT0 + 0.02, "0", kT0, sent));
-    judge.judge(third, kRequest);
-    CHECK(rules(third.proxies[0].measure) == Rules{});
+    spe::CacheJudge other_cache({"p"});
+    const auto kept = reuse_after_parent_sent(other_cache, sent, "set-cookie");
+    CHECK(rules(kept.proxies[0].measure) == Rules{});
 
     SECTION("no-cache=\"set-cookie\" lets a cache leave the field out") {
         spe::CacheJudge other({"p"});
-        auto a = reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "0", kT0);
-        auto r1 =
-            one_proxy_record(1, kT0, reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "0", kT0),
-                             from_parent(a, kT0 + 0.02, "0", kT0, sent));
-        other.judge(r1, kRequest);
-        auto b = reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-1", "1", kT0);
-        auto r2 = one_proxy_record(2, kT0 + 1,
-                                   reply(7, kT0 + 0.001, R"(max-age=600, no-cache="set-cookie")", "tag-2", "1", kT0),
-                                   from_parent(b, kT0 + 0.02, "0", kT0, sent));
-        other.judge(r2, kRequest);
+        const auto r2 = reuse_after_parent_sent(other, sent, "", R"(max-age=600, no-cache="set-cookie")");
         CHECK(rules(r2.proxies[0].measure) == Rules{});
     }
 }
@@ -325,15 +321,8 @@ TEST_CASE(
     // proxy is part of the cache key: Proxy-Authenticate, Proxy-Authentication-Info and Proxy-Authorization. A cache
     // that leaves them out of its copy does what it must; one that adds nothing else is not named.
     spe::CacheJudge judge({"p"});
-    const std::string sent = kNames + " proxy-authenticate proxy-authentication-info proxy-authorization";
-    auto proxy = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0);
-    auto first = one_proxy_record(1, kT0, reply(1, kT0 + 0.001, "max-age=600", "tag-1", "0", kT0),
-                                  from_parent(proxy, kT0 + 0.02, "0", kT0, sent));
-    judge.judge(first, kRequest);
-    auto reused = reply(1, kT0 + 0.001, "max-age=600", "tag-1", "1", kT0);
-    auto second = one_proxy_record(2, kT0 + 1, reply(1, kT0 + 0.001, "max-age=600", "tag-2", "1", kT0),
-                                   from_parent(reused, kT0 + 0.02, "0", kT0, sent));
-    judge.judge(second, kRequest);
+    const auto second =
+        reuse_after_parent_sent(judge, kNames + " proxy-authenticate proxy-authentication-info proxy-authorization");
     CHECK(rules(second.proxies[0].measure) == Rules{});
     const auto& exercised = second.proxies[0].measure.cache->exercised;
     CHECK(std::find(exercised.begin(), exercised.end(), "stored-fields") != exercised.end());
