@@ -17,7 +17,6 @@ from __future__ import annotations
 from analysis.readers.records import COLLECTOR
 from analysis.section import TRUST, RunData, Section
 
-
 # Methods whose success does not invalidate (RFC 9111 4.4; the Multiplier's is_unsafe_method).
 SAFE = "('GET', 'HEAD', 'OPTIONS', 'TRACE')"
 
