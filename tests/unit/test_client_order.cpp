@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 namespace {
 /// Request `id`, a GET of its own URL.
 spe::OrderTicket ticket(std::uint64_t id, bool unsafe = false) {
-    return {id, spe::order_url_key("http://o/" + std::to_string(id)), unsafe};
+    return {id, spe::url_key("http://o/" + std::to_string(id)), unsafe};
 }
 
 /// Runs one leg's wait on `io`, keeping what it returned.
@@ -96,7 +96,7 @@ TEST_CASE("the wait has a deadline: then the earlier request is set aside and th
     const auto overtaken = order.overtaken(second, 0);
     REQUIRE(overtaken.size() == 1);
     CHECK(overtaken[0].id == 1);
-    CHECK(overtaken[0].affects(spe::order_url_key("http://o/2")));
+    CHECK(overtaken[0].affects(spe::url_key("http://o/2")));
     CHECK(order.overtaken(third, 0).size() == 1);
     CHECK(order.overtaken(second, 1).empty());  // proxy 1 was not given up on
     order.done(first, 0);                       // the hung leg ends at last
@@ -104,11 +104,11 @@ TEST_CASE("the wait has a deadline: then the earlier request is set aside and th
 }
 
 TEST_CASE("overtaking a safe request for another URL changes nothing a cache shows; the same URL does") {
-    const spe::OrderTicket get{1, spe::order_url_key("http://o/a"), false};
-    CHECK_FALSE(get.affects(spe::order_url_key("http://o/b")));
-    CHECK(get.affects(spe::order_url_key("http://o/a")));
-    const spe::OrderTicket put{2, spe::order_url_key("http://o/a"), true};
-    CHECK(put.affects(spe::order_url_key("http://o/b")));  // its reply's Location may name any URL
+    const spe::OrderTicket get{1, spe::url_key("http://o/a"), false};
+    CHECK_FALSE(get.affects(spe::url_key("http://o/b")));
+    CHECK(get.affects(spe::url_key("http://o/a")));
+    const spe::OrderTicket put{2, spe::url_key("http://o/a"), true};
+    CHECK(put.affects(spe::url_key("http://o/b")));  // its reply's Location may name any URL
 }
 
 TEST_CASE("a wake from another thread reaches a leg that is about to wait") {

@@ -7,24 +7,20 @@
 // reads, so overtaking them is recorded but changes no verdict.
 #pragma once
 
+#include "core/url_key.hpp"
+
 #include <cstdint>
-#include <functional>
-#include <string_view>
 
 namespace spe {
 
 struct OrderTicket {
-    std::uint64_t id = 0;       // the request's record id
-    std::uint64_t url_key = 0;  // a hash of its URL (order_url_key)
-    bool unsafe = false;        // its method may invalidate stored copies (is_unsafe_method)
+    std::uint64_t id = 0;  // the request's record id
+    UrlKey url = 0;        // its URL's key (url_key)
+    bool unsafe = false;   // its method may invalidate stored copies (is_unsafe_method)
 
-    /// Whether overtaking this request may change what a cache gives `later` (its url_key): the same URL,
-    /// or an unsafe request, whose invalidations reach URIs only its reply names.
-    bool affects(std::uint64_t later) const { return unsafe || url_key == later; }
+    /// Whether overtaking this request may change what a cache gives a later request for `later_url`: the
+    /// same URL, or an unsafe request, whose invalidations reach URIs only its reply names.
+    bool affects(UrlKey later_url) const { return unsafe || url == later_url; }
 };
-
-inline std::uint64_t order_url_key(std::string_view url) {
-    return std::hash<std::string_view>{}(url);
-}
 
 }  // namespace spe

@@ -30,24 +30,20 @@ Fanout::Fanout(std::shared_ptr<ServerContext> ctx, std::shared_ptr<ClientFanouts
       fanouts_(std::move(fanouts)),
       record_(std::move(record)),
       request_(std::move(request)),
+      ticket_{record_.id, url_key(record_.url), is_unsafe_method(record_.method)},
       order_(std::move(order)),
-      place_(order_ ? order_->arrive(ticket()) : nullptr),
+      place_(order_ ? order_->arrive(ticket_) : nullptr),
       sequence_(fanouts_->backlog().next_sequence()),
       head_request_(head_request),
-      unsafe_(is_unsafe_method(record_.method)),
       work_(ctx_->stop()),
       request_count_(ctx_->load()) {
     record_.proxies.resize(ctx_->proxies().size());
     for (std::size_t i = 0; i < record_.proxies.size(); ++i)
         record_.proxies[i].name = ctx_->proxies()[i].name;
     // Posted before any of this fan-out's calls: its ticket is there before a leg of it can be set aside.
-    asio::post(fanouts_->executor(), [fanouts = fanouts_, sequence = sequence_, ticket = ticket()] {
+    asio::post(fanouts_->executor(), [fanouts = fanouts_, sequence = sequence_, ticket = ticket_] {
         fanouts->turns().enter(sequence, ticket);
     });
-}
-
-OrderTicket Fanout::ticket() const {
-    return {record_.id, order_url_key(record_.url), is_unsafe_method(record_.method)};
 }
 
 Fanout::~Fanout() {
@@ -72,11 +68,11 @@ bool Fanout::sequential() const {
 }
 
 bool Fanout::legs_wait_for_reference() const {
-    return sequential() || (unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::replay);
+    return sequential() || (ticket_.unsafe && ctx_->config().unsafe_requests == UnsafeRequests::replay);
 }
 
 bool Fanout::withheld() const {
-    return unsafe_ && ctx_->config().unsafe_requests == UnsafeRequests::withhold;
+    return ticket_.unsafe && ctx_->config().unsafe_requests == UnsafeRequests::withhold;
 }
 
 bool Fanout::compares_bodies() const {
@@ -120,7 +116,7 @@ void Fanout::take_reference(Reference& reference) {
     if (reference.shortfall.empty()) ctx_->fetch_memory().remember(record_.method, compared_reference());
     // The Collector invalidated when its reply left, not when this executor got to it: the client's next
     // request may have reached the Collector (and stored a new copy) before then.
-    if (auto* judge = ctx_->cache_judge(); judge && unsafe_) judge->note_collector_unsafe(record_);
+    if (auto* judge = ctx_->cache_judge(); judge && ticket_.unsafe) judge->note_collector_unsafe(record_);
     if (!reference.shortfall.empty()) {
         if (legs_wait_for_reference()) {  // no fan-out: the record is logged with the reason
             record_.proxies.clear();
@@ -281,10 +277,9 @@ void Fanout::note_overtaken(std::size_t proxy) {
         overtaken.insert(overtaken.end(), others.begin(), others.end());
     }
     auto& result = record_.proxies[proxy];
-    const auto key = order_url_key(record_.url);
     for (const auto& earlier : overtaken) {
         result.overtook.push_back(earlier.id);
-        result.overtook_related = result.overtook_related || earlier.affects(key);
+        result.overtook_related = result.overtook_related || earlier.affects(ticket_.url);
     }
     // A request of this connection can be set aside at both (its turn, and the client's order it was delivered in).
     std::sort(result.overtook.begin(), result.overtook.end());
@@ -294,7 +289,7 @@ void Fanout::note_overtaken(std::size_t proxy) {
 void Fanout::note_leg(CacheJudge& judge, int proxy, const Measure& m) {
     // Noted as the reply arrives, not when the record is whole: a later
     // request may meet this cache after the invalidation before then.
-    if (unsafe_ && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
+    if (ticket_.unsafe && m.status) judge.note_unsafe(proxy, record_.url, *m.status, unix_seconds());
 }
 
 void Fanout::maybe_finish() {

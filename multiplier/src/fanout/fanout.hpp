@@ -104,7 +104,6 @@ private:
     /// What the leg, sent now, overtakes at `proxy`: the record's `overtook`, and whether any of them may
     /// have changed what the proxy's cache gives this request (OrderTicket::affects).
     void note_overtaken(std::size_t proxy);
-    OrderTicket ticket() const;
     /// --legs serial: each leg once the previous one has ended.
     awaitable<void> run_legs_in_turn(std::vector<std::size_t> order, Clock::time_point due);
     /// Runs one leg (`proxy`) or all of them (nullopt); an exception is logged.
@@ -120,11 +119,11 @@ private:
     std::shared_ptr<ClientFanouts> fanouts_;
     RequestRecord record_;
     std::shared_ptr<const WireRequest> request_;
+    const OrderTicket ticket_;            // this request as a later leg that overtakes it sees it
     std::shared_ptr<ClientOrder> order_;  // nullptr: --order connection
     ClientOrder::PlacePtr place_;         // this request's place in it
     std::uint64_t sequence_;              // this fan-out's number among its client connection's, in the client's order
     bool head_request_;
-    bool unsafe_;
     WorkGuard work_;
     RequestCount request_count_;
     std::optional<Measure> own_reply_;

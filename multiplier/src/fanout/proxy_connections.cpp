@@ -1,5 +1,7 @@
 #include "fanout/proxy_connections.hpp"
 
+#include "core/scope_exit.hpp"
+
 namespace spe {
 
 ProxyConnections::ProxyConnections(asio::any_io_executor strand, const std::vector<ResolvedProxy>& proxies,
@@ -20,11 +22,7 @@ awaitable<std::unique_ptr<UpstreamConnection>> ProxyConnections::acquire(std::si
         wake.expires_at(deadline);
         auto& waiting = pools_.at(proxy).waiting;
         waiting.insert(&wake);
-        struct Unlist {  // however the wait ends, the observer goes before the timer does
-            std::set<asio::steady_timer*>& waiting;
-            asio::steady_timer* timer;
-            ~Unlist() { waiting.erase(timer); }
-        } unlist{waiting, &wake};
+        const ScopeExit unlist([&] { waiting.erase(&wake); });  // the observer goes before the timer does
         error_code ec;
         co_await wake.async_wait(with_ec(ec));
     }

@@ -1,5 +1,7 @@
 #include "fanout/proxy_turn_queue.hpp"
 
+#include "core/scope_exit.hpp"
+
 namespace spe {
 
 ProxyTurnQueue::ProxyTurnQueue(asio::any_io_executor strand, std::size_t proxies)
@@ -14,11 +16,7 @@ awaitable<ProxyTurnQueue::Wait> ProxyTurnQueue::await_turn(std::size_t proxy, st
     timer.expires_at(deadline);
     auto& waiting = waiting_.at(proxy);
     waiting[seq] = &timer;
-    struct Unlist {  // however the wait ends, the observer goes before the timer does
-        std::map<std::uint64_t, asio::steady_timer*>& waiting;
-        std::uint64_t seq;
-        ~Unlist() { waiting.erase(seq); }
-    } unlist{waiting, seq};
+    const ScopeExit unlist([&] { waiting.erase(seq); });  // the observer goes before the timer does
     for (;;) {
         error_code ec;
         co_await timer.async_wait(with_ec(ec));

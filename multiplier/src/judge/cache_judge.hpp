@@ -10,6 +10,7 @@
 
 #include "core/cache_verdict.hpp"
 #include "core/measurement.hpp"
+#include "core/url_key.hpp"
 #include "core/wall_clock.hpp"
 #include "judge/cache_rules.hpp"
 #include "judge/recent_table.hpp"
@@ -39,8 +40,6 @@ public:
     void judge(RequestRecord& record, std::string_view header_block);
 
 private:
-    using UrlKey = std::uint64_t;
-    static UrlKey url_key(std::string_view url) { return std::hash<std::string_view>{}(url); }
     /// The copy a cache last passed on for a URL, and whether it ever served it again (so surely kept it).
     struct LastCopy {
         std::uint64_t fetch = 0;  // serial
