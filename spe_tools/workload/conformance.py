@@ -22,16 +22,21 @@ from spe_tools.workload.content_model import LAST_MODIFIED_BASE, filler, uniform
 from spe_tools.workload.http11 import format_date, parse_date
 
 PREFIX = "/c/"
-STEADY_S = 600  # a Collector copy fresh this long outlasts any conformance sequence
 PAST = "Thu, 01 Jan 1998 00:00:00 GMT"  # fixed dates: a header that changed per fetch would be a mismatch
 FUTURE = "Fri, 01 Jan 2038 00:00:00 GMT"
 SIZE_MIN, SIZE_SPAN = 1024, 3072
-STATUS_REASONS = {203: "Non-Authoritative Information", 204: "No Content", 206: "Partial Content",
-                  300: "Multiple Choices", 301: "Moved Permanently", 404: "Not Found", 405: "Method Not Allowed",
-                  410: "Gone"}
+STATUS_REASONS = {202: "Accepted", 203: "Non-Authoritative Information", 204: "No Content", 206: "Partial Content",
+                  299: "Unknown Success", 300: "Multiple Choices", 301: "Moved Permanently", 403: "Forbidden",
+                  404: "Not Found", 405: "Method Not Allowed", 410: "Gone", 414: "URI Too Long",
+                  499: "Unknown Client Error", 502: "Bad Gateway", 503: "Service Unavailable",
+                  504: "Gateway Timeout", 599: "Unknown Server Error"}
+# Statuses a cache may or may not store (RFC 9111 3: a final status it understands with a lifetime, or one
+# that is heuristically cacheable, RFC 9110 15.1): each case comes fresh, stale on arrival and heuristic, so a
+# Collector that shares only its 200s shows on them.
+ODD_STATUSES = (201, 202, 299, 400, 403, 405, 410, 414, 499, 500, 502, 503, 504, 599)
 UNSAFE = ("POST", "PUT", "DELETE")
 EXTENSION = ("M-SEARCH", "PROPPATCH")  # methods of unknown safety: a 2xx to them invalidates too (RFC 9111 4.4)
-EXPIRES_IS_DATE = "=date"  # Case.expires: the reply's own Date, so Expires equals Date (stale on arrival)
+EXPIRES_IS_DATE = "=date"  # Case.expires: the reply's own Date (stale on arrival); "=date+20": 20 s after it
 FUTURE_2050 = "Thu, 18 Aug 2050 02:01:18 GMT"  # the borderline-date cases write this instant many ways
 RANGE_RE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
@@ -52,32 +57,19 @@ class Case:
     extra: tuple[tuple[str, str], ...] = ()  # fields sent as they are: a second Expires, X-Version: 1 ...
     updated: tuple[tuple[str, str], ...] = ()  # what a 304 carries in place of the 200's fields (4.3.4)
     interim: tuple[int, ...] = ()  # 1xx statuses that precede the final reply (RFC 9110 15.2)
+    date_offset_s: int | None = None  # the origin's clock this far ahead (a fast Date) or behind (a slow one)
+    # Behaviour that differs between fetches of one URL, as real origins' does (origin.py keeps the count):
+    cut_first: bool = False  # the first fetch closes the connection halfway through the body
+    changes: bool = False  # each fetch a new body and ETag (X-Version: the fetch's number)
+    # An unsafe request's reply names these URLs (the path plus the suffix) in Location and Content-Location,
+    # which a cache invalidates too when they share the origin (RFC 9111 4.4).
+    points_to: tuple[str, str] = ()
     scenarios: tuple[str, ...] = ()  # the sequences it gets, when not the ones its shape implies
 
     @property
     def max_age(self) -> int | None:
         m = re.search(r"(?:^|, )max-age=(\d+)", self.cache_control)
         return int(m.group(1)) if m else None
-
-    def shared_lifetime(self) -> int:
-        """Seconds a shared cache may reuse it after it arrives (RFC 9111 4.2.1; heuristic: at least a day)."""
-        m = re.search(r"s-maxage=(\d+)", self.cache_control)
-        if m:
-            return int(m.group(1)) - (self.age or 0)
-        if self.max_age is not None:
-            return self.max_age - (self.age or 0)
-        if self.expires:
-            return STEADY_S if self.expires in (FUTURE, *VALID_FUTURE) else 0
-        return STEADY_S if self.last_modified else 0
-
-    @property
-    def steady_in_the_collector(self) -> bool:
-        """The Collector answers the same request alike all through a sequence: it shares each client's reply
-        with that request's proxies (no-store, no-cache, private), or its copy stays fresh. A copy that goes
-        stale in between is refreshed for the client's conditional request and answered 200, and the proxies'
-        identical request then finds it fresh and gets 304 (Squid 5.7): SPE's noise, not a finding."""
-        directives = {d.strip() for d in self.cache_control.split(",")}
-        return bool(directives & {"no-store", "no-cache", "private"}) or self.shared_lifetime() >= STEADY_S
 
 
 def _cases() -> dict[str, Case]:
@@ -136,11 +128,26 @@ def _cases() -> dict[str, Case]:
                                                      vary=("Accept-Language", "Accept-Encoding")),
     }
     cases |= _no_pause_cases()
-    for status in (203, 204, 300, 301, 404, 410):
+    for status in (203, 204, 300, 301, 404):
         cases[f"status={status}"] = Case(f"{status} is cacheable with a lifetime (3, 4.2)", "max-age=3600",
                                          status=status)
     for status in (301, 404):
         cases[f"status={status},heuristic"] = Case(f"{status} is heuristically cacheable (4.2.2)", status=status,
+                                                   etag=False)
+    return cases | _odd_status_cases()
+
+
+def _odd_status_cases() -> dict[str, Case]:
+    """ODD_STATUSES fresh (max-age=3600), stale on arrival (Expires in the past) and with Last-Modified only:
+    stored or not as the cache understands the status (RFC 9111 3, 4.2.2); never another fetch's reply."""
+    cases = {}
+    for status in ODD_STATUSES:
+        cases[f"status={status}"] = Case(f"{status} with a lifetime: stored only if the cache understands it (3)",
+                                         "max-age=3600", status=status)
+        cases[f"status={status},stale"] = Case(f"{status} stale on arrival: reused only after validation (4.2.4)",
+                                               expires=PAST, status=status)
+        cases[f"status={status},heuristic"] = Case(f"{status} with Last-Modified only: heuristic freshness only "
+                                                   "for a heuristically cacheable status (4.2.2)", status=status,
                                                    etag=False)
     return cases
 
@@ -153,7 +160,7 @@ def _no_pause_cases() -> dict[str, Case]:
     that must be revalidated, dated oddly, updated by a 304, invalidated by any unsafe method or preceded by
     1xx. Each names its scenarios, so the older cases' sequences (and the noise floor) stay as they were."""
     reuse = ("repeat", "reuse-now")
-    update = ("repeat", "revalidate")
+    update = ("repeat", "revalidate", "head-update")
     v1, v2 = ("X-Version", "1"), ("X-Version", "2")
     expires = {  # Expires forms: invalid means already expired (RFC 9111 5.3); 9110 5.6.7's formats are exact
         "expires-double-space": ("Thu, 18  Aug  2050 02:01:18 GMT", "double spaces: invalid, expired (5.3)"),
@@ -205,7 +212,32 @@ def _no_pause_cases() -> dict[str, Case]:
         "interim=102": Case("102 Processing before the reply: the final reply follows (RFC 9110 15.2)",
                             "max-age=3600", interim=(102,), scenarios=("repeat",)),
     }
-    return cases
+    return cases | _origin_quirk_cases()
+
+
+def _origin_quirk_cases() -> dict[str, Case]:
+    """Replies whose shape depends on the origin's clock or its history (the fetch's number), and the sequences
+    in which a cache's parent must hand each of a client request's proxies the client's own fetch."""
+    reuse = ("repeat", "reuse-now")
+    return {
+        "vary=*": Case("Vary: * never matches a later request: each reuse validated (4.1)", "max-age=3600",
+                       extra=(("Vary", "*"),), scenarios=reuse),
+        "date-slow,age=25": Case("Date 10 s slow, Expires Date + 20, Age 25: stale on arrival (4.2.1, 4.2.3)",
+                                 expires="=date+20", age=25, date_offset_s=-10, scenarios=reuse),
+        "date-slow": Case("Date 10 s slow, Expires Date + 20: the lifetime is Expires - Date (4.2.1)",
+                          expires="=date+20", date_offset_s=-10, scenarios=reuse),
+        "date-fast": Case("Date 10 s fast, Expires Date + 20: the lifetime is Expires - Date (4.2.1)",
+                          expires="=date+20", date_offset_s=10, scenarios=reuse),
+        "cut-once": Case("the first fetch ends early: never stored, never served as whole (3.3, RFC 9112 8)",
+                         "max-age=3600", cut_first=True, scenarios=("repeat",)),
+        "no-cache,changing": Case("no-cache, a new body and ETag on each fetch: every reuse validated, each "
+                                  "validation may bring a new body (5.2.2.4, 4.3.3)", "no-cache", changes=True,
+                                  last_modified=False, scenarios=("repeat", "revalidate")),
+        "invalidated-location": Case("a 2xx to an unsafe request invalidates its Location and Content-Location "
+                                     "of the same origin too (4.4)", "max-age=3600",
+                                     points_to=("-location", "-content-location"),
+                                     scenarios=("repeat", "unsafe-location")),
+    }
 
 
 CASES: dict[str, Case] = _cases()
@@ -220,6 +252,7 @@ class CaseReply:
     # Interim (1xx) responses the origin sends before this one, in order, each with its own fields (none to an
     # HTTP/1.0 client: spe_tools/workload/origin.py).
     interim: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
+    cut: bool = False  # the origin closes the connection halfway through the body
 
 
 def split(path: str) -> tuple[str, str] | None:
@@ -278,9 +311,11 @@ def headers_of(case_name: str, case: Case, oid: str, variant: str) -> list[tuple
 def _freshness_headers(case: Case) -> list[tuple[str, str]]:
     headers = []
     expires = case.expires
-    if expires == EXPIRES_IS_DATE:  # the origin sends no Date of its own when the reply has one
-        expires = format_date(int(time.time()))
-        headers.append(("Date", expires))
+    if case.date_offset_s is not None or expires.startswith(EXPIRES_IS_DATE):
+        date = int(time.time()) + (case.date_offset_s or 0)  # the origin sends no Date of its own then
+        headers.append(("Date", format_date(date)))
+        if expires.startswith(EXPIRES_IS_DATE):
+            expires = format_date(date + int(expires[len(EXPIRES_IS_DATE):] or 0))
     if case.cache_control:
         headers.append(("Cache-Control", case.cache_control))
     if expires:
@@ -307,6 +342,8 @@ def _other_headers(case: Case, oid: str, variant: str) -> list[tuple[str, str]]:
         headers.append(("Set-Cookie", f"spe={hashlib.md5(oid.encode()).hexdigest()[:12]}; Path=/"))
     if case.age is not None:
         headers.append(("Age", str(case.age)))
+    if case.changes:
+        headers.append(("X-Version", variant.rpartition("version=")[2]))
     if case.status == 301:
         headers.append(("Location", f"{PREFIX}max-age=3600/{oid}"))
     if case.status == 200:
@@ -337,18 +374,20 @@ def byte_range(value: str, size: int) -> tuple[int, int] | None:
     return (first, last) if first <= last < size else None
 
 
-def reply(method: str, path: str, header: Callable[[str], str]) -> CaseReply:
-    """The reply to `method` on a /c/ path; `header(lowercase name)` gives a request header ('' if absent)."""
+def reply(method: str, path: str, header: Callable[[str], str], fetch: int = 1) -> CaseReply:
+    """The reply to `method` on a /c/ path; `header(lowercase name)` gives a request header ('' if absent);
+    `fetch`: this request's number among the origin's requests for the path (1 the first)."""
     parsed = split(path)
     if parsed is None:
         return CaseReply(404, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
                          b"404 Not Found: no such conformance case (docs/workloads.md)\n")
     case_name, oid = parsed
-    if method in UNSAFE:  # succeeds, so a cache must invalidate its stored copies of the URI (RFC 9111 4.4)
-        return CaseReply(200, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
-                         f"spe conformance {method} {path} done\n".encode())
-    if method in EXTENSION:  # answered 2xx, so they invalidate as the standard unsafe methods do
-        return CaseReply(200, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],
+    if method in UNSAFE or method in EXTENSION:
+        # Succeeds (the extension methods too), so a cache must invalidate its stored copies of the URI and may
+        # invalidate the ones its Location and Content-Location name (RFC 9111 4.4).
+        suffixes = CASES[case_name].points_to
+        named = list(zip(("Location", "Content-Location"), (path + suffix for suffix in suffixes), strict=False))
+        return CaseReply(200, [("Content-Type", "text/plain"), ("Cache-Control", "no-store"), *named],
                          f"spe conformance {method} {path} done\n".encode())
     if method not in ("GET", "HEAD"):
         return CaseReply(405, [("Content-Type", "text/plain"), ("Cache-Control", "no-store"),
@@ -356,6 +395,8 @@ def reply(method: str, path: str, header: Callable[[str], str]) -> CaseReply:
                          b"405 Method Not Allowed\n")
     case = CASES[case_name]
     variant = variant_of(case, header)
+    if case.changes:  # each fetch another representation: its own tag and body
+        variant = f"{variant};version={fetch}".lstrip(";")
     headers = headers_of(case_name, case, oid, variant)
     if not_modified(case_name, case, oid, variant, header):
         return CaseReply(304, updated_for_304(case, headers), b"")
@@ -365,7 +406,8 @@ def reply(method: str, path: str, header: Callable[[str], str]) -> CaseReply:
         first, last = wanted
         return CaseReply(206, [*headers, ("Content-Range", f"bytes {first}-{last}/{len(body)}")],
                          body[first:last + 1])
-    return CaseReply(case.status, headers, body, method == "HEAD", interim_of(case, oid))
+    return CaseReply(case.status, headers, body, method == "HEAD", interim_of(case, oid),
+                     cut=case.cut_first and fetch == 1)
 
 
 def updated_for_304(case: Case, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:

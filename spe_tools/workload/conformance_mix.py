@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from spe_tools.workload import conformance as cf
 from spe_tools.workload.http11 import format_date
@@ -32,6 +32,7 @@ class Step:
     headers: dict = field(default_factory=dict)
     delay_s: float = 1.0  # after the previous step (its scheduled time, and not before its reply)
     body: bytes | None = None
+    suffix: str = ""  # another URL of the sequence: its path plus this (an unsafe request's Location)
 
 
 @dataclass
@@ -55,17 +56,16 @@ class Sequence:
 
 
 def scenarios_for(case: cf.Case) -> tuple[str, ...]:
-    """The scenarios that can show a broken rule for this case; `repeat` first. Conditional and Range
-    requests only where the Collector answers them alike for the client and its proxies (see
-    Case.steady_in_the_collector), or the noise floor would rise. Issue 27's cases name their own."""
+    """The scenarios that can show a broken rule for this case; `repeat` first. Issue 27's cases name their
+    own. Conditional and Range requests go to every case: the Collector answers each proxy's request with the
+    reply the client got to the same one (patches 0024 to 0026), whatever the copy's age or the status."""
     if case.scenarios:
         return case.scenarios
     if case.vary:
         return ("repeat", "vary", "conditional", "head")
     if case.status != 200:
-        return ("repeat", "reload", "auth", "invalidate", "head")
-    steady = ("conditional", "range") if case.steady_in_the_collector else ()
-    return ("repeat", "reload", "request-no-store", *steady, "auth", "invalidate", "head")
+        return ("repeat", "reload", "auth", "invalidate", "head", "conditional")
+    return ("repeat", "reload", "request-no-store", "conditional", "range", "auth", "invalidate", "head")
 
 
 def vary_headers(case: cf.Case) -> list[dict]:
@@ -181,6 +181,19 @@ def conditional_vary_steps(t: Target) -> list[Step]:
             Step(headers={"Accept-Language": "fr", "If-None-Match": tag}, delay_s=0)]
 
 
+def unsafe_location_steps(t: Target) -> list[Step]:
+    """Both URLs the unsafe request's reply names stored and reused, the unsafe request, both at once
+    (RFC 9111 4.4: a cache may invalidate them; either way each proxy gets what the client got)."""
+    named = [Step(suffix=suffix, delay_s=0) for suffix in t.case.points_to]
+    body = f"spe {t.unsafe} {t.oid}\n".encode() if t.unsafe != "DELETE" else None
+    return [*named, *named, Step(t.unsafe, body=body, delay_s=0), *named, *(replace(s, delay_s=3) for s in named)]
+
+
+def head_update_steps(t: Target) -> list[Step]:
+    """A HEAD once the copy must be revalidated: its reply may update the stored one (RFC 9111 4.3.5)."""
+    return [Step(delay_s=0), Step("HEAD", delay_s=revalidation_wait(t.case)), Step(delay_s=0), Step(delay_s=1)]
+
+
 def unsafe_then_get_steps(t: Target) -> list[Step]:
     """Stored and reused, the unsafe request, the GET at once (RFC 9111 4.4), once more."""
     body = None if t.unsafe in ("DELETE", "M-SEARCH") else f"spe {t.unsafe} {t.oid}\n".encode()
@@ -204,6 +217,8 @@ STEPS_OF_SCENARIO: dict[str, Callable[[Target], list[Step]]] = {
     "precedence": precedence_steps,
     "conditional-vary": conditional_vary_steps,
     "unsafe-then-get": unsafe_then_get_steps,
+    "unsafe-location": unsafe_location_steps,
+    "head-update": head_update_steps,
 }
 SCENARIOS = tuple(STEPS_OF_SCENARIO)
 
@@ -248,7 +263,7 @@ class ConformanceMix:
         self.started += 1
         oid = f"{self.world}-c{self.started}"
         unsafe = cf.UNSAFE[self.unsafe_turn % len(cf.UNSAFE)]
-        if scenario == "invalidate":
+        if scenario in ("invalidate", "unsafe-location"):
             self.unsafe_turn += 1
         if scenario == "unsafe-then-get":
             unsafe = INVALIDATING[self.invalidating_turn % len(INVALIDATING)]
@@ -266,7 +281,8 @@ class ConformanceMix:
         seq.waiting = True
         if not seq.finished:
             seq.due = at + seq.steps[seq.index].delay_s
-        return Planned(step.method, seq.path, "conformance", dict(step.headers), step.body, sequence=seq, at=at)
+        return Planned(step.method, seq.path + step.suffix, "conformance", dict(step.headers), step.body,
+                       sequence=seq, at=at)
 
     def completed(self, plan: Planned) -> None:
         """The reply to `plan` is in (or failed): its sequence's next step may go once due."""

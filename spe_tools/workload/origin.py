@@ -60,6 +60,7 @@ class Delivery:
     interim: tuple[int, ...] = ()  # 1xx responses sent before the reply, in order (before the think time)
     interim_ms: float = 0.0  # pause before each of them
     interim_fields: dict[int, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # a status's own fields
+    cut: bool = False  # half the body, then the connection closes: an origin that fails mid-reply
 
 
 @dataclass
@@ -195,8 +196,8 @@ class Origin:
         return Reply(status, headers, body, Delivery(think_ms=self._think(query)), method == "HEAD")
 
     def _conformance(self, req: Message, method: str, path: str, query: dict) -> Reply:
-        case = conformance.reply(method, path, req.header)
-        delivery = Delivery(think_ms=self._think(query))
+        case = conformance.reply(method, path, req.header, self.by_path[path] + 1)
+        delivery = Delivery(think_ms=self._think(query), cut=case.cut)
         if case.interim and req.version != "1.0":  # never to an HTTP/1.0 client (RFC 9110 15.2)
             delivery = replace(delivery, interim=tuple(status for status, _ in case.interim),
                                interim_fields=dict(case.interim))
@@ -351,6 +352,10 @@ async def send(writer: asyncio.StreamWriter, reply: Reply, close: bool) -> None:
     if d.think_ms > 0:
         await asyncio.sleep(d.think_ms / 1000)
     head = head_bytes(reply, close)
+    if d.cut:
+        writer.write(head + frame(reply.body[:len(reply.body) // 2], d.chunked))
+        await writer.drain()
+        raise ConnectionAbortedError("the reply is cut on purpose")
     if reply.head_only or reply.status == 304 or not reply.body:
         writer.write(head + (b"0\r\n\r\n" if d.chunked and reply.status != 304 and not reply.head_only else b""))
         await writer.drain()

@@ -272,3 +272,21 @@ def results_per_proxy(records: list[dict], kinds: list[str]) -> tuple[dict[str, 
                 differing.append((record["method"], record["url"], record["collector"]["status"], proxy["result"],
                                   proxy.get("status"), proxy.get("mismatched_headers"), proxy.get("error")))
     return results, differing
+
+
+class CpuHogs:
+    """`count` cores busy while a test runs: spinning processes, stopped by PID however the test ends."""
+
+    def __init__(self, count: int):
+        self.count, self.procs = count, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc):
+        busy = all(proc.poll() is None for proc in self.procs)
+        for proc in self.procs:
+            proc.kill()
+            proc.wait(timeout=10)
+        assert busy, "a CPU hog stopped before the sequences ended"

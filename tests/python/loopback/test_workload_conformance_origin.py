@@ -3,6 +3,7 @@ unit/test_workload_conformance.py)."""
 
 from __future__ import annotations
 
+import socket
 import sys
 
 from conftest import ROOT
@@ -47,3 +48,25 @@ def test_the_origin_serves_the_cases_over_http(tmp_path):
     assert head.status == 200 and head.body == b"" and head.headers["etag"] == whole.headers["etag"]
     assert dated.headers["date"] == dated.headers["expires"]  # the case's Date, not one of the origin's too
     assert searched.status == 200
+
+
+def test_the_origin_cuts_the_first_fetch_short_and_counts_fetches_per_url(tmp_path):
+    """cut-once: the first fetch of a URL stops halfway through the body and the connection closes (an origin
+    failing mid-reply); the next fetch is whole. no-cache,changing: each fetch a new version."""
+    with ProcessGroup(tmp_path) as group:
+        port = free_port()
+        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
+                               "--think-mean-ms", "0", "--think-sd-ms", "0"], port=port, env=ENV)
+        request = b"GET /c/cut-once/h2 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(request)
+            cut = b"".join(iter(lambda: s.recv(65536), b""))  # until the origin closes
+        head, _, body = cut.partition(b"\r\n\r\n")
+        fields = dict(line.lower().split(b": ", 1) for line in head.split(b"\r\n")[1:])
+        length = int(fields[b"content-length"])
+        assert head.startswith(b"HTTP/1.1 200") and 0 < len(body) < length
+        with Connection(port) as c:
+            whole = c.get(f"http://127.0.0.1:{port}/c/cut-once/h2")
+            versions = [c.get(f"http://127.0.0.1:{port}/c/no-cache,changing/h2").headers["x-version"] for _ in "ab"]
+    assert whole.status == 200 and len(whole.body) == length and whole.body.startswith(body)
+    assert versions == ["1", "2"]

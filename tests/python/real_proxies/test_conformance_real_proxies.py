@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from conformancesupport import INTERIM, KINDS_UNDER_TEST, SEQUENCES, lab_text, run_all
 from conftest import multiplier_binary
-from labsupport import lab_session
+from labsupport import CpuHogs, lab_session
 from parts import installed_kinds, require
 
 from spe_tools import collector
@@ -171,24 +169,6 @@ def violations(record: dict) -> dict[str, set[str]]:
 
 EXERCISED: dict[str, dict[str, set[str]]] = {}  # sequence -> proxy -> the rules its replies could have broken
 FOUND: dict[int, dict] = {}  # each variant's findings, in the order the variants ran
-
-
-class CpuHogs:
-    """Both cores busy while the sequences run: two spinning processes, stopped by PID however the test ends."""
-
-    def __init__(self, count: int):
-        self.count, self.procs = count, []
-
-    def __enter__(self):
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.count)]
-        return self
-
-    def __exit__(self, *exc):
-        busy = all(proc.poll() is None for proc in self.procs)
-        for proc in self.procs:
-            proc.kill()
-            proc.wait(timeout=10)
-        assert busy, "a CPU hog stopped before the sequences ended"
 
 
 @pytest.fixture(scope="module", params=["idle", "loaded"])
