@@ -241,6 +241,23 @@ TEST_CASE("Vary: the stored variant must match this request's selecting fields")
     CHECK(vary(ae, identity_only, gzip_br).empty());
 }
 
+TEST_CASE("Vary: a copy the origin confirmed during this request was selected by its 304, not matched") {
+    // RFC 9111 4.1: a stored reply that does not match (Vary: *, another variant) cannot satisfy the request
+    // by itself; the cache asks the origin with its validators, and the 304 selects the stored reply (4.3.4).
+    auto star = fetch("max-age=600");
+    star.headers.set(spe::CacheField::vary, "*");
+    const spe::StoredFor stored{.vary =
+                                    spe::vary_values(spe::request_facts("GET", "u", kRequest), spe::vary_names("*"))};
+    const double now = kFetchedAt + 10;  // validated just after this request left (barriers' request_at)
+    CHECK(barriers(star, kRequest, 10, now, {}, {}, stored).empty());
+    CHECK(barriers(star, kRequest, 10, kFetchedAt + 5, {}, {}, stored) == V{"vary"});  // confirmed earlier: no
+    auto lang = fetch("max-age=600");
+    lang.headers.set(spe::CacheField::vary, "Accept-Language");
+    const spe::StoredFor en{.vary = spe::vary_values(spe::request_facts("GET", "u", kRequest), {"accept-language"})};
+    const auto de = "GET http://o/x HTTP/1.1\r\nAccept-Language: de\r\n\r\n";
+    CHECK(barriers(lang, de, 10, now, {}, {}, en).empty());
+}
+
 TEST_CASE("a copy stored before a successful unsafe request is invalid after it") {
     CHECK(barriers(fetch("max-age=600"), kRequest, 10, {}, kFetchedAt + 5) == V{"invalidation"});
     CHECK(barriers(fetch("max-age=600"), kRequest, 10, {}, kFetchedAt - 5).empty());

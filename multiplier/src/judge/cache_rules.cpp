@@ -282,10 +282,9 @@ Freshness freshness(const ReuseQuestion& q) {
 
 namespace {
 
-/// What forbids storing or reusing the copy at all, or for this request: the origin's no-store and private,
-/// the Authorization of the request it was stored for, a Vary that selects another variant (RFC 9111
-/// 5.2.2.5, 5.2.2.7, 3.5, 4.1); the request it was stored for saying no-store goes to `request_rules`
-/// (5.2.1.5).
+/// What forbids storing or reusing the copy at all: the origin's no-store and private, the Authorization of
+/// the request it was stored for (RFC 9111 5.2.2.5, 5.2.2.7, 3.5); the request it was stored for saying
+/// no-store goes to `request_rules` (5.2.1.5).
 void storage_barriers(const ReuseQuestion& q, std::vector<Finding>& out, std::vector<Finding>& request_rules) {
     const auto& cc = q.fetch.facts().cc;
     if (cc.no_store) out.push_back({cache_rule("no-store"), "the origin's reply said no-store: it must not be stored"});
@@ -296,7 +295,6 @@ void storage_barriers(const ReuseQuestion& q, std::vector<Finding>& out, std::ve
     if (q.stored_for && q.stored_for->authorization && !cc.public_ && !cc.s_maxage && !cc.must_revalidate)
         out.push_back({cache_rule("authorization"),
                        "a reply to a request with Authorization, without public, s-maxage or must-revalidate"});
-    if (auto v = vary_finding(q)) out.push_back(std::move(*v));
 }
 
 /// A copy stored before a successful unsafe request to its URI went through the same cache (RFC 9111 4.4).
@@ -376,7 +374,10 @@ std::vector<Finding> reuse_barriers(const ReuseQuestion& q, std::vector<Finding>
     storage_barriers(q, out, request_rules);
     if (auto f = invalidation_finding(q)) out.push_back(std::move(*f));
     const auto fr = freshness(q);
+    // A copy the origin confirmed during this request was selected by its 304 (RFC 9111 4.3.4), whatever
+    // its Vary: a stored reply that does not match (Vary: *, another variant) is what a cache validates.
     if (fr.validated_now) return out;
+    if (auto v = vary_finding(q)) out.push_back(std::move(*v));
     validation_barriers(q, fr, out, request_rules);
     staleness_barriers(q, fr, out, advisories);
     return out;
