@@ -199,6 +199,8 @@ def _no_pause_cases() -> dict[str, Case]:
                                         updated=(("Content-Length", "0"), v2), scenarios=update),
         "max-age=2,update": Case("the 304 updates Cache-Control to max-age=3600 and X-Version (4.3.4)", "max-age=2",
                                  extra=(v1,), updated=(("Cache-Control", "max-age=3600"), v2), scenarios=update),
+        "max-age=2,update-field": Case("the 304 updates an extension field only, X-Version (4.3.4)", "max-age=2",
+                                       extra=(v1,), updated=(v2,), scenarios=update),
         "expires-past,update": Case("the 304 updates Expires to 2038 and X-Version (4.3.4)", expires=PAST,
                                     extra=(v1,), updated=(("Expires", FUTURE), v2), scenarios=update),
         "validators": Case("If-None-Match takes precedence over If-Modified-Since (RFC 9110 13.2.2)",

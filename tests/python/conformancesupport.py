@@ -27,6 +27,7 @@ SEQUENCES = {
     "no-cache-update": ("no-cache,update", "revalidate", ""),
     "update-length": ("no-cache,update-length", "revalidate", ""),
     "max-age-update": ("max-age=2,update", "revalidate", ""),
+    "max-age-update-field": ("max-age=2,update-field", "revalidate", ""),
     "max-age-update-length": ("max-age=2,update-length", "revalidate", ""),
     "expires-update": ("expires-past,update", "revalidate", ""),
     "expires-double-space": ("expires-double-space", "reuse-now", ""),

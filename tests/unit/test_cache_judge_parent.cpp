@@ -1,6 +1,7 @@
 // The cache-rule judge holds a proxy to what its parent (the Collector) sent it (X-SPE-Parent),
 // and the Collector to what the origin sent: Age, Date, the stored fields, a 304's updates.
 #include "judge/cache_judge.hpp"
+#include "judge/fetch_memory.hpp"
 #include "judge_records.hpp"
 
 #include <catch2/catch.hpp>
@@ -523,6 +524,55 @@ TEST_CASE("a proxy that says it revalidated during this request is held to its p
     }
     SECTION("without the claim the copy looks served stale without asking, as before") {
         CHECK(rules(judged("max-age=2", "")) == Rules{"age", "stale"});
+    }
+}
+
+TEST_CASE("header-update: an extension field the origin's 304 changed, served as the fetch first came (4.3.4)") {
+    // Fetch 1 came with X-Version: 1 and max-age=1. 5 s later the Collector revalidated it during the client's
+    // request; the origin's 304 said X-Version: 2 (the Collector's reply shows it merged). The validator kept
+    // what the fetch first came with.
+    const auto with_version = [](spe::Measure m, const std::string& version) {
+        m.md5 = "d41d8cd98f00b204e9800998ecf8427e";
+        const std::string cc(*m.cache_headers.get(spe::CacheField::cache_control));
+        m.headers = {spe::ComparedHeader{"cache-control", cc}, spe::ComparedHeader{"x-version", version}};
+        m.cache_headers.field_names.add("x-version");
+        return m;
+    };
+    const auto judged = [&](spe::Measure served, bool first_known) {
+        spe::CacheJudge judge({"p"});
+        spe::FetchMemory first_replies;
+        auto proxy = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0), "1");
+        auto first = one_proxy_record(1, kT0, with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0), "1"),
+                                      from_parent(proxy, kT0 + 0.02, "0", kT0));
+        first_replies.remember("GET", first.collector);
+        judge.judge(first, kRequest, first_known ? &first_replies : nullptr);
+        auto merged = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-2", "0", kT0 + 5), "2");
+        merged.cache_headers.set(spe::CacheField::validated, fetch_stamp(9, kT0 + 5.005));
+        first_replies.remember("GET", merged);  // the same fetch: the first reply stays
+        auto second = one_proxy_record(2, kT0 + 5, merged, std::move(served));
+        judge.judge(second, kRequest, first_known ? &first_replies : nullptr);
+        REQUIRE(second.proxies[0].measure.cache->reused);
+        return rules(second.proxies[0].measure);
+    };
+    const std::string carried = "date cache-control x-version x-spe-fetch";
+
+    SECTION("its parent's 304 carried the field, the copy kept the old value: header-update") {
+        auto kept = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5), "1");
+        CHECK(judged(from_parent(kept, kT0 + 5.02, "0", kT0 + 5, carried), true) == Rules{"header-update"});
+        auto unjudged = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5), "1");
+        CHECK(judged(from_parent(unjudged, kT0 + 5.02, "0", kT0 + 5, carried), false) == Rules{});
+    }
+    SECTION("the copy updated, or its parent's 304 did not carry the field: nothing") {
+        auto updated = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5), "2");
+        CHECK(judged(from_parent(updated, kT0 + 5.02, "0", kT0 + 5, carried), true) == Rules{});
+        auto kept = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0 + 5), "1");
+        CHECK(judged(from_parent(kept, kT0 + 5.02, "0", kT0 + 5, "date cache-control x-spe-fetch"), true) == Rules{});
+    }
+    SECTION("a cache that says it revalidated and kept its stored header (nginx): header-update") {
+        auto kept = with_version(reply(1, kT0 + 0.001, "max-age=1", "tag-1", "0", kT0), "1");
+        from_parent(kept, kT0 + 0.02, "0", kT0);
+        kept.cache_headers.set(spe::CacheField::cache_status, "p; fwd=stale; fwd-status=304");
+        CHECK(judged(std::move(kept), true) == Rules{"header-update"});
     }
 }
 

@@ -309,7 +309,7 @@ void Fanout::finish() {
         else
             validate(reference, p);
     }
-    if (auto* judge = ctx_->cache_judge()) judge->judge(record_, request_->header());
+    if (auto* judge = ctx_->cache_judge()) judge->judge(record_, request_->header(), &ctx_->fetch_memory());
     ctx_->log().write(record_);
 }
 

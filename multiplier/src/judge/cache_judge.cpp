@@ -1,6 +1,7 @@
 #include "judge/cache_judge.hpp"
-#include "judge/cache_rule_catalogue.hpp"
 
+#include "judge/cache_rule_catalogue.hpp"
+#include "judge/fetch_memory.hpp"
 #include "judge/framing_rules.hpp"
 #include "judge/interim_rule.hpp"
 
@@ -235,12 +236,16 @@ void CacheJudge::note_unsafe(int cache, const std::string& url, unsigned status,
     m.invalidated.insert_or_assign(url_key(url), at);
 }
 
-void CacheJudge::judge(RequestRecord& record, std::string_view header_block) {
+void CacheJudge::judge(RequestRecord& record, std::string_view header_block, const FetchMemory* fetches) {
     auto request = request_facts(record.method, record.url, header_block);
     Measure& ref = record.collector;
     // The Collector's own X-Cache entries: not a proxy's claim.
-    Case c{record, request, url_key(record.url), claim_names(ref.cache_headers),
-           ref.fetch ? parse_fetch_stamp(*ref.fetch) : std::nullopt};
+    Case c{record,
+           request,
+           url_key(record.url),
+           claim_names(ref.cache_headers),
+           ref.fetch ? parse_fetch_stamp(*ref.fetch) : std::nullopt,
+           fetches};
     std::lock_guard lock(mutex_);
     if (ref.status) {
         const double served_at = record.ts + static_cast<double>(ref.ttfb_us.value_or(0)) / 1e6;
@@ -486,6 +491,10 @@ void CacheJudge::judge_header_update(CacheVerdict& v, const Case& c, const Known
     add_exercised(v, rule_id("header-update"));
     auto f = header_update_finding(fetch.headers, reference.cache_headers, reply.cache_headers,
                                    stamped_now ? &parent : nullptr);
+    // The other end-to-end fields, by the values the fetch first came with (the validator keeps them).
+    if (!f && c.fetches)
+        if (const auto first = c.fetches->first_headers(fetch.stamp))
+            f = field_update_finding(*first, reference.headers, reply.headers, stamped_now ? &parent : nullptr);
     if (!f) return;
     // The old fields are also why the copy looked stale, if it did: one finding, the cause's.
     const auto needed_validation = std::find_if(v.violations.begin(), v.violations.end(), [](const Finding& x) {

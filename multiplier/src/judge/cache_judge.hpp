@@ -25,6 +25,8 @@ namespace spe {
 /// A method whose success invalidates stored copies of its URI (RFC 9111 4.4; RFC 9110 9.2.1).
 bool is_unsafe_method(std::string_view method);
 
+class FetchMemory;
+
 class CacheJudge {
 public:
     /// `caches`: the proxies under test, in the record's order; `capacity`:
@@ -36,8 +38,9 @@ public:
     void note_unsafe(int cache, const std::string& url, unsigned status, double at);
     /// The Collector's reply to the client's unsafe request `record` is in.
     void note_collector_unsafe(const RequestRecord& record);
-    /// Judges the record's replies (collector.cache and every proxies[i].cache).
-    void judge(RequestRecord& record, std::string_view header_block);
+    /// Judges the record's replies (collector.cache and every proxies[i].cache). `fetches`: the first reply
+    /// of each fetch (the validator's), for the end-to-end fields a 304 updated; nullptr: those not judged.
+    void judge(RequestRecord& record, std::string_view header_block, const FetchMemory* fetches = nullptr);
 
 private:
     /// The copy a cache last passed on for a URL, and whether it ever served it again (so surely kept it).
@@ -69,6 +72,7 @@ private:
         UrlKey url;
         std::vector<std::string> upstream_claims;   // the Collector's names in claim headers
         std::optional<FetchStamp> reference_stamp;  // the Collector's reply's
+        const FetchMemory* fetches = nullptr;       // the first reply of each fetch, if known
 
         /// The stamp `text` names, parsed once per record for the reference's
         /// and for consecutive replies with the same one (proxies serving one fetch).

@@ -282,6 +282,34 @@ Freshness freshness(const ReuseQuestion& q) {
 
 namespace {
 
+std::optional<std::string_view> compared_value(const ComparedHeaders& fields, std::string_view name) {
+    const auto it = std::lower_bound(fields.begin(), fields.end(), name,
+                                     [](const ComparedHeader& h, std::string_view n) { return h.name < n; });
+    if (it == fields.end() || it->name != name) return std::nullopt;
+    return it->value;
+}
+
+}  // namespace
+
+std::optional<Finding> field_update_finding(const ComparedHeaders& first, const ComparedHeaders& updated,
+                                            const ComparedHeaders& served, const ParentStamp* parent) {
+    for (const auto& [name, after] : updated) {
+        if (parent && !parent->sent(name)) continue;
+        const auto before = compared_value(first, name);
+        if (!before || *before == after || compared_value(served, name) != before) continue;
+        return Finding{cache_rule("header-update"),
+                       fmt::format("{} {}: '{}', which the origin's 304 changed from '{}'; the copy updated from it "
+                                   "still served '{}'",
+                                   parent ? "its parent's 304 during this request carried"
+                                          : "it revalidated during this request (Cache-Status fwd-status=304): its "
+                                            "parent's 304 carried",
+                                   name, after, *before, *before)};
+    }
+    return std::nullopt;
+}
+
+namespace {
+
 /// What forbids storing or reusing the copy at all: the origin's no-store and private, the Authorization of
 /// the request it was stored for (RFC 9111 5.2.2.5, 5.2.2.7, 3.5); the request it was stored for saying
 /// no-store goes to `request_rules` (5.2.1.5).

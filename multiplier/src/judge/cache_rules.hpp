@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/cache_verdict.hpp"
+#include "core/compared_headers.hpp"
 #include "judge/cache_facts.hpp"
 #include "judge/fetch_stamp.hpp"
 #include "judge/parent_stamp.hpp"
@@ -144,6 +145,13 @@ std::vector<Finding> qualified_fields_findings(const CacheControl& cc, const Fie
 /// the value the parent sent is taken as the Collector's in `updated` (one stored reply).
 std::optional<Finding> header_update_finding(const CacheHeaders& stored, const CacheHeaders& updated,
                                              const CacheHeaders& served, const ParentStamp* parent);
+
+/// The same for the other compared end-to-end fields (extension ones included, `X-Version`): `first` as
+/// the fetch first came, `updated` as the Collector serves it after the origin's 304, `served` the
+/// proxy's copy. Named only when the 304 changed the field and the copy still carries the first value
+/// exactly; a field the parent's 304 (when known) did not carry is not updated (RFC 9111 3.2).
+std::optional<Finding> field_update_finding(const ComparedHeaders& first, const ComparedHeaders& updated,
+                                            const ComparedHeaders& served, const ParentStamp* parent);
 
 /// A 304 sent to a conditional request must match its validators (RFC 9111
 /// 4.3.2): the ETag among If-None-Match, or not modified since If-Modified-Since.

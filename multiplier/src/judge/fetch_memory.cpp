@@ -36,4 +36,11 @@ std::optional<Measure> FetchMemory::other_fetch(const Measure& reference, const 
     return out;
 }
 
+std::optional<ComparedHeaders> FetchMemory::first_headers(const FetchStamp& fetch) const {
+    const std::lock_guard lock(mutex_);
+    const auto* kept = fetches_.find(fetch.serial);
+    if (!kept || kept->stamp.id != fetch.id) return std::nullopt;
+    return kept->headers;
+}
+
 }  // namespace spe

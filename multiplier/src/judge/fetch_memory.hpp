@@ -1,6 +1,7 @@
 // The first reply a client got from each origin fetch (by its X-SPE-Fetch
 // stamp), bounded: what a proxy's reply must match when it names another fetch
-// than the Collector's reply it is compared with (validator.hpp).
+// than the Collector's reply it is compared with (validator.hpp), and the
+// fields a copy of that fetch held before a 304 updated them (the cache judge).
 #pragma once
 
 #include "core/measurement.hpp"
@@ -27,6 +28,10 @@ public:
     /// fetch; nullopt when both name the same fetch, either names none, or the
     /// fetch is not kept (never a client's, or forgotten).
     std::optional<Measure> other_fetch(const Measure& reference, const Measure& reply) const;
+
+    /// The compared header fields of the first reply a client got from `fetch` (as the origin sent it,
+    /// before any 304 updated the Collector's copy); nullopt when that fetch is not kept.
+    std::optional<ComparedHeaders> first_headers(const FetchStamp& fetch) const;
 
 private:
     /// What the validator compares of the fetch's first reply. Not a whole Measure: its 1.7 KB (the
