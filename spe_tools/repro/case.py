@@ -101,19 +101,21 @@ class Case:
 SAME_CLOCK_S = 2.0
 
 
-def date_shift(reply: OriginReply, started: float, recorded_start: float) -> float:
-    """Whole seconds a replay that started at `started` (unix) moves the reply's absolute dates, so an expiry or a
-    Last-Modified keeps its distance to when the replay's fetch of it is due. Every reply whose Date is the
-    recording's clock moves by the same amount, the replay's start from the recording's: dates equal in the run
-    stay equal in the replay whichever fetch carries them (a proxy may compare If-Modified-Since with its copy's
-    Last-Modified exactly, as nginx does; each fetch's own Date, read to the second at another sub-second phase,
-    would move them apart by a second). A Date off that clock keeps its own distance to the fetch."""
-    whole = round(started - recorded_start)
+def date_shift(started: float, recorded_start: float) -> float:
+    """Whole seconds a replay that started at `started` (unix) moves the case's absolute dates, so an expiry or a
+    Last-Modified keeps its distance to when the replay's fetch of it is due. Every date moves by the same amount,
+    the replay's start from the recording's: dates equal in the run stay equal in the replay whichever fetch
+    carries them (a proxy may compare If-Modified-Since with its copy's Last-Modified exactly, as nginx does;
+    each fetch's own Date, read to the second at another sub-second phase, would move them apart by a second)."""
+    return round(started - recorded_start)
+
+
+def off_the_clock(reply: OriginReply, recorded_start: float) -> bool:
+    """Whether the reply's Date was not the recording's clock (an origin's fast or slow clock, a fixed Date the
+    case is about): a replay sends it moved like the other dates, keeping its distance to the fetch (the copy's
+    apparent age, RFC 9111 4.2.3), not the stand-in's own Date."""
     recorded = parse_date(reply.headers.get("date", ""))
-    if recorded is None:
-        return whole
-    off = recorded_start + reply.fetched_offset_s - recorded
-    return whole + (round(off) if abs(off) > SAME_CLOCK_S else 0)
+    return recorded is not None and abs(recorded_start + reply.fetched_offset_s - recorded) > SAME_CLOCK_S
 
 
 def moved_date(value: str, shift: float) -> str:
@@ -125,14 +127,13 @@ def moved_date(value: str, shift: float) -> str:
 
 
 def replayed_request_headers(case: Case, step: Step, started: float) -> dict[str, str]:
-    """The step's request fields as a replay sends them: a date that echoes a recorded Last-Modified is
-    moved as the stand-in origin moves that reply's (the proxy compares it with its copy's, as it did)."""
+    """The step's request fields as a replay sends them: a date (one that echoes a recorded Last-Modified) is
+    moved as the stand-in origin moves every date (the proxy compares it with its copy's, as it did)."""
     out = dict(step.headers)
     for name in MOVED_IN_REQUESTS:
         if name not in out:
             continue
-        echoed = next((s.reply for s in case.steps if s.reply.headers.get("last-modified") == out[name]), step.reply)
-        out[name] = moved_date(out[name], date_shift(echoed, started, case.recorded_start))
+        out[name] = moved_date(out[name], date_shift(started, case.recorded_start))
     return out
 
 

@@ -25,7 +25,18 @@ import sys
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from spe_tools.repro.case import MOVED, UNSAFE, Case, CaseError, OriginReply, Step, date_shift, load_case, moved_date
+from spe_tools.repro.case import (
+    MOVED,
+    UNSAFE,
+    Case,
+    CaseError,
+    OriginReply,
+    Step,
+    date_shift,
+    load_case,
+    moved_date,
+    off_the_clock,
+)
 from spe_tools.repro.stand_ins import UNSAFE_REPLY_FIELDS, recorded_fields
 from spe_tools.workload.conditional import not_modified
 from spe_tools.workload.http11 import Message, parse_date
@@ -91,11 +102,14 @@ class StandIn:
                      head_only=req.method == "HEAD")
 
     def fields(self, reply: OriginReply) -> list[tuple[str, str]]:
-        """The recorded fields but Date (the server's own, now), absolute dates moved with it (an invalid date,
-        "0", stays as it was)."""
-        shift = date_shift(reply, self.started, self.case.recorded_start)
-        return [(name, moved_date(value, shift) if name.lower() in MOVED else value)
-                for name, value in recorded_fields(reply) if name.lower() != "date"]
+        """The recorded fields, absolute dates moved by the replay's distance from the recording (an invalid
+        date, "0", stays as it was); Date the server's own, now, unless the recorded one was off the recording's
+        clock: then it is moved like the others."""
+        shift = date_shift(self.started, self.case.recorded_start)
+        own_date = off_the_clock(reply, self.case.recorded_start)
+        moved = {*MOVED, "date"} if own_date else set(MOVED)
+        return [(name, moved_date(value, shift) if name.lower() in moved else value)
+                for name, value in recorded_fields(reply) if own_date or name.lower() != "date"]
 
     def error(self, status: int, text: str) -> Reply:  # also the socket side's answer to a bad request
         return Reply(status, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")],

@@ -125,6 +125,24 @@ def test_later_in_the_case_the_later_reply_is_in_force(origin):
     assert reply.getheader("Cache-Control") == "no-cache" and reply.getheader("Expires") is None
 
 
+def test_a_date_off_the_recordings_clock_keeps_its_distance_to_the_fetch(tmp_path):
+    """An origin 10 s slow (Date 10 s before the fetch, Expires 20 s after its Date): the replay's Date is 10 s
+    slow too and Expires 20 s after it, so a copy's apparent age (RFC 9111 4.2.3) is what it was in the run."""
+    slow = {"date": email.utils.formatdate(T0 - 10, usegmt=True),
+            "expires": email.utils.formatdate(T0 + 10, usegmt=True)}
+    run = make_run(tmp_path / "run", [record(1, T0, origin=slow, nbytes=10), record(2, T0 + 1),
+                                      record(3, T0 + 2, legs=[{"name": "nginx", "cache": {"violations": [AGE]}}])])
+    tmp_path.chmod(0o755)
+    with stand_in(tmp_path, run) as port:
+        served = Origin(port)
+        served.set_clock(0)
+        before = time.time()
+        reply, _ = served.ask("GET")
+    date = epoch(reply.getheader("Date"))
+    assert before - 12 <= date <= time.time() - 8
+    assert epoch(reply.getheader("Expires")) - date == 20
+
+
 def test_other_paths_are_not_found(origin):
     assert origin.ask("GET", "/elsewhere")[0].status == 404
 

@@ -151,7 +151,7 @@ def test_a_request_date_that_echoes_a_last_modified_moves_with_the_reply_the_sta
     ])
     case = extract_case(run, "nginx", 2)
     started = T0 + 86_400.25
-    shift = date_shift(case.steps[0].reply, started, case.recorded_start)
+    shift = date_shift(started, case.recorded_start)
     sent = replayed_request_headers(case, case.steps[1], started)
     assert sent["if-modified-since"] == moved_date(modified, shift) != modified
     assert sent["if-range"] == '"v1"'  # an entity tag is no date
@@ -221,6 +221,6 @@ def test_a_last_modified_two_fetches_carry_moves_to_one_date_whatever_their_sub_
     case = extract_case(run, "nginx", 3)
     started = case.recorded_start + 86_400.3
     first, second = case.steps[0].reply, case.steps[1].reply
-    moved = {moved_date(modified, date_shift(reply, started, case.recorded_start)) for reply in (first, second)}
+    moved = {moved_date(modified, date_shift(started, case.recorded_start)) for _ in (first, second)}
     assert moved == {replayed_request_headers(case, case.steps[2], started)["if-modified-since"]}
     assert moved == {format_date(int(parse_date(modified) + 86_400))}
