@@ -56,8 +56,8 @@ class Sequence:
 
 
 def scenarios_for(case: cf.Case) -> tuple[str, ...]:
-    """The scenarios that can show a broken rule for this case; `repeat` first. Issue 27's cases name their
-    own. Conditional and Range requests go to every case: the Collector answers each proxy's request with the
+    """The scenarios that can show a broken rule for this case; `repeat` first; a case with scenarios of its own
+    names them. Conditional and Range requests go to every case: the Collector answers each proxy's request with the
     reply the client got to the same one (patches 0024 to 0026), whatever the copy's age or the status."""
     if case.scenarios:
         return case.scenarios
