@@ -1,7 +1,7 @@
-"""The conformance sequences of issue 27 as the real-proxy tests send them: each on a URL and a client
+"""The conformance sequences as the real-proxy tests send them: each on a URL and a client
 connection of its own, every dependent request sent the moment the reply it depends on is in, through a lab
 with every Debian caching kind behind the patched Collector (tests/python/real_proxies/
-test_conformance_real_proxies.py, test_repro_rules.py)."""
+test_conformance_real_proxies.py)."""
 
 from __future__ import annotations
 

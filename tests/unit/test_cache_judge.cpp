@@ -120,18 +120,29 @@ TEST_CASE("replies without a stamp, and stamps that are not the Collector's, are
 }
 
 TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") {
-    spe::CacheJudge judge({"p"});
-    auto first = one_proxy_record(1, kT0, reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"),
-                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
-    judge.judge(first, kRequest);
-    judge.note_unsafe(0, "http://o/x", 200, kT0 + 2);
-    auto after = one_proxy_record(3, kT0 + 4, reply(fetch_stamp(3, kT0 + 4.001), "max-age=600", "tag-3"),
-                                  reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
-    after.proxies[0].measure.cache_headers.set(spe::CacheField::age, "4");
-    judge.judge(after, kRequest);
-    const auto& v = *after.proxies[0].measure.cache;
-    REQUIRE(v.violations.size() == 1);
-    CHECK(v.violations[0].rule == "invalidation");
+    for (unsigned status : {200U, 204U}) {  // any 2xx (RFC 9111 4.4): a 204 to M-SEARCH as a 200 to PUT
+        spe::CacheJudge judge({"p"});
+        auto first = fresh_copy_request(1, kT0, "tag-1");
+        judge.judge(first, kRequest);
+        judge.note_unsafe(0, "http://o/x", status, kT0 + 2);
+        auto after = one_proxy_record(3, kT0 + 4, reply(fetch_stamp(3, kT0 + 4.001), "max-age=600", "tag-3"),
+                                      reply(fetch_stamp(1, kT0 + 0.001), "max-age=600", "tag-1"));
+        after.proxies[0].measure.cache_headers.set(spe::CacheField::age, "4");
+        judge.judge(after, kRequest);
+        const auto& v = *after.proxies[0].measure.cache;
+        REQUIRE(v.violations.size() == 1);
+        CHECK(v.violations[0].rule == "invalidation");
+    }
+}
+
+TEST_CASE("an unknown method is unsafe: the fan-out notes its success as an invalidation (RFC 9110 9.2.1)") {
+    // A cache cannot know what an extension method does, so RFC 9111 4.4 applies to any method not defined as
+    // safe: Traffic Server keeping a copy after a 2xx to M-SEARCH is an invalidation failure.
+    for (const auto* method : {"M-SEARCH", "PURGE", "PROPPATCH", "PATCH", "DELETE", "POST", "PUT"})
+        CHECK(spe::is_unsafe_method(method));
+    for (const auto* method : {"GET", "HEAD", "OPTIONS", "TRACE"})
+        CHECK_FALSE(spe::is_unsafe_method(method));
+    CHECK(spe::is_unsafe_method("get"));  // methods are case-sensitive (RFC 9110 9.1): "get" is not GET
 }
 
 TEST_CASE("request rules follow what each cache was asked when it received the copy") {
