@@ -1,6 +1,9 @@
 #include "log/record_writer.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +15,28 @@ namespace {
 
 bool put(std::FILE* f, const std::string& text) {
     return !f || text.empty() || std::fwrite(text.data(), 1, text.size(), f) == text.size();
+}
+
+/// One writer per log file. Two Multipliers appending to one file would interleave two numberings of `id` (each
+/// counts from 1) and make one run of two evaluations. A POSIX record lock on the whole file, held until the
+/// process ends (a crashed Multiplier's lock goes with it, so a restarted one takes the log over); not flock,
+/// because a refused lock then names its holder's pid. Only regular files: /dev/null or a pipe has no owner.
+void claim(std::FILE* f, const std::string& path) {
+    const int fd = ::fileno(f);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;  // l_start 0, l_len 0: the whole file, however long it grows
+    if (::fcntl(fd, F_SETLK, &lock) == 0) return;
+    if (errno != EACCES && errno != EAGAIN)
+        throw std::runtime_error(fmt::format("cannot lock log file {}: {}", path, std::strerror(errno)));
+    struct flock holder = lock;
+    const bool known = ::fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+    throw std::runtime_error(fmt::format(
+        "log file {} is being written by another Multiplier{}: each Multiplier needs a log (and a run directory) "
+        "of its own",
+        path, known ? fmt::format(" (pid {})", holder.l_pid) : ""));
 }
 
 }  // namespace
@@ -28,6 +53,7 @@ RecordWriter::LogFile RecordWriter::open(const std::string& path) {
     if (path.empty()) return {};
     File f(std::fopen(path.c_str(), "ab"));
     if (!f) throw std::runtime_error("cannot open log file " + path + ": " + std::strerror(errno));
+    claim(f.get(), path);
     // A batch in a few writes: through stdio's default buffer (the file system's 4 KiB block) a
     // judged record of 3 KB cost a write system call of its own, nearly one per client request.
     auto buffer = std::make_unique_for_overwrite<char[]>(kFileBuffer);
