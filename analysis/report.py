@@ -106,7 +106,8 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
     with tables:
         usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
         files = RunDir(run)
-        inputs = RunData(run, log, records, tables, LabJson.read(run) if run.is_dir() else None, usage,
+        lab = LabJson.read(run) if run.is_dir() else None
+        inputs = RunData(run, log, records, tables, lab, usage,
                          files.captures if files.captures.is_dir() else None, table, examples)
         for section in sections.SECTIONS:
             if section.rows:
@@ -118,7 +119,7 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
                 data[section.name] = section.compute(inputs)
     return Report(run, table, records.requests, records.bad_lines, bad_collector_lines, usage or {},
                   skipped=records.skipped, held=records.held, https=records.https, bad_cache_lines=bad_cache_lines,
-                  bad_parts=bad_parts, data=data)
+                  bad_parts=bad_parts, data=data, spe_version=lab.spe_version if lab else None)
 
 
 def skipped_text(rep: Report) -> str:
@@ -193,7 +194,8 @@ def short_report(rep: Report) -> list[str]:
 
 def text_report(rep: Report) -> str:
     """report.txt: what the run was, the verdict, the per-proxy table, then each section's details."""
-    out = [f"SPE report: {rep.run}", f"{rep.requests} client requests"
+    out = [f"SPE report: {rep.run}" + (f" (run by SPE {rep.spe_version})" if rep.spe_version else ""),
+           f"{rep.requests} client requests"
            + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
            + (f", {rep.bad_parts} unreadable Parquet file(s) skipped" if rep.bad_parts else "")
            + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else [])]
@@ -258,8 +260,8 @@ def html_report(rep: Report, out: Path | None = None, live: str = "") -> str:
 def summary_json(rep: Report) -> dict:
     """summary.json: the run, the per-proxy rows (summary_columns) and each section's keys."""
     rows = [{c: r.get(c) for c in summary_columns()} for r in rep.rows]
-    summary = {"run": str(rep.run), "requests": rep.requests, "bad_lines": rep.bad_lines,
-               "bad_parquet_files": rep.bad_parts, "proxies": rows,
+    summary = {"run": str(rep.run), "spe_version": rep.spe_version, "requests": rep.requests,
+               "bad_lines": rep.bad_lines, "bad_parquet_files": rep.bad_parts, "proxies": rows,
                "skipped_fanouts": rep.skipped, "client_held": rep.held, "https": rep.https}
     for section in sections.SECTIONS:
         if section.summary:

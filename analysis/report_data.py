@@ -26,3 +26,4 @@ class Report:
     bad_cache_lines: int = 0  # lines naming a `cache` object that could not be read
     bad_parts: int = 0  # Parquet part files (./spe logs compact) that could not be read, skipped
     data: dict[str, Any] = field(default_factory=dict)  # what each section computed, by its name
+    spe_version: str | None = None  # the SPE that ran it (lab.json's spe_version); None: a bare log, an older run

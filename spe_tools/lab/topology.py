@@ -19,13 +19,14 @@ from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.lab.start_live import live_of_run
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT, CollectorOfRun, LabJson, MultiplierOfRun, OriginOfRun, ProxyOfRun
+from spe_tools.version import describe
 
 
 def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
     """lab.json: names, kinds, versions, ports and log paths (relative to the run directory)."""
     lab = run.lab
     return LabJson(name=lab.name, lab_file=layout.LAB_TOML, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                   collector=_collector(lab, run.ports), proxies=_proxies(lab, run.ports),
+                   spe_version=describe(), collector=_collector(lab, run.ports), proxies=_proxies(lab, run.ports),
                    multiplier=_multiplier(lab, run.ports, multiplier), origin=_origin(lab, run.ports),
                    workload=_workload(lab),
                    noise_pairs=noise_pairs(lab),  # identical proxies (analysis/sections/noise.py)

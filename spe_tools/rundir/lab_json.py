@@ -132,6 +132,7 @@ class LabJson:
     name: str | None = None
     lab_file: str | None = None  # the lab as it ran, relative to the run directory (layout.LAB_TOML)
     started: str | None = None
+    spe_version: str | None = None  # the SPE that ran it: commit, "(modified)" (spe_tools/version.py)
     collector: CollectorOfRun = field(default_factory=CollectorOfRun)
     proxies: dict[str, ProxyOfRun] = field(default_factory=dict)
     multiplier: MultiplierOfRun = field(default_factory=MultiplierOfRun)
@@ -145,7 +146,7 @@ class LabJson:
         data = data if isinstance(data, dict) else {}
         proxies = data.get("proxies") if isinstance(data.get("proxies"), dict) else {}
         return cls(name=data.get("name"), lab_file=data.get("lab_file"), started=data.get("started"),
-                   collector=CollectorOfRun.from_json(data.get("collector")),
+                   spe_version=data.get("spe_version"), collector=CollectorOfRun.from_json(data.get("collector")),
                    proxies={name: ProxyOfRun.from_json(spec) for name, spec in proxies.items()},
                    multiplier=MultiplierOfRun.from_json(data.get("multiplier")),
                    origin=OriginOfRun.from_json(data.get("origin")),
@@ -155,7 +156,7 @@ class LabJson:
 
     def to_json(self) -> dict:
         return {"name": self.name, "lab_file": self.lab_file, "started": self.started,
-                "collector": self.collector.to_json(),
+                "spe_version": self.spe_version, "collector": self.collector.to_json(),
                 "proxies": {name: spec.to_json() for name, spec in self.proxies.items()},
                 "multiplier": self.multiplier.to_json(), "origin": self.origin.to_json(),
                 "workload": self.workload, "noise_pairs": [list(pair) for pair in self.noise_pairs],

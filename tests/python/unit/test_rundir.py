@@ -27,6 +27,7 @@ from spe_tools.rundir.access_log import (
 from spe_tools.rundir.lab_json import DEFAULT_UNCACHEABLE_TTL_S, LabJson, ProxyOfRun
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.port_usage import parse_access_log
+from spe_tools.version import describe
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +56,9 @@ def test_the_layout_names_each_file_relative_to_the_run():
 
 def test_lab_json_survives_a_round_trip_key_for_key():
     written = lab_json_of("default.toml").to_json()
-    assert list(written) == ["name", "lab_file", "started", "collector", "proxies", "multiplier", "origin", "workload",
-                             "noise_pairs"]
+    assert list(written) == ["name", "lab_file", "started", "spe_version", "collector", "proxies", "multiplier",
+                             "origin", "workload", "noise_pairs"]
+    assert written["spe_version"] == describe()  # the SPE that ran the lab
     text = json.dumps(written, indent=2)
     assert json.dumps(LabJson.from_json(json.loads(text)).to_json(), indent=2) == text
 

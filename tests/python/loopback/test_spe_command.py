@@ -1,0 +1,36 @@
+"""The front door's conventions (./spe itself, before any Python command runs): `--version` prints the checkout's
+commit, and a command used wrongly exits 2 with what was wrong, before it installs or builds anything."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from conftest import ROOT
+
+from spe_tools.version import describe
+
+
+def spe(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / "spe"), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_version_prints_the_commit():
+    done = spe("--version")
+    assert done.returncode == 0 and done.stdout == f"spe {describe()}\n"
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("setup", "--fast"), "setup takes no arguments, got '--fast'"),
+    (("lint", "all"), "lint takes no arguments, got 'all'"),
+    (("build", "--debug"), "build: unknown argument '--debug'"),
+    (("test", "--layr", "unit"), "test: unknown argument '--layr'"),
+    (("test", "--layer", "units"), "no test layer 'units'"),
+    (("bench",), "usage: ./spe bench NAME"),
+    (("nope",), "unknown command 'nope'"),
+    (("--version", "x"), "--version takes no arguments"),
+])
+def test_a_usage_error_exits_2_and_says_what(args, said):
+    done = spe(*args)
+    assert done.returncode == 2, (args, done.stderr)
+    assert said in done.stderr
