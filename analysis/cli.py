@@ -50,7 +50,7 @@ def checked_formats(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spe report", description=__doc__,
+    parser = argparse.ArgumentParser(prog="./spe report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path, nargs="+",
                         help="run directory or Multiplier log file (several with --compare)")

@@ -50,6 +50,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from bench import command
 from bench.lib.callgrind import callgrind, inclusive_rows, split_name
 from bench.lib.clients import fixed_rate
 from bench.lib.doc import command_line, machine, publish
@@ -346,7 +347,8 @@ def memory(mults: dict[str, tuple[int, str]], logs: dict[str, Path]) -> dict[str
 # ---------------------------------------------------------------- main
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="1 round of 3 s, no fill, 3 s of callgrind (while developing)")
     parser.add_argument("--rounds", type=int, default=4)

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.clients import timed_get
 from bench.lib.doc import machine, write_section
 from spe_tools.collector import BINARIES, start_collector
@@ -100,7 +100,8 @@ def table(summary: list[dict]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="fresh objects per row (default 5)")
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
     args = parser.parse_args()

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import h11
 
+from bench import command
 from bench.lib.clients import read_reply
 from bench.lib.doc import machine, publish
 from bench.lib.harness import MULTIPLIER, BenchError
@@ -338,7 +339,8 @@ def start_origin(group: ProcessGroup, limit: int) -> list[int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--counts", default="1000,3000,10000", help="idle connection counts, comma-separated")
     parser.add_argument("--concurrency", type=int, default=500, help="requests sent at once to reach the idle state")
     parser.add_argument("--in-flight", type=int, default=1000, help="requests held in flight (0: skip)")

@@ -43,6 +43,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import command
 from bench.lib.callgrind import callgrind, split_name
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
@@ -209,7 +210,8 @@ def trace_syscalls(pid: int, url: str, script: Path | None, seconds: float, work
 # ---------------------------------------------------------------- main
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=parse_duration, default=8, help="wrk run per round (part 1)")
     parser.add_argument("--trace-seconds", type=parse_duration, default=4, help="load while strace counts (part 2)")

@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench import command
 from bench.lib.clients import fixed_rate, get
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, on_load_cpu, run_main
@@ -296,7 +297,8 @@ def effect_rows(legs: list[tuple], by_proxy: dict[str, list[float]], by_pos: dic
 # ---------------------------------------------------------------- main
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=("dummies", "positions", "both"), default="both")
     parser.add_argument("--rate", type=float, default=100, help="client requests per second (default 100)")
     parser.add_argument("--seconds", type=parse_duration, default=30, help="seconds per measurement (default 30)")

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.doc import machine, publish
 from bench.lib.har_files import write_access_log, write_big_har, write_har_entries
 from bench.lib.meters import cpu_seconds, rss_and_peak_kb, run_with_peak_rss
@@ -176,7 +176,8 @@ def report(args: argparse.Namespace, origins: dict, replays: dict, big: dict | N
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=parse_duration, default=10, help="wrk's time per origin and round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--requests", type=int, default=3000, help="requests per replay (default 3000)")

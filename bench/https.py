@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
 from bench.lib.meters import cpu_seconds
@@ -258,7 +258,8 @@ def new_host_runs(args: argparse.Namespace, ports: dict, cas: dict[str, Path],
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10)

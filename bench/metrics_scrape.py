@@ -33,6 +33,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench import command
 from bench.lib.callgrind import callgrind, inclusive_rows
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
@@ -148,7 +149,8 @@ class Scraper:
 # ---------------------------------------------------------------- main
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as `throughput`)")

@@ -52,6 +52,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import command
 from bench.lib.clients import get
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
@@ -261,7 +262,8 @@ def table(runs: list[dict], seconds: float, gaps: dict[str, list[float]], target
 # ---------------------------------------------------------------- main
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--seconds", type=parse_duration, default=2, help="seconds per wrk run (default 2)")
     parser.add_argument("--quick", action="store_true",

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from analysis.report import ENGINES, FORMATS, build_report, write_report
+from bench import command
 from bench.lib.doc import machine, publish
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.parquet_log import HEAD_BYTES, read_state
@@ -169,7 +170,8 @@ def cpu_s() -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--parquet", action="store_true",
                         help="compact the run while it is written, then report from Parquet")

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.clients import fixed_rate, get
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, on_load_cpu, run_main
@@ -149,7 +149,8 @@ def plot(by_rate: list[dict], by_count: list[dict], n_for_rates: int, rate_for_c
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="100,500,1000,2000", help="client rates for the rate sweep (req/s)")
     parser.add_argument("--proxies-for-rates", type=int, default=4, help="proxies under test in the rate sweep")
     parser.add_argument("--counts", default="0,1,2,4,8", help="proxies under test for the proxies sweep")

@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.doc import machine, publish
 from bench.lib.harness import MULTIPLIER
 from bench.lib.servers import BENCH_ORDER
@@ -81,7 +81,8 @@ def clients(port: int, origin: str, rate: float, until: float, latencies: list, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=parse_duration, default="60m")
     parser.add_argument("--rate", type=float, default=100, help="client requests per second in total")
     parser.add_argument("--every", type=parse_duration, default=10, help="sampling period (default 10 s)")

@@ -42,7 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import BenchError, run_main
 from bench.lib.meters import busy_seconds
@@ -292,7 +292,8 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400,
                         help="requests per client to each Multiplier (4 × 400: the p99 is the 16th-worst)")
     parser.add_argument("--clients", type=int, default=4)

@@ -27,6 +27,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench import command
 from bench.lib.doc import command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, BenchError, run_main
 from bench.lib.meters import busy_seconds, cpu_seconds
@@ -158,7 +159,8 @@ def check_multiplier_log(path: Path, proxies: int) -> tuple[int, int, int]:
 # ---------------------------------------------------------------- main
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as the perf anchors)")

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, command
 from bench.lib.doc import machine, publish
 from bench.lib.meters import cpu_seconds
 from spe_tools.duration import parse_duration
@@ -73,7 +73,8 @@ def wrk_origin(origin_port: int, seconds: float) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="500,1000", help="load rates to run, req/s (default 500,1000)")
     parser.add_argument("--seconds", type=parse_duration, default=20, help="per rate (default 20)")
     parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")

@@ -10,7 +10,7 @@ from spe_tools.ca import CaError, create_spe_ca, default_dir, trust_instructions
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spe ca", description=(
+    parser = argparse.ArgumentParser(prog="./spe ca", description=(
         "Create (once) the CA whose leaf certificates the Multiplier presents when it intercepts "
         "HTTPS (--intercept-tls), and print how to trust it."))
     parser.add_argument("--dir", type=Path, default=None,

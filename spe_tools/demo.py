@@ -44,7 +44,8 @@ def adapt(lab: Lab) -> tuple[Lab, list[str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./spe demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lab", type=Path, default=DEFAULT_LAB, help="lab file (default: configs/labs/default.toml)")
     parser.add_argument("--duration", type=parse_duration,
                         help="workload duration, e.g. 45s, 10m (default: the lab file's, 120 s)")

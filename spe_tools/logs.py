@@ -13,7 +13,7 @@ from spe_tools.rundir.parquet_log import compact
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spe logs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="./spe logs", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     compact_cmd = commands.add_parser("compact", help="turn RUN/multiplier.jsonl into RUN/parquet/ (incremental)")
     compact_cmd.add_argument("run", type=Path, help="run directory")

@@ -1,8 +1,8 @@
 """The real-browser driver: Debian's headless Chromium through a proxy, pages loaded with their
 embedded objects like a user with think times, page load times reported.
 
-Run: python -m spe_tools.workload.browse --proxy HOST:PORT URL... [--think-s S] [--json FILE]
-     python -m spe_tools.workload.browse --proxy HOST:PORT --origin HOST:PORT --pages N [--seed N]
+Run: ./spe browse --proxy HOST:PORT URL... [--think-s S] [--json FILE]
+     ./spe browse --proxy HOST:PORT --origin HOST:PORT --pages N [--seed N]
          [--think-s S] [--session-pages N] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache]
          [--all-through-proxy] [--json FILE] [--har FILE]
 With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/sessions.py):
@@ -378,7 +378,8 @@ def summarize(args: argparse.Namespace, results: list[PageResult]) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="./spe browse", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("urls", nargs="*", help="pages to load, in order")
     p.add_argument("--proxy", required=True, help="HOST:PORT of the proxy Chromium uses for everything")
     p.add_argument("--pages", type=int, default=0, help="browse N pages of the synthetic origin (needs --origin)")

@@ -1,8 +1,7 @@
 """The HAR origin: a recorded site served again from HAR files, on the loopback.
 
-Run: python -m spe_tools.workload.har_origin --listen 127.0.0.1:PORT FILE.har [FILE.har ...]
-         [--no-think] [--think-scale X]
-(./spe origin --har FILE.har ... --listen 127.0.0.1:PORT). Prints `origin listening on HOST:PORT` once ready;
+Run: ./spe origin --har FILE.har [FILE.har ...] --listen 127.0.0.1:PORT [--no-think] [--think-scale X]
+Prints `origin listening on HOST:PORT` once ready;
 SIGTERM or SIGINT stops it (exit 0).
 
 Every recorded host is asked for here as http://ORIGIN/_har/SCHEME/HOST/PATH?QUERY (har.lab_url); on a recording
@@ -123,7 +122,8 @@ def non_negative(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./spe origin", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", metavar="FILE.har", help="the recordings (HAR 1.2)")
     parser.add_argument("--har", nargs="+", action="extend", default=[], metavar="FILE.har",
                         help="recordings, as ./spe origin --har names them (the same as naming them)")

@@ -3,7 +3,7 @@ a target offered hit ratio, shares of IMS, reload, HEAD and POST requests, and a
 sequences (RFC 9111 rules, conformance_mix.py); beside the robots, --users browsing users in sessions
 (sessions.py: a page and its embedded objects, think time, a link followed).
 
-Run: python -m spe_tools.workload.load --proxy HOST:PORT --origin HOST:PORT --rate R --duration D
+Run: ./spe load --proxy HOST:PORT --origin HOST:PORT --rate R --duration D
          [--robots N] [--hit-ratio H] [--popularity uniform|zipf:A] [--launch-win S] [--ims S] [--reload S]
          [--head S] [--post S] [--page S] [--seq S] [--conformance S] [--model FILE] [--world ID] [--seed N]
          [--users N] [--think-s S] [--session-pages N]
@@ -380,7 +380,8 @@ def hostport(text: str) -> tuple[str, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="./spe load", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--proxy", type=hostport, help="HOST:PORT of the proxy (absolute-form requests); "
                    "without it, straight to the origin")
     p.add_argument("--origin", type=hostport, required=True, help="HOST:PORT of the synthetic origin (./spe origin)")

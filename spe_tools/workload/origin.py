@@ -1,6 +1,6 @@
 """The synthetic origin: replies fixed by the content model, think time and pacing per request.
 
-Run: python -m spe_tools.workload.origin --listen 127.0.0.1:PORT [--model FILE] [--seed N]
+Run: ./spe origin --listen 127.0.0.1:PORT [--model FILE] [--seed N]
          [--think-mean-ms X] [--think-sd-ms Y]
 Prints `origin listening on HOST:PORT` once ready (with --tls, then also
 `origin listening with TLS on HOST:PORT (test CA PATH)`); SIGTERM or SIGINT stops it (exit 0).
@@ -459,7 +459,8 @@ async def serve(host: str, port: int, origin: Replier, tls: tuple[str, int, Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="./spe origin", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--listen", type=parse_listen, required=True, metavar="HOST:PORT",
                         help="address to listen on (port 0: any free port, printed)")
     parser.add_argument("--model", help="JSON file of content-model parameters (docs/workloads.md)")

@@ -1,10 +1,10 @@
 """The trace replayer: a Squid native or Apache combined/common access log, or browsers' HAR recordings
 (har_replay.py), sent through a proxy with their timing (scaled by --speed).
 
-Run: python -m spe_tools.workload.replay LOG --proxy HOST:PORT [--speed X] [--filter-dynamic]
+Run: ./spe replay LOG --proxy HOST:PORT [--speed X] [--filter-dynamic]
          [--origin HOST:PORT] [--format auto|squid|apache] [--spread-ms 10] [--conns-per-client 1]
          [--max-requests N] [--duration S] [--timeout S] [--report-every S] [--json FILE] [--allow-any-host]
-     python -m spe_tools.workload.replay FILE.har [FILE.har ...] --proxy HOST:PORT [--speed X] [--origin HOST:PORT]
+     ./spe replay FILE.har [FILE.har ...] --proxy HOST:PORT [--speed X] [--origin HOST:PORT]
          [--format har] [--max-requests N] [--duration S] [--timeout S] [--report-every S] [--json FILE]
          [--allow-any-host]
 An access log is replayed with one persistent connection per client address; --origin rewrites every URL's host
@@ -108,7 +108,8 @@ def hostport(text: str) -> tuple[str, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="./spe replay", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="an access log (Squid native, Apache combined or common), or HAR files")
     p.add_argument("--proxy", type=hostport, required=True, help="HOST:PORT of the proxy to replay through")

@@ -34,3 +34,15 @@ def test_a_usage_error_exits_2_and_says_what(args, said):
     done = spe(*args)
     assert done.returncode == 2, (args, done.stderr)
     assert said in done.stderr
+
+
+@pytest.mark.parametrize("command", [("demo",), ("origin",), ("origin", "--har", "x.har"), ("load",), ("replay",),
+                                     ("browse",), ("report",), ("logs",), ("lab",), ("ca",), ("repro",),
+                                     ("export",), ("bench", "soak")])
+def test_help_names_the_command_as_typed(command):
+    """`./spe X --help` says `./spe X`, not the module behind it, and prints at once (no set-up first)."""
+    done = spe(*command, "--help")
+    name = " ".join(c for c in command if not c.startswith("-") and not c.endswith(".har"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: ./spe {name} "), done.stdout[:200]
+    assert "python -m" not in done.stdout and "building" not in done.stderr
