@@ -26,7 +26,7 @@ from spe_tools.lab.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT
 from spe_tools.workload.har import replay_format
-from spe_tools.workload.popularity import parse_popularity
+from spe_tools.workload.popularity import DEFAULT_POPULARITY, parse_popularity
 
 PROXY_KINDS = tuple(kinds.KINDS)
 COLLECTOR_KINDS = tuple(BINARIES)  # spe: the patched Squid; squid: Debian's stock one
@@ -128,7 +128,7 @@ class WorkloadSpec:
     rate: float = 20  # load: requests per second, all clients together
     clients: int = 4  # load: robots, each with its own keep-alive connections
     hit_ratio: float = 0.55  # load: offered hit ratio
-    popularity: str = "zipf:0.8"  # load: uniform | zipf:A
+    popularity: str = DEFAULT_POPULARITY  # load: uniform | zipf:A
     conformance: float = 0.0  # load: share of requests in RFC 9111 conformance sequences (/c/<case>/<id>)
     pages: int = 0  # browse: pages to visit; 0: as many as fit in duration_s at think_s each
     think_s: float = 2.0  # browse, and load's users: mean think time between pages
@@ -203,6 +203,18 @@ def _proxy(data: Any, index: int) -> ProxySpec:
     return ProxySpec(**values)
 
 
+def _fanout_threads(t: Table) -> int | None:
+    """A count, or "auto" (docs/lab-file.md's default, the Multiplier's own): None, so that it chooses."""
+    value = t.get("fanout_threads", (int, str))
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, str):
+        raise LabFileError(f'[multiplier].fanout_threads: expected an integer or "auto", got {value!r}')
+    if not 0 <= value <= 64:
+        raise LabFileError(f"[multiplier].fanout_threads: {value} is out of range (0 to 64, or \"auto\")")
+    return value
+
+
 def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
     t = Table("[multiplier]", data, MultiplierSpec())
     host, port = parse_address(t.get("listen", str, "127.0.0.1:0"), "[multiplier].listen")
@@ -212,7 +224,7 @@ def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
         legs=t.choice("legs", MULTIPLIER_LEGS),
         timeout_s=t.number("timeout_s", 0.1, 3600),
         threads=t.number("threads", 1, 64, integer=True),
-        fanout_threads=t.number("fanout_threads", 0, 64, integer=True),
+        fanout_threads=_fanout_threads(t),
         compare_headers=t.strings("compare_headers"),
         ignore_headers=t.strings("ignore_headers"),
         extra_args=with_config_resolved(t.strings("extra_args"), source.parent if source else None),

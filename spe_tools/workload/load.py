@@ -34,7 +34,7 @@ from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
 from spe_tools.workload.conformance_mix import ConformanceMix
 from spe_tools.workload.http11 import CLIENT_HEADER, format_date, request_bytes
 from spe_tools.workload.plan import Planned
-from spe_tools.workload.popularity import History, parse_popularity
+from spe_tools.workload.popularity import DEFAULT_POPULARITY, History, parse_popularity
 from spe_tools.workload.sessions import PARALLEL, SessionModel, user
 from spe_tools.workload.stats import Histogram, fmt_ms
 
@@ -399,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--robots", type=int, default=4, help="robots, each with its own persistent connections")
     p.add_argument("--max-conns", type=int, default=16, help="connections per robot at most (default 16)")
     p.add_argument("--hit-ratio", type=float, default=0.55, help="offered hit ratio (default 0.55, PolyMix-1)")
-    p.add_argument("--popularity", default="uniform", help="uniform | zipf:A (default uniform)")
+    p.add_argument("--popularity", default=DEFAULT_POPULARITY, help=f"uniform | zipf:A (default {DEFAULT_POPULARITY})")
     p.add_argument("--launch-win", type=parse_duration, default=0.0, help="ramp the rate up from 0 over S s")
     for name, default, text in (("ims", 0.05, "IMS requests (repeats with If-Modified-Since)"),
                                 ("reload", 0.01, "reloads (repeats with Cache-Control: no-cache)"),

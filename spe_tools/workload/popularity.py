@@ -10,6 +10,10 @@ from __future__ import annotations
 import math
 import random
 
+# The one default, of `./spe load --popularity` and a lab's [workload].popularity: PolyMix-1's, as the rest of the
+# load's model (docs/workloads.md); a lab file that wants Zipf says so (configs/labs/default.toml does).
+DEFAULT_POPULARITY = "uniform"
+
 
 def parse_popularity(text: str) -> tuple[str, float]:
     if text == "uniform":

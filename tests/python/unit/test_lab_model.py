@@ -534,3 +534,26 @@ def test_a_replay_labs_run_file_names_the_same_recordings(tmp_path):
     write_run_lab_file(lab, run_copy)
     again = load_lab(run_copy)
     assert again.workload.files == (tmp_path / "labs" / "a.har",) and again.workload.speed == 2
+
+
+def test_fanout_threads_takes_a_count_or_auto_as_documented(tmp_path):
+    """docs/lab-file.md gives "auto" as the default: written out, it is the Multiplier's own choice (no flag)."""
+    ports = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 10}, collector={"sq": 100}, replay=5)
+
+    def argv(value: str) -> list[str]:
+        return multiplier_argv(parse_lab(f"[multiplier]\nfanout_threads = {value}\n" + MINIMAL), ports, tmp_path)
+
+    assert "--fanout-threads" not in argv('"auto"')
+    given = argv("0")
+    assert given[given.index("--fanout-threads") + 1] == "0"
+    assert 'expected an integer or "auto", got \'many\'' in error('[multiplier]\nfanout_threads = "many"\n' + MINIMAL)
+    assert "out of range" in error("[multiplier]\nfanout_threads = 65\n" + MINIMAL)
+
+
+def test_a_lab_load_and_the_load_command_share_each_default():
+    """One default per setting: a lab's [workload] key left out is what `./spe load` does without its flag."""
+    from spe_tools.workload.load import build_parser
+
+    command = build_parser().parse_args(["--origin", "127.0.0.1:1", "--rate", "1", "--duration", "1"])
+    lab = parse_lab('[workload]\nkind = "load"\n' + MINIMAL).workload
+    assert lab.popularity == command.popularity
