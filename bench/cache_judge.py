@@ -35,7 +35,7 @@ Accept-Language): the judge's tables grow as in a real run, up to their bound of
 
 Run: ./spe bench cache_judge [--quick] [--rounds 4] [--seconds 8] [--rate 1500] [--urls 70000]
                              [--fill-requests 70000]
-                             [--callgrind-seconds 6] [--no-append] [--keep]
+                             [--callgrind-seconds 6] [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from pathlib import Path
 from bench import command
 from bench.lib.callgrind import callgrind, inclusive_rows, split_name
 from bench.lib.clients import fixed_rate
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, on_load_cpu, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds, rss_and_peak_kb
@@ -366,7 +366,7 @@ def main() -> int:
                              "memory reading (0: none)")
     parser.add_argument("--callgrind-seconds", type=parse_duration, default=6,
                         help="load while callgrind counts each build (0: no callgrind part)")
-    parser.add_argument("--no-append", action="store_true")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     if args.quick:
@@ -424,7 +424,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                 counts[build]["inclusive"] = inclusive_rows(workdir, f"{build}-cg")
         group.stop_all()
     text = report(args, runs, mem, facts, counts, new_urls)
-    return publish(text, problems(runs, facts), title=TITLE, write=not args.no_append)
+    return publish(text, problems(runs, facts), title=TITLE, write=args.write_docs)
 
 
 def problems(runs: list[dict], facts: dict[str, dict]) -> list[str]:

@@ -8,7 +8,7 @@ the median hit time, the difference, and the target (within 5 % or 2 ms, whichev
 8 (c)). Debian's stock Squid, run beside it with the same configuration, shows what a hit costs
 without replay.
 
-Run: ./spe bench collector_replay [--repeat N] [--no-append]
+Run: ./spe bench collector_replay [--repeat N] [--write-docs]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench import ROOT, command
 from bench.lib.clients import timed_get
-from bench.lib.doc import machine, write_section
+from bench.lib.doc import add_write_docs, machine, write_section
 from spe_tools.collector import BINARIES, start_collector
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.summary_stats import median
@@ -103,7 +103,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog=command(__spec__.name), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="fresh objects per row (default 5)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     args = parser.parse_args()
     if not BINARIES["spe"].exists():
         print(f"the patched Collector is not built ({BINARIES['spe']}): run ./spe setup", file=sys.stderr)
@@ -113,7 +113,7 @@ def main() -> int:
     text = table(summary)
     print(text)
     print(f"({time.monotonic() - started:.0f} s)")
-    if not args.no_append:
+    if args.write_docs:
         stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
         intro = (f"\n## {TITLE} — {stamp}\n\n"
                  f"Machine: {machine()}. Command: `./spe bench collector_replay --repeat {args.repeat}`. "

@@ -27,7 +27,7 @@ In-flight: a second Multiplier whose Collector (a small asyncio server) holds ev
 while; K clients each send one request; KB per in-flight request = (RSS with K requests waiting -
 RSS with the same K connections idle) / K.
 
-Run: ./spe bench connections [--counts 1000,10000] [--in-flight 1000] [--no-append]
+Run: ./spe bench connections [--counts 1000,10000] [--in-flight 1000] [--write-docs]
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import h11
 
 from bench import command
 from bench.lib.clients import read_reply
-from bench.lib.doc import machine, publish
+from bench.lib.doc import add_write_docs, machine, publish
 from bench.lib.harness import MULTIPLIER, BenchError
 from bench.lib.meters import busy_seconds
 from bench.lib.servers import BENCH_ORDER
@@ -345,7 +345,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=500, help="requests sent at once to reach the idle state")
     parser.add_argument("--in-flight", type=int, default=1000, help="requests held in flight (0: skip)")
     parser.add_argument("--hold", type=parse_duration, default=20, help="seconds the slow Collector holds each reply")
-    parser.add_argument("--no-append", action="store_true")
+    add_write_docs(parser)
     args = parser.parse_args()
     for tool in ("nginx",):
         if not shutil.which(tool):
@@ -371,7 +371,7 @@ def main() -> int:
     foreign = (f"foreign CPU, used by other work on the machine during the run: "
                f"{(busy_seconds() - busy0) - (own_cpu_seconds() - own0):.1f} CPU-s in {time.monotonic() - t0:.0f} s")
     text = report(args, rows, flight, limit, foreign)
-    return publish(text, [], title=TITLE, write=not args.no_append)
+    return publish(text, [], title=TITLE, write=args.write_docs)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ not depend on how the threads' work interleaves, so two builds compare to a few 
 
 Run: ./spe bench cpu_breakdown [--rounds 3] [--seconds 8] [--trace-seconds 4] [--callgrind-seconds 8]
                                [--multiplier-args FLAGS] [--baseline BINARY [--baseline-args FLAGS]]
-                               [--no-append] [--keep]
+                               [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pathlib import Path
 
 from bench import command
 from bench.lib.callgrind import callgrind, split_name
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds
@@ -225,7 +225,7 @@ def main() -> int:
     parser.add_argument("--baseline-args", default="", metavar="FLAGS",
                         help="flags the baseline gets beside the usual ones, e.g. '--fanout-threads 0' (with "
                              "--baseline the same binary: one build with two settings)")
-    parser.add_argument("--no-append", action="store_true")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     if args.baseline_args and not args.baseline:
@@ -284,7 +284,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             group, "lua", lambda w: start_lua(group, "lua-callgrind", port, origin_ports, w, 120),
             f"http://127.0.0.1:{port}/1k", None, args.callgrind_seconds, workdir)
         group.stop_all()
-    return publish(report(args, times, traces, counts), problems(times), title=TITLE, write=not args.no_append)
+    return publish(report(args, times, traces, counts), problems(times), title=TITLE, write=args.write_docs)
 
 
 def problems(times: list[dict]) -> list[str]:

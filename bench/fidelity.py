@@ -26,7 +26,7 @@ on Debian's stock Squid 5.7, the release Multiplier (sequential mode, --log), th
 process (asyncio, fixed rate, 16 persistent connections) on CPU0.
 
 Run: ./spe bench fidelity [--part dummies|positions|both] [--rate 100] [--seconds 30]
-                          [--placements pinned,unpinned] [--legs parallel,serial] [--no-append] [--keep]
+                          [--placements pinned,unpinned] [--legs parallel,serial] [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from bench import command
 from bench.lib.clients import fixed_rate, get
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, on_load_cpu, run_main
 from bench.lib.logs import fmt_counter, stderr_problems
 from bench.lib.meters import busy_seconds
@@ -306,7 +306,7 @@ def main() -> int:
                         help="for --part positions: pinned (every server on CPU1), unpinned, or both (default)")
     parser.add_argument("--legs", default="parallel,serial",
                         help="for --part positions: the Multiplier's --legs, parallel, serial or both (default)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     args.placements = [p for p in args.placements.split(",") if p]
@@ -350,7 +350,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"build, sequential mode; latencies are its log's `total_us` (from the start of each leg to the last "
               f"body byte). Client: fixed rate, 16 persistent connections, on CPU{LOAD_CPU}.\n\n"
               + "\n".join(sections))
-    return publish(report, problems, title=TITLE, write=not args.no_append)
+    return publish(report, problems, title=TITLE, write=args.write_docs)
 
 
 if __name__ == "__main__":

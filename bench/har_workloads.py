@@ -11,7 +11,7 @@ access-log replay, and what a 500 MB HAR costs in memory.
 3. A --big-mb HAR (64 KB bodies, generated, then removed): the HAR origin's start (reading it) and peak RSS after
    serving its first hundred URLs, and the replay's peak RSS and time sending all of it to that origin.
 
-Run: ./spe bench har_workloads [--seconds 10] [--rounds 3] [--requests 3000] [--big-mb 500] [--no-append]
+Run: ./spe bench har_workloads [--seconds 10] [--rounds 3] [--requests 3000] [--big-mb 500] [--write-docs]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench import ROOT, command
-from bench.lib.doc import machine, publish
+from bench.lib.doc import add_write_docs, machine, publish
 from bench.lib.har_files import write_access_log, write_big_har, write_har_entries
 from bench.lib.meters import cpu_seconds, rss_and_peak_kb, run_with_peak_rss
 from spe_tools.duration import parse_duration
@@ -182,14 +182,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--requests", type=int, default=3000, help="requests per replay (default 3000)")
     parser.add_argument("--big-mb", type=float, default=500, help="size of the big HAR, MB (0: none; default 500)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="spe-bench-har-"))
     try:
         origins, replays, big = measure(args, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    publish(report(args, origins, replays, big), [], title=TITLE, write=not args.no_append)
+    publish(report(args, origins, replays, big), [], title=TITLE, write=args.write_docs)
     return 0
 
 

@@ -20,7 +20,7 @@ host: its leaf is cached) beside mult-newhost-1 (each connection names a new hos
 Targets (issue 17): HTTPS ≥ 80 % of plain HTTP req/s at 4-way; ≥ 5× mitmproxy's kept-alive req/s and
 ≥ 5× its new connections/s; a lower median than mitmproxy's on one kept-alive connection.
 
-Run: ./spe bench https [--rounds 3] [--seconds 8] [--connections 10] [--no-append] [--keep]
+Run: ./spe bench https [--rounds 3] [--seconds 8] [--connections 10] [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from bench import ROOT, command
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
 from bench.lib.meters import cpu_seconds
 from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, start_server, wait_port
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             raise BenchError("the Multiplier stopped answering")
         group.stop_all()
     text, problems = report(args, runs, [records_check(workdir / "mult.jsonl")])
-    return publish(text, problems, title=TITLE, write=not args.no_append)
+    return publish(text, problems, title=TITLE, write=args.write_docs)
 
 
 def start_servers(group: ProcessGroup, ports: dict) -> tuple[dict[str, Path], dict[str, list[int]]]:
@@ -265,7 +265,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=10)
     parser.add_argument("--new-hosts", type=int, default=100,
                         help="connections in the new-host comparison (at most the leaf burst, 200)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     if not CLIENT.exists():

@@ -18,7 +18,7 @@ scraper still asks every second of wall time, while the Multiplier serves a smal
 rate: far more scrapes per request than at full load (the count is reported), so the ratio is an upper bound.
 
 Run: ./spe bench metrics_scrape [--rounds 6] [--seconds 8] [--connections 10] [--callgrind-seconds 10]
-                                [--no-append] [--keep]
+                                [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bench import command
 from bench.lib.callgrind import callgrind, inclusive_rows
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
 from bench.lib.meters import busy_seconds, cpu_seconds
 from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, write_objects
@@ -156,7 +156,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as `throughput`)")
     parser.add_argument("--callgrind-seconds", type=parse_duration, default=10,
                         help="load while callgrind counts each Multiplier (0: no callgrind part)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     tools = ("wrk", "nginx", "taskset") + (("valgrind", "callgrind_annotate", "callgrind_control")
@@ -330,7 +330,7 @@ def report(args: argparse.Namespace, runs: list[dict], scraper: Scraper, checks:
             + table(runs, args.seconds) + f"\n\n- {verdict}\n" + instructions_text(counts, full_load)
             + "\nChecks:\n\n" + "".join(f"- {c}\n" for c in checks))
     problems = [f"{len(scraper.failures)} scrape(s) failed"] if scraper.failures else []
-    return publish(text, problems, title=TITLE, write=not args.no_append)
+    return publish(text, problems, title=TITLE, write=args.write_docs)
 
 
 if __name__ == "__main__":

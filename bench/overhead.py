@@ -36,7 +36,7 @@ request, every proxy result OK, no warnings) and the Collector's access.log (all
 client request plus N per fan-out). Exit status 1 if a check failed.
 
 Run: ./spe bench overhead [--quick] [--rounds N] [--seconds S] [--gap-ms MS] [--counts 0,1,2,4,8]
-                          [--sizes 1k,13k,1m] [--base-port P] [--no-append] [--keep]
+                          [--sizes 1k,13k,1m] [--base-port P] [--write-docs] [--keep]
  or: python3 -m bench.overhead ...
 """
 
@@ -54,7 +54,7 @@ from pathlib import Path
 
 from bench import command
 from bench.lib.clients import get
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, run_main
 from bench.lib.logs import fmt_counter, read_multiplier_log, stderr_problems
 from bench.lib.meters import busy_seconds, cpu_seconds
@@ -277,7 +277,7 @@ def main() -> int:
                         help="numbers of proxies under test, one Multiplier each (default 0,1,2,4,8)")
     parser.add_argument("--sizes", default=",".join(ALL_SIZES), help="object sizes (default 1k,13k,1m)")
     parser.add_argument("--base-port", type=int, help="use consecutive ports from here (default: free ports)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     if args.quick:
@@ -317,7 +317,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     check, found = collector_check(setup, meter, sent, ending)
     checks.append(check)
     problems += found
-    return publish(report(args, setup, runs, checks, problems), problems, title=TITLE, write=not args.no_append)
+    return publish(report(args, setup, runs, checks, problems), problems, title=TITLE, write=args.write_docs)
 
 
 # ---------------------------------------------------------------- the run, step by step

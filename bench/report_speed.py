@@ -14,7 +14,7 @@ JSON Lines) fit in a few GB of disk. --engine memory parses the whole log into m
 peak RSS of the process that builds and writes the report is measured (the compactions', processes of their
 own, apart), and so is the disk the report takes while it runs (its scratch database).
 
-Run: ./spe bench report_speed [--records N] [--parquet [--chunk N]] [--engine duckdb|memory] [--no-append]
+Run: ./spe bench report_speed [--records N] [--parquet [--chunk N]] [--engine duckdb|memory] [--write-docs]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from analysis.report import ENGINES, FORMATS, build_report, write_report
 from bench import command
-from bench.lib.doc import machine, publish
+from bench.lib.doc import add_write_docs, machine, publish
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.parquet_log import HEAD_BYTES, read_state
 
@@ -177,7 +177,7 @@ def main() -> int:
                         help="compact the run while it is written, then report from Parquet")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="with --parquet: records compacted at a time")
     parser.add_argument("--engine", choices=ENGINES, default="duckdb")
-    parser.add_argument("--no-append", action="store_true")
+    add_write_docs(parser)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="spe-report-bench-"))
     scratch = workdir / "scratch"
@@ -224,7 +224,7 @@ def main() -> int:
             f"{built - start:.1f} | {done - built:.1f} | {seconds:.1f} | {cpu:.0f} | {rate:,.0f} | "
             f"{peak_rss_gb(resource.RUSAGE_SELF):.2f} | {watch.peak_gb:.2f} |\n\n"
             f"Target: at least 1,000,000 records per minute. The truncated last line was counted and skipped.\n")
-    return publish(text, [], title=TITLE, write=not args.no_append)
+    return publish(text, [], title=TITLE, write=args.write_docs)
 
 
 if __name__ == "__main__":

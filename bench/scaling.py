@@ -18,7 +18,7 @@ configuration on Debian's stock Squid 5.7 (a memory HIT after the warm-up). The 
 (asyncio, fixed rate, 32 persistent connections) on CPU0; nginx and Squid are not pinned.
 
 Run: ./spe bench scaling [--rates 100,500,1000,2000] [--proxies-for-rates 4] [--counts 0,1,2,4,8]
-                         [--rate-for-counts 500] [--seconds 15] [--size 1024] [--no-append] [--keep]
+                         [--rate-for-counts 500] [--seconds 15] [--size 1024] [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bench import ROOT, command
 from bench.lib.clients import fixed_rate, get
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, BenchError, on_load_cpu, run_main
 from bench.lib.logs import fmt_counter, read_multiplier_log, stderr_problems
 from bench.lib.meters import busy_seconds, cpu_seconds, rss_and_peak_kb
@@ -158,7 +158,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=parse_duration, default=15, help="seconds per point (default 15)")
     parser.add_argument("--size", type=int, default=1024, help="object size in bytes (default 1024)")
     parser.add_argument("--no-plot", action="store_true", help="do not write docs/images/scaling.png")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, configs)")
     args = parser.parse_args()
     try:
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
               f"Versus request rate, {args.proxies_for_rates} proxies under test:\n\n{table(by_rate)}\n\n"
               f"Versus proxies under test, {args.rate_for_counts:g} req/s:\n\n{table(by_count)}\n"
               + ("\n" + "\n".join(notes) + "\n" if notes else ""))
-    return publish(report, problems, title=TITLE, write=not args.no_append)
+    return publish(report, problems, title=TITLE, write=args.write_docs)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ workload mix. Every --every seconds it samples the Multiplier's RSS and open fil
 descriptors and the clients' latency in that window. RSS, descriptors and latency
 must stay flat. Not part of ./spe test.
 
-Run: ./spe bench soak [--duration 60m] [--rate 100] [--every 10] [--no-append]
+Run: ./spe bench soak [--duration 60m] [--rate 100] [--every 10] [--write-docs]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from bench import ROOT, command
-from bench.lib.doc import machine, publish
+from bench.lib.doc import add_write_docs, machine, publish
 from bench.lib.harness import MULTIPLIER
 from bench.lib.servers import BENCH_ORDER
 from spe_tools.duration import parse_duration
@@ -86,7 +86,7 @@ def main() -> int:
     parser.add_argument("--duration", type=parse_duration, default="60m")
     parser.add_argument("--rate", type=float, default=100, help="client requests per second in total")
     parser.add_argument("--every", type=parse_duration, default=10, help="sampling period (default 10 s)")
-    parser.add_argument("--no-append", action="store_true")
+    add_write_docs(parser)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="spe-soak-"))
     workdir.chmod(0o755)
@@ -105,7 +105,7 @@ def main() -> int:
             records = sum(1 for _ in open(workdir / "m.jsonl"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return publish(report(args, samples, len(latencies), records, errors), [], title=TITLE, write=not args.no_append)
+    return publish(report(args, samples, len(latencies), records, errors), [], title=TITLE, write=args.write_docs)
 
 
 def start_servers(group: ProcessGroup, workdir: Path) -> tuple[int, Child]:

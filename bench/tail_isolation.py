@@ -27,7 +27,7 @@ Everything listens on 127.0.0.1 and is stopped by PID. Unpinned, as a user would
 Another build (e.g. an older commit's, for a before/after in one sitting): SPE_MULTIPLIER=PATH.
 
 Run: ./spe bench tail_isolation [--requests 400] [--clients 4] [--per-round 4] [--timeout 5]
-                                [--delay-ms 300] [--threads 1] [--split-cpus] [--no-append] [--keep]
+                                [--delay-ms 300] [--threads 1] [--split-cpus] [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 from bench import ROOT, command
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import BenchError, run_main
 from bench.lib.meters import busy_seconds
 from bench.lib.servers import pin, start_multiplier
@@ -288,7 +288,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
             if n == "faulty":
                 seen = counts
         text = report(args, results, cpu, foreign, wall, seen, problems)
-    return publish(text, problems, title=TITLE, write=not args.no_append)
+    return publish(text, problems, title=TITLE, write=args.write_docs)
 
 
 def main() -> int:
@@ -304,7 +304,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="the Multipliers' --threads")
     parser.add_argument("--split-cpus", action="store_true",
                         help="faulty proxies on CPU1, everything else (clients included) on CPU0")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     return run_main("tail", (), lambda workdir: measure(args, workdir), keep=args.keep)

@@ -16,7 +16,7 @@ server's Δ(utime+stime) over wrk's completed requests. Targets (issue 8) at 4-w
 1 KB objects: >= 1.5x the Lua fan-out's req/s, >= 3x the mirror's, <= 80 µs CPU per request; issue 42, at 4-
 and 8-way: the Lua fan-out's CPU per request >= 1.5x the Multiplier's (each pair from one round, their median).
 
-Run: ./spe bench throughput [--rounds 3] [--seconds 8] [--connections 10] [--no-append] [--keep]
+Run: ./spe bench throughput [--rounds 3] [--seconds 8] [--connections 10] [--write-docs] [--keep]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from bench import command
-from bench.lib.doc import command_line, machine, publish
+from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, BenchError, run_main
 from bench.lib.meters import busy_seconds, cpu_seconds
 from bench.lib.nginx_fanout import (
@@ -164,7 +164,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=parse_duration, default=8)
     parser.add_argument("--connections", type=int, default=10, help="wrk -c (default 10, as the perf anchors)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     if not all(Path(m).exists() for m in LUA_MODULES):
@@ -262,7 +262,7 @@ def report(args: argparse.Namespace, runs: list[dict], checks: list[str]) -> int
     errors = sorted({f"{r['scenario']}: {r['errors']}" for r in runs if r["errors"]})
     if errors:
         text += "\nwrk reported: " + "; ".join(errors) + "\n"
-    return publish(text, [], title=TITLE, write=not args.no_append)
+    return publish(text, [], title=TITLE, write=args.write_docs)
 
 
 if __name__ == "__main__":

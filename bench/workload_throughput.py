@@ -7,7 +7,7 @@ and send-lateness percentiles, CPU seconds per request of each process. Then the
 under wrk (one thread, 8 connections, a 13 KB object) for its ceiling. Both must reach 500 req/s
 with every request answered and no errors; the exit status says whether they did.
 
-Run: ./spe bench workload_throughput [--rates 500,1000] [--seconds 20] [--no-append]
+Run: ./spe bench workload_throughput [--rates 500,1000] [--seconds 20] [--write-docs]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench import ROOT, command
-from bench.lib.doc import machine, publish
+from bench.lib.doc import add_write_docs, machine, publish
 from bench.lib.meters import cpu_seconds
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port
@@ -77,7 +77,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="500,1000", help="load rates to run, req/s (default 500,1000)")
     parser.add_argument("--seconds", type=parse_duration, default=20, help="per rate (default 20)")
-    parser.add_argument("--no-append", action="store_true", help="print only, do not write docs/benchmarks.md")
+    add_write_docs(parser)
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="spe-bench-workload-"))
@@ -92,7 +92,7 @@ def main() -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     problems = problems_of(rows, ceiling)
-    publish(report(args, rows, ceiling, problems), [], title=TITLE, write=not args.no_append)
+    publish(report(args, rows, ceiling, problems), [], title=TITLE, write=args.write_docs)
     return 0 if not problems else 1
 
 

@@ -3,6 +3,7 @@ the earlier ones), and what every section states about its run (the machine, the
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import shlex
@@ -71,6 +72,12 @@ def write_section(title: str, text: str) -> None:
     print(f"bench: {'replaced' if replaced else 'added'} the section '{title}' in {RESULTS} (earlier runs: "
           "git log -p docs/benchmarks.md); its explanation and the targets table at the top are written by hand",
           file=sys.stderr)
+
+
+def add_write_docs(parser: argparse.ArgumentParser) -> None:
+    """A benchmark prints its results; docs/benchmarks.md changes only when its user asks."""
+    parser.add_argument("--write-docs", action="store_true",
+                        help="also put the result into docs/benchmarks.md, in place of this benchmark's section")
 
 
 def publish(report: str, problems: list[str], *, title: str, write: bool) -> int:

@@ -1,6 +1,6 @@
 """docs/benchmarks.md keeps one section per benchmark: a new run replaces its own section (bench/lib/doc.py).
 Checked by what the code does, never by its source text: the helper on a sample document, each benchmark's
-title and --no-append, and benchmarks writing their sections into temporary copies of the doc."""
+title and --write-docs, and benchmarks writing their sections into temporary copies of the doc."""
 
 import argparse
 import datetime
@@ -106,7 +106,7 @@ def test_a_heading_with_a_detail_in_brackets_belongs_to_its_title(doc):
     assert "\nold\n" not in doc.read_text()
 
 
-def test_no_append_leaves_the_doc_alone_and_problems_are_still_reported(doc, capsys):
+def test_without_write_docs_the_doc_is_left_alone_and_problems_are_still_reported(doc, capsys):
     status = results_doc.publish("\n## Soak — 2026-11-24\n\nnew\n", ["a leak"], title="Soak", write=False)
     assert doc.read_text() == DOC
     assert status == 1 and "- a leak" in capsys.readouterr().out
@@ -136,11 +136,11 @@ def test_every_benchmark_has_a_title_of_its_own():
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
-def test_every_benchmark_can_leave_the_doc_alone(name, monkeypatch, capsys):
+def test_every_benchmark_writes_the_doc_only_when_asked(name, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [name, "--help"])
     with pytest.raises(SystemExit) as done:
         benchmark(name).main()
-    assert done.value.code == 0 and "--no-append" in capsys.readouterr().out
+    assert done.value.code == 0 and "--write-docs" in capsys.readouterr().out
 
 
 def test_the_results_doc_holds_one_section_per_benchmark():
@@ -152,7 +152,7 @@ def test_the_results_doc_holds_one_section_per_benchmark():
 def test_a_benchmark_run_writes_its_own_section_and_a_second_run_replaces_it(doc, monkeypatch):
     report_speed = benchmark("report_speed")
     for day in (1, 2):
-        monkeypatch.setattr(sys, "argv", ["report_speed", "--records", "200"])
+        monkeypatch.setattr(sys, "argv", ["report_speed", "--records", "200", "--write-docs"])
         monkeypatch.setattr(report_speed, "datetime", types.SimpleNamespace(date=fixed_date(day)))
         assert report_speed.main() == 0
     assert headings(doc)[-1] == "## Report speed — 2026-11-02"
@@ -173,7 +173,7 @@ def test_a_report_that_publishes_replaces_the_section_of_its_title(doc):
     doc.write_text(DOC + f"\n## {throughput.TITLE} (Multiplier, nginx mirror) — 2026-11-20 10:00\n\nold\n")
     runs = [{"round": 0, "scenario": f"{kind}{n}", "rps": 1000.0, "cpu_us": 50.0, "origin_us": 10.0, "foreign": 0.0,
              "errors": ""} for kind in throughput.KINDS for n in throughput.FANOUTS]
-    args = argparse.Namespace(connections=10, seconds=8, no_append=False)
+    args = argparse.Namespace(connections=10, seconds=8, write_docs=True)
     throughput.report(args, runs, ["mult4: 10 records"])
     assert results_doc.is_heading_of(headings(doc)[-1], throughput.TITLE)
     assert "\nold\n" not in doc.read_text() and "- mult4: 10 records" in doc.read_text()
@@ -195,10 +195,10 @@ def test_on_a_copy_of_the_results_doc_a_run_changes_its_own_section_only(tmp_pat
     report_speed = benchmark("report_speed")
     before = copy.read_text().splitlines(keepends=True)
     [(start, end)] = results_doc.sections_of(before, report_speed.TITLE)
-    monkeypatch.setattr(sys, "argv", ["report_speed", "--records", "200", "--no-append"])
-    report_speed.main()
-    assert copy.read_text() == "".join(before)  # --no-append
     monkeypatch.setattr(sys, "argv", ["report_speed", "--records", "200"])
+    report_speed.main()
+    assert copy.read_text() == "".join(before)  # printed only: no --write-docs
+    monkeypatch.setattr(sys, "argv", ["report_speed", "--records", "200", "--write-docs"])
     report_speed.main()
     after = copy.read_text().splitlines(keepends=True)
     [(new_start, new_end)] = results_doc.sections_of(after, report_speed.TITLE)
