@@ -56,6 +56,10 @@ class OriginReply:
     # The fields its Connection listed, for one hop (collector.cache.origin_connection): sent with a Connection
     # that lists them, so a proxy that forwards or stores one does it again.
     hop_fields: tuple[str, ...] = ()
+    # The Content-Length the origin's 304 carried when it validated this reply (collector.cache.validated_length;
+    # RFC 9110 8.6 forbids it, some origins send 0): the stand-in's 304s carry it too, so a proxy that merges it
+    # into its copy (`framing`) does so again. None: that 304 carried none, or the reply was not validated.
+    not_modified_length: int | None = None
 
 
 @dataclass(frozen=True)
@@ -195,15 +199,17 @@ def _fresh_reply(record: dict, offset: float, previous: OriginReply | None) -> O
     if origin is None:
         return None
     status, length = collector.get("status") or 200, collector.get("bytes") or 0
+    validated_length = cache.get("validated_length")
     if status == 304 and previous is not None:
         headers = {**previous.headers, **origin}
         others = tuple(dict.fromkeys((*previous.other_fields, *_other_fields(cache, headers))))
         return OriginReply(previous.status, headers, previous.body_bytes, offset, others, previous.interim,
-                           previous.hop_fields)
+                           previous.hop_fields, validated_length)
     if record["method"] == "HEAD" and previous is not None:
         length = previous.body_bytes  # a HEAD reply has no body: the length stays the GET's
     hop = tuple((cache.get("origin_connection") or "").split())
-    return OriginReply(status, dict(origin), length, offset, _other_fields(cache, origin), _interim(collector), hop)
+    return OriginReply(status, dict(origin), length, offset, _other_fields(cache, origin), _interim(collector), hop,
+                       validated_length)
 
 
 def _steps(sequence: list[dict]) -> tuple[Step, ...]:

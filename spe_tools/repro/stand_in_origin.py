@@ -12,7 +12,8 @@ answered with the reply in force at the case time it arrives (docs/repro.md):
   Date now, Expires and Last-Modified moved by the same amount as that reply's Date (from its recorded
   Date to the case time of its fetch in this replay; a valid IMF-fixdate only), the fields the record names
   without values with stand-in values, its interim responses first, and a deterministic body of the
-  recorded length; 304 to a conditional request whose validators match (If-None-Match first, RFC 9110 13.2.2).
+  recorded length; 304 to a conditional request whose validators match (If-None-Match first, RFC 9110 13.2.2),
+  with the Content-Length the recorded origin's 304 carried, if it carried one.
 - POST, PUT, DELETE, PATCH: the recorded status of the latest such step, Cache-Control: no-store.
 - Any other path: 404, no-store.
 """
@@ -96,7 +97,9 @@ class StandIn:
         interim = reply.interim if req.version != "1.0" else ()
         delivery = Delivery(interim=interim, interim_fields=INTERIM_FIELDS)
         if reply.status == 200 and not_modified(req, etag, modified):
-            return Reply(304, headers, b"", delivery)
+            # the recorded origin's own 304 framing, when it had one (a 304 says no length otherwise)
+            framing = [] if reply.not_modified_length is None else [("Content-Length", str(reply.not_modified_length))]
+            return Reply(304, [*headers, *framing], b"", delivery)
         body = body_of(reply.body_bytes, f"{self.case.path} fetched at {reply.fetched_offset_s:g} s")
         return Reply(reply.status, [("Content-Type", "application/octet-stream"), *headers], body, delivery,
                      head_only=req.method == "HEAD")

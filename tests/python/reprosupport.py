@@ -20,9 +20,9 @@ def leg(name: str, violations: list | None = None, advisories: list | None = Non
 def record(rid: int, ts: float, url: str = URL, method: str = "GET", headers: dict | None = None,
            origin: dict | None = None, status: int = 200, nbytes: int = 5, legs: list | None = None,
            origin_fields: str | None = None, interim: tuple[int, ...] = (), origin_connection: str = "",
-           revalidated: bool = False) -> dict:
+           revalidated: bool = False, validated_length: int | None = None) -> dict:
     """`revalidated`: the Collector served its stored copy after the origin's 304 during this request (`origin`:
-    its fields as that 304 updated them)."""
+    its fields as that 304 updated them; `validated_length`: the Content-Length that 304 carried)."""
     collector = {"status": status, "bytes": nbytes,
                  "cache": {"violations": [], "reused": origin is None or revalidated}}
     if origin is not None:
@@ -31,6 +31,8 @@ def record(rid: int, ts: float, url: str = URL, method: str = "GET", headers: di
         collector["cache"]["origin_fields"] = origin_fields
     if origin_connection:
         collector["cache"]["origin_connection"] = origin_connection
+    if validated_length is not None:
+        collector["cache"]["validated_length"] = validated_length
     if interim:
         collector["interim"] = [{"at_us": 1000 * i, "status": s} for i, s in enumerate(interim)]
     return {"id": rid, "ts": ts, "method": method, "url": url, "request_headers": headers or {},

@@ -135,6 +135,19 @@ TEST_CASE("an unsafe request's success invalidates the cache's earlier copies") 
     }
 }
 
+TEST_CASE("the verdict keeps the length the validating 304 carried, for a repro case to send again") {
+    spe::CacheJudge judge({"p"});
+    auto first = fresh_copy_request(1, kT0, "tag-1");
+    judge.judge(first, kRequest);
+    auto revalidated = fresh_copy_request(2, kT0 + 5, "tag-2");
+    revalidated.collector.cache_headers.set(spe::CacheField::validated, fetch_stamp(2, kT0 + 5.001) + "; length=0");
+    judge.judge(revalidated, kRequest);
+    const auto& v = *revalidated.collector.cache;
+    CHECK(v.validated_at == Approx(kT0 + 5.001));
+    CHECK(v.validated_length == 0U);
+    CHECK_FALSE(first.collector.cache->validated_length);  // no 304, no length
+}
+
 TEST_CASE("an unknown method is unsafe: the fan-out notes its success as an invalidation (RFC 9110 9.2.1)") {
     // A cache cannot know what an extension method does, so RFC 9111 4.4 applies to any method not defined as
     // safe: Traffic Server keeping a copy after a 2xx to M-SEARCH is an invalidation failure.

@@ -124,6 +124,21 @@ TEST_CASE("fetch stamps parse, and anything else does not") {
     CHECK_FALSE(spe::parse_fetch_stamp(std::string(60, 'a') + "-1.4; t=1"));  // longer than any Collector's id
 }
 
+TEST_CASE("a validation stamp names the length its 304 carried, and stays the same stamp") {
+    // Collector patch 0027: X-SPE-Validated ends with "; length=N" when the origin's 304 had a Content-Length.
+    const auto with = spe::parse_fetch_stamp("65f1a2b3-1c2.42; t=1732412345.123; length=0");
+    REQUIRE(with);
+    CHECK(with->id == "65f1a2b3-1c2.42");
+    CHECK(with->time == Approx(1732412345.123));
+    CHECK(spe::validation_length("65f1a2b3-1c2.42; t=1732412345.123; length=0") == 0U);
+    CHECK(spe::validation_length("65f1a2b3-1c2.42; t=1732412345.123;length=1234") == 1234U);
+    CHECK_FALSE(spe::validation_length("65f1a2b3-1c2.42; t=1732412345.123"));
+    CHECK_FALSE(spe::validation_length("65f1a2b3-1c2.42; t=1732412345.123; length="));
+    CHECK_FALSE(spe::validation_length("65f1a2b3-1c2.42; t=1732412345.123; length=-1"));
+    CHECK_FALSE(spe::validation_length("65f1a2b3-1c2.42; t=1732412345.123; length=5x"));
+    CHECK_FALSE(spe::validation_length("forged; length=0"));  // not a stamp: nothing of it is read
+}
+
 TEST_CASE("stamp times read as the same double as a general decimal parse") {
     for (std::string_view t : {"1732412345.123", "1795495153.071", "1700000000.000", "1700000000.1", "1732412345",
                                "1732412345.999999", "1732412345.1234567", "0.001", "12345678901.5"}) {

@@ -106,6 +106,7 @@ nlohmann::json reference_cache(const spe::CacheVerdict& v) {
     if (!v.fetch.empty()) j["fetch"] = std::string(v.fetch.data(), v.fetch.size());
     if (v.fetched_at) j["fetched_at"] = *v.fetched_at;
     if (v.validated_at) j["validated_at"] = *v.validated_at;
+    if (v.validated_length) j["validated_length"] = *v.validated_length;
     if (v.age_s) j["age_s"] = std::round(*v.age_s * 1000) / 1000;
     if (!v.violations.empty()) j["violations"] = findings(v.violations);
     if (!v.advisories.empty()) j["advisories"] = findings(v.advisories);
@@ -281,6 +282,9 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
             r.collector.cache->validated_at = t;
             CHECK(spe::to_json_line(r) == reference_json_line(r));
         }
+        r.collector.cache->validated_length = 0;  // the length a 304 carried, 0 included
+        CHECK(spe::to_json_line(r) == reference_json_line(r));
+        CHECK(nlohmann::json::parse(spe::to_json_line(r))["collector"]["cache"]["validated_length"] == 0);
     }
     SECTION("times: integral, sub-microsecond, large, zero") {
         for (double ts : {0.0, 1700000000.0, 1763811234.123456, 1763811234.1234567, 1e16, 12.5e-7}) {

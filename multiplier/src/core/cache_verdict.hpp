@@ -92,6 +92,9 @@ struct CacheVerdict {
     boost::static_strings::static_string<kMaxFetchId> fetch;  // the stamp's id; empty: none
     std::optional<double> fetched_at;
     std::optional<double> validated_at;
+    /// The Content-Length of the origin's 304 that validated the copy (X-SPE-Validated's length=): a replay of
+    /// the exchange sends it again. nullopt: that 304 carried none, or no 304 did.
+    std::optional<std::uint64_t> validated_length;
     bool reused = false;
     /// Why the reply could not be judged as a reuse (no stamp, a corrupt one);
     /// empty: it was, or it needed no judging. Never a crash, never dropped.

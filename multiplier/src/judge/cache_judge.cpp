@@ -291,8 +291,10 @@ void CacheJudge::judge_reply_itself(CacheVerdict& v, const Case& c, const Leg& l
     const auto& h = leg.reply.cache_headers;
     // The Collector's own claim counts; in a proxy's reply, the Collector's entries are not the proxy's.
     v.claim = cache_claim(h, leg.reference ? c.upstream_claims : kNoNames);
-    if (const auto validated = h.validated())
+    if (const auto validated = h.validated()) {
         if (auto vs = parse_fetch_stamp(*validated)) v.validated_at = vs->time;
+        v.validated_length = validation_length(*validated);
+    }
     // A cache that keeps its stored header after its parent's 304 (nginx) shows no newer stamp: its claim
     // says it asked during this request, by the time it answered at the latest.
     if (v.claim == CacheClaim::revalidated) v.validated_at = std::max(v.validated_at.value_or(0), leg.served_at);

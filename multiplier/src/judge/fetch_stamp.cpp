@@ -56,6 +56,7 @@ std::optional<FetchStamp> parse_fetch_stamp(std::string_view value) {
         rest.remove_prefix(1);
     if (rest.substr(0, 2) != "t=") return std::nullopt;
     rest.remove_prefix(2);
+    rest = rest.substr(0, rest.find(';'));  // the parameters after the time are not the stamp's
 
     const auto dot = id.rfind('.');
     if (id.size() > FetchStamp::kMaxId || dot == std::string_view::npos || !is_collector_id(id.substr(0, dot)))
@@ -70,6 +71,23 @@ std::optional<FetchStamp> parse_fetch_stamp(std::string_view value) {
     stamp.id.assign(id.data(), id.size());
     stamp.collector_length = static_cast<std::uint8_t>(dot);
     return stamp;
+}
+
+std::optional<std::uint64_t> validation_length(std::string_view value) {
+    if (!parse_fetch_stamp(value)) return std::nullopt;
+    constexpr std::string_view kName = "length=";
+    for (auto at = value.find(';'); at != std::string_view::npos; at = value.find(';', at + 1)) {
+        auto parameter = value.substr(at + 1);
+        while (!parameter.empty() && parameter.front() == ' ')
+            parameter.remove_prefix(1);
+        if (!parameter.starts_with(kName)) continue;
+        parameter = parameter.substr(kName.size(), parameter.find(';') - kName.size());
+        std::uint64_t length = 0;
+        const auto [end, ec] = std::from_chars(parameter.data(), parameter.data() + parameter.size(), length);
+        if (ec == std::errc() && end == parameter.data() + parameter.size() && !parameter.empty()) return length;
+        return std::nullopt;
+    }
+    return std::nullopt;
 }
 
 }  // namespace spe

@@ -114,6 +114,7 @@ void cache_object(JsonWriter& w, const CacheVerdict& v) {
     w.key<"reused">().boolean(v.reused);
     if (!v.unjudged.empty()) w.key<"unjudged">().string(v.unjudged);
     if (v.validated_at) w.key<"validated_at">().number_ms(*v.validated_at);
+    if (v.validated_length) w.key<"validated_length">().integer(*v.validated_length);
     if (!v.violations.empty()) {
         w.key<"violations">();
         findings(w, v.violations);

@@ -143,6 +143,22 @@ def test_a_date_off_the_recordings_clock_keeps_its_distance_to_the_fetch(tmp_pat
     assert epoch(reply.getheader("Expires")) - date == 20
 
 
+def test_after_a_304_that_carried_a_length_the_stand_ins_304s_carry_it(tmp_path):
+    """The origin's 304 at case time 3 carried Content-Length: 0 (validated_length): from then on the stand-in's
+    304s carry it too, as the proxies got it in the run; before, a 304 says no length (RFC 9110 8.6)."""
+    run = make_run(tmp_path / "run", [
+        record(1, T0, origin=ORIGIN_1, nbytes=100),
+        record(2, T0 + 3, origin=ORIGIN_1, nbytes=100, revalidated=True, validated_length=0),
+        record(3, T0 + 4, nbytes=100, legs=[{"name": "nginx", "cache": {"violations": [AGE]}}])])
+    tmp_path.chmod(0o755)
+    with stand_in(tmp_path, run) as port:
+        served = Origin(port)
+        for case_time, length in ((0.5, None), (3.5, "0")):
+            served.set_clock(case_time)
+            reply, _ = served.ask("GET", headers={"If-None-Match": '"v1"'})
+            assert (reply.status, reply.getheader("Content-Length")) == (304, length), case_time
+
+
 def test_other_paths_are_not_found(origin):
     assert origin.ask("GET", "/elsewhere")[0].status == 404
 

@@ -341,6 +341,22 @@ def test_a_revalidated_copy_keeps_its_fetch_and_names_its_validation(bed):
     assert bed.origin_counts()[path] == 2
 
 
+def test_a_validation_stamp_names_the_length_its_304_carried(bed):
+    """An origin's 304 with Content-Length: 0 (patch 0027): its X-SPE-Validated ends with "; length=0", in the
+    revalidated reply and in every reply made from the copy, whose own length stays its body's (patch 0022)."""
+    path = "/obj/validated-length?cc=public,max-age=1&cc304=public,max-age=600&etag=l1&size=300&len304=0"
+    target = bed.url(path)
+    miss = fetch(bed.spe["direct"], target, tag())
+    time.sleep(2.5)  # stale now
+    refreshed = fetch(bed.spe["direct"], target, tag())
+    assert bed.origin_counts()[path] == 2 and refreshed.body == miss.body  # a 304, not a new body
+    validated = refreshed.headers.get("X-SPE-Validated") or ""
+    stamp, length = validated.rsplit("; ", 1)
+    assert length == "length=0" and stamp_parts(stamp)[1] > stamp_parts(miss.headers.get("X-SPE-Fetch"))[1]
+    hit = fetch(bed.spe["p1"], target, tag())
+    assert hit.headers.get("X-SPE-Validated") == validated and hit.headers.get("Content-Length") == "300"
+
+
 def test_a_request_joining_a_revalidation_gets_a_304_when_its_own_if_none_match_holds(bed):
     """Two proxies of one client request ask for a stale copy, the second one conditionally on the
     copy's ETag while the first one's revalidation is under way, so it joins it (collapsed

@@ -194,6 +194,20 @@ def test_a_copy_the_collector_revalidated_for_a_plain_get_carries_the_fields_the
     assert [s.fresh for s in extract_case(run, "nginx", 2).steps] == [True, True]
 
 
+def test_the_length_a_validating_304_carried_is_kept_with_the_reply_it_validated(tmp_path):
+    """Squid under test merges a 304's Content-Length: 0 into its copy (`framing`): the Collector's stamp of that
+    304 says it had one (validated_length), and the case keeps it for the stand-in's 304s, only from then on."""
+    run = make_run(tmp_path / "run", [
+        record(1, T0, origin=ORIGIN_1, nbytes=7),
+        record(2, T0 + 3.0, origin=ORIGIN_1, nbytes=7, revalidated=True, validated_length=0),
+        record(3, T0 + 4.0, nbytes=7, legs=[leg("sq", [AGE])]),
+    ])
+    first, revalidated, reused = (s.reply for s in extract_case(run, "sq", 3).steps)
+    assert first.not_modified_length is None
+    assert revalidated.not_modified_length == 0 and reused == revalidated
+    assert load_case(write_case(extract_case(run, "sq", 3), tmp_path / "case")).steps[1].reply == revalidated
+
+
 @pytest.mark.parametrize("value", ["Thu, 18 Aug 2050 2:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "0",
                                    "Thursday, 18-Aug-50 02:01:18 GMT", "Thu, 18 Aug 2050 02:01:18 gMT", '"v1"'])
 def test_only_a_valid_imf_fixdate_is_moved_the_others_stay_byte_for_byte(value):
