@@ -162,7 +162,8 @@ def test_every_unsafe_request_reaches_the_origin_once(lab):
             # The dummy passes every request on as it came: the replay port answers it with the client's reply,
             # from the first request on (the Collector found its parent when it started).
             if p["name"] == "p-dummy" and p["result"] != "OK":
-                wrong.append(f"{method} {path}: the dummy's copy got {p['status']} ({p['result']})")
+                wrong.append(f"{method} {path}: the dummy's copy got {p['status']} ({p['result']}: {p.get('error')}, "
+                             f"{p.get('error_detail')}, {p.get('total_us')} µs)")
     assert not wrong, f"{len(wrong)} problems:\n" + "\n".join(wrong[:40])
 
 
