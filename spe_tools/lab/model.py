@@ -210,9 +210,7 @@ def _fanout_threads(t: Table) -> int | None:
         return None
     if isinstance(value, str):
         raise LabFileError(f'[multiplier].fanout_threads: expected an integer or "auto", got {value!r}')
-    if not 0 <= value <= 64:
-        raise LabFileError(f"[multiplier].fanout_threads: {value} is out of range (0 to 64, or \"auto\")")
-    return value
+    return t.number("fanout_threads", 0, 64, integer=True)  # a count: the range check every number gets
 
 
 def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
