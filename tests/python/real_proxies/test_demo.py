@@ -25,7 +25,7 @@ from spe_tools.lab.model import load_lab
 RUNS = 2
 # Long enough for the load's conformance share to reach most of its cases on every proxy (the full demo's
 # 120 s names about 30 (proxy, rule) pairs), short enough for two runs and their replays.
-DEMO_S = 45
+DEMO_S = 30
 SHARE = 0.95
 REPLAYS_AT_ONCE = 2
 
@@ -115,7 +115,7 @@ def replay(rundir: Path, proxy: str, rule: str, request: int) -> str:
 def test_the_first_example_of_each_finding_of_the_demo_reproduces(demo_runs):
     for rundir, _ in demo_runs:
         first = first_findings(rundir)
-        # the demo's mix makes the proxies break at least these within its first 45 s (docs/cache-judge.md's
+        # the demo's mix makes the proxies break at least these within its first 30 s (docs/cache-judge.md's
         # table of the Debian proxies)
         assert {"stale", "age", "stored-fields", "connection-fields"} <= {rule for _, rule in first}, first
         # Two at a time: a replay mostly waits (for its lab to start, for the case's recorded offsets), and the
