@@ -100,7 +100,8 @@ class LabUnderTest:
 @contextlib.contextmanager
 def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], None] | None = None,
                 ) -> Iterator[LabUnderTest]:
-    """Bring up the lab `text(workdir)` describes; `before` starts what the user would run outside it."""
+    """Bring up the lab `text(workdir)` describes; `before` starts what the user would run outside it.
+    SPE_KEEP_LAB=DIR keeps a copy of the lab's directory (run directory, proxies' logs) in DIR when it stops."""
     multiplier = multiplier_binary()
     workdir = Path(tempfile.mkdtemp(prefix="spe-lab-test-"))
     workdir.chmod(0o755)  # the proxies drop to their own users
@@ -123,6 +124,9 @@ def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], No
         group.stop_all()
         users.stop_all()
         left = [pid for pid in set(pids) if alive(pid)]
+        if os.environ.get("SPE_KEEP_LAB"):
+            with contextlib.suppress(shutil.Error):
+                shutil.copytree(workdir, Path(os.environ["SPE_KEEP_LAB"]) / workdir.name, symlinks=True)
         shutil.rmtree(workdir, ignore_errors=True)
         assert not left, f"processes survived the lab: {left}"
 
