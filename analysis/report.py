@@ -133,8 +133,8 @@ def skipped_text(rep: Report) -> str:
 def queueing_text(rep: Report) -> str:
     """SPE's own queueing, so the proxies' times are not mistaken for it: how often, and how long in all, the
     client was held back before a request (records' client_held_us: SPE's measuring more than
-    --max-fanout-backlog of the connection's fan-outs behind; in logs of issue 27's first Multiplier,
-    2026-11-26, the slowest proxy too far behind), and each proxy's legs' wait inside SPE before they were sent
+    --max-fanout-backlog of the connection's fan-outs behind; in logs of a Multiplier that paced the client by
+    its slowest proxy, that proxy too far behind), and each proxy's legs' wait inside SPE before they were sent
     (queued_us, median / p99: the proxy's turn and the client's requests on its other connections it waited
     for, `waited_for`)."""
     waits = [r for r in rep.rows[1:] if r.get("queued_median_ms") is not None]

@@ -1,4 +1,4 @@
-"""What the cache-rule judge costs (issue 16: judging must not slow the client; target: at most +10 % of
+"""What the cache-rule judge costs (judging must not slow the client; target: at most +10 % of
 the Multiplier's CPU per request at 4-way fan-out): the same Multiplier binary with the judge and with
 `--no-cache-judge`, side by side in interleaved rounds, with a second judging Multiplier of the same binary as a
 control (judge / control: what one run's figures move with nothing changed).
@@ -68,7 +68,7 @@ from spe_tools.summary_stats import median, percentile
 TITLE = "Cost of the cache-rule judge"
 
 FANOUT = 4
-TARGET_RATIO = 1.10  # issue 16: the judge may add at most 10 % to the Multiplier's CPU per request
+TARGET_RATIO = 1.10  # the judge may add at most 10 % to the Multiplier's CPU per request
 TABLE_BOUND = 16384  # CacheJudge's default capacity per table
 COLLECTOR_ID = "65f1a2b3-1c2"
 BUILDS = ("judge", "no-judge")  # the first judges, the second runs with --no-cache-judge
@@ -518,7 +518,7 @@ def rounds_section(args: argparse.Namespace, runs: list[dict]) -> list[str]:
                  f"round and by {median(control) - 1:+.1%} in the median (the row above); the judge's ratio is "
                  "read against that.")
     verdict = "met" if cpu_ratio <= TARGET_RATIO else "NOT met"
-    lines.append(f"\nTarget (issue 16): the judge adds at most {TARGET_RATIO - 1:.0%} to the Multiplier's CPU per "
+    lines.append(f"\nTarget: the judge adds at most {TARGET_RATIO - 1:.0%} to the Multiplier's CPU per "
                  f"request: **{cpu_ratio - 1:+.1%}** (median of the per-round ratios), **{verdict}**.\n")
     return lines
 

@@ -4,8 +4,8 @@ For objects with known origin think times and body pacing (tests/fixtures/collec
 each object is fetched once through the patched Collector's `direct` port (the miss) and then
 through the ports of two proxies under test (the replayed hits), each on a new client connection,
 as a proxy under test fetching a miss would. Reported per object: the client-measured miss time,
-the median hit time, the difference, and the target (within 5 % or 2 ms, whichever is larger; issue
-8 (c)). Debian's stock Squid, run beside it with the same configuration, shows what a hit costs
+the median hit time, the difference, and the target (within 5 % or 2 ms, whichever is larger).
+Debian's stock Squid, run beside it with the same configuration, shows what a hit costs
 without replay.
 
 Run: ./spe bench collector_replay [--repeat N] [--write-docs]

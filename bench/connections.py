@@ -1,5 +1,5 @@
 """Connections and memory: the Multiplier's resident memory with 1,000, 3,000 and 10,000 concurrent
-idle keep-alive client connections, and per in-flight request. Target (issue 8): under 10 KB per idle
+idle keep-alive client connections, and per in-flight request. Target: under 10 KB per idle
 connection.
 
 Set-up (127.0.0.1 only, free ports, every process stopped by PID): nginx serving /1k on 5 ports

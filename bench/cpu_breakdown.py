@@ -1,5 +1,5 @@
 """CPU per request, taken apart: where the Multiplier's CPU goes at 4-way fan-out, beside the nginx
-Lua fan-out doing the same exchange (issue 8: what limits throughput and CPU per request).
+Lua fan-out doing the same exchange (what limits throughput and CPU per request).
 
 Set-up as in `throughput` (127.0.0.1 only, every process stopped by PID): nginx serving /1k on 5 ports
 (the reference upstream and 4 stand-in proxies under test), the Multiplier (release build, sequential

@@ -1,4 +1,4 @@
-"""Measurement fidelity of the Multiplier, ROPE section 7 (issue 8, items 4a and 4b), on loopback.
+"""Measurement fidelity of the Multiplier, ROPE section 7, on loopback.
 
 --part dummies (ROPE 7.2, "proxy penalty"): two identical dummy proxies under test (the Multiplier
   in --dummy mode, passing every request to its own Collector port) against the direct path. A steady

@@ -17,7 +17,7 @@ Scenarios per round (order rotates): mult-https and mult-http (--connections C),
 mult-new and mitm-new (--new-connection, C), mult-one and mitm-one (one kept-alive connection: the
 median per request). Then once: mult-new-1 (one connection, a new connection per request, the same
 host: its leaf is cached) beside mult-newhost-1 (each connection names a new host: a leaf is made).
-Targets (issue 17): HTTPS ≥ 80 % of plain HTTP req/s at 4-way; ≥ 5× mitmproxy's kept-alive req/s and
+Targets: HTTPS ≥ 80 % of plain HTTP req/s at 4-way; ≥ 5× mitmproxy's kept-alive req/s and
 ≥ 5× its new connections/s; a lower median than mitmproxy's on one kept-alive connection.
 
 Run: ./spe bench https [--rounds 3] [--seconds 8] [--connections 10] [--write-docs] [--keep]

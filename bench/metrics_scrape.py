@@ -1,5 +1,5 @@
 """What /metrics costs: the Multiplier at 4-way fan-out under full load, with --metrics-listen and a scraper
-asking GET /metrics every second, against the same binary without it (issue 29: under 2 % fewer req/s).
+asking GET /metrics every second, against the same binary without it (target: under 2 % fewer req/s).
 
 Set-up (127.0.0.1 only, free ports, every process stopped by PID; placement as in `throughput`: wrk -t1 on
 CPU0, every server on CPU1): one nginx serving /1k (1024 B) on 5 ports, the Collector stand-in and 4 proxies

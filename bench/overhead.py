@@ -30,7 +30,7 @@ to CPU1, as in the project's perf anchors. Reported per size and scenario: media
 wrk's p50 / p99 and requests/s, the added p50 / p99 versus direct and versus the origin (medians of
 the per-round differences), the CPU time per client request (utime+stime from /proc/PID/stat) of
 the server wrk talks to, of the Collector and of the stand-ins, and the CPU used by anything else on
-the machine during the run ("foreign"). Targets (issue 8): with 4 proxies, under 0.5 ms added at the
+the machine during the run ("foreign"). Targets: with 4 proxies, under 0.5 ms added at the
 median, and no more than the one-hop nginx adds. Then it checks the Multipliers' logs (one record per
 request, every proxy result OK, no warnings) and the Collector's access.log (all HITs, 1 request per
 client request plus N per fan-out). Exit status 1 if a check failed.
@@ -558,7 +558,7 @@ def collector_check(setup: Setup, meter: Meter, sent: collections.Counter, endin
 # ---------------------------------------------------------------- the section
 
 def targets_summary(runs: list[dict], setup: Setup) -> list[str]:
-    """Per size and pacing: the 4-proxy Multiplier's added p50 against the targets (issue 8)."""
+    """Per size and pacing: the 4-proxy Multiplier's added p50 against the targets."""
     if TARGET_N not in setup.counts:
         return []
     summary = []

@@ -2,8 +2,8 @@
 
 Writes a synthetic run (N JSON Lines records with 4 proxies each, the Multiplier's format,
 a mix of result classes and a truncated last line) into a temporary directory, then times
-build_report + write_report (all formats) on it. Target (issue 6): at least 1 million
-records per minute on this 2-core machine; issue 29: 10 M and 50 M records under 4 GB of peak RSS.
+build_report + write_report (all formats) on it. Targets: at least 1 million
+records per minute on this 2-core machine, and 10 M and 50 M records under 4 GB of peak RSS.
 
 With --parquet the run is compacted as a week-long run would be, while it is written: every --chunk records
 appended to the log, `./spe logs compact` (the real command, in a child process, timed apart) adds them to the

@@ -1,4 +1,4 @@
-"""How the Multiplier's CPU per request and memory scale (issue 8, item 5), on loopback.
+"""How the Multiplier's CPU per request and memory scale, on loopback.
 
 Two sweeps, each point with a fresh Multiplier (release build, one I/O thread, sequential mode,
 JSON log) pinned to CPU1:

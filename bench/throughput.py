@@ -12,8 +12,8 @@ wrk -t1 on CPU0, every server on CPU1, one worker each):
   lua4/8   nginx + lua: ngx.location.capture_multi to the reference + 4 / 8 upstreams over
            keep-alive, every body read and hashed with ngx.md5 (the closest equivalent)
 Each scenario runs `wrk -t1 -cC -dS` per round; rounds rotate the order. CPU µs/req is the
-server's Δ(utime+stime) over wrk's completed requests. Targets (issue 8) at 4-way fan-out with
-1 KB objects: >= 1.5x the Lua fan-out's req/s, >= 3x the mirror's, <= 80 µs CPU per request; issue 42, at 4-
+server's Δ(utime+stime) over wrk's completed requests. Targets at 4-way fan-out with
+1 KB objects: >= 1.5x the Lua fan-out's req/s, >= 3x the mirror's, <= 80 µs CPU per request; at 4-
 and 8-way: the Lua fan-out's CPU per request >= 1.5x the Multiplier's (each pair from one round, their median).
 
 Run: ./spe bench throughput [--rounds 3] [--seconds 8] [--connections 10] [--write-docs] [--keep]
@@ -53,7 +53,7 @@ TITLE = "Throughput at 4- and 8-way fan-out, 1 KB"
 FANOUTS = (4, 8)
 KINDS = ("mult", "lua", "mirror")
 TARGET_VS_LUA, TARGET_VS_MIRROR, TARGET_CPU_US = 1.5, 3.0, 80.0
-# issue 42: at 4- and 8-way the Multiplier spends at most 2/3 of the Lua fan-out's CPU per client request
+# at 4- and 8-way the Multiplier spends at most 2/3 of the Lua fan-out's CPU per client request
 TARGET_LUA_CPU_RATIO = 1.5
 
 ORIGIN_BODY = """\

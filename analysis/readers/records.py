@@ -162,8 +162,8 @@ def https_counts(df: pl.DataFrame) -> dict[str, int]:
 
 def client_holds(df: pl.DataFrame) -> dict:
     """How often the Multiplier held a client back before reading its next request (SPE's measuring more than
-    --max-fanout-backlog of that connection's fan-outs behind; in logs of issue 27's first Multiplier, the
-    slowest proxy too far behind), and for how long in all; empty for a log without the field."""
+    --max-fanout-backlog of that connection's fan-outs behind; in logs of a Multiplier that paced the client by
+    its slowest proxy, that proxy too far behind), and for how long in all; empty for a log without the field."""
     if "client_held_us" not in df.columns:
         return {}
     held = df["client_held_us"].drop_nulls()

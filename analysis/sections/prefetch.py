@@ -21,7 +21,7 @@ HORIZON_S of its end. Found: used, its lead time is the client request's arrival
 end (negative: late, the client asked before the prefetch finished). Not found: wasted, its reply bytes
 wasted bandwidth. Precision is the share of prefetches used.
 
-In bounded memory (issue 29): every step is a DuckDB query, over the report's replies (the view `results` of
+In bounded memory: every step is a DuckDB query, over the report's replies (the view `results` of
 analysis/readers/engine.py, either engine) and the access log, which DuckDB reads once into a table
 (analysis/readers/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run
 DuckDB read), never a Python object per record or line.

@@ -1,4 +1,4 @@
-"""The conformance cases (issue 16): replies under /c/<case>/<id> that cover RFC 9111's caching rules.
+"""The conformance cases: replies under /c/<case>/<id> that cover RFC 9111's caching rules.
 
 The case in the path decides the reply's Cache-Control, Expires, validators, Vary, Set-Cookie, status and
 Age, so a report reader sees in the URL which rule a reply put to the test (docs/workloads.md lists each
@@ -156,9 +156,9 @@ VALID_FUTURE = ("Thursday, 18-Aug-50 02:01:18 GMT", "Thu Aug 18 02:01:18 2050") 
 
 
 def _no_pause_cases() -> dict[str, Case]:
-    """Issue 27's cases: sequences with no pause between dependent requests (conformance_mix.py) on replies
+    """The no-pause cases: sequences with no pause between dependent requests (conformance_mix.py) on replies
     that must be revalidated, dated oddly, updated by a 304, invalidated by any unsafe method or preceded by
-    1xx. Each names its scenarios, so the older cases' sequences (and the noise floor) stay as they were."""
+    1xx. Each names its scenarios, so the other cases' sequences (and the noise floor) do not include them."""
     reuse = ("repeat", "reuse-now")
     update = ("repeat", "revalidate", "head-update")
     v1, v2 = ("X-Version", "1"), ("X-Version", "2")

@@ -1,4 +1,4 @@
-"""The conformance request mix (issue 16): sequences of requests on one /c/<case>/<id> URL that give a cache
+"""The conformance request mix: sequences of requests on one /c/<case>/<id> URL that give a cache
 the chance to break the rule the case is about (docs/workloads.md).
 
 A sequence is a scenario (repeat after a delay, reloads, conditional requests, Authorization then none, an
@@ -145,7 +145,7 @@ def vary_steps(t: Target) -> list[Step]:
     return [Step(headers=h, delay_s=0 if i == 0 else 1) for i, h in enumerate(vary_headers(t.case))]
 
 
-# Issue 27's sequences below: each dependent request goes the moment the reply it depends on is in.
+# The no-pause sequences below: each dependent request goes the moment the reply it depends on is in.
 
 
 def reuse_now_steps(t: Target) -> list[Step]:

@@ -1,4 +1,4 @@
-"""Your own site, offline, on both sides (issue 40's path for a user): headless Chromium browses a real web
+"""Your own site, offline, on both sides (a user's path to a HAR workload): headless Chromium browses a real web
 application packaged by Debian (DokuWiki: session cookies, `Vary: Cookie`, validators, 304s; dokuwiki_site.py),
 reloading each page, and `./spe browse --har` writes what it loaded. The wiki is then stopped, and `./spe lab run`
 puts the recording on both sides of the default lab's kinds of proxies: the HAR origin answers as the wiki did,

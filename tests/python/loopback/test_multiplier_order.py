@@ -1,5 +1,5 @@
 """Each proxy sees each client connection's requests in the client's order, one at a time, even when every
-proxy is slower than the client (issue 27): the leg of request N+1 goes out once that proxy has answered N."""
+proxy is slower than the client: the leg of request N+1 goes out once that proxy has answered N."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How far the client and the proxies may run ahead of SPE (issue 41): the three bounds are flags, and the one
+"""How far the client and the proxies may run ahead of SPE: the three bounds are flags, and the one
 wait they can put on the client is measured.
 
 When SPE's own measuring (the fan-out executor) is more than --max-fanout-backlog of a connection's fan-outs
@@ -84,7 +84,7 @@ def test_a_client_ahead_of_spes_measuring_is_held_and_each_hold_is_on_a_record(l
         assert sorted(held) == [r["id"] for r in records[1:]]
         assert all(us > 0 for us in held.values()), held
     else:
-        assert held == {}  # twenty requests ahead is within today's bound: the slow proxy's queue holds no one
+        assert held == {}  # twenty requests ahead is within a backlog of 64: the slow proxy's queue holds no one
     assert found["spe_client_holds_total"] == len(held)
     assert found["spe_client_held_seconds_total"] == pytest.approx(sum(held.values()) / 1e6, abs=1e-6)
     assert found["spe_records_written_total"] == PIPELINED

@@ -83,8 +83,8 @@ def test_requests_to_the_multiplier_itself_are_loops(lab, start_multiplier):
 
 
 def test_another_loopback_address_on_the_listening_port_is_not_a_loop(lab, start_multiplier):
-    """Listening on 127.0.0.2:P, the Multiplier is not 127.0.0.1:P: an origin there is served (every
-    127.x host on the listening port used to get 508); 127.0.0.2:P itself is still a loop."""
+    """Listening on 127.0.0.2:P, the Multiplier is not 127.0.0.1:P: an origin there is served (a check
+    by port alone would answer every 127.x host on it with 508); 127.0.0.2:P itself is still a loop."""
     m = start_multiplier(host="127.0.0.2")
     beside = lab.group.start(f"origin-beside-{m.port}", [sys.executable, str(ROOT / "tests/fixtures/mini_origin.py"),
                                                           "--port", str(m.port)],

@@ -1,4 +1,4 @@
-"""Issue 27's conformance sequences on the real Debian proxies: Squid 5.7, Traffic Server 9.2, nginx 1.22,
+"""The conformance sequences on the real Debian proxies: Squid 5.7, Traffic Server 9.2, nginx 1.22,
 Varnish 7.1, Apache 2.4 mod_cache (as a forward proxy and as a gateway) and the dummy, behind the patched
 Collector, with the project's origin (the /c/<case>/<id> cases of spe_tools/workload/conformance.py) and the
 sequences of conformance_mix.py: each on a URL and a client connection of its own, every dependent request
@@ -9,11 +9,7 @@ The variant `loaded` runs the same sequences with both cores busy (two CPU hogs 
 up and stopped by PID however the test ends) and must give the same violations per proxy as `idle`.
 
 EXPECTED is what RFC 9110/9111 say each proxy's observed behaviour is (observed from the records and by
-asking each proxy directly: Date, Set-Cookie, X-Version and the 304s' fields). ON_MAIN is where the judge on
-main says otherwise today, each entry with the branch that brings EXPECTED about (`freshness`: strict dates,
-no slack for never-fresh copies, advisories for invalid or repeated max-age and gMT; `parent`: a proxy judged
-by its Collector port's reply; `verdicts`: `date`, `stored-fields`, 304 shape and validator precedence).
-The lead engineer deletes an entry once its branch is merged; the test then pins the new rule down.
+asking each proxy directly: Date, Set-Cookie, X-Version and the 304s' fields).
 SPE_CONFORMANCE_DUMP=PREFIX writes what the run found and its records to PREFIX-idle.json / -loaded.json.
 """
 
@@ -32,14 +28,14 @@ from parts import installed_kinds, require
 
 from spe_tools import collector
 
-# Rule ids of today's other branches that are not named in issue 27's brief: rename here if theirs differ.
+# Two of the judge's rule ids, named once for the table below.
 PRECEDENCE = "validator-precedence"  # If-None-Match before If-Modified-Since (RFC 9110 13.2.2)
 SHAPE_304 = "not-modified-fields"  # a 304 carries ETag, Vary ... as its 200 would (RFC 9110 15.4.5)
 # nginx never generates Age (RFC 9111 5.1): each copy it reuses 3 s or more after the fetch breaks `age` too
 INVALIDATION_MISSED = {"nginx": {"invalidation", "age", "date"}, "varnish": {"invalidation"}}
 
 # What RFC 9110/9111 say each proxy's observed behaviour is: sequence -> proxy (or "collector") -> the rules it
-# breaks; a proxy left out breaks none. Observed 2026-11-26 (records, and each proxy asked directly).
+# breaks; a proxy left out breaks none. Observed from the records, and by asking each proxy directly.
 EXPECTED: dict[str, dict[str, set[str]]] = {
     # Squid, Traffic Server and Apache invalidate; nginx and Varnish do not (4.4). Traffic Server answers
     # M-SEARCH and PROPPATCH 500 itself (nothing succeeded through it: nothing to invalidate); Apache
@@ -51,7 +47,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "proppatch-then-get": {**INVALIDATION_MISSED, "apache": {"invalidation"}},
     # A proxy's revalidation gets the origin's own 304 from its Collector port (patch 0021), X-Version: 2 with
     # the new Cache-Control / Expires; each reply after it carries the stamps of that 304 (the proxy's own
-    # request), so none counts as a reuse of the older copy here (seen 2026-11-28: every leg OK, none reused,
+    # request), so none counts as a reuse of the older copy here (in the records: every leg OK, none reused,
     # no-cache exercised); nginx stores neither a no-cache nor an expired reply. Varnish serves the
     # max-age=2 copy in grace 4 s after it arrived, unvalidated: stale (4.2.4). Not header-update (4.3.4): its
     # copy carries the X-SPE-Parent it was stored with, so nothing shows that its parent's 304 (asked for in
@@ -61,7 +57,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # reuses (4, 3.2).
     "no-cache-update": {},
     # The origin's 304 carries Content-Length: 0 (patch 0021 passes it on; 0022 keeps the Collector's own copy
-    # whole): every kind keeps the stored body and its length (3.2), seen 2026-11-28, idle and loaded.
+    # whole): every kind keeps the stored body and its length (3.2), idle and loaded.
     "update-length": {},
     # nginx (proxy_cache_revalidate) revalidates the stale copy and serves it with its stored header, the
     # max-age=2 the origin's 304 replaced (its Cache-Status says fwd-status=304): header-update (4.3.4), as it
@@ -73,7 +69,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "max-age-update-field": {"varnish": {"stale"}, "nginx": {"header-update", "date"}},
     # The same revalidation, the origin's 304 with Content-Length: 0: Squid merges it into its stored reply (RFC 9111
     # 3.2 leaves it out) and serves the stored body after a Content-Length: 0, from the revalidation on (as it does
-    # in front of the origin, seen 2026-11-29 with curl): `framing` (its leg a PROTOCOL_ERROR, extra data).
+    # in front of the origin, seen with curl): `framing` (its leg a PROTOCOL_ERROR, extra data).
     # nginx keeps X-Version: 1 after that 304 too (header-update).
     "max-age-update-length": {"squid": {"framing"}, "varnish": {"stale"}, "nginx": {"header-update", "date"}},
     "expires-update": {},
@@ -93,7 +89,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "max-age-twice": {},
     # max-age=3600.5 is no delta-seconds: invalid freshness information, which 4.2.1 encourages caches to read as
     # stale; the judge names a reuse invalid-freshness. Squid (and so the Collector), Traffic Server and Varnish
-    # reuse it, Apache and nginx forward (seen 2026-11-28 behind stock Squid, by its access log).
+    # reuse it, Apache and nginx forward (seen behind stock Squid, by its access log).
     # Behind the patched Collector (patch 0021: the proxies get the origin's fields) Apache reuses it too.
     "max-age=non-integer": {kind: {"invalid-freshness"}
                             for kind in ("collector", "squid", "trafficserver", "varnish", "apache")},
@@ -112,7 +108,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # Set-Cookie (private-fields and no-cache-fields exercised, passed).
     # Connection: X-Hop-Field reaches every proxy (patch 0021) and X-SPE-Parent names it (0023): Traffic Server
     # and nginx forward the field and serve it from their store (RFC 9110 7.6.1, RFC 9111 3.1), the others drop it;
-    # nginx's late reuse is without an Age and with a Date of its own, as everywhere (seen 2026-11-28).
+    # nginx's late reuse is without an Age and with a Date of its own, as everywhere.
     "connection-field": {"trafficserver": {"connection-fields"}, "nginx": {"connection-fields", "age", "date"}},
     "private-set-cookie": {},
     "no-cache-set-cookie": {},
@@ -125,7 +121,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
 }
 
 # Apache as a gateway (kind apache-gateway) breaks what the forward Apache breaks, and writes a Date of its own on
-# every reuse (RFC 9110 6.6.1, RFC 9111 4: a cache keeps the stored one), seen 2026-11-29 in every sequence with a
+# every reuse (RFC 9110 6.6.1, RFC 9111 4: a cache keeps the stored one), seen in every sequence with a
 # reuse; the forward Apache keeps it. Pinned down where the reuse comes a second or more after the fetch.
 def with_apache_gateway(sequence: str, expected: dict[str, set[str]]) -> dict[str, set[str]]:
     gateway = expected.get("apache", set()) | ({"date"} if sequence == "date-stored" else set())

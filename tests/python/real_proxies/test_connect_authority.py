@@ -1,9 +1,9 @@
-"""CONNECT on live traffic (issue 26): a CONNECT reaches only an allowed port, whoever parses its target.
+"""CONNECT on live traffic: a CONNECT reaches only an allowed port, whoever parses its target.
 
-A "banner server" stands in for sshd on a random local port P. The Multiplier used to read a CONNECT
-target's port after its last colon, the Collector (Squid) reads the host up to the first one:
-`CONNECT 127.0.0.1:P:443` passed the Multiplier's --connect-port check as port 443 and the Collector
-connected to port P, a raw tunnel to any local port. Now the Multiplier accepts authority-form only
+A "banner server" stands in for sshd on a random local port P. The Collector (Squid) reads a CONNECT
+target's host up to its first colon; a Multiplier that took the port after the last one would pass
+`CONNECT 127.0.0.1:P:443` through its --connect-port check as port 443 while the Collector connected to
+port P, a raw tunnel to any local port. So the Multiplier accepts authority-form only
 (RFC 9110 9.3.6) and refuses anything else with 400 and a reason; and the Collector itself refuses
 CONNECT to any port outside the Multiplier's --connect-port list and to its own ports, so a CONNECT
 sent to it directly reaches no local service either. Both with the patched Collector and Debian's

@@ -1,4 +1,4 @@
-"""TLS interception on live traffic (issue 26, B): what a long run and a machine shared with other clients
+"""TLS interception on live traffic: what a long run and a machine shared with other clients
 need. Leaf certificates are renewed before they expire (--leaf-validity makes that visible in seconds);
 --no-intercept matches the ClientHello's SNI as well as the CONNECT host, so an app that CONNECTs by IP
 address to a host it names in its SNI is not intercepted; and a client that refused SPE's certificate is

@@ -77,7 +77,7 @@ def rules(leg: dict) -> set[str]:
     return {v["rule"] for v in (leg.get("cache") or {}).get("violations", [])}
 
 
-# What each proxy does with interim responses from its parent (Debian 12's packages, seen 2026-11-28), where it
+# What each proxy does with interim responses from its parent (Debian 12's packages, as in the table above), where it
 # does not relay them and then the final reply: Traffic Server drops a 103 and hangs after a 102 (named), nginx
 # answers nothing until the leg's deadline, Varnish answers 503 (its backend fetch failed).
 PATCHED_EXPECTED = {"trafficserver": "named", "nginx": "hangs", "varnish": 503}

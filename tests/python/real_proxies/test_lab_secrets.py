@@ -1,4 +1,4 @@
-"""Private data (issue 26): a cookie and a bearer token a client sent, and the cookie the origin set,
+"""Private data: a cookie and a bearer token a client sent, and the cookie the origin set,
 searched for in every file of the run directory (records, captures, logs, the report), are not found.
 
 One lab: the patched Collector, the synthetic origin (every object sends Set-Cookie; `vary=` adds a

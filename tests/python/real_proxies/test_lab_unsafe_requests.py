@@ -1,4 +1,4 @@
-"""Unsafe requests reach the origin once, however many proxies are under test (issue 26, docs/robustness.md).
+"""Unsafe requests reach the origin once, however many proxies are under test (docs/robustness.md).
 
 Every proxy kind of the lab sits behind the patched Collector; the synthetic origin counts what it
 receives per method and path. Each unsafe request (POST, PUT, PATCH, DELETE and an extension method,

@@ -1,5 +1,5 @@
 """docs/architecture.md names every source file of the Multiplier and every module of the analysis: a file the map
-leaves out is one a newcomer cannot place (the second reading of the tree found four, issue 41)."""
+leaves out is one a newcomer cannot place."""
 
 from __future__ import annotations
 

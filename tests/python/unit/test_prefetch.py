@@ -154,7 +154,7 @@ def test_a_port_whose_tags_all_name_its_clients_forwards_tags(run):
 
 
 def test_the_accounting_reads_neither_log_into_python(run, monkeypatch):
-    """Bounded memory (issue 29): the client requests come from the report's tables (either engine) and DuckDB
+    """Bounded memory: the client requests come from the report's tables (either engine) and DuckDB
     reads the access log, so no Python object per record or line is made; Python opens neither file."""
     logs = {RunDir(run).multiplier_log, RunDir(run).access_log}
     with RunTables(RunDir(run).multiplier_log) as tables:

@@ -1,4 +1,4 @@
-"""The conformance mix (issue 16): /c/<case>/<id> replies that cover RFC 9111's rules (pure, then over real
+"""The conformance mix: /c/<case>/<id> replies that cover RFC 9111's rules (pure, then over real
 HTTP from the origin process), and the load client's request sequences that give caches the chance to break
 each rule (seeded, deterministic)."""
 
