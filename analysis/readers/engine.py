@@ -19,12 +19,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 
+from analysis.readers.access_log_sql import read_access_log
 from analysis.readers.records import COLLECTOR, INTERCEPTED, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
 from spe_tools.rundir.log_schema import CACHE, sql_string
@@ -32,6 +34,7 @@ from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
 MEMORY_LIMIT = "1500MB"
+ARROW_TYPES = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}  # ReplyQueries.keep_rows
 MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
 
 
@@ -79,6 +82,38 @@ class ReplyQueries:
 
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         return self.con.execute(sql, params or []).fetchall()
+
+    def dicts(self, sql: str, params: list | None = None) -> list[dict]:
+        """The query's rows, each as {column: value}."""
+        found = self.con.execute(sql, params or [])
+        columns = [d[0] for d in found.description]
+        return [dict(zip(columns, row, strict=True)) for row in found.fetchall()]
+
+    # A section's intermediate results are tables of the engine's own, kept under a name until drop(): the
+    # sections' SQL reads them like the views, and never holds their rows in Python.
+
+    def keep(self, name: str, sql: str, params: list | None = None) -> None:
+        """The query's result as the table `name`, replacing one of that name."""
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} AS {sql}", params or [])
+
+    def keep_rows(self, name: str, columns: dict[str, str], rows: list[tuple]) -> None:
+        """A table `name` of values from Python: `columns` maps each column to its SQL type (VARCHAR, BIGINT or
+        DOUBLE). Handed over as Arrow columns (DuckDB scans them where they are): a run's URLs may be millions."""
+        values = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+        arrow = pa.table({c: pa.array(v, ARROW_TYPES[t]) for (c, t), v in zip(columns.items(), values, strict=True)})
+        self.con.register(f"{name}_rows", arrow)
+        try:
+            self.con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM {name}_rows")
+        finally:
+            self.con.unregister(f"{name}_rows")
+
+    def keep_access_log(self, path: Path, name: str, fields: Sequence[str]) -> None:
+        """The Collector's access.log as the table `name` (analysis/readers/access_log_sql.py)."""
+        read_access_log(self.con, path, name, fields)
+
+    def drop(self, *names: str) -> None:
+        for name in names:
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
 
     def close(self) -> None:
         self.con.close()

@@ -103,12 +103,10 @@ def _most_common(tables: ReplyQueries, value: str, source: str = "bad", n: int =
 
 def _examples(tables: ReplyQueries, per_class: int) -> list[dict]:
     """The first `per_class` replies of each class of MISMATCH_CLASSES, in the log's order."""
-    found = tables.con.execute(f"""{_mismatched(tables)}
+    return tables.dicts(f"""{_mismatched(tables)}
         SELECT id, name, method, url, status, error, mismatched_headers, "fetch", ref_fetch, result FROM bad
         WHERE result IN ({", ".join(f"'{c}'" for c in MISMATCH_CLASSES)})
         QUALIFY row_number() OVER (PARTITION BY result ORDER BY o) <= {per_class} ORDER BY o""")
-    columns = [d[0] for d in found.description]
-    return [dict(zip(columns, row, strict=True)) for row in found.fetchall()]
 
 
 def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: RunCollector,

@@ -39,8 +39,7 @@ def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]
     column."""
     columns = {name: f"c{i}" for i, name in enumerate(names)}
     pivot = ", ".join(f"arg_min_null(ms, o) FILTER (name = ?) AS {column}" for column in columns.values())
-    tables.con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE paired AS
+    tables.keep("paired", f"""
         SELECT id, {pivot or "NULL AS none"} FROM (
             SELECT id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
             WHERE name <> '{COLLECTOR}' AND status IS NOT NULL AND error IS NULL)
@@ -82,7 +81,7 @@ def pairs(tables: ReplyQueries, names: list[str]) -> list[dict]:
     try:
         return [pair(tables, columns, a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     finally:
-        tables.con.execute("DROP TABLE paired")
+        tables.drop("paired")
 
 
 def ranking(rows: list[dict], pair_list: list[dict]) -> list[list[str]]:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.readers.access_log_sql import read_access_log
 from analysis.readers.engine import ReplyQueries, RunTables
 from analysis.readers.records import COLLECTOR
 from analysis.readers.run_collector import strips_query_terms
@@ -77,8 +76,7 @@ def client_requests(tables: ReplyQueries, strip_query_terms: bool = False) -> in
     """The client requests with a tag (a record without one made no upstream request) into REQUESTS, one row
     each: its tag, arrival, URL as the Collector logs it, the Collector's reply time in seconds and its place in
     the log (`k`: tables.log_order). Returns how many."""
-    tables.con.execute(f"""
-        CREATE OR REPLACE TABLE {REQUESTS} AS
+    tables.keep(REQUESTS, f"""
         SELECT tag, ts, {_as_logged("url", strip_query_terms)} AS url, coalesce(total_us, 0) / 1e6 AS reference_s,
                {tables.log_order} AS k
         FROM results WHERE name = {sql_string(COLLECTOR)} AND tag <> ''""")
@@ -96,8 +94,7 @@ def port_lines_sql(port_names: dict[int, str], proxies: list[str]) -> str:
 def unexplained_lines(tables: ReplyQueries, lines_sql: str) -> None:
     """The lines no tag explains into UNEXPLAINED: a line is a client's when its tag names a client request for
     the same URL (the method may differ); what an untagged line is, prefetches() decides."""
-    tables.con.execute(f"""
-        CREATE OR REPLACE TABLE {UNEXPLAINED} AS
+    tables.keep(UNEXPLAINED, f"""
         SELECT l.name, l.start, l."end", l.url, l.bytes_sent AS bytes, l.tag
         FROM ({lines_sql}) l ANTI JOIN {REQUESTS} r ON r.tag = l.tag AND r.url = l.url""")
 
@@ -130,8 +127,7 @@ def prefetches(tables: ReplyQueries, tagged: set[str], untagged: set[str], horiz
             SELECT c.* FROM {UNEXPLAINED} c ASOF LEFT JOIN ({_in_flight_sql(untagged)}) w
                 ON c.name = w.name AND c.url = w.url AND c.start >= w.lo
             WHERE c.tag = '' AND c.name IN {_names(untagged)} AND (w.reach IS NULL OR c."end" > w.reach)"""
-    tables.con.execute(f"""
-        CREATE OR REPLACE TABLE {PREFETCHES} AS
+    tables.keep(PREFETCHES, f"""
         SELECT row_number() OVER () AS prefetch, p.name, p.start, p."end", p.url, p.bytes,
                CASE WHEN r.ts <= p."end" + {horizon_s} THEN r.ts END AS first_ts
         FROM ({own}) p ASOF LEFT JOIN {REQUESTS} r ON p.url = r.url AND p.start <= r.ts""")
@@ -168,14 +164,13 @@ def prefetch_columns(run: Path, proxies: list[str], tables: ReplyQueries | None 
     try:
         return _columns(files, topology, proxies, tables)
     finally:
-        for table in (REQUESTS, LINES, UNEXPLAINED, PREFETCHES):
-            tables.con.execute(f"DROP TABLE IF EXISTS {table}")
+        tables.drop(REQUESTS, LINES, UNEXPLAINED, PREFETCHES)
 
 
 def _columns(files: RunDir, topology: LabJson, proxies: list[str], tables: ReplyQueries) -> dict[str, dict]:
     if not client_requests(tables, strips_query_terms(topology)):
         return {}  # no record has a tag (a log from before tags): what the clients caused is unknown
-    read_access_log(tables.con, files.access_log, LINES, ["port", "end", "url", "bytes_sent"])
+    tables.keep_access_log(files.access_log, LINES, ["port", "end", "url", "bytes_sent"])
     lines = port_lines_sql(topology.collector.port_names(), proxies)
     unexplained_lines(tables, lines)
     tagged = forwarding_tags(tables, lines)
