@@ -141,11 +141,65 @@ class FrameTables(ReplyQueries):
         self.con.register("verdicts", verdicts.with_row_index("pos"))
 
 
-class RunTables(ReplyQueries):
-    """The views above over one run's records; close() (or `with`) deletes the scratch database."""
+class RunQueries(ReplyQueries):
+    """The views above over one run's records (`records`, `replies`, `results`, `verdicts`), with the run's counts
+    as SQL over them: what every engine that reads a run's files shares."""
 
     # The Collector's replies in the log's order, then the proxies' record by record.
     log_order = "[(leg > 0)::BIGINT, seq, leg]"
+    requests: int
+    source: str
+    bad_lines: int
+    bad_parts: int
+
+    def proxies(self) -> list[str]:
+        """The proxies under test, in the order the log first names them."""
+        return [name for (name,) in self.rows(
+            "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
+
+    def bad_cache_lines(self) -> int:
+        """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
+        every member is null; a verdict always has `reused`)."""
+        return self.value("SELECT count(DISTINCT seq) FROM replies WHERE cache IS NOT NULL AND NOT " + JUDGED)
+
+    def skipped_fanouts(self) -> dict[str, int]:
+        """As analysis/readers/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
+        reasons: Counter[str] = Counter()
+        for note, n in self.rows(
+                "SELECT note, count(*) FROM records WHERE coalesce(array_length(proxies), 0) = 0 AND note IS NOT NULL "
+                "AND NOT starts_with(note, ?) GROUP BY note ORDER BY min(seq)", [INTERCEPTED]):
+            reasons[skip_reason(note)] += n
+        return dict(reasons.most_common())
+
+    def https_counts(self) -> dict[str, int]:
+        """As analysis/readers/records.py https_counts."""
+        connects, requests, intercepted, opaque, failed = self.row("""
+            SELECT count(*) FILTER (method = 'CONNECT'), count(*) FILTER (starts_with(url, 'https://')),
+                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), ?)),
+                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), 'CONNECT tunnel')),
+                   count(*) FILTER (method = 'CONNECT' AND contains(coalesce(note, ''), 'TLS handshake failed'))
+            FROM records""", [INTERCEPTED])
+        if not connects:
+            return {}
+        return {"requests": requests, "intercepted_tunnels": intercepted, "opaque_tunnels": opaque,
+                "failed_handshakes": failed}
+
+    def client_holds(self) -> dict:
+        """As analysis/readers/records.py client_holds."""
+        requests, total = self.row("SELECT count(client_held_us), sum(client_held_us) FROM records")
+        return {"requests": requests, "total_s": float(total or 0) / 1e6}
+
+    def records(self) -> Records:
+        """The run's counts as analysis/readers/records.py reads them, without its replies (`results` None): the
+        sections query them."""
+        if not self.requests:
+            return Records(None, [], 0, self.bad_lines)
+        return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
+                       self.client_holds(), self.https_counts())
+
+
+class RunTables(RunQueries):
+    """RunQueries in DuckDB (embedded): close() (or `with`) deletes the scratch database."""
 
     def __init__(self, log: Path):
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
@@ -196,48 +250,3 @@ class RunTables(ReplyQueries):
     def close(self) -> None:
         super().close()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def proxies(self) -> list[str]:
-        """The proxies under test, in the order the log first names them."""
-        return [name for (name,) in self.rows(
-            "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
-
-    def bad_cache_lines(self) -> int:
-        """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
-        every member is null; a verdict always has `reused`)."""
-        return self.value("SELECT count(DISTINCT seq) FROM replies WHERE cache IS NOT NULL AND NOT " + JUDGED)
-
-    def skipped_fanouts(self) -> dict[str, int]:
-        """As analysis/readers/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
-        reasons: Counter[str] = Counter()
-        for note, n in self.rows(
-                "SELECT note, count(*) FROM records WHERE coalesce(len(proxies), 0) = 0 AND note IS NOT NULL "
-                "AND NOT starts_with(note, ?) GROUP BY note ORDER BY min(seq)", [INTERCEPTED]):
-            reasons[skip_reason(note)] += n
-        return dict(reasons.most_common())
-
-    def https_counts(self) -> dict[str, int]:
-        """As analysis/readers/records.py https_counts."""
-        connects, requests, intercepted, opaque, failed = self.row("""
-            SELECT count(*) FILTER (method = 'CONNECT'), count(*) FILTER (starts_with(url, 'https://')),
-                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), ?)),
-                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), 'CONNECT tunnel')),
-                   count(*) FILTER (method = 'CONNECT' AND contains(coalesce(note, ''), 'TLS handshake failed'))
-            FROM records""", [INTERCEPTED])
-        if not connects:
-            return {}
-        return {"requests": requests, "intercepted_tunnels": intercepted, "opaque_tunnels": opaque,
-                "failed_handshakes": failed}
-
-    def client_holds(self) -> dict:
-        """As analysis/readers/records.py client_holds."""
-        requests, total = self.row("SELECT count(client_held_us), sum(client_held_us) FROM records")
-        return {"requests": requests, "total_s": float(total or 0) / 1e6}
-
-    def records(self) -> Records:
-        """The run's counts as analysis/readers/records.py reads them, without its replies (`results` None): the
-        sections query them."""
-        if not self.requests:
-            return Records(None, [], 0, self.bad_lines)
-        return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
-                       self.client_holds(), self.https_counts())

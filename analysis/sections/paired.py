@@ -38,7 +38,9 @@ def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]
     ms (null where it failed; the first reply in the log's order where it answered twice). Returns each proxy's
     column."""
     columns = {name: f"c{i}" for i, name in enumerate(names)}
-    pivot = ", ".join(f"arg_min_null(ms, o) FILTER (name = ?) AS {column}" for column in columns.values())
+    # The struct keeps a null time in the running (arg_min skips a null argument; arg_min_null has no Spark name).
+    pivot = ", ".join(f"(arg_min(struct_pack(ms := ms), o) FILTER (name = ?)).ms AS {column}"
+                      for column in columns.values())
     tables.keep("paired", f"""
         SELECT id, {pivot or "NULL AS none"} FROM (
             SELECT id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
