@@ -78,15 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--spark-master goes with --engine spark")
     if args.engine == "spark" and args.compare:
         parser.error("--compare reads its runs through DuckDB; --engine spark takes one run")
-    try:
-        build = compared_report if args.compare else build_report
-        if args.compare:
-            reports = [build(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
-        else:
-            reports = [build(run, Progress(sys.stderr.isatty() or _big(run)), args.engine,
-                             spark_master=args.spark_master) for run in args.run]
-    except FileNotFoundError as e:
-        print(f"spe report: {e}", file=sys.stderr)
+    reports = read_reports(args)
+    if reports is None:
         return 1
     if args.compare:
         rows = compare_rows(reports)
@@ -108,6 +101,23 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(f"spe report: {line}", file=sys.stderr if rc else sys.stdout)
     return rc
+
+
+def read_reports(args: argparse.Namespace) -> list | None:
+    """Each run read (compared_report's with --compare); None when one could not be, said on stderr."""
+    try:
+        if args.compare:
+            return [compared_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
+        return [build_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine,
+                             spark_master=args.spark_master) for run in args.run]
+    except FileNotFoundError as e:
+        print(f"spe report: {e}", file=sys.stderr)
+        return None
+    except Exception as e:
+        if type(e).__name__ != "SparkUnavailableError":  # the Spark engine's own error, without importing it here
+            raise
+        print(f"spe report: error: {e}", file=sys.stderr)
+        return None
 
 
 def lab_summary(rep, out: Path, fail_on: list) -> int:

@@ -61,19 +61,28 @@ def _plain(value):
     return value
 
 
+class SparkUnavailableError(Exception):
+    """No Spark session on the master asked for: PySpark or Java missing, or the cluster unreachable."""
+
+
 def session(master: str):
     """A Spark session on `master`, its driver on loopback (a cluster's workers reach it there when they share the
     host; on a real cluster, SPARK_LOCAL_IP / spark.driver.host say where)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession  # imported here: the report's other engines never load the JVM
-
+    try:
+        from pyspark.sql import SparkSession  # imported here: the report's other engines never load the JVM
+    except ImportError as e:
+        raise SparkUnavailableError(f"PySpark is not installed ({e}): ./spe setup installs it") from None
     host = os.environ["SPARK_LOCAL_IP"]
-    spark = (SparkSession.builder.master(master).appName("spe-report")
-             .config("spark.driver.host", host).config("spark.driver.bindAddress", host)
-             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-             # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
-             .config("spark.sql.shuffle.partitions", "8")
-             .getOrCreate())
+    try:
+        spark = (SparkSession.builder.master(master).appName("spe-report")
+                 .config("spark.driver.host", host).config("spark.driver.bindAddress", host)
+                 .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+                 # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
+                 .config("spark.sql.shuffle.partitions", "8")
+                 .getOrCreate())
+    except Exception as e:  # noqa: BLE001 (Py4J and PySpark raise many kinds; each means no session)
+        raise SparkUnavailableError(f"no Spark session on {master}: {str(e).strip().splitlines()[0][:300]}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
