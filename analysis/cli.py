@@ -1,4 +1,5 @@
 """./spe report RUNDIR [--out DIR] [--format html,csv,json,text,png] [--fail-on THRESHOLDS] [--engine E]
+   [--spark-master URL]
    ./spe report --compare RUNDIR RUNDIR ... [--out DIR]
 
 Turns a run directory (the Multiplier's multiplier.jsonl or multiplier.rope.log, and when
@@ -12,7 +13,8 @@ is printed instead of the whole text: what `./spe lab run` ends with (the lab ru
 own, so nothing of the lab imports the analysis).
 The records are read through DuckDB (analysis/readers/engine.py): from RUN/parquet/ once `./spe logs compact RUN` has
 run (and the lines written since, from the log), else from the JSON Lines; --engine memory parses the whole log
-into memory as before.
+into memory as before; --engine spark [--spark-master URL] runs the same queries on Apache Spark over the run's
+Parquet files (analysis/readers/spark_engine.py).
 """
 
 from __future__ import annotations
@@ -63,16 +65,21 @@ def main(argv: list[str] | None = None) -> int:
                              "violations[squid]>=3 (docs/report.md)")
     parser.add_argument("--engine", choices=ENGINES, default="duckdb",
                         help="read the records through DuckDB (default: RUN/parquet/ and what the log gained since, or "
-                             "the JSON Lines), or parse the whole log into memory as before (docs/report.md)")
+                             "the JSON Lines), parse the whole log into memory, or run the same queries on Apache "
+                             "Spark over RUN/parquet/ (compacted first when the log has more; docs/report.md)")
+    parser.add_argument("--spark-master", metavar="URL",
+                        help="with --engine spark: the cluster, e.g. spark://host:7077 (default: local[*], this "
+                             "machine's cores)")
     parser.add_argument("--lab-summary", action="store_true",
                         help="write every format and print the short form `./spe lab run` ends with")
     args = parser.parse_args(argv)
     formats = checked_formats(parser, args)
-    try:
-        build = compared_report if args.compare else build_report
-        reports = [build(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
-    except FileNotFoundError as e:
-        print(f"spe report: {e}", file=sys.stderr)
+    if args.spark_master and args.engine != "spark":
+        parser.error("--spark-master goes with --engine spark")
+    if args.engine == "spark" and args.compare:
+        parser.error("--compare reads its runs through DuckDB; --engine spark takes one run")
+    reports = read_reports(args)
+    if reports is None:
         return 1
     if args.compare:
         rows = compare_rows(reports)
@@ -94,6 +101,23 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(f"spe report: {line}", file=sys.stderr if rc else sys.stdout)
     return rc
+
+
+def read_reports(args: argparse.Namespace) -> list | None:
+    """Each run read (compared_report's with --compare); None when one could not be, said on stderr."""
+    try:
+        if args.compare:
+            return [compared_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
+        return [build_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine,
+                             spark_master=args.spark_master) for run in args.run]
+    except FileNotFoundError as e:
+        print(f"spe report: {e}", file=sys.stderr)
+        return None
+    except Exception as e:
+        if type(e).__name__ != "SparkUnavailableError":  # the Spark engine's own error, without importing it here
+            raise
+        print(f"spe report: error: {e}", file=sys.stderr)
+        return None
 
 
 def lab_summary(rep, out: Path, fail_on: list) -> int:

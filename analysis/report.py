@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from analysis import sections, stats_sql
-from analysis.readers.engine import FrameTables, ReplyQueries, RunTables
+from analysis.readers.engine import FrameTables, ReplyQueries, RunQueries, RunTables
 from analysis.readers.judge_records import load_judged_run
 from analysis.readers.records import Records, find_log, is_rope
 from analysis.report_data import Report
@@ -69,10 +69,11 @@ def _log_size(run: Path) -> int:
 # How the report reads a run: "duckdb" (analysis/readers/engine.py: Parquet or JSON Lines through DuckDB) or
 # "memory" (the whole log parsed by Arrow into polars, as before DuckDB, and a ROPE text log always); the same
 # queries on either.
-ENGINES = ("duckdb", "memory")
+ENGINES = ("duckdb", "memory", "spark")
 
 
-def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, Records, int, list[dict], int]:
+def read_run(log: Path, engine: str, progress: Progress,
+             spark_master: str | None = None) -> tuple[ReplyQueries, Records, int, list[dict], int]:
     """The queries the sections read the replies and verdicts through (open: the caller closes them), the run's
     records, the lines naming an unreadable `cache` object, the per-proxy table and how many Parquet part files
     could not be read. A ROPE text log is always read into memory."""
@@ -80,7 +81,12 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
         records, verdicts, bad_cache_lines = load_judged_run(log)
         frames = FrameTables(records.results, verdicts)
         return frames, records, bad_cache_lines, stats_sql.proxy_table(frames, records.proxies), 0
-    tables = RunTables(log)
+    if engine == "spark":
+        from analysis.readers.spark_engine import DEFAULT_MASTER, SparkTables  # the JVM only when asked for
+
+        tables: RunQueries = SparkTables(log, spark_master or DEFAULT_MASTER)
+    else:
+        tables = RunTables(log)
     try:
         progress(f"{tables.requests:,} records from {tables.source} ({tables.bad_lines} unreadable lines); "
                  "computing tables")
@@ -93,7 +99,8 @@ def read_run(log: Path, engine: str, progress: Progress) -> tuple[ReplyQueries, 
 
 
 def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb",
-                 examples: str = FIRST, computed: Collection[str] | None = None) -> Report:
+                 examples: str = FIRST, computed: Collection[str] | None = None,
+                 spark_master: str | None = None) -> Report:
     """The run read once: the per-proxy table, then each registered section's data, in registry order. `examples`:
     FIRST or LATEST, which request of a finding a section shows (RunData.examples). `computed`: the names of the
     sections to compute (None: every one; `--compare` computes only those that change the rows it shows,
@@ -102,7 +109,7 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
     progress = progress or Progress(False)
     progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
     log = find_log(run)
-    tables, records, bad_cache_lines, table, bad_parts = read_run(log, engine, progress)
+    tables, records, bad_cache_lines, table, bad_parts = read_run(log, engine, progress, spark_master)
     with tables:
         usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
         files = RunDir(run)

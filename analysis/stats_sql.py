@@ -29,15 +29,14 @@ QUANTILES = {"latency": (0.5, 0.9, 0.99), "ttfb": (0.5,), "queued": (0.5, 0.99)}
 def _aggregates(tables: ReplyQueries) -> dict[str, dict]:
     """Per source: the counts, means, spreads and sums of the table, and how many values each ORDERED has."""
     counted = ", ".join(f"count({value}) FILTER ({where}) AS n_{what}" for what, (value, where) in ORDERED.items())
-    rows = tables.con.execute(f"""
+    rows = tables.dicts(f"""
         SELECT name, count(*) AS requests, count(*) FILTER ({DELIVERED}) AS responses,
                avg(total_us::DOUBLE / 1000) FILTER ({DELIVERED}) AS latency_mean_ms,
                stddev_samp(total_us::DOUBLE / 1000) FILTER ({DELIVERED}) AS latency_sd_ms,
                avg(connect_us) / 1000 AS connect_mean_ms, avg(ttfb_us) FILTER ({DELIVERED}) / 1000 AS ttfb_mean_ms,
                sum(bytes) FILTER ({DELIVERED}) AS body_bytes, {counted}
         FROM results GROUP BY name""")
-    columns = [d[0] for d in rows.description]
-    return {row[0]: dict(zip(columns, row, strict=True)) for row in rows.fetchall()}
+    return {row["name"]: row for row in rows}
 
 
 def _result_counts(tables: ReplyQueries) -> dict[str, dict[str, int]]:
@@ -60,15 +59,17 @@ def _order_statistics(tables: ReplyQueries, counts: dict[str, dict]) -> dict[tup
         return {}
     values = " UNION ALL ".join(f"SELECT '{what}' AS what, name, {value} AS x FROM results WHERE {where} "
                                 f"AND {value} IS NOT NULL" for what, (value, where) in ORDERED.items())
-    tables.con.execute("CREATE OR REPLACE TEMP TABLE wanted (what VARCHAR, name VARCHAR, rank BIGINT)")
-    tables.con.executemany("INSERT INTO wanted VALUES (?, ?, ?)", wanted)
+    tables.keep_rows("wanted", {"what": "VARCHAR", "name": "VARCHAR", "rank": "BIGINT"}, wanted)
     found: dict[tuple[str, str], dict[int, float]] = {}
-    for what, name, rank, x in tables.rows(f"""
-            SELECT what, name, rank, x FROM (
-                SELECT what, name, x, row_number() OVER (PARTITION BY what, name ORDER BY x) - 1 AS rank
-                FROM ({values}))
-            SEMI JOIN wanted USING (what, name, rank)"""):
-        found.setdefault((what, name), {})[rank] = x
+    try:
+        for what, name, rank, x in tables.rows(f"""
+                SELECT what, name, rank, x FROM (
+                    SELECT what, name, x, row_number() OVER (PARTITION BY what, name ORDER BY x) - 1 AS rank
+                    FROM ({values}))
+                SEMI JOIN wanted USING (what, name, rank)"""):
+            found.setdefault((what, name), {})[rank] = x
+    finally:
+        tables.drop("wanted")
     return found
 
 

@@ -34,7 +34,7 @@ def _is_request() -> str:
     no_request = f"ends_with({_value('result')}, '/000') AND {_value('method')} IN ('-', 'NONE')"
     numbers = " AND ".join(f"({_value(f.name)} IS NOT NULL OR t[{_POSITION[f.name]}] IS NULL)"
                            for f in FIELDS if f.parse is not str)
-    return f"coalesce(len(t) >= {REQUIRED_FIELDS} AND NOT ({no_request}) AND {numbers}, false)"
+    return f"coalesce(array_length(t) >= {REQUIRED_FIELDS} AND NOT ({no_request}) AND {numbers}, false)"
 
 
 def read_access_log(con: DuckDBPyConnection, path: Path, table: str, fields: Sequence[str]) -> None:
@@ -44,10 +44,14 @@ def read_access_log(con: DuckDBPyConnection, path: Path, table: str, fields: Seq
     below the split, and then splits each line again for every field the filter tests (several times slower)."""
     source = (f"read_csv({sql_string(str(path))}, columns = {{'line': 'VARCHAR'}}, delim = '\\x01', quote = '', "
               "escape = '', header = false, auto_detect = false, ignore_errors = true)")
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS {access_lines_sql(source, fields)}")
+
+
+def access_lines_sql(source: str, fields: Sequence[str]) -> str:
+    """The query of read_access_log's table over `source`, a FROM item with the log's lines as `line`."""
     columns = ", ".join(f'{_value(name)} AS "{name}"' for name in fields)
     tag = _value("request_tag")
-    con.execute(f"""
-        CREATE OR REPLACE TABLE {table} AS
+    return f"""
         SELECT {columns}, {_value("end")} - {_value("elapsed_ms")} / 1000 AS start,
                CASE WHEN {tag} IS NULL OR {tag} = '-' THEN '' ELSE {tag} END AS tag, {_is_request()} AS request
-        FROM (SELECT list_filter(string_split(line, ' '), lambda x: x <> '') AS t FROM {source})""")
+        FROM (SELECT list_filter(string_split(line, ' '), lambda x: x <> '') AS t FROM {source})"""

@@ -19,12 +19,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 
+from analysis.readers.access_log_sql import read_access_log
 from analysis.readers.records import COLLECTOR, INTERCEPTED, Records, skip_reason
 from spe_tools.rundir.layout import MULTIPLIER_LOG
 from spe_tools.rundir.log_schema import CACHE, sql_string
@@ -32,6 +34,7 @@ from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 
 # DuckDB's own memory (its buffers, sorts and hash tables) before it spills to the scratch directory.
 MEMORY_LIMIT = "1500MB"
+ARROW_TYPES = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}  # ReplyQueries.keep_rows
 MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
 
 
@@ -80,6 +83,38 @@ class ReplyQueries:
     def rows(self, sql: str, params: list | None = None) -> list[tuple]:
         return self.con.execute(sql, params or []).fetchall()
 
+    def dicts(self, sql: str, params: list | None = None) -> list[dict]:
+        """The query's rows, each as {column: value}."""
+        found = self.con.execute(sql, params or [])
+        columns = [d[0] for d in found.description]
+        return [dict(zip(columns, row, strict=True)) for row in found.fetchall()]
+
+    # A section's intermediate results are tables of the engine's own, kept under a name until drop(): the
+    # sections' SQL reads them like the views, and never holds their rows in Python.
+
+    def keep(self, name: str, sql: str, params: list | None = None) -> None:
+        """The query's result as the table `name`, replacing one of that name."""
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} AS {sql}", params or [])
+
+    def keep_rows(self, name: str, columns: dict[str, str], rows: list[tuple]) -> None:
+        """A table `name` of values from Python: `columns` maps each column to its SQL type (VARCHAR, BIGINT or
+        DOUBLE). Handed over as Arrow columns (DuckDB scans them where they are): a run's URLs may be millions."""
+        values = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+        arrow = pa.table({c: pa.array(v, ARROW_TYPES[t]) for (c, t), v in zip(columns.items(), values, strict=True)})
+        self.con.register(f"{name}_rows", arrow)
+        try:
+            self.con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM {name}_rows")
+        finally:
+            self.con.unregister(f"{name}_rows")
+
+    def keep_access_log(self, path: Path, name: str, fields: Sequence[str]) -> None:
+        """The Collector's access.log as the table `name` (analysis/readers/access_log_sql.py)."""
+        read_access_log(self.con, path, name, fields)
+
+    def drop(self, *names: str) -> None:
+        for name in names:
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
     def close(self) -> None:
         self.con.close()
 
@@ -106,11 +141,65 @@ class FrameTables(ReplyQueries):
         self.con.register("verdicts", verdicts.with_row_index("pos"))
 
 
-class RunTables(ReplyQueries):
-    """The views above over one run's records; close() (or `with`) deletes the scratch database."""
+class RunQueries(ReplyQueries):
+    """The views above over one run's records (`records`, `replies`, `results`, `verdicts`), with the run's counts
+    as SQL over them: what every engine that reads a run's files shares."""
 
     # The Collector's replies in the log's order, then the proxies' record by record.
     log_order = "[(leg > 0)::BIGINT, seq, leg]"
+    requests: int
+    source: str
+    bad_lines: int
+    bad_parts: int
+
+    def proxies(self) -> list[str]:
+        """The proxies under test, in the order the log first names them."""
+        return [name for (name,) in self.rows(
+            "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
+
+    def bad_cache_lines(self) -> int:
+        """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
+        every member is null; a verdict always has `reused`)."""
+        return self.value("SELECT count(DISTINCT seq) FROM replies WHERE cache IS NOT NULL AND NOT " + JUDGED)
+
+    def skipped_fanouts(self) -> dict[str, int]:
+        """As analysis/readers/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
+        reasons: Counter[str] = Counter()
+        for note, n in self.rows(
+                "SELECT note, count(*) FROM records WHERE coalesce(array_length(proxies), 0) = 0 AND note IS NOT NULL "
+                "AND NOT starts_with(note, ?) GROUP BY note ORDER BY min(seq)", [INTERCEPTED]):
+            reasons[skip_reason(note)] += n
+        return dict(reasons.most_common())
+
+    def https_counts(self) -> dict[str, int]:
+        """As analysis/readers/records.py https_counts."""
+        connects, requests, intercepted, opaque, failed = self.row("""
+            SELECT count(*) FILTER (method = 'CONNECT'), count(*) FILTER (starts_with(url, 'https://')),
+                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), ?)),
+                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), 'CONNECT tunnel')),
+                   count(*) FILTER (method = 'CONNECT' AND contains(coalesce(note, ''), 'TLS handshake failed'))
+            FROM records""", [INTERCEPTED])
+        if not connects:
+            return {}
+        return {"requests": requests, "intercepted_tunnels": intercepted, "opaque_tunnels": opaque,
+                "failed_handshakes": failed}
+
+    def client_holds(self) -> dict:
+        """As analysis/readers/records.py client_holds."""
+        requests, total = self.row("SELECT count(client_held_us), sum(client_held_us) FROM records")
+        return {"requests": requests, "total_s": float(total or 0) / 1e6}
+
+    def records(self) -> Records:
+        """The run's counts as analysis/readers/records.py reads them, without its replies (`results` None): the
+        sections query them."""
+        if not self.requests:
+            return Records(None, [], 0, self.bad_lines)
+        return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
+                       self.client_holds(), self.https_counts())
+
+
+class RunTables(RunQueries):
+    """RunQueries in DuckDB (embedded): close() (or `with`) deletes the scratch database."""
 
     def __init__(self, log: Path):
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
@@ -161,48 +250,3 @@ class RunTables(ReplyQueries):
     def close(self) -> None:
         super().close()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def proxies(self) -> list[str]:
-        """The proxies under test, in the order the log first names them."""
-        return [name for (name,) in self.rows(
-            "SELECT name FROM results WHERE leg > 0 AND name IS NOT NULL GROUP BY name ORDER BY min([seq, leg])")]
-
-    def bad_cache_lines(self) -> int:
-        """Records with a `cache` object DuckDB could not read against the schema (it reads one as a verdict whose
-        every member is null; a verdict always has `reused`)."""
-        return self.value("SELECT count(DISTINCT seq) FROM replies WHERE cache IS NOT NULL AND NOT " + JUDGED)
-
-    def skipped_fanouts(self) -> dict[str, int]:
-        """As analysis/readers/records.py skipped_fanouts: the notes are grouped here, their reasons counted there."""
-        reasons: Counter[str] = Counter()
-        for note, n in self.rows(
-                "SELECT note, count(*) FROM records WHERE coalesce(len(proxies), 0) = 0 AND note IS NOT NULL "
-                "AND NOT starts_with(note, ?) GROUP BY note ORDER BY min(seq)", [INTERCEPTED]):
-            reasons[skip_reason(note)] += n
-        return dict(reasons.most_common())
-
-    def https_counts(self) -> dict[str, int]:
-        """As analysis/readers/records.py https_counts."""
-        connects, requests, intercepted, opaque, failed = self.row("""
-            SELECT count(*) FILTER (method = 'CONNECT'), count(*) FILTER (starts_with(url, 'https://')),
-                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), ?)),
-                   count(*) FILTER (method = 'CONNECT' AND starts_with(coalesce(note, ''), 'CONNECT tunnel')),
-                   count(*) FILTER (method = 'CONNECT' AND contains(coalesce(note, ''), 'TLS handshake failed'))
-            FROM records""", [INTERCEPTED])
-        if not connects:
-            return {}
-        return {"requests": requests, "intercepted_tunnels": intercepted, "opaque_tunnels": opaque,
-                "failed_handshakes": failed}
-
-    def client_holds(self) -> dict:
-        """As analysis/readers/records.py client_holds."""
-        requests, total = self.row("SELECT count(client_held_us), sum(client_held_us) FROM records")
-        return {"requests": requests, "total_s": float(total or 0) / 1e6}
-
-    def records(self) -> Records:
-        """The run's counts as analysis/readers/records.py reads them, without its replies (`results` None): the
-        sections query them."""
-        if not self.requests:
-            return Records(None, [], 0, self.bad_lines)
-        return Records(None, self.proxies(), self.requests, self.bad_lines, self.skipped_fanouts(),
-                       self.client_holds(), self.https_counts())

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from analysis.readers.records import COLLECTOR
 from analysis.readers.run_collector import strips_query_terms
 from analysis.section import TRUST, RunData, Section
@@ -70,14 +68,14 @@ def silent_port_evidence(tables: ReplyQueries, name: str, usage: dict[str, PortU
     direct = usage.get("direct")
     if direct is None or not direct.origin_urls or name not in usage or usage[name].requests:
         return 0
-    tables.con.register("origin_urls", pa.table({"url": pa.array(sorted(direct.origin_urls), pa.string())}))
+    tables.keep_rows("origin_urls", {"url": "VARCHAR"}, [(url,) for url in sorted(direct.origin_urls)])
     try:
         return tables.value(f"""
             SELECT count(*) FROM {_with_reference(tables)}
             WHERE p.name = ? AND {DELIVERED} AND p.status = c.ref_status AND p.status < 500
                   AND {logged_url("p.url", strip_query_terms)} IN (SELECT url FROM origin_urls)""", [name])
     finally:
-        tables.con.unregister("origin_urls")
+        tables.drop("origin_urls")
 
 
 def logged_url(url: str, strip_query_terms: bool) -> str:

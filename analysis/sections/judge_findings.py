@@ -84,8 +84,8 @@ def _value_counts(tables: ReplyQueries, value: str, source: str = "verdicts") ->
 def _findings(column: str, log_order: str) -> str:
     """One row per finding (violation or advisory) of `column`: name, id, method, url, its place (`r` the reply's in
     the log, `k` the finding's in the reply) and the finding `f` (rule, section, reason)."""
-    return (f"(SELECT name, id, method, url, {log_order} AS r, generate_subscripts({column}, 1) AS k, "
-            f"unnest({column}) AS f FROM verdicts)")
+    return (f"(SELECT name, id, method, url, {log_order} AS r, u.k, u.f "
+            f"FROM verdicts, unnest({column}) WITH ORDINALITY AS u(f, k))")
 
 
 def _rule_examples(tables: ReplyQueries, column: str, which: str) -> dict[str, dict[str, dict]]:

@@ -103,12 +103,12 @@ def _most_common(tables: ReplyQueries, value: str, source: str = "bad", n: int =
 
 def _examples(tables: ReplyQueries, per_class: int) -> list[dict]:
     """The first `per_class` replies of each class of MISMATCH_CLASSES, in the log's order."""
-    found = tables.con.execute(f"""{_mismatched(tables)}
-        SELECT id, name, method, url, status, error, mismatched_headers, "fetch", ref_fetch, result FROM bad
-        WHERE result IN ({", ".join(f"'{c}'" for c in MISMATCH_CLASSES)})
-        QUALIFY row_number() OVER (PARTITION BY result ORDER BY o) <= {per_class} ORDER BY o""")
-    columns = [d[0] for d in found.description]
-    return [dict(zip(columns, row, strict=True)) for row in found.fetchall()]
+    columns = 'id, name, method, url, status, error, mismatched_headers, "fetch", ref_fetch, result'
+    return tables.dicts(f"""{_mismatched(tables)}
+        SELECT {columns} FROM (
+            SELECT {columns}, o, row_number() OVER (PARTITION BY result ORDER BY o) AS nth FROM bad
+            WHERE result IN ({", ".join(f"'{c}'" for c in MISMATCH_CLASSES)}))
+        WHERE nth <= {per_class} ORDER BY o""")
 
 
 def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: RunCollector,
@@ -119,9 +119,8 @@ def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: 
     for name, result, n in tables.rows(f"{_mismatched(tables)} SELECT name, result, count(*) FROM bad "
                                        "GROUP BY ALL ORDER BY name, result"):
         by_proxy.setdefault(name, {})[result] = n
-    headers = _most_common(tables, "h", "(SELECT unnest(mismatched_headers) AS h, "
-                                        "struct_pack(r := o, k := generate_subscripts(mismatched_headers, 1)) AS o "
-                                        "FROM bad)")
+    headers = _most_common(tables, "h", "(SELECT u.h, struct_pack(r := o, k := u.k) AS o "
+                                        "FROM bad, unnest(mismatched_headers) WITH ORDINALITY AS u(h, k))")
     examples: dict[str, list[dict]] = {}
     rows = _examples(tables, examples_per_class)
     for cls in MISMATCH_CLASSES:

@@ -28,7 +28,7 @@ def count_out_of_order(run: RunData) -> dict[str, dict[str, int]]:
     `out_of_order_legs`."""
     counts = run.tables.rows(f"""
         WITH o AS (SELECT name, id, url, unnest(overtook) AS earlier FROM results
-                   WHERE name <> ? AND overtook IS NOT NULL AND len(overtook) > 0),
+                   WHERE name <> ? AND overtook IS NOT NULL AND array_length(overtook) > 0),
              r AS (SELECT id, url, method FROM results WHERE name = ?)
         SELECT o.name, count(DISTINCT o.id) AS legs,
                count(DISTINCT CASE WHEN r.id IS NULL OR r.url = o.url OR r.method NOT IN {SAFE} THEN o.id END),

@@ -38,9 +38,10 @@ def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]
     ms (null where it failed; the first reply in the log's order where it answered twice). Returns each proxy's
     column."""
     columns = {name: f"c{i}" for i, name in enumerate(names)}
-    pivot = ", ".join(f"arg_min_null(ms, o) FILTER (name = ?) AS {column}" for column in columns.values())
-    tables.con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE paired AS
+    # The struct keeps a null time in the running (arg_min skips a null argument; arg_min_null has no Spark name).
+    pivot = ", ".join(f"(arg_min(struct_pack(ms := ms), o) FILTER (name = ?)).ms AS {column}"
+                      for column in columns.values())
+    tables.keep("paired", f"""
         SELECT id, {pivot or "NULL AS none"} FROM (
             SELECT id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
             WHERE name <> '{COLLECTOR}' AND status IS NOT NULL AND error IS NULL)
@@ -82,7 +83,7 @@ def pairs(tables: ReplyQueries, names: list[str]) -> list[dict]:
     try:
         return [pair(tables, columns, a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     finally:
-        tables.con.execute("DROP TABLE paired")
+        tables.drop("paired")
 
 
 def ranking(rows: list[dict], pair_list: list[dict]) -> list[list[str]]:

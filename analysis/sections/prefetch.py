@@ -25,8 +25,9 @@ In bounded memory: every step is a DuckDB query, over the report's replies (the 
 analysis/readers/engine.py, either engine) and the access log, which DuckDB reads once into a table
 (analysis/readers/access_log_sql.py); what a step keeps is a table of the engine's database (on disk for a run
 DuckDB read), never a Python object per record or line.
-A leg's window is tested with a running maximum and an ASOF join, the first use with an ASOF join: no pair of lines
-and requests for a popular URL is ever formed. A leg never sent (NOT_SENT, not in `results`) opens no window.
+A leg's window, and a prefetch's first use, are found with a running maximum or minimum over one sort of lines
+and requests per URL: no pair of lines and requests for a popular URL is ever formed, and the SQL runs as it is on
+DuckDB and, translated, on Spark (no ASOF join). A leg never sent (NOT_SENT, not in `results`) opens no window.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.readers.access_log_sql import read_access_log
 from analysis.readers.engine import ReplyQueries, RunTables
 from analysis.readers.records import COLLECTOR
 from analysis.readers.run_collector import strips_query_terms
@@ -77,8 +77,7 @@ def client_requests(tables: ReplyQueries, strip_query_terms: bool = False) -> in
     """The client requests with a tag (a record without one made no upstream request) into REQUESTS, one row
     each: its tag, arrival, URL as the Collector logs it, the Collector's reply time in seconds and its place in
     the log (`k`: tables.log_order). Returns how many."""
-    tables.con.execute(f"""
-        CREATE OR REPLACE TABLE {REQUESTS} AS
+    tables.keep(REQUESTS, f"""
         SELECT tag, ts, {_as_logged("url", strip_query_terms)} AS url, coalesce(total_us, 0) / 1e6 AS reference_s,
                {tables.log_order} AS k
         FROM results WHERE name = {sql_string(COLLECTOR)} AND tag <> ''""")
@@ -96,8 +95,7 @@ def port_lines_sql(port_names: dict[int, str], proxies: list[str]) -> str:
 def unexplained_lines(tables: ReplyQueries, lines_sql: str) -> None:
     """The lines no tag explains into UNEXPLAINED: a line is a client's when its tag names a client request for
     the same URL (the method may differ); what an untagged line is, prefetches() decides."""
-    tables.con.execute(f"""
-        CREATE OR REPLACE TABLE {UNEXPLAINED} AS
+    tables.keep(UNEXPLAINED, f"""
         SELECT l.name, l.start, l."end", l.url, l.bytes_sent AS bytes, l.tag
         FROM ({lines_sql}) l ANTI JOIN {REQUESTS} r ON r.tag = l.tag AND r.url = l.url""")
 
@@ -107,34 +105,51 @@ def forwarding_tags(tables: ReplyQueries, lines_sql: str) -> set[str]:
     return {name for (name,) in tables.rows(f"SELECT DISTINCT name FROM ({lines_sql}) WHERE tag <> ''")}
 
 
-def _in_flight_sql(untagged: set[str]) -> str:
-    """Per proxy that drops tags and URL, from each of its legs' start (minus the slack) in order, the latest end (plus
-    the slack) of the legs started by then: an untagged line lies inside some leg for its URL when the latest leg
-    started by the line's start ends after the line (`reach`)."""
+def _legs_sql(untagged: set[str]) -> str:
+    """Per proxy that drops tags, the time each of its legs may have run for its URL: from the client request's
+    arrival (minus the slack) to the Collector's reply time plus the leg's own (plus the slack)."""
     return f"""
-        SELECT name, url, lo, max(hi) OVER (PARTITION BY name, url ORDER BY lo) AS reach
-        FROM (SELECT l.name, r.url, r.ts - {WINDOW_SLACK_S} AS lo,
-                     r.ts + r.reference_s + coalesce(l.total_us, 0) / 1e6 + {WINDOW_SLACK_S} AS hi
-              FROM results l JOIN {REQUESTS} r USING (tag) WHERE l.name IN {_names(untagged)})"""
+        SELECT l.name, r.url, r.ts - {WINDOW_SLACK_S} AS lo,
+               r.ts + r.reference_s + coalesce(l.total_us, 0) / 1e6 + {WINDOW_SLACK_S} AS hi
+        FROM results l JOIN {REQUESTS} r USING (tag) WHERE l.name IN {_names(untagged)}"""
+
+
+def _outside_legs_sql(untagged: set[str]) -> str:
+    """The untagged lines of the proxies that drop tags that lie inside no leg for their URL: with the lines and the
+    legs in one order of time (per proxy and URL; a leg before a line at the same time), each line's `reach` is the
+    latest end of the legs started by then, and the line lies inside a leg when that end comes after its own. A
+    running maximum over one sort: no pair of lines and legs for a popular URL is ever formed."""
+    return f"""
+        SELECT name, start, "end", url, bytes, tag FROM (
+            SELECT *, max(hi) OVER (PARTITION BY name, url ORDER BY moment, line
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS reach
+            FROM (SELECT name, start, "end", url, bytes, tag, start AS moment, 1 AS line, NULL AS hi FROM {UNEXPLAINED}
+                  WHERE tag = '' AND name IN {_names(untagged)}
+                  UNION ALL
+                  SELECT name, NULL, NULL, url, NULL, NULL, lo, 0, hi FROM ({_legs_sql(untagged)})))
+        WHERE line = 1 AND (reach IS NULL OR "end" > reach)"""
 
 
 def prefetches(tables: ReplyQueries, tagged: set[str], untagged: set[str], horizon_s: float) -> None:
     """The lines no client request caused, with the first client request for their URL from their start within
     horizon_s of their end (`first_ts`, null when none: wasted), into PREFETCHES. On a port without tags (a proxy
     that drops the header) an untagged line is the client's when it lies inside the time a leg for its URL to that
-    proxy may have run (the module's docstring); on any other port every unexplained line is the proxy's own."""
-    own = f"SELECT * FROM {UNEXPLAINED} WHERE tag <> '' OR name IN {_names(tagged)}"
+    proxy may have run (the module's docstring); on any other port every unexplained line is the proxy's own.
+    The first request is found as the legs are: lines and requests in one order of time per URL (a request at a
+    line's start after it), the least request time from each line on."""
+    own = f"SELECT name, start, \"end\", url, bytes, tag FROM {UNEXPLAINED} WHERE tag <> '' OR name IN {_names(tagged)}"
     if untagged:
-        own += f"""
-            UNION ALL
-            SELECT c.* FROM {UNEXPLAINED} c ASOF LEFT JOIN ({_in_flight_sql(untagged)}) w
-                ON c.name = w.name AND c.url = w.url AND c.start >= w.lo
-            WHERE c.tag = '' AND c.name IN {_names(untagged)} AND (w.reach IS NULL OR c."end" > w.reach)"""
-    tables.con.execute(f"""
-        CREATE OR REPLACE TABLE {PREFETCHES} AS
-        SELECT row_number() OVER () AS prefetch, p.name, p.start, p."end", p.url, p.bytes,
-               CASE WHEN r.ts <= p."end" + {horizon_s} THEN r.ts END AS first_ts
-        FROM ({own}) p ASOF LEFT JOIN {REQUESTS} r ON p.url = r.url AND p.start <= r.ts""")
+        own += f" UNION ALL {_outside_legs_sql(untagged)}"
+    tables.keep(PREFETCHES, f"""
+        SELECT row_number() OVER (ORDER BY name, start, url) AS prefetch, name, start, "end", url, bytes,
+               CASE WHEN next_ts <= "end" + {horizon_s} THEN next_ts END AS first_ts
+        FROM (SELECT *, min(CASE WHEN request = 1 THEN moment END) OVER (
+                            PARTITION BY url ORDER BY moment, request ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
+                        AS next_ts
+              FROM (SELECT name, start, "end", url, bytes, start AS moment, 0 AS request FROM ({own})
+                    UNION ALL
+                    SELECT NULL, NULL, NULL, url, NULL, ts, 1 FROM {REQUESTS}))
+        WHERE request = 0""")
 
 
 def account(tables: ReplyQueries, name: str, span_s: float, horizon_s: float = HORIZON_S) -> dict:
@@ -168,14 +183,13 @@ def prefetch_columns(run: Path, proxies: list[str], tables: ReplyQueries | None 
     try:
         return _columns(files, topology, proxies, tables)
     finally:
-        for table in (REQUESTS, LINES, UNEXPLAINED, PREFETCHES):
-            tables.con.execute(f"DROP TABLE IF EXISTS {table}")
+        tables.drop(REQUESTS, LINES, UNEXPLAINED, PREFETCHES)
 
 
 def _columns(files: RunDir, topology: LabJson, proxies: list[str], tables: ReplyQueries) -> dict[str, dict]:
     if not client_requests(tables, strips_query_terms(topology)):
         return {}  # no record has a tag (a log from before tags): what the clients caused is unknown
-    read_access_log(tables.con, files.access_log, LINES, ["port", "end", "url", "bytes_sent"])
+    tables.keep_access_log(files.access_log, LINES, ["port", "end", "url", "bytes_sent"])
     lines = port_lines_sql(topology.collector.port_names(), proxies)
     unexplained_lines(tables, lines)
     tagged = forwarding_tags(tables, lines)

@@ -3,6 +3,7 @@ through the Multiplier, with their arguments, the values a command's {placeholde
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from spe_tools.lab.running import RunningLab, lab_env
 from spe_tools.process import Child, tail
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
+from spe_tools.workload import outcome
 from spe_tools.workload.har import replay_format
 
 
@@ -118,9 +120,22 @@ def check_workload(workload: Child, rundir: Path, command: bool = False) -> None
     if workload.alive():
         raise LabError(f"the workload did not finish in time (see {RunDir(rundir).output(layout.WORKLOAD)})")
     code = workload.popen.returncode
+    if code == outcome.FAILED and (failed := failed_by_summary(rundir)):
+        # Requests without a reply are the run's to report, not a reason to throw its records away.
+        print(f"spe lab: warning: the workload's {failed}", flush=True)
+        return
     if code != 0:
         raise LabError(f"the workload failed with exit code {code} (see {RunDir(rundir).output(layout.WORKLOAD)}):\n"
                        f"{tail(workload.log, 5)}")
+
+
+def failed_by_summary(rundir: Path) -> str | None:
+    """What the workload's JSON summary says failed, when it says some requests got no reply."""
+    try:
+        summary = json.loads(RunDir(rundir).workload_json.read_text())
+    except (OSError, ValueError):
+        return None
+    return outcome.failure_text(summary) if outcome.failed_requests(summary) else None
 
 
 def origin_url(lab: Lab, ports: Ports) -> str:

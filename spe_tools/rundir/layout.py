@@ -127,6 +127,10 @@ class RunDir:
     def report(self) -> Path:
         return self.path / REPORT
 
+    @property
+    def workload_json(self) -> Path:
+        return self.path / WORKLOAD_JSON
+
     def output(self, process: str) -> Path:
         return self.path / output_of(process)
 

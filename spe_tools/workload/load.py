@@ -33,6 +33,7 @@ from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
 from spe_tools.workload.conformance_mix import ConformanceMix
 from spe_tools.workload.http11 import CLIENT_HEADER, format_date, request_bytes
+from spe_tools.workload.outcome import exit_code
 from spe_tools.workload.plan import Planned
 from spe_tools.workload.popularity import DEFAULT_POPULARITY, History, parse_popularity
 from spe_tools.workload.sessions import PARALLEL, SessionModel, user
@@ -455,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    return 0
+    return exit_code("load", summary)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from spe_tools.workload.client import Exchange, Pool, fetch
 from spe_tools.workload.har import replay_format
 from spe_tools.workload.http11 import request_bytes
 from spe_tools.workload.logparse import LogError, is_loopback_host, parse_lines, spread_identical, target_url
+from spe_tools.workload.outcome import exit_code
 from spe_tools.workload.schedule import Schedule, exchange_summary, print_exchanges, run_closing, within
 
 SHOWN_WARNINGS = 10
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    return 0
+    return exit_code("replay", summary)
 
 
 if __name__ == "__main__":

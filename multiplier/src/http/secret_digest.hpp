@@ -1,4 +1,4 @@
-// Credentials and cookies as a keyed digest (issue 26): no Cookie, Set-Cookie,
+// Credentials and cookies as a keyed digest: no Cookie, Set-Cookie,
 // Authorization or Proxy-Authorization value is written anywhere (records, the
 // judge's reasons and evidence, captures); where "equal or not" matters, the
 // value's HMAC-SHA256 under a key made once per Multiplier process stands for it.

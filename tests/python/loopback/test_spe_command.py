@@ -1,13 +1,17 @@
 """The front door's conventions (./spe itself, before any Python command runs): `--version` prints the checkout's
-commit, and a command used wrongly exits 2 with what was wrong, before it installs or builds anything."""
+commit, a command used wrongly exits 2 with what was wrong, before it installs or builds anything, and a workload
+client whose requests got no reply exits 1, saying how many."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 
 import pytest
 from conftest import ROOT
 
+from spe_tools.process import ProcessGroup, free_port
 from spe_tools.version import describe
 
 
@@ -46,3 +50,34 @@ def test_help_names_the_command_as_typed(command):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: ./spe {name} "), done.stdout[:200]
     assert "python -m" not in done.stdout and "building" not in done.stderr
+
+
+def test_a_load_whose_requests_all_fail_exits_1_and_says_how_many(tmp_path):
+    """A client that got no reply is a failed run (exit 1), the summary still printed and written."""
+    nobody = f"127.0.0.1:{free_port()}"  # nothing listens there: every connection is refused
+    summary = tmp_path / "load.json"
+    done = spe("load", "--proxy", nobody, "--origin", "127.0.0.1:9", "--rate", "20", "--duration", "1s",
+               "--timeout", "2s", "--seed", "1", "--json", str(summary))
+    assert done.returncode == 1, done.stdout + done.stderr
+    sent = json.loads(summary.read_text())["sent"]
+    assert sent > 0 and f"load: error: {sent} of {sent} requests got no reply (" in done.stderr
+
+
+def test_a_replay_whose_requests_all_fail_exits_1(tmp_path):
+    log = tmp_path / "access.log"
+    log.write_text("".join(f"{1700000000 + i}.000 5 127.0.0.1 TCP_MISS/200 100 GET http://127.0.0.1:9/x{i} - "
+                           "HIER_DIRECT/127.0.0.1 text/plain\n" for i in range(3)))
+    done = spe("replay", str(log), "--proxy", f"127.0.0.1:{free_port()}", "--timeout", "2s")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "replay: error: 3 of 3 requests got no reply (" in done.stderr
+
+
+def test_a_load_that_got_every_reply_exits_0(tmp_path):
+    with ProcessGroup(tmp_path) as group:
+        port = free_port()
+        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
+                               "--think-mean-ms", "0", "--think-sd-ms", "0"], port=port,
+                    env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        done = spe("load", "--origin", f"127.0.0.1:{port}", "--rate", "20", "--duration", "1s", "--seed", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " 0 errors" in done.stdout and "error:" not in done.stderr

@@ -10,7 +10,7 @@ def run(rnd: int, scenario: str, rps: float, cpu_us: float) -> dict:
             "errors": ""}
 
 
-def test_the_cpu_ratio_pairs_each_round_and_says_whether_issue_42s_target_holds():
+def test_the_cpu_ratio_pairs_each_round_and_says_whether_its_target_holds():
     runs = [run(0, "mult4", 10000, 50.0), run(0, "lua4", 9000, 80.0), run(0, "mirror4", 3000, 30.0),
             run(1, "mult4", 9000, 60.0), run(1, "lua4", 9000, 84.0), run(1, "mirror4", 3000, 30.0),
             run(0, "mult8", 6000, 90.0), run(0, "lua8", 5000, 180.0), run(0, "mirror8", 2000, 60.0)]

@@ -48,7 +48,7 @@ def test_every_shipped_lab_file_parses():
         assert lab.proxies, path
 
 
-def test_default_lab_has_every_issue_proxy():
+def test_default_lab_has_every_caching_proxy_kind_and_the_dummy():
     lab = load_lab(ROOT / "configs/labs/default.toml")
     kinds = [p.kind for p in lab.proxies]
     for kind in ("squid", "trafficserver", "varnish", "apache", "nginx", "dummy"):

@@ -307,7 +307,7 @@ def test_the_sequences_give_each_rule_its_chance():
     assert all(set(h) <= {"Accept-Language", "Accept-Encoding"} for h in vary)
 
 
-def test_issue_27_sequences_send_each_dependent_request_without_a_pause():
+def test_conformance_sequences_send_each_dependent_request_without_a_pause():
     plans = drive(ConformanceMix("w", random.Random(2)), 20000)
     unsafe = steps_of(plans, "invalidated", "unsafe-then-get")
     assert [p.method for p in unsafe][:2] == ["GET", "GET"] and [p.method for p in unsafe][3:] == ["GET", "GET"]

@@ -1,0 +1,153 @@
+"""A run's records in Apache Spark: `./spe report RUN --engine spark [--spark-master URL]`, for runs that outgrow one
+machine, on a cluster the user already runs (or `local[*]`).
+
+The records come from the run's Parquet files (`./spe logs compact RUN`, run first here when the log has lines the
+files do not hold yet); the views are the ones analysis/readers/engine.py builds in DuckDB (`records`, `replies`,
+`results`, `verdicts`), and the report's queries are the same text: written once in DuckDB's dialect, each is
+translated to Spark SQL by SQLGlot when it runs, so the two engines cannot drift apart by a copy. Only what reads
+files differs (Spark's Parquet and text readers for DuckDB's read_parquet and read_csv). Order statistics stay
+exact on Spark too: the sections read them at their ranks from a window over a sort, never percentile_approx.
+
+A section's intermediate tables (ReplyQueries.keep) are cached temporary views, materialised once: a query that
+numbers rows (row_number() OVER ()) must not be evaluated again with another numbering.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import sqlglot
+
+from analysis.readers.access_log_sql import access_lines_sql
+from analysis.readers.engine import MEASURE, RunQueries
+from analysis.readers.records import COLLECTOR
+from spe_tools.rundir.log_schema import CACHE
+from spe_tools.rundir.parquet_log import compact, compacted
+
+DEFAULT_MASTER = "local[*]"
+SPARK_TYPES = {"VARCHAR": "STRING", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE"}
+
+
+def spark_sql(sql: str) -> str:
+    """One of the report's queries (DuckDB's dialect) in Spark SQL."""
+    return sqlglot.transpile(sql, read="duckdb", write="spark")[0]
+
+
+def _replies_sql() -> str:
+    """engine.py's `replies`, its proxies' legs numbered by posexplode (Spark has no generate_subscripts)."""
+    collector = ", ".join(f"collector.`{c}` AS `{c}`" for c in MEASURE)
+    leg = ", ".join(f"p.`{c}` AS `{c}`" for c in MEASURE)
+    return f"""
+        SELECT seq, 0 AS leg, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector},
+               CAST(NULL AS STRING) AS result, CAST(NULL AS ARRAY<STRING>) AS mismatched_headers,
+               CAST(NULL AS BIGINT) AS queued_us, CAST(NULL AS ARRAY<BIGINT>) AS overtook, collector.cache AS cache
+        FROM records
+        UNION ALL
+        SELECT seq, pos + 1 AS leg, id, ts, method, url, tag, p.name AS name, {leg}, p.result AS result,
+               p.mismatched_headers AS mismatched_headers, p.queued_us AS queued_us, p.overtook AS overtook,
+               p.cache AS cache
+        FROM records LATERAL VIEW posexplode(proxies) legs AS pos, p
+        WHERE p IS NOT NULL"""
+
+
+def _plain(value):
+    """A Spark value as DuckDB's Python API gives it: a struct as a dict, a list of them as a list of dicts."""
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+class SparkUnavailableError(Exception):
+    """No Spark session on the master asked for: PySpark or Java missing, or the cluster unreachable."""
+
+
+def session(master: str):
+    """A Spark session on `master`, its driver on loopback (a cluster's workers reach it there when they share the
+    host; on a real cluster, SPARK_LOCAL_IP / spark.driver.host say where)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    try:
+        from pyspark.sql import SparkSession  # imported here: the report's other engines never load the JVM
+    except ImportError as e:
+        raise SparkUnavailableError(f"PySpark is not installed ({e}): ./spe setup installs it") from None
+    host = os.environ["SPARK_LOCAL_IP"]
+    try:
+        spark = (SparkSession.builder.master(master).appName("spe-report")
+                 .config("spark.driver.host", host).config("spark.driver.bindAddress", host)
+                 .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+                 # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
+                 .config("spark.sql.shuffle.partitions", "8")
+                 .getOrCreate())
+    except Exception as e:  # noqa: BLE001 (Py4J and PySpark raise many kinds; each means no session)
+        raise SparkUnavailableError(f"no Spark session on {master}: {str(e).strip().splitlines()[0][:300]}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class SparkTables(RunQueries):
+    """RunQueries in Spark over a run's Parquet files. close() (or `with`) drops its views; the session stays for
+    the next report of the same process (a JVM takes seconds to start)."""
+
+    def __init__(self, log: Path, master: str = DEFAULT_MASTER):
+        self.spark = session(master)
+        self._kept: dict[str, object] = {}
+        run = log.parent
+        found = compacted(run)
+        if found is None or not found.current:
+            compact(run)  # the lines the Parquet files do not hold yet: Spark reads the files only
+            found = compacted(run)
+        self.source, self.bad_parts = "parquet (Spark)", found.bad_parts
+        self.bad_lines = found.bad_lines
+        if not found.files:
+            raise FileNotFoundError(f"{run}: no records to read (the log is empty)")
+        self.spark.read.parquet(*(str(f) for f in found.files)).createOrReplaceTempView("records")
+        self._persist("replies", self.spark.sql(_replies_sql()))
+        self.spark.sql("CREATE OR REPLACE TEMPORARY VIEW results AS "
+                       "SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
+        fields = ", ".join(f"cache.`{f.name}` AS `{f.name}`" for f in CACHE)
+        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW verdicts AS SELECT id, method, url, name, {fields}, seq, "
+                       "leg FROM replies WHERE cache.reused IS NOT NULL")
+        self.requests = self.value("SELECT count(*) FROM records")
+
+    def _persist(self, name: str, frame) -> None:
+        frame = frame.persist()
+        frame.count()  # materialised now, once
+        frame.createOrReplaceTempView(name)
+        self._kept[name] = frame
+
+    def _query(self, sql: str, params: list | None):
+        return self.spark.sql(spark_sql(sql), args=list(params) if params else None)
+
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        return [tuple(_plain(v) for v in row) for row in self._query(sql, params).collect()]
+
+    def dicts(self, sql: str, params: list | None = None) -> list[dict]:
+        return [{k: _plain(v) for k, v in row.asDict().items()} for row in self._query(sql, params).collect()]
+
+    def keep(self, name: str, sql: str, params: list | None = None) -> None:
+        self.drop(name)
+        self._persist(name, self._query(sql, params))
+
+    def keep_rows(self, name: str, columns: dict[str, str], rows: list[tuple]) -> None:
+        schema = ", ".join(f"`{c}` {SPARK_TYPES[t]}" for c, t in columns.items())
+        self.drop(name)
+        self._persist(name, self.spark.createDataFrame(rows, schema))
+
+    def keep_access_log(self, path: Path, name: str, fields: Sequence[str]) -> None:
+        self.spark.read.text(str(path)).withColumnRenamed("value", "line").createOrReplaceTempView(f"{name}_text")
+        self.keep(name, access_lines_sql(f"{name}_text", fields))
+
+    def drop(self, *names: str) -> None:
+        for name in names:
+            frame = self._kept.pop(name, None)
+            if frame is not None:
+                frame.unpersist()
+            self.spark.catalog.dropTempView(name)
+
+    def close(self) -> None:
+        self.drop(*list(self._kept))
+        for view in ("records", "results", "verdicts"):
+            self.spark.catalog.dropTempView(view)
