@@ -274,6 +274,19 @@ def test_a_clients_post_invalidates_the_stored_copy_of_its_uri(bed):
     assert fetch(bed.spe["direct"], target, tag()).serial != first.serial
 
 
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "POST"])
+def test_a_proxys_copy_of_an_unsafe_request_leaves_the_stored_reply(bed, method):
+    """Only the client's own unsafe request invalidates (patch 0028): a proxy's copy of it (answered by the replay
+    port in a lab) may come after the client's next GET stored a fresh fetch, which the proxy's GET must still
+    get. Stock Squid purges on any port."""
+    for ports, kept in ((bed.spe, True), (bed.stock, False)):
+        target = bed.url(f"/obj/copy-keeps-{method}-{kept}?cc=public,max-age%3D600")
+        stored = fetch(ports["direct"], target, tag())
+        copy = fetch(ports["p1"], target, {"Content-Type": "text/plain", **tag()}, method=method, body=b"change")
+        assert copy.status == 200
+        assert (fetch(ports["direct"], target, tag()).serial == stored.serial) == kept, (method, kept)
+
+
 def test_a_post_answered_from_the_cache_keeps_the_connection_usable(bed):
     """The hit leaves the POST body unused: Squid must drain it, not read it as the next request."""
     target = bed.url("/post/keepalive")
