@@ -77,7 +77,8 @@ def session(master: str):
     try:
         spark = (SparkSession.builder.master(master).appName("spe-report")
                  .config("spark.driver.host", host).config("spark.driver.bindAddress", host)
-                 .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.sql.session.timeZone", "UTC")
                  # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
                  .config("spark.sql.shuffle.partitions", "8")
                  .getOrCreate())

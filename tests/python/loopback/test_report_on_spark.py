@@ -82,6 +82,12 @@ def test_spark_gives_duckdbs_report_on_a_generated_run(cluster, tmp_path):
 
 
 def test_the_command_line_reads_a_run_on_the_cluster(cluster, tmp_path):
+    """`./spe report --engine spark` as a program of its own: a second application on the cluster, which gets the
+    worker's one core once this process's session (the other tests') has stopped and given it back."""
+    from pyspark.sql import SparkSession
+
+    if (running := SparkSession.getActiveSession()) is not None:
+        running.stop()
     run = paired_run(tmp_path)
     done = subprocess.run([sys.executable, "-m", "analysis.cli", str(run), "--engine", "spark", "--spark-master",
                            cluster, "--format", "json,text"], capture_output=True, text=True, timeout=600, cwd=ROOT,
