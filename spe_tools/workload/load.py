@@ -267,8 +267,18 @@ class LoadRun:
         kind, oid = cm.parse_path(path)
         plan = Planned("GET", path, category, spec=cm.object_spec(self.model, kind, oid))
         self.categories[category] += 1
-        ex = await self.send(self.args.robots + user_index, plan, https, asyncio.get_running_loop().time())
+        # The request is a task of its own among those the final drain waits for; the user, who may be thinking
+        # when the run ends, is not.
+        request = self.track(asyncio.create_task(
+            self.send(self.args.robots + user_index, plan, https, asyncio.get_running_loop().time())))
+        ex = await request
         return ex.status == 200
+
+    def track(self, task: asyncio.Task) -> asyncio.Task:
+        """A request out until its task ends: what the final drain waits for and counts as lost."""
+        self.in_flight.add(task)
+        task.add_done_callback(self.in_flight.discard)
+        return task
 
     def start_users(self) -> list[asyncio.Task]:
         loop = asyncio.get_running_loop()
@@ -289,7 +299,7 @@ class LoadRun:
                          self.args.max_requests)
         self.start = loop.time()
         reporter = asyncio.create_task(self.report_progress())
-        self.in_flight.update(self.start_users())
+        users = self.start_users()
         for i, offset in enumerate(times):
             at = self.start + offset
             delay = at - loop.time()
@@ -298,16 +308,14 @@ class LoadRun:
             robot = i % len(self.robots)
             plan = self.planner.next(self.robots[robot], offset)
             self.categories[plan.category] += 1
-            task = asyncio.create_task(self.one(robot, plan, at))
-            self.in_flight.add(task)
-            task.add_done_callback(self.in_flight.discard)
+            self.track(asyncio.create_task(self.one(robot, plan, at)))
         remaining = self.args.duration - (loop.time() - self.start)
         if remaining > 0:
             await asyncio.sleep(remaining)
         if self.in_flight:  # bounded drain: a request still out after --timeout is counted lost
             await asyncio.wait(list(self.in_flight), timeout=self.args.timeout)
         lost = len(self.in_flight)
-        for task in list(self.in_flight):
+        for task in [*self.in_flight, *users]:
             task.cancel()
         reporter.cancel()
         for pool in self.pools:
