@@ -1,11 +1,16 @@
 """./spe report RUNDIR [--out DIR] [--format html,csv,json,text,png] [--fail-on THRESHOLDS] [--engine E]
    [--spark-master URL]
+   ./spe report RUNDIR RUNDIR ... [--out DIR] [...]   (one report of several runs, merged)
    ./spe report --compare RUNDIR RUNDIR ... [--out DIR]
 
 Turns a run directory (the Multiplier's multiplier.jsonl or multiplier.rope.log, and when
 present lab.json, the Collector's access.log and captures/) into report.html, summary.csv,
 summary.json, report.txt and PNG figures (--format picks some: the figures are drawn only for html and
 png). A log file may be given instead of a directory.
+Several runs without --compare are merged into one report: runs of one evaluation taken by Multipliers on
+different hosts (or client groups), each proxy's figures over all of them and per Multiplier (each record's
+`multiplier`; a run's name for logs without it), the hit ratios from every run's Collector added up; each request
+is named by its run and id (default --out: ./spe-report).
 With --compare, the same proxies across runs side by side (compare.txt/.csv/.json).
 With --fail-on (e.g. violations>0,mismatches>1%,noise>0), exits 3 when a threshold is crossed
 (spe_tools/thresholds.py, docs/report.md). With --lab-summary, every format is written and the short form
@@ -24,6 +29,7 @@ import sys
 from pathlib import Path
 
 from analysis.compare import compare_rows, compare_text, compared_report, write_compare
+from analysis.readers.records import find_log, is_rope
 from analysis.report import ENGINES, FORMATS, Progress, build_report, short_report, text_report, write_report
 from analysis.sections import noise
 from spe_tools.rundir.layout import RunDir
@@ -36,6 +42,14 @@ def _big(run: Path) -> bool:
     return sum(f.stat().st_size for f in files if f.exists()) > 50_000_000
 
 
+def _rope(parser: argparse.ArgumentParser, run: Path) -> bool:
+    """Whether the run's log is ROPE's text log (a run without a log is the parser's error)."""
+    try:
+        return is_rope(find_log(run))
+    except FileNotFoundError as e:
+        parser.error(str(e))
+
+
 def checked_formats(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:
     """The formats asked for, once the arguments are known to go together (else the parser's error, exit 2)."""
     formats = {f.strip() for f in args.format.split(",") if f.strip()}
@@ -44,10 +58,14 @@ def checked_formats(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     for run in args.run:
         if not run.exists():
             parser.error(f"{run} does not exist")
-    if len(args.run) > 1 and not args.compare:
-        parser.error("several runs need --compare")
     if args.compare and (args.fail_on or args.lab_summary):
         parser.error("--fail-on and --lab-summary take one run, not a comparison")
+    if len(args.run) > 1 and args.engine == "memory":
+        parser.error("several runs are merged through DuckDB or Spark: --engine duckdb (the default) or spark")
+    if len(args.run) > 1 and args.lab_summary:
+        parser.error("--lab-summary takes one run")
+    if len(args.run) > 1 and not args.compare and any(_rope(parser, run) for run in args.run):
+        parser.error("a ROPE text log cannot be merged with other runs (it has no judge's verdicts to add up)")
     return formats
 
 
@@ -55,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./spe report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path, nargs="+",
-                        help="run directory or Multiplier log file (several with --compare)")
+                        help="run directory or Multiplier log file; several are merged into one report, or "
+                             "compared with --compare")
     parser.add_argument("--compare", action="store_true", help="compare the runs given, proxy by proxy")
     parser.add_argument("--out", type=Path, help="where to write (default: RUN/report)")
     parser.add_argument("--format", default="html,csv,json,text,png",
@@ -91,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     rep, run = reports[0], args.run[0]
     if unknown := unknown_proxies(args.fail_on, [row["name"] for row in rep.rows[1:]]):
         parser.error(f"--fail-on names proxies this run does not have: {', '.join(unknown)}")
-    out = args.out or RunDir(run if run.is_dir() else run.parent).report
+    out = args.out or (Path("spe-report") if rep.merged else RunDir(run if run.is_dir() else run.parent).report)
     if args.lab_summary:
         return lab_summary(rep, out, args.fail_on)
     write_report(rep, out, formats)
@@ -108,8 +127,9 @@ def read_reports(args: argparse.Namespace) -> list | None:
     try:
         if args.compare:
             return [compared_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine) for run in args.run]
-        return [build_report(run, Progress(sys.stderr.isatty() or _big(run)), args.engine,
-                             spark_master=args.spark_master) for run in args.run]
+        big = any(_big(run) for run in args.run)
+        return [build_report(args.run, Progress(sys.stderr.isatty() or big), args.engine,
+                             spark_master=args.spark_master)]
     except FileNotFoundError as e:
         print(f"spe report: {e}", file=sys.stderr)
         return None

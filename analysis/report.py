@@ -14,21 +14,22 @@ import json
 import os
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from analysis import sections, stats_sql
-from analysis.readers.engine import FrameTables, ReplyQueries, RunQueries, RunTables
+from analysis.readers.engine import FrameTables, ReplyQueries, RunQueries, RunTables, run_labels
 from analysis.readers.judge_records import load_judged_run
 from analysis.readers.records import Records, find_log, is_rope
 from analysis.report_data import Report
-from analysis.section import FIRST, QUESTIONS, RunData, Section, fmt
+from analysis.section import FIRST, QUESTIONS, RunData, RunFiles, Section, fmt
 from analysis.sections.hit_ratios import collector_usage
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.port_usage import PortUsage, add_usage
 from spe_tools.rundir.records import RESULT_CLASSES
 
 # The per-proxy table's columns of summary.csv / summary.json (documented in docs/report.md); each section's
@@ -72,21 +73,24 @@ def _log_size(run: Path) -> int:
 ENGINES = ("duckdb", "memory", "spark")
 
 
-def read_run(log: Path, engine: str, progress: Progress,
+def read_run(logs: list[Path], engine: str, progress: Progress,
              spark_master: str | None = None) -> tuple[ReplyQueries, Records, int, list[dict], int]:
-    """The queries the sections read the replies and verdicts through (open: the caller closes them), the run's
+    """The queries the sections read the replies and verdicts through (open: the caller closes them), the runs'
     records, the lines naming an unreadable `cache` object, the per-proxy table and how many Parquet part files
-    could not be read. A ROPE text log is always read into memory."""
-    if engine == "memory" or is_rope(log):
-        records, verdicts, bad_cache_lines = load_judged_run(log)
-        frames = FrameTables(records.results, verdicts)
+    could not be read. A ROPE text log is always read into memory; several runs only through DuckDB or Spark."""
+    if engine == "memory" or is_rope(logs[0]):
+        if len(logs) > 1:
+            raise ValueError("several runs are read through DuckDB or Spark (--engine duckdb or spark), and a ROPE "
+                             "text log is not one of them")
+        records, verdicts, bad_cache_lines = load_judged_run(logs[0])
+        frames = FrameTables(records.results, verdicts, run_labels(logs)[0])
         return frames, records, bad_cache_lines, stats_sql.proxy_table(frames, records.proxies), 0
     if engine == "spark":
         from analysis.readers.spark_engine import DEFAULT_MASTER, SparkTables  # the JVM only when asked for
 
-        tables: RunQueries = SparkTables(log, spark_master or DEFAULT_MASTER)
+        tables: RunQueries = SparkTables(logs, spark_master or DEFAULT_MASTER)
     else:
-        tables = RunTables(log)
+        tables = RunTables(logs)
     try:
         progress(f"{tables.requests:,} records from {tables.source} ({tables.bad_lines} unreadable lines); "
                  "computing tables")
@@ -98,24 +102,42 @@ def read_run(log: Path, engine: str, progress: Progress,
         raise
 
 
-def build_report(run: Path, progress: Progress | None = None, engine: str = "duckdb",
+def run_files(runs: list[Path]) -> dict[str, RunFiles]:
+    """Each run given, by its `run` label (run_labels): its directory or log, its Multiplier's log, its captures."""
+    logs = [find_log(run) for run in runs]
+    captures = [RunDir(run).captures if run.is_dir() else None for run in runs]
+    return {label: RunFiles(run, log, found if found is not None and found.is_dir() else None)
+            for label, run, log, found in zip(run_labels(logs), runs, logs, captures, strict=True)}
+
+
+def merged_usage(runs: list[Path], tables: ReplyQueries) -> tuple[dict[str, PortUsage] | None, int]:
+    """The Collector's usage per port name (hit_ratios.collector_usage), summed over the runs, each of which had its
+    own Collector; None when one of them has none to read (its hit ratios would be missing from the sum)."""
+    read = [collector_usage(run, tables) if run.is_dir() else None for run in runs]
+    if any(found is None for found in read):
+        return None, sum(found[1] for found in read if found)
+    return add_usage([usage for usage, _ in read]), sum(bad for _, bad in read)
+
+
+def build_report(run: Path | Sequence[Path], progress: Progress | None = None, engine: str = "duckdb",
                  examples: str = FIRST, computed: Collection[str] | None = None,
                  spark_master: str | None = None) -> Report:
-    """The run read once: the per-proxy table, then each registered section's data, in registry order. `examples`:
-    FIRST or LATEST, which request of a finding a section shows (RunData.examples). `computed`: the names of the
-    sections to compute (None: every one; `--compare` computes only those that change the rows it shows,
-    analysis/compare.py)."""
-    run = Path(run)
+    """The run (or several runs, merged into one report) read once: the per-proxy table, then each registered
+    section's data, in registry order. `examples`: FIRST or LATEST, which request of a finding a section shows
+    (RunData.examples). `computed`: the names of the sections to compute (None: every one; `--compare` computes
+    only those that change the rows it shows, analysis/compare.py)."""
+    runs = [Path(run)] if isinstance(run, (str, Path)) else [Path(r) for r in run]
     progress = progress or Progress(False)
-    progress(f"reading {_log_size(run) / 1e6:,.0f} MB of Multiplier log")
-    log = find_log(run)
-    tables, records, bad_cache_lines, table, bad_parts = read_run(log, engine, progress, spark_master)
+    progress(f"reading {sum(_log_size(r) for r in runs) / 1e6:,.0f} MB of Multiplier log")
+    files = run_files(runs)
+    first = next(iter(files.values()))
+    tables, records, bad_cache_lines, table, bad_parts = read_run([f.log for f in files.values()], engine, progress,
+                                                                  spark_master)
     with tables:
-        usage, bad_collector_lines = (collector_usage(run, tables) if run.is_dir() else None) or (None, 0)
-        files = RunDir(run)
-        lab = LabJson.read(run) if run.is_dir() else None
-        inputs = RunData(run, log, records, tables, lab, usage,
-                         files.captures if files.captures.is_dir() else None, table, examples)
+        usage, bad_collector_lines = merged_usage(runs, tables)
+        lab = LabJson.read(first.path) if first.path.is_dir() else None  # the topology: the first run's
+        inputs = RunData(first.path, first.log, records, tables, lab, usage, first.capture_dir, table, examples,
+                         runs=files)
         for section in sections.SECTIONS:
             if section.rows:
                 section.rows(inputs)
@@ -124,9 +146,10 @@ def build_report(run: Path, progress: Progress | None = None, engine: str = "duc
             if section.compute and (computed is None or section.name in computed):
                 progress(f"section {section.name}")
                 data[section.name] = section.compute(inputs)
-    return Report(run, table, records.requests, records.bad_lines, bad_collector_lines, usage or {},
+    return Report(first.path, table, records.requests, records.bad_lines, bad_collector_lines, usage or {},
                   skipped=records.skipped, held=records.held, https=records.https, bad_cache_lines=bad_cache_lines,
-                  bad_parts=bad_parts, data=data, spe_version=lab.spe_version if lab else None)
+                  bad_parts=bad_parts, data=data, spe_version=lab.spe_version if lab else None,
+                  runs={label: f.path for label, f in files.items()})
 
 
 def skipped_text(rep: Report) -> str:

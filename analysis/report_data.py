@@ -27,3 +27,9 @@ class Report:
     bad_parts: int = 0  # Parquet part files (./spe logs compact) that could not be read, skipped
     data: dict[str, Any] = field(default_factory=dict)  # what each section computed, by its name
     spe_version: str | None = None  # the SPE that ran it (lab.json's spe_version); None: a bare log, an older run
+    # Every run read by its `run` label, its directory or log (one; several for a merged report, `run` the first)
+    runs: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def merged(self) -> bool:
+        return len(self.runs) > 1

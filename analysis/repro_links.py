@@ -28,13 +28,19 @@ def repro_case(run: Path, proxy: str, request: int) -> Path | None:
     return case if (case / CASE_JSON).exists() else None
 
 
-def repro_text(sections: list[dict], run: Path | None) -> list[str]:
-    """Per proxy with violations, the first request of each rule it broke: what `./spe repro` takes."""
-    firsts = [(s["label"], [f"{r['rule']} {r['example']['id']}" for r in s["rules"] if r["count"] and r["example"]])
+def repro_text(sections: list[dict], runs: dict[str, Path]) -> list[str]:
+    """Per proxy with violations, the first request of each rule it broke: what `./spe repro` takes (in a merged
+    report, each from its own run: `./spe repro` reads one)."""
+    usable = {label: found for label, run in runs.items() if (found := repro_run(run)) is not None}
+    merged = len(runs) > 1
+    firsts = [(s["label"], [f"{r['rule']} {r['example']['id']}" + (f" ({r['example']['run']})" if merged else "")
+                            for r in s["rules"] if r["count"] and r["example"] and r["example"]["run"] in usable])
               for s in sections if s["name"] != COLLECTOR]
     firsts = [(label, rules) for label, rules in firsts if rules]
-    if run is None or not firsts:
+    if not firsts:
         return []
+    run = next(iter(usable.values())) if not merged else Path("RUN")
     width = max(len(label) for label, _ in firsts) + 2
+    whose = " (RUN the run in brackets)" if merged else ""
     return [f"Reproduce one as a case: {repro_command(run, 'PROXY', 'ID')} (docs/repro.md), ID the first request of "
-            "each rule broken:", *(f"  {label:{width}}{', '.join(rules)}" for label, rules in firsts)]
+            f"each rule broken{whose}:", *(f"  {label:{width}}{', '.join(rules)}" for label, rules in firsts)]

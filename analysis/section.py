@@ -21,7 +21,7 @@ Every hook is optional. The report calls them in this order:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,16 @@ if TYPE_CHECKING:
 BEST, BUGS, TRUST = "best", "bugs", "trust"
 QUESTIONS = {BEST: "Which proxy is best?", BUGS: "Which bugs does each have?", TRUST: "Can I trust this run?"}
 FIRST, LATEST = "first", "latest"  # RunData.examples
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """One run a report reads: its directory (or the log file given instead), its Multiplier's log, its captures/
+    (the Multiplier's --capture-dir) when it has one."""
+
+    path: Path
+    log: Path
+    capture_dir: Path | None
 
 
 @dataclass
@@ -53,6 +63,13 @@ class RunData:
     # Which request a finding's example is: FIRST (the report: stable, and inside the Multiplier's capture budget,
     # which fills early in a long run) or LATEST (the live scorecard: what the proxies do now).
     examples: str = FIRST
+    # Every run read, by its `run` label (the column of the views): one, or several merged (`./spe report RUN1
+    # RUN2 ...`), whose requests are told apart by (run, id). `run`, `log` and `capture_dir` above are the first's.
+    runs: dict[str, RunFiles] = field(default_factory=dict)
+
+    @property
+    def merged(self) -> bool:
+        return len(self.runs) > 1
 
 
 def always(report: Report) -> bool:

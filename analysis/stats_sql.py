@@ -26,7 +26,7 @@ ORDERED = {
 QUANTILES = {"latency": (0.5, 0.9, 0.99), "ttfb": (0.5,), "queued": (0.5, 0.99)}
 
 
-def _aggregates(tables: ReplyQueries) -> dict[str, dict]:
+def _aggregates(tables: ReplyQueries, source: str) -> dict[str, dict]:
     """Per source: the counts, means, spreads and sums of the table, and how many values each ORDERED has."""
     counted = ", ".join(f"count({value}) FILTER ({where}) AS n_{what}" for what, (value, where) in ORDERED.items())
     rows = tables.dicts(f"""
@@ -35,13 +35,13 @@ def _aggregates(tables: ReplyQueries) -> dict[str, dict]:
                stddev_samp(total_us::DOUBLE / 1000) FILTER ({DELIVERED}) AS latency_sd_ms,
                avg(connect_us) / 1000 AS connect_mean_ms, avg(ttfb_us) FILTER ({DELIVERED}) / 1000 AS ttfb_mean_ms,
                sum(bytes) FILTER ({DELIVERED}) AS body_bytes, {counted}
-        FROM results GROUP BY name""")
+        FROM {source} GROUP BY name""")
     return {row["name"]: row for row in rows}
 
 
-def _result_counts(tables: ReplyQueries) -> dict[str, dict[str, int]]:
+def _result_counts(tables: ReplyQueries, source: str) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
-    for name, result, n in tables.rows("SELECT name, result, count(*) FROM results GROUP BY ALL"):
+    for name, result, n in tables.rows(f"SELECT name, result, count(*) FROM {source} GROUP BY ALL"):
         counts.setdefault(name, {})[result] = n
     return counts
 
@@ -51,13 +51,14 @@ def _wanted_ranks(what: str, n: int) -> set[int]:
     return ranks | (set(median_ci_ranks(n)) if what == "latency" and n >= 3 else set())
 
 
-def _order_statistics(tables: ReplyQueries, counts: dict[str, dict]) -> dict[tuple[str, str], dict[int, float]]:
+def _order_statistics(tables: ReplyQueries, counts: dict[str, dict],
+                      source: str) -> dict[tuple[str, str], dict[int, float]]:
     """(what, source) -> rank -> value, for the ranks the table needs: one sort of each source's values."""
     wanted = [(what, name, rank) for name, agg in counts.items() for what in ORDERED
               for rank in _wanted_ranks(what, agg[f"n_{what}"] or 0) if agg[f"n_{what}"]]
     if not wanted:
         return {}
-    values = " UNION ALL ".join(f"SELECT '{what}' AS what, name, {value} AS x FROM results WHERE {where} "
+    values = " UNION ALL ".join(f"SELECT '{what}' AS what, name, {value} AS x FROM {source} WHERE {where} "
                                 f"AND {value} IS NOT NULL" for what, (value, where) in ORDERED.items())
     tables.keep_rows("wanted", {"what": "VARCHAR", "name": "VARCHAR", "rank": "BIGINT"}, wanted)
     found: dict[tuple[str, str], dict[int, float]] = {}
@@ -121,11 +122,12 @@ def _row(name: str, agg: dict, classes: dict[str, int], ordered: dict) -> dict:
     return row
 
 
-def proxy_table(tables: ReplyQueries, names: list[str]) -> list[dict]:
-    """One row per reply source: the Collector first, then each proxy in `names` order."""
-    aggregates = _aggregates(tables)
-    classes = _result_counts(tables)
-    ordered = _order_statistics(tables, aggregates)
+def proxy_table(tables: ReplyQueries, names: list[str], source: str = "results") -> list[dict]:
+    """One row per reply source: the Collector first, then each proxy in `names` order; of the replies of `source`
+    (a view or kept table with `results`' columns: the per-Multiplier tables read a part of it)."""
+    aggregates = _aggregates(tables, source)
+    classes = _result_counts(tables, source)
+    ordered = _order_statistics(tables, aggregates, source)
     empty = {"requests": 0, "responses": 0, "latency_mean_ms": None, "latency_sd_ms": None, "connect_mean_ms": None,
              "ttfb_mean_ms": None, "body_bytes": 0, **{f"n_{what}": 0 for what in ORDERED}}
     return [_row(name, aggregates.get(name, empty), classes.get(name, {}), ordered) for name in [COLLECTOR, *names]]

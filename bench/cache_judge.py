@@ -57,7 +57,7 @@ from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, on_load_cpu, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds, rss_and_peak_kb
-from bench.lib.servers import check_alive, numbered, start_multiplier, start_nginx, write_objects
+from bench.lib.servers import check_alive, log_path, numbered, start_multiplier, start_nginx, write_objects
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
@@ -381,7 +381,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     upstream_ports = [free_port() for _ in range(1 + FANOUT)]
     script = workdir / "urls.lua"
     script.write_text(wrk_script(upstream_ports[0], args.urls))
-    logs = {b: workdir / f"{file_name(b)}.jsonl" for b in MEASURED}
+    logs = {b: log_path(workdir, f"{file_name(b)}") for b in MEASURED}
     with ProcessGroup(workdir) as group:
         servers = upstream_servers(upstream_ports, workdir / "www", args.legs)
         start_nginx(group, "upstreams", servers, upstream_ports)
@@ -413,7 +413,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             warm_script = workdir / "warm.lua"
             warm_script.write_text(wrk_script(upstream_ports[0], args.urls, prefix="f"))
             for build in BUILDS:
-                port, log = free_port(), workdir / f"{build}-callgrind.jsonl"
+                port, log = free_port(), log_path(workdir, f"{build}-callgrind")
                 counts[build] = callgrind(
                     group, f"{build}-cg",
                     lambda w, build=build, port=port, log=log: start_build(

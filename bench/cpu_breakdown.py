@@ -50,7 +50,15 @@ from bench.lib.harness import LOAD_CPU, MULTIPLIER, SERVER_CPU, run_main
 from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds
 from bench.lib.nginx_fanout import LUA_INIT, LUA_MODULES, UPSTREAMS, lua_server, nginx_conf, upstream_blocks
-from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, start_server, write_objects
+from bench.lib.servers import (
+    check_alive,
+    log_path,
+    numbered,
+    start_file_server,
+    start_multiplier,
+    start_server,
+    write_objects,
+)
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
@@ -254,7 +262,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         servers: dict[str, tuple[int, str, Path | None]] = {}
         for i, binary in enumerate(builds.values()):
             port = free_port()
-            pid = start_mult(group, f"multiplier{i}", port, origin_ports, workdir / f"mult{i}.jsonl", [], binary,
+            pid = start_mult(group, f"multiplier{i}", port, origin_ports, log_path(workdir, f"mult{i}"), [], binary,
                              flags=flags.get(list(builds)[i], ()))
             servers[list(builds)[i]] = (pid, f"http://127.0.0.1:{port}/1k", script)
         lua_port = free_port()
@@ -264,13 +272,13 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             run_wrk(url, s, 1, 10, workdir)
         times = measure_times(args, servers, origin, workdir)
         traces = {name: trace_syscalls(serving_pid(pid), url, s, args.trace_seconds, workdir, f"s{i}",
-                                       workdir / f"mult{i}.jsonl" if s else None)
+                                       log_path(workdir, f"mult{i}") if s else None)
                   for i, (name, (pid, url, s)) in enumerate(servers.items())}
         check_alive(group)
 
         counts = {}
         for i, (name, binary) in enumerate(builds.items()):
-            port, log, extra = free_port(), workdir / f"mult{i}-callgrind.jsonl", flags.get(name, ())
+            port, log, extra = free_port(), log_path(workdir, f"mult{i}-callgrind"), flags.get(name, ())
             counts[name] = callgrind(
                 group, f"multiplier{i}",
                 lambda w, tag=f"multiplier{i}-callgrind", port=port, log=log, binary=binary, extra=extra: start_mult(

@@ -38,7 +38,7 @@ from bench.lib.callgrind import callgrind, inclusive_rows
 from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import LOAD_CPU, SERVER_CPU, run_main
 from bench.lib.meters import busy_seconds, cpu_seconds
-from bench.lib.servers import check_alive, numbered, start_file_server, start_multiplier, write_objects
+from bench.lib.servers import check_alive, log_path, numbered, start_file_server, start_multiplier, write_objects
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, free_port, process_tree
@@ -177,9 +177,9 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         for name in SCENARIOS:
             extra = ("--metrics-listen", f"127.0.0.1:{metrics_port}") if name == "scraped" else ()
             servers[name] = start_multiplier(group, name, ports[name], origin_ports[0], numbered(origin_ports[1:]),
-                                             workdir / f"{name}.jsonl", extra=extra).pid
+                                             log_path(workdir, f"{name}"), extra=extra).pid
         scraper = Scraper(metrics_port)
-        tails = {name: LogTail(workdir / f"{name}.jsonl") for name in SCENARIOS}
+        tails = {name: LogTail(log_path(workdir, f"{name}")) for name in SCENARIOS}
         for name in SCENARIOS:  # warm-up: upstream keep-alive pools, page cache
             run_wrk(f"http://127.0.0.1:{ports[name]}/1k", script, 1, args.connections, workdir)
         time.sleep(0.5)
@@ -200,7 +200,7 @@ def count_instructions(args: argparse.Namespace, group: ProcessGroup, origin_por
     """Each Multiplier again under callgrind: instructions per record written, and the scrapes it got."""
     workdir, counts = group.workdir, {}
     for name in SCENARIOS:
-        port, metrics_port, log = free_port(), free_port(), workdir / f"{name}-callgrind.jsonl"
+        port, metrics_port, log = free_port(), free_port(), log_path(workdir, f"{name}-callgrind")
         extra = ("--metrics-listen", f"127.0.0.1:{metrics_port}") if name == "scraped" else ()
         tail = LogTail(log)
 

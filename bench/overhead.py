@@ -62,6 +62,7 @@ from bench.lib.servers import (
     SQUID,
     allocate_ports,
     check_alive,
+    log_path,
     start_file_server,
     start_hops,
     start_multiplier,
@@ -392,7 +393,7 @@ def start_servers(group: ProcessGroup, setup: Setup) -> Servers:
                                               for i in range(n_max)}) if n_max else None
     multipliers = {mult(n): start_multiplier(group, mult(n), ports[mult(n)], ports["direct"],
                                              {f"p{i + 1}": ports[f"s{i + 1}"] for i in range(n)},
-                                             group.workdir / f"{mult(n)}.jsonl") for n in setup.counts}
+                                             log_path(group.workdir, f"{mult(n)}")) for n in setup.counts}
     return Servers(origin, collector, hop, standins, multipliers)
 
 
@@ -463,7 +464,7 @@ def stop_and_read(servers: Servers, setup: Setup, workdir: Path) -> Ending:
     servers.collector.stop(deadline_s=15)  # flushes access.log
     sides, codes, probes = read_collector_log(RunDir(workdir).access_log,
                                               {p: n for n, p in setup.ports.items()})
-    return Ending(exit_codes, {t: read_multiplier_log(workdir / f"{t}.jsonl") for t in servers.multipliers},
+    return Ending(exit_codes, {t: read_multiplier_log(log_path(workdir, f"{t}")) for t in servers.multipliers},
                   {t: stderr_problems(c.log) for t, c in servers.multipliers.items()}, sides, codes, probes)
 
 
@@ -480,7 +481,7 @@ def multiplier_checks(setup: Setup, meter: Meter, sent: collections.Counter,
         # wrk stops a run in the middle of a reply (1 MB): the Multiplier logs that request without a fan-out
         gone = sum(v for k, v in log["notes"].items() if "client went away" in k)
         log["fanned"] = log["records"] - gone
-        busy = busy_by_size(meter.group.workdir / f"{t}.jsonl")
+        busy = busy_by_size(log_path(meter.group.workdir, f"{t}"))
         log["sent_legs"] = log["fanned"] * n - sum(busy.values())  # a busy leg never leaves the Multiplier
         checks.append(multiplier_check_line(t, log, meter, sent, ending, gone, busy))
         problems += multiplier_problems(t, n, log, meter, sent, ending, gone)

@@ -46,7 +46,7 @@ from bench import ROOT, command
 from bench.lib.doc import add_write_docs, command_line, machine, publish
 from bench.lib.harness import BenchError, run_main
 from bench.lib.meters import busy_seconds
-from bench.lib.servers import pin, start_multiplier
+from bench.lib.servers import log_path, pin, start_multiplier
 from spe_tools.duration import parse_duration
 from spe_tools.process import ProcessGroup, cpu_times, free_port, process_tree
 from spe_tools.squid import start_squid
@@ -99,9 +99,9 @@ def start_servers(group: ProcessGroup, timeout_s: float, delay_ms: int, split: b
     extra = ("--timeout", f"{timeout_s:g}", "--threads", str(threads))
     mults = {
         "good": start_multiplier(group, "mult-good", free_port(), collector.port, {"good": good.port},
-                                 group.workdir / "good.jsonl", cpu=None, extra=extra),
+                                 log_path(group.workdir, "good"), cpu=None, extra=extra),
         "faulty": start_multiplier(group, "mult-faulty", free_port(), collector.port,
-                                   {"good": good.port, **faults}, group.workdir / "faulty.jsonl", cpu=None,
+                                   {"good": good.port, **faults}, log_path(group.workdir, "faulty"), cpu=None,
                                    extra=extra),
     }
     if split:  # the faulty processes on CPU1, everything else on CPU0: the Multiplier's own share alone
@@ -282,7 +282,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
         expected = warm // 2 + args.clients * args.requests
         seen: dict = {}
         for n in NAMES:
-            records = wait_records(workdir / f"{n}.jsonl", expected, args.timeout + 15)
+            records = wait_records(log_path(workdir, f"{n}"), expected, args.timeout + 15)
             found, counts = check_records(records, expected, n)
             problems += found
             if n == "faulty":

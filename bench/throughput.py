@@ -40,7 +40,7 @@ from bench.lib.nginx_fanout import (
     nginx_conf,
     upstream_blocks,
 )
-from bench.lib.servers import BENCH_ORDER, check_alive
+from bench.lib.servers import BENCH_ORDER, check_alive, log_path
 from bench.lib.wrk import run_wrk
 from spe_tools.duration import parse_duration
 from spe_tools.lab.render import render_text
@@ -190,7 +190,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         check_alive(group)
         group.stop_all()
         checks = [f"{name}: {r} records, proxy results OK: {ok} of {total}"
-                  for name, (r, ok, total) in ((f"mult{n}", check_multiplier_log(workdir / f"mult{n}.jsonl", n))
+                  for name, (r, ok, total) in ((f"mult{n}", check_multiplier_log(log_path(workdir, f"mult{n}"), n))
                                                for n in FANOUTS)]
     return report(args, runs, checks)
 
@@ -210,7 +210,7 @@ def start_servers(group: ProcessGroup, origin_ports: list[int], ports: dict[str,
     mults = {}
     for n in FANOUTS:
         argv = ["taskset", "-c", str(SERVER_CPU), str(MULTIPLIER), "--listen", f"127.0.0.1:{ports[f'mult{n}']}",
-                "--collector", f"127.0.0.1:{origin_ports[0]}", "--log", str(workdir / f"mult{n}.jsonl"),
+                "--collector", f"127.0.0.1:{origin_ports[0]}", "--log", str(log_path(workdir, f"mult{n}")),
                 "--via-name", f"spe-bench-{n}", *BENCH_ORDER]
         for i in range(1, n + 1):
             argv += ["--proxy", f"p{i}=127.0.0.1:{origin_ports[i]}"]

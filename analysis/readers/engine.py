@@ -12,6 +12,11 @@ over them, each a query away from any table of the report:
   (or the log's table) and unnesting every record again (1 M records from Parquet: 59 s of CPU, now 26);
 - `results`: the replies the tables count (a leg never sent, NOT_SENT, measured nothing).
 An unreadable line is read by DuckDB as a row of nulls: it is counted (bad_lines) and left out.
+
+Several runs read together (`./spe report RUN1 RUN2 ...`: runs taken by Multipliers on different hosts) are one
+set of views: each row names its `run` (its directory's name) and its `multiplier` (the record's own name, or its
+run's for logs written before records named their Multiplier); a request's `id` is its Multiplier's, so a reply
+is a request's by (run, id), and `seq` orders the runs one after the other.
 """
 
 from __future__ import annotations
@@ -36,21 +41,24 @@ from spe_tools.rundir.parquet_log import compacted, copy_bytes, read_json_sql
 MEMORY_LIMIT = "1500MB"
 ARROW_TYPES = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}  # ReplyQueries.keep_rows
 MEASURE = ["status", "header_bytes", "bytes", "md5", "connect_us", "ttfb_us", "total_us", "error", "fetch"]
+RUN_SEQ = 1 << 40  # a run's `seq` values start at its place among the runs read times this (a log's lines fewer)
 
 
 def _replies_sql() -> str:
     collector = ", ".join(f'collector."{c}" AS "{c}"' for c in MEASURE)  # quoted: FETCH is SQL
     leg = ", ".join(f'p."{c}" AS "{c}"' for c in MEASURE)
     return f"""
-        SELECT seq, 0 AS leg, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector}, NULL::VARCHAR AS result,
+        SELECT seq, 0 AS leg, run, multiplier, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector},
+               NULL::VARCHAR AS result,
                NULL::VARCHAR[] AS mismatched_headers, NULL::BIGINT AS queued_us, NULL::BIGINT[] AS overtook,
                collector.cache AS cache
         FROM records
         UNION ALL
-        SELECT seq, leg, id, ts, method, url, tag, p.name AS name, {leg}, p.result AS result,
+        SELECT seq, leg, run, multiplier, id, ts, method, url, tag, p.name AS name, {leg}, p.result AS result,
                p.mismatched_headers AS mismatched_headers, p.queued_us AS queued_us, p.overtook AS overtook,
                p.cache AS cache
-        FROM (SELECT seq, id, ts, method, url, tag, unnest(proxies) AS p, generate_subscripts(proxies, 1) AS leg
+        FROM (SELECT seq, run, multiplier, id, ts, method, url, tag, unnest(proxies) AS p,
+                     generate_subscripts(proxies, 1) AS leg
               FROM records)
         WHERE p IS NOT NULL"""
 
@@ -132,13 +140,15 @@ class FrameTables(ReplyQueries):
 
     log_order = "pos"
 
-    def __init__(self, results: pl.DataFrame, verdicts: pl.DataFrame | None):
+    def __init__(self, results: pl.DataFrame, verdicts: pl.DataFrame | None, run: str = ""):
         self.con = duckdb.connect()
-        self.con.register("results", results.with_row_index("pos"))
+        # one run, named `run` (run_labels), written by one Multiplier as far as this engine reads
+        named = [pl.lit(run).alias("run"), pl.lit(run).alias("multiplier")]
+        self.con.register("results", results.with_row_index("pos").with_columns(named))
         if verdicts is None:  # a log without the judge's `cache` objects: no verdict
             verdicts = pl.from_arrow(pa.schema([("id", pa.int64()), ("method", pa.string()), ("url", pa.string()),
                                                 ("name", pa.string()), *CACHE]).empty_table())
-        self.con.register("verdicts", verdicts.with_row_index("pos"))
+        self.con.register("verdicts", verdicts.with_row_index("pos").with_columns(named[0]))
 
 
 class RunQueries(ReplyQueries):
@@ -198,47 +208,80 @@ class RunQueries(ReplyQueries):
                        self.client_holds(), self.https_counts())
 
 
-class RunTables(RunQueries):
-    """RunQueries in DuckDB (embedded): close() (or `with`) deletes the scratch database."""
+def run_labels(logs: Sequence[Path]) -> list[str]:
+    """Each log's `run`: its run directory's name (the log's own name for a bare log), numbered where two agree."""
+    names = [log.parent.name if log.name == MULTIPLIER_LOG else log.name for log in logs]
+    seen: Counter[str] = Counter()
+    labels = []
+    for name in names:
+        seen[name] += 1
+        labels.append(name if names.count(name) == 1 else f"{name}#{seen[name]}")
+    return labels
 
-    def __init__(self, log: Path):
+
+class RunTables(RunQueries):
+    """RunQueries in DuckDB (embedded), over one run's log or several runs' (`logs`, each a Multiplier's log; their
+    rows named by run_labels). close() (or `with`) deletes the scratch database."""
+
+    def __init__(self, logs: Path | Sequence[Path]):
+        logs = [Path(logs)] if isinstance(logs, (str, Path)) else [Path(log) for log in logs]
         self.scratch = Path(tempfile.mkdtemp(prefix="spe-report-"))
         self.con = duckdb.connect(str(self.scratch / "run.duckdb"),
                                   config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(self.scratch / "tmp")})
         try:
-            self._open(Path(log))
+            self._open(logs)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, log: Path) -> None:
-        found = compacted(log.parent) if log.name == MULTIPLIER_LOG else None
-        if found is not None and not found.files and found.current:
-            found = None  # nothing compacted but unreadable lines: the log says the same
-        self.bad_parts = found.bad_parts if found else 0
-        if found is None:
-            self.source = "jsonl"
-            records, self.bad_lines = self._read_json(log, "log", 0)
-            sources = [records]
-        else:
-            files = ", ".join(sql_string(str(p)) for p in found.files)
-            sources = [f"SELECT * FROM read_parquet([{files}], hive_partitioning = false)"] if found.files else []
-            self.source, self.bad_lines = "parquet", found.bad_lines
-            if not found.current:  # the lines written since the last compaction, from the log
-                tail = self.scratch / "tail.jsonl"
-                with log.open("rb") as f:
-                    copy_bytes(f, *found.tail, tail)
-                records, bad = self._read_json(tail, "tail", found.tail_seq)
-                sources.append(records)
-                self.source += f" and {tail.stat().st_size / 1e6:,.1f} MB of JSON Lines not compacted yet"
-                self.bad_lines += bad
+    def _open(self, logs: list[Path]) -> None:
+        self.bad_lines = self.bad_parts = 0
+        sources, runs = [], []
+        for index, (log, label) in enumerate(zip(logs, run_labels(logs), strict=True)):
+            view, source = f"run_{index}", self._run_records(log, index * RUN_SEQ)
+            self.con.execute(f"CREATE VIEW {view} AS {source}")
+            named = "multiplier" in {c for (c, *_) in self.con.execute(f"DESCRIBE {view}").fetchall()}
+            mine = f"coalesce(multiplier, {sql_string(label)})" if named else sql_string(label)
+            rest = "* EXCLUDE (multiplier)" if named else "*"
+            sources.append(f"SELECT {sql_string(label)} AS run, {mine} AS multiplier, {rest} FROM {view}")
+            runs.append(self.source)
+        self.source = runs[0] if len(runs) == 1 else f"{len(runs)} runs ({'; '.join(runs)})"
         self.con.execute("CREATE VIEW records AS " + " UNION ALL BY NAME ".join(sources))
         self.con.execute(f"CREATE TABLE replies AS {_replies_sql()}")
         self.con.execute("CREATE VIEW results AS SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
         fields = ", ".join(f'cache."{f.name}" AS "{f.name}"' for f in CACHE)
-        self.con.execute(f"CREATE VIEW verdicts AS SELECT id, method, url, name, {fields}, seq, leg FROM replies "
+        self.con.execute(f"CREATE VIEW verdicts AS SELECT run, id, method, url, name, {fields}, seq, leg FROM replies "
                          f"WHERE {JUDGED}")
         self.requests = self.value("SELECT count(*) FROM records")
+
+    def _run_records(self, log: Path, first_seq: int) -> str:
+        """The query of one run's records, each with its `seq` (from first_seq): from its Parquet files and what the
+        log gained since, or from its JSON Lines. Sets `source` to what was read, and adds to the counts of what
+        could not be."""
+        found = compacted(log.parent) if log.name == MULTIPLIER_LOG else None
+        if found is not None and not found.files and found.current:
+            found = None  # nothing compacted but unreadable lines: the log says the same
+        self.bad_parts += found.bad_parts if found else 0
+        table = f"log_{first_seq // RUN_SEQ}"
+        if found is None:
+            self.source = "jsonl"
+            records, bad = self._read_json(log, table, first_seq)
+            self.bad_lines += bad
+            return records
+        files = ", ".join(sql_string(str(p)) for p in found.files)
+        sources = [f"SELECT {first_seq} + seq AS seq, * EXCLUDE (seq) FROM read_parquet([{files}], "
+                   "hive_partitioning = false)"] if found.files else []
+        self.source = "parquet"
+        self.bad_lines += found.bad_lines
+        if not found.current:  # the lines written since the last compaction, from the log
+            tail = self.scratch / f"{table}-tail.jsonl"
+            with log.open("rb") as f:
+                copy_bytes(f, *found.tail, tail)
+            records, bad = self._read_json(tail, f"{table}_tail", first_seq + found.tail_seq)
+            sources.append(records)
+            self.source += f" and {tail.stat().st_size / 1e6:,.1f} MB of JSON Lines not compacted yet"
+            self.bad_lines += bad
+        return " UNION ALL BY NAME ".join(sources)
 
     def _read_json(self, path: Path, table: str, first_seq: int) -> tuple[str, int]:
         """JSON Lines read once into a table of the scratch database: the query of its records, each with its

@@ -21,7 +21,7 @@ from pathlib import Path
 import sqlglot
 
 from analysis.readers.access_log_sql import access_lines_sql
-from analysis.readers.engine import MEASURE, RunQueries
+from analysis.readers.engine import MEASURE, RUN_SEQ, RunQueries, run_labels
 from analysis.readers.records import COLLECTOR
 from spe_tools.rundir.log_schema import CACHE
 from spe_tools.rundir.parquet_log import compact, compacted
@@ -40,12 +40,13 @@ def _replies_sql() -> str:
     collector = ", ".join(f"collector.`{c}` AS `{c}`" for c in MEASURE)
     leg = ", ".join(f"p.`{c}` AS `{c}`" for c in MEASURE)
     return f"""
-        SELECT seq, 0 AS leg, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector},
+        SELECT seq, 0 AS leg, run, multiplier, id, ts, method, url, tag, '{COLLECTOR}' AS name, {collector},
                CAST(NULL AS STRING) AS result, CAST(NULL AS ARRAY<STRING>) AS mismatched_headers,
                CAST(NULL AS BIGINT) AS queued_us, CAST(NULL AS ARRAY<BIGINT>) AS overtook, collector.cache AS cache
         FROM records
         UNION ALL
-        SELECT seq, pos + 1 AS leg, id, ts, method, url, tag, p.name AS name, {leg}, p.result AS result,
+        SELECT seq, pos + 1 AS leg, run, multiplier, id, ts, method, url, tag, p.name AS name, {leg},
+               p.result AS result,
                p.mismatched_headers AS mismatched_headers, p.queued_us AS queued_us, p.overtook AS overtook,
                p.cache AS cache
         FROM records LATERAL VIEW posexplode(proxies) legs AS pos, p
@@ -89,29 +90,48 @@ def session(master: str):
 
 
 class SparkTables(RunQueries):
-    """RunQueries in Spark over a run's Parquet files. close() (or `with`) drops its views; the session stays for
-    the next report of the same process (a JVM takes seconds to start)."""
+    """RunQueries in Spark over the Parquet files of one run or several (`logs`, as engine.py's RunTables). close()
+    (or `with`) drops its views; the session stays for the next report of the same process (a JVM takes seconds to
+    start)."""
 
-    def __init__(self, log: Path, master: str = DEFAULT_MASTER):
+    def __init__(self, logs: Path | Sequence[Path], master: str = DEFAULT_MASTER):
+        logs = [Path(logs)] if isinstance(logs, (str, Path)) else [Path(log) for log in logs]
         self.spark = session(master)
         self._kept: dict[str, object] = {}
-        run = log.parent
-        found = compacted(run)
-        if found is None or not found.current:
-            compact(run)  # the lines the Parquet files do not hold yet: Spark reads the files only
-            found = compacted(run)
-        self.source, self.bad_parts = "parquet (Spark)", found.bad_parts
-        self.bad_lines = found.bad_lines
-        if not found.files:
-            raise FileNotFoundError(f"{run}: no records to read (the log is empty)")
-        self.spark.read.parquet(*(str(f) for f in found.files)).createOrReplaceTempView("records")
+        self.bad_parts = self.bad_lines = 0
+        runs = [self._run_records(log, label, index * RUN_SEQ)
+                for index, (log, label) in enumerate(zip(logs, run_labels(logs), strict=True))]
+        records = runs[0]
+        for more in runs[1:]:
+            records = records.unionByName(more, allowMissingColumns=True)
+        records.createOrReplaceTempView("records")
+        self.source = "parquet (Spark)" + (f", {len(runs)} runs" if len(runs) > 1 else "")
         self._persist("replies", self.spark.sql(_replies_sql()))
         self.spark.sql("CREATE OR REPLACE TEMPORARY VIEW results AS "
                        "SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
         fields = ", ".join(f"cache.`{f.name}` AS `{f.name}`" for f in CACHE)
-        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW verdicts AS SELECT id, method, url, name, {fields}, seq, "
-                       "leg FROM replies WHERE cache.reused IS NOT NULL")
+        self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW verdicts AS SELECT run, id, method, url, name, {fields}, "
+                       "seq, leg FROM replies WHERE cache.reused IS NOT NULL")
         self.requests = self.value("SELECT count(*) FROM records")
+
+    def _run_records(self, log: Path, label: str, first_seq: int):
+        """One run's records (a DataFrame) with engine.py's `run`, `multiplier` and `seq` columns, from its Parquet
+        files; the lines they do not hold yet are compacted first (Spark reads the files only)."""
+        from pyspark.sql import functions as sf
+
+        run = log.parent
+        found = compacted(run)
+        if found is None or not found.current:
+            compact(run)
+            found = compacted(run)
+        self.bad_parts += found.bad_parts
+        self.bad_lines += found.bad_lines
+        if not found.files:
+            raise FileNotFoundError(f"{run}: no records to read (the log is empty)")
+        records = self.spark.read.parquet(*(str(f) for f in found.files))
+        mine = sf.coalesce(sf.col("multiplier"), sf.lit(label)) if "multiplier" in records.columns else sf.lit(label)
+        return (records.withColumn("multiplier", mine).withColumn("run", sf.lit(label))
+                .withColumn("seq", sf.col("seq") + sf.lit(first_seq)))
 
     def _persist(self, name: str, frame) -> None:
         frame = frame.persist()

@@ -19,6 +19,7 @@ from analysis.sections import (
     noise,
     out_of_order,
     paired,
+    per_multiplier,
     prefetch,
 )
 
@@ -31,6 +32,7 @@ SECTIONS: tuple[Section, ...] = (
     judge_findings.SECTION,
     judge_findings.JUDGE_NOISE,
     paired.SECTION,
+    per_multiplier.SECTION,
     figures.SECTION,
     failed_legs.SECTION,
     out_of_order.SECTION,

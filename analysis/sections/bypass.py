@@ -46,8 +46,8 @@ DELIVERED = "p.status IS NOT NULL AND p.error IS NULL"
 def _with_reference(tables: ReplyQueries) -> str:
     """The proxies' replies (p), each beside the Collector's reply to the same request (c: ref_status, ref_fetch).
     ("fetch" is quoted: FETCH is SQL.)"""
-    return f"""results p JOIN (SELECT id, status AS ref_status, "fetch" AS ref_fetch FROM results
-                               WHERE name = '{COLLECTOR}') c USING (id)"""
+    return f"""results p JOIN (SELECT run, id, status AS ref_status, "fetch" AS ref_fetch FROM results
+                               WHERE name = '{COLLECTOR}') c USING (run, id)"""
 
 
 def stamp_evidence(tables: ReplyQueries) -> dict[str, tuple[int, int]]:

@@ -21,7 +21,7 @@ from analysis.cache_rule_catalogue import of_severity
 from analysis.readers.judge_records import load_evidence
 from analysis.readers.records import COLLECTOR
 from analysis.repro_links import repro_case, repro_command, repro_run, repro_text
-from analysis.section import BUGS, FIRST, LATEST, TRUST, RunData, Section
+from analysis.section import BUGS, FIRST, LATEST, TRUST, RunData, RunFiles, Section
 from analysis.sections import noise
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def _value_counts(tables: ReplyQueries, value: str, source: str = "verdicts") ->
 def _findings(column: str, log_order: str) -> str:
     """One row per finding (violation or advisory) of `column`: name, id, method, url, its place (`r` the reply's in
     the log, `k` the finding's in the reply) and the finding `f` (rule, section, reason)."""
-    return (f"(SELECT name, id, method, url, {log_order} AS r, u.k, u.f "
+    return (f"(SELECT name, run, id, method, url, {log_order} AS r, u.k, u.f "
             f"FROM verdicts, unnest({column}) WITH ORDINALITY AS u(f, k))")
 
 
@@ -93,7 +93,7 @@ def _rule_examples(tables: ReplyQueries, column: str, which: str) -> dict[str, d
     finding: one aggregate either way, as cheap at 10 M records for the live page as for the report."""
     pick = "arg_max" if which == LATEST else "arg_min"
     return _per_source(tables.rows(f"""
-        SELECT name, f.rule, {pick}(struct_pack(id, method, url, rule := f.rule, section := f.section,
+        SELECT name, f.rule, {pick}(struct_pack(id, method, url, run, rule := f.rule, section := f.section,
                                                  reason := f.reason), struct_pack(i := id, r := r, k := k))
         FROM {_findings(column, tables.log_order)} WHERE f.rule IS NOT NULL GROUP BY ALL"""))
 
@@ -111,7 +111,7 @@ def _grouped_examples(tables: ReplyQueries, column: str, labels: dict | None = N
     """Per source, per value of `column` (a conservative cause, a conflicting claim), most frequent first: count
     and first request (with its `reason` column's value), of the verdicts `where` says."""
     groups = _per_source((name, value, (n, first)) for name, value, n, first in tables.rows(f"""
-        SELECT name, {column}, count(*), arg_min(struct_pack(id, method, url, reason := {reason}),
+        SELECT name, {column}, count(*), arg_min(struct_pack(id, method, url, run, reason := {reason}),
                                                  struct_pack(i := id, o := {tables.log_order}))
         FROM verdicts WHERE {column} IS NOT NULL AND {where} GROUP BY ALL"""))
     return {name: [{"value": value, "label": (labels or {}).get(value, value), "count": n, **found[value][1]}
@@ -200,27 +200,27 @@ def source_section(name: str, found: dict, examples: str = FIRST) -> dict:
     }
 
 
-def _attach_examples(sections: list[dict], log: Path, capture_dir: Path | None, examples: str) -> None:
-    """Each violation example gets its judged headers and, when the run captured it, the capture file. The latest
-    examples are near the log's end: read from there."""
-    wanted = {(row["example"]["id"], s["name"]) for s in sections for row in s["rules"] if row["example"]}
-    evidence = load_evidence(log, wanted, from_end=examples == LATEST)
-    for s in sections:
-        for row in s["rules"]:
-            if row["example"]:
-                example = row["example"]
-                example["evidence"] = evidence.get((example["id"], s["name"]), {})
-                capture = capture_dir / f"{example['id']:08d}-{s['name']}.txt" if capture_dir else None
-                example["capture"] = capture if capture is not None and capture.exists() else None
+def _attach_examples(sections: list[dict], runs: dict[str, RunFiles], examples: str) -> None:
+    """Each violation example gets its judged headers and, when its run captured it, the capture file; the
+    examples of a merged report each from its own run's log. The latest examples are near the log's end: read
+    from there."""
+    for label, files in runs.items():
+        mine = [(s["name"], row["example"]) for s in sections for row in s["rules"]
+                if row["example"] and row["example"]["run"] == label]
+        evidence = load_evidence(files.log, {(e["id"], name) for name, e in mine}, from_end=examples == LATEST)
+        for name, example in mine:
+            example["evidence"] = evidence.get((example["id"], name), {})
+            capture = files.capture_dir / f"{example['id']:08d}-{name}.txt" if files.capture_dir else None
+            example["capture"] = capture if capture is not None and capture.exists() else None
 
 
-def cache_rule_sections(tables: ReplyQueries, names: list[str], log: Path, capture_dir: Path | None,
+def cache_rule_sections(tables: ReplyQueries, names: list[str], runs: dict[str, RunFiles],
                         examples: str = FIRST) -> list[dict]:
     """The Collector's section, then one per proxy in `names` order that had judged replies, each rule's example
     the `examples` (FIRST or LATEST) request that broke it; [] for a log without `cache` objects."""
     found = judged_sources(tables, examples)
     sections = [source_section(name, found[name], examples) for name in [COLLECTOR, *names] if name in found]
-    _attach_examples(sections, log, capture_dir, examples)
+    _attach_examples(sections, runs, examples)
     return sections
 
 
@@ -307,26 +307,28 @@ def violated_rules(sections: list[dict]) -> list[dict]:
 
 
 def _page_context(rep) -> dict:
-    run = repro_run(rep.run)
+    runs = {label: repro_run(run) for label, run in rep.runs.items()}
 
-    def repro(name: str, request: int) -> str | None:
-        return repro_command(run, name, request) if run and name != COLLECTOR else None
+    def repro(name: str, example: dict) -> str | None:
+        run = runs.get(example["run"])
+        return repro_command(run, name, example["id"]) if run and name != COLLECTOR else None
 
-    def case(name: str, request: int) -> Path | None:
-        return repro_case(run, name, request) if run and name != COLLECTOR else None
+    def case(name: str, example: dict) -> Path | None:
+        run = runs.get(example["run"])
+        return repro_case(run, name, example["id"]) if run and name != COLLECTOR else None
 
-    firsts = [repro(s["name"], r["example"]["id"]) for s in of(rep) for r in s["rules"]
+    firsts = [repro(s["name"], r["example"]) for s in of(rep) for r in s["rules"]
               if r["count"] and r["example"]]
     return {"evidence_rows": evidence_rows, "judge_noise": judge_noise(of(rep), noise.of(rep)),
             "floor": noise.floor_line(noise.of(rep)) if noise.of(rep) else "", "violated": violated_rules(of(rep)),
             "by_rule": {s["name"]: {r["rule"]: r for r in s["rules"]} for s in of(rep)},
             "standings": {s["name"]: _standings(s) for s in of(rep)}, "repro": repro, "repro_case": case,
             "example_repro": next((command for command in firsts if command), None),
-            "which": of(rep)[0]["examples"]}
+            "which": of(rep)[0]["examples"], "merged": rep.merged}
 
 
 def _tally_sections(run: RunData) -> list[dict]:
-    sections = cache_rule_sections(run.tables, run.records.proxies, run.log, run.capture_dir, run.examples)
+    sections = cache_rule_sections(run.tables, run.records.proxies, run.runs, run.examples)
     add_cache_rule_columns(run.rows, sections)
     return sections
 
@@ -335,7 +337,7 @@ SECTION = Section(
     NAME, "Cache rules (RFC 9111)", question=BUGS,
     columns=("cache_reused", "cache_violations", "cache_violation_rules", "cache_advisories"),
     compute=_tally_sections, applies=lambda rep: bool(of(rep)),
-    verdict_text=lambda rep: [*cache_rules_text(of(rep)), *repro_text(of(rep), repro_run(rep.run))],
+    verdict_text=lambda rep: [*cache_rules_text(of(rep)), *repro_text(of(rep), rep.runs)],
     template="sections/cache_rules.html.j2", context=_page_context, summary=cache_rules_summary)
 # The dummy's reuse and violations: the judge's own noise, a reason to doubt its verdicts.
 JUDGE_NOISE = Section("judge-noise", "The cache-rule judge's own noise", question=TRUST,

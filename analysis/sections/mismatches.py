@@ -89,7 +89,7 @@ def _mismatched(tables: ReplyQueries) -> str:
     and its place in the log (o): a CTE `bad`. ("fetch" is quoted: FETCH is SQL.)"""
     return f"""WITH bad AS (
         SELECT r.*, c.ref_fetch, {tables.log_order} AS o FROM results r
-        LEFT JOIN (SELECT id, "fetch" AS ref_fetch FROM results WHERE name = '{COLLECTOR}') c USING (id)
+        LEFT JOIN (SELECT run, id, "fetch" AS ref_fetch FROM results WHERE name = '{COLLECTOR}') c USING (run, id)
         WHERE r.name <> '{COLLECTOR}' AND r.result <> 'OK')"""
 
 
@@ -103,7 +103,7 @@ def _most_common(tables: ReplyQueries, value: str, source: str = "bad", n: int =
 
 def _examples(tables: ReplyQueries, per_class: int) -> list[dict]:
     """The first `per_class` replies of each class of MISMATCH_CLASSES, in the log's order."""
-    columns = 'id, name, method, url, status, error, mismatched_headers, "fetch", ref_fetch, result'
+    columns = 'run, id, name, method, url, status, error, mismatched_headers, "fetch", ref_fetch, result'
     return tables.dicts(f"""{_mismatched(tables)}
         SELECT {columns} FROM (
             SELECT {columns}, o, row_number() OVER (PARTITION BY result ORDER BY o) AS nth FROM bad
@@ -111,7 +111,7 @@ def _examples(tables: ReplyQueries, per_class: int) -> list[dict]:
         WHERE nth <= {per_class} ORDER BY o""")
 
 
-def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: RunCollector,
+def mismatch_summary(tables: ReplyQueries, capture_dirs: dict[str, Path | None], collector: RunCollector,
                      examples_per_class: int = 3) -> dict:
     """Counts by class and proxy, the headers and URLs that differ most, and examples per class
     (their hints depend on the run's `collector`)."""
@@ -125,10 +125,11 @@ def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: 
     rows = _examples(tables, examples_per_class)
     for cls in MISMATCH_CLASSES:
         for row in (row for row in rows if row["result"] == cls):
-            example = {"id": row["id"], "proxy": row["name"], "method": row["method"], "url": row["url"],
-                       "status": row["status"], "error": row["error"],
+            example = {"id": row["id"], "run": row["run"], "proxy": row["name"], "method": row["method"],
+                       "url": row["url"], "status": row["status"], "error": row["error"],
                        "mismatched_headers": row["mismatched_headers"] or [],
                        "fetch": row["fetch"], "reference_fetch": row["ref_fetch"]}
+            capture_dir = capture_dirs.get(row["run"])  # the example's own run's
             capture = capture_dir / f"{row['id']:08d}-{row['name']}.txt" if capture_dir else None
             if capture is not None and capture.exists():
                 example["capture"] = capture.read_bytes()[:6000].decode("utf-8", "replace")
@@ -136,7 +137,7 @@ def mismatch_summary(tables: ReplyQueries, capture_dir: Path | None, collector: 
             examples.setdefault(cls, []).append(example)
     total = tables.value(f"{_mismatched(tables)} SELECT count(*) FROM bad WHERE result <> 'OTHER_FETCH'")
     return {"by_proxy": by_proxy, "headers": headers, "urls": _most_common(tables, "url"),
-            "examples": examples, "total": total, "collector_kind": collector.kind}
+            "examples": examples, "total": total, "collector_kind": collector.kind, "merged": len(capture_dirs) > 1}
 
 
 def mismatch_text(summary: dict) -> list[str]:
@@ -149,12 +150,14 @@ def mismatch_text(summary: dict) -> list[str]:
     for cls, items in summary["examples"].items():
         for e in items:
             if e.get("hint"):
-                out.append(f"  {cls} request {e['id']} ({e['proxy']}): {e['hint']}")
+                of = f" of {e['run']}" if summary.get("merged") else ""
+                out.append(f"  {cls} request {e['id']}{of} ({e['proxy']}): {e['hint']}")
     return out
 
 
 def _summarise(run: RunData) -> dict:
-    return mismatch_summary(run.tables, run.capture_dir, collector_of_run(run.run))
+    return mismatch_summary(run.tables, {label: files.capture_dir for label, files in run.runs.items()},
+                            collector_of_run(run.run))
 
 
 SECTION = Section(NAME, "Mismatches", question=BUGS, compute=_summarise,

@@ -46,11 +46,11 @@ def dummy_noise(tables: ReplyQueries, name: str) -> dict:
 def pair_noise(tables: ReplyQueries, a: str, b: str) -> dict:
     """How often two identical proxies disagree, over the requests both of them answered (OTHER_FETCH counts as
     OK: which of two fetches a twin kept is the fetches' difference; their bodies are still compared)."""
-    answered = """(SELECT id, CASE WHEN result = 'OTHER_FETCH' THEN 'OK' ELSE result END AS result, md5 FROM results
-                   WHERE name = ? AND status IS NOT NULL AND error IS NULL)"""
+    answered = """(SELECT run, id, CASE WHEN result = 'OTHER_FETCH' THEN 'OK' ELSE result END AS result, md5
+                   FROM results WHERE name = ? AND status IS NOT NULL AND error IS NULL)"""
     both, disagreements = tables.row(f"""
         SELECT count(*), count(*) FILTER (l.result IS DISTINCT FROM r.result OR l.md5 IS DISTINCT FROM r.md5)
-        FROM {answered} l JOIN {answered} r USING (id)""", [a, b])
+        FROM {answered} l JOIN {answered} r USING (run, id)""", [a, b])
     return {"a": a, "b": b, "both_answered": both, "disagreements": disagreements, "pct": _pct(disagreements, both)}
 
 

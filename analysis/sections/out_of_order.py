@@ -27,13 +27,14 @@ def count_out_of_order(run: RunData) -> dict[str, dict[str, int]]:
     from the log counts as such), and how many distinct earlier requests they overtook; each proxy row gains
     `out_of_order_legs`."""
     counts = run.tables.rows(f"""
-        WITH o AS (SELECT name, id, url, unnest(overtook) AS earlier FROM results
+        WITH o AS (SELECT name, run, id, url, unnest(overtook) AS earlier FROM results
                    WHERE name <> ? AND overtook IS NOT NULL AND array_length(overtook) > 0),
-             r AS (SELECT id, url, method FROM results WHERE name = ?)
-        SELECT o.name, count(DISTINCT o.id) AS legs,
-               count(DISTINCT CASE WHEN r.id IS NULL OR r.url = o.url OR r.method NOT IN {SAFE} THEN o.id END),
-               count(DISTINCT o.earlier) AS overtaken
-        FROM o LEFT JOIN r ON r.id = o.earlier
+             r AS (SELECT run, id, url, method FROM results WHERE name = ?)
+        SELECT o.name, count(DISTINCT [o.run, o.id::VARCHAR]) AS legs,
+               count(DISTINCT CASE WHEN r.id IS NULL OR r.url = o.url OR r.method NOT IN {SAFE}
+                                   THEN [o.run, o.id::VARCHAR] END),
+               count(DISTINCT [o.run, o.earlier::VARCHAR]) AS overtaken
+        FROM o LEFT JOIN r ON r.run = o.run AND r.id = o.earlier
         GROUP BY o.name ORDER BY o.name""", [COLLECTOR, COLLECTOR])
     by_proxy = {name: {"legs": legs, "related": related, "overtaken": overtaken}
                 for name, legs, related, overtaken in counts}

@@ -34,7 +34,7 @@ def ranking_of(report: Report) -> list[list[str]]:
 
 
 def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]:
-    """A temporary table `paired`: one row per request id, one column per proxy of `names`, its response time in
+    """A temporary table `paired`: one row per request (run, id), one column per proxy of `names`, its response time in
     ms (null where it failed; the first reply in the log's order where it answered twice). Returns each proxy's
     column."""
     columns = {name: f"c{i}" for i, name in enumerate(names)}
@@ -42,10 +42,10 @@ def latency_by_request(tables: ReplyQueries, names: list[str]) -> dict[str, str]
     pivot = ", ".join(f"(arg_min(struct_pack(ms := ms), o) FILTER (name = ?)).ms AS {column}"
                       for column in columns.values())
     tables.keep("paired", f"""
-        SELECT id, {pivot or "NULL AS none"} FROM (
-            SELECT id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
+        SELECT run, id, {pivot or "NULL AS none"} FROM (
+            SELECT run, id, name, total_us * {MS_PER_US}::DOUBLE AS ms, {tables.log_order} AS o FROM results
             WHERE name <> '{COLLECTOR}' AND status IS NOT NULL AND error IS NULL)
-        GROUP BY id""", list(columns))
+        GROUP BY run, id""", list(columns))
     return columns
 
 

@@ -285,8 +285,10 @@ def _prefetchers(rep) -> list[dict]:
 
 
 def add_prefetch_columns(run: RunData) -> None:
-    """Each proxy's prefetch columns in its row (a bare log has none)."""
-    columns = prefetch_columns(run.run, run.records.proxies, run.tables) if run.run.is_dir() else {}
+    """Each proxy's prefetch columns in its row (a bare log has none; nor has a merged report: what a prefetcher
+    fetched is told from its own run's Collector log and requests, docs/report.md)."""
+    columns = prefetch_columns(run.run, run.records.proxies, run.tables) \
+        if run.run.is_dir() and not run.merged else {}
     for row in run.rows:
         row.update(columns.get(row["name"], {}))
 

@@ -22,6 +22,14 @@ from spe_tools.squid import run_squid, squid_config
 
 SQUID = "/usr/sbin/squid"
 
+
+def log_path(workdir: Path, name: str) -> Path:
+    """A Multiplier's log in a run directory of its own (workdir/NAME/NAME.jsonl): a Multiplier refuses a directory
+    another one writes (its .multiplier.lock), and a benchmark runs several side by side."""
+    directory = workdir / name
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{name}.jsonl"
+
 def port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

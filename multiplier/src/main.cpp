@@ -6,6 +6,7 @@
 #include "core/flag_table.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 #include "log/result_log.hpp"
+#include "log/run_dir_lock.hpp"
 #include "metrics/metrics_server.hpp"
 #include "metrics/run_metrics.hpp"
 #include "replay/replay_server.hpp"
@@ -221,6 +222,9 @@ void serve(const Config& config, ResultLog& log, const RunMetrics* metrics) {
 }
 
 int run(const Config& config) {
+    // One Multiplier per run directory, held until the process ends; taken before the logs are opened, so
+    // that a Multiplier refused there leaves nothing in the other one's directory.
+    const auto run_dirs = lock_run_dirs({config.log_path, config.rope_log_path});
     // The counters outlive the log, whose writer thread updates them.
     std::unique_ptr<RunMetrics> metrics;
     if (config.metrics_listen) {

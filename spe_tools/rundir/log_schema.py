@@ -10,10 +10,12 @@ import pyarrow as pa
 _MEASURE = [("status", pa.int64()), ("header_bytes", pa.int64()), ("bytes", pa.int64()), ("md5", pa.string()),
             ("connect_us", pa.int64()), ("ttfb_us", pa.int64()), ("total_us", pa.int64()), ("error", pa.string()),
             ("fetch", pa.string())]
-# The per-proxy table and the sections: one row per reply (analysis/readers/records.py).
+# The per-proxy table and the sections: one row per reply (analysis/readers/records.py). `multiplier` (--name) tells
+# the Multipliers of merged logs apart; null in logs written before it.
 LOG_SCHEMA = pa.schema([
-    ("id", pa.int64()), ("ts", pa.float64()), ("method", pa.string()), ("url", pa.string()),
-    ("note", pa.string()), ("tag", pa.string()), ("client_held_us", pa.int64()), ("collector", pa.struct(_MEASURE)),
+    ("id", pa.int64()), ("multiplier", pa.string()), ("ts", pa.float64()), ("method", pa.string()),
+    ("url", pa.string()), ("note", pa.string()), ("tag", pa.string()), ("client_held_us", pa.int64()),
+    ("collector", pa.struct(_MEASURE)),
     ("proxies", pa.list_(pa.struct([("name", pa.string()), *_MEASURE, ("result", pa.string()),
                                     ("mismatched_headers", pa.list_(pa.string())), ("queued_us", pa.int64()),
                                     ("overtook", pa.list_(pa.int64()))]))),

@@ -34,6 +34,25 @@ class PortUsage:
         return self.requests - self.hits
 
 
+def add_usage(runs: list[dict[str, PortUsage]]) -> dict[str, PortUsage]:
+    """The usage of several runs' Collectors, port name by port name: what a merged report counts (each run had
+    a Collector of its own, so nothing is counted twice)."""
+    total: dict[str, PortUsage] = {}
+    for usage in runs:
+        for name, port in usage.items():
+            into = total.setdefault(name, PortUsage())
+            into.requests += port.requests
+            into.hits += port.hits
+            into.bytes_to_client += port.bytes_to_client
+            into.bytes_from_client += port.bytes_from_client
+            for code, n in port.codes.items():
+                into.codes[code] = into.codes.get(code, 0) + n
+            into.origin_urls |= port.origin_urls
+            into.failed_leg_requests += port.failed_leg_requests
+            into.failed_leg_bytes += port.failed_leg_bytes
+    return total
+
+
 def add_access_line(usage: dict[str, PortUsage], line: str, port_names: dict[int, str],
                     failed_legs: dict[str, set[str]] | None = None) -> bool | None:
     """Counts one access.log line into the usage of its port (by name; unnamed ports by number).

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 from parts import pytest_configure, require  # noqa: E402, F401  (pytest_configure: the skip rule, as a hook)
 
 from spe_tools.process import ProcessGroup, free_port  # noqa: E402
+from spe_tools.rundir.layout import MULTIPLIER_LOG, ROPE_LOG  # noqa: E402
 from spe_tools.squid import start_squid  # noqa: E402
 
 PYTHON = sys.executable
@@ -102,8 +103,11 @@ class Multiplier:
 
     def __init__(self, group: ProcessGroup, workdir: Path, name: str, args: list[str], host: str = "127.0.0.1"):
         self.host, self.port = host, free_port()
-        self.log = workdir / f"{name}.jsonl"
-        self.rope_log = workdir / f"{name}.rope.log"
+        # A run directory of its own: a Multiplier refuses a directory another one writes (its lock there).
+        self.rundir = workdir / name
+        self.rundir.mkdir()
+        self.log = self.rundir / MULTIPLIER_LOG
+        self.rope_log = self.rundir / ROPE_LOG
         self.child = group.start(name, [str(multiplier_binary()), "--listen", f"{host}:{self.port}",
                                         "--log", str(self.log), "--rope-log", str(self.rope_log), *args],
                                  port=self.port, ready=False)

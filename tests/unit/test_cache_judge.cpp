@@ -211,7 +211,7 @@ TEST_CASE("Vary: Cookie is judged by keyed digests; no cookie value reaches a ve
         return m;
     };
     auto no_cookie_in = [](const spe::RequestRecord& r) {
-        auto line = spe::to_json_line(r);
+        auto line = spe::to_json_line(r, "m1");
         std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
         return line.find("alice") == std::string::npos && line.find("bob") == std::string::npos;
     };
@@ -284,7 +284,7 @@ TEST_CASE("Vary: Authorization shows the credentials' digests, not their presenc
                        {"authorization", secrets.digest("bearer othertoken789")},
                        {"stored variant's authorization", secrets.digest("bearer secrettoken456")}};
     CHECK(v.evidence_request == request);
-    auto line = spe::to_json_line(second);
+    auto line = spe::to_json_line(second, "m1");
     std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
     CHECK(line.find("secrettoken456") == std::string::npos);
     CHECK(line.find("othertoken789") == std::string::npos);

@@ -34,7 +34,7 @@ TEST_CASE("every rule's section in a record is the one --list-cache-rules prints
     r.proxies.push_back({"p", {}, spe::ResultClass::ok, {}});
     r.proxies[0].measure.status = 200;
     r.proxies[0].measure.cache = v;
-    const auto cache = nlohmann::json::parse(spe::to_json_line(r))["proxies"][0]["cache"];
+    const auto cache = nlohmann::json::parse(spe::to_json_line(r, "m1"))["proxies"][0]["cache"];
     std::size_t written = 0;
     for (const auto* list : {"violations", "advisories"})
         for (const auto& finding : cache[list]) {

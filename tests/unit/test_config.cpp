@@ -153,6 +153,18 @@ TEST_CASE("user errors are clear messages") {
     CHECK_THROWS_WITH(parse({"--config", "/nonexistent/spe.conf"}), Catch::Contains("cannot read config file"));
 }
 
+TEST_CASE("the Multiplier's name: this host's by default; 1 to 64 letters, digits, '.', '_' or '-'") {
+    const auto host = spe::multiplier_name_of_host();
+    CHECK(parse({"--collector", "h:1"})->name == host);
+    CHECK(spe::parse_multiplier_name(host) == host);  // the default is a valid --name
+    CHECK(parse({"--collector", "h:1", "--name", "east-1.lab_2"})->name == "east-1.lab_2");
+    CHECK(parse({"--collector", "h:1", "--name", std::string(64, 'n')})->name.size() == 64);
+    for (const auto* bad : {"a b", "", "x/y", "caf\xc3\xa9", "q\"uote"})
+        CHECK_THROWS_WITH(parse({"--collector", "h:1", "--name", bad}),
+                          Catch::Contains("--name must be 1 to 64 letters, digits, '.', '_' or '-'"));
+    CHECK_THROWS_AS(parse({"--collector", "h:1", "--name", std::string(65, 'n')}), spe::ConfigError);
+}
+
 TEST_CASE("dummy mode uses the parent as its only upstream") {
     auto c = parse({"--dummy", "--parent", "127.0.0.1:3128"});
     REQUIRE(c);

@@ -10,8 +10,11 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace {
+constexpr std::string_view kMultiplier = "east";  // the --name of the Multiplier writing the records
+
 spe::RequestRecord sample() {
     spe::RequestRecord r;
     r.ts = 1000.5;
@@ -42,10 +45,11 @@ spe::RequestRecord sample() {
 }  // namespace
 
 TEST_CASE("JSON line carries the schema's fields and survives invalid UTF-8") {
-    auto j = nlohmann::json::parse(spe::to_json_line(sample()));
-    for (auto key : {"ts", "id", "client", "method", "url", "version", "collector", "proxies"})
+    auto j = nlohmann::json::parse(spe::to_json_line(sample(), kMultiplier));
+    for (auto key : {"ts", "id", "multiplier", "client", "method", "url", "version", "collector", "proxies"})
         CHECK(j.contains(key));
     CHECK(j["id"] == 7);
+    CHECK(j["multiplier"] == "east");
     CHECK(j["collector"]["ttfb_us"] == 34195);
     CHECK(j["collector"]["error"].is_null());
     REQUIRE(j["proxies"].size() == 3);
@@ -65,7 +69,7 @@ TEST_CASE("the request tag, the fetch stamps and retries are recorded") {
     r.collector.fetch = "collector-fetch-1";
     r.proxies[0].measure.fetch = "collector-fetch-2";
     r.proxies[2].measure.retried = true;
-    auto j = nlohmann::json::parse(spe::to_json_line(r));
+    auto j = nlohmann::json::parse(spe::to_json_line(r, kMultiplier));
     CHECK(j["tag"] == "00ff00ff00ff00ff-7");
     CHECK(j["collector"]["fetch"] == "collector-fetch-1");
     CHECK(j["proxies"][0]["fetch"] == "collector-fetch-2");
@@ -169,6 +173,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
     nlohmann::json j = {
         {"ts", std::round(r.ts * 1e6) / 1e6},
         {"id", r.id},
+        {"multiplier", kMultiplier},
         {"client", r.client},
         {"method", r.method},
         {"url", r.url},
@@ -188,7 +193,7 @@ std::string reference_json_line(const spe::RequestRecord& r) {
 
 TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same record") {
     auto r = sample();
-    CHECK(spe::to_json_line(r) == reference_json_line(r));
+    CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
 
     SECTION("escapes, control characters, invalid and valid UTF-8, DEL") {
         r.url = std::string("http://x/a\"b\\c\b\f\n\r\t\x01\x1f\x7f", 19) + "caf\xc3\xa9 \xe2\x82\xac \xc3(";
@@ -205,7 +210,7 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         r.collector.retried = true;
         r.proxies[1].measure.fetch = "";
         r.proxies[2].measure.retried = true;
-        CHECK(spe::to_json_line(r) == reference_json_line(r));
+        CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
     }
     SECTION("a character to escape anywhere in a long string (strings are scanned eight bytes at a time)") {
         for (std::string_view special : {"\"", "\\", "\x01", "\x1f", "\n", "\x7f", " ", "~", "\xc3\xa9", "\xff"})
@@ -213,13 +218,13 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
                 r.url = std::string(24, 'a');
                 r.url.insert(at, special);
                 INFO("byte " << at << " of " << r.url.size());
-                CHECK(spe::to_json_line(r) == reference_json_line(r));
+                CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
             }
     }
     SECTION("interim replies: in order, only on the legs that had some") {
         r.collector.interim = {{103, 1200}, {102, 35000}};
         r.proxies[1].measure.interim = {{103, 900}};
-        const auto line = spe::to_json_line(r);
+        const auto line = spe::to_json_line(r, kMultiplier);
         CHECK(line == reference_json_line(r));
         auto j = nlohmann::json::parse(line);
         CHECK(j["collector"]["interim"][1]["status"] == 102);
@@ -229,16 +234,16 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
     SECTION("SPE's own queueing: a leg's wait for its proxy's turn") {
         r.proxies[0].queued_us = 0;
         r.proxies[1].queued_us = 312'456;
-        const auto line = spe::to_json_line(r);
+        const auto line = spe::to_json_line(r, kMultiplier);
         CHECK(line == reference_json_line(r));
         auto j = nlohmann::json::parse(line);
         CHECK(j["proxies"][1]["queued_us"] == 312'456);
         CHECK_FALSE(j["proxies"][2].contains("queued_us"));  // never reached its turn: absent, not null
     }
     SECTION("SPE's own pace: the client held back before this request, absent when it was not") {
-        CHECK_FALSE(nlohmann::json::parse(spe::to_json_line(r)).contains("client_held_us"));
+        CHECK_FALSE(nlohmann::json::parse(spe::to_json_line(r, kMultiplier)).contains("client_held_us"));
         r.client_held_us = 8'123;
-        const auto line = spe::to_json_line(r);
+        const auto line = spe::to_json_line(r, kMultiplier);
         CHECK(line == reference_json_line(r));
         CHECK(nlohmann::json::parse(line)["client_held_us"] == 8'123);
         CHECK(line.find(R"("client":"127.0.0.1:5555","client_held_us":8123,"client_status")") != std::string::npos);
@@ -269,10 +274,10 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
         ref.unjudged = "corrupt stamp: X-SPE-Fetch does not parse";
         r.collector.cache = ref;
         r.request_headers = {{"pragma", "no-cache"}, {"authorization", "(present)"}};
-        CHECK(spe::to_json_line(r) == reference_json_line(r));
+        CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
         // Every field name of the origin's reply, for a repro case's stand-in origin: Beast's known names
         // in its order, then the others.
-        CHECK(nlohmann::json::parse(spe::to_json_line(r))["collector"]["cache"]["origin_fields"] ==
+        CHECK(nlohmann::json::parse(spe::to_json_line(r, kMultiplier))["collector"]["cache"]["origin_fields"] ==
               "cache-control etag set-cookie x-origin-count");
         // Times and ages in ms resolution, written by the short path: the same bytes as nlohmann's.
         for (double t : {1795491050.123, 1795491050.12, 1795491050.1, 1795491050.0, 1700000000.007, 0.5, 0.0, 12.345,
@@ -280,31 +285,31 @@ TEST_CASE("the JSON line is byte-identical to an nlohmann::json dump of the same
             r.proxies[0].measure.cache->fetched_at = t;
             r.proxies[0].measure.cache->age_s = t;
             r.collector.cache->validated_at = t;
-            CHECK(spe::to_json_line(r) == reference_json_line(r));
+            CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
         }
         r.collector.cache->validated_length = 0;  // the length a 304 carried, 0 included
-        CHECK(spe::to_json_line(r) == reference_json_line(r));
-        CHECK(nlohmann::json::parse(spe::to_json_line(r))["collector"]["cache"]["validated_length"] == 0);
+        CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
+        CHECK(nlohmann::json::parse(spe::to_json_line(r, kMultiplier))["collector"]["cache"]["validated_length"] == 0);
     }
     SECTION("times: integral, sub-microsecond, large, zero") {
         for (double ts : {0.0, 1700000000.0, 1763811234.123456, 1763811234.1234567, 1e16, 12.5e-7}) {
             r.ts = ts;
-            CHECK(spe::to_json_line(r) == reference_json_line(r));
+            CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
         }
     }
     SECTION("an empty record and one without proxies") {
         spe::RequestRecord empty;
-        CHECK(spe::to_json_line(empty) == reference_json_line(empty));
+        CHECK(spe::to_json_line(empty, kMultiplier) == reference_json_line(empty));
         r.proxies.clear();
         r.collector = {};
-        CHECK(spe::to_json_line(r) == reference_json_line(r));
+        CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
     }
     SECTION("negative and extreme integers") {
         r.collector.connect_us = -1;
         r.collector.ttfb_us = std::numeric_limits<std::int64_t>::min();
         r.collector.bytes = std::numeric_limits<std::uint64_t>::max();
         r.id = std::numeric_limits<std::uint64_t>::max();
-        CHECK(spe::to_json_line(r) == reference_json_line(r));
+        CHECK(spe::to_json_line(r, kMultiplier) == reference_json_line(r));
     }
 }
 
@@ -315,7 +320,7 @@ TEST_CASE("a verdict's provenance and claim are written in the records' words (t
         v.provenance = provenance;
         v.claim = claim;
         r.proxies[0].measure.cache = v;
-        return nlohmann::json::parse(spe::to_json_line(r))["proxies"][0]["cache"];
+        return nlohmann::json::parse(spe::to_json_line(r, kMultiplier))["proxies"][0]["cache"];
     };
     using P = spe::Provenance;
     for (auto [provenance, word] :

@@ -3,6 +3,11 @@
 
 #include <boost/program_options/parsers.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -44,6 +49,36 @@ ProxyTarget parse_proxy_target(const std::string& text) {
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
             throw ConfigError("proxy name '" + name + "' may only use letters, digits, '-', '_' and '.'");
     return {name, parse_endpoint(text.substr(eq + 1))};
+}
+
+namespace {
+
+constexpr std::size_t kMaxNameLength = 64;
+
+/// A character a Multiplier's name may have: the record writes the name unescaped, and a merged report may
+/// make file names of it.
+bool name_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+}
+
+}  // namespace
+
+std::string parse_multiplier_name(const std::string& text) {
+    if (text.empty() || text.size() > kMaxNameLength || !std::all_of(text.begin(), text.end(), name_char))
+        throw ConfigError("--name must be 1 to 64 letters, digits, '.', '_' or '-', got '" + text + "'");
+    return text;
+}
+
+std::string multiplier_name_of_host() {
+    std::array<char, 256> host{};
+    if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+    std::string name(host.data());
+    // A host name has only these characters in practice; anything else must not stop a start the user
+    // gave no name for.
+    for (char& c : name)
+        if (!name_char(c)) c = '-';
+    name.resize(std::min(name.size(), kMaxNameLength));
+    return name.empty() ? "multiplier" : name;
 }
 
 namespace {
@@ -134,6 +169,7 @@ void complete(Config& c, const po::variables_map& vm) {
     if (c.unsafe_requests == UnsafeRequests::replay && !c.replay_listen)
         throw ConfigError("--unsafe-requests replay needs --replay-listen HOST:PORT (where the Collector sends them)");
     if (!vm.count("ca-dir")) c.ca_dir = default_ca_dir();
+    if (!vm.count("name")) c.name = multiplier_name_of_host();
     if (!vm.count("via-name")) c.via_name = "spe-multiplier-" + std::to_string(c.listen.port);
     if (c.max_header_bytes < 1024) throw ConfigError("--max-header-bytes must be at least 1024");
     if (c.max_conns_per_proxy == 0) throw ConfigError("--max-conns-per-proxy must be at least 1");

@@ -55,6 +55,9 @@ struct Config {
     std::chrono::milliseconds client_timeout{60'000};  // idle keep-alive / per client read or write
     std::chrono::milliseconds drain_timeout{10'000};   // how long SIGTERM waits for in-flight work
 
+    // Which Multiplier wrote a record (its `multiplier` field): an evaluation may run several, one per client
+    // group or host, whose logs are merged into one report. Default: this host's name (multiplier_name_of_host).
+    std::string name;
     std::string log_path;
     std::string rope_log_path;
     std::string capture_dir;
@@ -128,6 +131,11 @@ CommandLine parse_command_line(int argc, const char* const argv[]);
 std::string help_text();
 
 Endpoint parse_endpoint(const std::string& text);
+/// A --name as given, or ConfigError: 1 to 64 of A-Z a-z 0-9 . _ - (a file-name-safe word, written unescaped).
+std::string parse_multiplier_name(const std::string& text);
+/// The name of a Multiplier not given one: this host's name, made a valid --name, so that logs taken on
+/// different hosts differ without being told.
+std::string multiplier_name_of_host();
 ProxyTarget parse_proxy_target(const std::string& text);
 std::chrono::milliseconds parse_duration(const std::string& text);
 

@@ -184,6 +184,12 @@ std::vector<Flag> make_table() {
     t.push_back(plain<std::string, &Config::rope_log_path>("rope-log", "rope_log_path", nullopt,
                                                            "also write ROPE's text log (one line per proxy) to FILE",
                                                            "multiplier.rope.log"));
+    t.push_back(flag<std::string, &Config::name>(
+        "name", "name", nullopt,
+        "NAME of this Multiplier, in every record (`multiplier`), so that the logs of several Multipliers (one per "
+        "client group or host) merged into one report tell them apart: 1 to 64 letters, digits, '.', '_' or '-' "
+        "(default: this host's name)",
+        "east", [](Config& c, const std::string& v) { c.name = parse_multiplier_name(v); }));
     t.push_back(plain<std::string, &Config::capture_dir>(
         "capture-dir", "capture_dir", nullopt,
         "save both replies' headers and first body bytes of every mismatch in DIR (Cookie, Set-Cookie, "

@@ -176,7 +176,7 @@ void measure_members(JsonWriter& w, const Measure& m, Middle&& middle) {
 
 }  // namespace
 
-std::string to_json_line(const RequestRecord& r) {
+std::string to_json_line(const RequestRecord& r, std::string_view multiplier) {
     std::string out;
     // A judged record is about 700 bytes plus 530 per proxy: one allocation for the line.
     out.reserve(768 + 640 * r.proxies.size());
@@ -192,6 +192,7 @@ std::string to_json_line(const RequestRecord& r) {
     w.key<"id">().integer(r.id);
     if (r.intercepted) w.key<"intercepted">().boolean(true);
     w.key<"method">().string(r.method);
+    w.key<"multiplier">().name(multiplier);  // --name: which Multiplier wrote the record
     w.key<"note">().string_or_null(r.note);
     w.key<"proxies">();
     w.open_array();

@@ -5,10 +5,12 @@
 #include "core/measurement.hpp"
 
 #include <string>
+#include <string_view>
 
 namespace spe {
 
-/// One JSON Lines record (no trailing newline).
-std::string to_json_line(const RequestRecord& record);
+/// One JSON Lines record (no trailing newline), written by the Multiplier named `multiplier` (a valid --name:
+/// written as it is).
+std::string to_json_line(const RequestRecord& record, std::string_view multiplier);
 
 }  // namespace spe

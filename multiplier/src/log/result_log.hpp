@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace spe {
 
@@ -39,6 +40,7 @@ private:
     bool json_ = false;
     bool rope_ = false;
     bool tally_ = false;
+    std::string name_;  // --name: each JSON record's `multiplier`
     RecordWriter writer_;
     std::optional<MismatchCaptures> captures_;  // with --capture-dir
 };

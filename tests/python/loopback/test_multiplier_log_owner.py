@@ -1,5 +1,6 @@
 """One Multiplier per log: a second one started on a log another Multiplier is writing is refused before it
-listens (two numberings of `id` in one file would make one run of two evaluations); once the first has ended,
+listens (two numberings of `id` in one file would make one run of two evaluations), by the lock on the log's run
+directory, which it takes first (test_multiplier_name.py: any log in that directory); once the first has ended,
 crashed or not, a new one takes the log over and appends to it."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_a_second_multiplier_on_the_same_log_is_refused_and_names_the_first(lab,
     refused = subprocess.run(args, capture_output=True, text=True, timeout=30)
     assert refused.returncode == 1, refused.stderr
     pid = first.child.popen.pid
-    assert f"log file {first.log} is being written by another Multiplier (pid {pid})" in refused.stderr
+    assert f"{first.log.parent} is being written by another Multiplier (pid {pid})" in refused.stderr
     with Connection(first.port) as c:  # the first one goes on
         assert c.get(lab.url("/c/owner?size=100")).status == 200
     assert urls_in(first.log, 1) == ["owner?size=100"]

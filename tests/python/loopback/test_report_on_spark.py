@@ -22,6 +22,7 @@ from test_analysis import conformance_like_run, paired_run
 from test_prefetch import prefetch_run, twin_run
 from test_report_cache_rules import judged_run
 from test_report_engines import mixed_run, same, summary
+from test_report_merged import make_runs
 from test_report_trust import noisy_run
 
 from analysis.report import build_report, summary_json, text_report
@@ -72,6 +73,16 @@ def test_spark_gives_duckdbs_report_on_the_hand_made_runs(cluster, tmp_path, mak
     same(spark_summary(run, cluster), expected, make.__name__)
     assert text_report(build_report(run, engine="spark", spark_master=cluster)) == \
         text_report(build_report(run, engine="duckdb"))
+
+
+def test_spark_merges_runs_as_duckdb_does(cluster, tmp_path):
+    """Two runs whose request ids are the same (two Multipliers), merged: the per-Multiplier tables too."""
+    east, west, _ = make_runs(tmp_path)
+    expected = json.loads(json.dumps(summary_json(build_report([east, west])), default=str))
+    found = json.loads(json.dumps(summary_json(build_report([east, west], engine="spark", spark_master=cluster)),
+                                  default=str))
+    assert set(found["per_multiplier"]) == {"east", "west"}
+    same(found, expected, "merged")
 
 
 def test_spark_gives_duckdbs_report_on_a_generated_run(cluster, tmp_path):

@@ -94,7 +94,8 @@ SQUID_SUMMARY = {"judged": 6, "reused": 3, "violations": {"age": 2}, "advisories
 
 
 def test_counts_shares_and_standing_per_proxy(tmp_path):
-    squid = sections(build_report(judged_run(tmp_path)))["squid"]
+    run = judged_run(tmp_path)
+    squid = sections(build_report(run))["squid"]
     assert squid["summary"] == SQUID_SUMMARY
     age, vary, no_store, private = (rules(squid)[r] for r in ("age", "vary", "no-store", "private"))
     assert (age["count"], age["standing"], age["section"]) == (2, "violated", "RFC 9111 4, 5.1")
@@ -110,7 +111,7 @@ def test_counts_shares_and_standing_per_proxy(tmp_path):
     assert (heuristic["rule"], heuristic["count"], heuristic["share_pct"], heuristic["section"]) == (
         "heuristic", 1, 100 / 3, "RFC 9111 4.2.2")
     assert squid["claim_conflicts"] == [{"value": "hit", "label": "claimed a hit, was a fresh fetch", "count": 1,
-                                         "id": 5, "method": "GET", "url": "http://o/5",
+                                         "id": 5, "method": "GET", "url": "http://o/5", "run": run.name,
                                          "reason": "claimed a hit, the reply is a fresh fetch"}]
     assert [(c["label"], c["count"], c["id"]) for c in squid["conservative"]] == [("revalidated a fresh copy", 1, 5)]
 

@@ -141,8 +141,8 @@ def test_a_run_compacted_while_written_with_its_compacted_lines_punched_out_read
     """The benchmark's large runs (bench/report_speed.py --parquet): chunks of the log written, compacted and
     freed (a sparse log, its size and first bytes kept), a tail left; the report reads every record, the
     truncated last line counted, as the same run written whole and read into memory."""
-    whole = tmp_path / "whole"
-    whole.mkdir()
+    whole = tmp_path / "whole" / "run"  # named as the run it is compared with: the examples name their run
+    whole.mkdir(parents=True)
     write_run(RunDir(whole).multiplier_log, 3000)
     run = tmp_path / "run"
     run.mkdir()
