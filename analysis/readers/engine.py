@@ -270,7 +270,7 @@ class RunTables(RunQueries):
             return records
         files = ", ".join(sql_string(str(p)) for p in found.files)
         sources = [f"SELECT {first_seq} + seq AS seq, * EXCLUDE (seq) FROM read_parquet([{files}], "
-                   "hive_partitioning = false)"] if found.files else []
+                   "hive_partitioning = false, union_by_name = true)"] if found.files else []
         self.source = "parquet"
         self.bad_lines += found.bad_lines
         if not found.current:  # the lines written since the last compaction, from the log
