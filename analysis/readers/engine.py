@@ -238,13 +238,13 @@ class RunTables(RunQueries):
         self.bad_lines = self.bad_parts = 0
         sources, runs = [], []
         for index, (log, label) in enumerate(zip(logs, run_labels(logs), strict=True)):
-            view, source = f"run_{index}", self._run_records(log, index * RUN_SEQ)
+            view, (source, read) = f"run_{index}", self._run_records(log, index * RUN_SEQ)
             self.con.execute(f"CREATE VIEW {view} AS {source}")
             named = "multiplier" in {c for (c, *_) in self.con.execute(f"DESCRIBE {view}").fetchall()}
             mine = f"coalesce(multiplier, {sql_string(label)})" if named else sql_string(label)
             rest = "* EXCLUDE (multiplier)" if named else "*"
             sources.append(f"SELECT {sql_string(label)} AS run, {mine} AS multiplier, {rest} FROM {view}")
-            runs.append(self.source)
+            runs.append(read)
         self.source = runs[0] if len(runs) == 1 else f"{len(runs)} runs ({'; '.join(runs)})"
         self.con.execute("CREATE VIEW records AS " + " UNION ALL BY NAME ".join(sources))
         self.con.execute(f"CREATE TABLE replies AS {_replies_sql()}")
@@ -254,24 +254,22 @@ class RunTables(RunQueries):
                          f"WHERE {JUDGED}")
         self.requests = self.value("SELECT count(*) FROM records")
 
-    def _run_records(self, log: Path, first_seq: int) -> str:
-        """The query of one run's records, each with its `seq` (from first_seq): from its Parquet files and what the
-        log gained since, or from its JSON Lines. Sets `source` to what was read, and adds to the counts of what
-        could not be."""
+    def _run_records(self, log: Path, first_seq: int) -> tuple[str, str]:
+        """The query of one run's records, each with its `seq` (from first_seq), and what it reads: its Parquet files
+        and what the log gained since, or its JSON Lines. Adds to the counts of what could not be read."""
         found = compacted(log.parent) if log.name == MULTIPLIER_LOG else None
         if found is not None and not found.files and found.current:
             found = None  # nothing compacted but unreadable lines: the log says the same
         self.bad_parts += found.bad_parts if found else 0
         table = f"log_{first_seq // RUN_SEQ}"
         if found is None:
-            self.source = "jsonl"
             records, bad = self._read_json(log, table, first_seq)
             self.bad_lines += bad
-            return records
+            return records, "jsonl"
         files = ", ".join(sql_string(str(p)) for p in found.files)
         sources = [f"SELECT {first_seq} + seq AS seq, * EXCLUDE (seq) FROM read_parquet([{files}], "
                    "hive_partitioning = false, union_by_name = true)"] if found.files else []
-        self.source = "parquet"
+        read = "parquet"
         self.bad_lines += found.bad_lines
         if not found.current:  # the lines written since the last compaction, from the log
             tail = self.scratch / f"{table}-tail.jsonl"
@@ -279,9 +277,9 @@ class RunTables(RunQueries):
                 copy_bytes(f, *found.tail, tail)
             records, bad = self._read_json(tail, f"{table}_tail", first_seq + found.tail_seq)
             sources.append(records)
-            self.source += f" and {tail.stat().st_size / 1e6:,.1f} MB of JSON Lines not compacted yet"
+            read += f" and {tail.stat().st_size / 1e6:,.1f} MB of JSON Lines not compacted yet"
             self.bad_lines += bad
-        return " UNION ALL BY NAME ".join(sources)
+        return " UNION ALL BY NAME ".join(sources), read
 
     def _read_json(self, path: Path, table: str, first_seq: int) -> tuple[str, int]:
         """JSON Lines read once into a table of the scratch database: the query of its records, each with its
