@@ -110,10 +110,32 @@ def run_files(runs: list[Path]) -> dict[str, RunFiles]:
             for label, run, log, found in zip(run_labels(logs), runs, logs, captures, strict=True)}
 
 
-def merged_usage(runs: list[Path], tables: ReplyQueries) -> tuple[dict[str, PortUsage] | None, int]:
+def with_lab_multipliers(runs: list[Path]) -> tuple[list[Path], set[Path]]:
+    """The runs, each followed by its lab's other Multipliers' run directories (a lab with several [[multiplier]]
+    tables: lab.json's other_multipliers), and the set of those added: they share their run's Collector."""
+    out: list[Path] = []
+    shared: set[Path] = set()
+    for run in runs:
+        lab = LabJson.read(run) if run.is_dir() else None
+        others = [d for d in lab.other_multiplier_runs(run) if find_log_or_none(d)] if lab else []
+        out += [run, *others]
+        shared.update(others)
+    return out, shared
+
+
+def find_log_or_none(run: Path) -> Path | None:
+    try:
+        return find_log(run)
+    except FileNotFoundError:  # a Multiplier that never started wrote nothing
+        return None
+
+
+def merged_usage(runs: list[Path], tables: ReplyQueries,
+                 shared: Collection[Path] = ()) -> tuple[dict[str, PortUsage] | None, int]:
     """The Collector's usage per port name (hit_ratios.collector_usage), summed over the runs, each of which had its
-    own Collector; None when one of them has none to read (its hit ratios would be missing from the sum)."""
-    read = [collector_usage(run, tables) if run.is_dir() else None for run in runs]
+    own Collector (those in `shared` are read with the run whose Collector they shared); None when one of them has
+    none to read (its hit ratios would be missing from the sum)."""
+    read = [collector_usage(run, tables) if run.is_dir() else None for run in runs if run not in shared]
     if any(found is None for found in read):
         return None, sum(found[1] for found in read if found)
     return add_usage([usage for usage, _ in read]), sum(bad for _, bad in read)
@@ -126,7 +148,7 @@ def build_report(run: Path | Sequence[Path], progress: Progress | None = None, e
     section's data, in registry order. `examples`: FIRST or LATEST, which request of a finding a section shows
     (RunData.examples). `computed`: the names of the sections to compute (None: every one; `--compare` computes
     only those that change the rows it shows, analysis/compare.py)."""
-    runs = [Path(run)] if isinstance(run, (str, Path)) else [Path(r) for r in run]
+    runs, shared = with_lab_multipliers([Path(run)] if isinstance(run, (str, Path)) else [Path(r) for r in run])
     progress = progress or Progress(False)
     progress(f"reading {sum(_log_size(r) for r in runs) / 1e6:,.0f} MB of Multiplier log")
     files = run_files(runs)
@@ -134,7 +156,7 @@ def build_report(run: Path | Sequence[Path], progress: Progress | None = None, e
     tables, records, bad_cache_lines, table, bad_parts = read_run([f.log for f in files.values()], engine, progress,
                                                                   spark_master)
     with tables:
-        usage, bad_collector_lines = merged_usage(runs, tables)
+        usage, bad_collector_lines = merged_usage(runs, tables, shared)
         lab = LabJson.read(first.path) if first.path.is_dir() else None  # the topology: the first run's
         inputs = RunData(first.path, first.log, records, tables, lab, usage, first.capture_dir, table, examples,
                          runs=files)

@@ -43,6 +43,8 @@ class CollectorOptions:
     origin_ca_files: tuple[str, ...] = ()  # trusted for https origins, beside the system store
     port_limits: tuple[tuple[str, int], ...] = ()  # (proxy port name, KiB/s): a delay pool each
     replay_port: int | None = None  # the Multiplier's --replay-listen port: the proxies' unsafe copies go there
+    # Several Multipliers: (--tag-prefix, --replay-listen port) of each; each copy goes to its own Multiplier's
+    replay_routes: tuple[tuple[str, int], ...] = ()
     strip_query_terms: bool = False  # log URLs without their query (live traffic: queries hold private data)
     connect_ports: tuple[int, ...] = (443,)  # CONNECT only to these: the Multiplier's --connect-port list
     tag_to_origin: bool = False  # X-SPE-Request reaches the origin (the lab's HAR origin: one reply per tag)
@@ -142,6 +144,26 @@ def unsafe_replay_rules(replay_port: int | None) -> str:
         "request_header_access X-SPE-Request allow !spe_direct_port !spe_safe_methods\n")
 
 
+def tagged_replay_rules(routes: tuple[tuple[str, int], ...]) -> str:
+    """unsafe_replay_rules for a Collector shared by several Multipliers: one replay parent each, chosen by the
+    prefix of the request tag (each Multiplier's --tag-prefix), so a proxy's copy of an unsafe request goes to the
+    Multiplier that sent it, the one holding its client's reply. A copy with no known prefix has no parent: the
+    Collector answers it with an error and the origin never sees it."""
+    lines = ["acl spe_safe_methods method GET HEAD OPTIONS TRACE"]
+    for prefix, port in routes:
+        if not prefix.isalnum():
+            raise ValueError(f"tag prefix {prefix!r}: letters and digits only")
+        peer = f"spe_replay_{prefix}"
+        lines += [f"acl spe_tag_{prefix} req_header X-SPE-Request ^{prefix}\\.",
+                  f"cache_peer 127.0.0.1 parent {int(port)} 0 no-query no-digest no-netdb-exchange name={peer}",
+                  f"cache_peer_access {peer} deny spe_direct_port", f"cache_peer_access {peer} deny spe_safe_methods",
+                  f"cache_peer_access {peer} allow spe_tag_{prefix}", f"cache_peer_access {peer} deny all"]
+    lines += ["always_direct allow spe_direct_port", "always_direct allow spe_safe_methods",
+              "never_direct allow !spe_direct_port !spe_safe_methods",
+              "request_header_access X-SPE-Request allow !spe_direct_port !spe_safe_methods"]
+    return "\n".join(lines) + "\n"
+
+
 def hold_replay_port(port: int) -> socket.socket:
     """A socket listening on the replay port until the Multiplier, started after the Collector, takes it over
     (close it just before). Squid probes each parent once when it starts and sends nothing to one it could
@@ -185,7 +207,8 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         collector_directives=collector_directives(kind, options),
         tls_outgoing=tls_outgoing(tuple(options.origin_ca_files)),
         port_limits=port_limit_rules(tuple(options.port_limits)),
-        unsafe_replay=unsafe_replay_rules(options.replay_port),
+        unsafe_replay=(tagged_replay_rules(options.replay_routes) if options.replay_routes
+                       else unsafe_replay_rules(options.replay_port)),
         tag_to_origin=("request_header_access X-SPE-Request allow all\n" if options.tag_to_origin
                        else "# (the origin is not the lab's: it never sees the tag)\n"),
         strip_query_terms="on" if options.strip_query_terms else "off",

@@ -6,8 +6,8 @@ process group: SIGTERM, a deadline, then SIGKILL, and then whatever it forked th
 session (Apache workers, nginx's cache manager, Varnish's child), so nothing is left behind; `ending`
 says how it ended. Every wait has a deadline. `ProcessGroup` stops everything it started however
 the caller ends (use it as a context manager); `stop_recorded` stops processes by PID and start time
-from another process (`./spe lab down`). Process facts (session members, CPU times, RSS) come from
-psutil.
+from another process (`./spe lab down`). Process facts (session members, process trees, CPU times,
+RSS and PSS) come from psutil.
 """
 
 from __future__ import annotations
@@ -111,6 +111,67 @@ def rss_kb(pid: int) -> int:
 
 def open_fds(pid: int) -> int:
     return psutil.Process(pid).num_fds()
+
+
+@dataclass
+class ProcessTable:
+    """One read of the process table: who forked whom and who is in which session, so that the trees of many
+    processes are found in one pass (the lab's cost sampler reads them every second)."""
+
+    children: dict[int, list[int]] = field(default_factory=dict)  # parent pid -> its children's
+    sessions: dict[int, list[int]] = field(default_factory=dict)  # session id -> its members' pids
+
+    @classmethod
+    def read(cls) -> ProcessTable:
+        table = cls()
+        for process in psutil.process_iter(["ppid"]):
+            table.children.setdefault(process.info["ppid"], []).append(process.pid)
+            with contextlib.suppress(OSError):
+                table.sessions.setdefault(os.getsid(process.pid), []).append(process.pid)
+        return table
+
+    def family(self, root: int, with_descendants: bool = True) -> set[int]:
+        """The session `root` leads (what it forked, even those whose parent has gone) and, with
+        `with_descendants` (the root still runs: its PID is its own), its descendants (even one that started a
+        session of its own)."""
+        descendants: set[int] = set()
+        todo = [root] if with_descendants else []
+        while todo:
+            pid = todo.pop()
+            if pid not in descendants:
+                descendants.add(pid)
+                todo += self.children.get(pid, ())
+        return descendants | set(self.sessions.get(root, ()))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a process has used so far (CPU) and holds now (memory)."""
+
+    pid: int
+    started: float  # with the PID, names one process (PIDs are reused)
+    user_s: float
+    system_s: float
+    memory_bytes: int
+    pss: bool  # memory_bytes is its PSS (a shared page divided among those mapping it); False: RSS
+
+
+def usage(pid: int) -> Usage | None:
+    """The process's usage, None if it is gone. Memory is PSS where it can be read (smaps_rollup, a fraction of
+    a millisecond), else RSS (another user's process when we are not root); a zombie holds none."""
+    try:
+        process = psutil.Process(pid)
+        with process.oneshot():
+            times, started = process.cpu_times(), process.create_time()
+            try:
+                memory, pss = process.memory_full_info().pss, True
+            except psutil.AccessDenied:
+                memory, pss = process.memory_info().rss, False
+            except psutil.ZombieProcess:
+                memory, pss = 0, True
+    except psutil.Error:
+        return None
+    return Usage(pid, started, times.user, times.system, memory, pss)
 
 
 # ---------------------------------------------------------------- one supervised process

@@ -21,6 +21,7 @@ from analysis.sections import (
     paired,
     per_multiplier,
     prefetch,
+    proxy_costs,
 )
 
 SECTIONS: tuple[Section, ...] = (
@@ -33,6 +34,7 @@ SECTIONS: tuple[Section, ...] = (
     judge_findings.JUDGE_NOISE,
     paired.SECTION,
     per_multiplier.SECTION,
+    proxy_costs.SECTION,  # after the table's rows: it reads their responses
     figures.SECTION,
     failed_legs.SECTION,
     out_of_order.SECTION,

@@ -84,6 +84,9 @@ class Kind:
     programs: tuple[str, ...] = ()
     accel = False  # forwards origin-form requests: needs an accelerator port on the Collector
     caches = True
+    # Its disk cache, relative to its directory (as its config template names it): the report's disk cost
+    # (spe_tools/lab/proxy_costs.py). None: it caches in RAM only, or not at all.
+    cache_dir: str | None = None
     user: str | None = None  # the Debian user it runs as when the lab runs as root
     version_args: tuple[str, ...] = ("-v",)
     version_re = r"(\d+\.\d+(?:\.\d+)?)"
@@ -184,6 +187,7 @@ class TrafficServer(Kind):
     name, package, programs, user = "trafficserver", "trafficserver", ("/usr/bin/traffic_server",), "trafficserver"
     options = (PORT, TS_CACHE_MB, PREFETCH, PREFETCH_COUNT, PREFETCH_PATTERN)
     version_args = ("-V",)
+    cache_dir = "rr/cache"  # storage.config: one file of cache_mb
     EMPTY = ("cache.config", "hosting.config", "volume.config", "socks.config", "splitdns.config", "sni.yaml",
              "ssl_multicert.config", "strategies.yaml")
 
@@ -243,6 +247,7 @@ class Apache(Kind):
 
     name, package, programs, user = "apache", "apache2", ("/usr/sbin/apache2", "/usr/bin/htcacheclean"), "www-data"
     options = (PORT, CACHE_MB, CACHE_PORTS)
+    cache_dir = "cache"  # httpd.conf's CacheRoot
     CLEAN_EVERY_S = 5
 
     def render(self, ctx: Context) -> list[Path]:
@@ -289,6 +294,7 @@ class ApacheGateway(Apache):
 class Nginx(Kind):
     name, package, programs, user = "nginx", "nginx-light", ("/usr/sbin/nginx",), "www-data"
     accel = True
+    cache_dir = "cache"  # nginx.conf's proxy_cache_path
 
     def render(self, ctx: Context) -> list[Path]:
         for sub in ("tmp", "cache"):

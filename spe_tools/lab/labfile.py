@@ -15,7 +15,7 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import Lab, LabFileError, load_lab, parse_lab
+from spe_tools.lab.model import Lab, LabFileError, MultiplierSpec, load_lab, parse_lab
 from spe_tools.lab.proxy_spec import ProxySpec
 
 
@@ -45,16 +45,20 @@ def _proxy_values(p: ProxySpec) -> dict:
     return values
 
 
+def _multiplier_values(m: MultiplierSpec) -> dict:
+    values = asdict(m)
+    return {"name": values.pop("name"), "listen": f"{values.pop('host')}:{values.pop('port')}", **values}
+
+
 def lab_toml(lab: Lab) -> str:
     """Lab-file text that parses to `lab` (apart from its source)."""
     head = {"name": lab.name, "runs_dir": lab.runs_dir, "share_group": lab.share_group}
-    m = asdict(lab.multiplier)
-    multiplier = {"listen": f"{m.pop('host')}:{m.pop('port')}", **m}
     lines = [f"# The lab as it ran (from {lab.source or 'a lab given in code'})",
              *(f"{key} = {_value(v)}" for key, v in head.items() if v is not None)]
     lines += _table("[collector]", asdict(lab.collector))
     lines += _table("[origin]", {f.name: getattr(lab.origin, f.name) for f in fields(lab.origin)})
-    lines += _table("[multiplier]", multiplier)
+    for m in lab.multipliers:
+        lines += _table("[[multiplier]]" if lab.other_multipliers else "[multiplier]", _multiplier_values(m))
     lines += _table("[workload]", asdict(lab.workload))
     lines += _table("[live]", {"enabled": lab.live.enabled, "every": f"{lab.live.every:g}s"})
     for p in lab.proxies:

@@ -9,21 +9,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from spe_tools.lab.errors import LabError
+from spe_tools.lab.multipliers import is_multiplier, is_workload
 from spe_tools.lab.running import RunningLab
 from spe_tools.process import describe_exit
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.status_json import DEAD, ENDED, UP, ComponentStatus
 
-# Without these the run measures nothing: the lab stops when one of them dies.
+# Without these the run measures nothing: the lab stops when one of them dies (or any of its Multipliers).
 CORE = (layout.ORIGIN, layout.COLLECTOR, layout.MULTIPLIER)
+
+
+def is_core(process: str) -> bool:
+    return process in CORE or is_multiplier(process)
 
 
 def dead_pieces(run: RunningLab) -> dict[str, str]:
     """Each process of the lab that has ended (the workload aside: its end is the run's), and how it ended,
     e.g. "killed by SIGKILL"."""
     return {c.name: describe_exit(c.popen.returncode) for c in run.group.children
-            if c.name != layout.WORKLOAD and not c.alive()}
+            if not is_workload(c.name) and not c.alive()}
 
 
 def component_states(run: RunningLab) -> list[ComponentStatus]:
@@ -34,7 +39,7 @@ def component_states(run: RunningLab) -> list[ComponentStatus]:
         if c.alive():
             states.append(ComponentStatus(c.name, UP))
         else:
-            states.append(ComponentStatus(c.name, ENDED if c.name == layout.WORKLOAD else DEAD,
+            states.append(ComponentStatus(c.name, ENDED if is_workload(c.name) else DEAD,
                                           describe_exit(c.popen.returncode)))
     return states
 
@@ -43,7 +48,7 @@ def check_liveness(run: RunningLab, elapsed: float, down: set[str], say: Callabl
     """Raises LabError when a core piece has died; says once of each other piece that died (added to `down`)."""
     files = RunDir(run.rundir)
     dead = dead_pieces(run)
-    core = [name for name in dead if name in CORE]
+    core = [name for name in dead if is_core(name)]
     if core:
         ended = "; ".join(f"{name} {dead[name]}" for name in core)
         raise LabError(f"{', '.join(core)} stopped unexpectedly after {elapsed:.0f} s ({ended}); the lab stops "

@@ -67,6 +67,7 @@ class CollectorSpec:
 
 @dataclass(frozen=True)
 class MultiplierSpec:
+    name: str | None = None  # --name, on every record; None: the host's name (one Multiplier only)
     host: str = "127.0.0.1"
     port: int = 0
     mode: str = "sequential"
@@ -149,15 +150,34 @@ class Lab:
     source: Path | None
     collector: CollectorSpec
     proxies: tuple[ProxySpec, ...]
-    multiplier: MultiplierSpec
+    multiplier: MultiplierSpec  # the run's own Multiplier: the first [[multiplier]], its log the run directory's
     origin: OriginSpec
     workload: WorkloadSpec
     runs_dir: Path | None = None
     share_group: str | None = None  # the run directory readable by this group too (never by every user)
     live: LiveSpec = LiveSpec()
+    # The other [[multiplier]] tables: client groups sharing the Collector and the proxies, each Multiplier with
+    # its own workload and its own run directory inside the run's (multipliers/NAME, rundir.layout).
+    other_multipliers: tuple[MultiplierSpec, ...] = ()
 
     def proxy(self, name: str) -> ProxySpec:
         return next(p for p in self.proxies if p.name == name)
+
+    @property
+    def multipliers(self) -> tuple[MultiplierSpec, ...]:
+        return (self.multiplier, *self.other_multipliers)
+
+
+def multiplier_table(lab: Lab, m: MultiplierSpec) -> str:
+    """How messages name a Multiplier's table: [multiplier] when it is the only one."""
+    return f"[[multiplier]] {m.name!r}" if lab.other_multipliers else "[multiplier]"
+
+
+def tag_prefix(lab: Lab, index: int) -> str | None:
+    """The --tag-prefix of the lab's `index`th Multiplier: with several, the Collector routes each proxy's unsafe
+    copy to the replay port of the Multiplier whose prefix its tag carries (collector.unsafe_replay_rules); with
+    one, none is needed."""
+    return f"m{index + 1}" if lab.other_multipliers else None
 
 
 def _relative_to(source: Path | None, path: str) -> Path:
@@ -213,11 +233,18 @@ def _fanout_threads(t: Table) -> int | None:
     return t.number("fanout_threads", 0, 64, integer=True)  # a count: the range check every number gets
 
 
-def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
-    t = Table("[multiplier]", data, MultiplierSpec())
-    host, port = parse_address(t.get("listen", str, "127.0.0.1:0"), "[multiplier].listen")
+def _multiplier(data: Any, source: Path | None, where: str = "[multiplier]") -> MultiplierSpec:
+    if not isinstance(data, dict):
+        raise LabFileError(f"{where}: expected a table, got {data!r}")
+    t = Table(where, data, MultiplierSpec())
+    name = t.get("name", str, None)
+    if name is not None:
+        t.where = where = f"[[multiplier]] {name!r}" if where.startswith("[[") else where
+        if not NAME_RE.match(name):
+            raise LabFileError(f"{where}.name: use a letter then up to 31 letters, digits, '-' or '_'")
+    host, port = parse_address(t.get("listen", str, "127.0.0.1:0"), f"{where}.listen")
     spec = MultiplierSpec(
-        host=host, port=port,
+        name=name, host=host, port=port,
         mode=t.choice("mode", MULTIPLIER_MODES),
         legs=t.choice("legs", MULTIPLIER_LEGS),
         timeout_s=t.number("timeout_s", 0.1, 3600),
@@ -238,12 +265,46 @@ def _multiplier(data: dict, source: Path | None) -> MultiplierSpec:
     )
     t.finish()
     if spec.metrics_listen:  # checked now: a bad address is the lab file's mistake
-        parse_address(spec.metrics_listen, "[multiplier].metrics_listen")
+        parse_address(spec.metrics_listen, f"{where}.metrics_listen")
     elif spec.prometheus:
-        raise LabFileError("[multiplier]: prometheus = true needs metrics_listen (what it scrapes)")
+        raise LabFileError(f"{where}: prometheus = true needs metrics_listen (what it scrapes)")
     if not spec.intercept_tls and (spec.no_intercept or spec.ca_dir):
-        raise LabFileError("[multiplier]: no_intercept and ca_dir need intercept_tls = true")
+        raise LabFileError(f"{where}: no_intercept and ca_dir need intercept_tls = true")
     return spec
+
+
+def _multipliers(data: dict | list, source: Path | None) -> tuple[MultiplierSpec, ...]:
+    """[multiplier] (one) or [[multiplier]] (one or more, each named): see _check_multipliers."""
+    if isinstance(data, dict):
+        return (_multiplier(data, source),)
+    if not data:
+        raise LabFileError("[[multiplier]]: an empty list (give one table per Multiplier, or none)")
+    specs = tuple(_multiplier(m, source, f"[[multiplier]] #{i + 1}") for i, m in enumerate(data))
+    _check_multipliers(specs)
+    return specs
+
+
+# What the lab's pieces share: one Collector trusts one CA for interception, so every Multiplier intercepts
+# alike; Prometheus scrapes the first Multiplier's counters only.
+_SHARED_MULTIPLIER_KEYS = ("intercept_tls", "no_intercept", "ca_dir")
+
+
+def _check_multipliers(specs: tuple[MultiplierSpec, ...]) -> None:
+    seen: set[str] = set()
+    for i, m in enumerate(specs):
+        if m.name is None:
+            raise LabFileError(f"[[multiplier]] #{i + 1}: missing key 'name' (each Multiplier of several has one, "
+                               "on every record it writes and as its directory, multipliers/NAME)")
+        if m.name.lower() in seen:
+            raise LabFileError(f"[[multiplier]] {m.name!r}: the name is used twice (names are case-insensitive)")
+        seen.add(m.name.lower())
+        for key in _SHARED_MULTIPLIER_KEYS:
+            if getattr(m, key) != getattr(specs[0], key):
+                raise LabFileError(f"[[multiplier]] {m.name!r}.{key}: differs from the first Multiplier's; every "
+                                   "Multiplier of a lab intercepts HTTPS alike (one CA, one Collector)")
+        if i and m.prometheus:
+            raise LabFileError(f"[[multiplier]] {m.name!r}.prometheus: only the first Multiplier's counters are "
+                               "scraped; give prometheus = true there")
 
 
 def _origin(data: dict, source: Path | None) -> OriginSpec:
@@ -356,9 +417,11 @@ def _check_replay(spec: WorkloadSpec) -> None:
 
 def _fixed_ports(lab: Lab) -> list[tuple[str, int]]:
     """Every port the file pins (0 = chosen at start, never a clash), with what uses it."""
-    ports = [("[collector].port", lab.collector.port), ("[multiplier].listen", lab.multiplier.port),
-             ("[origin].port", lab.origin.port), ("[origin].tls_port", lab.origin.tls_port),
-             ("[multiplier].metrics_listen", (lab.multiplier.metrics_address or ("", 0))[1])]
+    ports = [("[collector].port", lab.collector.port), ("[origin].port", lab.origin.port),
+             ("[origin].tls_port", lab.origin.tls_port)]
+    for m in lab.multipliers:
+        where = multiplier_table(lab, m)
+        ports += [(f"{where}.listen", m.port), (f"{where}.metrics_listen", (m.metrics_address or ("", 0))[1])]
     for p in lab.proxies:
         if p.kind != "external":
             ports.append((f"[[proxy]] {p.name!r}.port", p.port))
@@ -439,8 +502,9 @@ def _parse(data: dict, source: Path | None) -> Lab:
     if not NAME_RE.match(name):
         raise LabFileError(f"name: {name!r}: use a letter then up to 31 letters, digits, '-' or '_'")
     tables = {}
-    for key in ("collector", "multiplier", "origin", "workload", "live"):
+    for key in ("collector", "origin", "workload", "live"):
         tables[key] = top.get(key, dict, {})
+    multipliers = _multipliers(top.get("multiplier", (dict, list), {}), source)
     proxies = top.get("proxy", list, [])
     runs_dir = top.get("runs_dir", str, None)
     share_group = top.get("share_group", str, None)
@@ -453,7 +517,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         name=name, source=source,
         collector=_collector(tables["collector"], source),
         proxies=tuple(_proxy(p, i) for i, p in enumerate(proxies)),
-        multiplier=_multiplier(tables["multiplier"], source),
+        multiplier=multipliers[0], other_multipliers=multipliers[1:],
         origin=_origin(tables["origin"], source),
         workload=_workload(tables["workload"], source),
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,

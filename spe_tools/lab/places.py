@@ -1,5 +1,5 @@
-"""Where the pieces of a lab find each other and their files: SPE's CA, the origin's test CA, the Multiplier's
-address as this machine reaches it."""
+"""Where the pieces of a lab find their files: SPE's CA, the origin's test CA (each Multiplier's address as this
+machine reaches it: spe_tools/lab/multipliers.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,3 @@ def ca_dir(lab: Lab) -> Path:
 def origin_tls_dir(rundir: Path) -> Path:
     return rundir / layout.ORIGIN_TLS
 
-
-def multiplier_host(lab: Lab) -> str:
-    """Where this machine reaches the Multiplier: its listen address, which may not be the loopback,
-    or the loopback when it listens on every address."""
-    return "127.0.0.1" if lab.multiplier.host == "0.0.0.0" else lab.multiplier.host

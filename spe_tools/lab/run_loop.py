@@ -14,10 +14,11 @@ from spe_tools.lab import access
 from spe_tools.lab.bypass_watch import static_warnings
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab
+from spe_tools.lab.multipliers import lab_multipliers
 from spe_tools.lab.run_directory import make_run_dir
 from spe_tools.lab.runner import bring_up
 from spe_tools.lab.running import RunningLab
-from spe_tools.lab.start_workload import check_workload, start_workload
+from spe_tools.lab.start_workload import check_workload, start_workloads
 from spe_tools.lab.status_loop import status_loop
 from spe_tools.process import ProcessError, ProcessGroup
 from spe_tools.rundir.layout import RunDir
@@ -79,8 +80,11 @@ def _run_lab(lab: Lab, duration: float | None, runs_dir: Path | None) -> tuple[i
 def _run(run: RunningLab, duration: float | None) -> None:
     """The lab is up: until a signal, or the workload for `duration` seconds."""
     lab, rundir = run.lab, run.rundir
-    say(f"spe lab: Multiplier on {lab.multiplier.host}:{run.ports.multiplier} (use it as the HTTP proxy); "
-        f"stop with Ctrl-C or ./spe lab down {rundir}")
+    for m in lab_multipliers(lab, run.ports, rundir):
+        named = f" {m.spec.name!r}" if lab.other_multipliers else ""
+        say(f"spe lab: Multiplier{named} on {m.spec.host}:{m.ports.listen} (use it as the HTTP proxy)"
+            + (f", its records in {m.rundir}" if m.index else ""))
+    say(f"spe lab: stop with Ctrl-C or ./spe lab down {rundir}")
     if metrics := lab.multiplier.metrics_address:
         say(f"spe lab: live counters at http://{metrics[0]}:{run.ports.metrics}/metrics (Prometheus text format)")
     if run.ports.prometheus:
@@ -90,13 +94,14 @@ def _run(run: RunningLab, duration: float | None) -> None:
     if duration is None:
         status_loop(run, None, say)
         return
-    workload = start_workload(run, duration)
+    workloads = start_workloads(run, duration)
     # The project's workloads end by themselves at the duration (a minute's grace); a user's
     # command is stopped there, or ends the run earlier by ending.
     command = lab.workload.kind == "command"
-    status_loop(run, time.monotonic() + duration + (60 if workload and not command else 0), say, workload)
-    if workload is not None:
-        check_workload(workload, rundir, command)
+    status_loop(run, time.monotonic() + duration + (60 if workloads and not command else 0), say,
+                [child for _, child in workloads])
+    for which, workload in workloads:
+        check_workload(workload, which.rundir, command)
 
 
 def _say_how_it_ended(group: ProcessGroup, left: list[int], rundir: Path) -> None:

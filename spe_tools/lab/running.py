@@ -30,7 +30,7 @@ class RunningLab:
     ports: Ports | None = None
     multiplier: Child | None = None
     pids: list[dict] = field(default_factory=list)
-    replay_holder: socket.socket | None = None  # the replay port, held until the Multiplier takes it
+    replay_holders: list[socket.socket] = field(default_factory=list)  # replay ports, held until the Multipliers listen
     live_url: str | None = None  # the live scorecard's, secret path included (spe_tools/lab/start_live.py)
 
     def record(self, child: Child) -> None:

@@ -11,6 +11,7 @@ from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import Lab
 from spe_tools.lab.multiplier_args import option_values
+from spe_tools.lab.multipliers import lab_multipliers
 from spe_tools.lab.places import origin_tls_dir
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab
@@ -19,7 +20,8 @@ from spe_tools.rundir import layout
 
 
 def start_collector(run: RunningLab) -> None:
-    run.replay_holder = collector.hold_replay_port(run.ports.replay)
+    multipliers = lab_multipliers(run.lab, run.ports, run.rundir)
+    run.replay_holders = [collector.hold_replay_port(m.ports.replay) for m in multipliers]
     try:
         spec = run.lab.collector
         # the patched Collector only refuses destinations outside the lab; stock Squid keeps its own rules
@@ -28,7 +30,9 @@ def start_collector(run: RunningLab) -> None:
             uncacheable_ttl_s=spec.uncacheable_ttl_s, replay_timing=spec.replay_timing, cache_mb=spec.cache_mb,
             allowed_destinations=lab_destinations(run.lab) if spec.kind == "spe" else (),
             origin_ca_files=origin_ca_files(run), strip_query_terms=strip_query_terms(run.lab),
-            replay_port=run.ports.replay, connect_ports=connect_ports(run.lab, run.ports),
+            replay_port=None if run.lab.other_multipliers else run.ports.replay,
+            replay_routes=tuple((m.tag_prefix, m.ports.replay) for m in multipliers if m.tag_prefix),
+            connect_ports=connect_ports(run.lab, run.ports),
             tag_to_origin=run.lab.origin.kind == "har",
             port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
     except (ProcessError, OSError) as e:
@@ -57,13 +61,14 @@ def strip_query_terms(lab: Lab) -> bool:
 
 
 def connect_ports(lab: Lab, ports: Ports) -> tuple[int, ...]:
-    """The ports CONNECT may reach, the Multiplier's --connect-port list (multiplier_argv): 443, with
-    interception also the HTTPS origin's port, and any --connect-port in [multiplier] extra_args (which
+    """The ports CONNECT may reach, the Multipliers' --connect-port lists (multiplier_argv): 443, with
+    interception also the HTTPS origin's port, and any --connect-port in a [multiplier]'s extra_args (which
     replaces the default 443 when it is the only one), or else in the --config file it names. The Collector
     refuses CONNECT to any other."""
     # The lab's own flags first (multiplier_argv's): with them, as with any flag, a --config file's lines do not count.
     tls = [f"--connect-port={port}" for port in (443, ports.origin_tls or 443)] if lab.multiplier.intercept_tls else []
-    listed = [int(v) for v in option_values([*tls, *lab.multiplier.extra_args], "connect-port") if v.isdigit()]
+    given = [arg for m in lab.multipliers for arg in m.extra_args]
+    listed = [int(v) for v in option_values([*tls, *given], "connect-port") if v.isdigit()]
     return tuple(dict.fromkeys(listed or [443]))
 
 

@@ -11,10 +11,11 @@ from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import MULTIPLIER
 from spe_tools.lab.model import Lab, MultiplierSpec
 from spe_tools.lab.multiplier_args import option_values
-from spe_tools.lab.places import ca_dir, multiplier_host
+from spe_tools.lab.multipliers import LabMultiplier, lab_multipliers
+from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab, lab_env
-from spe_tools.process import ProcessError
+from spe_tools.process import Child, ProcessError
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 
@@ -28,18 +29,21 @@ def optional_flags(m: MultiplierSpec) -> list[str]:
     return [part for flag, value in given.items() if value is not None for part in (flag, str(value))]
 
 
-def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER) -> list[str]:
-    m = lab.multiplier
-    argv = [str(multiplier), "--listen", f"{m.host}:{ports.multiplier}", "--collector", f"127.0.0.1:{ports.direct}",
+def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER,
+                    which: LabMultiplier | None = None) -> list[str]:
+    """The command line of the lab's `which` Multiplier (default: its first, the run's own)."""
+    which = which or lab_multipliers(lab, ports, rundir)[0]
+    m, own = which.spec, RunDir(which.rundir)
+    argv = [str(multiplier), "--listen", f"{m.host}:{which.ports.listen}", "--collector", f"127.0.0.1:{ports.direct}",
             "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
-            "--replay-listen", f"127.0.0.1:{ports.replay}",
-            "--log", str(RunDir(rundir).multiplier_log), "--rope-log", str(RunDir(rundir).rope_log),
-            "--capture-dir", str(RunDir(rundir).captures)]
+            "--replay-listen", f"127.0.0.1:{which.ports.replay}",
+            "--log", str(own.multiplier_log), "--rope-log", str(own.rope_log), "--capture-dir", str(own.captures)]
+    argv += [*(["--name", m.name] if m.name else []), *(["--tag-prefix", which.tag_prefix] if which.tag_prefix else [])]
     argv += optional_flags(m)
     for p in lab.proxies:
         argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
     if metrics := m.metrics_address:
-        argv += ["--metrics-listen", f"{metrics[0]}:{ports.metrics}"]
+        argv += ["--metrics-listen", f"{metrics[0]}:{which.ports.metrics}"]
     for h in m.compare_headers:
         argv += ["--compare-header", h]
     # The synthetic origin numbers its fetches of each path (X-Origin-Count, a diagnostic): a proxy's
@@ -63,9 +67,9 @@ DRAIN_S = 10.0  # the Multiplier's default --drain-timeout
 ABORT_S = 5.0  # after its drain, what it takes to abort what is left and write the last records (about 1 s)
 
 
-def drain_s(lab: Lab) -> float:
+def drain_s(m: MultiplierSpec) -> float:
     """The Multiplier's --drain-timeout: its default, or what [multiplier] extra_args (or its --config) give."""
-    given = option_values(lab.multiplier.extra_args, "drain-timeout")
+    given = option_values(m.extra_args, "drain-timeout")
     try:
         return parse_duration(given[-1]) if given else DRAIN_S
     except DurationError:
@@ -73,23 +77,32 @@ def drain_s(lab: Lab) -> float:
 
 
 def start_multiplier(run: RunningLab, multiplier: Path = MULTIPLIER, say=print) -> None:
+    """Start every Multiplier of the lab, the run's own first; each listens before the next starts."""
     if run.lab.multiplier.intercept_tls:
         files, created = spe_ca.create_spe_ca(ca_dir(run.lab))
         if created:
             say(f"spe lab: created SPE's CA for HTTPS interception in {files.directory} (./spe ca says how to "
                 "trust it)")
-    argv = multiplier_argv(run.lab, run.ports, run.rundir, multiplier)
-    if run.replay_holder is not None:
-        run.replay_holder.close()  # the Collector has found its parent there: the Multiplier listens now
-        run.replay_holder = None
+    if run.replay_holders:
+        for holder in run.replay_holders:
+            holder.close()  # the Collector has found its parents there: the Multipliers listen now
+        run.replay_holders = []
+    for which in lab_multipliers(run.lab, run.ports, run.rundir):
+        which.rundir.mkdir(parents=True, exist_ok=True)
+        child = _start_one(run, which, multiplier_argv(run.lab, run.ports, run.rundir, multiplier, which))
+        if which.index == 0:
+            run.multiplier = child
+
+
+def _start_one(run: RunningLab, which: LabMultiplier, argv: list[str]) -> Child:
+    name = which.process(layout.MULTIPLIER)
     try:
-        child = run.group.start(layout.MULTIPLIER, argv, port=run.ports.multiplier, ready=False,
-                                env=lab_env(run.rundir))
+        child = run.group.start(name, argv, port=which.ports.listen, ready=False, env=lab_env(which.rundir))
         # Stopped first, it finishes its last fan-outs (its --drain-timeout) before the proxies and the Collector
         # are stopped: a leg sent to a proxy already gone would be recorded against the proxy (refused).
-        child.drain_s = drain_s(run.lab) + ABORT_S
+        child.drain_s = drain_s(which.spec) + ABORT_S
         run.record(child)
-        child.wait_ready(host=multiplier_host(run.lab), deadline_s=START_DEADLINE_S)
+        child.wait_ready(host=which.host, deadline_s=START_DEADLINE_S)
     except ProcessError as e:
-        raise LabError(f"the Multiplier failed to start: {e}") from e
-    run.multiplier = child
+        raise LabError(f"the Multiplier{f' {which.spec.name!r}' if which.index else ''} failed to start: {e}") from e
+    return child

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from spe_tools import ca as spe_ca
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab, expand_command
-from spe_tools.lab.places import ca_dir, multiplier_host, origin_tls_dir
+from spe_tools.lab.multipliers import LabMultiplier, lab_multipliers
+from spe_tools.lab.places import ca_dir, origin_tls_dir
 from spe_tools.lab.port_plan import Ports
 from spe_tools.lab.running import RunningLab, lab_env
 from spe_tools.process import Child, tail
@@ -21,11 +23,14 @@ from spe_tools.workload import outcome
 from spe_tools.workload.har import replay_format
 
 
-def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None = None) -> list[str] | None:
+def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None = None,
+                  which: LabMultiplier | None = None) -> list[str] | None:
     """The workload's command line (None for kind "none"): the load client, headless Chromium or the replay, all
-    through the Multiplier, asking the lab's origin by its lab name."""
-    w = lab.workload
-    proxy = f"{multiplier_host(lab)}:{ports.multiplier}"
+    through the `which` Multiplier (default the first), asking the lab's origin by its lab name. Each Multiplier's
+    client group draws its own requests: the seed is the lab's plus the Multiplier's place in the file."""
+    which = which or lab_multipliers(lab, ports, rundir or Path("."))[0]
+    w = replace(lab.workload, seed=lab.workload.seed + which.index)
+    proxy = f"{which.host}:{which.ports.listen}"
     origin = f"{lab.origin.host}:{ports.origin}"
     model = ["--model", str(Path(lab.origin.model).resolve())] if lab.origin.model is not None else []
     conformance = ["--conformance", f"{w.conformance:g}"] if w.conformance else []
@@ -38,7 +43,7 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
                 "--json", layout.WORKLOAD_JSON, *conformance, *users, *model, *tls, *w.args]
     if w.kind == "command":
-        values = command_values(lab, ports, duration_s, rundir or Path("."))
+        values = command_values(lab, ports, duration_s, rundir or Path("."), which)
         return [expand_command(word, values) for word in w.command]
     if w.kind == "replay":
         return [sys.executable, "-m", "spe_tools.workload.replay", *(str(Path(f).resolve()) for f in w.files),
@@ -75,11 +80,14 @@ def workload_tls_args(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
             "--ca-cert", str(trust)]
 
 
-def command_values(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict[str, str]:
-    """What a `command` workload's {placeholders} stand for; also its SPE_* environment variables."""
-    host = multiplier_host(lab)
-    values = {"proxy": f"{host}:{ports.multiplier}", "proxy_host": host, "proxy_port": str(ports.multiplier),
-              "proxy_url": f"http://{host}:{ports.multiplier}", "duration_s": f"{duration_s:g}", "rundir": str(rundir)}
+def command_values(lab: Lab, ports: Ports, duration_s: float, rundir: Path,
+                   which: LabMultiplier | None = None) -> dict[str, str]:
+    """What a `command` workload's {placeholders} stand for; also its SPE_* environment variables. {rundir} is the
+    run directory of the Multiplier it goes through."""
+    which = which or lab_multipliers(lab, ports, rundir)[0]
+    host, port = which.host, which.ports.listen
+    values = {"proxy": f"{host}:{port}", "proxy_host": host, "proxy_port": str(port),
+              "proxy_url": f"http://{host}:{port}", "duration_s": f"{duration_s:g}", "rundir": str(which.rundir)}
     if lab.origin.kind != "none":
         values |= {"origin": f"{lab.origin.host}:{ports.origin}", "origin_url": origin_url(lab, ports)}
     if ports.origin_tls:
@@ -89,10 +97,11 @@ def command_values(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> d
     return values
 
 
-def command_env(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict[str, str]:
+def command_env(lab: Lab, ports: Ports, duration_s: float, rundir: Path,
+                which: LabMultiplier | None = None) -> dict[str, str]:
     """The run's environment plus SPE_<PLACEHOLDER> for each value, and the usual proxy variables naming
     the Multiplier, so that tools which honour them (curl, wget, k6, Python's urllib) go through it."""
-    values = command_values(lab, ports, duration_s, rundir)
+    values = command_values(lab, ports, duration_s, rundir, which)
     proxy_url = values["proxy_url"]
     # The user's PATH: their tool may live anywhere (the lab's own processes get a fixed one).
     return {**lab_env(rundir), "PATH": os.environ.get("PATH", lab_env(rundir)["PATH"]),
@@ -100,33 +109,37 @@ def command_env(lab: Lab, ports: Ports, duration_s: float, rundir: Path) -> dict
             "http_proxy": proxy_url, "HTTP_PROXY": proxy_url, "https_proxy": proxy_url, "HTTPS_PROXY": proxy_url}
 
 
-def start_workload(run: RunningLab, duration_s: float) -> Child | None:
-    argv = workload_argv(run.lab, run.ports, duration_s, run.rundir)
-    if argv is None:
-        return None
-    env = command_env(run.lab, run.ports, duration_s, run.rundir) if run.lab.workload.kind == "command" \
-        else lab_env(run.rundir)
-    child = run.group.start(layout.WORKLOAD, argv, ready=False, env=env)
-    run.record(child)
-    return child
+def start_workloads(run: RunningLab, duration_s: float) -> list[tuple[LabMultiplier, Child]]:
+    """One workload per Multiplier (a client group each), in its run directory; none for kind "none"."""
+    started = []
+    for which in lab_multipliers(run.lab, run.ports, run.rundir):
+        argv = workload_argv(run.lab, run.ports, duration_s, run.rundir, which)
+        if argv is None:
+            return []
+        env = command_env(run.lab, run.ports, duration_s, run.rundir, which) if run.lab.workload.kind == "command" \
+            else lab_env(which.rundir)
+        child = run.group.start(which.process(layout.WORKLOAD), argv, ready=False, env=env, cwd=which.rundir)
+        run.record(child)
+        started.append((which, child))
+    return started
 
 
 def check_workload(workload: Child, rundir: Path, command: bool = False) -> None:
     """A workload that failed, or never finished, makes the run fail: its numbers are not the run's.
-    A user's `command` still running at the duration is stopped: the duration is its end."""
+    A user's `command` still running at the duration is stopped: the duration is its end. `rundir`: the run
+    directory of the Multiplier it went through (its summary and output are there)."""
     if command and workload.alive():
         workload.stop(deadline_s=10)
         return
     if workload.alive():
-        raise LabError(f"the workload did not finish in time (see {RunDir(rundir).output(layout.WORKLOAD)})")
+        raise LabError(f"the workload did not finish in time (see {workload.log})")
     code = workload.popen.returncode
     if code == outcome.FAILED and (failed := failed_by_summary(rundir)):
         # Requests without a reply are the run's to report, not a reason to throw its records away.
         print(f"spe lab: warning: the workload's {failed}", flush=True)
         return
     if code != 0:
-        raise LabError(f"the workload failed with exit code {code} (see {RunDir(rundir).output(layout.WORKLOAD)}):\n"
-                       f"{tail(workload.log, 5)}")
+        raise LabError(f"the workload failed with exit code {code} (see {workload.log}):\n{tail(workload.log, 5)}")
 
 
 def failed_by_summary(rundir: Path) -> str | None:

@@ -15,20 +15,22 @@ from spe_tools.rundir.records import NOT_MISMATCHES
 @dataclass
 class StatusTracker:
     """Reads the Multiplier's log incrementally (only complete lines) and counts results per proxy;
-    `watch` notices proxies whose replies do not come through their Collector port."""
+    `watch` notices proxies whose replies do not come through their Collector port. `more_logs`: the lab's other
+    Multipliers', counted with it."""
 
     log: Path
     requests: int = 0
     results: dict[str, Counter] = field(default_factory=dict)
     watch: BypassWatch = field(default_factory=BypassWatch)
-    _tail: LogTail = field(init=False)
+    more_logs: tuple[Path, ...] = ()
+    _tails: list[LogTail] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._tail = LogTail(self.log)
+        self._tails = [LogTail(log) for log in (self.log, *self.more_logs)]
 
     def update(self) -> None:
         self.watch.check_ports()  # before reading new records: judges those read at earlier updates
-        for line in self._tail.new_lines():
+        for line in (line for tail in self._tails for line in tail.new_lines()):
             try:
                 self.add(json.loads(line))
             except (ValueError, TypeError):

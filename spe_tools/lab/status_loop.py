@@ -1,14 +1,16 @@
 """The lab's second-by-second watch while it runs: a status line, the proxies seen bypassing their Collector
 port, and the liveness of every piece (spe_tools/lab/liveness.py), also written to status.json for the live
-page."""
+page; and what each proxy costs (spe_tools/lab/proxy_costs.py), written to proxy-costs.json."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
 from spe_tools.lab.liveness import check_liveness, component_states
+from spe_tools.lab.multipliers import lab_multipliers
+from spe_tools.lab.proxy_costs import CostSampler, lab_sampler
 from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import strip_query_terms
 from spe_tools.lab.status import StatusTracker, format_status
@@ -26,10 +28,21 @@ def bypass_watch(run: RunningLab) -> BypassWatch:
 
 
 def status_loop(run: RunningLab, until: float | None, say: Callable[[str], None],
-                workload: Child | None = None) -> None:
-    """One status line per second until `until` (monotonic), the workload ends, or a signal; raises LabError
-    when a core piece dies."""
-    tracker = StatusTracker(RunDir(run.rundir).multiplier_log, watch=bypass_watch(run))
+                workloads: Sequence[Child] = ()) -> None:
+    """One status line per second (every Multiplier's requests) until `until` (monotonic), the workloads end, or a
+    signal; raises LabError when a core piece dies. However it ends, the costs are written a last time, while
+    everything still runs."""
+    costs = lab_sampler(run)
+    try:
+        _watch(run, until, say, workloads, costs)
+    finally:
+        costs.finish()
+
+
+def _watch(run: RunningLab, until: float | None, say: Callable[[str], None], workloads: Sequence[Child],
+           costs: CostSampler) -> None:
+    others = tuple(RunDir(m.rundir).multiplier_log for m in lab_multipliers(run.lab, run.ports, run.rundir)[1:])
+    tracker = StatusTracker(RunDir(run.rundir).multiplier_log, watch=bypass_watch(run), more_logs=others)
     names = [p.name for p in run.lab.proxies]
     started = time.monotonic()
     previous = 0
@@ -47,6 +60,7 @@ def status_loop(run: RunningLab, until: float | None, say: Callable[[str], None]
         bypass = tracker.watch.bypassing
         previous = tracker.requests
         LabStatus(elapsed, tracker.requests, component_states(run)).write(run.rundir)  # for the live page
+        costs.tick()
         check_liveness(run, elapsed, down, say)
-        if workload is not None and not workload.alive():
+        if workloads and not any(w.alive() for w in workloads):
             return

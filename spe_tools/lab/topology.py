@@ -10,7 +10,8 @@ from pathlib import Path
 from spe_tools import ca as spe_ca
 from spe_tools import collector
 from spe_tools.lab.kinds import KINDS, MULTIPLIER
-from spe_tools.lab.model import Lab
+from spe_tools.lab.model import Lab, tag_prefix
+from spe_tools.lab.multipliers import lab_multipliers
 from spe_tools.lab.noise_pairs import noise_pairs
 from spe_tools.lab.places import ca_dir
 from spe_tools.lab.port_plan import Ports
@@ -30,7 +31,7 @@ def topology(run: RunningLab, multiplier: Path = MULTIPLIER) -> LabJson:
                    multiplier=_multiplier(lab, run.ports, multiplier), origin=_origin(lab, run.ports),
                    workload=_workload(lab),
                    noise_pairs=noise_pairs(lab),  # identical proxies (analysis/sections/noise.py)
-                   live=live_of_run(run))
+                   live=live_of_run(run), other_multipliers=_other_multipliers(run, multiplier))
 
 
 def _workload(lab: Lab) -> dict:
@@ -65,12 +66,25 @@ def _proxies(lab: Lab, ports: Ports) -> dict[str, ProxyOfRun]:
 def _multiplier(lab: Lab, ports: Ports, multiplier: Path) -> MultiplierOfRun:
     m = lab.multiplier
     return MultiplierOfRun(
+        name=m.name, tag_prefix=tag_prefix(lab, 0),
         host=m.host, port=ports.multiplier, mode=m.mode, legs=m.legs, replay_port=ports.replay,
         version=_version([str(multiplier), "--version"]), log=layout.MULTIPLIER_LOG, intercept_tls=m.intercept_tls,
         ca_cert=str(ca_dir(lab) / spe_ca.CERT_NAME) if m.intercept_tls else None,
         rope_log=layout.ROPE_LOG, captures=layout.CAPTURES,
         metrics_url=f"http://{metrics[0]}:{ports.metrics}/metrics" if (metrics := m.metrics_address) else None,
         prometheus_url=f"http://127.0.0.1:{ports.prometheus}" if ports.prometheus else None)
+
+
+def _other_multipliers(run: RunningLab, multiplier: Path) -> dict[str, MultiplierOfRun]:
+    """The lab's other Multipliers: each one's run directory (relative to the run's) and its paths in it."""
+    version = _version([str(multiplier), "--version"]) if run.lab.other_multipliers else None
+    return {str(m.spec.name): MultiplierOfRun(
+        name=m.spec.name, host=m.spec.host, port=m.ports.listen, mode=m.spec.mode, legs=m.spec.legs,
+        replay_port=m.ports.replay, version=version, log=layout.MULTIPLIER_LOG, intercept_tls=m.spec.intercept_tls,
+        rope_log=layout.ROPE_LOG, captures=layout.CAPTURES, tag_prefix=m.tag_prefix,
+        dir=str(m.rundir.relative_to(run.rundir)),
+        metrics_url=f"http://{metrics[0]}:{m.ports.metrics}/metrics" if (metrics := m.spec.metrics_address) else None)
+        for m in lab_multipliers(run.lab, run.ports, run.rundir)[1:]}
 
 
 def _origin(lab: Lab, ports: Ports) -> OriginOfRun:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from spe_tools.lab.kinds import KINDS
 from spe_tools.lab.model import LabFileError, load_lab
-from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun
+from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun, lab_run_of
 from spe_tools.rundir.layout import CASE_JSON, RunDir
 from spe_tools.rundir.records import read_records, request_sequence
 from spe_tools.workload.http11 import format_date, parse_date
@@ -241,9 +241,10 @@ def _steps(sequence: list[dict]) -> tuple[Step, ...]:
 
 
 def _proxy_of_case(run: Path, name: str) -> ProxyOfCase:
-    """Kind from lab.json; options from the run's lab.toml (the lab as it ran) when it is there."""
-    files = RunDir(run)
-    recorded = (LabJson.read(run) or LabJson()).proxies.get(name)
+    """Kind from lab.json; options from the run's lab.toml (the lab as it ran) when it is there. An other
+    Multiplier's directory (multipliers/NAME) is described by its lab run's files."""
+    files = RunDir(lab_run_of(run))
+    recorded = (LabJson.of_multiplier_run(run) or LabJson()).proxies.get(name)
     if recorded is None or recorded.kind is None:
         raise CaseError(f"{files.lab_json} does not name proxy {name!r}: the case needs its kind")
     allowed = KINDS[recorded.kind].keys - set(PORT_KEYS)
@@ -281,7 +282,7 @@ def extract_case(run: Path, proxy: str, request_id: int) -> Case:
         raise _no_violation(records, target, proxy)
     sequence = request_sequence(records, target)
     parts = urlsplit(target["url"])
-    recorded = LabJson.read(run) or LabJson()
+    recorded = LabJson.of_multiplier_run(run) or LabJson()
     return Case(source=str(run.resolve()), request_id=request_id, url=target["url"],
                 path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
                 recorded_start=sequence[0]["ts"], proxy=_proxy_of_case(run, proxy),

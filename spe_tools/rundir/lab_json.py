@@ -9,11 +9,11 @@ JSON, key for key and in the same order, as the lab always wrote (docs/lab.md sh
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Self
 
-from spe_tools.rundir.layout import LAB_JSON
+from spe_tools.rundir.layout import LAB_JSON, MULTIPLIERS
 
 DIRECT_PORT = "direct"  # the name of the Collector port the Multiplier's own requests use (collector.ports)
 # A key written only when it has a value (the lab writes twin_of only for a twin, prefetch only for Traffic Server).
@@ -80,6 +80,7 @@ class ProxyOfRun(_Table):
 
 @dataclass
 class MultiplierOfRun(_Table):
+    name: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # its --name, when the lab gave one
     host: str | None = None
     port: int | None = None
     mode: str | None = None
@@ -93,6 +94,8 @@ class MultiplierOfRun(_Table):
     captures: str | None = None
     metrics_url: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # /metrics, with metrics_listen
     prometheus_url: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # with [multiplier] prometheus
+    tag_prefix: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # with several Multipliers
+    dir: str | None = field(default=None, metadata=OMITTED_WHEN_NONE)  # an other Multiplier's run directory
 
 
 @dataclass
@@ -125,6 +128,15 @@ class LiveOfRun(_Table):
     every_s: float | None = None  # how often the page is rebuilt from the log, at most
 
 
+def lab_run_of(run: Path) -> Path:
+    """The run directory whose lab.json and lab.toml describe `run`: itself, or, for a lab's other Multiplier's
+    directory (multipliers/NAME, with no lab.json of its own), the lab run holding it."""
+    run = Path(run)
+    if not (run / LAB_JSON).is_file() and run.parent.name == MULTIPLIERS:
+        return run.parent.parent
+    return run
+
+
 @dataclass
 class LabJson:
     """The whole file. `proxies` keeps the lab file's order."""
@@ -140,6 +152,9 @@ class LabJson:
     workload: dict[str, Any] = field(default_factory=dict)  # the lab file's [workload] table, every key
     noise_pairs: list[tuple[str, str]] = field(default_factory=list)  # identical proxies (analysis/sections/noise.py)
     live: LiveOfRun | None = None  # written only when the run had a live page
+    # A lab's other Multipliers, by name (written only when it had several): each wrote its records into its own
+    # run directory, `dir` (layout.multiplier_dir), its paths relative to that directory.
+    other_multipliers: dict[str, MultiplierOfRun] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any) -> Self:
@@ -152,7 +167,9 @@ class LabJson:
                    origin=OriginOfRun.from_json(data.get("origin")),
                    workload=dict(data.get("workload") or {}),
                    noise_pairs=[(a, b) for a, b in data.get("noise_pairs") or []],
-                   live=LiveOfRun.from_json(data["live"]) if isinstance(data.get("live"), dict) else None)
+                   live=LiveOfRun.from_json(data["live"]) if isinstance(data.get("live"), dict) else None,
+                   other_multipliers={name: MultiplierOfRun.from_json(spec)
+                                      for name, spec in (data.get("other_multipliers") or {}).items()})
 
     def to_json(self) -> dict:
         return {"name": self.name, "lab_file": self.lab_file, "started": self.started,
@@ -160,7 +177,9 @@ class LabJson:
                 "proxies": {name: spec.to_json() for name, spec in self.proxies.items()},
                 "multiplier": self.multiplier.to_json(), "origin": self.origin.to_json(),
                 "workload": self.workload, "noise_pairs": [list(pair) for pair in self.noise_pairs],
-                **({"live": self.live.to_json()} if self.live else {})}
+                **({"live": self.live.to_json()} if self.live else {}),
+                **({"other_multipliers": {name: spec.to_json() for name, spec in self.other_multipliers.items()}}
+                   if self.other_multipliers else {})}
 
     @classmethod
     def read(cls, run: Path) -> Self | None:
@@ -172,6 +191,20 @@ class LabJson:
         path = Path(run) / LAB_JSON
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
         return path
+
+    def other_multiplier_runs(self, run: Path) -> list[Path]:
+        """The run directories of the lab's other Multipliers (none with one Multiplier), in the lab file's order."""
+        return [Path(run) / spec.dir for spec in self.other_multipliers.values() if spec.dir]
+
+    @classmethod
+    def of_multiplier_run(cls, run: Path) -> Self | None:
+        """The topology `run`'s records were taken in: its own lab.json, or, for a lab's other Multiplier's
+        directory (multipliers/NAME), the lab run's with that Multiplier as `multiplier`."""
+        run = Path(run)
+        lab = cls.read(lab_run_of(run))
+        if lab is None or lab_run_of(run) == run or run.name not in lab.other_multipliers:
+            return lab
+        return replace(lab, multiplier=lab.other_multipliers[run.name], other_multipliers={})
 
     def proxies_of_kind(self, kind: str) -> list[str]:
         return [name for name, spec in self.proxies.items() if spec.kind == kind]

@@ -15,6 +15,7 @@ LAB_JSON = "lab.json"  # the topology as it ran (spe_tools.rundir.lab_json)
 LAB_TOML = "lab.toml"  # the lab file as it ran, which ./spe lab run can start again
 PIDS = "pids.json"  # every process while the lab runs, for ./spe lab down
 STATUS_JSON = "status.json"  # the state of every process, rewritten each second while the lab runs (status_json)
+PROXY_COSTS = "proxy-costs.json"  # each proxy's CPU, memory and disk, rewritten while the lab runs (proxy_costs_json)
 MULTIPLIER_LOG = "multiplier.jsonl"  # the Multiplier's records (docs/log-format.md)
 ROPE_LOG = "multiplier.rope.log"  # the same in ROPE's text format
 PARQUET = "parquet"  # ./spe logs compact's Parquet copy of the records (spe_tools.rundir.parquet_log)
@@ -22,6 +23,7 @@ CAPTURES = "captures"  # the Multiplier's captures of mismatching replies
 PROXIES = "proxies"  # one directory per proxy under test: its rendered config and its own logs
 ORIGIN_TLS = "origin-tls"  # the synthetic origin's test CA and certificate ([origin] tls)
 WORKLOAD_JSON = "workload.json"  # the load client's or the browser's summary
+MULTIPLIERS = "multipliers"  # a lab's other Multipliers: multipliers/NAME/, each a run directory of its own
 REPORT = "report"  # ./spe report's and ./spe lab run's output
 REPRO = "repro"  # ./spe repro's cases: repro/<request id>-<proxy name>/ (repro_dir)
 CASE_JSON = "case.json"  # a repro case's file, in the case's directory (here, or wherever --out put it)
@@ -44,6 +46,11 @@ PREFETCH_AGENT_LOG = "prefetch.jsonl"  # in a squid-prefetch proxy's directory: 
 def output_of(process: str) -> str:
     """A started process's stdout and stderr (spe_tools.process.ProcessGroup writes it)."""
     return f"{process}.out"
+
+
+def multiplier_dir(name: str) -> str:
+    """Where a lab's other Multiplier (not its first) writes its log, ROPE log, captures and workload summary."""
+    return f"{MULTIPLIERS}/{name}"
 
 
 def proxy_dir(name: str) -> str:
@@ -86,6 +93,10 @@ class RunDir:
     @property
     def status(self) -> Path:
         return self.path / STATUS_JSON
+
+    @property
+    def proxy_costs(self) -> Path:
+        return self.path / PROXY_COSTS
 
     @property
     def multiplier_log(self) -> Path:

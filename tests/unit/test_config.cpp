@@ -165,6 +165,14 @@ TEST_CASE("the Multiplier's name: this host's by default; 1 to 64 letters, digit
     CHECK_THROWS_AS(parse({"--collector", "h:1", "--name", std::string(65, 'n')}), spe::ConfigError);
 }
 
+TEST_CASE("the tag prefix: none by default; 1 to 16 letters or digits") {
+    CHECK(parse({"--collector", "h:1"})->tag_prefix.empty());
+    CHECK(parse({"--collector", "h:1", "--tag-prefix", "m2"})->tag_prefix == "m2");
+    for (const auto* bad : {"", "a.b", "a-b", "seventeen-chars17"})
+        CHECK_THROWS_WITH(parse({"--collector", "h:1", "--tag-prefix", bad}),
+                          Catch::Contains("--tag-prefix must be 1 to 16 letters or digits"));
+}
+
 TEST_CASE("dummy mode uses the parent as its only upstream") {
     auto c = parse({"--dummy", "--parent", "127.0.0.1:3128"});
     REQUIRE(c);

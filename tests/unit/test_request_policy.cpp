@@ -230,6 +230,14 @@ TEST_CASE("request tags: 16 random hex digits per process, then the record id") 
     CHECK(spe::request_tag(a, 7) == a + "-7");
 }
 
+TEST_CASE("request tags: a --tag-prefix and a dot before the random part, none without one") {
+    const auto tagged = spe::process_tag("east");
+    CHECK(tagged.size() == 4 + 1 + 16);
+    CHECK(tagged.starts_with("east."));
+    CHECK(tagged.substr(5).find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(spe::process_tag("").size() == 16);
+}
+
 TEST_CASE("a client cannot mark its request as an intercepted https one") {
     auto r = get("http://a/");
     r.insert("X-SPE-Scheme", "https");

@@ -29,7 +29,7 @@ ServerContext::ServerContext(Config config, std::vector<tcp::endpoint> collector
       reference_budget_(config_.reference_bytes),
       client_orders_(proxies_.size()),
       fanout_(fanout),
-      process_tag_(random_process_tag()) {
+      process_tag_(process_tag(config_.tag_prefix)) {
     fetch_memory_ = std::make_unique<FetchMemory>();
     if (config_.cache_judge) {
         std::vector<std::string> names;

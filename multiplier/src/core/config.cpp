@@ -69,6 +69,13 @@ std::string parse_multiplier_name(const std::string& text) {
     return text;
 }
 
+std::string parse_tag_prefix(const std::string& text) {
+    const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    if (text.empty() || text.size() > 16 || !std::all_of(text.begin(), text.end(), alnum))
+        throw ConfigError("--tag-prefix must be 1 to 16 letters or digits, got '" + text + "'");
+    return text;
+}
+
 std::string multiplier_name_of_host() {
     std::array<char, 256> host{};
     if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';

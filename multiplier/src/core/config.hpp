@@ -58,6 +58,9 @@ struct Config {
     // Which Multiplier wrote a record (its `multiplier` field): an evaluation may run several, one per client
     // group or host, whose logs are merged into one report. Default: this host's name (multiplier_name_of_host).
     std::string name;
+    // Put before every X-SPE-Request tag (PREFIX.RANDOM-ID): a Collector shared by several Multipliers routes
+    // each proxy's unsafe copy to the replay port of the Multiplier whose tag it carries. Empty: no prefix.
+    std::string tag_prefix;
     std::string log_path;
     std::string rope_log_path;
     std::string capture_dir;
@@ -136,6 +139,9 @@ std::string parse_multiplier_name(const std::string& text);
 /// The name of a Multiplier not given one: this host's name, made a valid --name, so that logs taken on
 /// different hosts differ without being told.
 std::string multiplier_name_of_host();
+/// A --tag-prefix as given, or ConfigError: 1 to 16 letters or digits (a tag is at most 64 characters of
+/// A-Z a-z 0-9 . _ - for the Collector, and a Squid ACL matches the prefix up to its '.').
+std::string parse_tag_prefix(const std::string& text);
 ProxyTarget parse_proxy_target(const std::string& text);
 std::chrono::milliseconds parse_duration(const std::string& text);
 

@@ -190,6 +190,12 @@ std::vector<Flag> make_table() {
         "client group or host) merged into one report tell them apart: 1 to 64 letters, digits, '.', '_' or '-' "
         "(default: this host's name)",
         "east", [](Config& c, const std::string& v) { c.name = parse_multiplier_name(v); }));
+    t.push_back(flag<std::string, &Config::tag_prefix>(
+        "tag-prefix", "tag_prefix", nullopt,
+        "PREFIX (1 to 16 letters or digits) before every X-SPE-Request tag (PREFIX.RANDOM-ID), for a Collector "
+        "shared by several Multipliers: it sends each proxy's unsafe copy to the replay port of the Multiplier whose "
+        "prefix it carries (docs/collector.md)",
+        "east", [](Config& c, const std::string& v) { c.tag_prefix = parse_tag_prefix(v); }));
     t.push_back(plain<std::string, &Config::capture_dir>(
         "capture-dir", "capture_dir", nullopt,
         "save both replies' headers and first body bytes of every mismatch in DIR (Cookie, Set-Cookie, "

@@ -314,4 +314,8 @@ std::string random_process_tag() {
     return fmt::format("{:016x}", high | random());
 }
 
+std::string process_tag(std::string_view prefix) {
+    return prefix.empty() ? random_process_tag() : fmt::format("{}.{}", prefix, random_process_tag());
+}
+
 }  // namespace spe

@@ -68,6 +68,11 @@ std::string request_tag(std::string_view process, std::uint64_t id);
 /// 16 hex digits, random per Multiplier process: the first part of its request tags.
 std::string random_process_tag();
 
+/// The first part of every request tag of this process: `prefix.` (a --tag-prefix, so that a Collector shared by
+/// several Multipliers can route each proxy's unsafe copy to the replay port of the one that sent it) before the
+/// random part, which keeps the tags of a restarted Multiplier apart from its earlier ones.
+std::string process_tag(std::string_view prefix);
+
 /// The authority of an absolute URL as written ("host:port", userinfo dropped); empty if none.
 std::string_view authority_text(std::string_view target);
 

@@ -84,6 +84,15 @@ def test_no_proxy_is_wrongly_named_as_bypassing_its_collector_port(noise_run):
     assert rows["squid"]["hit_ratio"] is not None and rows["squid-twin"]["hit_ratio"] is not None
 
 
+def test_the_run_has_what_each_proxy_cost(noise_run):
+    """The lab sampled every proxy's processes (proxy-costs.json, final at the stop) and the report shows it."""
+    costs = json.loads((noise_run["rundir"] / "proxy-costs.json").read_text())
+    cpu = {c["name"]: c["cpu_s"] for c in costs["costs"]}
+    assert costs["final"] and all(cpu.get(name, 0) > 0 for name in ("squid", "squid-twin", "dummy")), cpu
+    rows = {r["name"]: r for r in noise_run["summary"]["proxy_costs"]["rows"]}
+    assert rows["squid"]["cpu_s_per_1k"] > 0 and rows["squid"]["memory_peak_bytes"] > 0, rows["squid"]
+
+
 @pytest.mark.noise_floor
 def test_the_noise_floor_is_zero(noise_run):
     """The run-level goal: 0 dummy mismatches and 0 noise-pair disagreements. May fail until the Collector's

@@ -18,6 +18,7 @@ from test_report_trust import topology, write_run
 from analysis.cli import main as report_main
 from analysis.report import build_report, summary_json, text_report
 from analysis.sections import judge_findings, per_multiplier
+from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
 
 SHIFT = 100  # the second run's ids in the single run that holds both
@@ -130,3 +131,24 @@ def test_runs_of_the_same_name_are_told_apart(tmp_path):
     second = judged_run(_dir(_dir(tmp_path / "host2") / "run"))
     rep = build_report([first, second])
     assert list(rep.runs) == ["run#1", "run#2"] and list(per_multiplier.of(rep)) == ["run#1", "run#2"]
+
+
+def test_a_lab_run_with_several_multipliers_reads_as_one_evaluation_with_one_collector(runs, tmp_path):
+    """A lab with two [[multiplier]] tables: the run directory holds the first's log and the one Collector's
+    access.log (both client groups' traffic), multipliers/west/ the second's log. `./spe report RUN` is the merged
+    report, the shared Collector's usage read once (not once per Multiplier)."""
+    east, west, both = runs
+    lab = {**LAB, "other_multipliers": {"west": {"name": "west", "dir": "multipliers/west", "log": "multiplier.jsonl"}}}
+    access = collector_lines({"direct": 6, "squid": 4, "varnish": 6, "dummy": 6}) + \
+        collector_lines({"direct": 6, "squid": 2, "varnish": 5, "dummy": 6})
+    run = write_run(_dir(tmp_path / "lab"), read_records(RunDir(east).multiplier_log), lab, access)
+    (run / "multipliers/west").mkdir(parents=True)
+    RunDir(run / "multipliers/west").multiplier_log.write_bytes(RunDir(west).multiplier_log.read_bytes())
+    rep, whole = build_report(run), build_report(both)
+    assert rep.merged and rep.requests == 12 and list(per_multiplier.of(rep)) == ["east", "west"]
+    rows = {row["name"]: row for row in rep.rows}
+    assert rows["squid"]["hit_ratio"] == 1 - 6 / 12
+    same(proxies(rep), proxies(whole))
+    # The second group's directory is described by the lab run's files (./spe repro of its findings reads them).
+    described = LabJson.of_multiplier_run(run / "multipliers/west")
+    assert described.multiplier.name == "west" and described.proxies["squid"].kind == "squid"
