@@ -1,6 +1,7 @@
 """`./spe setup` installs every Debian package a lab kind names (spe_tools/lab/kinds.py): the kinds say which
-package has their programs, the script's APT_PACKAGES says what setup installs, and a kind whose package is not
-in that list would fail a fresh machine's first lab with "not installed"."""
+package has their programs, the script's DEMO_PACKAGES and TEST_PACKAGES say what setup installs, and a kind whose
+package is in neither would fail a fresh machine's first lab with "not installed". `./spe demo` installs only
+DEMO_PACKAGES, so those must hold every proxy of the default lab it runs."""
 
 from __future__ import annotations
 
@@ -9,15 +10,26 @@ import re
 from conftest import ROOT
 
 from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.model import load_lab
 
 
-def apt_packages() -> set[str]:
-    block = re.search(r"^APT_PACKAGES=\((.*?)\)", (ROOT / "spe").read_text(), re.S | re.M)
-    assert block, "./spe has no APT_PACKAGES=(...) list"
+def packages(name: str) -> set[str]:
+    block = re.search(rf"^{name}=\((.*?)\)", (ROOT / "spe").read_text(), re.S | re.M)
+    assert block, f"./spe has no {name}=(...) list"
     return set(block.group(1).split())
 
 
 def test_setup_installs_the_package_of_every_lab_kind():
     wanted = {kind.name: kind.package for kind in KINDS.values() if kind.package}
     assert len(wanted) >= 6  # squid, trafficserver, varnish, apache2, nginx-light, haproxy, ...
-    assert {name: package for name, package in wanted.items() if package not in apt_packages()} == {}
+    installed = packages("DEMO_PACKAGES") | packages("TEST_PACKAGES")
+    assert {name: package for name, package in wanted.items() if package not in installed} == {}
+
+
+def test_the_demo_installs_what_the_default_lab_runs_and_the_tests_the_rest():
+    demo = packages("DEMO_PACKAGES")
+    lab = load_lab(ROOT / "configs/labs/default.toml")
+    needed = {KINDS[p.kind].package for p in lab.proxies if KINDS[p.kind].package}
+    assert needed - demo == set()
+    assert demo & packages("TEST_PACKAGES") == set()
+    assert {"chromium", "default-jre-headless", "clang-format"} <= packages("TEST_PACKAGES")
