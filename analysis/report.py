@@ -24,9 +24,9 @@ from analysis import sections, stats_sql
 from analysis.readers.engine import FrameTables, ReplyQueries, RunQueries, RunTables, run_labels
 from analysis.readers.judge_records import load_judged_run
 from analysis.readers.records import Records, find_log, is_rope
+from analysis.readers.run_collector import collector_usage
 from analysis.report_data import Report
 from analysis.section import FIRST, QUESTIONS, RunData, RunFiles, Section, fmt
-from analysis.sections.hit_ratios import collector_usage
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.port_usage import PortUsage, add_usage
@@ -132,7 +132,7 @@ def find_log_or_none(run: Path) -> Path | None:
 
 def merged_usage(runs: list[Path], tables: ReplyQueries,
                  shared: Collection[Path] = ()) -> tuple[dict[str, PortUsage] | None, int]:
-    """The Collector's usage per port name (hit_ratios.collector_usage), summed over the runs, each of which had its
+    """The Collector's usage per port name (run_collector.collector_usage), summed over the runs, each of which had its
     own Collector (those in `shared` are read with the run whose Collector they shared); None when one of them has
     none to read (its hit ratios would be missing from the sum)."""
     read = [collector_usage(run, tables) if run.is_dir() else None for run in runs if run not in shared]
@@ -180,26 +180,6 @@ def skipped_text(rep: Report) -> str:
         return ""
     reasons = "; ".join(f"{n} {reason}" for reason, n in rep.skipped.items())
     return f"{sum(rep.skipped.values())} fan-outs skipped, so no proxy saw them ({reasons})"
-
-
-def queueing_text(rep: Report) -> str:
-    """SPE's own queueing, so the proxies' times are not mistaken for it: how often, and how long in all, the
-    client was held back before a request (records' client_held_us: SPE's measuring more than
-    --max-fanout-backlog of the connection's fan-outs behind; in logs of a Multiplier that paced the client by
-    its slowest proxy, that proxy too far behind), and each proxy's legs' wait inside SPE before they were sent
-    (queued_us, median / p99: the proxy's turn and the client's requests on its other connections it waited
-    for, `waited_for`)."""
-    waits = [r for r in rep.rows[1:] if r.get("queued_median_ms") is not None]
-    held = rep.held.get("requests", 0)
-    if not held and not waits:  # a log written before the Multiplier recorded either
-        return ""
-    parts = []
-    if held:
-        parts.append(f"client held back before {held} request(s) ({rep.held.get('total_s', 0):.2f} s in all)")
-    if waits:
-        parts.append("legs' wait to be sent, median/p99 ms: " + ", ".join(
-            f"{r['name']} {fmt(r['queued_median_ms'])}/{fmt(r['queued_p99_ms'])}" for r in waits))
-    return "SPE's queueing (in no proxy's times): " + "; ".join(parts)
 
 
 def https_text(rep: Report) -> str:
@@ -253,8 +233,7 @@ def text_report(rep: Report) -> str:
            + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else [])]
     if verdict := verdict_text(rep):
         out += ["", *verdict]
-    out += ["", "Per proxy (ROPE's Tables 1 and 2):", text_table(rep.rows),
-            *([queueing_text(rep)] if queueing_text(rep) else [])]
+    out += ["", "Per proxy (ROPE's Tables 1 and 2):", text_table(rep.rows)]
     for section in sections.shown(rep):
         if lines := section.details_lines(rep):
             out += ["", *lines]
@@ -304,7 +283,6 @@ def html_report(rep: Report, out: Path | None = None, live: str = "") -> str:
                for question, heading in QUESTIONS.items()]
     return HTML.get_template("report.html.j2").render(
         **page, live=Markup(live), columns=TEXT_COLUMNS, skipped=skipped_text(rep), https=https_text(rep),
-        queueing=queueing_text(rep),
         verdict=[(heading, answers) for heading, answers in verdict if answers],
         details=[(s, parts[s.name][1]) for s in shown if parts[s.name][1]])
 

@@ -1,5 +1,13 @@
-"""The per-proxy table (its definitions in analysis/stats.py and docs/report.md) as DuckDB queries over a run's
-`results` view (analysis/readers/engine.py), either engine's, in memory that does not grow with the run.
+"""The per-proxy table as DuckDB queries over a run's `results` view (analysis/readers/engine.py), either engine's,
+in memory that does not grow with the run. What its figures mean (ROPE's Tables 1 and 2 and what the paper lacked;
+also in docs/report.md):
+- requests: client requests the row had to answer; responses: replies that arrived complete
+  (a status and no leg error; mismatching replies count, they were delivered).
+- match %: OK results / requests. Each result class likewise, as a % of requests (the classes are the log
+  contract's: spe_tools/rundir/records.py).
+- latency: total time (request start to last byte) of the responses, in ms; percentiles use
+  linear interpolation between order statistics; the 95 % confidence interval of the mean is
+  mean ± 1.96·s/√n, that of the median the order statistics at n/2 ∓ 0.98·√n (rank-based).
 
 Counts, shares, means, standard deviations and sums are one aggregate per reply source. The percentiles, the
 medians and the median's confidence interval are order statistics: each is read at its exact rank from a sort
@@ -14,6 +22,12 @@ from analysis.readers.engine import ReplyQueries
 from analysis.readers.records import COLLECTOR
 from spe_tools.rundir.records import RESULT_CLASSES
 from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
+
+# Microseconds to milliseconds as polars converts them (a column divided by a number is multiplied by its reciprocal:
+# the two differ in the last bit), for the queries that read what polars computed before them
+# (analysis/sections/paired.py, figures.py): a median of two values at a tie of the report's last digit (-1.725)
+# then rounds as it did.
+MS_PER_US = 1 / 1000
 
 DELIVERED = "status IS NOT NULL AND error IS NULL"
 TIMED = f"{DELIVERED} AND total_us IS NOT NULL"  # a delivered reply with its response time

@@ -75,7 +75,7 @@ def origin_round(name: str, port: int, pid: int, seconds: float) -> tuple[float,
 def replay_round(name: str, recording: Path, port: int, workdir: Path) -> dict:
     """One replay at --speed SPEED against `port` (the origin playing the proxy): its summary and CPU."""
     out = workdir / f"replay-{name}.json"
-    argv = ["taskset", "-c", "0", PYTHON, "-m", "spe_tools.workload.replay", str(recording), "--proxy",
+    argv = ["taskset", "-c", "0", PYTHON, "-m", "spe_tools.workload.replay", str(recording), "--via",
             f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}", "--speed", str(SPEED), "--json", str(out),
             *(["--conns-per-client", "6"] if name == "log" else [])]
     before = children_cpu()
@@ -111,7 +111,7 @@ def big_har(workdir: Path, size_mb: float) -> dict:
         origin_peak = rss_and_peak_kb(origin.pid)[1]
         started = time.monotonic()
         run, replay_peak = run_with_peak_rss(
-            ["taskset", "-c", "0", PYTHON, "-m", "spe_tools.workload.replay", str(path), "--proxy",
+            ["taskset", "-c", "0", PYTHON, "-m", "spe_tools.workload.replay", str(path), "--via",
              f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}", "--speed", str(SPEED), "--json",
              str(workdir / "big.json")], ENV, 1800)
         replay_s = time.monotonic() - started

@@ -1,17 +1,23 @@
 """Which Collector a run used, and how it logged, read from its directory: lab.json's "collector" (kind,
 uncacheable_ttl_s, whether it stripped query terms), else the Collector's own squid.conf (only the patched one has
 collector_* directives). Whether it shared uncacheable replies decides what a body mismatch on one means; whether
-it logged URLs without their query, how its access.log's URLs are matched with the records'. The log's reader and
-the per-port counts are the run directory's contract (spe_tools/rundir/access_log.py and port_usage.py)."""
+it logged URLs without their query, how its access.log's URLs are matched with the records'. And what it served on
+each port (collector_usage), the hit ratios' input. The log's reader and the per-port counts are the run
+directory's contract (spe_tools/rundir/access_log.py and port_usage.py)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spe_tools.rundir.lab_json import DEFAULT_UNCACHEABLE_TTL_S, LabJson
-from spe_tools.rundir.layout import RunDir
+from spe_tools.rundir.layout import ACCESS_LOG, RunDir
+from spe_tools.rundir.port_usage import PortUsage, parse_access_log
+
+if TYPE_CHECKING:
+    from analysis.readers.engine import ReplyQueries
 
 NAMES = {"spe": 'the patched Collector (kind "spe")', "squid": 'Debian\'s stock Squid as the Collector (kind "squid")'}
 
@@ -51,3 +57,23 @@ def collector_of_run(run: Path | None) -> RunCollector:
 def strips_query_terms(lab_json: LabJson | None) -> bool:
     """Whether the run's Collector logged URLs without their query (lab.json; older runs: no)."""
     return lab_json is not None and lab_json.collector.strips_query_terms()
+
+
+def failed_legs(tables: ReplyQueries) -> dict[str, set[str]]:
+    """Per proxy, the tags of the client requests whose leg there delivered no response (the rows
+    cache_columns leaves out of the responses)."""
+    return {name: set(tags) for name, tags in tables.rows(
+        "SELECT name, list(DISTINCT tag) FROM results WHERE (status IS NULL OR error IS NOT NULL) AND tag IS NOT NULL "
+        "GROUP BY name")}
+
+
+def collector_usage(run: Path, tables: ReplyQueries | None = None) -> tuple[dict[str, PortUsage], int] | None:
+    """Usage per port name from the run's lab.json and the Collector's access.log, if present (with the
+    run's replies, `tables`, the requests of failed legs counted apart: failed_legs)."""
+    lab_json = LabJson.read(run)
+    if lab_json is None:
+        return None
+    log = Path(run) / (lab_json.collector.access_log or ACCESS_LOG)
+    if not log.exists():
+        return None
+    return parse_access_log(log, lab_json.collector.port_names(), failed_legs(tables) if tables is not None else None)

@@ -15,6 +15,7 @@ numbers rows (row_number() OVER ()) must not be evaluated again with another num
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -80,6 +81,8 @@ def session(master: str):
                  .config("spark.driver.host", host).config("spark.driver.bindAddress", host)
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.session.timeZone", "UTC")
+                 # The report makes no tables: without this, Spark leaves an empty spark-warehouse/ where it ran.
+                 .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "spe-spark-warehouse"))
                  # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
                  .config("spark.sql.shuffle.partitions", "8")
                  .getOrCreate())

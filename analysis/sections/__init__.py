@@ -22,6 +22,7 @@ from analysis.sections import (
     per_multiplier,
     prefetch,
     proxy_costs,
+    queueing,
 )
 
 SECTIONS: tuple[Section, ...] = (
@@ -38,6 +39,7 @@ SECTIONS: tuple[Section, ...] = (
     figures.SECTION,
     failed_legs.SECTION,
     out_of_order.SECTION,
+    queueing.SECTION,
     collector_ports.SECTION,
 )
 

@@ -17,8 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.readers.records import COLLECTOR  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
-from analysis.stats import MS_PER_US  # noqa: E402
-from analysis.stats_sql import TIMED  # noqa: E402
+from analysis.stats_sql import MS_PER_US, TIMED  # noqa: E402
 from spe_tools.rundir.log_schema import sql_string  # noqa: E402
 
 if TYPE_CHECKING:

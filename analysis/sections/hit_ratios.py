@@ -13,24 +13,13 @@ Ratios are clipped to [0, 1]; they are None without a Collector log or delivered
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis.section import RunData, Section
-from spe_tools.rundir.lab_json import LabJson
-from spe_tools.rundir.layout import ACCESS_LOG
-from spe_tools.rundir.port_usage import PortUsage, parse_access_log
+from spe_tools.rundir.port_usage import PortUsage
 
 if TYPE_CHECKING:
     from analysis.readers.engine import ReplyQueries
-
-
-def failed_legs(tables: ReplyQueries) -> dict[str, set[str]]:
-    """Per proxy, the tags of the client requests whose leg there delivered no response (the rows
-    cache_columns leaves out of the responses)."""
-    return {name: set(tags) for name, tags in tables.rows(
-        "SELECT name, list(DISTINCT tag) FROM results WHERE (status IS NULL OR error IS NOT NULL) AND tag IS NOT NULL "
-        "GROUP BY name")}
 
 
 def delivered(tables: ReplyQueries) -> dict[str, tuple[int, int]]:
@@ -38,18 +27,6 @@ def delivered(tables: ReplyQueries) -> dict[str, tuple[int, int]]:
     return {name: (n, int(size or 0)) for name, n, size in tables.rows(
         "SELECT name, count(*), sum(coalesce(bytes, 0) + coalesce(header_bytes, 0)) FROM results "
         "WHERE status IS NOT NULL AND error IS NULL GROUP BY name")}
-
-
-def collector_usage(run: Path, tables: ReplyQueries | None = None) -> tuple[dict[str, PortUsage], int] | None:
-    """Usage per port name from the run's lab.json and the Collector's access.log, if present (with the
-    run's replies, `tables`, the requests of failed legs counted apart: failed_legs)."""
-    lab_json = LabJson.read(run)
-    if lab_json is None:
-        return None
-    log = Path(run) / (lab_json.collector.access_log or ACCESS_LOG)
-    if not log.exists():
-        return None
-    return parse_access_log(log, lab_json.collector.port_names(), failed_legs(tables) if tables is not None else None)
 
 
 def _clip(x: float) -> float:

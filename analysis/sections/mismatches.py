@@ -23,7 +23,7 @@ def of(report: Report) -> dict:
 
 
 # The classes examples are kept for: every one but OK. OTHER_FETCH is listed for its examples, but counted in
-# no total of mismatches (analysis/stats.py NOT_MISMATCHES).
+# no total of mismatches (spe_tools/rundir/records.py NOT_MISMATCHES).
 
 MISMATCH_CLASSES = ["STATUS_CODE_MISMATCH", "HEADER_MISMATCH", "BODY_MISMATCH", "NO_RESPONSE", "PROTOCOL_ERROR",
                     "REPLAY_REFUSED", "OTHER_FETCH"]

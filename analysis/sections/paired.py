@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from analysis.readers.records import COLLECTOR
 from analysis.section import BEST, RunData, Section
-from analysis.stats import MS_PER_US
-from analysis.stats_sql import quantile, values_at_ranks
+from analysis.stats_sql import MS_PER_US, quantile, values_at_ranks
 from spe_tools.summary_stats import mean_ci_of, median_ci_ranks, quantile_ranks
 
 if TYPE_CHECKING:

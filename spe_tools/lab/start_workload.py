@@ -38,7 +38,7 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
     users = ["--users", str(w.users), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}"] \
         if w.users else []
     if w.kind == "load":
-        return [sys.executable, "-m", "spe_tools.workload.load", "--proxy", proxy, "--origin", origin,
+        return [sys.executable, "-m", "spe_tools.workload.load", "--via", proxy, "--origin", origin,
                 "--rate", f"{w.rate:g}", "--duration", f"{duration_s:g}", "--robots", str(w.clients),
                 "--hit-ratio", f"{w.hit_ratio:g}", "--popularity", w.popularity, "--seed", str(w.seed),
                 "--json", layout.WORKLOAD_JSON, *conformance, *users, *model, *tls, *w.args]
@@ -47,11 +47,11 @@ def workload_argv(lab: Lab, ports: Ports, duration_s: float, rundir: Path | None
         return [expand_command(word, values) for word in w.command]
     if w.kind == "replay":
         return [sys.executable, "-m", "spe_tools.workload.replay", *(str(Path(f).resolve()) for f in w.files),
-                "--proxy", proxy, "--speed", f"{w.speed:g}", "--duration", f"{duration_s:g}",
+                "--via", proxy, "--speed", f"{w.speed:g}", "--duration", f"{duration_s:g}",
                 "--json", layout.WORKLOAD_JSON, *replay_origin(lab, origin), *w.args]
     if w.kind == "browse":
         pages = w.pages or max(1, int(duration_s / max(w.think_s, 0.5)))
-        return [sys.executable, "-m", "spe_tools.workload.browse", "--proxy", proxy, "--origin", origin,
+        return [sys.executable, "-m", "spe_tools.workload.browse", "--via", proxy, "--origin", origin,
                 "--pages", str(pages), "--think-s", f"{w.think_s:g}", "--session-pages", f"{w.session_pages:g}",
                 "--seed", str(w.seed),
                 "--json", layout.WORKLOAD_JSON, *tls, *w.args]

@@ -1,8 +1,8 @@
 """The real-browser driver: Debian's headless Chromium through a proxy, pages loaded with their
 embedded objects like a user with think times, page load times reported.
 
-Run: ./spe browse --proxy HOST:PORT URL... [--think-s S] [--json FILE]
-     ./spe browse --proxy HOST:PORT --origin HOST:PORT --pages N [--seed N]
+Run: ./spe browse --via HOST:PORT URL... [--think-s S] [--json FILE]
+     ./spe browse --via HOST:PORT --origin HOST:PORT --pages N [--seed N]
          [--think-s S] [--session-pages N] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache]
          [--all-through-proxy] [--json FILE] [--har FILE]
 With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/sessions.py):
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
-from spe_tools.hostport import parse_hostport
+from spe_tools.hostport import add_via, parse_hostport
 from spe_tools.process import ProcessGroup, tail
 from spe_tools.workload.har_recorder import HarRecorder
 from spe_tools.workload.sessions import SessionModel
@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./spe browse", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("urls", nargs="*", help="pages to load, in order")
-    p.add_argument("--proxy", required=True, help="HOST:PORT of the proxy Chromium uses for everything")
+    add_via(p, "the HTTP proxy Chromium uses for everything, the Multiplier in a lab", required=True, type=str)
     p.add_argument("--pages", type=int, default=0, help="browse N pages of the synthetic origin (needs --origin)")
     p.add_argument("--origin", help="HOST:PORT of the synthetic origin (for --pages)")
     p.add_argument("--start-pages", type=int, default=1000, help="first page drawn from /page/0..N-1.html")

@@ -3,12 +3,12 @@ a target offered hit ratio, shares of IMS, reload, HEAD and POST requests, and a
 sequences (RFC 9111 rules, conformance_mix.py); beside the robots, --users browsing users in sessions
 (sessions.py: a page and its embedded objects, think time, a link followed).
 
-Run: ./spe load --proxy HOST:PORT --origin HOST:PORT --rate R --duration D
+Run: ./spe load --via HOST:PORT --origin HOST:PORT --rate R --duration D
          [--robots N] [--hit-ratio H] [--popularity uniform|zipf:A] [--launch-win S] [--ims S] [--reload S]
          [--head S] [--post S] [--page S] [--seq S] [--conformance S] [--model FILE] [--world ID] [--seed N]
          [--users N] [--think-s S] [--session-pages N]
          [--max-requests N] [--timeout S] [--report-every S] [--json FILE]
-Without --proxy it talks to the origin directly. Prints a progress line every --report-every
+Without --via it talks to the origin directly. Prints a progress line every --report-every
 seconds (stderr) and a summary at the end (stdout); --json writes the summary as JSON.
 """
 
@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from spe_tools.duration import parse_duration
-from spe_tools.hostport import parse_hostport
+from spe_tools.hostport import add_via, hostport
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
@@ -381,22 +381,15 @@ def print_summary(s: dict) -> None:
               f"({s['page_views'] / s['sessions']:.1f} per session)")
 
 
-def hostport(text: str) -> tuple[str, int]:
-    try:
-        return parse_hostport(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./spe load", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--proxy", type=hostport, help="HOST:PORT of the proxy (absolute-form requests); "
-                   "without it, straight to the origin")
+    add_via(p, "the HTTP proxy to send through (absolute-form requests), the Multiplier in a lab; without it, "
+               "straight to the origin")
     p.add_argument("--origin", type=hostport, required=True, help="HOST:PORT of the synthetic origin (./spe origin)")
     p.add_argument("--tls-origin", type=hostport,
                    help="HOST:PORT where the origin serves HTTPS (./spe origin --tls): part of the requests go "
-                        "there, through a CONNECT tunnel when there is a --proxy")
+                        "there, through a CONNECT tunnel when there is a --via")
     p.add_argument("--https-share", type=float, default=0.5,
                    help="with --tls-origin: share of URLs asked over HTTPS (by a hash of the path, so a URL "
                         "keeps its scheme; default 0.5)")

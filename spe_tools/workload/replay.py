@@ -1,10 +1,10 @@
 """The trace replayer: a Squid native or Apache combined/common access log, or browsers' HAR recordings
 (har_replay.py), sent through a proxy with their timing (scaled by --speed).
 
-Run: ./spe replay LOG --proxy HOST:PORT [--speed X] [--filter-dynamic]
+Run: ./spe replay LOG --via HOST:PORT [--speed X] [--filter-dynamic]
          [--origin HOST:PORT] [--format auto|squid|apache] [--spread-ms 10] [--conns-per-client 1]
          [--max-requests N] [--duration S] [--timeout S] [--report-every S] [--json FILE] [--allow-any-host]
-     ./spe replay FILE.har [FILE.har ...] --proxy HOST:PORT [--speed X] [--origin HOST:PORT]
+     ./spe replay FILE.har [FILE.har ...] --via HOST:PORT [--speed X] [--origin HOST:PORT]
          [--format har] [--max-requests N] [--duration S] [--timeout S] [--report-every S] [--json FILE]
          [--allow-any-host]
 An access log is replayed with one persistent connection per client address; --origin rewrites every URL's host
@@ -25,7 +25,7 @@ from collections import Counter
 from urllib.parse import urlsplit
 
 from spe_tools.duration import parse_duration
-from spe_tools.hostport import parse_hostport
+from spe_tools.hostport import add_via, parse_hostport
 from spe_tools.workload import har_replay
 from spe_tools.workload.client import Exchange, Pool, fetch
 from spe_tools.workload.har import replay_format
@@ -101,19 +101,12 @@ def print_summary(s: dict, warnings: list[str]) -> None:
     print_exchanges(s)
 
 
-def hostport(text: str) -> tuple[str, int]:
-    try:
-        return parse_hostport(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./spe replay", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="an access log (Squid native, Apache combined or common), or HAR files")
-    p.add_argument("--proxy", type=hostport, required=True, help="HOST:PORT of the proxy to replay through")
+    add_via(p, "the HTTP proxy to replay through, the Multiplier in a lab", required=True)
     p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 replays twice as fast (default 1)")
     p.add_argument("--filter-dynamic", action="store_true", help="log: skip cgi-bin, '?', .cgi and POST (ROPE)")
     p.add_argument("--origin", help="HOST:PORT of the lab's origin: a log's URLs get its host (the synthetic "

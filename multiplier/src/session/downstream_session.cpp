@@ -220,14 +220,19 @@ awaitable<bool> DownstreamSession::serve_one() {
     co_return co_await forward(std::move(req), std::move(record), keep_alive);
 }
 
+Request DownstreamSession::tagged_upstream(const Request& req, RequestRecord& record, bool keep_alive) const {
+    const auto& cfg = ctx_->config();
+    auto upstream = make_upstream_request(req, cfg.via_name, keep_alive);
+    if (!cfg.dummy) set_request_tag(upstream, ctx_->request_tag(record.id));
+    if (intercepted_) upstream.set(kSchemeHeader, "https");
+    record.tag = upstream[kRequestTagHeader];
+    return upstream;
+}
+
 awaitable<bool> DownstreamSession::forward(Request req, RequestRecord record, bool keep_alive) {
     const auto& cfg = ctx_->config();
     const bool head_request = req.method() == http::verb::head;
-    auto upstream_request = make_upstream_request(req, cfg.via_name, keep_alive);
-    if (!cfg.dummy) set_request_tag(upstream_request, ctx_->request_tag(record.id));
-    if (intercepted_) upstream_request.set(kSchemeHeader, "https");
-    record.tag = upstream_request[kRequestTagHeader];
-    auto upstream = std::make_shared<const WireRequest>(std::move(upstream_request));
+    auto upstream = std::make_shared<const WireRequest>(tagged_upstream(req, record, keep_alive));
     const auto& store = ctx_->replay_store();
     std::optional<ReplayRecording> replay;
     if (store && !record.tag.empty() && is_unsafe_method(record.method)) replay.emplace(store->max_bytes());
@@ -337,11 +342,7 @@ awaitable<void> DownstreamSession::refuse(const Refused& refused, RequestRecord 
 }
 
 awaitable<void> DownstreamSession::upgrade(Request req, RequestRecord record) {
-    const auto& cfg = ctx_->config();
-    auto upstream = make_upstream_request(req, cfg.via_name, true);
-    if (!cfg.dummy) set_request_tag(upstream, ctx_->request_tag(record.id));
-    if (intercepted_) upstream.set(kSchemeHeader, "https");
-    record.tag = upstream[kRequestTagHeader];
+    auto upstream = tagged_upstream(req, record, true);
     TunnelSession tunnel(*ctx_, client_);
     if (const auto refused = co_await tunnel.upgrade(req, std::move(upstream), record))
         co_await refuse(*refused, std::move(record), false);

@@ -45,6 +45,10 @@ private:
     /// overload, never a proxy's; how long, in held_us_ for the record of the request read next.
     awaitable<void> keep_pace_with_measuring();
     awaitable<bool> forward(Request req, RequestRecord record, bool keep_alive);
+    /// The upstream copy of a client request: tagged with its record's id (the Collector tells which proxies'
+    /// requests it caused; not in --dummy mode) and, inside an intercepted tunnel, marked https. The record keeps
+    /// the tag.
+    Request tagged_upstream(const Request& req, RequestRecord& record, bool keep_alive) const;
     /// CONNECT: checked here, then handed over with the connection (true: it was intercepted, read its requests
     /// next).
     awaitable<bool> connect(const Request& req, RequestRecord record);

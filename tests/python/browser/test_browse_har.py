@@ -99,7 +99,7 @@ def site_behind_squid() -> Iterator[tuple[Path, str, int]]:
 def test_the_har_holds_every_exchange_as_the_origin_served_it(site_behind_squid):
     workdir, base, squid_port = site_behind_squid
     har, summary = workdir / "site.har", workdir / "browse.json"
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy", f"127.0.0.1:{squid_port}",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--via", f"127.0.0.1:{squid_port}",
                           "--think-s", "0", "--har", str(har), "--json", str(summary), f"{base}/page.html",
                           f"{base}/other.html"], env=ENV, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -26,7 +26,7 @@ def test_headless_chromium_loads_an_https_page_and_its_objects_every_request_mul
     require(missing_program(CHROMIUM), "Chromium")
     page = f"https://localhost:{lab.tls_port}/page/42.html"
     summary = lab.workdir / "browse.json"
-    result = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy",
+    result = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--via",
                              f"127.0.0.1:{lab.multiplier_port}", "--ca-cert", str(lab.spe_ca), "--think-s", "0",
                              "--json", str(summary), page], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -35,7 +35,7 @@ def record_the_wiki(workdir) -> None:
         dokuwiki_site.start(group, workdir, port)
         squid = start_squid(group, "recording-squid", free_port(), cache_mb=0)
         site = f"http://localhost:{port}/"
-        run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy", f"127.0.0.1:{squid.port}",
+        run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--via", f"127.0.0.1:{squid.port}",
                               "--reload", "--think-s", "0.5", "--har", str(workdir / "wiki.har"),
                               *[site + page for page in dokuwiki_site.PAGES]],
                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(workdir)},

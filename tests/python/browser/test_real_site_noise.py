@@ -32,7 +32,7 @@ def lab_text(kinds: list[str], port: int) -> str:
 
 def browse(workdir, multiplier_port: int, urls: list[str]) -> dict:
     out = workdir / "browse.json"
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--via",
                           f"127.0.0.1:{multiplier_port}", "--reload", "--think-s", "0.5", "--json", str(out), *urls],
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(workdir)},
                          capture_output=True, text=True, timeout=300)

@@ -33,7 +33,7 @@ def squid_lab():
 
 def browse(workdir: Path, squid_port: int, *args: str) -> dict:
     out = workdir / "browse.json"
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--proxy", f"127.0.0.1:{squid_port}",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.browse", "--via", f"127.0.0.1:{squid_port}",
                           "--json", str(out), *args], env=ENV, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stdout + run.stderr
     return json.loads(out.read_text())

@@ -38,7 +38,7 @@ def test_an_exported_run_is_served_and_replayed_again(tmp_path: Path):
     with ProcessGroup(tmp_path) as group:
         group.start("har-origin", [sys.executable, "-m", "spe_tools.workload.har_origin", "--listen",
                                    f"127.0.0.1:{port}", "--har", str(har)], port=port, env=ENV)
-        replayed = spe("replay", str(har), "--proxy", f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}",
+        replayed = spe("replay", str(har), "--via", f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}",
                        "--speed", "10", "--json", str(tmp_path / "replay.json"))
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         with Connection(port) as c:

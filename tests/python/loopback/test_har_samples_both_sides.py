@@ -36,7 +36,7 @@ def stats(port: int) -> dict:
 
 
 def replay_argv(har: Path, port: int, out: Path) -> list[str]:
-    return [sys.executable, "-m", "spe_tools.workload.replay", str(har), "--proxy", f"127.0.0.1:{port}",
+    return [sys.executable, "-m", "spe_tools.workload.replay", str(har), "--via", f"127.0.0.1:{port}",
             "--origin", f"127.0.0.1:{port}", "--speed", "20", "--json", str(out)]
 
 
@@ -69,7 +69,7 @@ def spe(*args: str) -> subprocess.CompletedProcess:
 def test_a_bad_file_stops_either_command_with_one_message(tmp_path, text, message):
     bad = tmp_path / "bad.har"
     bad.write_text(text)
-    for run in (spe("replay", str(bad), "--proxy", "127.0.0.1:9"),
+    for run in (spe("replay", str(bad), "--via", "127.0.0.1:9"),
                 spe("origin", "--har", str(bad), "--listen", "127.0.0.1:0")):
         assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
         assert run.stderr.strip().splitlines()[-1].endswith(f"error: {bad}: {message}"), run.stderr

@@ -42,7 +42,8 @@ def spark_home() -> Path | None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """spark://127.0.0.1:PORT: a master and one worker (one core, 1 GB), the JVMs Spark's own scripts would start."""
+    """spark://127.0.0.1:PORT: a master and one worker (both cores, 2 GB: the million-record run's executor), the
+    JVMs Spark's own scripts would start."""
     home = spark_home()
     require((["pyspark is not installed in the venv"] if home is None else []) + missing_program("java"),
             "Apache Spark (PySpark, and default-jre-headless for its JVM)")
@@ -54,8 +55,8 @@ def cluster(tmp_path_factory):
                                      "--port", str(port), "--webui-port", str(free_port())],
                     port=port, env=env, deadline_s=60)
         group.start("spark-worker", [spark_class, "org.apache.spark.deploy.worker.Worker",
-                                     f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "1",
-                                     "--memory", "1g", "--webui-port", str(free_port())],
+                                     f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "2",
+                                     "--memory", "2g", "--webui-port", str(free_port())],
                     ready_line=WORKER_REGISTERED, env=env, deadline_s=90)
         yield f"spark://127.0.0.1:{port}"
 
@@ -85,11 +86,15 @@ def test_spark_merges_runs_as_duckdb_does(cluster, tmp_path):
     same(found, expected, "merged")
 
 
-def test_spark_gives_duckdbs_report_on_a_generated_run(cluster, tmp_path):
+def test_spark_gives_duckdbs_report_on_a_generated_million_record_run(cluster, tmp_path):
+    """A million records (4 proxies each, 1.4 GB of JSON Lines: bench/report_speed.py's), read by the cluster from
+    the Parquet files it compacts them into first, by DuckDB from the log: every table of summary.json the same."""
     run = tmp_path / "generated"
     run.mkdir()
-    write_run(run / "multiplier.jsonl", 20_000, seed=7)
-    same(spark_summary(run, cluster), summary(run, "duckdb"), "generated")
+    write_run(run / "multiplier.jsonl", 1_000_000, seed=7)
+    found = spark_summary(run, cluster)
+    assert found["requests"] == 1_000_000
+    same(found, summary(run, "duckdb"), "generated")
 
 
 def test_the_command_line_reads_a_run_on_the_cluster(cluster, tmp_path):

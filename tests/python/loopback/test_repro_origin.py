@@ -206,7 +206,7 @@ def test_the_cases_har_round_trips_through_the_har_origin_and_the_replay(tmp_pat
         reply, body = origin.ask("GET", "/_har/http/localhost:40001/obj?cc=max-age%3D600")
         assert (reply.status, len(body), reply.getheader("ETag"), reply.getheader("X-Custom")) == \
             (200, 1000, '"v1"', "spe-repro")
-        replayed = spe("replay", str(har), "--proxy", f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}",
+        replayed = spe("replay", str(har), "--via", f"127.0.0.1:{port}", "--origin", f"127.0.0.1:{port}",
                        "--speed", "10", "--json", str(tmp_path / "replay.json"))
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         served = json.loads(origin.ask("GET", "/_stats")[1])

@@ -56,7 +56,7 @@ def test_a_load_whose_requests_all_fail_exits_1_and_says_how_many(tmp_path):
     """A client that got no reply is a failed run (exit 1), the summary still printed and written."""
     nobody = f"127.0.0.1:{free_port()}"  # nothing listens there: every connection is refused
     summary = tmp_path / "load.json"
-    done = spe("load", "--proxy", nobody, "--origin", "127.0.0.1:9", "--rate", "20", "--duration", "1s",
+    done = spe("load", "--via", nobody, "--origin", "127.0.0.1:9", "--rate", "20", "--duration", "1s",
                "--timeout", "2s", "--seed", "1", "--json", str(summary))
     assert done.returncode == 1, done.stdout + done.stderr
     sent = json.loads(summary.read_text())["sent"]
@@ -67,7 +67,7 @@ def test_a_replay_whose_requests_all_fail_exits_1(tmp_path):
     log = tmp_path / "access.log"
     log.write_text("".join(f"{1700000000 + i}.000 5 127.0.0.1 TCP_MISS/200 100 GET http://127.0.0.1:9/x{i} - "
                            "HIER_DIRECT/127.0.0.1 text/plain\n" for i in range(3)))
-    done = spe("replay", str(log), "--proxy", f"127.0.0.1:{free_port()}", "--timeout", "2s")
+    done = spe("replay", str(log), "--via", f"127.0.0.1:{free_port()}", "--timeout", "2s")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "replay: error: 3 of 3 requests got no reply (" in done.stderr
 

@@ -127,7 +127,7 @@ def recorder() -> Iterator[tuple[int, list[Seen]]]:
 
 
 def replay(files: list[Path], proxy_port: int, origin: str, out: Path) -> dict:
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.replay", *map(str, files), "--proxy",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.replay", *map(str, files), "--via",
                           f"127.0.0.1:{proxy_port}", "--origin", origin, "--json", str(out)],
                          env=ENV, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -27,7 +27,7 @@ def test_load_through_squid_achieves_rate_and_hit_ratio(squid_lab):
     # The seed fixes the random draws; seed 3 draws 400 arrivals in 8 s at 50/s and 56 % repeats, close
     # to the means, so what is checked is the client (the rate it sends at, Squid seeing the offered hits),
     # not the luck of a Poisson draw (its own deviation is 5 % here; the pure tests check the shares).
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.load", "--proxy", f"127.0.0.1:{squid.port}",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.load", "--via", f"127.0.0.1:{squid.port}",
                           "--origin", f"127.0.0.1:{origin_port}", "--rate", "50", "--duration", "8s",
                           "--seed", "3", "--report-every", "2", "--json", str(out)],
                          env=ENV, capture_output=True, text=True, timeout=120)

@@ -53,7 +53,7 @@ def squid_lab():
 
 def replay(workdir: Path, log: Path, squid_port: int, origin_port: int, *extra: str) -> dict:
     out = workdir / f"{log.stem}.json"
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.replay", str(log), "--proxy",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.replay", str(log), "--via",
                           f"127.0.0.1:{squid_port}", "--origin", f"127.0.0.1:{origin_port}", "--json", str(out),
                           *extra], env=ENV, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
@@ -95,6 +95,6 @@ def test_foreign_hosts_are_refused_without_origin(squid_lab, tmp_path):
     workdir, origin_port, squid = squid_lab
     log = tmp_path / "foreign.log"
     log.write_text(SQUID_LINE + "\n")
-    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.replay", str(log), "--proxy",
+    run = subprocess.run([sys.executable, "-m", "spe_tools.workload.replay", str(log), "--via",
                           f"127.0.0.1:{squid.port}"], env=ENV, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "refused {'host outside the lab (use --origin)': 1}" in run.stdout

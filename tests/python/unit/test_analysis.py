@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
+from markupsafe import escape
 
 from analysis import sections
 from analysis.cli import main as report_main
@@ -346,7 +347,7 @@ def test_spes_own_queueing_is_reported_apart_from_the_proxies_times(tmp_path):
     line = "client held back before 2 request(s) (2.00 s in all); legs' wait to be sent, median/p99 ms: " \
            "slow 150.00/297.00, fast 0.00/0.00"
     assert line in text_report(rep)
-    assert html.escape(line) in html_report(rep)
+    assert str(escape(line)) in html_report(rep)  # as the report's templates escape it
     assert report_main([str(tmp_path), "--out", str(tmp_path / "out"), "--format", "json"]) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["client_held"] == {"requests": 2, "total_s": 2.0}
@@ -361,6 +362,9 @@ def test_a_log_without_holds_reports_the_waits_alone(tmp_path):
     text = text_report(build_report(tmp_path))
     assert "SPE's queueing (in no proxy's times): legs' wait to be sent, median/p99 ms: slow " in text
     assert "held back" not in text
+    # an answer to "Can I trust this run?" (what SPE itself added), before the per-proxy table
+    trust = text.index("Can I trust this run?")
+    assert trust < text.index("SPE's queueing") < text.index("Per proxy (ROPE's Tables 1 and 2):")
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "memory"])

@@ -204,3 +204,14 @@ def test_on_a_copy_of_the_results_doc_a_run_changes_its_own_section_only(tmp_pat
     [(new_start, new_end)] = results_doc.sections_of(after, report_speed.TITLE)
     assert new_start == start and after[:start] == before[:start]
     assert after[new_end:] == before[end:] and "| 200 |" in "".join(after[new_start:new_end])
+
+
+def test_the_test_suites_times_are_a_section_written_from_its_step_lines():
+    from bench.lib.test_times import TITLE, section
+
+    text = section(["spe: time per step (75s in all):", "     12s  Debian packages", "     63s  C++ unit tests"],
+                   "./spe test", datetime.date(2026, 12, 3))
+    assert text.startswith(f"## {TITLE} — 2026-12-03\n")
+    assert "| Debian packages | 12 |\n| C++ unit tests | 63 |\n| **all** | **75** (1 min) |" in text
+    with pytest.raises(ValueError):
+        section(["nothing timed"], "./spe test", datetime.date(2026, 12, 3))

@@ -204,7 +204,7 @@ def test_a_bom_and_an_empty_recording_are_fine(tmp_path):
 @pytest.mark.parametrize("command", ["replay", "origin"])
 def test_on_the_command_line_one_message_and_exit_2(tmp_path, capsys, command):
     path = write(tmp_path / "bad.har", har(raw(), raw(request={"method": "GE T"})))
-    main = {"replay": lambda: replay.main([str(path), "--proxy", "127.0.0.1:9"]),
+    main = {"replay": lambda: replay.main([str(path), "--via", "127.0.0.1:9"]),
             "origin": lambda: har_origin.main(["--har", str(path), "--listen", "127.0.0.1:0"])}[command]
     with pytest.raises(SystemExit) as stop:
         main()

@@ -500,7 +500,7 @@ def test_a_replay_workload_sends_its_recordings_through_the_multiplier(tmp_path)
     argv = workload_argv(lab, ports, 30)
     assert argv[1:5] == ["-m", "spe_tools.workload.replay", str(tmp_path / "labs" / "a.har"),
                          str(tmp_path / "labs" / "sub" / "b.HAR")]
-    assert argv[argv.index("--proxy") + 1] == "127.0.0.1:3" and argv[argv.index("--speed") + 1] == "2"
+    assert argv[argv.index("--via") + 1] == "127.0.0.1:3" and argv[argv.index("--speed") + 1] == "2"
     assert argv[argv.index("--duration") + 1] == "30" and "--json" in argv
     # HAR files ask the HAR origin (which serves every recorded host); with the synthetic one, their own URLs
     assert "--origin" not in argv

@@ -88,7 +88,7 @@ def test_each_client_group_goes_through_its_own_multiplier_with_its_own_seed(tmp
     lab = parse_lab(TWO)
     east, west = lab_multipliers(lab, ports(), tmp_path)
     first, second = (workload_argv(lab, ports(), 10, tmp_path, which) for which in (east, west))
-    assert (flag(first, "--proxy"), flag(second, "--proxy")) == ("127.0.0.1:3", "127.0.0.1:13")
+    assert (flag(first, "--via"), flag(second, "--via")) == ("127.0.0.1:3", "127.0.0.1:13")
     assert (flag(first, "--seed"), flag(second, "--seed")) == ("7", "8")
 
 

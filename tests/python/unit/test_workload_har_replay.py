@@ -136,7 +136,7 @@ def test_har_files_or_one_access_log():
                                            (["access.log"], False), (["a.har", "--format", "squid"], False)])
 def test_replay_dispatches_on_the_suffix_or_the_format(argv, har):
     parser = build_parser()
-    assert is_har(parser.parse_args([*argv, "--proxy", "127.0.0.1:1"]), parser) is har
+    assert is_har(parser.parse_args([*argv, "--via", "127.0.0.1:1"]), parser) is har
 
 
 @pytest.mark.parametrize("argv", [["a.har", "access.log"], ["a.log", "b.log"], ["a.har", "--conns-per-client", "2"],
@@ -144,6 +144,6 @@ def test_replay_dispatches_on_the_suffix_or_the_format(argv, har):
 def test_replay_refuses_what_does_not_fit_together(argv, capsys):
     parser = build_parser()
     with pytest.raises(SystemExit):
-        is_har(parser.parse_args([*argv, "--proxy", "127.0.0.1:1"]), parser)
+        is_har(parser.parse_args([*argv, "--via", "127.0.0.1:1"]), parser)
     assert "error:" in capsys.readouterr().err
 
