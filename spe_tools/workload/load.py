@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import add_via, hostport
+from spe_tools.ports import port_open
 from spe_tools.workload import content_model as cm
 from spe_tools.workload.arrivals import schedule
 from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
@@ -421,10 +422,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--world", default=None, help="object id prefix (default: random, so each run has new objects)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
     p.add_argument("--max-requests", type=int, default=1_000_000, help="bound on requests (default 1e6)")
-    p.add_argument("--timeout", type=parse_duration, default=30.0, help="per request, and the final drain (s)")
+    p.add_argument("--timeout", type=parse_duration, default=30.0,
+                   help="per request, the final drain, and the wait for the first hop to listen (s)")
     p.add_argument("--report-every", type=parse_duration, default=5.0, help="progress line period (s)")
     p.add_argument("--json", help="write the summary as JSON here")
     return p
+
+
+def wait_for_first_hop(address: tuple[str, int], within_s: float) -> bool:
+    """Whether the first hop (the proxy, or without one the origin) accepts connections within `within_s`. A client
+    started right after its origin (`./spe origin ... &` then `./spe load`, as a pasted script does) can be quicker
+    than the origin's start, and would count its first requests as failed for no fault of the origin's."""
+    deadline = time.monotonic() + within_s
+    while not port_open(*address):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -450,6 +464,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rate must be positive (or 0 with --users), --robots at least 1, --users 0 or more")
     if args.session_pages < 1 or args.think_s < 0:
         parser.error("--session-pages must be at least 1 and --think-s not negative")
+    first_hop = args.proxy or args.origin
+    if not wait_for_first_hop(first_hop, args.timeout):
+        print(f"load: warning: {first_hop[0]}:{first_hop[1]} did not accept a connection within --timeout "
+              f"({args.timeout:g} s); sending anyway", file=sys.stderr)
     run = LoadRun(args, model, mix)
     elapsed = asyncio.run(run.run())
     summary = run.summary(elapsed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 from conftest import ROOT
 
@@ -38,3 +39,20 @@ def test_rate_zero_needs_users():
     run = subprocess.run([sys.executable, "-m", "spe_tools.workload.load", "--origin", "127.0.0.1:9", "--rate", "0",
                           "--duration", "1s"], env=ENV, capture_output=True, text=True, timeout=30)
     assert run.returncode == 2 and "--rate must be positive (or 0 with --users)" in run.stderr
+
+
+def test_a_load_started_before_its_origin_listens_waits_for_it(tmp_path):
+    """`./spe origin ... &` then `./spe load ...`, pasted together (the README's tour): the client can start before
+    the origin listens. It waits for it (up to --timeout), and no request fails for it."""
+    port = free_port()
+    out = tmp_path / "load.json"
+    with ProcessGroup(tmp_path) as group:
+        load = group.start("load", [sys.executable, "-m", "spe_tools.workload.load", "--origin", f"127.0.0.1:{port}",
+                                    "--rate", "20", "--duration", "1s", "--seed", "3", "--json", str(out)],
+                           ready=False, env=ENV)
+        time.sleep(1.5)  # the client is up and waiting; the origin starts only now
+        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
+                               "--think-mean-ms", "1", "--think-sd-ms", "0"], port=port, env=ENV)
+        assert load.popen.wait(timeout=60) == 0, load.log.read_text()
+    s = json.loads(out.read_text())
+    assert s["errors"] == 0 and s["completed"] == s["sent"] > 0, s

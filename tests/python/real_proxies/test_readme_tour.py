@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 from conftest import ROOT
@@ -26,15 +27,20 @@ def test_the_tour_of_the_readme_runs_as_written():
     commands = tour_commands()
     assert "./spe lab run" in commands and "./spe report" in commands
     shutil.rmtree(TOUR_DIR, ignore_errors=True)
-    shell = subprocess.Popen(["bash", "-euo", "pipefail", "-c", commands], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = shell.communicate(timeout=600)
-    finally:
+    # The output goes to a file, not a pipe: a tour that stops before its `kill` leaves the origin holding the
+    # pipe open, and reading it to its end would wait for the timeout instead of failing at once.
+    with tempfile.TemporaryFile("w+") as output:
+        shell = subprocess.Popen(["bash", "-euo", "pipefail", "-c", commands], cwd=ROOT, stdout=output,
+                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:
-            os.killpg(shell.pid, signal.SIGKILL)  # the tour's origin, if the tour stopped before its `kill`
-        except ProcessLookupError:
-            pass
+            shell.wait(timeout=600)
+        finally:
+            try:
+                os.killpg(shell.pid, signal.SIGKILL)  # the tour's origin, if the tour stopped before its `kill`
+            except ProcessLookupError:
+                pass
+        output.seek(0)
+        out = output.read()
     try:
         assert shell.returncode == 0, out[-4000:]
         assert "no threshold crossed" in out
