@@ -48,6 +48,11 @@ class CollectorOptions:
     strip_query_terms: bool = False  # log URLs without their query (live traffic: queries hold private data)
     connect_ports: tuple[int, ...] = (443,)  # CONNECT only to these: the Multiplier's --connect-port list
     tag_to_origin: bool = False  # X-SPE-Request reaches the origin (the lab's HAR origin: one reply per tag)
+    # Proxies on hosts of their own ([network]): (port name, address) where each one's port listens, the other
+    # end of its link; the rest listen on the loopback.
+    port_hosts: tuple[tuple[str, str], ...] = ()
+    client_networks: tuple[str, ...] = ("127.0.0.0/8",)  # who may use it: the loopback, and those hosts
+    hosts: tuple[tuple[str, str], ...] = ()  # (name, address) it resolves by itself: an origin on a host of its own
 
 
 def binary(kind: str) -> Path:
@@ -56,14 +61,28 @@ def binary(kind: str) -> Path:
     return BINARIES[kind]
 
 
-def port_lines(proxy_ports: dict[str, int]) -> str:
+def port_lines(proxy_ports: dict[str, int], port_hosts: tuple[tuple[str, str], ...] = ()) -> str:
+    hosts = dict(port_hosts)
     lines = []
     for name, port in proxy_ports.items():
+        plain = name.removesuffix(ACCEL_SUFFIX)
+        address = f"{hosts.get(plain, '127.0.0.1')}:{port}"
         if name.endswith(ACCEL_SUFFIX):
-            lines.append(f"http_port 127.0.0.1:{port} accel vhost allow-direct name={name[:-len(ACCEL_SUFFIX)]}")
+            lines.append(f"http_port {address} accel vhost allow-direct name={plain}")
         else:
-            lines.append(f"http_port 127.0.0.1:{port} name={name}")
+            lines.append(f"http_port {address} name={name}")
     return "".join(line + "\n" for line in lines)
+
+
+def hosts_file(directory: Path, hosts: tuple[tuple[str, str], ...]) -> str:
+    """A hosts file of its own for names the lab places (an origin on a host of its own): Squid reads names from
+    it before it asks a resolver, and the machine's /etc/hosts keeps naming the loopback."""
+    if not hosts:
+        return ""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "hosts"
+    path.write_text("".join(f"{address} {name}\n" for name, address in hosts))
+    return f"hosts_file {path}\n"
 
 
 def collector_directives(kind: str, options: CollectorOptions) -> str:
@@ -198,7 +217,9 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         options = CollectorOptions(**{**options.__dict__, **overrides})
     binary(kind)
     return render_text(TEMPLATE.read_text(), dict(
-        name=name, dir=directory, client_port=client_port, proxy_ports=port_lines(proxy_ports),
+        name=name, dir=directory, client_port=client_port,
+        proxy_ports=port_lines(proxy_ports, tuple(options.port_hosts)),
+        client_networks=" ".join(options.client_networks), hosts_file=hosts_file(directory, tuple(options.hosts)),
         connect_rules=connect_rules(tuple(options.connect_ports), (client_port, *proxy_ports.values())),
         cache_mb=options.cache_mb, max_object_kb=options.max_object_kb,
         logformat=logformat(patched=kind == "spe"),

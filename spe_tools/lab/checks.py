@@ -8,7 +8,7 @@ from pathlib import Path
 
 from spe_tools import ca as spe_ca
 from spe_tools import collector
-from spe_tools.lab import access
+from spe_tools.lab import access, netns
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.kinds import KINDS, MULTIPLIER
 from spe_tools.lab.model import Lab
@@ -38,6 +38,8 @@ def check(lab: Lab, multiplier: Path = MULTIPLIER) -> list[str]:
     if lab.multiplier.prometheus and not Path(PROMETHEUS_PROGRAM).exists():
         problems.append(f"[multiplier] prometheus = true: {PROMETHEUS_PROGRAM} is missing (Debian's package "
                         "prometheus; ./spe setup installs it)")
+    if lab.network.isolated and (why := netns.missing_privilege()):
+        problems.append(f"[network]: {why}")
     if lab.share_group:
         try:
             access.group_id(lab.share_group)

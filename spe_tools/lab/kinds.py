@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spe_tools.lab.access import hand_over
+from spe_tools.lab.addresses import LOOPBACK
 from spe_tools.lab.options import Option
 from spe_tools.lab.proxy_spec import (
     ADDRESS,
@@ -65,12 +66,17 @@ class Context:
     collector_port: int
     origin_host: str
     origin_ports: list[int] = field(default_factory=list)
+    # Where it listens, and the other end of its link: where it reaches its Collector port and where the
+    # Multiplier's connections come from. Both the loopback unless it is a host of its own ([network]).
+    host: str = LOOPBACK
+    gateway: str = LOOPBACK
     as_root: bool = field(default_factory=lambda: os.geteuid() == 0)
     multiplier: Path = MULTIPLIER
 
     def values(self, **extra: object) -> dict[str, object]:
         s = self.spec
-        return {"name": s.name, "dir": self.dir, "port": self.port, "collector_port": self.collector_port,
+        return {"name": s.name, "dir": self.dir, "host": self.host, "port": self.port, "gateway": self.gateway,
+                "collector_port": self.collector_port,
                 "cache_mb": s.cache_mb, "origin_host": self.origin_host,
                 "origin_port": self.origin_ports[0] if self.origin_ports else 80, **extra}
 
@@ -147,11 +153,13 @@ def _user_line(ctx: Context, user: str | None, template: str) -> str:
 
 class Squid(Kind):
     name, package, programs, user = "squid", "squid", ("/usr/sbin/squid",), "proxy"
-    clients = ("127.0.0.1/32",)  # the Multiplier
+
+    def clients(self, ctx: Context) -> tuple[str, ...]:
+        return (f"{ctx.gateway}/32",)  # the Multiplier
 
     def render(self, ctx: Context) -> list[Path]:
         line = _user_line(ctx, self.user, "cache_effective_user {{user}}")
-        values = ctx.values(user_line=line, client_addresses=" ".join(self.clients),
+        values = ctx.values(user_line=line, client_addresses=" ".join(self.clients(ctx)),
                             access_log=self.access_log(ctx))
         return [render_file("squid", "squid.conf", ctx.dir / "squid.conf", values)]
 
@@ -169,14 +177,16 @@ class SquidPrefetch(Squid):
     name = "squid-prefetch"
     options = (PORT, CACHE_MB, PREFETCH_DEPTH, PREFETCH_RATE, PREFETCH_BUDGET_KB)
     agent_address = "127.0.0.2"  # the agent fetches from here: the access log tells its lines from the clients'
-    clients = ("127.0.0.1/32", f"{agent_address}/32")
+
+    def clients(self, ctx: Context) -> tuple[str, ...]:
+        return (*super().clients(ctx), f"{self.agent_address}/32")
 
     def access_log(self, ctx: Context) -> str:
         return f"logformat prefetch_agent {LOGFORMAT}\naccess_log stdio:{ctx.dir}/access.log prefetch_agent"
 
     def companions(self, ctx: Context) -> list[Companion]:
         s = ctx.spec
-        argv = [sys.executable, "-m", "spe_tools.squid_prefetch", "--proxy", f"127.0.0.1:{ctx.port}",
+        argv = [sys.executable, "-m", "spe_tools.squid_prefetch", "--proxy", f"{ctx.host}:{ctx.port}",
                 "--access-log", str(ctx.dir / "access.log"), "--source-address", self.agent_address,
                 "--depth", str(s.prefetch_depth), "--rate", f"{s.prefetch_rate:g}",
                 "--budget-kb", str(s.prefetch_budget_kb), "--log", str(ctx.dir / PREFETCH_AGENT_LOG)]
@@ -228,7 +238,7 @@ class Varnish(Kind):
 
     def argv(self, ctx: Context) -> list[str]:
         # -T with port 0: the management port is not needed, but a fixed default (6082) could clash.
-        argv = [self.programs[0], "-F", "-a", f"127.0.0.1:{ctx.port}", "-T", "127.0.0.1:0",
+        argv = [self.programs[0], "-F", "-a", f"{ctx.host}:{ctx.port}", "-T", "127.0.0.1:0",
                 "-f", str(ctx.dir / "default.vcl"), "-n", str(ctx.dir / "work"),
                 "-s", f"malloc,{ctx.spec.cache_mb}m", "-P", str(ctx.dir / "varnishd.pid")]
         return argv if ctx.as_root else [*argv, "-j", "none"]
@@ -261,7 +271,7 @@ class Apache(Kind):
 
     def parent_lines(self, ctx: Context) -> str:
         """A forward proxy: every request, absolute-form, to its Collector port as its parent proxy."""
-        return f"ProxyRequests On\nProxyRemote * http://127.0.0.1:{ctx.collector_port}"
+        return f"ProxyRequests On\nProxyRemote * http://{ctx.gateway}:{ctx.collector_port}"
 
     def argv(self, ctx: Context) -> list[str]:
         return [self.programs[0], "-f", str(ctx.dir / "httpd.conf"), "-DFOREGROUND"]
@@ -287,7 +297,7 @@ class ApacheGateway(Apache):
     def parent_lines(self, ctx: Context) -> str:
         # UseCanonicalName Off: the cache key's port is the one the request names (each origin port its own
         # copies), not the port Apache listens on.
-        return (f"ProxyPass / http://127.0.0.1:{ctx.collector_port}/\nProxyPreserveHost On\n"
+        return (f"ProxyPass / http://{ctx.gateway}:{ctx.collector_port}/\nProxyPreserveHost On\n"
                 "UseCanonicalName Off")
 
 
@@ -371,8 +381,10 @@ class Dummy(Kind):
         return []
 
     def argv(self, ctx: Context) -> list[str]:
-        return [str(ctx.multiplier), "--dummy", "--parent", f"127.0.0.1:{ctx.collector_port}",
-                "--listen", f"127.0.0.1:{ctx.port}", "--via-name", ctx.spec.name]
+        # --allow: on a host of its own, the Multiplier's connections come from the other end of its link
+        allow = ["--allow", f"{ctx.gateway}/32"] if ctx.gateway != LOOPBACK else []
+        return [str(ctx.multiplier), "--dummy", "--parent", f"{ctx.gateway}:{ctx.collector_port}",
+                "--listen", f"{ctx.host}:{ctx.port}", "--via-name", ctx.spec.name, *allow]
 
     def prepare(self, ctx: Context) -> None:
         pass

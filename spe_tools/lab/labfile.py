@@ -61,6 +61,7 @@ def lab_toml(lab: Lab) -> str:
         lines += _table("[[multiplier]]" if lab.other_multipliers else "[multiplier]", _multiplier_values(m))
     lines += _table("[workload]", asdict(lab.workload))
     lines += _table("[live]", {"enabled": lab.live.enabled, "every": f"{lab.live.every:g}s"})
+    lines += _table("[network]", asdict(lab.network))
     for p in lab.proxies:
         lines += _table("[[proxy]]", _proxy_values(p))
     return "\n".join(lines) + "\n"

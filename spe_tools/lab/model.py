@@ -9,6 +9,7 @@ and, for a proxy, in its keys (spe_tools.lab.proxy_spec, with their ranges), whi
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -48,6 +49,8 @@ def expand_command(word: str, values: dict[str, str]) -> str:
     """The word with each {name} replaced by its value and {{ }} by single braces."""
     return _COMMAND_TOKEN.sub(lambda m: values[m.group(1)] if m.group(1) is not None else m.group(0)[0], word)
 MULTIPLIER_MODES = ("sequential", "concurrent")
+NAMESPACE = "namespace"
+PLACEMENTS = ("loopback", NAMESPACE)  # [network]: where a piece sits
 MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
 RESERVED_NAMES = (DIRECT_PORT, layout.COLLECTOR, layout.ORIGIN, layout.MULTIPLIER, layout.WORKLOAD, layout.REPORT,
@@ -114,6 +117,21 @@ class OriginSpec:
 
 
 @dataclass(frozen=True)
+class NetworkSpec:
+    """[network]: where the lab's pieces sit. "loopback": every piece on 127.0.0.1; "namespace": each proxy under
+    test (or the origin) in a network namespace of its own, a host of its own joined to the machine by a link
+    (spe_tools/lab/netns.py; root only)."""
+
+    proxies: str = "loopback"
+    origin: str = "loopback"
+    subnet: str = "10.213.0.0/16"  # each host's /30 comes from it; nothing on this machine may use it
+
+    @property
+    def isolated(self) -> bool:
+        return NAMESPACE in (self.proxies, self.origin)
+
+
+@dataclass(frozen=True)
 class LiveSpec:
     """[live]: the live scorecard page (analysis/live.py), served on a loopback port while the lab runs."""
 
@@ -159,6 +177,7 @@ class Lab:
     # The other [[multiplier]] tables: client groups sharing the Collector and the proxies, each Multiplier with
     # its own workload and its own run directory inside the run's (multipliers/NAME, rundir.layout).
     other_multipliers: tuple[MultiplierSpec, ...] = ()
+    network: NetworkSpec = NetworkSpec()
 
     def proxy(self, name: str) -> ProxySpec:
         return next(p for p in self.proxies if p.name == name)
@@ -356,6 +375,21 @@ def _live(data: dict) -> LiveSpec:
     return spec
 
 
+def _network(data: dict) -> NetworkSpec:
+    t = Table("[network]", data, NetworkSpec())
+    spec = NetworkSpec(proxies=t.choice("proxies", PLACEMENTS), origin=t.choice("origin", PLACEMENTS),
+                       subnet=t.get("subnet", str))
+    t.finish()
+    try:
+        subnet = ipaddress.ip_network(spec.subnet)
+    except ValueError as e:
+        raise LabFileError(f"[network].subnet: {e}") from None
+    if subnet.version != 4 or subnet.prefixlen > 30 or not subnet.is_private:
+        raise LabFileError(f"[network].subnet: {spec.subnet!r}: give a private IPv4 network of /30 or larger "
+                           "(each host of the lab takes a /30 of it)")
+    return spec
+
+
 def _workload(data: dict, source: Path | None) -> WorkloadSpec:
     t = Table("[workload]", data, WorkloadSpec())
     spec = WorkloadSpec(
@@ -435,6 +469,9 @@ def check_consistency(lab: Lab) -> None:
     _check_twins(lab.proxies)
     _check_no_port_clash(lab)
     _check_workload_needs(lab)
+    if lab.network.origin == NAMESPACE and lab.origin.kind == "none":
+        raise LabFileError("[network].origin: \"namespace\" needs the lab's own origin ([origin].kind \"synthetic\" "
+                           "or \"har\"); with live traffic the origins are the world's")
 
 
 def _check_names_unique(proxies: tuple[ProxySpec, ...]) -> None:
@@ -502,7 +539,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
     if not NAME_RE.match(name):
         raise LabFileError(f"name: {name!r}: use a letter then up to 31 letters, digits, '-' or '_'")
     tables = {}
-    for key in ("collector", "origin", "workload", "live"):
+    for key in ("collector", "origin", "workload", "live", "network"):
         tables[key] = top.get(key, dict, {})
     multipliers = _multipliers(top.get("multiplier", (dict, list), {}), source)
     proxies = top.get("proxy", list, [])
@@ -523,6 +560,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
         share_group=share_group,
         live=_live(tables["live"]),
+        network=_network(tables["network"]),
     )
     check_consistency(lab)
     return lab

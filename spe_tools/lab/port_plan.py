@@ -1,10 +1,12 @@
 """Which port each piece of a lab gets: the lab file's fixed ones (checked free), free ones for the rest, none
-twice (spe_tools/ports.py picks them)."""
+twice (spe_tools/ports.py picks them); and, once the lab has made them, the addresses of the pieces on hosts of
+their own ([network], spe_tools/lab/addresses.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spe_tools.lab.addresses import Addresses
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.model import Lab, MultiplierSpec, multiplier_table
 from spe_tools.ports import FreePorts, port_open
@@ -32,6 +34,7 @@ class Ports:
     prometheus: int = 0  # Prometheus's web UI and API ([multiplier] prometheus); 0: off
     live: int = 0  # the live scorecard page's ([live] enabled)
     others: dict[str, MultiplierPorts] = field(default_factory=dict)  # the other Multipliers', by name
+    addresses: Addresses = field(default_factory=Addresses)  # where each piece is: the loopback, or its own host
 
     def of_multiplier(self, index: int, lab: Lab) -> MultiplierPorts:
         """The `index`th Multiplier's ports (lab.multipliers' order)."""

@@ -23,6 +23,7 @@ from spe_tools.lab.running import RunningLab
 from spe_tools.lab.start_collector import start_collector
 from spe_tools.lab.start_live import start_live
 from spe_tools.lab.start_multiplier import start_multiplier
+from spe_tools.lab.start_network import place_hosts
 from spe_tools.lab.start_origin import start_origin
 from spe_tools.lab.start_prometheus import start_prometheus
 from spe_tools.lab.start_proxies import start_proxy
@@ -48,13 +49,14 @@ def _bring_up(lab: Lab, rundir: Path, group: ProcessGroup, multiplier: Path, say
     run.write_pids()
     write_run_lab_file(lab, RunDir(rundir).lab_toml)  # the lab as it runs, which may not be its file
     run.ports = assign_ports(lab)
+    run.ports.addresses = place_hosts(lab, rundir)
     RunDir(rundir).proxies.mkdir(exist_ok=True)
     access.open_for_services(RunDir(rundir).proxies, lab.share_group)
     start_origin(run)
     start_collector(run)
     for p in lab.proxies:
         start_proxy(run, p.name)
-        say(f"spe lab: {p.name} ({p.kind}) on 127.0.0.1:{run.ports.proxies[p.name]}"
+        say(f"spe lab: {p.name} ({p.kind}) on {run.ports.addresses.of(p.name)}:{run.ports.proxies[p.name]}"
             if p.kind != "external" else f"spe lab: {p.name} (external) at {p.host}:{p.port}, its Collector "
             f"port is 127.0.0.1:{run.ports.collector[p.name]}" + _reachability(p.host, p.port))
     start_multiplier(run, multiplier, say)

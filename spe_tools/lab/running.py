@@ -10,7 +10,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spe_tools.lab import access
+from spe_tools.lab import access, netns
 from spe_tools.lab.model import Lab
 from spe_tools.lab.port_plan import Ports
 from spe_tools.process import Child, ProcessGroup, alive, start_time, stop_recorded
@@ -60,6 +60,7 @@ class RunningLab:
         self.group.stop_all()
         left = sorted({pid for child in self.group.children for pid in [child.pid, *child.members()] if alive(pid)})
         if not left:
+            netns.remove_hosts(self.rundir)  # nothing runs in them any more
             RunDir(self.rundir).pids.unlink(missing_ok=True)
             access.seal(self.rundir, self.lab.share_group)  # nothing runs in it any more
         return left
@@ -80,5 +81,6 @@ def down(rundir: Path, deadline_s: float = 60.0) -> list[str]:
     # The runner first: it stops its components in order and flushes the Multiplier's log.
     stopped = stop_recorded([state["runner"]], deadline_s=deadline_s, by_group=False) if state.get("runner") else []
     stopped += stop_recorded(list(reversed(state.get("processes", []))))
+    stopped += [f"network namespace {name}" for name in netns.remove_hosts(rundir)]
     pid_file.unlink(missing_ok=True)
     return stopped

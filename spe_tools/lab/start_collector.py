@@ -34,7 +34,8 @@ def start_collector(run: RunningLab) -> None:
             replay_routes=tuple((m.tag_prefix, m.ports.replay) for m in multipliers if m.tag_prefix),
             connect_ports=connect_ports(run.lab, run.ports),
             tag_to_origin=run.lab.origin.kind == "har",
-            port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps))
+            port_limits=tuple((p.name, p.collector_limit_kbps) for p in run.lab.proxies if p.collector_limit_kbps),
+            **placed_options(run.lab, run.ports))
     except (ProcessError, OSError) as e:
         raise LabError(f"the Collector ({run.lab.collector.kind}) failed to start: {e}") from e
     run.record(child)
@@ -43,6 +44,16 @@ def start_collector(run: RunningLab) -> None:
 def collector_port_names(lab: Lab, ports: Ports) -> dict[str, int]:
     """The proxy_ports argument of the Collector: '<name>@accel' for proxies that speak origin-form."""
     return {(f"{p.name}@accel" if KINDS[p.kind].accel else p.name): ports.collector[p.name] for p in lab.proxies}
+
+
+def placed_options(lab: Lab, ports: Ports) -> dict:
+    """Where the Collector meets the pieces on hosts of their own ([network]): each such proxy's port on the other
+    end of its link, those hosts among its clients, and the origin's name resolved to its host's address."""
+    addresses = ports.addresses
+    return {"port_hosts": tuple((name, host.gateway) for name, host in addresses.hosts.items()
+                                if name != layout.ORIGIN),
+            "client_networks": addresses.client_networks(),
+            "hosts": ((lab.origin.host, addresses.of(layout.ORIGIN)),) if layout.ORIGIN in addresses.hosts else ()}
 
 
 def lab_destinations(lab: Lab) -> tuple[str, ...]:

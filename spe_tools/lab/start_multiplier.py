@@ -41,7 +41,8 @@ def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MUL
     argv += [*(["--name", m.name] if m.name else []), *(["--tag-prefix", which.tag_prefix] if which.tag_prefix else [])]
     argv += optional_flags(m)
     for p in lab.proxies:
-        argv += ["--proxy", f"{p.name}={p.host}:{ports.proxies[p.name]}"]
+        host = p.host if p.kind == "external" else ports.addresses.of(p.name)
+        argv += ["--proxy", f"{p.name}={host}:{ports.proxies[p.name]}"]
     if metrics := m.metrics_address:
         argv += ["--metrics-listen", f"{metrics[0]}:{which.ports.metrics}"]
     for h in m.compare_headers:

@@ -33,15 +33,17 @@ def ready_deadline_s(lab: Lab) -> float:
 def start_origin(run: RunningLab) -> None:
     if run.lab.origin.kind == "none":
         return
+    address = run.ports.addresses.of(layout.ORIGIN)  # the loopback, or its own host's ([network] origin)
     if run.lab.origin.tls:
-        spe_ca.test_origin_tls(origin_tls_dir(run.rundir), [run.lab.origin.host, "localhost", "127.0.0.1"])
-    child = run.group.start(layout.ORIGIN, origin_argv(run.lab, run.ports, run.rundir), port=run.ports.origin,
-                            deadline_s=ready_deadline_s(run.lab), env=lab_env(run.rundir))
+        spe_ca.test_origin_tls(origin_tls_dir(run.rundir), [run.lab.origin.host, "localhost", "127.0.0.1", address])
+    argv = run.ports.addresses.argv(layout.ORIGIN, origin_argv(run.lab, run.ports, run.rundir))
+    child = run.group.start(layout.ORIGIN, argv, port=run.ports.origin, ready=False, env=lab_env(run.rundir))
     run.record(child)
+    child.wait_ready(host=address, deadline_s=ready_deadline_s(run.lab))
     end = time.monotonic() + START_S  # the HTTPS port opens right after the HTTP one
-    while run.ports.origin_tls and not port_open("127.0.0.1", run.ports.origin_tls):
+    while run.ports.origin_tls and not port_open(address, run.ports.origin_tls):
         if time.monotonic() > end or not child.alive():
-            raise LabError(f"the origin did not serve HTTPS on 127.0.0.1:{run.ports.origin_tls}:\n{tail(child.log)}")
+            raise LabError(f"the origin did not serve HTTPS on {address}:{run.ports.origin_tls}:\n{tail(child.log)}")
         time.sleep(0.05)
 
 
@@ -52,10 +54,11 @@ def origin_argv(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
     o = lab.origin
     if o.kind == "har":
         return har_origin_argv(lab, ports)
-    argv = [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{ports.origin}",
+    address = ports.addresses.of(layout.ORIGIN)
+    argv = [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"{address}:{ports.origin}",
             "--seed", str(o.seed)]
     if ports.origin_tls:
-        argv += ["--tls", f"127.0.0.1:{ports.origin_tls}", "--tls-dir", str(origin_tls_dir(rundir))]
+        argv += ["--tls", f"{address}:{ports.origin_tls}", "--tls-dir", str(origin_tls_dir(rundir))]
     if o.model is not None:
         argv += ["--model", str(Path(o.model).resolve())]
     if o.think_mean_ms is not None:
@@ -68,7 +71,8 @@ def origin_argv(lab: Lab, ports: Ports, rundir: Path) -> list[str]:
 def har_origin_argv(lab: Lab, ports: Ports) -> list[str]:
     """The HAR origin on the loopback, serving the lab file's recordings (absolute: it runs in the run directory)."""
     o = lab.origin
-    argv = [sys.executable, "-m", "spe_tools.workload.har_origin", "--listen", f"127.0.0.1:{ports.origin}",
+    argv = [sys.executable, "-m", "spe_tools.workload.har_origin", "--listen",
+            f"{ports.addresses.of(layout.ORIGIN)}:{ports.origin}",
             *(str(Path(path).resolve()) for path in o.har)]
     if o.think_scale is not None:
         argv += ["--think-scale", f"{o.think_scale:g}"]

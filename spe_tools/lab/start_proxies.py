@@ -13,9 +13,10 @@ from spe_tools.rundir.layout import RunDir
 def proxy_context(run: RunningLab, name: str) -> Context:
     spec = run.lab.proxy(name)
     origin_ports = [port for port in (run.ports.origin, run.ports.origin_tls) if port]
+    addresses = run.ports.addresses
     return Context(spec=spec, dir=RunDir(run.rundir).proxy_dir(name), port=run.ports.proxies[name],
                    collector_port=run.ports.collector[name], origin_host=run.lab.origin.host,
-                   origin_ports=origin_ports)
+                   origin_ports=origin_ports, host=addresses.of(name), gateway=addresses.gateway(name))
 
 
 def start_proxy(run: RunningLab, name: str) -> None:
@@ -28,12 +29,13 @@ def start_proxy(run: RunningLab, name: str) -> None:
     kind.render(ctx)
     kind.prepare(ctx)
     try:
-        child = run.group.start(name, kind.argv(ctx), port=ctx.port, ready=False, env=lab_env(ctx.dir),
-                                cwd=ctx.dir, umask=kind.umask)
+        in_place = run.ports.addresses.argv  # inside its namespace, when it is a host of its own
+        child = run.group.start(name, in_place(name, kind.argv(ctx)), port=ctx.port, ready=False,
+                                env=lab_env(ctx.dir), cwd=ctx.dir, umask=kind.umask)
         run.record(child)
-        child.wait_ready(deadline_s=kind.ready_deadline_s)
+        child.wait_ready(host=ctx.host, deadline_s=kind.ready_deadline_s)
         for companion in kind.companions(ctx):
-            helper = run.group.start(companion.name, companion.argv, ready=False, env=lab_env(ctx.dir),
+            helper = run.group.start(companion.name, in_place(name, companion.argv), ready=False, env=lab_env(ctx.dir),
                                      cwd=ctx.dir, ready_line=companion.ready_line)
             run.record(helper)
             helper.wait_ready(deadline_s=kind.ready_deadline_s)

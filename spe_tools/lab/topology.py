@@ -56,7 +56,8 @@ def _collector(lab: Lab, ports: Ports) -> CollectorOfRun:
 def _proxies(lab: Lab, ports: Ports) -> dict[str, ProxyOfRun]:
     versions = {kind: KINDS[kind].version() for kind in {p.kind for p in lab.proxies}}
     return {p.name: ProxyOfRun(
-        kind=p.kind, version=versions[p.kind], host=p.host, port=ports.proxies[p.name],
+        kind=p.kind, version=versions[p.kind], port=ports.proxies[p.name],
+        host=p.host if p.kind == "external" else ports.addresses.of(p.name),
         collector_port=ports.collector[p.name], caches=KINDS[p.kind].caches, accel=KINDS[p.kind].accel,
         twin_of=p.twin_of or None, collector_limit_kbps=p.collector_limit_kbps or None,
         prefetch=p.prefetch if p.kind == "trafficserver" else None,

@@ -24,6 +24,7 @@ from conftest import multiplier_binary
 from parts import installed_kinds, require
 
 from spe_tools import collector
+from spe_tools.lab import netns
 from spe_tools.lab.model import parse_lab
 from spe_tools.lab.runner import bring_up
 from spe_tools.lab.running import RunningLab, down
@@ -86,7 +87,7 @@ class LabUnderTest:
 
     def origin_stats(self) -> dict:
         """The lab origin's /_stats (the synthetic one's or the HAR origin's counts)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.run.ports.origin, timeout=10)
+        conn = http.client.HTTPConnection(self.run.ports.addresses.of("origin"), self.run.ports.origin, timeout=10)
         conn.request("GET", "/_stats")
         stats = json.loads(conn.getresponse().read())
         conn.close()
@@ -123,6 +124,7 @@ def lab_session(text: Callable[[Path], str], before: Callable[[ProcessGroup], No
             pids += child.members()
         group.stop_all()
         users.stop_all()
+        netns.remove_hosts(rundir)  # [network] namespaces: nothing runs in them any more
         left = [pid for pid in set(pids) if alive(pid)]
         if os.environ.get("SPE_KEEP_LAB"):
             with contextlib.suppress(shutil.Error):

@@ -2,6 +2,6 @@ vcl 4.1;
 # Varnish as a proxy under test. It sends origin-form requests (path + Host), so its backend is
 # its Collector port in accelerator mode; the builtin VCL does the caching.
 backend collector {
-    .host = "127.0.0.1";
+    .host = "{{gateway}}";
     .port = "{{collector_port}}";
 }

@@ -242,7 +242,7 @@ def test_accel_ports_for_origin_form_proxies(tmp_path):
 def test_templates_use_only_known_placeholders():
     known = {"name", "dir", "port", "collector_port", "cache_mb", "origin_host", "origin_port", "user_line", "user",
              "ram_cache_bytes", "prefetch_pattern", "prefetch_count", "cache_enable", "direct_port", "proxy_ports",
-             "client_addresses", "access_log", "max_object_bytes", "max_age_s", "parent_lines"}
+             "client_addresses", "access_log", "max_object_bytes", "max_age_s", "parent_lines", "host", "gateway"}
     for path in TEMPLATES.rglob("*"):
         if path.is_file():
             assert placeholders(path.read_text()) <= known, path
