@@ -67,6 +67,13 @@ class SparkUnavailableError(Exception):
     """No Spark session on the master asked for: PySpark or Java missing, or the cluster unreachable."""
 
 
+def local_driver_memory() -> str:
+    """The heap of a local[*] session's JVM, which is its driver and its only executor: a quarter of this machine's
+    memory, from 1 GB (Spark's default, too little for a 10 M-record run's cached replies) to 8 GB."""
+    quarter_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 4 / 2**30
+    return f"{max(1, min(8, int(quarter_gb)))}g"
+
+
 def session(master: str):
     """A Spark session on `master`, its driver on loopback (a cluster's workers reach it there when they share the
     host; on a real cluster, SPARK_LOCAL_IP / spark.driver.host say where)."""
@@ -76,13 +83,18 @@ def session(master: str):
     except ImportError as e:
         raise SparkUnavailableError(f"PySpark is not installed ({e}): ./spe setup installs it") from None
     host = os.environ["SPARK_LOCAL_IP"]
+    builder = SparkSession.builder
+    if master.startswith("local") and "SPARK_DRIVER_MEMORY" not in os.environ:  # the user's, when given
+        builder = builder.config("spark.driver.memory", local_driver_memory())  # read when the JVM starts
     try:
-        spark = (SparkSession.builder.master(master).appName("spe-report")
+        spark = (builder.master(master).appName("spe-report")
                  .config("spark.driver.host", host).config("spark.driver.bindAddress", host)
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.session.timeZone", "UTC")
                  # The report makes no tables: without this, Spark leaves an empty spark-warehouse/ where it ran.
                  .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir()) / "spe-spark-warehouse"))
+                 # Its spills and shuffle files beside DuckDB's scratch database: one place to size and watch.
+                 .config("spark.local.dir", str(Path(tempfile.gettempdir()) / "spe-spark-scratch"))
                  # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
                  .config("spark.sql.shuffle.partitions", "8")
                  .getOrCreate())

@@ -62,10 +62,9 @@ def make_hosts(pieces: Iterable[str], subnet: str, rundir: Path) -> list[Host]:
         with _lock():
             blocks = _free_blocks(ipaddress.ip_network(subnet))
             for piece in pieces:
-                block = next(blocks, None)
-                if block is None:
+                host = next((_host(piece, block) for block in blocks), None)
+                if host is None:
                     raise LabError(f"[network].subnet {subnet}: no free /30 left for {piece!r}")
-                host = _host(piece, block)
                 _record(rundir, [*made, host])  # first: a failure in _make still leaves it to remove
                 made.append(host)
                 _make(host)
@@ -106,18 +105,21 @@ def _lock() -> Iterator[None]:
 
 
 def _free_blocks(subnet: ipaddress.IPv4Network | ipaddress.IPv6Network) -> Iterator[ipaddress.IPv4Network]:
-    """The subnet's /30s that no address on this machine falls in (another lab's, or the machine's own)."""
+    """The subnet's /30s that no address on this machine falls in (another lab's, or the machine's own) and whose
+    link name no link has (the names repeat every 65,536 blocks)."""
     if subnet.version != 4 or subnet.prefixlen > 30:
         raise LabError(f"[network].subnet {subnet}: give an IPv4 network of /30 or larger")
-    used = [ipaddress.ip_interface(a).ip for a in _machine_addresses()]
+    used = [ipaddress.ip_interface(a).ip for a in _ip_lines("-4", "addr", "show", field=3)]
+    links = {name.split("@")[0].rstrip(":") for name in _ip_lines("link", "show", field=1)}
     for block in subnet.subnets(new_prefix=30):
-        if not any(address in block for address in used):
+        if not any(address in block for address in used) and _host("", block).link not in links:
             yield block
 
 
-def _machine_addresses() -> list[str]:
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[3] for line in out.splitlines() if len(line.split()) > 3]
+def _ip_lines(*argv: str, field: int) -> list[str]:
+    """One field of each line of `ip -o argv` (its one-line output)."""
+    out = subprocess.run(["ip", "-o", *argv], capture_output=True, text=True, check=True).stdout
+    return [line.split()[field] for line in out.splitlines() if len(line.split()) > field]
 
 
 def _host(piece: str, block: ipaddress.IPv4Network) -> Host:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import multiplier_binary
-from labsupport import ALL_CACHEABLE, REAL_KINDS, lab_session
+from labsupport import ALL_CACHEABLE, REAL_KINDS, lab_cli, lab_session, lab_up, scratch_dir
 from parts import installed_kinds, require
 
 from spe_tools.lab import netns
@@ -128,3 +128,23 @@ def test_a_set_up_that_fails_half_way_removes_what_it_made(tmp_path, monkeypatch
     assert not {h.namespace for h in seen} & namespaces()
     assert not {h.link for h in seen} & links()
     assert not (tmp_path / netns.RECORD).exists()
+
+
+def test_lab_down_removes_the_namespaces_of_a_lab_whose_runner_died(tmp_path):
+    """`./spe lab down RUN` from another shell, after `up` was killed (SIGKILL: it could not clean up): the
+    processes and the namespaces netns.json lists are gone."""
+    require(filter(None, [netns.missing_privilege()]), "network namespaces")
+    with scratch_dir("spe-netns-down-") as runs:
+        labfile = runs / "hosted.toml"
+        labfile.write_text('name = "hosted"\n[collector]\nkind = "spe"\n[network]\nproxies = "namespace"\n'
+                           '[[proxy]]\nname = "a"\nkind = "dummy"\n')
+        with lab_up(labfile, runs) as lab:
+            made = netns.recorded_hosts(lab.rundir)
+            assert [h.piece for h in made] == ["a"] and {h.namespace for h in made} <= namespaces()
+            lab.up.kill()
+            lab.up.wait(timeout=10)
+            down = lab_cli("down", str(lab.rundir))
+            assert down.returncode == 0, down.stderr
+            assert f"network namespace {made[0].namespace}" in down.stdout
+        assert not {h.namespace for h in made} & namespaces()
+        assert not {h.link for h in made} & links()
