@@ -7,7 +7,7 @@ with, under its title, what only a live run has (templates/live.html.j2): every 
 status.json (spe_tools/rundir/status_json.py), the elapsed time, and the last rebuild's error if it failed. Each
 rule's example of a violation is its latest request (the report shows the first): what the proxies do now.
 
-The lab starts this ([live] enabled, spe_tools/lab/start_live.py) and stops it first when the run ends: told to
+The lab starts this ([live] enabled, spe_tools/lab/start/live.py) and stops it first when the run ends: told to
 stop (SIGTERM, SIGINT), it serves for GRACE_S more a page that says when the run ended, on which every open page
 stops fetching itself, then exits. A page that finds the server gone (killed, or a tab asleep through the grace)
 says so and stops too; a status.json the lab stopped rewriting shows as the lab's last word, not as "up".

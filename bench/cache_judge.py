@@ -59,8 +59,8 @@ from bench.lib.logs import lines_in
 from bench.lib.meters import busy_seconds, rss_and_peak_kb
 from bench.lib.servers import check_alive, log_path, numbered, start_multiplier, start_nginx, write_objects
 from bench.lib.wrk import run_wrk
+from spe_tools.config_template import render_text
 from spe_tools.duration import parse_duration
-from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, cpu_times, free_port
 from spe_tools.summary_stats import median, percentile
 

@@ -52,8 +52,8 @@ from bench.lib.doc import add_write_docs, machine, publish
 from bench.lib.harness import MULTIPLIER, BenchError
 from bench.lib.meters import busy_seconds
 from bench.lib.servers import BENCH_ORDER
+from spe_tools.config_template import render_text
 from spe_tools.duration import parse_duration
-from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, free_port, open_fds, rss_kb
 
 # the section of docs/benchmarks.md this benchmark writes (its heading starts with it)

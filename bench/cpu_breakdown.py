@@ -60,8 +60,8 @@ from bench.lib.servers import (
     write_objects,
 )
 from bench.lib.wrk import run_wrk
+from spe_tools.config_template import render_text
 from spe_tools.duration import parse_duration
-from spe_tools.lab.render import render_text
 from spe_tools.process import ProcessGroup, cpu_times, free_port, process_tree
 from spe_tools.summary_stats import median
 

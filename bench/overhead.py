@@ -70,8 +70,8 @@ from bench.lib.servers import (
     write_objects,
 )
 from bench.lib.wrk import run_wrk
+from spe_tools.config_template import render_text
 from spe_tools.duration import parse_duration
-from spe_tools.lab.render import render_text
 from spe_tools.process import Child, ProcessGroup, process_tree
 from spe_tools.rundir import layout
 from spe_tools.rundir.access_log import SPE_LOGFORMAT

@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from spe_tools.lab.render import render_text
+from spe_tools.config_template import render_text
 from spe_tools.process import Child, ProcessGroup
 from spe_tools.rundir.access_log import logformat
 from spe_tools.squid import run_squid

@@ -17,10 +17,10 @@ from pathlib import Path
 from spe_tools import collector
 from spe_tools.duration import parse_duration
 from spe_tools.lab.cli import write_report
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import Lab, LabFileError, load_lab
 from spe_tools.lab.errors import LabError
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import Lab, LabFileError, load_lab
-from spe_tools.lab.run_loop import run_lab, say, with_share_group
+from spe_tools.lab.watch.run_loop import run_lab, say, with_share_group
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_LAB = ROOT / "configs/labs/default.toml"

@@ -14,9 +14,9 @@ import shutil
 import stat
 from pathlib import Path
 
-from spe_tools.lab.access import hand_over
-from spe_tools.lab.render import render_text
+from spe_tools.config_template import render_text
 from spe_tools.process import Child, ProcessGroup
+from spe_tools.rundir.access import hand_over
 from spe_tools.rundir.access_log import SPE_LOGFORMAT
 from spe_tools.rundir.layout import SQUID_CONF
 
@@ -76,7 +76,7 @@ def hand_to_proxy_user(directory: Path) -> None:
         if not ancestor.stat().st_mode & stat.S_IXOTH:
             raise PermissionError(f"Squid runs as user 'proxy', which cannot reach {directory}: "
                                   f"{ancestor} is not searchable by others (chmod o+x, or use another directory)")
-    hand_over(directory, user.pw_name)  # its own, 0700 (or the run's share group's: spe_tools/lab/access.py)
+    hand_over(directory, user.pw_name)  # its own, 0700 (or the run's share group's: spe_tools/rundir/access.py)
 
 
 def service_name(name: str) -> str:

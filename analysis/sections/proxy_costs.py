@@ -1,6 +1,6 @@
 """What each proxy cost, beside what it did: the CPU seconds its processes used (in all, and per 1,000 requests it
 answered: the per-proxy table's `responses`), the memory they held (peak and mean of the samples) and the disk its
-cache took, from the run's proxy-costs.json (the lab samples it each second: spe_tools/lab/proxy_costs.py); the
+cache took, from the run's proxy-costs.json (the lab samples it each second: spe_tools/lab/watch/proxy_costs.py); the
 Collector and the Multiplier the same way, for reference. A run without the file (an older run, a log the lab did
 not write) says so.
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from spe_tools.workload.har import format_time
+from spe_tools.workload.har.archive import format_time
 
 STARTED = 1795867200.0  # 2026-11-28 12:00 UTC
 HOST = "localhost:8080"

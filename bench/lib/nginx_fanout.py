@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spe_tools.lab.render import render_text
+from spe_tools.config_template import render_text
 
 LUA_MODULES = ("/usr/lib/nginx/modules/ndk_http_module.so", "/usr/lib/nginx/modules/ngx_http_lua_module.so")
 

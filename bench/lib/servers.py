@@ -14,7 +14,7 @@ import psutil
 
 from bench.lib.harness import MULTIPLIER, SERVER_CPU, BenchError
 from spe_tools.collector import start_collector
-from spe_tools.lab.render import render_text
+from spe_tools.config_template import render_text
 from spe_tools.process import Child, ProcessGroup, free_port, port_open, process_tree, tail
 from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir

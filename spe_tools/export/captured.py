@@ -12,7 +12,7 @@ import re
 
 from spe_tools.export.exchange import PRESENT
 from spe_tools.rundir.captures import CapturedReply
-from spe_tools.workload.har import HarResponse
+from spe_tools.workload.har.archive import HarResponse
 
 SECRET_FIELDS = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
 DIGEST = re.compile(r"hmac:[0-9a-f]{16}")

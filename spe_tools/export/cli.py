@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from spe_tools.export.run_har import ExportError, export_run, write_export
-from spe_tools.lab import access
+from spe_tools.rundir import access
 
 ERROR = 2
 

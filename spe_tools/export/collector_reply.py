@@ -11,7 +11,7 @@ from __future__ import annotations
 from spe_tools.export.captured import captured_response
 from spe_tools.export.exchange import BODY_NOT_KEPT
 from spe_tools.rundir.captures import Capture
-from spe_tools.workload.har import HarResponse
+from spe_tools.workload.har.archive import HarResponse
 
 
 def _fields(cache: dict) -> tuple[list[tuple[str, str]], list[str]]:

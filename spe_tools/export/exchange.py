@@ -3,7 +3,7 @@ a measure's times as HAR timings."""
 
 from __future__ import annotations
 
-from spe_tools.workload.har import HarRequest
+from spe_tools.workload.har.archive import HarRequest
 
 PRESENT = "(present)"  # what the record keeps of an Authorization or a Cookie (docs/log-format.md)
 NO_BODY_METHODS = ("GET", "HEAD")  # requests without a body: any other may have had one the log does not keep

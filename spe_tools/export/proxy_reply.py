@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from spe_tools.export.captured import captured_response
 from spe_tools.export.exchange import BODY_NOT_KEPT
 from spe_tools.rundir.captures import Capture
-from spe_tools.workload.har import HarResponse
+from spe_tools.workload.har.archive import HarResponse
 
 NOT_SENT = "NOT_SENT"
 AS_SERVED = " (as served)"

@@ -19,7 +19,7 @@ from spe_tools.export.source import ExportError, Source, proxies, read_source
 from spe_tools.rundir.captures import Capture, read_capture
 from spe_tools.rundir.layout import CAPTURES
 from spe_tools.rundir.records import request_sequence
-from spe_tools.workload.har import HarEntry, HarPage, HarResponse, write_har
+from spe_tools.workload.har.archive import HarEntry, HarPage, HarResponse, write_har
 
 PAGE_ID = "run"
 NO_URL = "no http(s) URL (a CONNECT tunnel, an unreadable request)"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spe_tools.export.proxy_reply import Comparison
-from spe_tools.lab.model import LabFileError, load_lab
+from spe_tools.lab.definition.model import LabFileError, load_lab
 from spe_tools.rundir.captures import captures_by_request
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.layout import RunDir

@@ -15,14 +15,14 @@ import sys
 from pathlib import Path
 
 from spe_tools.duration import parse_duration
-from spe_tools.lab import access
-from spe_tools.lab.bypass_watch import static_warnings
-from spe_tools.lab.checks import check
+from spe_tools.lab.definition.model import Lab, LabFileError, load_lab
+from spe_tools.lab.definition.noise_pairs import noise_pairs
 from spe_tools.lab.errors import LabError
-from spe_tools.lab.model import Lab, LabFileError, load_lab
-from spe_tools.lab.noise_pairs import noise_pairs
-from spe_tools.lab.run_loop import run_lab, say, with_share_group
-from spe_tools.lab.running import ROOT, down
+from spe_tools.lab.start.checks import check
+from spe_tools.lab.start.running_lab import ROOT, down
+from spe_tools.lab.watch.bypass_watch import static_warnings
+from spe_tools.lab.watch.run_loop import run_lab, say, with_share_group
+from spe_tools.rundir import access
 from spe_tools.rundir.layout import RunDir
 from spe_tools.thresholds import CROSSED_EXIT, Threshold, parse_thresholds, unknown_proxies
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import LabFileError, load_lab
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import LabFileError, load_lab
 from spe_tools.rundir.lab_json import CollectorOfRun, LabJson, MultiplierOfRun, lab_run_of
 from spe_tools.rundir.layout import CASE_JSON, RunDir
 from spe_tools.rundir.records import read_records, request_sequence

@@ -9,9 +9,9 @@ import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
-from spe_tools.lab import access
 from spe_tools.repro.case import FORMAT, Case
 from spe_tools.repro.case_har import CASE_HAR, write_case_har
+from spe_tools.rundir import access
 from spe_tools.rundir.layout import CASE_JSON, RunDir
 
 

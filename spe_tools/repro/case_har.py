@@ -20,7 +20,7 @@ from pathlib import Path
 
 from spe_tools.repro.case import UNSAFE, Case, Step
 from spe_tools.repro.stand_ins import UNSAFE_REPLY_FIELDS, recorded_fields, stand_in_fields
-from spe_tools.workload.har import HarEntry, HarPage, HarRequest, HarResponse, write_har
+from spe_tools.workload.har.archive import HarEntry, HarPage, HarRequest, HarResponse, write_har
 
 CASE_HAR = "case.har"
 PAGE_ID = "case"

@@ -18,12 +18,12 @@ import signal
 import sys
 from pathlib import Path
 
-from spe_tools.lab import access
 from spe_tools.lab.errors import LabError
 from spe_tools.process import ProcessError
 from spe_tools.repro.case import CaseError, extract_case
 from spe_tools.repro.case_dir import write_case
 from spe_tools.repro.replay_case import ReplayError, replay
+from spe_tools.rundir import access
 from spe_tools.rundir.layout import CASE_JSON
 
 ERROR = 2

@@ -17,23 +17,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from spe_tools.lab import access
-from spe_tools.lab.kinds import KINDS, MULTIPLIER
-from spe_tools.lab.model import Lab, LabFileError, parse_lab
-from spe_tools.lab.proxy_spec import CACHE_PORTS
-from spe_tools.lab.run_directory import make_run_dir
-from spe_tools.lab.runner import bring_up
-from spe_tools.lab.running import ROOT, RunningLab
+from spe_tools.lab.definition.kinds import KINDS, MULTIPLIER
+from spe_tools.lab.definition.model import Lab, LabFileError, parse_lab
+from spe_tools.lab.definition.proxy_spec import CACHE_PORTS
+from spe_tools.lab.start.bring_up import bring_up
+from spe_tools.lab.start.run_directory import make_run_dir
+from spe_tools.lab.start.running_lab import ROOT, RunningLab
 from spe_tools.ports import free_port
 from spe_tools.process import ProcessGroup
 from spe_tools.repro.case import UNSAFE, Case, CaseError, Finding, load_case, replayed_request_headers
 from spe_tools.repro.stand_in_origin import START_PATH, STARTED_FIELD
-from spe_tools.rundir import layout
+from spe_tools.rundir import access, layout
 from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.records import read_records
 
 # The name clients put in URLs, as in the default lab: Traffic Server never sends a request for the
-# literal 127.0.0.1 to its parent, so it would bypass its Collector port (spe_tools/lab/model.py).
+# literal 127.0.0.1 to its parent, so it would bypass its Collector port (spe_tools/lab/definition/model.py).
 ORIGIN_HOST = "localhost"
 NOT_STARTED = ("external",)  # kinds the user runs: a replay cannot start a fresh one
 RECORD_WAIT_S = 15.0  # beyond the Multiplier's timeout, for the last record to reach the log

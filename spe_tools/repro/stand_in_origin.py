@@ -39,7 +39,7 @@ from spe_tools.repro.case import (
     off_the_clock,
 )
 from spe_tools.repro.stand_ins import UNSAFE_REPLY_FIELDS, recorded_fields
-from spe_tools.workload.conditional import not_modified
+from spe_tools.workload.content.conditional import not_modified
 from spe_tools.workload.http11 import Message, parse_date
 from spe_tools.workload.origin import Delivery, Reply, parse_listen, serve
 

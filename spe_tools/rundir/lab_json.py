@@ -115,7 +115,7 @@ class OriginOfRun(_Table):
 
 
 # The live page's secret path, handed to its server in the environment (a command line is public: ps); the lab
-# (spe_tools/lab/start_live.py) sets it, analysis/live.py reads it.
+# (spe_tools/lab/start/live.py) sets it, analysis/live.py reads it.
 LIVE_TOKEN_ENV = "SPE_LIVE_TOKEN"
 
 

@@ -1,7 +1,7 @@
 """What arrived on each Collector port (the Collector's access.log, per port name): what each proxy pulled.
 
 Counted the same way by the report (analysis/sections/hit_ratios.py) and by the lab while it runs
-(spe_tools/lab/bypass_watch.py). Lines that do not parse are counted, never fatal.
+(spe_tools/lab/watch/bypass_watch.py). Lines that do not parse are counted, never fatal.
 """
 
 from __future__ import annotations

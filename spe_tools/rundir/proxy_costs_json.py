@@ -1,6 +1,6 @@
 """proxy-costs.json, typed: what each proxy under test cost while the lab ran (CPU seconds, memory, the disk its
 cache used), with the Collector and the Multiplier as reference rows. The lab's status loop samples it each second
-(spe_tools/lab/proxy_costs.py) and rewrites it every few seconds and once more at the stop, so a run killed midway
+(spe_tools/lab/watch/proxy_costs.py) and rewrites it every few seconds and once more at the stop, so a run killed midway
 still has its costs so far; the report reads it (analysis/sections/proxy_costs.py). Written atomically (a
 temporary file renamed over it); reading never fails: a missing or unreadable file reads as None (an older run,
 or one the lab did not take)."""

@@ -1,5 +1,5 @@
 """status.json, typed: how a running lab's processes are doing, rewritten each second by the lab's status loop
-(spe_tools/lab/status_loop.py) and read by the live scorecard page (analysis/live.py). Written atomically (a
+(spe_tools/lab/watch/status_loop.py) and read by the live scorecard page (analysis/live.py). Written atomically (a
 temporary file renamed over it), so a reader never sees half of it; reading never fails: a missing or unreadable
 file reads as None ("the lab has not said yet")."""
 

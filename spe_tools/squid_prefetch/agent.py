@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import parse_hostport
-from spe_tools.lab.tail import LogTail
+from spe_tools.log_tail import LogTail
 from spe_tools.squid_prefetch.links import page_references
 from spe_tools.squid_prefetch.logline import AccessLine, parse_line, presented_url, upstream_form
 

@@ -5,7 +5,7 @@ Run: ./spe browse --via HOST:PORT URL... [--think-s S] [--json FILE]
      ./spe browse --via HOST:PORT --origin HOST:PORT --pages N [--seed N]
          [--think-s S] [--session-pages N] [--profile DIR] [--chromium PATH] [--timeout S] [--no-cache]
          [--all-through-proxy] [--json FILE] [--har FILE]
-With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/sessions.py):
+With --pages N it browses the synthetic origin in sessions (the model of spe_tools/workload/client/sessions.py):
 a session starts at a random /page/<k>.html and, after each page and a think time, follows a random link
 of the page to another page, or with probability 1/--session-pages ends; N pages in all.
 Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe: no port that another
@@ -35,9 +35,9 @@ from spe_tools import ca as spe_ca
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import add_via, parse_hostport
 from spe_tools.process import ProcessGroup, tail
-from spe_tools.workload.har_recorder import HarRecorder
-from spe_tools.workload.sessions import SessionModel
-from spe_tools.workload.stats import distribution, fmt_ms
+from spe_tools.workload.client.sessions import SessionModel
+from spe_tools.workload.client.stats import distribution, fmt_ms
+from spe_tools.workload.har.recorder import HarRecorder
 
 CHROMIUM = "/usr/bin/chromium"
 # Flags that keep Chromium's own traffic down (proxy-lab-notes section 5); what still goes out is

@@ -27,12 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from spe_tools.workload import har_reply
-from spe_tools.workload.conditional import not_modified
-from spe_tools.workload.har import HarError
-from spe_tools.workload.har_bodies import BodyStore, body_bytes
-from spe_tools.workload.har_index import HarIndex
-from spe_tools.workload.har_read import read_hars
+from spe_tools.workload.content.conditional import not_modified
+from spe_tools.workload.har import reply as har_reply
+from spe_tools.workload.har.archive import HarError
+from spe_tools.workload.har.bodies import BodyStore, body_bytes
+from spe_tools.workload.har.index import HarIndex
+from spe_tools.workload.har.read import read_hars
 from spe_tools.workload.http11 import Message
 from spe_tools.workload.origin import Delivery, Reply, error_reply, is_lab_host, parse_listen, serve
 

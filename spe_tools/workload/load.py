@@ -29,16 +29,16 @@ from dataclasses import asdict, dataclass, field
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import add_via, hostport
 from spe_tools.ports import port_open
-from spe_tools.workload import content_model as cm
-from spe_tools.workload.arrivals import schedule
-from spe_tools.workload.client import Exchange, Pool, TlsTarget, fetch
-from spe_tools.workload.conformance_mix import ConformanceMix
+from spe_tools.workload.client.arrivals import schedule
+from spe_tools.workload.client.conformance_mix import ConformanceMix
+from spe_tools.workload.client.connections import Exchange, Pool, TlsTarget, fetch
+from spe_tools.workload.client.outcome import exit_code
+from spe_tools.workload.client.plan import Planned
+from spe_tools.workload.client.popularity import DEFAULT_POPULARITY, History, parse_popularity
+from spe_tools.workload.client.sessions import PARALLEL, SessionModel, user
+from spe_tools.workload.client.stats import Histogram, fmt_ms
+from spe_tools.workload.content import model as cm
 from spe_tools.workload.http11 import CLIENT_HEADER, format_date, request_bytes
-from spe_tools.workload.outcome import exit_code
-from spe_tools.workload.plan import Planned
-from spe_tools.workload.popularity import DEFAULT_POPULARITY, History, parse_popularity
-from spe_tools.workload.sessions import PARALLEL, SessionModel, user
-from spe_tools.workload.stats import Histogram, fmt_ms
 
 
 @dataclass

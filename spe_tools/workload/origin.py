@@ -35,8 +35,8 @@ from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from spe_tools.ca import ORIGIN_CA_NAME, ORIGIN_CERT_NAME, ORIGIN_KEY_NAME, test_origin_tls
-from spe_tools.workload import conditional, conformance
-from spe_tools.workload import content_model as cm
+from spe_tools.workload.content import conditional, conformance
+from spe_tools.workload.content import model as cm
 from spe_tools.workload.http11 import MAX_HEAD, HttpError, Message, RequestReader, format_date, http_date
 
 REASONS = {200: "OK", 201: "Created", 303: "See Other", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",

@@ -26,13 +26,13 @@ from urllib.parse import urlsplit
 
 from spe_tools.duration import parse_duration
 from spe_tools.hostport import add_via, parse_hostport
-from spe_tools.workload import har_replay
-from spe_tools.workload.client import Exchange, Pool, fetch
-from spe_tools.workload.har import replay_format
+from spe_tools.workload.client.connections import Exchange, Pool, fetch
+from spe_tools.workload.client.logparse import LogError, is_loopback_host, parse_lines, spread_identical, target_url
+from spe_tools.workload.client.outcome import exit_code
+from spe_tools.workload.client.schedule import Schedule, exchange_summary, print_exchanges, run_closing, within
+from spe_tools.workload.har import replay as har_replay
+from spe_tools.workload.har.archive import replay_format
 from spe_tools.workload.http11 import request_bytes
-from spe_tools.workload.logparse import LogError, is_loopback_host, parse_lines, spread_identical, target_url
-from spe_tools.workload.outcome import exit_code
-from spe_tools.workload.schedule import Schedule, exchange_summary, print_exchanges, run_closing, within
 
 SHOWN_WARNINGS = 10
 SPREAD_MS, CONNS_PER_CLIENT = 10.0, 1  # the access-log defaults (a HAR takes neither)

@@ -10,8 +10,8 @@ import time
 
 import httpclient
 
-from spe_tools.workload import conformance as cf
-from spe_tools.workload.conformance_mix import scenario_steps
+from spe_tools.workload.client.conformance_mix import scenario_steps
+from spe_tools.workload.content import conformance as cf
 from spe_tools.workload.http11 import CLIENT_HEADER
 
 # each named after its kind

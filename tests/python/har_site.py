@@ -13,7 +13,7 @@ import base64
 import json
 from pathlib import Path
 
-from spe_tools.workload.har import HarEntry, HarRequest, HarResponse, write_har
+from spe_tools.workload.har.archive import HarEntry, HarRequest, HarResponse, write_har
 
 STARTED = 1717243200.0  # 2024-06-01 12:00:00 UTC: the recording's first startedDateTime
 SHOP, CDN = "https://shop.example", "https://cdn.shop.example"

@@ -16,7 +16,7 @@ from parts import require
 
 from spe_tools import ca as spe_ca
 from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.definition.kinds import KINDS
 from spe_tools.process import ProcessGroup, free_port
 
 KINDS_UNDER_TEST = ("squid", "trafficserver", "nginx", "varnish", "apache", "dummy")

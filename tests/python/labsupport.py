@@ -24,10 +24,10 @@ from conftest import multiplier_binary
 from parts import installed_kinds, require
 
 from spe_tools import collector
-from spe_tools.lab import netns
-from spe_tools.lab.model import parse_lab
-from spe_tools.lab.runner import bring_up
-from spe_tools.lab.running import RunningLab, down
+from spe_tools.lab.definition.model import parse_lab
+from spe_tools.lab.network import netns
+from spe_tools.lab.start.bring_up import bring_up
+from spe_tools.lab.start.running_lab import RunningLab, down
 from spe_tools.process import Child, ProcessGroup, alive, free_port, session_members
 from spe_tools.rundir.access_log import BadLineError, as_logged, read_access_log
 from spe_tools.rundir.lab_json import LabJson

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 import pytest
 
-from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.definition.kinds import KINDS
 
 REQUIRE_ALL = "SPE_REQUIRE_ALL_PARTS"
 

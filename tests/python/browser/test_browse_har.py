@@ -24,8 +24,8 @@ from parts import missing_program, require
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 from spe_tools.workload.browse import CHROMIUM
-from spe_tools.workload.har import parse_time
-from spe_tools.workload.har_read import read_har
+from spe_tools.workload.har.archive import parse_time
+from spe_tools.workload.har.read import read_har
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 POSTED = bytes([0, 255, 1, 128])

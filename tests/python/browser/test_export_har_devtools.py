@@ -20,7 +20,7 @@ from spe_tools.export.cli import main
 from spe_tools.repro.case import extract_case
 from spe_tools.repro.case_dir import write_case
 from spe_tools.workload.browse import CHROMIUM, Browser, chromium_argv
-from spe_tools.workload.har import parse_time
+from spe_tools.workload.har.archive import parse_time
 
 DEVTOOLS = "devtools://devtools/bundled/devtools_app.html"
 # Chromium's importer on the file's text: every request as the Network panel would show it.

@@ -10,7 +10,7 @@ from conftest import multiplier_binary
 from labsupport import lab_cli, scratch_dir
 from parts import missing_program, require
 
-from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.definition.kinds import KINDS
 from spe_tools.workload.browse import CHROMIUM
 
 LAB = """

@@ -28,8 +28,8 @@ from labsupport import scratch_dir
 from parts import missing_program, require
 
 from analysis import live
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.running import down
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.start.running_lab import down
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.rundir.lab_json import LabJson
 from spe_tools.rundir.status_json import UP, ComponentStatus, LabStatus

@@ -21,7 +21,7 @@ from spe_tools import collector
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 from spe_tools.workload.browse import CHROMIUM
-from spe_tools.workload.har_read import read_har
+from spe_tools.workload.har.read import read_har
 
 KINDS = ("squid", "trafficserver", "varnish", "apache", "nginx")
 

@@ -18,8 +18,8 @@ from conftest import ROOT
 from labsupport import origin_behind_squid
 from parts import missing_program, require
 
-from spe_tools.workload import content_model as cm
 from spe_tools.workload.browse import CHROMIUM, Browser, chromium_argv
+from spe_tools.workload.content import model as cm
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 

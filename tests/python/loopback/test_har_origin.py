@@ -17,7 +17,7 @@ from har_site import CDN, CSS, CSS_ETAG, JS, LOGO_MODIFIED, PAGE, PNG, SHOP, WAI
 from httpclient import Connection
 
 from spe_tools.process import ProcessGroup, free_port
-from spe_tools.workload.har import lab_url
+from spe_tools.workload.har.archive import lab_url
 from spe_tools.workload.http11 import parse_http_date
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}

@@ -18,11 +18,11 @@ from conftest import ROOT, multiplier_binary
 from labsupport import lab_cli, scratch_dir
 from parts import require
 
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import load_lab, parse_lab
 from spe_tools.lab.errors import LabError
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import load_lab, parse_lab
-from spe_tools.lab.runner import bring_up
-from spe_tools.lab.running import down
+from spe_tools.lab.start.bring_up import bring_up
+from spe_tools.lab.start.running_lab import down
 from spe_tools.process import Child, ProcessGroup, alive, kill_session, session_members, stop_recorded
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -319,8 +319,8 @@ def failing_bring_up(runs: Path, monkeypatch, capsys, sessions: set[int]) -> tup
     """Run a lab whose last proxy cannot bind its port (taken, not listening: no clash at check time),
     the lab adapted on the way as `./spe demo` does (proxy 'gone' left out). Returns the exit code, the
     run directory and stderr; `sessions` gets every component's session id."""
-    from spe_tools.lab import runner
-    from spe_tools.lab.run_loop import run_lab
+    from spe_tools.lab.start import bring_up as runner
+    from spe_tools.lab.watch.run_loop import run_lab
 
     original = ProcessGroup.start
 

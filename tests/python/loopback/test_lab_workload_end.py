@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from spe_tools.lab.errors import LabError
-from spe_tools.lab.start_workload import check_workload
+from spe_tools.lab.start.workload import check_workload
 from spe_tools.process import ProcessGroup
 from spe_tools.rundir.layout import RunDir
 

@@ -1,5 +1,5 @@
 """The Multiplier's one table of flags (multiplier/src/core/flag_table.cpp) agrees with everything that
-spells a flag: its --help, the lab's command line for it (spe_tools/lab/runner.py), and the parsing of a
+spells a flag: its --help, the lab's command line for it (spe_tools/lab/start/bring_up.py), and the parsing of a
 value of each kind (`--check` parses and validates as a start would, then exits). The lab's command
 line comes from its own function, multiplier_argv, called on each shipped lab file."""
 
@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, multiplier_binary
 
-from spe_tools.lab.model import load_lab
+from spe_tools.lab.definition.model import load_lab
 from spe_tools.process import ProcessGroup, free_port
 
 try:  # the lab split by job (start_multiplier.py, port_plan.py)
-    from spe_tools.lab.port_plan import Ports
-    from spe_tools.lab.start_multiplier import multiplier_argv
+    from spe_tools.lab.start.multiplier import multiplier_argv
+    from spe_tools.lab.start.port_plan import Ports
 except ImportError:  # the lab before it: runner.py
-    from spe_tools.lab.runner import Ports, multiplier_argv
+    from spe_tools.lab.start.bring_up import Ports, multiplier_argv
 
 COLLECTOR = ["--collector", "127.0.0.1:3128"]
 # The flags that need another one to be accepted at all (config.cpp, check_combinations).

@@ -1,4 +1,4 @@
-"""The lab's cost sampler (spe_tools/lab/proxy_costs.py) on real processes started here: a process tree's CPU and
+"""The lab's cost sampler (spe_tools/lab/watch/proxy_costs.py) on real processes started here: a process tree's CPU and
 memory are its root's, a worker that exited keeps the CPU it used, the cache's disk is what its files take, and
 proxy-costs.json is written while it samples and once more, final, at the end."""
 
@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from spe_tools.lab.proxy_costs import CostSampler, Piece, disk_usage
+from spe_tools.lab.watch.proxy_costs import CostSampler, Piece, disk_usage
 from spe_tools.process import Child, ProcessGroup
 from spe_tools.rundir.proxy_costs_json import PROXY, PSS, ProcessCost, ProxyCosts
 

@@ -7,7 +7,7 @@ import asyncio
 import socket
 import time
 
-from spe_tools.workload.client import Exchange, Pool, fetch
+from spe_tools.workload.client.connections import Exchange, Pool, fetch
 
 REQUEST = b"GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 REPLY = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"

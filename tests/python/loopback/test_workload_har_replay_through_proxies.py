@@ -25,7 +25,7 @@ from parts import missing_program, require
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.rundir.layout import RunDir
 from spe_tools.squid import SQUID, start_squid
-from spe_tools.workload.har import HarEntry, HarRequest, HarResponse, lab_url, write_har
+from spe_tools.workload.har.archive import HarEntry, HarRequest, HarResponse, lab_url, write_har
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 T0 = 1_795_867_200.0

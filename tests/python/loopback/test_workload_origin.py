@@ -13,7 +13,7 @@ from conftest import ROOT
 from httpclient import Connection
 
 from spe_tools.process import ProcessGroup, free_port
-from spe_tools.workload import content_model as cm
+from spe_tools.workload.content import model as cm
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 VOLATILE = ("date", "x-origin-count", "x-origin-serial")

@@ -7,7 +7,7 @@ from parts import missing_program, require
 
 from bench import cache_judge
 from bench.lib.servers import NGINX_HEAD
-from spe_tools.lab.render import render_text
+from spe_tools.config_template import render_text
 
 
 def test_nginx_accepts_the_upstreams_configuration(tmp_path):

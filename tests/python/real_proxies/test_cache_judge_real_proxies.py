@@ -62,7 +62,7 @@ from conftest import ROOT, multiplier_binary
 from labsupport import REAL_KINDS, real_proxies_lab
 from parts import require
 
-from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.definition.kinds import KINDS
 
 AUTH = {"Authorization": "Basic YWxpY2U6c2VjcmV0"}
 WAIT_S = 4  # between a case's first requests and its judged one: more than nginx's missing Age may hide

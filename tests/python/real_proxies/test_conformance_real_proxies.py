@@ -1,6 +1,6 @@
 """The conformance sequences on the real Debian proxies: Squid 5.7, Traffic Server 9.2, nginx 1.22,
 Varnish 7.1, Apache 2.4 mod_cache (as a forward proxy and as a gateway) and the dummy, behind the patched
-Collector, with the project's origin (the /c/<case>/<id> cases of spe_tools/workload/conformance.py) and the
+Collector, with the project's origin (the /c/<case>/<id> cases of spe_tools/workload/content/conformance.py) and the
 sequences of conformance_mix.py: each on a URL and a client connection of its own, every dependent request
 sent the moment the reply it depends on is in. For each sequence and each proxy (and the Collector), the rules
 the judge flags over the sequence's records (`cache.violations`) must equal the expected set exactly.

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import ENV, ROOT, multiplier_binary, read_records
 
-from spe_tools.lab.model import load_lab
+from spe_tools.lab.definition.model import load_lab
 
 RUNS = 2
 # Long enough for the load's conformance share to reach most of its cases on every proxy (the full demo's

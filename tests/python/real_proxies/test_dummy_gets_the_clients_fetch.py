@@ -22,7 +22,7 @@ from labsupport import CpuHogs, run_lab_file, scratch_dir
 from parts import require
 
 from spe_tools import collector
-from spe_tools.workload import conformance as cf
+from spe_tools.workload.content import conformance as cf
 
 LAB = """
 name = "dummy-fetch"

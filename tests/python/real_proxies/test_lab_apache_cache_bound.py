@@ -10,7 +10,7 @@ from pathlib import Path
 from labsupport import ALL_CACHEABLE, lab_session
 from parts import require
 
-from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.definition.kinds import KINDS
 
 OBJECTS, SIZE = 24, 200 * 1024  # 4.7 MiB of cacheable objects into a 1 MiB cache
 

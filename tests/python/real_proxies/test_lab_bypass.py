@@ -12,9 +12,9 @@ from parts import require
 
 from analysis.report import build_report, text_report
 from analysis.sections import bypass
-from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.status import StatusTracker
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.watch.bypass_watch import BypassWatch, CollectorPorts
+from spe_tools.lab.watch.status import StatusTracker
 
 
 def lab_text(workdir) -> str:

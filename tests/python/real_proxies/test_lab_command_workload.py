@@ -17,8 +17,8 @@ from conftest import multiplier_binary
 from parts import require
 
 from spe_tools import collector
-from spe_tools.lab import run_loop
-from spe_tools.lab.model import parse_lab
+from spe_tools.lab.definition.model import parse_lab
+from spe_tools.lab.watch import run_loop
 
 BASE = '[[proxy]]\nname = "dummy"\nkind = "dummy"\n[origin]\nthink_mean_ms = 0\n'
 

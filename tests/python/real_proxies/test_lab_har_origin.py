@@ -16,7 +16,7 @@ from labsupport import lab_session
 from parts import require
 
 from spe_tools import collector
-from spe_tools.workload.har import lab_url
+from spe_tools.workload.har.archive import lab_url
 from spe_tools.workload.http11 import parse_http_date
 
 

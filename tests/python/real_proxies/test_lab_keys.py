@@ -29,10 +29,10 @@ from parts import environment_skip, require
 
 from spe_tools import ca as spe_ca
 from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import load_lab
-from spe_tools.lab.running import down
-from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import load_lab
+from spe_tools.lab.start.prometheus import PROGRAM as PROMETHEUS_PROGRAM
+from spe_tools.lab.start.running_lab import down
 from spe_tools.process import ProcessGroup, alive, free_port
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -11,9 +11,9 @@ from pathlib import Path
 from parts import require
 from test_lab_command_workload import command, runs  # noqa: F401 (runs: the fixture of a run directory)
 
-from spe_tools.lab import run_loop
-from spe_tools.lab.model import parse_lab
-from spe_tools.lab.start_prometheus import PROGRAM as PROMETHEUS_PROGRAM
+from spe_tools.lab.definition.model import parse_lab
+from spe_tools.lab.start.prometheus import PROGRAM as PROMETHEUS_PROGRAM
+from spe_tools.lab.watch import run_loop
 
 # The start of each lab's command workload: eight requests through the Multiplier (urllib honours http_proxy).
 REQUESTS = """\

@@ -17,8 +17,8 @@ from parts import require
 from analysis.report import build_report
 from analysis.sections import per_multiplier
 from spe_tools import collector
-from spe_tools.lab import run_loop
-from spe_tools.lab.model import parse_lab
+from spe_tools.lab.definition.model import parse_lab
+from spe_tools.lab.watch import run_loop
 from spe_tools.logs import main as logs_main
 
 # Each client group: PUTs (the patched Collector keeps no copy of one, so each proxy's copy reaches a replay port)

@@ -16,8 +16,8 @@ from conftest import multiplier_binary
 from labsupport import ALL_CACHEABLE, REAL_KINDS, lab_cli, lab_session, lab_up, scratch_dir
 from parts import installed_kinds, require
 
-from spe_tools.lab import netns
 from spe_tools.lab.errors import LabError
+from spe_tools.lab.network import netns
 from spe_tools.rundir.access_log import BadLineError, read_access_log
 
 KINDS = (*REAL_KINDS, "dummy")

@@ -23,7 +23,7 @@ from labsupport import run_lab_file
 from parts import require
 
 from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
+from spe_tools.lab.definition.kinds import KINDS
 
 LAB = """
 name = "noise"

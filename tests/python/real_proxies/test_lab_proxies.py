@@ -17,8 +17,8 @@ from conftest import multiplier_binary
 from labsupport import ALL_CACHEABLE, lab_session
 from parts import installed_kinds, require
 
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import PROXY_KINDS
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import PROXY_KINDS
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 

@@ -28,7 +28,7 @@ from conftest import ROOT, multiplier_binary, read_records
 from labsupport import lab_session
 from parts import installed_kinds
 
-from spe_tools.lab.model import PROXY_KINDS
+from spe_tools.lab.definition.model import PROXY_KINDS
 from spe_tools.process import ProcessError, ProcessGroup, free_port
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -17,9 +17,10 @@ from conftest import multiplier_binary
 from parts import require
 
 from spe_tools import collector
-from spe_tools.lab import cli, run_loop
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import parse_lab
+from spe_tools.lab import cli
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import parse_lab
+from spe_tools.lab.watch import run_loop
 
 LAB = """
 name = "prefetch"

@@ -25,7 +25,7 @@ from conftest import ROOT, multiplier_binary
 from labsupport import ALL_CACHEABLE, lab_session
 from parts import installed_kinds
 
-from spe_tools.lab.model import PROXY_KINDS
+from spe_tools.lab.definition.model import PROXY_KINDS
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.squid import start_squid
 from spe_tools.workload.http11 import CLIENT_HEADER

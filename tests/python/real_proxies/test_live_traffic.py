@@ -18,8 +18,8 @@ from parts import require
 
 from analysis.sections.prefetch import prefetch_columns
 from spe_tools import collector
-from spe_tools.lab.model import parse_lab
-from spe_tools.lab.start_collector import strip_query_terms
+from spe_tools.lab.definition.model import parse_lab
+from spe_tools.lab.start.collector import strip_query_terms
 from spe_tools.process import ProcessGroup, free_port
 from spe_tools.rundir.layout import RunDir
 

@@ -21,8 +21,8 @@ from labsupport import lab_session
 from parts import require
 
 from spe_tools import collector
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.running import down
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.start.running_lab import down
 from spe_tools.process import ProcessGroup, alive, free_port
 
 PATH = "/age?cc=max-age%3D600"

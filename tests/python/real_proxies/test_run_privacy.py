@@ -1,7 +1,7 @@
 """A run directory holds what the traffic carried (URLs with their queries, reply headers with Set-Cookie,
 decrypted HTTPS bodies, access logs): no other local user may read any of it, while the lab runs or
 after; with a share group (`share_group`, `--share-group`) that group reads all of it, and still nobody
-else. Every proxy kind keeps working although each drops to its own user (spe_tools/lab/access.py).
+else. Every proxy kind keeps working although each drops to its own user (spe_tools/rundir/access.py).
 Through the real `./spe lab up|down|run`, as root: the proxies run as their own users."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from conftest import ROOT, multiplier_binary
 from labsupport import lab_up
 from parts import environment_skip, installed_kinds
 
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import PROXY_KINDS
-from spe_tools.lab.running import down
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import PROXY_KINDS
+from spe_tools.lab.start.running_lab import down
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 GROUP = "users"  # Debian's group 100: any existing group does

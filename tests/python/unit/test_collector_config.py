@@ -7,11 +7,11 @@ import pytest
 
 from spe_tools import collector
 from spe_tools.collector import collector_config, port_limit_rules
-from spe_tools.lab.render import TemplateError
+from spe_tools.config_template import TemplateError
 
 
 def test_the_template_has_the_proxies_templates_engine(tmp_path, monkeypatch):
-    """The Collector's template is rendered like the proxies' (spe_tools/lab/render.py): `{{name}}`
+    """The Collector's template is rendered like the proxies' (spe_tools/config_template.py): `{{name}}`
     placeholders, and one without a value is an error naming the file, never left in the config."""
     template = tmp_path / "squid.conf.in"
     template.write_text("visible_hostname {{name}}\ncache_dir {{no_such_value}}\n")
@@ -33,7 +33,7 @@ def test_the_rules_are_one_delay_pool_per_limited_port():
 @pytest.mark.parametrize("tag_to_origin, allowed", [(False, False), (True, True)])
 def test_only_a_har_origin_sees_the_client_requests_tag(tmp_path, tag_to_origin, allowed):
     """A real origin never sees X-SPE-Request; the lab's HAR origin does (one recorded response per client
-    request: spe_tools/workload/har_index.py). Squid takes the first request_header_access rule that matches."""
+    request: spe_tools/workload/har/index.py). Squid takes the first request_header_access rule that matches."""
     text = collector_config("squid", tmp_path, 3128, {"p1": 3129}, tag_to_origin=tag_to_origin)
     rules = [line for line in text.splitlines() if line.startswith("request_header_access X-SPE-Request")]
     assert (rules[0] == "request_header_access X-SPE-Request allow all") == allowed

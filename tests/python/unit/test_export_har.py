@@ -18,8 +18,8 @@ from reprosupport import ORIGIN_1, ORIGIN_2, T0, URL, leg, make_run, record
 
 from spe_tools.export.cli import main
 from spe_tools.rundir.layout import RunDir
-from spe_tools.workload.har import parse_time
-from spe_tools.workload.har_read import read_har
+from spe_tools.workload.har.archive import parse_time
+from spe_tools.workload.har.read import read_har
 
 
 @pytest.fixture

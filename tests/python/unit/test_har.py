@@ -1,4 +1,4 @@
-"""HAR 1.2 read and written (spe_tools/workload/har.py): what a DevTools export holds comes back as exchanges,
+"""HAR 1.2 read and written (spe_tools/workload/har/archive.py): what a DevTools export holds comes back as exchanges,
 bodies decoded, entries in time order; what SPE writes reads back the same."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spe_tools.workload.har import (
+from spe_tools.workload.har.archive import (
     HarEntry,
     HarError,
     HarRequest,
@@ -17,7 +17,7 @@ from spe_tools.workload.har import (
     recorded_url,
     write_har,
 )
-from spe_tools.workload.har_read import read_har
+from spe_tools.workload.har.read import read_har
 
 DEVTOOLS_EXPORT = {"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "537.36"}, "entries": [
     {"startedDateTime": "2026-11-28T13:00:01.500+01:00", "time": 40.5,

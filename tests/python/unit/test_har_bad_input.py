@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from spe_tools.workload import har_origin, har_reply, replay
-from spe_tools.workload.har import HarError, lab_url
-from spe_tools.workload.har_bodies import BodyStore
-from spe_tools.workload.har_entry import parse_entry
+from spe_tools.workload import har_origin, replay
+from spe_tools.workload.har import reply as har_reply
+from spe_tools.workload.har.archive import HarError, lab_url
+from spe_tools.workload.har.bodies import BodyStore
+from spe_tools.workload.har.entry import parse_entry
+from spe_tools.workload.har.read import read_har, read_har_file
+from spe_tools.workload.har.replay import body_sent, plan_har
 from spe_tools.workload.har_origin import HarOrigin, load_index
-from spe_tools.workload.har_read import read_har, read_har_file
-from spe_tools.workload.har_replay import body_sent, plan_har
 from spe_tools.workload.http11 import Message
 
 STARTED = "2026-11-28T12:00:00.000Z"

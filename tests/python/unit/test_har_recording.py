@@ -1,7 +1,7 @@
 """`browse --har` without a browser: DevTools events that Chromium 156 sent while loading a page through Squid
 (tests/fixtures/chromium_network_events.json) become one HAR entry per hop, with the headers as they went over the
 wire (cookies included), the bodies Chromium gave, its timings and connection ids; what the recording leaves out is
-counted (spe_tools/workload/har_events.py, har_recorder.py; with headless Chromium: browser/test_browse_har.py)."""
+counted (spe_tools/workload/har/events.py, har_recorder.py; with headless Chromium: browser/test_browse_har.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import json
 import pytest
 from conftest import ROOT
 
-from spe_tools.workload.har_events import har_entries, har_pages, header_pairs, parse_headers_text
-from spe_tools.workload.har_read import read_har
-from spe_tools.workload.har_recorder import HarRecorder
+from spe_tools.workload.har.events import har_entries, har_pages, header_pairs, parse_headers_text
+from spe_tools.workload.har.read import read_har
+from spe_tools.workload.har.recorder import HarRecorder
 
 CAPTURE = json.loads((ROOT / "tests/fixtures/chromium_network_events.json").read_text())
 PAGE = "http://127.0.0.1:34211/page.html"

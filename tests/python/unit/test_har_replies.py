@@ -11,9 +11,9 @@ import har_site as site
 import pytest
 from har_site import CDN, CSS, CSS_ETAG, JS, PAGE, SHOP, entries, write_site
 
-from spe_tools.workload import har_reply
-from spe_tools.workload.har import HarEntry, HarRequest, HarResponse, lab_url
-from spe_tools.workload.har_index import HarIndex
+from spe_tools.workload.har import reply as har_reply
+from spe_tools.workload.har.archive import HarEntry, HarRequest, HarResponse, lab_url
+from spe_tools.workload.har.index import HarIndex
 from spe_tools.workload.har_origin import HarOrigin, load_index
 from spe_tools.workload.http11 import Message, format_date, parse_http_date
 

@@ -13,11 +13,11 @@ import sys
 import pytest
 from conftest import ROOT
 
-from spe_tools.workload.har_bodies import BodyStore
-from spe_tools.workload.har_entry import dropped_body_size
+from spe_tools.workload.har.bodies import BodyStore
+from spe_tools.workload.har.entry import dropped_body_size
+from spe_tools.workload.har.read import read_har, read_har_file
+from spe_tools.workload.har.replay import plan_har
 from spe_tools.workload.har_origin import HarOrigin, load_index
-from spe_tools.workload.har_read import read_har, read_har_file
-from spe_tools.workload.har_replay import plan_har
 from spe_tools.workload.http11 import Message
 
 SAMPLES = ROOT / "tests/fixtures/har"

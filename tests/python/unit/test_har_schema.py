@@ -14,7 +14,7 @@ from har_site import write_site
 from parts import require
 from test_har_recording import CAPTURE, record
 
-from spe_tools.workload.har import HarEntry, HarPage, HarRequest, HarResponse, write_har
+from spe_tools.workload.har.archive import HarEntry, HarPage, HarRequest, HarResponse, write_har
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ import ast
 import functools
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 PACKAGES = ("spe_tools", "analysis", "bench")
@@ -102,11 +103,36 @@ def test_the_contract_stands_below_the_lab_and_the_analysis():
             assert all(t.startswith("spe_tools.rundir") for t in targets), (name, targets)
 
 
+def room_graph(graph: dict[str, set[str]], folder: str) -> dict[str, set[str]]:
+    """The imports between the rooms of a folder: each module or subfolder directly inside it, with everything
+    below it (spe_tools.lab.start.collector is in the room spe_tools.lab.start of spe_tools.lab)."""
+    def room(name: str) -> str | None:
+        rest = name.removeprefix(folder + ".")
+        return f"{folder}.{rest.split('.')[0]}" if rest != name else None
+
+    rooms: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if (mine := room(name)) is not None:
+            rooms.setdefault(mine, set()).update(r for t in targets if (r := room(t)) not in (None, mine))
+    return rooms
+
+
+@pytest.mark.parametrize("folder", ["spe_tools", "spe_tools.lab", "spe_tools.workload", "analysis"])
+def test_each_folder_stands_in_floors(folder):
+    """No room of the folder imports one that imports it back, around any loop: read from the top, every arrow
+    goes down (the shared helpers stand below what uses them, as in multiplier/src)."""
+    rooms = room_graph(import_graph(), folder)
+    assert len(rooms) > 3  # the folder is read
+    assert cycles(rooms) == []
+
+
 def test_the_graph_sees_imports():
     """A guard for the tests above: the reader finds imports of each form."""
     graph = import_graph()
     assert "spe_tools.rundir.lab_json" in graph["analysis.sections.noise"]  # from a.b import C
-    assert "spe_tools.lab.access" in graph["spe_tools.lab.runner"]  # from a import module
+    assert "spe_tools.rundir.access" in graph["spe_tools.lab.start.bring_up"]  # from a import module
+    assert cycles(room_graph({"f.a.x": {"f.b.y"}, "f.b.y": {"f.c"}, "f.c": {"f.a.z"}, "f.a.z": set()}, "f")) == [
+        ("f.a", "f.b", "f.c")]
     assert "spe_tools.thresholds" in graph["analysis.cli"]  # from a.b import f
     assert "analysis.report_data" in graph["analysis.section"]  # under TYPE_CHECKING
     assert "analysis.report_data" not in import_graph(type_only=False)["analysis.section"]

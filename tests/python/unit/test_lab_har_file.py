@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from har_site import write_site
 
-from spe_tools.lab.checks import check
-from spe_tools.lab.labfile import lab_toml
-from spe_tools.lab.model import LabFileError, load_lab, parse_lab
-from spe_tools.lab.port_plan import Ports
-from spe_tools.lab.start_collector import lab_destinations, strip_query_terms
-from spe_tools.lab.start_origin import START_S, origin_argv, ready_deadline_s
-from spe_tools.lab.start_workload import workload_argv
+from spe_tools.lab.definition.labfile import lab_toml
+from spe_tools.lab.definition.model import LabFileError, load_lab, parse_lab
+from spe_tools.lab.start.checks import check
+from spe_tools.lab.start.collector import lab_destinations, strip_query_terms
+from spe_tools.lab.start.origin import START_S, origin_argv, ready_deadline_s
+from spe_tools.lab.start.port_plan import Ports
+from spe_tools.lab.start.workload import workload_argv
 
 PROXY = '[[proxy]]\nname = "sq"\nkind = "squid"\n'
 PORTS = Ports(origin=1, direct=2, multiplier=3, proxies={"sq": 4}, collector={"sq": 5})

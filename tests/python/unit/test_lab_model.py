@@ -12,17 +12,17 @@ from conftest import ROOT
 
 from spe_tools import collector
 from spe_tools.collector import port_lines
-from spe_tools.lab.checks import check
-from spe_tools.lab.kinds import KINDS, Context
-from spe_tools.lab.labfile import lab_toml, write_run_lab_file
-from spe_tools.lab.model import PROXY_KINDS, Lab, LabFileError, ProxySpec, load_lab, parse_lab
-from spe_tools.lab.port_plan import Ports
-from spe_tools.lab.render import TEMPLATES, TemplateError, placeholders, render_text
-from spe_tools.lab.start_collector import collector_port_names, connect_ports
-from spe_tools.lab.start_multiplier import multiplier_argv
-from spe_tools.lab.start_prometheus import prometheus_argv, prometheus_config
-from spe_tools.lab.start_workload import workload_argv
-from spe_tools.lab.status import StatusTracker, format_status
+from spe_tools.config_template import TEMPLATES, TemplateError, placeholders, render_text
+from spe_tools.lab.definition.kinds import KINDS, Context
+from spe_tools.lab.definition.labfile import lab_toml, write_run_lab_file
+from spe_tools.lab.definition.model import PROXY_KINDS, Lab, LabFileError, ProxySpec, load_lab, parse_lab
+from spe_tools.lab.start.checks import check
+from spe_tools.lab.start.collector import collector_port_names, connect_ports
+from spe_tools.lab.start.multiplier import multiplier_argv
+from spe_tools.lab.start.port_plan import Ports
+from spe_tools.lab.start.prometheus import prometheus_argv, prometheus_config
+from spe_tools.lab.start.workload import workload_argv
+from spe_tools.lab.watch.status import StatusTracker, format_status
 
 MINIMAL = '[[proxy]]\nname = "sq"\nkind = "squid"\n'
 
@@ -216,7 +216,7 @@ def test_apache_gateway_passes_origin_form_to_an_accelerator_port(tmp_path):
     assert "ProxyPass / http://127.0.0.1:2/" in text and "ProxyPreserveHost On" in text
     assert "ProxyRequests On" not in text and "CacheEnable disk http://:8000/" in text
     lab = parse_lab('[[proxy]]\nname = "g"\nkind = "apache-gateway"\n')
-    from spe_tools.lab.port_plan import Ports
+    from spe_tools.lab.start.port_plan import Ports
 
     ports = Ports(origin=1, direct=2, multiplier=3, proxies={"g": 4}, collector={"g": 7})
     assert collector_port_names(lab, ports) == {"g@accel": 7}
@@ -225,7 +225,7 @@ def test_apache_gateway_passes_origin_form_to_an_accelerator_port(tmp_path):
 def test_accel_ports_for_origin_form_proxies(tmp_path):
     lab = parse_lab('[[proxy]]\nname = "v"\nkind = "varnish"\n[[proxy]]\nname = "s"\nkind = "squid"\n'
                     '[[proxy]]\nname = "n"\nkind = "nginx"\n')
-    from spe_tools.lab.port_plan import Ports
+    from spe_tools.lab.start.port_plan import Ports
 
     ports = Ports(origin=1, direct=2, multiplier=3, proxies={"v": 4, "s": 5, "n": 6},
                   collector={"v": 7, "s": 8, "n": 9})

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from spe_tools import collector
-from spe_tools.lab.labfile import lab_toml
-from spe_tools.lab.model import LabFileError, parse_lab
-from spe_tools.lab.multipliers import lab_multipliers
-from spe_tools.lab.port_plan import MultiplierPorts, Ports
-from spe_tools.lab.start_multiplier import multiplier_argv
-from spe_tools.lab.start_workload import workload_argv
+from spe_tools.lab.definition.labfile import lab_toml
+from spe_tools.lab.definition.model import LabFileError, parse_lab
+from spe_tools.lab.start.multiplier import multiplier_argv
+from spe_tools.lab.start.multipliers import lab_multipliers
+from spe_tools.lab.start.port_plan import MultiplierPorts, Ports
+from spe_tools.lab.start.workload import workload_argv
 
 PROXY = '[[proxy]]\nname = "sq"\nkind = "squid"\n'
 TWO = ('[[multiplier]]\nname = "east"\nlisten = "127.0.0.1:0"\n'

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from spe_tools import collector
-from spe_tools.lab import netns
-from spe_tools.lab.addresses import Addresses
+from spe_tools.lab.definition.kinds import KINDS, Context
+from spe_tools.lab.definition.labfile import lab_toml
+from spe_tools.lab.definition.model import LabFileError, parse_lab
+from spe_tools.lab.definition.proxy_spec import ProxySpec
 from spe_tools.lab.errors import LabError
-from spe_tools.lab.kinds import KINDS, Context
-from spe_tools.lab.labfile import lab_toml
-from spe_tools.lab.model import LabFileError, parse_lab
-from spe_tools.lab.port_plan import Ports
-from spe_tools.lab.proxy_spec import ProxySpec
-from spe_tools.lab.start_collector import placed_options
-from spe_tools.lab.start_multiplier import multiplier_argv
-from spe_tools.lab.start_network import placed_pieces
+from spe_tools.lab.network import netns
+from spe_tools.lab.network.addresses import Addresses
+from spe_tools.lab.start.collector import placed_options
+from spe_tools.lab.start.multiplier import multiplier_argv
+from spe_tools.lab.start.network import placed_pieces
+from spe_tools.lab.start.port_plan import Ports
 
 LAB = '[[proxy]]\nname = "sq"\nkind = "squid"\n[[proxy]]\nname = "ext"\nkind = "external"\naddress = "10.1.1.1:3128"\n'
 HOSTS = {"sq": netns.Host("sq", "spe5-sq", "spe5h", "10.213.0.22", "10.213.0.21"),

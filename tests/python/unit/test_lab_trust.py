@@ -12,11 +12,11 @@ from conftest import ROOT
 
 from analysis.readers.engine import FrameTables
 from analysis.sections.bypass import silent_port_evidence
-from spe_tools.lab.bypass_watch import BypassWatch, CollectorPorts, static_warnings
 from spe_tools.lab.cli import main as lab_main
-from spe_tools.lab.model import load_lab, parse_lab
-from spe_tools.lab.noise_pairs import noise_pairs
-from spe_tools.lab.status import StatusTracker, format_status
+from spe_tools.lab.definition.model import load_lab, parse_lab
+from spe_tools.lab.definition.noise_pairs import noise_pairs
+from spe_tools.lab.watch.bypass_watch import BypassWatch, CollectorPorts, static_warnings
+from spe_tools.lab.watch.status import StatusTracker, format_status
 from spe_tools.rundir.access_log import as_logged
 from spe_tools.rundir.port_usage import parse_access_log
 

@@ -25,8 +25,8 @@ from analysis.readers.judge_records import _lines_from_end, load_evidence
 from analysis.readers.records import COLLECTOR
 from analysis.report import build_report, html_report
 from analysis.sections import judge_findings
-from spe_tools.lab.labfile import lab_toml
-from spe_tools.lab.model import LabFileError, LiveSpec, parse_lab
+from spe_tools.lab.definition.labfile import lab_toml
+from spe_tools.lab.definition.model import LabFileError, LiveSpec, parse_lab
 from spe_tools.rundir.lab_json import LabJson, LiveOfRun
 from spe_tools.rundir.layout import CASE_JSON, RunDir
 from spe_tools.rundir.status_json import DEAD, UP, ComponentStatus, LabStatus

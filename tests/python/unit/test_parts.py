@@ -66,7 +66,7 @@ def test_skipped():
 def test_installed_kinds_keeps_those_there_by_hand_and_requires_all_otherwise(monkeypatch, tmp_path):
     from parts import installed_kinds
 
-    from spe_tools.lab.kinds import KINDS
+    from spe_tools.lab.definition.kinds import KINDS
 
     monkeypatch.setattr(KINDS["squid"], "missing", lambda multiplier=None: [])
     monkeypatch.setattr(KINDS["tinyproxy"], "missing", lambda multiplier=None: ["tinyproxy is not installed"])

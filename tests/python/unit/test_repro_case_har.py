@@ -18,12 +18,12 @@ from spe_tools.repro.case import DUMMY_AUTHORIZATION, extract_case, load_case
 from spe_tools.repro.case_dir import write_case
 from spe_tools.repro.case_har import CASE_HAR
 from spe_tools.repro.stand_in_origin import StandIn
-from spe_tools.workload.har import parse_time
-from spe_tools.workload.har_bodies import BodyStore
+from spe_tools.workload.har.archive import parse_time
+from spe_tools.workload.har.bodies import BodyStore
+from spe_tools.workload.har.read import read_har_file
+from spe_tools.workload.har.replay import plan_har
+from spe_tools.workload.har.reply import NOT_MODIFIED_FIELDS
 from spe_tools.workload.har_origin import HarOrigin, load_index
-from spe_tools.workload.har_read import read_har_file
-from spe_tools.workload.har_replay import plan_har
-from spe_tools.workload.har_reply import NOT_MODIFIED_FIELDS
 from spe_tools.workload.http11 import Message
 from spe_tools.workload.origin import Reply
 

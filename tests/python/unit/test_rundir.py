@@ -10,10 +10,10 @@ import pytest
 from conftest import ROOT
 
 from spe_tools.collector import CollectorOptions
-from spe_tools.lab.model import CollectorSpec, load_lab
-from spe_tools.lab.port_plan import Ports
-from spe_tools.lab.running import RunningLab
-from spe_tools.lab.topology import topology
+from spe_tools.lab.definition.model import CollectorSpec, load_lab
+from spe_tools.lab.start.port_plan import Ports
+from spe_tools.lab.start.running_lab import RunningLab
+from spe_tools.lab.start.topology import topology
 from spe_tools.rundir import layout
 from spe_tools.rundir.access_log import (
     FIELDS,
@@ -34,8 +34,8 @@ from spe_tools.version import describe
 def no_version_queries(monkeypatch):
     """lab.json names each program's version (`squid -v`, ...): here a fixed one, with no program started."""
     monkeypatch.setattr("spe_tools.collector.version", lambda kind: "5.7")
-    monkeypatch.setattr("spe_tools.lab.kinds.Kind.version", lambda self: "1.0")
-    monkeypatch.setattr("spe_tools.lab.topology._version", lambda command: "spe-multiplier 0.1")
+    monkeypatch.setattr("spe_tools.lab.definition.kinds.Kind.version", lambda self: "1.0")
+    monkeypatch.setattr("spe_tools.lab.start.topology._version", lambda command: "spe-multiplier 0.1")
 
 
 def lab_json_of(labfile: str) -> LabJson:

@@ -1,4 +1,4 @@
-"""`./spe setup` installs every Debian package a lab kind names (spe_tools/lab/kinds.py): the kinds say which
+"""`./spe setup` installs every Debian package a lab kind names (spe_tools/lab/definition/kinds.py): the kinds say which
 package has their programs, the script's DEMO_PACKAGES and TEST_PACKAGES say what setup installs, and a kind whose
 package is in neither would fail a fresh machine's first lab with "not installed". `./spe demo` installs only
 DEMO_PACKAGES, so those must hold every proxy of the default lab it runs."""
@@ -9,8 +9,8 @@ import re
 
 from conftest import ROOT
 
-from spe_tools.lab.kinds import KINDS
-from spe_tools.lab.model import load_lab
+from spe_tools.lab.definition.kinds import KINDS
+from spe_tools.lab.definition.model import load_lab
 
 
 def packages(name: str) -> set[str]:

@@ -14,7 +14,7 @@ from analysis import stats_sql
 from analysis.readers.engine import ReplyQueries
 from spe_tools import summary_stats
 from spe_tools.hostport import parse_hostport
-from spe_tools.workload.stats import distribution
+from spe_tools.workload.client.stats import distribution
 
 
 class Values(ReplyQueries):

@@ -12,12 +12,12 @@ from collections import Counter
 import pytest
 from conftest import ROOT
 
-from spe_tools.workload import conformance as cf
-from spe_tools.workload import content_model as cm
-from spe_tools.workload.conformance_mix import SCENARIOS, ConformanceMix, scenarios_for
+from spe_tools.workload.client.conformance_mix import SCENARIOS, ConformanceMix, scenarios_for
+from spe_tools.workload.client.popularity import History
+from spe_tools.workload.content import conformance as cf
+from spe_tools.workload.content import model as cm
 from spe_tools.workload.http11 import parse_date
 from spe_tools.workload.load import Mix, Planner, RobotState
-from spe_tools.workload.popularity import History
 
 
 def get(path: str, headers: dict | None = None, method: str = "GET", fetch: int = 1) -> cf.CaseReply:

@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from spe_tools.workload import content_model as cm
+from spe_tools.workload.content import model as cm
 
 N = 4000
 

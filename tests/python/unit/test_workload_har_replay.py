@@ -1,4 +1,4 @@
-"""The HAR replay's planning (spe_tools/workload/har_replay.py), pure: start times scaled, connections by recorded
+"""The HAR replay's planning (spe_tools/workload/har/replay.py), pure: start times scaled, connections by recorded
 id or six per host, headers as recorded less the hop-by-hop ones, URLs mapped to the lab's HAR origin, each file a
 client named in X-SPE-Client; and replay.py's choice between a HAR and an access log (sent through a real proxy:
 loopback/test_workload_har_replay_through_proxies.py)."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from spe_tools.workload.client import Exchange
-from spe_tools.workload.har import HarEntry, HarRequest, HarResponse, replay_format
-from spe_tools.workload.har_replay import (
+from spe_tools.workload.client.connections import Exchange
+from spe_tools.workload.har.archive import HarEntry, HarRequest, HarResponse, replay_format
+from spe_tools.workload.har.replay import (
     BROWSER_CONNECTIONS_PER_HOST,
     Lane,
     RefusedError,

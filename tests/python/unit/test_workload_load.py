@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from spe_tools.workload import content_model as cm
-from spe_tools.workload.arrivals import schedule
-from spe_tools.workload.client import Exchange
+from spe_tools.workload.client.arrivals import schedule
+from spe_tools.workload.client.connections import Exchange
+from spe_tools.workload.client.popularity import History, parse_popularity, zipf_index
+from spe_tools.workload.client.stats import distribution
+from spe_tools.workload.content import model as cm
 from spe_tools.workload.load import Mix, Planner, RobotState, Tally
-from spe_tools.workload.popularity import History, parse_popularity, zipf_index
-from spe_tools.workload.stats import distribution
 
 
 def exchange(rng: random.Random, error: str = "") -> Exchange:

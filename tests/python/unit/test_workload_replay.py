@@ -7,7 +7,7 @@ import datetime
 
 import pytest
 
-from spe_tools.workload.logparse import (
+from spe_tools.workload.client.logparse import (
     Entry,
     LogError,
     is_dynamic,

@@ -1,4 +1,4 @@
-"""Browsing sessions (spe_tools/workload/sessions.py): a page, then its embedded objects, then after a think
+"""Browsing sessions (spe_tools/workload/client/sessions.py): a page, then its embedded objects, then after a think
 time one of its links, sessions of the configured mean length (the load client's users against a real origin:
 loopback/test_workload_sessions_through_origin.py)."""
 
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from spe_tools.workload import content_model as cm
-from spe_tools.workload.sessions import SessionModel, user
+from spe_tools.workload.client.sessions import SessionModel, user
+from spe_tools.workload.content import model as cm
 
 
 def run_user(sessions: SessionModel, fetches: int, ok=lambda path: True) -> tuple[list[str], dict]:

@@ -1,0 +1,1 @@
+"""The client side of the workloads: connections, arrivals, popularity, sessions, schedules, summaries."""

@@ -1,0 +1,1 @@
+"""What the synthetic origin serves: the content model, the RFC 9111 conformance cases, conditional requests."""
