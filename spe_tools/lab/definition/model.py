@@ -10,7 +10,6 @@ and, for a proxy, in its keys (spe_tools.lab.definition.proxy_spec, with their r
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -21,8 +20,8 @@ from typing import Any
 from spe_tools.collector import BINARIES, CollectorOptions
 from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab.definition import kinds
-from spe_tools.lab.definition.multiplier_args import with_config_resolved
-from spe_tools.lab.definition.options import LabFileError, Table, parse_address
+from spe_tools.lab.definition.multiplier_spec import MultiplierSpec, read_multiplier
+from spe_tools.lab.definition.options import LabFileError, Table, parse_address, relative_to_file
 from spe_tools.lab.definition.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT
@@ -48,10 +47,8 @@ def command_placeholders(word: str) -> list[str]:
 def expand_command(word: str, values: dict[str, str]) -> str:
     """The word with each {name} replaced by its value and {{ }} by single braces."""
     return _COMMAND_TOKEN.sub(lambda m: values[m.group(1)] if m.group(1) is not None else m.group(0)[0], word)
-MULTIPLIER_MODES = ("sequential", "concurrent")
 NAMESPACE = "namespace"
 PLACEMENTS = ("loopback", NAMESPACE)  # [network]: where a piece sits
-MULTIPLIER_LEGS = ("parallel", "serial")
 # Names the run directory or the Collector already uses for something else.
 RESERVED_NAMES = (DIRECT_PORT, layout.COLLECTOR, layout.ORIGIN, layout.MULTIPLIER, layout.WORKLOAD, layout.REPORT,
                   layout.CAPTURES, layout.LAB, layout.LIVE)
@@ -66,37 +63,6 @@ class CollectorSpec:
     cache_mb: int = CollectorOptions.cache_mb
     port: int = 0  # the "direct" port the Multiplier uses; 0 = a free port
     origin_ca_files: tuple[Path, ...] = ()  # trusted for https origins beside the system store
-
-
-@dataclass(frozen=True)
-class MultiplierSpec:
-    name: str | None = None  # --name, on every record; None: the host's name (one Multiplier only)
-    host: str = "127.0.0.1"
-    port: int = 0
-    mode: str = "sequential"
-    legs: str = "parallel"
-    timeout_s: float = 30
-    threads: int = 1
-    fanout_threads: int | None = None  # None: the Multiplier's auto (a thread of its own on two CPUs or more)
-    compare_headers: tuple[str, ...] = ()
-    ignore_headers: tuple[str, ...] = ()
-    extra_args: tuple[str, ...] = ()
-    intercept_tls: bool = False  # read HTTPS inside CONNECT tunnels with SPE's CA (docs/https.md)
-    no_intercept: tuple[str, ...] = ()  # host patterns whose tunnels stay opaque
-    ca_dir: Path | None = None  # SPE's CA; None: ./spe ca's default directory
-    metrics_listen: str | None = None  # HOST:PORT of /metrics (Prometheus; port 0: a free one); None: off
-    prometheus: bool = False  # Debian's Prometheus scrapes metrics_listen for the run (start_prometheus.py)
-    # How far the client and the proxies may run ahead of SPE's measuring (None: the Multiplier's defaults):
-    # --max-fanout-backlog, --max-queued-legs, --turn-timeout, --order-wait
-    max_fanout_backlog: int | None = None
-    max_queued_legs: int | None = None
-    turn_timeout_s: float | None = None
-    order_wait_s: float | None = None
-
-    @property
-    def metrics_address(self) -> tuple[str, int] | None:
-        """metrics_listen as (host, port), or None when it is off."""
-        return parse_address(self.metrics_listen, "[multiplier].metrics_listen") if self.metrics_listen else None
 
 
 @dataclass(frozen=True)
@@ -199,16 +165,10 @@ def tag_prefix(lab: Lab, index: int) -> str | None:
     return f"m{index + 1}" if lab.other_multipliers else None
 
 
-def _relative_to(source: Path | None, path: str) -> Path:
-    """A path in the lab file is relative to the file's own directory (`..` taken out, links kept: the same file
-    named two ways is one path, as the run's lab.toml writes it)."""
-    return Path(os.path.normpath(source.parent / path)) if source else Path(path)
-
-
 def _collector(data: dict, source: Path | None) -> CollectorSpec:
     t = Table("[collector]", data, CollectorSpec())
     spec = CollectorSpec(
-        origin_ca_files=tuple(_relative_to(source, path) for path in t.strings("origin_ca_files")),
+        origin_ca_files=tuple(relative_to_file(source, path) for path in t.strings("origin_ca_files")),
         kind=t.choice("kind", COLLECTOR_KINDS),
         uncacheable_ttl_s=t.number("uncacheable_ttl_s", 0, 86400, integer=True),
         replay_timing=t.get("replay_timing", bool),
@@ -242,16 +202,6 @@ def _proxy(data: Any, index: int) -> ProxySpec:
     return ProxySpec(**values)
 
 
-def _fanout_threads(t: Table) -> int | None:
-    """A count, or "auto" (docs/lab-file.md's default, the Multiplier's own): None, so that it chooses."""
-    value = t.get("fanout_threads", (int, str))
-    if value is None or value == "auto":
-        return None
-    if isinstance(value, str):
-        raise LabFileError(f'[multiplier].fanout_threads: expected an integer or "auto", got {value!r}')
-    return t.number("fanout_threads", 0, 64, integer=True)  # a count: the range check every number gets
-
-
 def _multiplier(data: Any, source: Path | None, where: str = "[multiplier]") -> MultiplierSpec:
     if not isinstance(data, dict):
         raise LabFileError(f"{where}: expected a table, got {data!r}")
@@ -261,28 +211,7 @@ def _multiplier(data: Any, source: Path | None, where: str = "[multiplier]") -> 
         t.where = where = f"[[multiplier]] {name!r}" if where.startswith("[[") else where
         if not NAME_RE.match(name):
             raise LabFileError(f"{where}.name: use a letter then up to 31 letters, digits, '-' or '_'")
-    host, port = parse_address(t.get("listen", str, "127.0.0.1:0"), f"{where}.listen")
-    spec = MultiplierSpec(
-        name=name, host=host, port=port,
-        mode=t.choice("mode", MULTIPLIER_MODES),
-        legs=t.choice("legs", MULTIPLIER_LEGS),
-        timeout_s=t.number("timeout_s", 0.1, 3600),
-        threads=t.number("threads", 1, 64, integer=True),
-        fanout_threads=_fanout_threads(t),
-        compare_headers=t.strings("compare_headers"),
-        ignore_headers=t.strings("ignore_headers"),
-        extra_args=with_config_resolved(t.strings("extra_args"), source.parent if source else None),
-        intercept_tls=t.get("intercept_tls", bool),
-        no_intercept=t.strings("no_intercept"),
-        ca_dir=_relative_to(source, ca_dir) if (ca_dir := t.get("ca_dir", str, None)) else None,
-        metrics_listen=t.get("metrics_listen", str, None),
-        prometheus=t.get("prometheus", bool),
-        max_fanout_backlog=t.number("max_fanout_backlog", 0, 1_000_000, integer=True),
-        max_queued_legs=t.number("max_queued_legs", 0, 1_000_000, integer=True),
-        turn_timeout_s=t.number("turn_timeout_s", 0.001, 3600),
-        order_wait_s=t.number("order_wait_s", 0.001, 3600),
-    )
-    t.finish()
+    spec = read_multiplier(t, source)
     if spec.metrics_listen:  # checked now: a bad address is the lab file's mistake
         parse_address(spec.metrics_listen, f"{where}.metrics_listen")
     elif spec.prometheus:
@@ -331,12 +260,12 @@ def _origin(data: dict, source: Path | None) -> OriginSpec:
     model = t.get("model", str)
     spec = OriginSpec(kind=t.choice("kind", ORIGIN_KINDS), host=t.get("host", str),
                       port=t.number("port", 0, 65535, integer=True),
-                      model=_relative_to(source, model) if model else None,
+                      model=relative_to_file(source, model) if model else None,
                       think_mean_ms=t.number("think_mean_ms", 0, 600000),
                       think_sd_ms=t.number("think_sd_ms", 0, 600000),
                       seed=t.get("seed", int), tls=t.get("tls", bool),
                       tls_port=t.number("tls_port", 0, 65535, integer=True),
-                      har=tuple(_relative_to(source, path) for path in t.strings("har")),
+                      har=tuple(relative_to_file(source, path) for path in t.strings("har")),
                       think_scale=t.number("think_scale", 0, 1000))
     t.finish()
     _check_origin_kind_keys(spec)
@@ -408,7 +337,7 @@ def _workload(data: dict, source: Path | None) -> WorkloadSpec:
         https_share=t.number("https_share", 0, 1),
         args=t.strings("args"),
         command=t.strings("command"),
-        files=tuple(_relative_to(source, path) for path in t.strings("files")),
+        files=tuple(relative_to_file(source, path) for path in t.strings("files")),
         speed=t.number("speed", 0.001, 1000),
     )
     t.finish()
@@ -557,7 +486,7 @@ def _parse(data: dict, source: Path | None) -> Lab:
         multiplier=multipliers[0], other_multipliers=multipliers[1:],
         origin=_origin(tables["origin"], source),
         workload=_workload(tables["workload"], source),
-        runs_dir=_relative_to(source, runs_dir) if runs_dir else None,
+        runs_dir=relative_to_file(source, runs_dir) if runs_dir else None,
         share_group=share_group,
         live=_live(tables["live"]),
         network=_network(tables["network"]),

@@ -3,7 +3,9 @@ as a mitmproxy addon declares its options). Every mistake is a `LabFileError` na
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -65,6 +67,12 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
              dict: "a table"}
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def relative_to_file(source: Path | None, path: str) -> Path:
+    """A path in the lab file is relative to the file's own directory (`..` taken out, links kept: the same file
+    named two ways is one path, as the run's lab.toml writes it)."""
+    return Path(os.path.normpath(source.parent / path)) if source else Path(path)
 
 
 def parse_address(text: str, where: str) -> tuple[str, int]:

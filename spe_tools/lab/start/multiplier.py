@@ -8,8 +8,9 @@ from pathlib import Path
 from spe_tools import ca as spe_ca
 from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab.definition.kinds import MULTIPLIER
-from spe_tools.lab.definition.model import Lab, MultiplierSpec
+from spe_tools.lab.definition.model import Lab
 from spe_tools.lab.definition.multiplier_args import option_values
+from spe_tools.lab.definition.multiplier_spec import MultiplierSpec, multiplier_flags
 from spe_tools.lab.errors import LabError
 from spe_tools.lab.start.multipliers import LabMultiplier, lab_multipliers
 from spe_tools.lab.start.places import ca_dir
@@ -20,33 +21,21 @@ from spe_tools.rundir import layout
 from spe_tools.rundir.layout import RunDir
 
 
-def optional_flags(m: MultiplierSpec) -> list[str]:
-    """The [multiplier] keys given that the Multiplier has defaults for (absent: its default)."""
-    given = {"--fanout-threads": m.fanout_threads, "--max-fanout-backlog": m.max_fanout_backlog,
-             "--max-queued-legs": m.max_queued_legs,
-             "--turn-timeout": None if m.turn_timeout_s is None else f"{m.turn_timeout_s:g}",
-             "--order-wait": None if m.order_wait_s is None else f"{m.order_wait_s:g}"}
-    return [part for flag, value in given.items() if value is not None for part in (flag, str(value))]
-
-
 def multiplier_argv(lab: Lab, ports: Ports, rundir: Path, multiplier: Path = MULTIPLIER,
                     which: LabMultiplier | None = None) -> list[str]:
     """The command line of the lab's `which` Multiplier (default: its first, the run's own)."""
     which = which or lab_multipliers(lab, ports, rundir)[0]
     m, own = which.spec, RunDir(which.rundir)
     argv = [str(multiplier), "--listen", f"{m.host}:{which.ports.listen}", "--collector", f"127.0.0.1:{ports.direct}",
-            "--mode", m.mode, "--legs", m.legs, "--timeout", f"{m.timeout_s:g}", "--threads", str(m.threads),
             "--replay-listen", f"127.0.0.1:{which.ports.replay}",
             "--log", str(own.multiplier_log), "--rope-log", str(own.rope_log), "--capture-dir", str(own.captures)]
     argv += [*(["--name", m.name] if m.name else []), *(["--tag-prefix", which.tag_prefix] if which.tag_prefix else [])]
-    argv += optional_flags(m)
+    argv += multiplier_flags(m)  # the keys that declare their flag (definition/multiplier_spec.py)
     for p in lab.proxies:
         host = p.host if p.kind == "external" else ports.addresses.of(p.name)
         argv += ["--proxy", f"{p.name}={host}:{ports.proxies[p.name]}"]
     if metrics := m.metrics_address:
         argv += ["--metrics-listen", f"{metrics[0]}:{which.ports.metrics}"]
-    for h in m.compare_headers:
-        argv += ["--compare-header", h]
     # The synthetic origin numbers its fetches of each path (X-Origin-Count, a diagnostic): a proxy's
     # copy from an earlier fetch differs there and nowhere else, which is not a caching error.
     synthetic = ("X-Origin-Count",) if lab.origin.kind == "synthetic" else ()

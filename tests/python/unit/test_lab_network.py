@@ -36,16 +36,20 @@ def test_every_piece_is_on_the_loopback_unless_the_file_says_otherwise():
     assert replace(parse_lab(lab_toml(hosted)), source=None) == hosted
 
 
-@pytest.mark.parametrize("table, message", [
-    ('proxies = "netns"', r"\[network\].proxies: unknown proxies 'netns' \(known: loopback, namespace\)"),
-    ('subnet = "10.213.0.0/31"', r"\[network\].subnet: .* /30 or larger"),
-    ('subnet = "8.8.0.0/16"', r"\[network\].subnet: .*private IPv4"),
-    ('subnet = "fd00::/64"', r"\[network\].subnet: .*private IPv4"),
-    ('subnet = "10.213.0.1/16"', r"\[network\].subnet: 10.213.0.1/16 has host bits set"),
-    ('delay = "5ms"', r"\[network\]: unknown key 'delay'"),
-])
-def test_mistakes_in_the_network_table_are_named(table, message):
-    with pytest.raises(LabFileError, match=message):
+# Each mistake, and how the message names it.
+NETWORK_MISTAKES = {
+    'proxies = "netns"': r"\[network\].proxies: unknown proxies 'netns' \(known: loopback, namespace\)",
+    'subnet = "10.213.0.0/31"': r"\[network\].subnet: .* /30 or larger",
+    'subnet = "8.8.0.0/16"': r"\[network\].subnet: .*private IPv4",
+    'subnet = "fd00::/64"': r"\[network\].subnet: .*private IPv4",
+    'subnet = "10.213.0.1/16"': r"\[network\].subnet: 10.213.0.1/16 has host bits set",
+    'delay = "5ms"': r"\[network\]: unknown key 'delay'",
+}
+
+
+@pytest.mark.parametrize("table", NETWORK_MISTAKES)
+def test_mistakes_in_the_network_table_are_named(table):
+    with pytest.raises(LabFileError, match=NETWORK_MISTAKES[table]):
         parse_lab(f"[network]\n{table}\n" + LAB)
 
 
