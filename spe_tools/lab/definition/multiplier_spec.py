@@ -1,7 +1,7 @@
 """A [multiplier] table of the lab file: each key declared once, as a field of MultiplierSpec with its default, its
 range or choices and the Multiplier flag it becomes; the reader (read_multiplier) and the flags the lab passes
 (multiplier_flags) are made from that one table, as the Multiplier's own flags are from its flag table
-(multiplier/src/core/config_flags.hpp). Keys the lab turns into flags of its own making (listen, name, interception,
+(multiplier/src/core/flag_table.hpp). Keys the lab turns into flags of its own making (listen, name, interception,
 metrics, extra_args) are read here and passed by spe_tools/lab/start/multiplier.py."""
 
 from __future__ import annotations
