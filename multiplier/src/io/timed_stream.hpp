@@ -77,8 +77,8 @@ public:
             [this](auto handler, const MutableBufferSequence& b) {
                 const auto asked = asio::buffer_size(b);
                 start(Direction::read);
-                impl_->socket.async_read_some(
-                    b, Completion<std::decay_t<decltype(handler)>>{impl_, Direction::read, asked, std::move(handler)});
+                impl_->socket.async_read_some(b, Completion<std::decay_t<decltype(handler)>, true>{
+                                                     impl_, Direction::read, asked, std::move(handler)});
             },
             token, buffers);
     }
@@ -88,8 +88,8 @@ public:
         return asio::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto handler, const ConstBufferSequence& b) {
                 start(Direction::write);
-                impl_->socket.async_write_some(
-                    b, Completion<std::decay_t<decltype(handler)>>{impl_, Direction::write, 0, std::move(handler)});
+                impl_->socket.async_write_some(b, Completion<std::decay_t<decltype(handler)>, true>{
+                                                      impl_, Direction::write, 0, std::move(handler)});
             },
             token, buffers);
     }
@@ -106,7 +106,8 @@ public:
                 asio::async_connect(
                     impl_->socket, *eps,
                     [impl](const error_code&, const tcp::endpoint&) { return !impl->write_timed_out; },
-                    ErrorCompletion<std::decay_t<decltype(handler)>>{impl_, Direction::connect, std::move(handler)});
+                    Completion<std::decay_t<decltype(handler)>, false>{impl_, Direction::connect, 0,
+                                                                       std::move(handler)});
             },
             token, &endpoints);
     }
@@ -119,8 +120,8 @@ public:
         return asio::async_initiate<Token, void(error_code)>(
             [this](auto handler) {
                 start(Direction::wait);
-                impl_->socket.async_wait(tcp::socket::wait_read, ErrorCompletion<std::decay_t<decltype(handler)>>{
-                                                                     impl_, Direction::wait, std::move(handler)});
+                impl_->socket.async_wait(tcp::socket::wait_read, Completion<std::decay_t<decltype(handler)>, false>{
+                                                                     impl_, Direction::wait, 0, std::move(handler)});
             },
             token);
     }
@@ -149,11 +150,14 @@ private:
         bool last_read_full = true;
     };
 
-    template <class Handler>
+    /// One operation's completion: its direction marked idle (or timed out) before the
+    /// caller's handler runs. Reads and writes report their byte count; connect and
+    /// wait (`Bytes` false) report the error only, a connect's endpoint dropped.
+    template <class Handler, bool Bytes>
     struct Completion {
         std::shared_ptr<Impl> impl;
         Direction direction;
-        std::size_t asked;
+        std::size_t asked;  // a read's buffer size (last_read_filled_buffer); 0 otherwise
         Handler handler;
 
         using executor_type = asio::associated_executor_t<Handler, asio::any_io_executor>;
@@ -163,30 +167,14 @@ private:
         using allocator_type = asio::associated_allocator_t<Handler>;
         allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(handler); }
 
-        void operator()(error_code ec, std::size_t n) {
+        void operator()(error_code ec, std::size_t n) requires Bytes {
             ec = impl->finish(direction, ec, n, asked);
             auto keep = std::move(impl);  // the stream may be destroyed by the handler
             std::move(handler)(ec, n);
         }
-    };
-
-    /// For operations that complete with an error only (connect, wait); a
-    /// connect's endpoint is dropped.
-    template <class Handler>
-    struct ErrorCompletion {
-        std::shared_ptr<Impl> impl;
-        Direction direction;
-        Handler handler;
-
-        using executor_type = asio::associated_executor_t<Handler, asio::any_io_executor>;
-        executor_type get_executor() const noexcept {
-            return asio::get_associated_executor(handler, impl->socket.get_executor());
-        }
-        using allocator_type = asio::associated_allocator_t<Handler>;
-        allocator_type get_allocator() const noexcept { return asio::get_associated_allocator(handler); }
 
         template <class... Ignored>
-        void operator()(error_code ec, const Ignored&...) {
+        void operator()(error_code ec, const Ignored&...) requires(!Bytes) {
             ec = impl->finish(direction, ec, 0, 0);
             auto keep = std::move(impl);
             std::move(handler)(ec);
