@@ -31,9 +31,17 @@ from pathlib import Path
 from analysis.compare import compare_rows, compare_text, compared_report, write_compare
 from analysis.readers.records import find_log, is_rope
 from analysis.report import ENGINES, FORMATS, Progress, build_report, short_report, text_report, write_report
+from analysis.report_data import Report
 from analysis.sections import noise
 from spe_tools.rundir.layout import RunDir
-from spe_tools.thresholds import parse_thresholds, threshold_lines, unknown_proxies
+from spe_tools.thresholds import Threshold, parse_thresholds, threshold_lines, unknown_proxies
+
+
+def fail_on_lines(fail_on: list[Threshold], rep: Report) -> tuple[int, list[str]]:
+    """--fail-on's verdict on a report. The one section the command reads by name: the `noise` threshold is the
+    noise section's floor, a number no per-proxy row holds; every other section reaches the output through the
+    registry."""
+    return threshold_lines(fail_on, rep.rows, noise.of(rep))
 
 
 def _big(run: Path) -> bool:
@@ -116,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     write_report(rep, out, formats)
     print(text_report(rep))
     print(f"Report written to {out}/" + (" (open report.html)" if "html" in formats else ""))
-    rc, lines = threshold_lines(args.fail_on, rep.rows, noise.of(rep))
+    rc, lines = fail_on_lines(args.fail_on, rep)
     for line in lines:
         print(f"spe report: {line}", file=sys.stderr if rc else sys.stdout)
     return rc
@@ -146,7 +154,7 @@ def lab_summary(rep, out: Path, fail_on: list) -> int:
     for line in short_report(rep):
         print(line)
     print(f"spe lab: report {written[-1]}")
-    rc, lines = threshold_lines(list(fail_on), rep.rows, noise.of(rep))
+    rc, lines = fail_on_lines(list(fail_on), rep)
     for line in lines:
         print(f"spe lab: {line}")
     return rc
