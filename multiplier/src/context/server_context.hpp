@@ -1,5 +1,14 @@
 // What every session shares: the validated config, resolved upstreams, the
 // result log, the judge and the other services sessions use, how to stop, and the load counters.
+//
+// Why one context and not a narrower view per session: a client connection's
+// objects are made per connection and hand the context on down their chain
+// (listener -> downstream or intercept session -> collector leg and fan-out ->
+// proxy legs), each taking what it needs from it; a view per consumer would
+// thread the same references through every constructor on that chain. The
+// context holds no logic of its own: each service is a class in its own header
+// (the judge, the fetch memory, the interceptor, the replay store, the budgets,
+// the client orders, stopping, the load counters), created once here.
 #pragma once
 
 #include "context/client_order.hpp"
