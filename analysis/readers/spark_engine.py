@@ -15,6 +15,8 @@ numbers rows (row_number() OVER ()) must not be evaluated again with another num
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,6 +76,37 @@ def local_driver_memory() -> str:
     return f"{max(1, min(8, int(quarter_gb)))}g"
 
 
+QUIET_LOG = Path(__file__).resolve().parents[2] / "configs/spark/log4j2.properties"
+CONNECT_S = 5  # how long a standalone master has to accept a connection before the report gives up on it
+
+
+def check_master(master: str) -> None:
+    """A standalone master that accepts no connection, said at once: Spark itself retries it for a minute and then
+    gives only its stack traces."""
+    if not master.startswith("spark://"):
+        return  # local[*], or a cluster manager Spark reaches its own way (yarn, k8s://)
+    problems = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+            return
+        except ValueError:
+            raise SparkUnavailableError(f"--spark-master {master}: expected spark://HOST:PORT") from None
+        except OSError as e:
+            problems.append(f"{address}: {e.strerror or e}")
+    raise SparkUnavailableError(f"the Spark master {master} does not answer ({'; '.join(problems)}): start it, or "
+                                "give --spark-master the URL its web page shows")
+
+
+def check_java() -> None:
+    """PySpark starts a JVM: `java` on PATH or in JAVA_HOME."""
+    home = os.environ.get("JAVA_HOME")
+    if not shutil.which("java") and not (home and Path(home, "bin", "java").exists()):
+        raise SparkUnavailableError("the Spark engine needs Java, and there is no java on PATH nor in JAVA_HOME "
+                                    "(Debian's default-jre-headless; ./spe setup installs it)")
+
+
 def session(master: str):
     """A Spark session on `master`, its driver on loopback (a cluster's workers reach it there when they share the
     host; on a real cluster, SPARK_LOCAL_IP / spark.driver.host say where)."""
@@ -82,8 +115,12 @@ def session(master: str):
         from pyspark.sql import SparkSession  # imported here: the report's other engines never load the JVM
     except ImportError as e:
         raise SparkUnavailableError(f"PySpark is not installed ({e}): ./spe setup installs it") from None
+    check_java()
+    check_master(master)
     host = os.environ["SPARK_LOCAL_IP"]
-    builder = SparkSession.builder
+    # Read when the JVM starts: its log at ERROR, so that SPE's message is what a failure shows.
+    builder = SparkSession.builder.config("spark.driver.extraJavaOptions",
+                                          f"-Dlog4j2.configurationFile=file:{QUIET_LOG}")
     if master.startswith("local") and "SPARK_DRIVER_MEMORY" not in os.environ:  # the user's, when given
         builder = builder.config("spark.driver.memory", local_driver_memory())  # read when the JVM starts
     try:

@@ -117,3 +117,26 @@ def test_spark_master_without_the_spark_engine_is_a_usage_error(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "--spark-master goes with --engine spark" in done.stderr
+
+
+def report_on_spark(run: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis.cli", str(run), "--engine", "spark", *args],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**(env or os.environ), "PYTHONPATH": str(ROOT)})
+
+
+def test_a_master_that_does_not_answer_is_named_at_once_without_a_java_stack_trace(tmp_path):
+    """Spark itself retries a dead master for a minute, then prints only its stack traces."""
+    require(missing_program("java"), "Java, for PySpark's JVM")
+    closed = free_port()
+    done = report_on_spark(paired_run(tmp_path), "--spark-master", f"spark://127.0.0.1:{closed}")
+    assert done.returncode == 1
+    assert f"the Spark master spark://127.0.0.1:{closed} does not answer" in done.stderr
+    assert "Exception" not in done.stderr and "\tat " not in done.stderr
+
+
+def test_without_java_the_report_says_what_to_install(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"} | {"PATH": str(Path(sys.executable).parent)}
+    done = report_on_spark(paired_run(tmp_path), env=env)
+    assert done.returncode == 1
+    assert "the Spark engine needs Java" in done.stderr and "default-jre-headless" in done.stderr
