@@ -2,6 +2,7 @@
 #include "http/http_date.hpp"
 #include "http/reply_header.hpp"
 #include "http/secret_digest.hpp"
+#include "judge/cache_claims.hpp"
 #include "judge/cache_control.hpp"
 #include "judge/cache_rules.hpp"
 #include "judge/fetch_stamp.hpp"
