@@ -1,5 +1,6 @@
 #include "judge/cache_claims.hpp"
 #include "core/ascii.hpp"
+#include "http/field_list.hpp"
 
 #include <boost/container/static_vector.hpp>
 
@@ -10,44 +11,38 @@ namespace spe {
 
 namespace {
 
-/// Splits a list field into its members (no quoted commas in these fields' names).
-/// (At most 16: a claim header names a few caches; kept inline, it is read for every reply.)
+/// A claim field's members, for reading from the last (the cache nearest the client, RFC 9211 2).
+/// At most 16: a claim field names a few caches; kept inline, it is read for every reply.
 boost::container::static_vector<std::string_view, 16> members(std::string_view list) {
     boost::container::static_vector<std::string_view, 16> out;
-    while (!list.empty() && out.size() < out.capacity()) {
-        const auto comma = list.find(',');
-        if (auto m = trim(list.substr(0, comma)); !m.empty()) out.push_back(m);
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
+    for (const auto member : FieldList(list)) {
+        if (out.size() == out.capacity()) break;
+        out.push_back(member);
     }
     return out;
 }
 
-/// The cache name of a Cache-Status member ("name; hit") or X-Cache value ("HIT from name").
-std::string_view member_name(std::string_view m, bool cache_status) {
-    if (cache_status) return trim(m.substr(0, m.find(';')));
-    const auto from = m.find(" from ");
-    return from == std::string_view::npos ? std::string_view{} : trim(m.substr(from + 6));
+/// The cache name of a Cache-Status member ("name; hit", the name a token or a quoted string).
+std::string status_name(std::string_view member) {
+    return unquoted(split_parameters(member).head);
 }
 
-/// Whether a Cache-Status member's parameters ("; hit; fwd=stale") hold `key` with this value (or, without
-/// one, the bare key).
-bool has_param(std::string_view params, std::string_view key, std::string_view value = {}) {
-    while (!params.empty()) {
-        const auto semi = params.find(';');
-        const auto p = trim(params.substr(0, semi));
-        const auto eq = p.find('=');
-        const bool bare = eq == std::string_view::npos;
-        if (trim(p.substr(0, eq)) == key && (value.empty() ? bare : !bare && trim(p.substr(eq + 1)) == value))
-            return true;
-        if (semi == std::string_view::npos) break;
-        params.remove_prefix(semi + 1);
-    }
-    return false;
+/// The cache name of an X-Cache member ("HIT from name"); empty without one.
+std::string_view x_cache_name(std::string_view member) {
+    const auto from = member.find(" from ");
+    return from == std::string_view::npos ? std::string_view{} : trim(member.substr(from + 6));
 }
 
 bool contains(const std::vector<std::string>& names, std::string_view n) {
     return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+/// What one Cache-Status member's parameters claim: a 304 to its own forward is a revalidation
+/// (2.5, fwd-status), a bare hit without a forward a hit, anything else a miss.
+CacheClaim status_claim(const boost::beast::http::param_list& parameters) {
+    if (parameter(parameters, "fwd-status") == "304") return CacheClaim::revalidated;
+    if (parameter(parameters, "hit") == "" && !parameter(parameters, "fwd")) return CacheClaim::hit;
+    return CacheClaim::miss;
 }
 
 }  // namespace
@@ -55,11 +50,11 @@ bool contains(const std::vector<std::string>& names, std::string_view n) {
 std::vector<std::string> claim_names(const CacheHeaders& reply) {
     std::vector<std::string> out;
     if (const auto cache_status = reply.cache_status())
-        for (auto m : members(*cache_status))
-            out.emplace_back(member_name(m, true));
+        for (const auto m : members(*cache_status))
+            out.push_back(status_name(m));
     if (const auto x_cache = reply.x_cache())
-        for (auto m : members(*x_cache))
-            if (auto n = member_name(m, false); !n.empty()) out.emplace_back(n);
+        for (const auto m : members(*x_cache))
+            if (const auto n = x_cache_name(m); !n.empty()) out.emplace_back(n);
     return out;
 }
 
@@ -68,17 +63,14 @@ CacheClaim cache_claim(const CacheHeaders& reply, const std::vector<std::string>
     if (const auto cache_status = reply.cache_status()) {
         const auto ms = members(*cache_status);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
-            if (contains(upstream_names, member_name(*it, true))) continue;
-            const auto params = it->substr(std::min(it->size(), it->find(';')));
-            if (has_param(params, "fwd-status", "304")) return CacheClaim::revalidated;
-            if (has_param(params, "hit") && params.find("fwd=") == std::string_view::npos) return CacheClaim::hit;
-            return CacheClaim::miss;
+            const auto [head, parameters] = split_parameters(*it);
+            if (!contains(upstream_names, unquoted(head))) return status_claim(parameters);
         }
     }
     if (const auto x_cache = reply.x_cache()) {
         const auto ms = members(*x_cache);
         for (auto it = ms.rbegin(); it != ms.rend(); ++it) {
-            if (contains(upstream_names, member_name(*it, false))) continue;
+            if (contains(upstream_names, x_cache_name(*it))) continue;
             if (spe::iequals(it->substr(0, 3), "HIT")) return CacheClaim::hit;
             if (spe::iequals(it->substr(0, 4), "MISS")) return CacheClaim::miss;
         }

@@ -5,7 +5,7 @@
 #include "judge/delta_seconds.hpp"
 
 #include "http/field_equivalence.hpp"
-#include "http/header_policy.hpp"
+#include "http/field_list.hpp"
 #include "http/http_date.hpp"
 
 #include <fmt/format.h>
@@ -111,6 +111,13 @@ bool weak_match(std::string_view a, std::string_view b) {
     return opaque(a) == opaque(b);
 }
 
+/// Whether a weight (RFC 9110 12.4.2, the q parameter) refuses what it weighs: "0" and "0." with
+/// only zeros after the dot.
+bool refused(const std::optional<std::string>& q) {
+    return q && !q->empty() && q->front() == '0' &&
+           (q->size() == 1 || ((*q)[1] == '.' && q->find_first_not_of('0', 2) == std::string::npos));
+}
+
 /// Whether `request_ae` (Accept-Encoding) accepts `coding` (RFC 9110 12.5.3).
 bool accepts_coding(const std::optional<std::string>& request_ae, std::string_view coding) {
     if (coding.empty() || spe::iequals(coding, "identity")) {
@@ -118,16 +125,10 @@ bool accepts_coding(const std::optional<std::string>& request_ae, std::string_vi
     } else if (!request_ae) {
         return true;  // no Accept-Encoding: any coding is acceptable
     }
-    std::string_view list = *request_ae;
     bool star = false, star_zero = false;
-    while (!list.empty()) {
-        const auto comma = list.find(',');
-        auto item = trim(list.substr(0, comma));
-        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-        const auto semi = item.find(';');
-        const auto name = trim(item.substr(0, semi));
-        const bool zero = semi != std::string_view::npos && item.find("q=0", semi) != std::string_view::npos &&
-                          item.find("q=0.", semi) == std::string_view::npos;
+    for (const auto member : FieldList(*request_ae)) {
+        const auto [name, parameters] = split_parameters(member);
+        const bool zero = refused(parameter(parameters, "q"));
         if (spe::iequals(name, coding.empty() ? "identity" : coding)) return !zero;
         if (name == "*") star = true, star_zero = zero;
     }
@@ -568,13 +569,8 @@ namespace {
 
 /// Whether an If-None-Match list names `etag` (weak comparison, RFC 9110 13.1.2).
 bool listed_in(std::string_view if_none_match, std::string_view etag) {
-    std::string_view list = if_none_match;
-    while (!list.empty()) {
-        const auto comma = list.find(',');
-        if (weak_match(trim(list.substr(0, comma)), trim(etag))) return true;
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-    }
+    for (const auto member : FieldList(if_none_match))
+        if (weak_match(member, trim(etag))) return true;
     return false;
 }
 
