@@ -8,8 +8,8 @@
 // (W/"a,b"), a Cache-Status name that is a quoted string or an X-Cache value ("HIT from name")
 // is outside their grammar, and at the first member outside it they end the list without a
 // word. The judge reads what a proxy sent, malformed or not, and must see every member of it.
-// A member's parameters, which are tokens with token or quoted-string values, are Beast's
-// param_list (parameters()).
+// A member's parameters, tokens with token or quoted-string values, are Beast's param_list
+// (split_parameters(), parameter()): there its grammar is the field's.
 #pragma once
 
 #include <boost/beast/http/rfc7230.hpp>
