@@ -11,6 +11,7 @@
 // request field is found by the one-pass reading exactly when the header
 // block has it; every reply with a status is judged.
 #include "core/ascii.hpp"
+#include "judge/cache_claims.hpp"
 #include "judge/cache_facts.hpp"
 #include "judge/cache_judge.hpp"
 #include "judge/cache_rules.hpp"

@@ -2,6 +2,7 @@
 #include "http/http_date.hpp"
 #include "http/reply_header.hpp"
 #include "http/secret_digest.hpp"
+#include "judge/cache_claims.hpp"
 #include "judge/cache_control.hpp"
 #include "judge/cache_rules.hpp"
 #include "judge/fetch_stamp.hpp"
@@ -254,6 +255,19 @@ TEST_CASE("Vary: the stored variant must match this request's selecting fields")
     const auto identity_only = "GET http://o/x HTTP/1.1\r\nAccept-Encoding: identity\r\n\r\n";
     CHECK(vary(ae, identity_only, gzip_br, "gzip") == V{"vary"});
     CHECK(vary(ae, identity_only, gzip_br).empty());
+    // A weight of zero refuses the coding (RFC 9110 12.4.2), written with or without decimals.
+    for (const auto* weight : {"0", "0.", "0.000", "0.0"}) {
+        INFO(weight);
+        const auto refused =
+            std::string("GET http://o/x HTTP/1.1\r\nAccept-Encoding: br, gzip;q=") + weight + "\r\n\r\n";
+        CHECK(vary(ae, refused, gzip_br, "gzip") == V{"vary"});
+    }
+    for (const auto* weight : {"0.001", "1", "0.5"}) {
+        INFO(weight);
+        const auto accepted =
+            std::string("GET http://o/x HTTP/1.1\r\nAccept-Encoding: br, gzip ; Q=") + weight + "\r\n\r\n";
+        CHECK(vary(ae, accepted, gzip_br, "gzip").empty());
+    }
 }
 
 TEST_CASE("Vary: a copy the origin confirmed during this request was selected by its 304, not matched") {

@@ -80,13 +80,6 @@ TEST_CASE("a compare list narrows validation to the named headers") {
     CHECK(extra.is_compared("Date"));  // only the given ignore list applies
 }
 
-TEST_CASE("has_token splits comma lists case-insensitively") {
-    CHECK(spe::has_token("Keep-Alive, Upgrade", "upgrade"));
-    CHECK(spe::has_token(" close ", "close"));
-    CHECK_FALSE(spe::has_token("closed", "close"));
-    CHECK_FALSE(spe::has_token("", "close"));
-}
-
 TEST_CASE("select applies prefix patterns and compare lists to known and unknown names alike") {
     http::fields f;
     f.set(http::field::content_type, "text/plain");

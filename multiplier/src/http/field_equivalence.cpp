@@ -1,5 +1,6 @@
 #include "http/field_equivalence.hpp"
 #include "core/ascii.hpp"
+#include "http/field_list.hpp"
 
 #include <algorithm>
 #include <array>
@@ -38,50 +39,15 @@ constexpr std::array<NamedRule, 14> kRules = {{
     {"link", FieldRule::ordered_list},
 }};
 
-/// The members of a list field value (RFC 9110 5.6.1), trimmed of optional whitespace, empty ones
-/// left out. A comma inside a quoted string (a directive's argument) or between angle brackets (a
-/// Link's URI) is no separator.
-std::vector<std::string_view> members(std::string_view value) {
-    std::vector<std::string_view> out;
-    bool quoted = false, escaped = false, bracketed = false;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= value.size(); ++i) {
-        const char c = i < value.size() ? value[i] : ',';
-        if (escaped) {
-            escaped = false;
-        } else if (quoted) {
-            escaped = c == '\\';
-            quoted = c != '"';
-        } else if (bracketed) {
-            bracketed = c != '>';
-        } else if (c == '"' || c == '<') {
-            (c == '"' ? quoted : bracketed) = true;
-        } else if (c == ',') {
-            if (const auto member = trim(value.substr(start, i - start)); !member.empty()) out.push_back(member);
-            start = i + 1;
-        }
-    }
-    // An unclosed quote or bracket ran to the end: its text is one member, as read.
-    if (start < value.size()) {
-        if (const auto member = trim(value.substr(start)); !member.empty()) out.push_back(member);
-    }
-    return out;
+/// The members of a list field value (http/field_list.hpp). Link's URIs (RFC 8288 3), between angle
+/// brackets, may hold commas of their own; no other compared field has brackets.
+FieldList members(std::string_view value, bool link = false) {
+    return FieldList(value, link ? FieldList::Brackets::angle_brackets : FieldList::Brackets::none);
 }
 
 std::string lowered(std::string_view s) {
     std::string out;
     append_lower(out, s);
-    return out;
-}
-
-/// A quoted string's content with its quoted-pairs undone (RFC 9110 5.6.4); a token as it is.
-std::string unquoted(std::string_view s) {
-    if (s.size() < 2 || s.front() != '"' || s.back() != '"') return std::string(s);
-    std::string out;
-    for (std::size_t i = 1; i + 1 < s.size(); ++i) {
-        if (s[i] == '\\' && i + 2 < s.size()) ++i;
-        out += s[i];
-    }
     return out;
 }
 
@@ -106,11 +72,11 @@ using Directive = std::pair<std::string, std::optional<std::string>>;
 std::vector<Directive> directives(std::string_view value) {
     std::vector<Directive> out;
     for (const auto member : members(value)) {
-        const auto eq = member.find('=');
-        auto name = lowered(trim(member.substr(0, eq)));
+        const auto parts = split_member(member);
+        auto name = lowered(parts.name);
         std::optional<std::string> argument;
-        if (eq != std::string_view::npos) {
-            argument = unquoted(trim(member.substr(eq + 1)));
+        if (parts.value) {
+            argument = unquoted(*parts.value);
             if (name == "no-cache" || name == "private") argument = field_name_set(*argument);
         }
         out.emplace_back(std::move(name), std::move(argument));
@@ -120,9 +86,9 @@ std::vector<Directive> directives(std::string_view value) {
 }
 
 /// The members, lowercased when `fold_case`, sorted and each once when `as_set`.
-std::vector<std::string> normalised(std::string_view value, bool fold_case, bool as_set) {
+std::vector<std::string> normalised(std::string_view value, bool fold_case, bool as_set, bool link = false) {
     std::vector<std::string> out;
-    for (const auto member : members(value))
+    for (const auto member : members(value, link))
         out.push_back(fold_case ? lowered(member) : std::string(member));
     if (as_set) {
         std::sort(out.begin(), out.end());
@@ -161,7 +127,8 @@ bool equivalent_by_meaning(std::string_view lower_name, std::string_view a, std:
         case FieldRule::ordered_tokens:
             return normalised(a, true, false) == normalised(b, true, false);
         case FieldRule::ordered_list:
-            return normalised(a, false, false) == normalised(b, false, false);
+            return normalised(a, false, false, lower_name == "link") ==
+                   normalised(b, false, false, lower_name == "link");
     }
     return a == b;
 }

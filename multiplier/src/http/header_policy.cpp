@@ -1,5 +1,6 @@
 #include "http/header_policy.hpp"
 #include "core/ascii.hpp"
+#include "http/field_list.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
@@ -18,22 +19,6 @@ namespace {
 constexpr std::array<std::string_view, 9> kHopByHop = {
     "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
     "upgrade",    "proxy-authenticate", "proxy-authorization"};
-
-/// Calls `each(item)` for every non-empty item of a comma-separated list, trimmed of spaces and tabs.
-template <class Each>
-void for_each_token(std::string_view list, Each each) {
-    while (!list.empty()) {
-        auto comma = list.find(',');
-        auto item = list.substr(0, comma);
-        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
-            item.remove_prefix(1);
-        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
-            item.remove_suffix(1);
-        if (!item.empty()) each(item);
-        if (comma == std::string_view::npos) break;
-        list.remove_prefix(comma + 1);
-    }
-}
 
 bool is_hop_by_hop_field(http::field f) {
     switch (f) {
@@ -60,10 +45,8 @@ std::string to_lower(std::string_view s) {
     return out;
 }
 
-bool has_token(std::string_view list, std::string_view token) {
-    bool found = false;
-    for_each_token(list, [&](std::string_view item) { found = found || spe::iequals(item, token); });
-    return found;
+bool connection_keeps_alive(unsigned version, std::string_view connection) {
+    return version >= 11 ? !lists_token(connection, "close") : lists_token(connection, "keep-alive");
 }
 
 void append_via(http::fields& fields, unsigned received_version, const std::string& via_name) {
@@ -103,9 +86,8 @@ void strip_hop_by_hop(http::fields& fields) {
     boost::container::small_vector<std::string, 4> named;
     for (auto field : {http::field::connection, http::field::proxy_connection})
         for (auto it = fields.find(field); it != fields.end() && it->name() == field; ++it)
-            for_each_token(it->value(), [&](std::string_view token) {
+            for (const auto token : FieldList(it->value()))
                 if (!spe::iequals(token, "close") && !spe::iequals(token, "keep-alive")) named.emplace_back(token);
-            });
     // One pass over the fields: erasing by name searched them once per hop-by-hop name. Every name of
     // kHopByHop is known to Beast, whose parser matched it without regard to case.
     for (auto it = fields.begin(); it != fields.end();) {

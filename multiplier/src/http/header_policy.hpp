@@ -104,7 +104,10 @@ std::string to_lower(std::string_view s);
 /// Appends "1.1 <via_name>" (with the version the message arrived in) to Via.
 void append_via(boost::beast::http::fields& fields, unsigned received_version, const std::string& via_name);
 
-/// Case-insensitive search for `token` in a comma-separated header value.
-bool has_token(std::string_view list, std::string_view token);
+/// Whether a message keeps its connection open, by its first Connection field's value (empty when it
+/// has none): HTTP/1.1 unless it lists close, HTTP/1.0 only if it lists keep-alive (RFC 9112 9.3).
+/// The same answer as Beast's message::keep_alive(), read through http/field_list.hpp: Beast's
+/// parser lets through only a Connection that is a list of tokens, on which the two readings agree.
+bool connection_keeps_alive(unsigned version, std::string_view connection);
 
 }  // namespace spe

@@ -1,25 +1,11 @@
 #include "http/proxy_reply_parser.hpp"
 #include "core/ascii.hpp"
 
-#include <boost/beast/http/rfc7230.hpp>
-
-#include <algorithm>
+#include "http/header_policy.hpp"
 
 namespace spe {
 
 namespace http = boost::beast::http;
-
-namespace {
-
-/// Whether the comma-separated `list` has `token`, parsed as Beast's message::keep_alive parses
-/// Connection (token_list), compared with spe::iequals: Beast's reads a byte past its arguments
-/// when they differ only in case (core/ascii.hpp).
-bool lists_token(std::string_view list, std::string_view token) {
-    const http::token_list tokens{list};
-    return std::any_of(tokens.begin(), tokens.end(), [&](std::string_view t) { return spe::iequals(t, token); });
-}
-
-}  // namespace
 
 ProxyReplyParser::ProxyReplyParser() = default;
 
@@ -38,7 +24,7 @@ void ProxyReplyParser::on_field_impl(http::field name, std::string_view name_str
                                      boost::beast::error_code&) {
     if (name == http::field::connection && !connection_seen_) {
         connection_seen_ = true;
-        header_keep_alive_ = version_ >= 11 ? !lists_token(value, "close") : lists_token(value, "keep-alive");
+        header_keep_alive_ = connection_keeps_alive(version_, value);
     }
     fields_.emplace_back(name, kept_.keep(name_string), kept_.keep(value));
 }

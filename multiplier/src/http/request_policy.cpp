@@ -1,6 +1,7 @@
 #include "http/request_policy.hpp"
 #include "core/ascii.hpp"
 
+#include "http/field_list.hpp"
 #include "http/header_policy.hpp"
 
 #include <fmt/format.h>
@@ -39,19 +40,11 @@ std::optional<Endpoint> http_authority(std::string_view target) {
 namespace {
 /// True if one Via entry ("1.1 name (comment)") has exactly `name` as its received-by.
 bool via_names_hop(std::string_view via, std::string_view name) {
-    while (!via.empty()) {
-        auto comma = via.find(',');
-        auto entry = via.substr(0, comma);
-        while (!entry.empty() && entry.front() == ' ')
-            entry.remove_prefix(1);
-        auto space = entry.find(' ');
-        if (space != std::string_view::npos) {
-            auto received_by = entry.substr(space + 1);
-            received_by = received_by.substr(0, received_by.find(' '));
-            if (received_by == name) return true;
-        }
-        if (comma == std::string_view::npos) break;
-        via.remove_prefix(comma + 1);
+    for (const auto entry : FieldList(via)) {
+        const auto space = entry.find(' ');
+        if (space == std::string_view::npos) continue;
+        auto received_by = entry.substr(space + 1);
+        if (received_by.substr(0, received_by.find(' ')) == name) return true;
     }
     return false;
 }
@@ -233,7 +226,7 @@ std::optional<Refused> check_request(const Request& req, const Config& config) {
     // the body is re-framed by length for the upstreams (RFC 9112 6.1: 501).
     for (auto it = req.find(http::field::transfer_encoding);
          it != req.end() && it->name() == http::field::transfer_encoding; ++it) {
-        if (!has_token(it->value(), "chunked"))
+        if (!lists_token(it->value(), "chunked"))
             return Refused{Refusal::unsupported_transfer_coding,
                            "unsupported Transfer-Encoding '" + std::string(it->value()) + "'"};
         if (!spe::iequals(it->value(), "chunked"))
@@ -262,9 +255,9 @@ std::optional<Refused> check_request(const Request& req, const Config& config) {
 
 bool client_wants_keep_alive(const Request& req) {
     auto proxy_connection = req[http::field::proxy_connection];
-    if (has_token(proxy_connection, "close")) return false;
-    if (req.version() < 11 && has_token(proxy_connection, "keep-alive")) return true;
-    return req.keep_alive();
+    if (lists_token(proxy_connection, "close")) return false;
+    if (req.version() < 11 && lists_token(proxy_connection, "keep-alive")) return true;
+    return connection_keeps_alive(req.version(), req[http::field::connection]);
 }
 
 bool is_validation(const Request& req) {

@@ -1,6 +1,7 @@
 #include "judge/cache_facts.hpp"
 #include "core/ascii.hpp"
 
+#include "http/field_list.hpp"
 #include "http/header_policy.hpp"
 #include "http/secret_digest.hpp"
 
@@ -96,7 +97,7 @@ RequestFacts request_facts(std::string_view method, std::string_view url, std::s
         r.has_cache_control = true;
         r.cc = parse_cache_control(*cc);
     }
-    if (const auto& pragma = found[slot_of("pragma")]) r.pragma_no_cache = has_token(*pragma, "no-cache");
+    if (const auto& pragma = found[slot_of("pragma")]) r.pragma_no_cache = lists_token(*pragma, "no-cache");
     r.authorization = found[slot_of("authorization")].has_value();
     r.if_none_match = found[slot_of("if-none-match")];
     r.if_modified_since = found[slot_of("if-modified-since")];
@@ -110,19 +111,14 @@ RequestFacts request_facts(std::string_view method, std::string_view url, std::s
 
 namespace {
 
-/// A field value as Vary matching compares it (RFC 9111 4.1): comma-separated
-/// items trimmed and lowercased, joined by ",".
+/// A field value as Vary matching compares it (RFC 9111 4.1): its list members
+/// lowercased, joined by ",".
 std::string normalized(std::string_view value) {
     std::string out;
     out.reserve(value.size());
-    while (!value.empty()) {
-        const auto comma = value.find(',');
-        if (const auto item = trim(value.substr(0, comma)); !item.empty()) {
-            if (!out.empty()) out += ',';
-            append_lower(out, item);
-        }
-        if (comma == std::string_view::npos) break;
-        value.remove_prefix(comma + 1);
+    for (const auto member : FieldList(value)) {
+        if (!out.empty()) out += ',';
+        append_lower(out, member);
     }
     return out;
 }
@@ -148,13 +144,8 @@ std::optional<std::string> request_field(const RequestFacts& request, std::strin
 
 std::vector<std::string> vary_names(std::string_view vary) {
     std::vector<std::string> names;
-    while (!vary.empty()) {
-        const auto comma = vary.find(',');
-        const auto item = trim(vary.substr(0, comma));
-        if (!item.empty()) names.push_back(to_lower(item));
-        if (comma == std::string_view::npos) break;
-        vary.remove_prefix(comma + 1);
-    }
+    for (const auto name : FieldList(vary))
+        names.push_back(to_lower(name));
     return names;
 }
 

@@ -1,5 +1,6 @@
 #include "judge/cache_judge.hpp"
 
+#include "judge/cache_claims.hpp"
 #include "judge/cache_rule_catalogue.hpp"
 #include "judge/fetch_memory.hpp"
 #include "judge/framing_rules.hpp"

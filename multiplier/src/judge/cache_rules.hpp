@@ -168,11 +168,4 @@ std::optional<Finding> not_modified_fields_finding(const CacheHeaders& reply, co
 /// since: the cache evaluated the date, which beside If-None-Match a recipient must ignore (RFC 9110 13.2.2).
 std::optional<Finding> full_reply_precedence_finding(const RequestFacts& request, const CacheHeaders& reply);
 
-/// A cache's own claim (Cache-Status, RFC 9211, or X-Cache): a hit, a miss or
-/// none, ignoring the entries the Collector put there (`upstream_names`).
-CacheClaim cache_claim(const CacheHeaders& reply, const std::vector<std::string>& upstream_names);
-
-/// The cache names in a reply's Cache-Status and X-Cache ("HIT from NAME").
-std::vector<std::string> claim_names(const CacheHeaders& reply);
-
 }  // namespace spe

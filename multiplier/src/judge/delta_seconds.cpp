@@ -1,5 +1,6 @@
 #include "judge/delta_seconds.hpp"
 #include "core/ascii.hpp"
+#include "http/field_list.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -19,32 +20,17 @@ std::optional<std::int64_t> parse_delta_seconds(std::string_view text) {
     return n;
 }
 
-namespace {
-
-/// The content of a quoted-string (RFC 9110 5.6.4) that is the whole of `text`, its quoted-pairs undone;
-/// nullopt when `text` is not one.
-std::optional<std::string> unquoted(std::string_view text) {
-    if (text.size() < 2 || text.front() != '"' || text.back() != '"') return std::nullopt;
-    std::string out;
-    for (std::size_t i = 1; i + 1 < text.size(); ++i) {
-        if (text[i] == '"') return std::nullopt;  // a quote inside: not one quoted-string
-        if (text[i] == '\\' && i + 2 < text.size()) ++i;
-        out += text[i];
-    }
-    return out;
-}
-
-}  // namespace
-
 std::optional<std::int64_t> directive_seconds(std::string_view argument) {
     if (!argument.empty() && argument.front() == '"') {
-        const auto inner = unquoted(argument);
+        const auto inner = quoted_string(argument);
         return inner ? parse_delta_seconds(*inner) : std::nullopt;
     }
     return parse_delta_seconds(argument);
 }
 
 std::optional<std::int64_t> age_seconds(std::string_view value) {
+    // Age is a singleton (delta-seconds), read as a list only to take its first member (RFC 9111 5.1): the
+    // text before the first comma, as written; an empty one is an invalid Age, not skipped as a list's.
     return parse_delta_seconds(trim(value.substr(0, value.find(','))));
 }
 

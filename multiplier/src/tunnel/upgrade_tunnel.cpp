@@ -1,5 +1,6 @@
 #include "tunnel/upgrade_tunnel.hpp"
 
+#include "http/field_list.hpp"
 #include "http/header_policy.hpp"
 #include "http/wire_request.hpp"
 #include "io/upstream_connection.hpp"
@@ -13,7 +14,7 @@
 
 namespace spe {
 bool is_upgrade_request(const Request& req) {
-    return req.count(http::field::upgrade) && has_token(req[http::field::connection], "upgrade");
+    return req.count(http::field::upgrade) && lists_token(req[http::field::connection], "upgrade");
 }
 
 awaitable<std::optional<Refused>> run_upgrade_tunnel(ClientStream& client, ReadBuffer& client_buffer,
