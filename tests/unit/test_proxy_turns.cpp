@@ -163,16 +163,18 @@ TEST_CASE("the wait for a turn has a deadline: then the leg ahead is set aside a
 
 TEST_CASE("one hung leg costs only itself: the legs after it go in order once one of them gave up") {
     Bed bed;
-    constexpr std::uint64_t kLegs = 100;
+    constexpr std::uint64_t kLegs = 20;
     for (std::uint64_t seq = 0; seq <= kLegs; ++seq)
         bed.backlog.next_sequence();
     bed.turns.enter(0, {100, 7, false});
     bed.leg(0, 0, 3s);  // hangs, as a proxy after a 103 until --timeout
-    // The client's next requests come every 5 ms, each leg waiting 100 ms at most; the proxy answers them at once.
+    // The client's next requests come every 100 ms, each leg waiting 200 ms at most; the proxy answers them at
+    // once. The spacing is wider than a loaded machine's stall (ASan, two cores shared): two deadlines that fell
+    // within one stall would both fire, and a second leg would give up.
     for (std::uint64_t seq = 1; seq <= kLegs; ++seq)
-        bed.leg(0, seq, 0ms, 100ms, std::chrono::milliseconds(5 * seq));
-    bed.io.run_for(1500ms);
-    // The first leg behind the hung one waited its 100 ms; the rest followed it in order, none waiting out
+        bed.leg(0, seq, 0ms, 200ms, std::chrono::milliseconds(100 * seq));
+    bed.io.run_for(2500ms);
+    // The first leg behind the hung one waited its 200 ms; the rest followed it in order, none waiting out
     // its own deadline.
     REQUIRE(bed.sent.size() == kLegs + 1);
     CHECK(bed.outcomes[1] == ProxyTurnQueue::Wait::gave_up);
