@@ -33,6 +33,7 @@ import os
 import random
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -148,7 +149,17 @@ def write_compacted_run(workdir: Path, n: int, chunk: int, progress) -> float:
 
 def disk_gb(path: Path) -> float:
     """The disk the files under path take (allocated blocks: a punched-out log counts what is left)."""
-    return sum(p.lstat().st_blocks * 512 for p in path.rglob("*") if p.is_file()) / 1e9
+    return sum(_blocks(p) for p in path.rglob("*")) / 1e9
+
+
+def _blocks(path: Path) -> int:
+    """A file's allocated bytes; 0 for a directory, or a file that went while the tree was walked (an engine's
+    spill files come and go)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return 0
+    return info.st_blocks * 512 if stat.S_ISREG(info.st_mode) else 0
 
 
 class ScratchWatch:
