@@ -215,14 +215,23 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
         destination_rules=destination_rules(tuple(options.allowed_destinations))), str(TEMPLATE.relative_to(ROOT)))
 
 
+# The names the Collector resolves without DNS (its squid.conf's hosts_file): loopback origins are named
+# "localhost" and listen on IPv4 only.
+HOSTS = "127.0.0.1 localhost\n"
+
+
 def start_collector(group: ProcessGroup, name: str, kind: str, client_port: int, proxy_ports: dict[str, int],
                     **options) -> Child:
-    """Render the configuration into group.workdir/name and start the Collector in the foreground."""
+    """Render the configuration and the hosts file into group.workdir/name and start the Collector in the
+    foreground."""
     exe = binary(kind)
     if not exe.exists():
         hint = "run ./spe setup (it builds the patched Collector)" if kind == "spe" else "install Debian's squid"
         raise FileNotFoundError(f"Collector binary {exe} not found: {hint}")
-    conf = collector_config(kind, group.workdir / name, client_port, proxy_ports, name=name, **options)
+    directory = group.workdir / name
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "hosts").write_text(HOSTS)
+    conf = collector_config(kind, directory, client_port, proxy_ports, name=name, **options)
     return run_squid(group, name, exe, conf, client_port, deadline_s=20)
 
 
