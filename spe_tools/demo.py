@@ -4,7 +4,7 @@ The default lab puts Squid (twice: a noise pair), Traffic Server (passive, and w
 Varnish, Apache, nginx and the dummy side by side behind the patched Collector, with the synthetic origin and the
 load client (spe_tools.workload.load) for about two minutes (--duration to change). Until the patched Collector is
 built, Debian's stock Squid stands in for it (the report says so). Everything stays in one run
-directory under runs/, which is printed at the start and the end.
+directory under runs/ (see --runs-dir), which is printed at the start and the end.
 """
 
 from __future__ import annotations
