@@ -9,6 +9,7 @@
 # those: a file that includes any other folder fails the build
 # (SpeIncludeCheck.cmake), so the dependencies written here are the real ones.
 set(SPE_INCLUDE_CHECK ${CMAKE_CURRENT_LIST_DIR}/SpeIncludeCheck.cmake)
+set(SPE_UNITY_BATCH_SIZE 4 CACHE STRING "Files of one folder compiled together (0: the whole folder, 1: one at a time)")
 
 function(spe_multiplier_folder folder)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "USES;SOURCES;LINKS")
@@ -19,6 +20,14 @@ function(spe_multiplier_folder folder)
   target_link_libraries(${target} PUBLIC spe_asio ${used} ${ARG_LINKS})
   spe_strict_warnings(${target})
   spe_sanitize(${target})
+  # Compiled a few files at a time (a unity build): most of a file's compile time is parsing and instantiating
+  # Asio's and Beast's headers, which a batch does once for all its files (docs/benchmarks.md, "A cold first
+  # run"). Small batches keep two cores busy and an edit's recompile short. Names private to a file (anonymous
+  # namespaces) must then differ between the files of one folder.
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${SPE_UNITY_BATCH_SIZE})
+  # GCC takes a .cpp included into a batch for a header, and a coroutine's frame holding a type of that file's
+  # anonymous namespace for a type that other files could see differently; in a batch no other file includes it.
+  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
 
   # Checked when one of the folder's files changes; a list travels with ',' (a ';' would split the command).
   file(GLOB files CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)

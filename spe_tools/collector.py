@@ -75,13 +75,13 @@ def port_lines(proxy_ports: dict[str, int], port_hosts: tuple[tuple[str, str], .
 
 
 def hosts_file(directory: Path, hosts: tuple[tuple[str, str], ...]) -> str:
-    """A hosts file of its own for names the lab places (an origin on a host of its own): Squid reads names from
-    it before it asks a resolver, and the machine's /etc/hosts keeps naming the loopback."""
-    if not hosts:
-        return ""
+    """The Collector's own hosts file, read before any resolver: loopback origins are named "localhost" and listen
+    on IPv4 only (Debian's /etc/hosts also names ::1 localhost, where Squid would fetch first and answer 503), and
+    the lab may place its origin on a host of its own ([network]: `hosts`, its name and address)."""
+    names = {"localhost": "127.0.0.1", **dict(hosts)}
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "hosts"
-    path.write_text("".join(f"{address} {name}\n" for name, address in hosts))
+    path.write_text("".join(f"{address} {name}\n" for name, address in names.items()))
     return f"hosts_file {path}\n"
 
 
@@ -238,7 +238,8 @@ def collector_config(kind: str, directory: Path, client_port: int, proxy_ports: 
 
 def start_collector(group: ProcessGroup, name: str, kind: str, client_port: int, proxy_ports: dict[str, int],
                     **options) -> Child:
-    """Render the configuration into group.workdir/name and start the Collector in the foreground."""
+    """Render the configuration and the hosts file into group.workdir/name and start the Collector in the
+    foreground."""
     exe = binary(kind)
     if not exe.exists():
         hint = "run ./spe setup (it builds the patched Collector)" if kind == "spe" else "install Debian's squid"

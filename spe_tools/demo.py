@@ -4,12 +4,13 @@ The default lab puts Squid (twice: a noise pair), Traffic Server (passive, and w
 Varnish, Apache, nginx and the dummy side by side behind the patched Collector, with the synthetic origin and the
 load client (spe_tools.workload.load) for about two minutes (--duration to change). Until the patched Collector is
 built, Debian's stock Squid stands in for it (the report says so). Everything stays in one run
-directory under runs/, which is printed at the start and the end.
+directory under runs/ (see --runs-dir), which is printed at the start and the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from spe_tools.lab.cli import write_report
 from spe_tools.lab.definition.kinds import KINDS
 from spe_tools.lab.definition.model import Lab, LabFileError, load_lab
 from spe_tools.lab.errors import LabError
+from spe_tools.lab.start.run_directory import demo_runs_dir
 from spe_tools.lab.watch.run_loop import run_lab, say, with_share_group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +51,9 @@ def main() -> int:
     parser.add_argument("--lab", type=Path, default=DEFAULT_LAB, help="lab file (default: configs/labs/default.toml)")
     parser.add_argument("--duration", type=parse_duration,
                         help="workload duration, e.g. 45s, 10m (default: the lab file's, 120 s)")
-    parser.add_argument("--runs-dir", type=Path, help="where to create the run directory (default: runs/)")
+    parser.add_argument("--runs-dir", type=Path,
+                        help="where to create the run directory (default: runs/, or /var/tmp/spe-runs when the "
+                        "proxies' users cannot pass through the checkout's path, as in root's home)")
     parser.add_argument("--share-group", metavar="GROUP",
                         help="let this group read the run directory (default: only you can)")
     args = parser.parse_args()
@@ -60,9 +64,13 @@ def main() -> int:
         return 2
     for note in notes:
         say(f"spe demo: note: {note}")
+    runs_dir, note = demo_runs_dir(args.runs_dir, lab, os.geteuid() == 0)
+    if note:
+        notes.append(note)
+        say(f"spe demo: note: {note}")
     duration = args.duration if args.duration is not None else lab.workload.duration_s
     try:
-        rc, rundir = run_lab(lab, duration, args.runs_dir)
+        rc, rundir = run_lab(lab, duration, runs_dir)
     except LabError as e:  # before the run directory exists (e.g. a share group that cannot be used)
         print(f"spe demo: error: {e}", file=sys.stderr)
         return 1

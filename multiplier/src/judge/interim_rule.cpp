@@ -9,7 +9,7 @@ namespace spe {
 namespace {
 
 // The Collector stamps in milliseconds.
-constexpr double kClockSlack = 0.005;
+constexpr double kInterimClockSlack = 0.005;
 
 std::size_t count_of(const std::vector<Interim>& list, unsigned status) {
     return static_cast<std::size_t>(
@@ -117,7 +117,7 @@ bool is_own_fetch(const Measure& reference, const Measure& reply, double sent_at
     const auto ref = parse_fetch_stamp(*reference.fetch);
     const auto own = parse_fetch_stamp(*reply.fetch);
     return ref && own && own->collector() == ref->collector() && own->serial > ref->serial &&
-           own->time >= sent_at - kClockSlack;
+           own->time >= sent_at - kInterimClockSlack;
 }
 
 }  // namespace spe

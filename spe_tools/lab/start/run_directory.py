@@ -15,6 +15,30 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 DEFAULT_RUNS = ROOT / "runs"
+# Where the demo puts its runs when runs/ is out of the proxies' reach: a checkout in root's home (0700 on Debian)
+# is one, and a first run should not end in "chmod o+x" after its builds. World-passable on every Debian.
+PASSABLE_RUNS = Path("/var/tmp/spe-runs")
+
+
+def blocking_ancestor(path: Path) -> Path | None:
+    """The first existing directory above `path` that other users cannot pass through, or None: a proxy started
+    as root drops to its own user, who must reach its directory under the run directory."""
+    for ancestor in path.resolve().parents:
+        if ancestor.exists() and not ancestor.stat().st_mode & stat.S_IXOTH:
+            return ancestor
+    return None
+
+
+def demo_runs_dir(explicit: Path | None, lab: Lab, as_root: bool) -> tuple[Path | None, str | None]:
+    """The runs directory the demo uses and a note saying why it is not runs/, if it is not: the one asked for
+    (--runs-dir or the lab file's) as it is, else runs/ unless a proxy's user could not reach it."""
+    if explicit is not None or lab.runs_dir is not None or not as_root:
+        return explicit, None
+    blocked = blocking_ancestor(DEFAULT_RUNS / "run")
+    if blocked is None:
+        return None, None
+    return PASSABLE_RUNS, (f"the proxies' own users cannot pass {blocked}, so this run goes to {PASSABLE_RUNS}"
+                           " (--runs-dir to choose)")
 
 
 def make_run_dir(lab: Lab, base: Path | None = None) -> Path:
@@ -42,9 +66,8 @@ def make_run_dir(lab: Lab, base: Path | None = None) -> Path:
         access.open_for_services(path, lab.share_group)
     except access.AccessError as e:
         raise LabError(str(e)) from None
-    if os.geteuid() == 0:
-        for ancestor in path.resolve().parents:
-            if not ancestor.stat().st_mode & stat.S_IXOTH:
-                raise LabError(f"the proxies run as their own users, who cannot reach {path}: {ancestor} is not "
-                               "searchable by others (chmod o+x, or choose another runs directory)")
+    blocked = blocking_ancestor(path) if os.geteuid() == 0 else None
+    if blocked is not None:
+        raise LabError(f"the proxies run as their own users, who cannot reach {path}: {blocked} is not "
+                       "searchable by others (chmod o+x, or choose another runs directory)")
     return path

@@ -38,3 +38,11 @@ def test_only_a_har_origin_sees_the_client_requests_tag(tmp_path, tag_to_origin,
     rules = [line for line in text.splitlines() if line.startswith("request_header_access X-SPE-Request")]
     assert (rules[0] == "request_header_access X-SPE-Request allow all") == allowed
     assert rules[-1] == "request_header_access X-SPE-Request deny all"
+
+
+def test_localhost_is_the_ipv4_loopback_whatever_etc_hosts_says(tmp_path):
+    """Debian's /etc/hosts names ::1 localhost too, where the lab's origin (named localhost, listening on 127.0.0.1)
+    is not: from /etc/hosts a Collector fetched every request there first and answered 503. It reads its own."""
+    text = collector_config("spe", tmp_path, 3128, {"p1": 3129})
+    assert f"hosts_file {tmp_path}/hosts" in text.splitlines()
+    assert (tmp_path / "hosts").read_text() == "127.0.0.1 localhost\n"

@@ -77,9 +77,10 @@ def test_the_collector_listens_on_each_hosts_link_and_resolves_the_origin_there(
     assert "http_port 127.0.0.1:6 name=ext" in conf
     assert "acl spe_clients src 127.0.0.0/8 10.213.0.22/32 10.213.0.26/32" in conf
     assert f"hosts_file {tmp_path / 'hosts'}" in conf
-    assert (tmp_path / "hosts").read_text() == "10.213.0.26 localhost\n"
+    assert (tmp_path / "hosts").read_text() == "10.213.0.26 localhost\n"  # the origin's host, not the loopback
     plain = collector.collector_config("spe", tmp_path / "plain", 2, {"sq": 5})
-    assert "hosts_file" not in plain and "acl spe_clients src 127.0.0.0/8\n" in plain
+    assert (tmp_path / "plain/hosts").read_text() == "127.0.0.1 localhost\n"
+    assert "acl spe_clients src 127.0.0.0/8\n" in plain
 
 
 def test_the_multiplier_reaches_each_proxy_at_its_own_address(tmp_path):
