@@ -1,9 +1,10 @@
 """The lab file: a TOML description of one test bed, parsed and validated into plain dataclasses.
 
 Every mistake is reported as a `LabFileError` whose message names the file, the table and the key,
-so `./spe lab check` can print it as is. Reference of every key: docs/lab-file.md. Each default is
-written once: in the spec dataclasses below (the Collector's from spe_tools.collector.CollectorOptions)
-and, for a proxy, in its keys (spe_tools.lab.definition.proxy_spec, with their ranges), which each kind lists
+so `./spe lab check` can print it as is. Reference of every key: docs/lab-file.md. Each key is declared
+once: as a field of its table's spec dataclass, with its default and its range or choices (options.key; the
+[multiplier] table's in multiplier_spec.py, with the flag each becomes), from which one reader reads the table
+(options.read_fields); a proxy's keys in spe_tools.lab.definition.proxy_spec, which each kind lists
 (spe_tools.lab.definition.kinds).
 """
 
@@ -21,7 +22,7 @@ from spe_tools.collector import BINARIES, CollectorOptions
 from spe_tools.duration import DurationError, parse_duration
 from spe_tools.lab.definition import kinds
 from spe_tools.lab.definition.multiplier_spec import MultiplierSpec, read_multiplier
-from spe_tools.lab.definition.options import LabFileError, Table, parse_address, relative_to_file
+from spe_tools.lab.definition.options import LabFileError, Table, key, parse_address, read_fields, relative_to_file
 from spe_tools.lab.definition.proxy_spec import COLLECTOR_LIMIT_KBPS, COLLECTOR_PORT, TWIN_OF, ProxySpec
 from spe_tools.rundir import layout
 from spe_tools.rundir.lab_json import DIRECT_PORT
@@ -57,12 +58,14 @@ GROUP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")  # a Unix group name (
 
 @dataclass(frozen=True)
 class CollectorSpec:
-    kind: str = "spe"
-    uncacheable_ttl_s: int = CollectorOptions.uncacheable_ttl_s  # how long it keeps an uncacheable reply
-    replay_timing: bool = CollectorOptions.replay_timing
-    cache_mb: int = CollectorOptions.cache_mb
-    port: int = 0  # the "direct" port the Multiplier uses; 0 = a free port
-    origin_ca_files: tuple[Path, ...] = ()  # trusted for https origins beside the system store
+    kind: str = key("spe", choices=COLLECTOR_KINDS)
+    # how long it keeps an uncacheable reply
+    uncacheable_ttl_s: int = key(CollectorOptions.uncacheable_ttl_s, low=0, high=86400, integer=True)
+    replay_timing: bool = key(CollectorOptions.replay_timing)
+    cache_mb: int = key(CollectorOptions.cache_mb, low=1, high=65536, integer=True)
+    port: int = key(0, low=0, high=65535, integer=True)  # the "direct" port the Multiplier uses; 0 = a free port
+    # trusted for https origins beside the system store (relative to the lab file: _collector)
+    origin_ca_files: tuple[Path, ...] = key(())
 
 
 @dataclass(frozen=True)
@@ -107,24 +110,29 @@ class LiveSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    kind: str = "none"  # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse);
-    # replay: recorded traffic (spe_tools.workload.replay)
-    duration_s: float = 60
-    rate: float = 20  # load: requests per second, all clients together
-    clients: int = 4  # load: robots, each with its own keep-alive connections
-    hit_ratio: float = 0.55  # load: offered hit ratio
-    popularity: str = DEFAULT_POPULARITY  # load: uniform | zipf:A
-    conformance: float = 0.0  # load: share of requests in RFC 9111 conformance sequences (/c/<case>/<id>)
-    pages: int = 0  # browse: pages to visit; 0: as many as fit in duration_s at think_s each
-    think_s: float = 2.0  # browse, and load's users: mean think time between pages
-    users: int = 0  # load: browsing users in sessions beside the robots (spe_tools/workload/client/sessions.py)
-    session_pages: float = 5.0  # browse, and load's users: mean pages per session
-    seed: int = 1
-    https_share: float = 0.5  # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
-    args: tuple[str, ...] = ()  # extra arguments for the workload's program
-    command: tuple[str, ...] = ()  # kind "command": the user's own load generator, argv with {placeholders}
-    files: tuple[Path, ...] = ()  # kind "replay": HAR files (each a client), or one access log
-    speed: float = 1.0  # kind "replay": the recording's time scale (2: twice as fast)
+    # load: spe_tools.workload.load; browse: headless Chromium (spe_tools.workload.browse); replay: recorded traffic
+    # (spe_tools.workload.replay)
+    kind: str = key("none", choices=WORKLOAD_KINDS)
+    duration_s: float = key(60, low=0, high=7 * 86400)
+    rate: float = key(20, low=0, high=100000)  # load: requests per second, all clients together
+    clients: int = key(4, low=1, high=1000, integer=True)  # load: robots, each with its own keep-alive connections
+    hit_ratio: float = key(0.55, low=0, high=1)  # load: offered hit ratio
+    popularity: str = key(DEFAULT_POPULARITY)  # load: uniform | zipf:A
+    # load: share of requests in RFC 9111 conformance sequences (/c/<case>/<id>)
+    conformance: float = key(0.0, low=0, high=1)
+    # browse: pages to visit; 0: as many as fit in duration_s at think_s each
+    pages: int = key(0, low=0, high=1_000_000, integer=True)
+    think_s: float = key(2.0, low=0, high=3600)  # browse, and load's users: mean think time between pages
+    # load: browsing users in sessions beside the robots (spe_tools/workload/client/sessions.py)
+    users: int = key(0, low=0, high=10000, integer=True)
+    session_pages: float = key(5.0, low=1, high=1_000_000)  # browse, and load's users: mean pages per session
+    seed: int = key(1)
+    # with [origin] tls: share of URLs (load) or start pages (browse) over HTTPS
+    https_share: float = key(0.5, low=0, high=1)
+    args: tuple[str, ...] = key(())  # extra arguments for the workload's program
+    command: tuple[str, ...] = key(())  # kind "command": the user's own load generator, argv with {placeholders}
+    files: tuple[Path, ...] = key(())  # kind "replay": HAR files (each a client), or one access log
+    speed: float = key(1.0, low=0.001, high=1000)  # kind "replay": the recording's time scale (2: twice as fast)
 
 
 
@@ -167,16 +175,10 @@ def tag_prefix(lab: Lab, index: int) -> str | None:
 
 def _collector(data: dict, source: Path | None) -> CollectorSpec:
     t = Table("[collector]", data, CollectorSpec())
-    spec = CollectorSpec(
-        origin_ca_files=tuple(relative_to_file(source, path) for path in t.strings("origin_ca_files")),
-        kind=t.choice("kind", COLLECTOR_KINDS),
-        uncacheable_ttl_s=t.number("uncacheable_ttl_s", 0, 86400, integer=True),
-        replay_timing=t.get("replay_timing", bool),
-        cache_mb=t.number("cache_mb", 1, 65536, integer=True),
-        port=t.number("port", 0, 65535, integer=True),
-    )
+    values = read_fields(t, CollectorSpec)
+    values["origin_ca_files"] = tuple(relative_to_file(source, path) for path in values["origin_ca_files"])
     t.finish()
-    return spec
+    return CollectorSpec(**values)
 
 
 def _proxy(data: Any, index: int) -> ProxySpec:
@@ -246,9 +248,9 @@ def _check_multipliers(specs: tuple[MultiplierSpec, ...]) -> None:
         if m.name.lower() in seen:
             raise LabFileError(f"[[multiplier]] {m.name!r}: the name is used twice (names are case-insensitive)")
         seen.add(m.name.lower())
-        for key in _SHARED_MULTIPLIER_KEYS:
-            if getattr(m, key) != getattr(specs[0], key):
-                raise LabFileError(f"[[multiplier]] {m.name!r}.{key}: differs from the first Multiplier's; every "
+        for shared in _SHARED_MULTIPLIER_KEYS:
+            if getattr(m, shared) != getattr(specs[0], shared):
+                raise LabFileError(f"[[multiplier]] {m.name!r}.{shared}: differs from the first Multiplier's; every "
                                    "Multiplier of a lab intercepts HTTPS alike (one CA, one Collector)")
         if i and m.prometheus:
             raise LabFileError(f"[[multiplier]] {m.name!r}.prometheus: only the first Multiplier's counters are "
@@ -321,25 +323,9 @@ def _network(data: dict) -> NetworkSpec:
 
 def _workload(data: dict, source: Path | None) -> WorkloadSpec:
     t = Table("[workload]", data, WorkloadSpec())
-    spec = WorkloadSpec(
-        kind=t.choice("kind", WORKLOAD_KINDS),
-        duration_s=t.number("duration_s", 0, 7 * 86400),
-        rate=t.number("rate", 0, 100000),
-        clients=t.number("clients", 1, 1000, integer=True),
-        hit_ratio=t.number("hit_ratio", 0, 1),
-        popularity=t.get("popularity", str),
-        conformance=t.number("conformance", 0, 1),
-        pages=t.number("pages", 0, 1_000_000, integer=True),
-        think_s=t.number("think_s", 0, 3600),
-        users=t.number("users", 0, 10000, integer=True),
-        session_pages=t.number("session_pages", 1, 1_000_000),
-        seed=t.get("seed", int),
-        https_share=t.number("https_share", 0, 1),
-        args=t.strings("args"),
-        command=t.strings("command"),
-        files=tuple(relative_to_file(source, path) for path in t.strings("files")),
-        speed=t.number("speed", 0.001, 1000),
-    )
+    values = read_fields(t, WorkloadSpec)
+    values["files"] = tuple(relative_to_file(source, path) for path in values["files"])  # relative to the lab file
+    spec = WorkloadSpec(**values)
     t.finish()
     _check_replay(spec)
     if spec.kind == "command" and not spec.command:
@@ -468,8 +454,8 @@ def _parse(data: dict, source: Path | None) -> Lab:
     if not NAME_RE.match(name):
         raise LabFileError(f"name: {name!r}: use a letter then up to 31 letters, digits, '-' or '_'")
     tables = {}
-    for key in ("collector", "origin", "workload", "live", "network"):
-        tables[key] = top.get(key, dict, {})
+    for table in ("collector", "origin", "workload", "live", "network"):
+        tables[table] = top.get(table, dict, {})
     multipliers = _multipliers(top.get("multiplier", (dict, list), {}), source)
     proxies = top.get("proxy", list, [])
     runs_dir = top.get("runs_dir", str, None)

@@ -6,28 +6,14 @@ metrics, extra_args) are read here and passed by spe_tools/lab/start/multiplier.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from spe_tools.lab.definition.multiplier_args import with_config_resolved
-from spe_tools.lab.definition.options import LabFileError, Table, parse_address, relative_to_file
+from spe_tools.lab.definition.options import LabFileError, Table, key, parse_address, read_fields, relative_to_file
 
 MULTIPLIER_MODES = ("sequential", "concurrent")
 MULTIPLIER_LEGS = ("parallel", "serial")
-
-
-def key(default: Any, *, low: float | None = None, high: float | None = None, integer: bool = False,
-        choices: tuple[str, ...] = (), flag: str | None = None, always: bool = False,
-        read: Callable[[Table, str], Any] | None = None, in_file: bool = True) -> Any:
-    """A [multiplier] key's one declaration. `flag`: the Multiplier flag its value is passed with, every time
-    (`always`) or only when the file gives it (None: the Multiplier's own default); a tuple of strings repeats the
-    flag once per item. `read`: a reader of its own, else the default's type, range or choices. `in_file`: False
-    for a field another key sets (listen sets host and port)."""
-    meta = {"low": low, "high": high, "integer": integer, "choices": choices, "flag": flag, "always": always,
-            "read": read, "in_file": in_file}
-    return field(default=default, metadata=meta)
 
 
 def _fanout_threads(t: Table, name: str) -> int | None:
@@ -71,25 +57,9 @@ class MultiplierSpec:
         return parse_address(self.metrics_listen, "[multiplier].metrics_listen") if self.metrics_listen else None
 
 
-DEFAULTS = MultiplierSpec()
-
-
-def _read_key(t: Table, name: str, meta: dict) -> Any:
-    if meta["read"] is not None:
-        return meta["read"](t, name)
-    default = getattr(DEFAULTS, name)
-    if meta["choices"]:
-        return t.choice(name, meta["choices"])
-    if meta["low"] is not None:
-        return t.number(name, meta["low"], meta["high"], integer=meta["integer"])
-    if isinstance(default, tuple):
-        return t.strings(name)
-    return t.get(name, bool if isinstance(default, bool) else str)
-
-
 def read_multiplier(t: Table, source: Path | None) -> MultiplierSpec:
     """A [multiplier] table's MultiplierSpec (the table's `where` names it in messages; unknown keys refused)."""
-    values = {f.name: _read_key(t, f.name, dict(f.metadata)) for f in fields(MultiplierSpec) if f.metadata["in_file"]}
+    values = read_fields(t, MultiplierSpec)
     values["host"], values["port"] = parse_address(t.get("listen", str, "127.0.0.1:0"), f"{t.where}.listen")
     values["extra_args"] = with_config_resolved(values["extra_args"], source.parent if source else None)
     ca_dir = t.get("ca_dir", str, None)

@@ -4,7 +4,8 @@ as a mitmproxy addon declares its options). Every mistake is a `LabFileError` na
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,33 @@ class Address(Option):
         if port == 0:
             raise LabFileError(f"{table.where}.{self.key}: an external proxy needs its real port, not 0")
         return {"host": host, "port": port}
+
+
+def key(default: Any, *, low: float | None = None, high: float | None = None, integer: bool = False,
+        choices: tuple[str, ...] = (), flag: str | None = None, always: bool = False,
+        read: Callable[[Table, str], Any] | None = None, in_file: bool = True) -> Any:
+    """A lab-file key's one declaration, as a field of its table's spec dataclass: its default, its range or
+    choices, and (a [multiplier] key) the Multiplier flag it becomes, every time (`always`) or only when given; a
+    tuple of strings repeats the flag once per item. `read`: a reader of its own, else the default's type, range
+    or choices. `in_file`: False for a field another key sets ([multiplier] listen sets host and port)."""
+    meta = {"low": low, "high": high, "integer": integer, "choices": choices, "flag": flag, "always": always,
+            "read": read, "in_file": in_file}
+    return field(default=default, metadata=meta)
+
+
+def read_fields(t: Table, spec: type) -> dict[str, Any]:
+    """Each declared key of the table, read and checked as its field declares (fields declared without key() are
+    left to the caller)."""
+    return {f.name: _read_key(t, f.name, f.metadata, f.default) for f in fields(spec) if f.metadata.get("in_file")}
+
+
+def _read_key(t: Table, name: str, meta: Any, default: Any) -> Any:
+    if meta["read"] is not None:
+        return meta["read"](t, name)
+    if meta["choices"]:
+        return t.choice(name, meta["choices"])
+    if meta["low"] is not None:
+        return t.number(name, meta["low"], meta["high"], integer=meta["integer"])
+    if isinstance(default, tuple):
+        return t.strings(name)
+    return t.get(name, str if default is None else type(default))

@@ -9,7 +9,7 @@ from dataclasses import fields
 import pytest
 from conftest import ROOT
 
-from spe_tools.lab.definition.model import LabFileError, parse_lab
+from spe_tools.lab.definition.model import CollectorSpec, LabFileError, WorkloadSpec, parse_lab
 from spe_tools.lab.definition.multiplier_spec import MultiplierSpec, multiplier_flags
 
 PROXY = '[[proxy]]\nname = "d"\nkind = "dummy"\n'
@@ -45,3 +45,13 @@ def test_a_key_with_a_flag_passes_it_only_when_given_unless_always():
 def test_each_keys_mistake_names_the_key(line, message):
     with pytest.raises(LabFileError, match=message):
         parse_lab(f"[multiplier]\n{line}\n" + PROXY)
+
+
+@pytest.mark.parametrize("table, spec", [("collector", CollectorSpec), ("workload", WorkloadSpec)])
+def test_the_other_tables_declare_each_key_once_too(table, spec):
+    """Their keys are fields declared with their range or choices (key()), read by one reader (read_fields), and
+    the reference documents each of them."""
+    assert all(f.metadata.get("in_file") for f in fields(spec)), [f.name for f in fields(spec) if not f.metadata]
+    section = (ROOT / "docs/lab-file.md").read_text().split(f"## `[{table}]`")[1].split("\n## ")[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE))
+    assert documented >= {f.name for f in fields(spec)}
