@@ -70,19 +70,19 @@ class CollectorSpec:
 
 @dataclass(frozen=True)
 class OriginSpec:
-    kind: str = "synthetic"  # spe_tools.workload.origin; har: spe_tools.workload.har_origin (docs/workloads.md)
+    kind: str = key("synthetic", choices=ORIGIN_KINDS)  # har: spe_tools.workload.har_origin (docs/workloads.md)
     # The name clients put in URLs. Not the literal 127.0.0.1: Traffic Server never sends such a
     # request to its parent (a hard-coded localhost test), so it would bypass its Collector port.
-    host: str = "localhost"
-    port: int = 0
-    model: Path | None = None  # a content-model JSON file; None: the built-in model
-    think_mean_ms: float | None = None  # first-byte delay per miss; None: the model's (300 ms)
-    think_sd_ms: float | None = None
-    seed: int = 1
-    tls: bool = False  # also serve HTTPS (a test CA the lab hands to the Collector)
-    tls_port: int = 0
-    har: tuple[Path, ...] = ()  # kind "har": the recordings it serves
-    think_scale: float | None = None  # kind "har": times the recorded server time before a reply; None: 1
+    host: str = key("localhost")
+    port: int = key(0, low=0, high=65535, integer=True)
+    model: Path | None = key(None)  # a content-model JSON file (relative to the lab file); None: the built-in model
+    think_mean_ms: float | None = key(None, low=0, high=600000)  # first-byte delay per miss; None: the model's (300 ms)
+    think_sd_ms: float | None = key(None, low=0, high=600000)
+    seed: int = key(1)
+    tls: bool = key(False)  # also serve HTTPS (a test CA the lab hands to the Collector)
+    tls_port: int = key(0, low=0, high=65535, integer=True)
+    har: tuple[Path, ...] = key(())  # kind "har": the recordings it serves (relative to the lab file)
+    think_scale: float | None = key(None, low=0, high=1000)  # kind "har": times the recorded server time; None: 1
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,9 @@ class NetworkSpec:
     test (or the origin) in a network namespace of its own, a host of its own joined to the machine by a link
     (spe_tools/lab/network/netns.py; root only)."""
 
-    proxies: str = "loopback"
-    origin: str = "loopback"
-    subnet: str = "10.213.0.0/16"  # each host's /30 comes from it; nothing on this machine may use it
+    proxies: str = key("loopback", choices=PLACEMENTS)
+    origin: str = key("loopback", choices=PLACEMENTS)
+    subnet: str = key("10.213.0.0/16")  # each host's /30 comes from it; nothing on this machine may use it
 
     @property
     def isolated(self) -> bool:
@@ -259,16 +259,10 @@ def _check_multipliers(specs: tuple[MultiplierSpec, ...]) -> None:
 
 def _origin(data: dict, source: Path | None) -> OriginSpec:
     t = Table("[origin]", data, OriginSpec())
-    model = t.get("model", str)
-    spec = OriginSpec(kind=t.choice("kind", ORIGIN_KINDS), host=t.get("host", str),
-                      port=t.number("port", 0, 65535, integer=True),
-                      model=relative_to_file(source, model) if model else None,
-                      think_mean_ms=t.number("think_mean_ms", 0, 600000),
-                      think_sd_ms=t.number("think_sd_ms", 0, 600000),
-                      seed=t.get("seed", int), tls=t.get("tls", bool),
-                      tls_port=t.number("tls_port", 0, 65535, integer=True),
-                      har=tuple(relative_to_file(source, path) for path in t.strings("har")),
-                      think_scale=t.number("think_scale", 0, 1000))
+    values = read_fields(t, OriginSpec)
+    values["model"] = relative_to_file(source, values["model"]) if values["model"] else None
+    values["har"] = tuple(relative_to_file(source, path) for path in values["har"])
+    spec = OriginSpec(**values)
     t.finish()
     _check_origin_kind_keys(spec)
     if spec.host == "127.0.0.1" and spec.kind != "none":
@@ -308,8 +302,7 @@ def _live(data: dict) -> LiveSpec:
 
 def _network(data: dict) -> NetworkSpec:
     t = Table("[network]", data, NetworkSpec())
-    spec = NetworkSpec(proxies=t.choice("proxies", PLACEMENTS), origin=t.choice("origin", PLACEMENTS),
-                       subnet=t.get("subnet", str))
+    spec = NetworkSpec(**read_fields(t, NetworkSpec))
     t.finish()
     try:
         subnet = ipaddress.ip_network(spec.subnet)

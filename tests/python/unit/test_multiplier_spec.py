@@ -9,7 +9,14 @@ from dataclasses import fields
 import pytest
 from conftest import ROOT
 
-from spe_tools.lab.definition.model import CollectorSpec, LabFileError, WorkloadSpec, parse_lab
+from spe_tools.lab.definition.model import (
+    CollectorSpec,
+    LabFileError,
+    NetworkSpec,
+    OriginSpec,
+    WorkloadSpec,
+    parse_lab,
+)
 from spe_tools.lab.definition.multiplier_spec import MultiplierSpec, multiplier_flags
 
 PROXY = '[[proxy]]\nname = "d"\nkind = "dummy"\n'
@@ -47,7 +54,8 @@ def test_each_keys_mistake_names_the_key(line, message):
         parse_lab(f"[multiplier]\n{line}\n" + PROXY)
 
 
-@pytest.mark.parametrize("table, spec", [("collector", CollectorSpec), ("workload", WorkloadSpec)])
+@pytest.mark.parametrize("table, spec", [("collector", CollectorSpec), ("workload", WorkloadSpec),
+                                         ("origin", OriginSpec), ("network", NetworkSpec)])
 def test_the_other_tables_declare_each_key_once_too(table, spec):
     """Their keys are fields declared with their range or choices (key()), read by one reader (read_fields), and
     the reference documents each of them."""
