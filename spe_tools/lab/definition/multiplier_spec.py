@@ -28,7 +28,7 @@ def _fanout_threads(t: Table, name: str) -> int | None:
 
 @dataclass(frozen=True)
 class MultiplierSpec:
-    name: str | None = key(None, read=lambda t, n: t.get(n, str, None))  # --name, on every record (one: the host's)
+    name: str | None = key(None)  # --name, on every record (one: the host's)
     host: str = key("127.0.0.1", in_file=False)  # from listen
     port: int = key(0, in_file=False)  # from listen
     mode: str = key("sequential", choices=MULTIPLIER_MODES, flag="--mode", always=True)
@@ -43,7 +43,7 @@ class MultiplierSpec:
     intercept_tls: bool = key(False)  # read HTTPS inside CONNECT tunnels with SPE's CA (docs/https.md)
     no_intercept: tuple[str, ...] = key(())  # host patterns whose tunnels stay opaque
     ca_dir: Path | None = key(None)  # SPE's CA; None: ./spe ca's default directory (read_multiplier)
-    metrics_listen: str | None = key(None, read=lambda t, n: t.get(n, str, None))  # HOST:PORT of /metrics; None: off
+    metrics_listen: str | None = key(None)  # HOST:PORT of /metrics; None: off
     prometheus: bool = key(False)  # Debian's Prometheus scrapes metrics_listen for the run (start/prometheus.py)
     # How far the client and the proxies may run ahead of SPE's measuring (None: the Multiplier's defaults)
     max_fanout_backlog: int | None = key(None, low=0, high=1_000_000, integer=True, flag="--max-fanout-backlog")
@@ -62,8 +62,7 @@ def read_multiplier(t: Table, source: Path | None) -> MultiplierSpec:
     values = read_fields(t, MultiplierSpec)
     values["host"], values["port"] = parse_address(t.get("listen", str, "127.0.0.1:0"), f"{t.where}.listen")
     values["extra_args"] = with_config_resolved(values["extra_args"], source.parent if source else None)
-    ca_dir = t.get("ca_dir", str, None)
-    values["ca_dir"] = relative_to_file(source, ca_dir) if ca_dir else None
+    values["ca_dir"] = relative_to_file(source, values["ca_dir"]) if values["ca_dir"] else None
     t.finish()
     return MultiplierSpec(**values)
 
