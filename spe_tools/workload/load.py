@@ -170,6 +170,7 @@ class Tally:
     high rate must not keep every exchange in memory."""
 
     completed: int = 0
+    cut_on_purpose: int = 0  # replies the origin ended early by design (a conformance case): no failure
     error_kinds: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
     bytes: int = 0
@@ -177,8 +178,11 @@ class Tally:
     first_byte_ms: Histogram = field(default_factory=Histogram)
     late_ms: Histogram = field(default_factory=Histogram)
 
-    def add(self, ex: Exchange) -> None:
+    def add(self, ex: Exchange, cut_on_purpose: bool = False) -> None:
         self.late_ms.add(ex.late_ms)
+        if ex.error and cut_on_purpose:
+            self.cut_on_purpose += 1
+            return
         if ex.error:
             self.error_kinds[ex.error.split(":")[0]] += 1
             return
@@ -194,7 +198,7 @@ class Tally:
 
     @property
     def done(self) -> int:
-        return self.completed + self.errors
+        return self.completed + self.errors + self.cut_on_purpose
 
 
 class LoadRun:
@@ -259,8 +263,9 @@ class LoadRun:
         ex = await fetch(pool, self.request_bytes(plan, https, client), plan.method, Exchange(scheduled),
                          self.args.timeout)
         self.checks.check(plan, ex)
-        self.tally.add(ex)
-        self.window.add(ex)
+        cut = plan.category == "conformance" and ConformanceMix.cut_on_purpose(plan)
+        self.tally.add(ex, cut)
+        self.window.add(ex, cut)
         return ex
 
     async def session_fetch(self, user_index: int, path: str, category: str, https: bool) -> bool:
@@ -344,6 +349,7 @@ class LoadRun:
             "tool": "load", "config": config_dict(self.args, self.mix),
             "duration_s": round(self.args.duration, 3), "elapsed_s": round(elapsed, 3),
             "sent": sent, "completed": tally.completed, "errors": tally.errors, "lost": self.lost,
+            "cut_on_purpose": tally.cut_on_purpose,
             "error_kinds": dict(tally.error_kinds),
             "rate_configured": self.args.rate, "rate_achieved": round(sent / self.args.duration, 3),
             "reply_rate": round(tally.completed / self.args.duration, 3),
@@ -371,7 +377,8 @@ def config_dict(args: argparse.Namespace, mix: Mix) -> dict:
 def print_summary(s: dict) -> None:
     print(f"load: {s['sent']} requests in {s['duration_s']:.1f} s: rate {s['rate_achieved']:.1f}/s "
           f"(configured {s['rate_configured']}/s), {s['completed']} completed, {s['errors']} errors, "
-          f"{s['lost']} still out at the end")
+          f"{s['lost']} still out at the end"
+          + (f", {s['cut_on_purpose']} cut by the origin on purpose (cut-once)" if s["cut_on_purpose"] else ""))
     print(f"load: offered hit ratio {s['offered_hit_ratio']}, categories {s['categories']}, statuses {s['statuses']}")
     print(f"load: response {fmt_ms(s['response_ms'])}")
     print(f"load: first byte {fmt_ms(s['first_byte_ms'])}; sent late {fmt_ms(s['late_ms'])}")

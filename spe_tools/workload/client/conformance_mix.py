@@ -282,7 +282,14 @@ class ConformanceMix:
         if not seq.finished:
             seq.due = at + seq.steps[seq.index].delay_s
         return Planned(step.method, seq.path + step.suffix, "conformance", dict(step.headers), step.body,
-                       sequence=seq, at=at)
+                       sequence=seq, at=at, step=seq.index - 1)
+
+    @staticmethod
+    def cut_on_purpose(plan: Planned) -> bool:
+        """Whether the origin ends this request's reply early by design: the first request of a case whose first
+        fetch is cut (cut-once). Its client gets a truncated reply, which is the case working, not a failure."""
+        seq = plan.sequence
+        return isinstance(seq, Sequence) and plan.step == 0 and cf.CASES[seq.case].cut_first
 
     def completed(self, plan: Planned) -> None:
         """The reply to `plan` is in (or failed): its sequence's next step may go once due."""

@@ -17,3 +17,4 @@ class Planned:
     spec: cm.ObjectSpec | None = None
     sequence: object | None = None  # conformance: the Sequence this step belongs to (told when its reply is in)
     at: float = 0.0  # conformance: the scheduled time (s from the run's start) the step was planned for
+    step: int = 0  # conformance: the step's place in its sequence (0: the sequence's first request)

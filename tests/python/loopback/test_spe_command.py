@@ -81,3 +81,23 @@ def test_a_load_that_got_every_reply_exits_0(tmp_path):
         done = spe("load", "--origin", f"127.0.0.1:{port}", "--rate", "20", "--duration", "1s", "--seed", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert " 0 errors" in done.stdout and "error:" not in done.stderr
+
+
+def test_a_reply_the_origin_cuts_on_purpose_is_no_failure(tmp_path):
+    """The conformance case cut-once has the origin end its first fetch of a URL halfway through the body (a
+    cache must not keep it). The client's truncated reply is what the case asks for, counted apart, not a
+    request that failed: before, every ./spe demo's load ended in exit 1 with a warning about it."""
+    summary = tmp_path / "load.json"
+    with ProcessGroup(tmp_path) as group:
+        port = free_port()
+        group.start("origin", [sys.executable, "-m", "spe_tools.workload.origin", "--listen", f"127.0.0.1:{port}",
+                               "--think-mean-ms", "0", "--think-sd-ms", "0"], port=port,
+                    env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        # Conformance sequences only, enough for the first round's (one per case, cut-once among them).
+        done = spe("load", "--origin", f"127.0.0.1:{port}", "--rate", "100", "--duration", "3s", "--seed", "1",
+                   "--conformance", "1", "--ims", "0", "--reload", "0", "--head", "0", "--post", "0", "--page", "0",
+                   "--seq", "0", "--hit-ratio", "0", "--json", str(summary))
+    result = json.loads(summary.read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert result["errors"] == 0 and result["cut_on_purpose"] >= 1
+    assert f"{result['cut_on_purpose']} cut by the origin on purpose" in done.stdout
