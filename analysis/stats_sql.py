@@ -10,14 +10,15 @@ also in docs/report.md):
   mean ± 1.96·s/√n, that of the median the order statistics at n/2 ∓ 0.98·√n (rank-based).
 
 Counts, shares, means, standard deviations and sums are one aggregate per reply source. The percentiles, the
-medians and the median's confidence interval are order statistics: each is read at its exact rank from a sort
-DuckDB spills to disk when it must (a window numbering each source's values), not from a sample and not from
-an aggregate that holds every value in memory; the linear interpolation between two ranks is done here, as
+medians and the median's confidence interval are order statistics: each is the value at its exact rank
+(analysis/order_statistics.py: two aggregates, as a sort would give it), not from a sample and not from an
+aggregate that holds every value in memory; the linear interpolation between two ranks is done here, as
 spe_tools/summary_stats.py's percentile does it.
 """
 
 from __future__ import annotations
 
+from analysis.order_statistics import ranked_values
 from analysis.readers.engine import ReplyQueries
 from analysis.readers.records import COLLECTOR
 from spe_tools.rundir.records import RESULT_CLASSES
@@ -67,36 +68,17 @@ def _wanted_ranks(what: str, n: int) -> set[int]:
 
 def _order_statistics(tables: ReplyQueries, counts: dict[str, dict],
                       source: str) -> dict[tuple[str, str], dict[int, float]]:
-    """(what, source) -> rank -> value, for the ranks the table needs: one sort of each source's values."""
-    wanted = [(what, name, rank) for name, agg in counts.items() for what in ORDERED
-              for rank in _wanted_ranks(what, agg[f"n_{what}"] or 0) if agg[f"n_{what}"]]
-    if not wanted:
-        return {}
-    values = " UNION ALL ".join(f"SELECT '{what}' AS what, name, {value} AS x FROM {source} WHERE {where} "
-                                f"AND {value} IS NOT NULL" for what, (value, where) in ORDERED.items())
-    tables.keep_rows("wanted", {"what": "VARCHAR", "name": "VARCHAR", "rank": "BIGINT"}, wanted)
-    found: dict[tuple[str, str], dict[int, float]] = {}
-    try:
-        for what, name, rank, x in tables.rows(f"""
-                SELECT what, name, rank, x FROM (
-                    SELECT what, name, x, row_number() OVER (PARTITION BY what, name ORDER BY x) - 1 AS rank
-                    FROM ({values}))
-                SEMI JOIN wanted USING (what, name, rank)"""):
-            found.setdefault((what, name), {})[rank] = x
-    finally:
-        tables.drop("wanted")
-    return found
+    """(what, source) -> rank -> value, for the ranks the table needs (analysis/order_statistics.py)."""
+    values = " UNION ALL ".join(f"SELECT '{what}' AS what, name, {value} AS x FROM {source} WHERE {where}"
+                                for what, (value, where) in ORDERED.items())
+    return ranked_values(tables, values, ("what", "name"),
+                         lambda group, n: _wanted_ranks(group[0], n) if group[1] in counts else set())
 
 
 def values_at_ranks(tables: ReplyQueries, values: str, ranks: set[int]) -> dict[int, float]:
     """rank -> value of the order statistics of `values` (a query of one column `x`, nulls left out) at `ranks`
-    (from 0, ascending): one sort, which DuckDB spills to disk when it must."""
-    if not ranks:
-        return {}
-    wanted = ", ".join(str(rank) for rank in sorted(ranks))
-    return dict(tables.rows(f"""SELECT rank, x FROM (SELECT x, row_number() OVER (ORDER BY x) - 1 AS rank
-                                                     FROM ({values}) WHERE x IS NOT NULL)
-                                WHERE rank IN ({wanted})"""))
+    (from 0, ascending), exact, in memory that does not grow with the values (analysis/order_statistics.py)."""
+    return ranked_values(tables, values, (), lambda _, n: ranks).get((), {})
 
 
 def quantile(values: dict[int, float], n: int, q: float) -> float | None:

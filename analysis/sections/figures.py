@@ -7,6 +7,7 @@ import base64
 import io
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 import matplotlib
@@ -15,6 +16,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from analysis.order_statistics import bucket_of  # noqa: E402
 from analysis.readers.records import COLLECTOR  # noqa: E402
 from analysis.section import BEST, RunData, Section  # noqa: E402
 from analysis.stats_sql import MS_PER_US, TIMED  # noqa: E402
@@ -41,19 +43,23 @@ def _sources(names: list[str]) -> str:
 
 
 def cdf_points(tables: ReplyQueries, names: list[str]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per source with delivered replies: the steps of its response times' cumulative distribution (ms, fraction),
-    at most CDF_POINTS of them: every step-th order statistic and the last (a million-request run plots as fast as
-    a small one), read at their ranks from one sort."""
+    """Per source with delivered replies: steps of its response times' cumulative distribution (ms, fraction), at
+    most CDF_POINTS of them: at the longest time of each narrow band of times (0.1 % wide), the exact fraction of
+    replies at or below it. One aggregate, so a ten-million-request run plots in the memory of a small one
+    (analysis/order_statistics.py says why not a sort)."""
+    bands: dict[str, list[tuple[float, int]]] = {}
+    for name, x, c in tables.rows(f"""
+            SELECT name, max(x), count(*) FROM (
+                SELECT name, total_us::DOUBLE AS x, {bucket_of("total_us::DOUBLE", 1000)} AS b FROM results
+                WHERE {TIMED} AND name IN ({_sources(names)}))
+            GROUP BY name, b ORDER BY name, b"""):
+        bands.setdefault(name, []).append((x, c))
     points: dict[str, tuple[list[float], list[float]]] = {}
-    for name, rank, n, x in tables.rows(f"""
-            SELECT name, rank, n, total_us FROM (
-                SELECT name, total_us, row_number() OVER (PARTITION BY name ORDER BY total_us) - 1 AS rank,
-                       count(*) OVER (PARTITION BY name) AS n
-                FROM results WHERE {TIMED} AND name IN ({_sources(names)}))
-            WHERE (rank + 1) % greatest(1, n // {CDF_POINTS}) = 0 OR rank = n - 1 ORDER BY name, rank"""):
-        xs, ys = points.setdefault(name, ([], []))
-        xs.append(x * MS_PER_US)
-        ys.append((rank + 1) / n)
+    for name, steps in bands.items():
+        below = list(accumulate(c for _, c in steps))
+        n, every = below[-1], max(1, len(steps) // CDF_POINTS)
+        kept = [i for i in range(len(steps)) if (i + 1) % every == 0 or i == len(steps) - 1]
+        points[name] = ([steps[i][0] * MS_PER_US for i in kept], [below[i] / n for i in kept])
     return points
 
 

@@ -43,6 +43,22 @@ def test_the_reports_order_statistics_are_the_plain_ones(n):
         assert (at[low], at[high]) == summary_stats.median_ci(values)
 
 
+@pytest.mark.parametrize("kind", ["ties", "zeros", "signed", "wide"])
+def test_order_statistics_hold_with_ties_zeros_signs_and_wide_ranges(kind):
+    """Values found by counting per bucket, then per distinct value (analysis/order_statistics.py), are those of
+    a sort at every rank: many equal values (a queue's zero wait), both signs (paired differences), and values
+    from microseconds to an hour."""
+    rng = random.Random(kind)
+    values = {"ties": [float(rng.choice((1, 2, 2, 3, 250))) for _ in range(3000)],
+              "zeros": [0.0] * 2000 + [rng.expovariate(1 / 0.3) for _ in range(500)],
+              "signed": [rng.gauss(0, 40) for _ in range(2500)],
+              "wide": [10 ** rng.uniform(-3, 6.5) for _ in range(2500)]}[kind]
+    ordered = sorted(values)
+    ranks = set(range(0, len(values), 7)) | {len(values) - 1}
+    with Values(values) as table:
+        assert stats_sql.values_at_ranks(table, "SELECT x FROM t", ranks) == {r: ordered[r] for r in ranks}
+
+
 def test_the_definitions():
     values = [4.0, 1.0, 3.0, None, 2.0]
     assert summary_stats.percentile(values, 0.9) == pytest.approx(3.7)  # linear between ranks 2 and 3
