@@ -44,6 +44,7 @@ from pathlib import Path
 
 import psutil
 
+from analysis.readers.spark_engine import stop_session
 from analysis.report import ENGINES, FORMATS, build_report, write_report
 from bench import command
 from bench.lib.doc import add_write_docs, machine, publish
@@ -239,6 +240,7 @@ def main() -> int:
         assert rep.requests == args.records and rep.bad_lines == 1, (rep.requests, rep.bad_lines)
     finally:
         tempfile.tempdir = tempdir
+        stop_session()
         shutil.rmtree(workdir, ignore_errors=True)
     seconds = done - start
     rate = args.records / seconds * 60

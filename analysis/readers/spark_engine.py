@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -139,6 +140,19 @@ def session(master: str):
         raise SparkUnavailableError(f"no Spark session on {master}: {str(e).strip().splitlines()[0][:300]}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def stop_session() -> None:
+    """Stops this process's Spark session, if it started one. A job whose result is in may leave tasks of its stage
+    running in the JVM; a caller about to remove the files they read (a benchmark's run) stops them first, or they
+    fail with 'file does not exist' after the report was made."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 class SparkTables(RunQueries):
