@@ -39,9 +39,8 @@ class Jar:
     def name(self) -> str:
         return f"{self.artifact}-{self.version}.jar"
 
-    @property
-    def url(self) -> str:
-        return f"{MAVEN_CENTRAL}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.name}"
+    def url(self, repository: str = MAVEN_CENTRAL) -> str:
+        return f"{repository}/{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.name}"
 
 
 HADOOP_VERSION = "3.5.0"  # PySpark's hadoop-client (requirements-dev.txt pins the PySpark)
@@ -75,13 +74,13 @@ def verified(jar: Jar, directory: Path = JAR_DIR) -> bool:
     return path.exists() and _stamp(directory).get(jar.name) == _signature(path)
 
 
-def jar_paths(directory: Path = JAR_DIR) -> list[Path]:
+def jar_paths(directory: Path = JAR_DIR, jars: tuple[Jar, ...] = JARS) -> list[Path]:
     """The jars for spark.jars, or MissingJarsError naming the fix."""
-    missing = [jar.name for jar in JARS if not verified(jar, directory)]
+    missing = [jar.name for jar in jars if not verified(jar, directory)]
     if missing:
         raise MissingJarsError(f"reading s3a:// needs {', '.join(missing)} in {directory} (the S3A filesystem's "
                                "jars): ./spe setup fetches them")
-    return [directory / jar.name for jar in JARS]
+    return [directory / jar.name for jar in jars]
 
 
 def _sha1(path: Path) -> str:
@@ -92,31 +91,31 @@ def _sha1(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(jar: Jar, dest: Path) -> None:
+def _download(url: str, dest: Path) -> None:
     """The jar into `dest`, through a temporary file: an interrupted download never looks like a jar."""
     partial = dest.with_name(dest.name + ".part")
-    with urllib.request.urlopen(jar.url, timeout=60) as reply, partial.open("wb") as f:
+    with urllib.request.urlopen(url, timeout=60) as reply, partial.open("wb") as f:
         shutil.copyfileobj(reply, f, BLOCK)
     os.replace(partial, dest)
 
 
-def fetch(directory: Path = JAR_DIR, log=print) -> None:
+def fetch(directory: Path = JAR_DIR, log=print, jars: tuple[Jar, ...] = JARS, repository: str = MAVEN_CENTRAL) -> None:
     """Every jar there and verified: those missing or changed downloaded and checked against their SHA-1."""
     directory.mkdir(parents=True, exist_ok=True)
     stamp = _stamp(directory)
-    for jar in JARS:
+    for jar in jars:
         if verified(jar, directory):
             continue
-        path = directory / jar.name
+        path, url = directory / jar.name, jar.url(repository)
         if not path.exists():
             start = time.monotonic()
-            log(f"fetching {jar.url}")
-            _download(jar, path)
+            log(f"fetching {url}")
+            _download(url, path)
             log(f"  {path.stat().st_size / 1e6:,.0f} MB in {time.monotonic() - start:.0f} s")
         found = _sha1(path)
         if found != jar.sha1:
             path.unlink()
-            raise MissingJarsError(f"{jar.url}: SHA-1 {found}, expected {jar.sha1} (deleted; run again)")
+            raise MissingJarsError(f"{url}: SHA-1 {found}, expected {jar.sha1} (deleted; run again)")
         stamp[jar.name] = _signature(path)
         (directory / STAMP).write_text(json.dumps(stamp, indent=1))
 
