@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from analysis.readers.object_store import Store, stored_runs
+from analysis.readers.object_store import Store, StoredRun, store_error, stored_runs
 from analysis.readers.spark_engine import DEFAULT_MASTER, SparkTables, session
 from analysis.report import Progress, read_tables, report_of
 from analysis.report_data import Report
@@ -32,8 +32,19 @@ def build_stored_report(urls: Sequence[str], progress: Progress | None = None, s
         # No captures and no log beside the records: the sections do without a mismatch's capture file and a
         # violation's judged headers, as for a run whose Multiplier kept none.
         files = {run.label: RunFiles(run.local, run.local / MULTIPLIER_LOG, None) for run in runs}
-        read = read_tables(SparkTables(stored=runs, spark=spark), progress)
+        read = read_stored(runs, spark, progress, urls[0])
         shown = {run.label: run.url for run in runs} if len(runs) > 1 else {runs[0].label: urls[0]}
         report = report_of(files, read, progress, examples, computed, shown=shown)
     report.notes = [note for run in runs for note in run.notes]
     return report
+
+
+def read_stored(runs: list[StoredRun], spark, progress: Progress, url: str) -> tuple:
+    """The runs' records read (read_tables); the store failing while Spark reads them (a part file it may list but
+    not read, the endpoint gone) said in one line as when listing them, not as the JVM's stack trace."""
+    try:
+        return read_tables(SparkTables(stored=runs, spark=spark), progress)
+    except Exception as e:
+        if not type(e).__module__.startswith(("py4j", "pyspark")):
+            raise
+        raise store_error(url, e) from None

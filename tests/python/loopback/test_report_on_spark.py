@@ -8,8 +8,10 @@ compacted runs under run=NAME/, read by `./spe report s3a://...` on the cluster.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -157,6 +159,7 @@ def stored(tmp_path_factory):
         jar_paths()
     except MissingJarsError as e:
         require([str(e)], "the S3A filesystem's jars")
+    require([] if importlib.util.find_spec("moto") else ["moto is not installed in the venv"], "moto's S3 server")
     work = tmp_path_factory.mktemp("stored")
     east, west, _ = make_runs(work)
     with ProcessGroup(work) as group:
@@ -207,6 +210,51 @@ def without_repro_hint(text: str) -> str:
         hint = line.startswith("Reproduce one as a case:") or (hint and line.startswith("  "))
         out += [] if hint else [line]
     return "\n".join(out)
+
+
+def test_a_prefixs_runs_are_its_run_folders_their_committed_parts_and_what_they_lack_is_said(cluster, stored,
+                                                                                             tmp_path):
+    """The layout, read through the session's Hadoop filesystem (here on file://, which any session reads, so no
+    JVM of its own): each run=NAME folder a run, only the part files its compacted.json counts, other files never
+    taken for records, the small files staged locally, and a run uploaded without lab.json said to lack it."""
+    from analysis.readers.object_store import Store, stored_runs
+    from analysis.readers.spark_engine import session
+
+    east = stored[1][0]
+    prefix = tmp_path / "prefix"
+    shutil.copytree(east, prefix / "run=east")
+    shutil.copytree(east / "parquet", prefix / "run=bare" / "parquet")
+    (prefix / "README.txt").write_text("not a run")
+    (prefix / "run=east" / "parquet" / "_SUCCESS").write_text("")
+    part = next((prefix / "run=east" / "parquet").glob("hour=*/part-*.parquet"))
+    shutil.copy(part, part.with_name("part-999999999-0.parquet"))  # a compaction cut short: not a record yet
+    bare, mine = stored_runs(Store(session(cluster)), [prefix.as_uri() + "/"], tmp_path / "scratch")
+    assert (bare.label, mine.label) == ("bare", "east")
+    assert [Path(p).name for p in mine.parts] == [Path(p).name for p in bare.parts] == [part.name]
+    assert {p.relative_to(mine.local).as_posix() for p in mine.staged} == {"lab.json", "collector/access.log"}
+    assert mine.notes == [] and bare.staged == {}
+    assert bare.notes == [f"{bare.url}: no lab.json, so no topology: the Collector's hit ratios, the noise floor "
+                          "and the prefetch columns are left out"]
+
+
+def test_a_part_file_spark_cannot_read_is_one_line(cluster, stored, tmp_path):
+    """The store failing once the runs are listed, while Spark reads their records (here a part file that is no
+    Parquet): one line naming the prefix, not the JVM's stack trace."""
+    from analysis.readers.object_store import Store, StoreError, stored_runs
+    from analysis.readers.spark_engine import session
+    from analysis.report import Progress
+    from analysis.stored_report import read_stored
+
+    east = stored[1][0]
+    run = tmp_path / "prefix" / "run=broken"
+    shutil.copytree(east / "parquet", run / "parquet")
+    for part in run.glob("parquet/hour=*/part-*.parquet"):
+        part.write_bytes(b"not parquet")
+    spark, url = session(cluster), f"file://{run}"  # not as_uri(), which escapes the folder's `=`
+    runs = stored_runs(Store(spark), [url], tmp_path / "scratch")
+    with pytest.raises(StoreError) as failed:
+        read_stored(runs, spark, Progress(False), url)
+    assert str(failed.value).startswith(url) and "\n" not in str(failed.value)
 
 
 def test_a_bucket_that_does_not_exist_is_one_line(stored, tmp_path):

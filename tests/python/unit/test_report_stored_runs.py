@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from test_analysis import paired_run
 
 from analysis.cli import main as report_main
 from analysis.readers.object_store import store_error
 from analysis.readers.spark_jars import Jar, MissingJarsError, fetch, jar_paths
+from analysis.report import build_report, html_report, summary_json, text_report
 
 
 @pytest.mark.parametrize("argv, said", [
@@ -64,3 +66,13 @@ def test_a_jar_that_is_not_the_published_one_is_deleted(tmp_path):
     with pytest.raises(MissingJarsError, match="expected 0000"):
         fetch(tmp_path / "jars", lambda line: None, (jar,), (tmp_path / "repo").as_uri())
     assert not (tmp_path / "jars" / jar.name).exists()
+
+
+def test_what_a_report_goes_without_is_said_in_every_format(tmp_path):
+    rep = build_report(paired_run(tmp_path))
+    rep.notes = ["s3a://runs/p/run=a: no lab.json, so no topology"]
+    assert "Not read: s3a://runs/p/run=a: no lab.json" in text_report(rep)
+    assert summary_json(rep)["not_read"] == rep.notes
+    assert "Not read: s3a://runs/p/run=a: no lab.json" in html_report(rep)
+    rep.notes = []
+    assert "not_read" not in summary_json(rep) and "Not read" not in text_report(rep)
