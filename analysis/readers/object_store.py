@@ -49,7 +49,7 @@ def store_error(url: str, error: Exception) -> StoreError:
     """A Java exception from Hadoop's S3A filesystem as one line that says what to check."""
     java = getattr(error, "java_exception", None)
     kind = java.getClass().getName() if java is not None else type(error).__name__
-    text = str(java.getMessage() if java is not None else error)
+    text = str((java.getMessage() if java is not None else error) or "")
     if kind.endswith("UnknownStoreException") or "NoSuchBucket" in text:
         return StoreError(f"the bucket {url.split('/')[2]} does not exist ({url})")
     if kind.endswith("FileNotFoundException"):
@@ -57,7 +57,7 @@ def store_error(url: str, error: Exception) -> StoreError:
     if "No AWS Credentials" in text:
         return StoreError(f"{url}: no AWS credentials found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, "
                           "or the provider chain's other sources)")
-    if kind.endswith("AccessDeniedException") or "403" in text:
+    if kind.endswith("AccessDeniedException") or "Status Code: 403" in text:
         return StoreError(f"{url}: access denied (the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
                           "or the AWS provider chain)")
     if "Unable to execute HTTP request" in text or kind.endswith("ConnectException"):

@@ -11,7 +11,8 @@ from test_analysis import paired_run
 
 from analysis.cli import main as report_main
 from analysis.readers.object_store import store_error
-from analysis.readers.spark_jars import Jar, MissingJarsError, fetch, jar_paths
+from analysis.readers.spark_jars import HADOOP_VERSION, Jar, MissingJarsError, fetch, jar_paths
+from analysis.readers.spark_s3a import check_hadoop
 from analysis.report import build_report, html_report, summary_json, text_report
 
 
@@ -76,3 +77,13 @@ def test_what_a_report_goes_without_is_said_in_every_format(tmp_path):
     assert "Not read: s3a://runs/p/run=a: no lab.json" in html_report(rep)
     rep.notes = []
     assert "not_read" not in summary_json(rep) and "Not read" not in text_report(rep)
+
+
+def test_a_pyspark_of_another_hadoop_is_told_apart(tmp_path):
+    """hadoop-aws links against its own Hadoop version only: another PySpark's is said, not a NoSuchMethodError."""
+    (tmp_path / f"hadoop-client-api-{HADOOP_VERSION}.jar").write_bytes(b"")
+    check_hadoop(tmp_path)
+    (tmp_path / f"hadoop-client-api-{HADOOP_VERSION}.jar").unlink()
+    (tmp_path / "hadoop-client-api-3.4.1.jar").write_bytes(b"")
+    with pytest.raises(MissingJarsError, match=f"bundles hadoop-client 3.4.1, the S3A jars are for {HADOOP_VERSION}"):
+        check_hadoop(tmp_path)
