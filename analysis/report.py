@@ -73,8 +73,8 @@ def _log_size(run: Path) -> int:
 ENGINES = ("duckdb", "memory", "spark")
 
 
-def read_run(logs: list[Path], engine: str, progress: Progress,
-             spark_master: str | None = None) -> tuple[ReplyQueries, Records, int, list[dict], int]:
+def read_run(logs: list[Path], engine: str, progress: Progress, spark_master: str | None = None,
+             spark_conf: dict[str, str] | None = None) -> tuple[ReplyQueries, Records, int, list[dict], int]:
     """The queries the sections read the replies and verdicts through (open: the caller closes them), the runs'
     records, the lines naming an unreadable `cache` object, the per-proxy table and how many Parquet part files
     could not be read. A ROPE text log is always read into memory; several runs only through DuckDB or Spark."""
@@ -88,9 +88,12 @@ def read_run(logs: list[Path], engine: str, progress: Progress,
     if engine == "spark":
         from analysis.readers.spark_engine import DEFAULT_MASTER, SparkTables  # the JVM only when asked for
 
-        tables: RunQueries = SparkTables(logs, spark_master or DEFAULT_MASTER)
-    else:
-        tables = RunTables(logs)
+        return read_tables(SparkTables(logs, spark_master or DEFAULT_MASTER, spark_conf), progress)
+    return read_tables(RunTables(logs), progress)
+
+
+def read_tables(tables: RunQueries, progress: Progress) -> tuple[ReplyQueries, Records, int, list[dict], int]:
+    """read_run's answer from the runs' tables, open (closed here when it fails)."""
     try:
         progress(f"{tables.requests:,} records from {tables.source} ({tables.bad_lines} unreadable lines); "
                  "computing tables")
@@ -143,7 +146,7 @@ def merged_usage(runs: list[Path], tables: ReplyQueries,
 
 def build_report(run: Path | Sequence[Path], progress: Progress | None = None, engine: str = "duckdb",
                  examples: str = FIRST, computed: Collection[str] | None = None,
-                 spark_master: str | None = None) -> Report:
+                 spark_master: str | None = None, spark_conf: dict[str, str] | None = None) -> Report:
     """The run (or several runs, merged into one report) read once: the per-proxy table, then each registered
     section's data, in registry order. `examples`: FIRST or LATEST, which request of a finding a section shows
     (RunData.examples). `computed`: the names of the sections to compute (None: every one; `--compare` computes
@@ -152,11 +155,19 @@ def build_report(run: Path | Sequence[Path], progress: Progress | None = None, e
     progress = progress or Progress(False)
     progress(f"reading {sum(_log_size(r) for r in runs) / 1e6:,.0f} MB of Multiplier log")
     files = run_files(runs)
+    read = read_run([f.log for f in files.values()], engine, progress, spark_master, spark_conf)
+    return report_of(files, read, progress, examples, computed, shared)
+
+
+def report_of(files: dict[str, RunFiles], read: tuple, progress: Progress, examples: str = FIRST,
+              computed: Collection[str] | None = None, shared: Collection[Path] = (),
+              shown: dict[str, str] | None = None) -> Report:
+    """The report of the runs `files` (by label) whose records read_run has read (`read`, closed here): the
+    sections' data in registry order. `shown`: what the report names each run by, when not its directory."""
     first = next(iter(files.values()))
-    tables, records, bad_cache_lines, table, bad_parts = read_run([f.log for f in files.values()], engine, progress,
-                                                                  spark_master)
+    tables, records, bad_cache_lines, table, bad_parts = read
     with tables:
-        usage, bad_collector_lines = merged_usage(runs, tables, shared)
+        usage, bad_collector_lines = merged_usage([f.path for f in files.values()], tables, shared)
         lab = LabJson.read(first.path) if first.path.is_dir() else None  # the topology: the first run's
         inputs = RunData(first.path, first.log, records, tables, lab, usage, first.capture_dir, table, examples,
                          runs=files)
@@ -168,10 +179,11 @@ def build_report(run: Path | Sequence[Path], progress: Progress | None = None, e
             if section.compute and (computed is None or section.name in computed):
                 progress(f"section {section.name}")
                 data[section.name] = section.compute(inputs)
-    return Report(first.path, table, records.requests, records.bad_lines, bad_collector_lines, usage or {},
-                  skipped=records.skipped, held=records.held, https=records.https, bad_cache_lines=bad_cache_lines,
-                  bad_parts=bad_parts, data=data, spe_version=lab.spe_version if lab else None,
-                  runs={label: f.path for label, f in files.items()})
+    names = shown or {label: f.path for label, f in files.items()}
+    return Report(next(iter(names.values())), table, records.requests, records.bad_lines, bad_collector_lines,
+                  usage or {}, skipped=records.skipped, held=records.held, https=records.https,
+                  bad_cache_lines=bad_cache_lines, bad_parts=bad_parts, data=data,
+                  spe_version=lab.spe_version if lab else None, runs=names)
 
 
 def skipped_text(rep: Report) -> str:
@@ -230,7 +242,8 @@ def text_report(rep: Report) -> str:
            f"{rep.requests} client requests"
            + (f", {rep.bad_lines} unreadable log line(s) skipped" if rep.bad_lines else "")
            + (f", {rep.bad_parts} unreadable Parquet file(s) skipped" if rep.bad_parts else "")
-           + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else [])]
+           + (f"; {skipped_text(rep)}" if rep.skipped else ""), *([https_text(rep)] if rep.https else []),
+           *(f"Not read: {note}" for note in rep.notes)]
     if verdict := verdict_text(rep):
         out += ["", *verdict]
     out += ["", "Per proxy (ROPE's Tables 1 and 2):", text_table(rep.rows)]
@@ -293,6 +306,8 @@ def summary_json(rep: Report) -> dict:
     summary = {"run": str(rep.run), "spe_version": rep.spe_version, "requests": rep.requests,
                "bad_lines": rep.bad_lines, "bad_parquet_files": rep.bad_parts, "proxies": rows,
                "skipped_fanouts": rep.skipped, "client_held": rep.held, "https": rep.https}
+    if rep.notes:
+        summary["not_read"] = rep.notes
     for section in sections.SECTIONS:
         if section.summary:
             summary.update(section.summary(rep, rows))

@@ -29,6 +29,9 @@ class Report:
     spe_version: str | None = None  # the SPE that ran it (lab.json's spe_version); None: a bare log, an older run
     # Every run read by its `run` label, its directory or log (one; several for a merged report, `run` the first)
     runs: dict[str, Path] = field(default_factory=dict)
+    # What the report could not read and goes without (a stored run's lab.json or access.log not found), said in
+    # every format
+    notes: list[str] = field(default_factory=list)
 
     @property
     def merged(self) -> bool:

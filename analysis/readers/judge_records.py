@@ -103,9 +103,10 @@ def _lines_from_end(f: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
 def load_evidence(log: Path, wanted: set[tuple[int, str]], from_end: bool = False) -> dict[tuple[int, str], dict]:
     """The `evidence` object of each wanted (request id, source name) reply; stops reading once all are found.
     `from_end` reads the log backwards, for replies near its end (the latest examples): as cheap for them as the
-    forward read is for the first ones, however long the log."""
+    forward read is for the first ones, however long the log. None found without the log (a run in object
+    storage is read from its Parquet files only)."""
     found: dict[tuple[int, str], dict] = {}
-    if not wanted:
+    if not wanted or not Path(log).exists():
         return found
     with Path(log).open("rb") as f:
         for line in _lines_from_end(f) if from_end else f:

@@ -19,14 +19,17 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import sqlglot
 
 from analysis.readers.access_log_sql import access_lines_sql
 from analysis.readers.engine import MEASURE, RUN_SEQ, RunQueries, run_labels
+from analysis.readers.object_store import StoredRun
 from analysis.readers.records import COLLECTOR
+from analysis.readers.spark_jars import MissingJarsError
+from analysis.readers.spark_s3a import hadoop_settings, s3a_settings
 from spe_tools.rundir.log_schema import CACHE
 from spe_tools.rundir.parquet_log import compact, compacted
 
@@ -108,9 +111,10 @@ def check_java() -> None:
                                     "(Debian's default-jre-headless; ./spe setup installs it)")
 
 
-def session(master: str):
+def session(master: str, conf: Mapping[str, str] | None = None, s3a: bool = False):
     """A Spark session on `master`, its driver on loopback (a cluster's workers reach it there when they share the
-    host; on a real cluster, SPARK_LOCAL_IP / spark.driver.host say where)."""
+    host; on a real cluster, SPARK_LOCAL_IP / spark.driver.host say where). `conf`: the user's settings
+    (--spark-conf), applied last; `s3a`: able to read s3a:// paths (analysis/readers/spark_s3a.py)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
         from pyspark.sql import SparkSession  # imported here: the report's other engines never load the JVM
@@ -118,6 +122,10 @@ def session(master: str):
         raise SparkUnavailableError(f"PySpark is not installed ({e}): ./spe setup installs it") from None
     check_java()
     check_master(master)
+    try:
+        settings = {**(s3a_settings(master) if s3a else {}), **(conf or {})}
+    except MissingJarsError as e:
+        raise SparkUnavailableError(str(e)) from None
     host = os.environ["SPARK_LOCAL_IP"]
     # Read when the JVM starts: its log at ERROR, so that SPE's message is what a failure shows.
     builder = SparkSession.builder.config("spark.driver.extraJavaOptions",
@@ -135,10 +143,14 @@ def session(master: str):
                  .config("spark.local.dir", str(Path(tempfile.gettempdir()) / "spe-spark-scratch"))
                  # A run's replies are a few GB at most per hour of traffic: a few partitions per shuffle, not 200.
                  .config("spark.sql.shuffle.partitions", "8")
+                 .config(map=settings)
                  .getOrCreate())
     except Exception as e:  # noqa: BLE001 (Py4J and PySpark raise many kinds; each means no session)
         raise SparkUnavailableError(f"no Spark session on {master}: {str(e).strip().splitlines()[0][:300]}") from None
     spark.sparkContext.setLogLevel("ERROR")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in hadoop_settings(settings).items():
+        hadoop.set(key, value)
     return spark
 
 
@@ -160,18 +172,28 @@ class SparkTables(RunQueries):
     (or `with`) drops its views; the session stays for the next report of the same process (a JVM takes seconds to
     start)."""
 
-    def __init__(self, logs: Path | Sequence[Path], master: str = DEFAULT_MASTER):
+    def __init__(self, logs: Path | Sequence[Path] = (), master: str = DEFAULT_MASTER,
+                 conf: Mapping[str, str] | None = None, stored: Sequence[StoredRun] = (), spark=None):
+        """The runs of `logs` (local run directories' logs), or the `stored` runs (object storage, read with
+        `spark`, the session that listed them)."""
         logs = [Path(logs)] if isinstance(logs, (str, Path)) else [Path(log) for log in logs]
-        self.spark = session(master)
+        self.spark = spark or session(master, conf)
         self._kept: dict[str, object] = {}
         self.bad_parts = self.bad_lines = 0
-        runs = [self._run_records(log, label, index * RUN_SEQ)
-                for index, (log, label) in enumerate(zip(logs, run_labels(logs), strict=True))]
+        # A file of a stored run the sections read from its local copy, read by Spark where it is stored instead:
+        # a cluster's executors do not see the driver's disk.
+        self.staged = {local: url for run in stored for local, url in run.staged.items()}
+        if stored:
+            runs = [self._stored_records(run, index * RUN_SEQ) for index, run in enumerate(stored)]
+        else:
+            runs = [self._run_records(log, label, index * RUN_SEQ)
+                    for index, (log, label) in enumerate(zip(logs, run_labels(logs), strict=True))]
         records = runs[0]
         for more in runs[1:]:
             records = records.unionByName(more, allowMissingColumns=True)
         records.createOrReplaceTempView("records")
-        self.source = "parquet (Spark)" + (f", {len(runs)} runs" if len(runs) > 1 else "")
+        self.source = ("parquet in object storage (Spark)" if stored else "parquet (Spark)") + \
+            (f", {len(runs)} runs" if len(runs) > 1 else "")
         self._persist("replies", self.spark.sql(_replies_sql()))
         self.spark.sql("CREATE OR REPLACE TEMPORARY VIEW results AS "
                        "SELECT * FROM replies WHERE result IS DISTINCT FROM 'NOT_SENT'")
@@ -181,10 +203,8 @@ class SparkTables(RunQueries):
         self.requests = self.value("SELECT count(*) FROM records")
 
     def _run_records(self, log: Path, label: str, first_seq: int):
-        """One run's records (a DataFrame) with engine.py's `run`, `multiplier` and `seq` columns, from its Parquet
-        files; the lines they do not hold yet are compacted first (Spark reads the files only)."""
-        from pyspark.sql import functions as sf
-
+        """One run's records from its Parquet files; the lines they do not hold yet are compacted first (Spark reads
+        the files only)."""
         run = log.parent
         found = compacted(run)
         if found is None or not found.current:
@@ -194,7 +214,20 @@ class SparkTables(RunQueries):
         self.bad_lines += found.bad_lines
         if not found.files:
             raise FileNotFoundError(f"{run}: no records to read (the log is empty)")
-        records = self.spark.read.parquet(*(str(f) for f in found.files))
+        return self._records([str(f) for f in found.files], label, first_seq)
+
+    def _stored_records(self, run: StoredRun, first_seq: int):
+        """A stored run's records, from the part files its compacted.json counts."""
+        self.bad_lines += run.state.bad_lines
+        if not run.parts:
+            raise FileNotFoundError(f"{run.url}: no records to read (no Parquet part files)")
+        return self._records(run.parts, run.label, first_seq)
+
+    def _records(self, files: list[str], label: str, first_seq: int):
+        """Parquet files' records (a DataFrame) with engine.py's `run`, `multiplier` and `seq` columns."""
+        from pyspark.sql import functions as sf
+
+        records = self.spark.read.parquet(*files)
         mine = sf.coalesce(sf.col("multiplier"), sf.lit(label)) if "multiplier" in records.columns else sf.lit(label)
         return (records.withColumn("multiplier", mine).withColumn("run", sf.lit(label))
                 .withColumn("seq", sf.col("seq") + sf.lit(first_seq)))
@@ -224,7 +257,8 @@ class SparkTables(RunQueries):
         self._persist(name, self.spark.createDataFrame(rows, schema))
 
     def keep_access_log(self, path: Path, name: str, fields: Sequence[str]) -> None:
-        self.spark.read.text(str(path)).withColumnRenamed("value", "line").createOrReplaceTempView(f"{name}_text")
+        text = self.spark.read.text(self.staged.get(Path(path), str(path)))
+        text.withColumnRenamed("value", "line").createOrReplaceTempView(f"{name}_text")
         self.keep(name, access_lines_sql(f"{name}_text", fields))
 
     def drop(self, *names: str) -> None:

@@ -2,19 +2,25 @@
 stopped by PID however the test ends), the report's own queries translated to Spark SQL. On the hand-made runs of
 the report's other tests (between them every section: the per-proxy table, mismatches, noise, paired ranking, cache
 rules, prefetching, skipped fan-outs, CONNECTs) and on a generated run, summary.json must equal DuckDB's, number
-for number (floats to 1e-9 relative: a sum may be added up in another order), and report.txt must be the same."""
+for number (floats to 1e-9 relative: a sum may be added up in another order), and report.txt must be the same.
+The same for runs in object storage: a real S3 server on 127.0.0.1 (moto's, tests/python/s3_server.py) holding two
+compacted runs under run=NAME/, read by `./spe report s3a://...` on the cluster."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 from parts import missing_program, require
+from s3_server import ACCESS, client, spark_conf, start_s3, upload
 
 # The hand-made runs are the unit layer's (tests/python/unit): the same runs, read by the other engine.
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
@@ -25,9 +31,11 @@ from test_report_engines import mixed_run, same, summary
 from test_report_merged import make_runs
 from test_report_trust import noisy_run
 
+from analysis.readers.spark_jars import MissingJarsError, jar_paths
 from analysis.report import build_report, summary_json, text_report
 from bench.report_speed import write_run
 from spe_tools.process import ProcessGroup, free_port
+from spe_tools.rundir.parquet_log import compact
 
 WORKER_REGISTERED = "Successfully registered with master"
 
@@ -140,3 +148,132 @@ def test_without_java_the_report_says_what_to_install(tmp_path):
     done = report_on_spark(paired_run(tmp_path), env=env)
     assert done.returncode == 1
     assert "the Spark engine needs Java" in done.stderr and "default-jre-headless" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """An S3 server holding two compacted runs (east and west, two Multipliers' runs of one evaluation) under
+    s3a://runs/evaluation/run=NAME/, whole run directories as `aws s3 sync` uploads them, and files that are not
+    records beside them; and the two local runs."""
+    try:
+        jar_paths()
+    except MissingJarsError as e:
+        require([str(e)], "the S3A filesystem's jars")
+    require([] if importlib.util.find_spec("moto") else ["moto is not installed in the venv"], "moto's S3 server")
+    work = tmp_path_factory.mktemp("stored")
+    east, west, _ = make_runs(work)
+    with ProcessGroup(work) as group:
+        endpoint = start_s3(group)
+        s3 = client(endpoint)
+        s3.create_bucket(Bucket="runs")
+        for run in (east, west):
+            compact(run)
+            upload(s3, run, "runs", f"evaluation/run={run.name}")
+        s3.put_object(Bucket="runs", Key="evaluation/README.txt", Body=b"not a run")
+        s3.put_object(Bucket="runs", Key="evaluation/run=east/parquet/_SUCCESS", Body=b"")
+        yield endpoint, [east, west]
+
+
+def report_stored(url: str, endpoint: str, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analysis.cli", url, "--engine", "spark", *spark_conf(endpoint),
+                           "--out", str(out), "--format", "json,text", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**os.environ, **ACCESS, "PYTHONPATH": str(ROOT)})
+
+
+def test_runs_in_object_storage_give_duckdbs_merged_report(cluster, stored, tmp_path):
+    """`./spe report s3a://BUCKET/PREFIX/ --engine spark --spark-master ...`: the runs under the prefix, each
+    record's run its run=NAME, read on the cluster (the S3A jars shipped to its executor) and merged as DuckDB merges
+    the two run directories: summary.json and report.txt's tables the same."""
+    from pyspark.sql import SparkSession
+
+    if (running := SparkSession.getActiveSession()) is not None:
+        running.stop()  # the worker's cores, for the report's own application
+    endpoint, runs = stored
+    url = "s3a://runs/evaluation/"
+    done = report_stored(url, endpoint, tmp_path, "--spark-master", cluster)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads((tmp_path / "summary.json").read_text())
+    expected = json.loads(json.dumps(summary_json(build_report(runs)), default=str))
+    assert found.pop("run") == "s3a://runs/evaluation/run=east" and "not_read" not in found
+    expected.pop("run")
+    assert set(found["per_multiplier"]) == {"east", "west"}
+    same(found, expected, "stored")
+    # After the line naming the run, the same text but `./spe repro`'s hint, which needs the run's log at hand
+    text = (tmp_path / "report.txt").read_text().split("\n", 1)[1]
+    assert text == without_repro_hint(text_report(build_report(runs)).split("\n", 1)[1])
+
+
+def without_repro_hint(text: str) -> str:
+    """The report's text without the lines naming `./spe repro` cases (analysis/repro_links.py repro_text)."""
+    out, hint = [], False
+    for line in text.split("\n"):
+        hint = line.startswith("Reproduce one as a case:") or (hint and line.startswith("  "))
+        out += [] if hint else [line]
+    return "\n".join(out)
+
+
+def test_a_prefixs_runs_are_its_run_folders_their_committed_parts_and_what_they_lack_is_said(cluster, stored,
+                                                                                             tmp_path):
+    """The layout, read through the session's Hadoop filesystem (here on file://, which any session reads, so no
+    JVM of its own): each run=NAME folder a run, only the part files its compacted.json counts, other files never
+    taken for records, the small files staged locally, and a run uploaded without lab.json said to lack it."""
+    from analysis.readers.object_store import Store, stored_runs
+    from analysis.readers.spark_engine import session
+
+    east = stored[1][0]
+    prefix = tmp_path / "prefix"
+    shutil.copytree(east, prefix / "run=east")
+    shutil.copytree(east / "parquet", prefix / "run=bare" / "parquet")
+    (prefix / "README.txt").write_text("not a run")
+    (prefix / "run=east" / "parquet" / "_SUCCESS").write_text("")
+    part = next((prefix / "run=east" / "parquet").glob("hour=*/part-*.parquet"))
+    shutil.copy(part, part.with_name("part-999999999-0.parquet"))  # a compaction cut short: not a record yet
+    bare, mine = stored_runs(Store(session(cluster)), [prefix.as_uri() + "/"], tmp_path / "scratch")
+    assert (bare.label, mine.label) == ("bare", "east")
+    assert [Path(p).name for p in mine.parts] == [Path(p).name for p in bare.parts] == [part.name]
+    assert {p.relative_to(mine.local).as_posix() for p in mine.staged} == {"lab.json", "collector/access.log"}
+    assert mine.notes == [] and bare.staged == {}
+    assert bare.notes == [f"{bare.url}: no lab.json, so no topology: the Collector's hit ratios, the noise floor "
+                          "and the prefetch columns are left out"]
+
+
+def test_a_part_file_spark_cannot_read_is_one_line(cluster, stored, tmp_path):
+    """The store failing once the runs are listed, while Spark reads their records (here a part file that is no
+    Parquet): one line naming the prefix, not the JVM's stack trace."""
+    from analysis.readers.object_store import Store, StoreError, stored_runs
+    from analysis.readers.spark_engine import session
+    from analysis.report import Progress
+    from analysis.stored_report import read_stored
+
+    east = stored[1][0]
+    run = tmp_path / "prefix" / "run=broken"
+    shutil.copytree(east / "parquet", run / "parquet")
+    for part in run.glob("parquet/hour=*/part-*.parquet"):
+        part.write_bytes(b"not parquet")
+    spark, url = session(cluster), f"file://{run}"  # not as_uri(), which escapes the folder's `=`
+    runs = stored_runs(Store(spark), [url], tmp_path / "scratch")
+    with pytest.raises(StoreError) as failed:
+        read_stored(runs, spark, Progress(False), url)
+    assert str(failed.value).startswith(url) and "\n" not in str(failed.value)
+
+
+def test_a_bucket_that_does_not_exist_is_one_line(stored, tmp_path):
+    endpoint, _ = stored
+    done = report_stored("s3a://no-such-bucket/evaluation/", endpoint, tmp_path)
+    assert last_line(done).startswith("spe report: error: the bucket no-such-bucket does not exist")
+
+
+def test_an_endpoint_nothing_listens_on_fails_in_seconds_in_one_line(stored, tmp_path):
+    dead = f"http://127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    done = report_stored("s3a://runs/evaluation/", dead, tmp_path)
+    line = last_line(done)
+    assert "the object store does not answer" in line and "Connection refused" in line, line
+    assert time.monotonic() - start < 60  # the JVM's start, then one attempt and a retry: not S3A's minutes
+
+
+def last_line(done: subprocess.CompletedProcess) -> str:
+    """What a failed report says: its last line, SPE's (before it, only the JVM's start), no Java stack trace."""
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "\tat " not in done.stderr and "Exception" not in done.stderr, done.stderr[-3000:]
+    return done.stderr.strip().splitlines()[-1]
