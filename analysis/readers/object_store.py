@@ -29,7 +29,7 @@ from spe_tools.rundir.layout import (
     PREFETCH_AGENT_LOG,
     PROXY_COSTS,
 )
-from spe_tools.rundir.parquet_log import STATE, CompactState, part_start
+from spe_tools.rundir.parquet_log import STATE, CompactState, committed_parts
 
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 SCHEME = "s3a://"
@@ -158,8 +158,7 @@ def stored_run(store: Store, label: str, run_url: str, local: Path) -> StoredRun
     local.mkdir(parents=True)
     state = _state(store, run_url, local)
     parts = [p for p in store.files_under(f"{run_url}/{PARQUET}") if PART.search(p)]
-    committed = sorted((p for p in parts if part_start(Path(p)) < state.offset), key=lambda p: part_start(Path(p)))
-    run = StoredRun(label, run_url, committed, state, local)
+    run = StoredRun(label, run_url, committed_parts(parts, state), state, local)
     stage(store, run)
     log_size = store.size(f"{run_url}/{MULTIPLIER_LOG}")
     if log_size is not None and log_size > state.offset:

@@ -20,8 +20,10 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pyarrow.parquet as pq
@@ -30,6 +32,7 @@ from spe_tools.rundir.layout import RunDir
 from spe_tools.rundir.log_schema import duckdb_columns, sql_string
 
 STATE = "compacted.json"
+PathOrUrl = TypeVar("PathOrUrl", Path, str)
 LOCK = ".lock"
 STAGING = ".staging.jsonl"  # the chunk being compacted (read_json reads files, not byte ranges)
 CHUNK_BYTES = 64 << 20  # JSON Lines per chunk: what a compaction holds in memory at once
@@ -102,6 +105,13 @@ def part_start(path: Path) -> int:
 
 def parts(out: Path) -> list[Path]:
     return sorted(out.glob("hour=*/part-*.parquet"), key=lambda p: (part_start(p), str(p)))
+
+
+def committed_parts(paths: Iterable[PathOrUrl], state: CompactState) -> list[PathOrUrl]:
+    """Of a run's part files (local paths, or URLs of a stored run), those `state` counts as records, in the log's
+    order: a part at or past its offset is a compaction cut short, not records yet."""
+    counted = (p for p in paths if part_start(Path(p)) < state.offset)
+    return sorted(counted, key=lambda p: (part_start(Path(p)), str(p)))
 
 
 def _line_end(f, start: int, stop: int) -> int:
@@ -240,7 +250,7 @@ def compacted(run: Path) -> Compacted | None:
         stop = _line_end(f, state.offset, size)
         f.seek(stop)
         partial = bool(f.read(size - stop).strip())
-    committed = [p for p in parts(out) if part_start(p) < state.offset]
+    committed = committed_parts(parts(out), state)
     readable = [p for p in committed if _readable(p)]
     return Compacted(readable, state.records, state.bad_lines + partial, len(committed) - len(readable),
                      (state.offset, stop), state.records + state.bad_lines)

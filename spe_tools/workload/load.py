@@ -263,7 +263,7 @@ class LoadRun:
         ex = await fetch(pool, self.request_bytes(plan, https, client), plan.method, Exchange(scheduled),
                          self.args.timeout)
         self.checks.check(plan, ex)
-        cut = plan.category == "conformance" and ConformanceMix.cut_on_purpose(plan)
+        cut = ConformanceMix.cut_on_purpose(plan)
         self.tally.add(ex, cut)
         self.window.add(ex, cut)
         return ex
